@@ -1,0 +1,24 @@
+# Batch normalisation at training versus inference time: the whole study,
+# from the digits split to paper/main.pdf. See README.md.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/batch_size.smk"
+include: "workflow/rules/companions.smk"
+include: "workflow/rules/running_stats.smk"
+include: "workflow/rules/paper.smk"
+include: "workflow/rules/manifest.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.manifest.output.manifest,

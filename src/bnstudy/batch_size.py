@@ -1,0 +1,64 @@
+"""Study 2: accuracy by training batch size, in inference and in training mode."""
+
+from __future__ import annotations
+
+import torch
+
+from . import model as mlp
+from .model import NetSpec
+from .runtime import STREAM_EVAL_BATCHES, derive_seed
+
+
+def inference_accuracy(stacked, spec: NetSpec, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Share of rows labelled correctly in inference mode, per model: shape ``(M,)``."""
+    return (mlp.predict(stacked, spec, x) == y).double().mean(1)
+
+
+def test_batches(n: int, batch_size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded random batches that score every one of ``n`` rows exactly once.
+
+    Returns ``(batches, scored)``, both ``(K, batch_size)``: row indices and a mask
+    of the rows scored in each batch. The rows are permuted and cut into batches;
+    a last partial batch of ``r`` rows is completed with ``batch_size - r`` rows drawn
+    from the others, which shape its statistics but are not scored again.
+    """
+    g = torch.Generator().manual_seed(derive_seed(seed, STREAM_EVAL_BATCHES, batch_size))
+    perm = torch.randperm(n, generator=g)
+    full, rest = divmod(n, batch_size)
+    batches = [perm[: full * batch_size].view(full, batch_size)]
+    scored = [torch.ones(full, batch_size, dtype=torch.bool)]
+    if rest:
+        tail = perm[full * batch_size:]
+        others = perm[: full * batch_size]
+        fill = others[torch.randperm(len(others), generator=g)[: batch_size - rest]]
+        batches.append(torch.cat([tail, fill]).view(1, batch_size))
+        scored.append((torch.arange(batch_size) < rest).view(1, batch_size))
+    return torch.cat(batches), torch.cat(scored)
+
+
+def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int,
+                        limits=(1.0, 0.0)) -> torch.Tensor:
+    """Training-mode accuracy per model on seeded test batches of ``batch_size``.
+
+    Running statistics are read, never written (``update=False``).
+    """
+    batches, scored = test_batches(len(y), batch_size, seed)
+    m = next(iter(stacked.values())).shape[0]
+    with torch.no_grad():
+        logits = mlp.forward(stacked, spec, x[batches].expand(m, -1, -1, -1), train=True,
+                             update=False, limits=limits)
+    correct = (logits.argmax(-1) == y[batches]) & scored
+    return correct.double().sum((1, 2)) / scored.sum()
+
+
+def summary_json(summary) -> dict:
+    """``{normaliser: {batch_size: {...}}}`` from the per-(normaliser, b, mode) summary."""
+    out: dict = {}
+    for row in summary.itertuples(index=False):
+        cell = out.setdefault(row.normaliser, {}).setdefault(str(int(row.batch_size)), {})
+        key = {"inference": "inference", "training": "train_mode"}.get(row.mode, row.mode)
+        cell[f"{key}_accuracy"] = row.mean
+        cell[f"{key}_sd"] = row.sd
+        cell[f"{key}_ci"] = [row.ci_low, row.ci_high]
+        cell["seeds"] = int(row.seeds)
+    return out

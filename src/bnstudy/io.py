@@ -1,0 +1,105 @@
+"""Byte-stable, atomic file writing.
+
+Every writer here produces the same bytes for the same content (no timestamps,
+no pickles, sorted keys, fixed float formatting) and writes through a temporary
+file in the target directory that is renamed into place only when complete, so an
+interrupted job never leaves a half-written file that looks finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path beside ``path``; rename it to ``path`` on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def _plain(obj):
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
+    if isinstance(obj, torch.Tensor):
+        return _plain(obj.tolist())
+    return obj
+
+
+def write_json(path, obj) -> None:
+    write_text(path, json.dumps(_plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_table(path, table: pd.DataFrame | list[dict]) -> None:
+    """A tidy CSV: shortest round-trip float repr, no index, ``\\n`` line ends."""
+    df = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
+    write_text(path, df.to_csv(index=False, lineterminator="\n"))
+
+
+def read_table(path) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def write_weights(path, state: dict[str, torch.Tensor], metadata: dict[str, str]) -> None:
+    """Weights as safetensors: a JSON header and raw little-endian tensors, no pickle."""
+    tensors = {k: v.detach().contiguous().clone() for k, v in state.items()}
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={k: str(v) for k, v in sorted(metadata.items())})
+
+
+def read_weights(path) -> dict[str, torch.Tensor]:
+    return load_file(str(path))
+
+
+def read_metadata(path) -> dict[str, str]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return dict(f.metadata() or {})
+
+
+def write_array(path, array: np.ndarray) -> None:
+    """A NumPy ``.npy`` file (a fixed header and raw data, no zip, no timestamp)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+
+
+def read_array(path) -> np.ndarray:
+    return np.load(path, allow_pickle=False)

@@ -1,0 +1,53 @@
+"""LaTeX build products: macros for every number in the prose, and tables."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .io import write_text
+
+_DIGITS = {str(i): w for i, w in enumerate(
+    ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"])}
+
+
+def macro_name(*parts) -> str:
+    """A valid TeX control-sequence name from parts: ('flip', 'b', 16) -> 'flipBOneSix'."""
+    words = []
+    for part in parts:
+        for token in re.split(r"[^A-Za-z0-9]+", str(part)):
+            if not token:
+                continue
+            token = "".join(_DIGITS.get(ch, ch) for ch in token)
+            words.append(token[0].upper() + token[1:])
+    name = "".join(words)
+    return name[0].lower() + name[1:]
+
+
+def fmt(value, digits: int = 3, percent: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, int) and not percent:
+        return f"{value:,}".replace(",", "{,}")
+    if percent:
+        return f"{100 * value:.{digits}f}\\%"
+    return f"{value:.{digits}f}"
+
+
+def write_macros(path, macros: dict[str, str], comment: str) -> None:
+    """``\\newcommand`` per entry, sorted, so the file is byte-stable."""
+    lines = [f"% {comment}", "% Written by the pipeline; do not edit."]
+    for name in sorted(macros):
+        if not re.fullmatch(r"[A-Za-z]+", name):
+            raise ValueError(f"invalid macro name {name!r}")
+        lines.append(f"\\newcommand{{\\{name}}}{{{macros[name]}}}")
+    write_text(path, "\n".join(lines) + "\n")
+
+
+def write_table(path, header: list[str], rows: list[list[str]], align: str, caption_comment: str = "") -> None:
+    """A booktabs ``tabular`` body (the float and caption live in the section file)."""
+    lines = [f"% {caption_comment}" if caption_comment else "% generated table",
+             f"\\begin{{tabular}}{{{align}}}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
+    lines += [" & ".join(r) + " \\\\" for r in rows]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    write_text(path, "\n".join(lines) + "\n")

@@ -1,0 +1,176 @@
+"""Normalisers as functions of a stack of models.
+
+A hidden activation ``h`` has shape ``(M, ..., B, F)``: ``M`` models, optional
+extra leading axes (e.g. many probe batches of one model), ``B`` rows of a batch
+and ``F`` features. Batch statistics are taken over the batch axis ``-2``; layer and
+group statistics over features. Parameters and buffers have shape ``(M, F)``.
+
+The maths follows PyTorch's ``BatchNorm1d``: the batch is normalised with its
+biased variance; the running variance is updated with the unbiased one,
+``running = (1 - momentum) * running + momentum * batch`` (``keep = 1 - momentum``),
+or, with ``momentum=None``, with the cumulative average ``1 / updates``.
+
+Batch renormalisation (Ioffe, 2017) normalises with the batch statistics and then
+corrects towards the running ones::
+
+    r = clip(sigma_batch / sigma_running, 1/rmax, rmax)      (no gradient)
+    d = clip((mean_batch - mean_running) / sigma_running, -dmax, dmax)   (no gradient)
+    y = (h - mean_batch) / sigma_batch * r + d
+
+with ``sigma = sqrt(var + eps)``. With ``rmax = 1, dmax = 0`` it is batch norm; with
+unclipped ``r, d`` it equals the inference-mode function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
+BATCH_NORMALISERS = ("batchnorm", "batchrenorm")
+
+
+@dataclass(frozen=True)
+class RenormSchedule:
+    """Ioffe's rmax/dmax ramps, rescaled to a run of ``total_steps`` steps.
+
+    Ioffe (2017) trains with plain batch norm (rmax 1, dmax 0) for the first 5k
+    steps, then relaxes the limits linearly, reaching rmax 3 at 40k and dmax 5 at
+    25k steps. Here each milestone is a fraction of the run's own steps.
+    """
+
+    total_steps: int
+    rmax: float = 3.0
+    dmax: float = 5.0
+    warmup: float = 0.05
+    rmax_full: float = 0.4
+    dmax_full: float = 0.25
+
+    def limits(self, step: int) -> tuple[float, float]:
+        """(rmax, dmax) in force at 0-based ``step``."""
+        t = step / max(self.total_steps, 1)
+
+        def ramp(full: float) -> float:
+            if t <= self.warmup:
+                return 0.0
+            return min(1.0, (t - self.warmup) / (full - self.warmup))
+
+        return 1.0 + (self.rmax - 1.0) * ramp(self.rmax_full), self.dmax * ramp(self.dmax_full)
+
+    @property
+    def final(self) -> tuple[float, float]:
+        return self.limits(self.total_steps)
+
+
+def _per_feature(t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """View an ``(M, F)`` tensor so that it broadcasts against ``h``."""
+    return t.view(t.shape[0], *([1] * (h.dim() - 2)), t.shape[-1])
+
+
+def _update_running(p: dict, mean: torch.Tensor, var: torch.Tensor, n: int, momentum) -> None:
+    """In-place running-statistics update, PyTorch's rule (unbiased variance)."""
+    with torch.no_grad():
+        p["num_batches_tracked"].add_(1)
+        if momentum is None:
+            factor = 1.0 / p["num_batches_tracked"].to(mean.dtype).unsqueeze(-1)
+        else:
+            factor = momentum
+        unbiased = var * (n / (n - 1))
+        p["running_mean"].copy_(factor * mean + (1 - factor) * p["running_mean"])
+        p["running_var"].copy_(factor * unbiased + (1 - factor) * p["running_var"])
+
+
+def normalise(
+    kind: str,
+    h: torch.Tensor,
+    p: dict,
+    *,
+    train: bool,
+    update: bool = False,
+    eps: float = 1e-5,
+    momentum: float | None = 0.1,
+    groups: int = 1,
+    limits: tuple[float, float] = (1.0, 0.0),
+) -> torch.Tensor:
+    """Apply normaliser ``kind`` with parameters/buffers ``p`` to ``h``.
+
+    ``train`` selects batch statistics (training mode) or running statistics
+    (inference mode); ``update`` additionally moves the running statistics, and is
+    only allowed for plain ``(M, B, F)`` input.
+    """
+    if kind == "none":
+        return h
+    if kind in BATCH_NORMALISERS:
+        if train:
+            n = h.shape[-2]
+            if n < 2:
+                raise ValueError("batch statistics need at least 2 rows per batch")
+            mean = h.mean(dim=-2, keepdim=True)
+            var = h.var(dim=-2, unbiased=False, keepdim=True)
+            sigma_batch = torch.sqrt(var + eps)
+            y = (h - mean) / sigma_batch
+            if kind == "batchrenorm":
+                rmax, dmax = limits
+                sigma = torch.sqrt(_per_feature(p["running_var"], h) + eps)
+                r = (sigma_batch / sigma).clamp(1.0 / rmax, rmax).detach()
+                d = ((mean - _per_feature(p["running_mean"], h)) / sigma).clamp(-dmax, dmax).detach()
+                y = y * r + d
+            if update:
+                if h.dim() != 3:
+                    raise ValueError("running statistics update needs (M, B, F) input")
+                _update_running(p, mean.detach().squeeze(-2), var.detach().squeeze(-2), n, momentum)
+        else:
+            mean = _per_feature(p["running_mean"], h)
+            var = _per_feature(p["running_var"], h)
+            y = (h - mean) / torch.sqrt(var + eps)
+    elif kind == "layernorm":
+        mean = h.mean(dim=-1, keepdim=True)
+        var = h.var(dim=-1, unbiased=False, keepdim=True)
+        y = (h - mean) / torch.sqrt(var + eps)
+    elif kind == "groupnorm":
+        g = h.unflatten(-1, (groups, h.shape[-1] // groups))
+        mean = g.mean(dim=-1, keepdim=True)
+        var = g.var(dim=-1, unbiased=False, keepdim=True)
+        y = ((g - mean) / torch.sqrt(var + eps)).flatten(-2)
+    else:
+        raise ValueError(f"unknown normaliser {kind!r}; expected one of {NORMALISERS}")
+    return y * _per_feature(p["weight"], h) + _per_feature(p["bias"], h)
+
+
+class BatchRenorm1d(torch.nn.Module):
+    """Batch renormalisation as a PyTorch module (PyTorch has none).
+
+    Same parameters and buffers as ``BatchNorm1d``; ``rmax`` and ``dmax`` are plain
+    attributes that the trainer sets from a :class:`RenormSchedule` each step.
+    """
+
+    def __init__(self, features: int, eps: float = 1e-5, momentum: float | None = 0.1):
+        super().__init__()
+        self.eps, self.momentum = eps, momentum
+        self.rmax, self.dmax = 1.0, 0.0
+        self.weight = torch.nn.Parameter(torch.ones(features))
+        self.bias = torch.nn.Parameter(torch.zeros(features))
+        self.register_buffer("running_mean", torch.zeros(features))
+        self.register_buffer("running_var", torch.ones(features))
+        self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p = {
+            "weight": self.weight.unsqueeze(0),
+            "bias": self.bias.unsqueeze(0),
+            "running_mean": self.running_mean.unsqueeze(0),
+            "running_var": self.running_var.unsqueeze(0),
+            "num_batches_tracked": self.num_batches_tracked.unsqueeze(0),
+        }
+        y = normalise(
+            "batchrenorm",
+            x.unsqueeze(0),
+            p,
+            train=self.training,
+            update=self.training,
+            eps=self.eps,
+            momentum=self.momentum,
+            limits=(self.rmax, self.dmax),
+        )
+        return y.squeeze(0)

@@ -1,0 +1,42 @@
+"""Deterministic compute settings shared by every job.
+
+PyTorch results depend on the number of intra-op threads (reductions are split
+differently), so each job fixes its own thread count from the config, whatever
+``--cores`` Snakemake was given.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def configure(threads: int = 1) -> None:
+    """Fix threads and ask PyTorch for deterministic algorithms."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set in this process
+        pass
+    torch.use_deterministic_algorithms(True)
+    torch.set_default_dtype(torch.float32)
+
+
+def derive_seed(*keys: int) -> int:
+    """A 63-bit seed derived from integer keys, e.g. (seed, stream)."""
+    state = np.random.SeedSequence(list(keys)).generate_state(2, dtype=np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
+
+
+# Named random streams: one seed gives independent streams for each purpose.
+STREAM_INIT = 1
+STREAM_ORDER = 2
+STREAM_PROBE = 3
+STREAM_BOOTSTRAP = 4
+STREAM_EVAL_BATCHES = 5
+STREAM_POPULATION = 6

@@ -1,0 +1,85 @@
+# Study 2: accuracy of every grid network by training batch size.
+
+
+rule evaluate_grid:
+    message:
+        "Evaluating {wildcards.normaliser} networks trained at batch size {wildcards.batch_size}"
+    input:
+        weights=rules.train_grid.output.weights,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        y_train=rules.split.output.y_train,
+        code=src("model", "norms", "train", "batch_size") + ["workflow/scripts/evaluate_grid.py"],
+    output:
+        accuracy="results/batch_size/cells/{normaliser}_b{batch_size}.csv",
+    params:
+        seed=config["batch_size_eval"]["seed"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    log:
+        "results/logs/evaluate_grid/{normaliser}_b{batch_size}.log",
+    benchmark:
+        "results/benchmarks/evaluate_grid/{normaliser}_b{batch_size}.tsv"
+    script:
+        "../scripts/evaluate_grid.py"
+
+
+rule summarise_batch_size:
+    message:
+        "Summarising accuracy over seeds for every normaliser and batch size"
+    input:
+        cells=expand(rules.evaluate_grid.output.accuracy, zip,
+                     normaliser=[c["normaliser"] for c in grid_cells()],
+                     batch_size=[c["batch_size"] for c in grid_cells()]),
+        published="workflow/resources/published.yaml",
+        code=src("stats", "latex") + ["workflow/scripts/summarise_batch_size.py"],
+    output:
+        runs="results/batch_size/accuracy.csv",
+        summary_table="results/batch_size/summary.csv",
+        summary="results/summary/batch_size.json",
+        macros="results/paper/macros/batch_size.tex",
+        table="results/paper/tables/batch_size.tex",
+    params:
+        confidence=config["batch_size_eval"]["confidence"],
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/summarise_batch_size.log",
+    benchmark:
+        "results/benchmarks/summarise_batch_size.tsv"
+    script:
+        "../scripts/summarise_batch_size.py"
+
+
+rule figure_batch_size:
+    message:
+        "Drawing accuracy against training batch size"
+    input:
+        summary=rules.summarise_batch_size.output.summary_table,
+        code=src("figures") + ["workflow/scripts/figure_batch_size.py"],
+    output:
+        pdf=report("results/paper/figures/batch_size.pdf", category="Study 2: batch size",
+                   caption="../report/batch_size.rst"),
+        png="results/paper/figures/batch_size.png",
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/figure_batch_size.log",
+    benchmark:
+        "results/benchmarks/figure_batch_size.tsv"
+    script:
+        "../scripts/figure_batch_size.py"
+
+
+register(rules.evaluate_grid, grid_cells())
+register(rules.summarise_batch_size)
+register(rules.figure_batch_size)
+PAPER_INPUTS["macros_batch_size"] = rules.summarise_batch_size.output.macros
+PAPER_INPUTS["table_batch_size"] = rules.summarise_batch_size.output.table
+PAPER_INPUTS["figure_batch_size"] = rules.figure_batch_size.output.pdf

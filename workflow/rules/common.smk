@@ -1,0 +1,88 @@
+# Shared helpers: config checks, the wildcard grid, and the output registry that
+# feeds the hash manifest and the paper.
+import sys
+from pathlib import Path
+
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from bnstudy.config import ConfigError, check_cross_fields, describe_schema_error
+
+SCHEMA = "../schemas/config.schema.yaml"
+
+
+def _fail(message):
+    # One clear line, before any job starts.
+    print(message, file=sys.stderr)
+    sys.exit(1)
+
+
+def _check(cfg, source):
+    try:
+        validate(cfg, SCHEMA, set_default=False)
+        check_cross_fields(cfg)
+    except WorkflowError as e:
+        errors = [a for a in e.args if hasattr(a, "absolute_path")]
+        _fail(describe_schema_error(errors[0]) + f" [{source}]" if errors else f"config error: {e}")
+    except ConfigError as e:
+        _fail(f"{e} [{source}]")
+
+
+# Every --configfile must be a complete experiment on its own (a missing key is
+# an error, not silently taken from config/config.yaml); then the merged config.
+for _path in workflow.overwrite_configfiles:
+    with open(_path) as _f:
+        _check(yaml.safe_load(_f) or {}, _path)
+_check(config, "merged config")
+
+NORMALISERS = config["normalisers"]
+GRID_BATCH_SIZES = config["grid"]["batch_sizes"]
+SEEDS = config["grid"]["seeds"]
+THREADS = config["compute_threads"]
+
+
+wildcard_constraints:
+    normaliser="|".join(NORMALISERS),
+    batch_size=r"\d+",
+
+
+# Modules of the package each kind of rule imports: declared as inputs so that a
+# change to the science re-runs what depends on it (the code trigger sees only
+# the script: file itself).
+def src(*modules):
+    return ["workflow/scripts/_setup.py"] + [
+        f"src/bnstudy/{m}.py" for m in ("__init__", "runtime", "io") + modules
+    ]
+
+
+# ---- output registry -------------------------------------------------------
+# Each rules file registers the concrete outputs of its rules; the manifest rule
+# hashes them in registration (DAG) order.
+REGISTRY = []
+
+
+def register(rule, wildcard_sets=({},)):
+    """Record the outputs of ``rule`` for every wildcard set; return the paths."""
+    paths = []
+    for wc in wildcard_sets:
+        label = ",".join(f"{k}={v}" for k, v in wc.items())
+        for pattern in rule.output:
+            path = str(pattern).format(**wc)
+            REGISTRY.append((rule.rule.name, label, path))
+            paths.append(path)
+    return paths
+
+
+def grid_cells():
+    return [dict(normaliser=n, batch_size=b) for n in NORMALISERS for b in GRID_BATCH_SIZES]
+
+
+def log_path(rule_name, wildcards=""):
+    return f"results/logs/{rule_name}/{wildcards}.log" if wildcards else f"results/logs/{rule_name}.log"
+
+
+# Generated parts of the paper, by name: each study's rules file adds its macros,
+# tables and figures; the paper rule copies them into the LaTeX build.
+PAPER_INPUTS = {}

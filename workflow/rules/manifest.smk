@@ -1,0 +1,23 @@
+# The hash manifest: one row per output file of every other rule, in DAG order.
+# Included last, after every rules file has registered its outputs.
+
+
+rule manifest:
+    message:
+        "Hashing every output into results/manifest.tsv"
+    input:
+        [path for _, _, path in REGISTRY],
+    output:
+        manifest="results/manifest.tsv",
+    params:
+        entries=REGISTRY,
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/manifest.log",
+    benchmark:
+        "results/benchmarks/manifest.tsv"
+    script:
+        "../scripts/manifest.py"

@@ -1,0 +1,56 @@
+# The paper: LaTeX sources in paper/, every number, table and figure from results/.
+
+
+rule design_macros:
+    message:
+        "Writing the study design (config and data sizes) as LaTeX macros"
+    input:
+        y_train=rules.split.output.y_train,
+        y_test=rules.split.output.y_test,
+        code=src("latex", "design") + ["workflow/scripts/design_macros.py"],
+    output:
+        macros="results/paper/macros/design.tex",
+    params:
+        config=config,
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/design_macros.log",
+    benchmark:
+        "results/benchmarks/design_macros.tsv"
+    script:
+        "../scripts/design_macros.py"
+
+
+register(rules.design_macros)
+PAPER_INPUTS["macros_design"] = rules.design_macros.output.macros
+
+
+
+rule paper:
+    message:
+        "Building paper/main.pdf"
+    input:
+        unpack(lambda wc: PAPER_INPUTS),
+        main="paper/main.tex",
+        sections=sorted(str(p) for p in Path("paper/sections").glob("*.tex")),
+        code=src() + ["workflow/scripts/build_paper.py"],
+    output:
+        pdf="paper/main.pdf",
+    params:
+        generated=lambda wc: sorted((k, str(v)) for k, v in PAPER_INPUTS.items()),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    log:
+        "results/logs/paper.log",
+    benchmark:
+        "results/benchmarks/paper.tsv"
+    script:
+        "../scripts/build_paper.py"
+
+
+register(rules.paper)

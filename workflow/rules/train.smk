@@ -1,0 +1,107 @@
+# Training. One job trains all seeds of one (normaliser, batch size) in lockstep.
+
+
+def net_params(normaliser):
+    n = config["network"]
+    return dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"],
+                eps=n["eps"], momentum=n["momentum"])
+
+
+def recipe_params(block, batch_size, order="shuffle"):
+    r = dict(optimizer=block["optimizer"], lr=block["lr"], batch_size=int(batch_size),
+             epochs=block["epochs"], order=order, sgd_momentum=block.get("sgd_momentum", 0.9))
+    return r | {f"renorm_{k}": v for k, v in config["batchrenorm"].items()}
+
+
+TRAIN_CODE = src("model", "norms", "train", "data")
+
+
+rule train_grid:
+    message:
+        "Training {wildcards.normaliser} at batch size {wildcards.batch_size}, seeds %s" % SEEDS
+    input:
+        x=rules.split.output.x_train,
+        y=rules.split.output.y_train,
+        code=TRAIN_CODE + ["workflow/scripts/train.py"],
+    output:
+        weights=expand("results/runs/grid/{{normaliser}}/b{{batch_size}}/seed{seed}.safetensors", seed=SEEDS),
+        epochs="results/runs/grid/{normaliser}/b{batch_size}/epochs.csv",
+    params:
+        seeds=SEEDS,
+        net=lambda wc: net_params(wc.normaliser),
+        recipe=lambda wc: recipe_params(config["grid"], wc.batch_size),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    log:
+        "results/logs/train_grid/{normaliser}_b{batch_size}.log",
+    benchmark:
+        "results/benchmarks/train_grid/{normaliser}_b{batch_size}.tsv"
+    script:
+        "../scripts/train.py"
+
+
+rule train_sorted:
+    message:
+        "Training {wildcards.normaliser} at batch size {wildcards.batch_size} on class-sorted batches"
+    input:
+        x=rules.split.output.x_train,
+        y=rules.split.output.y_train,
+        code=TRAIN_CODE + ["workflow/scripts/train.py"],
+    output:
+        weights=expand("results/runs/sorted/{{normaliser}}/b{{batch_size}}/seed{seed}.safetensors", seed=SEEDS),
+        epochs="results/runs/sorted/{normaliser}/b{batch_size}/epochs.csv",
+    params:
+        seeds=SEEDS,
+        net=lambda wc: net_params(wc.normaliser),
+        recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, order="class_sorted"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    log:
+        "results/logs/train_sorted/{normaliser}_b{batch_size}.log",
+    benchmark:
+        "results/benchmarks/train_sorted/{normaliser}_b{batch_size}.tsv"
+    script:
+        "../scripts/train.py"
+
+
+DEP = config["dependence"]
+
+
+rule train_dependence:
+    message:
+        "Training the dependence network (study 1): SGD, batch size %d, seed %d" % (DEP["batch_size"], DEP["seed"])
+    input:
+        x=rules.split.output.x_train,
+        y=rules.split.output.y_train,
+        code=TRAIN_CODE + ["workflow/scripts/train.py"],
+    output:
+        weights=[f"results/runs/dependence/seed{DEP['seed']}.safetensors"],
+        epochs="results/runs/dependence/epochs.csv",
+    params:
+        seeds=[DEP["seed"]],
+        net=net_params(DEP["normaliser"]),
+        recipe=recipe_params(DEP, DEP["batch_size"]),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=15,
+    log:
+        "results/logs/train_dependence.log",
+    benchmark:
+        "results/benchmarks/train_dependence.tsv"
+    script:
+        "../scripts/train.py"
+
+
+SORTED = config["sorted_training"]
+SORTED_CELLS = [dict(normaliser=SORTED["normaliser"], batch_size=b) for b in SORTED["batch_sizes"]]
+
+register(rules.train_dependence)
+register(rules.train_grid, grid_cells())
+register(rules.train_sorted, SORTED_CELLS)
+
+

@@ -1,0 +1,22 @@
+"""Common start of every rule script: log to the rule's log file, fix compute settings."""
+
+import logging
+import sys
+from pathlib import Path
+
+
+def start(snakemake):
+    """Route logging to ``log[0]``, import the package from ``src/``, fix threads."""
+    root = Path(snakemake.scriptdir).parents[1]
+    sys.path.insert(0, str(root / "src"))
+    Path(snakemake.log[0]).parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=snakemake.log[0], filemode="w", level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+    )
+    from bnstudy import runtime
+
+    runtime.configure(snakemake.config["compute_threads"])
+    log = logging.getLogger(snakemake.rule)
+    log.info("rule %s wildcards %s", snakemake.rule, dict(snakemake.wildcards))
+    return log
