@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from . import model as mlp
+from . import remedies
 from .model import NetSpec
 from .runtime import STREAM_EVAL_BATCHES, derive_seed
 
@@ -49,6 +50,27 @@ def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int
                              update=False, limits=limits)
     correct = (logits.argmax(-1) == y[batches]) & scored
     return correct.double().sum((1, 2)) / scored.sum()
+
+
+def remedy_rows(stacked, spec: NetSpec, seeds: list[int], x_train, y_train, x_test, y_test,
+                batch_size: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """Inference-mode accuracy of a batch-norm stack under each replacement statistic.
+
+    Returns ``(accuracy, distance)`` rows: one accuracy row per model and remedy
+    (``mode`` = the remedy's name, see :mod:`bnstudy.remedies`), and one distance
+    row per model, statistic (the trained ``ema`` and each remedy) and layer, to the
+    exact statistics (d). Each remedy is evaluated on a copy: ``stacked`` is not
+    modified.
+    """
+    statistics = remedies.all_statistics(stacked, spec, x_train, y_train, batch_size, seed)
+    accuracy, distance = [], []
+    for name, stats in statistics.items():
+        if name != "ema":
+            acc = inference_accuracy(remedies.with_statistics(stacked, stats), spec, x_test, y_test)
+            accuracy += [{"seed": s, "mode": name, "accuracy": float(acc[i])} for i, s in enumerate(seeds)]
+        for row in remedies.distances(stats, statistics["exact"], spec.eps):
+            distance.append({"seed": seeds[row.pop("model")], "statistics": name} | row)
+    return accuracy, distance
 
 
 def summary_json(summary) -> dict:
