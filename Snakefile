@@ -9,6 +9,13 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+
+
+wildcard_constraints:
+    normaliser="|".join(NORMALISERS),
+    batch_size=r"\d+",
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/batch_size.smk"

@@ -106,48 +106,61 @@ def compare(manifests: dict[str, Path]) -> list[str]:
     return problems
 
 
+RUNS = ("cores1", "cores4", "cores2", "killed-resumed")
+
+
+def run_all(root: Path, configfile: str, base: Path, runs=RUNS) -> tuple[dict[str, Path], dict[str, float]]:
+    """Run the workflow at ``root`` once per entry of ``runs``, each in ``base/<name>``.
+
+    Returns the manifest path and wall seconds of each run; raises
+    ``subprocess.CalledProcessError`` (with the log path in ``base``) if a run fails.
+    """
+    how = {
+        "cores1": lambda d, log: run(d, configfile, 1, log=log),
+        "cores4": lambda d, log: run(d, configfile, 4, log=log),
+        "cores2": lambda d, log: run(d, configfile, 2, log=log),
+        "killed-resumed": lambda d, log: print(
+            f"  killed after {run_killed_then_resumed(d, configfile, log):.1f} s, resumed", flush=True),
+    }
+    manifests, times = {}, {}
+    for name in runs:
+        d = copy_workflow(root, base / name)
+        print(f"run {name} in {d}", flush=True)
+        t = time.monotonic()
+        with open(base / f"{name}.log", "w") as log:
+            how[name](d, log)
+        times[name] = time.monotonic() - t
+        manifests[name] = d / "results" / "manifest.tsv"
+    return manifests, times
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configfile", default="config/test.yaml")
     parser.add_argument("--root", default=".", help="the workflow to copy (default: current directory)")
     parser.add_argument("--keep", action="store_true", help="keep the run directories")
     args = parser.parse_args(argv)
-    root = Path(args.root).resolve()
     base = Path(tempfile.mkdtemp(prefix="bnstudy-determinism-"))
-    runs = {
-        "cores1": lambda d, log: run(d, args.configfile, 1, log=log),
-        "cores4": lambda d, log: run(d, args.configfile, 4, log=log),
-        "cores2": lambda d, log: run(d, args.configfile, 2, log=log),
-        "killed-resumed": lambda d, log: print(
-            f"  killed after {run_killed_then_resumed(d, args.configfile, log):.1f} s, resumed", flush=True),
-    }
-    manifests, times = {}, {}
+    keep = args.keep
     try:
-        for name, do in runs.items():
-            d = copy_workflow(root, base / name)
-            print(f"run {name} in {d}", flush=True)
-            t = time.monotonic()
-            with open(base / f"{name}.log", "w") as log:
-                try:
-                    do(d, log)
-                except subprocess.CalledProcessError:
-                    print(f"FAILED: run {name} failed; see {base / (name + '.log')}")
-                    args.keep = True
-                    return 1
-            times[name] = time.monotonic() - t
-            manifests[name] = d / "results" / "manifest.tsv"
+        try:
+            manifests, times = run_all(Path(args.root).resolve(), args.configfile, base)
+        except subprocess.CalledProcessError as e:
+            print(f"FAILED: {' '.join(map(str, e.cmd))}; logs in {base}")
+            keep = True
+            return 1
         problems = compare(manifests)
-        rows = len(manifest.read(manifests["cores1"]))
         for p in problems:
             print("DIFFERENT: " + p)
         if problems:
-            args.keep = True
+            keep = True
             return 1
+        rows = len(manifest.read(manifests[RUNS[0]]))
         print(f"identical: {len(manifests)} manifests of {rows} files each "
               f"({', '.join(f'{k} {v:.0f} s' for k, v in times.items())})")
         return 0
     finally:
-        if args.keep:
+        if keep:
             print(f"run directories kept in {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)

@@ -24,8 +24,11 @@ def _check(cfg, source):
         validate(cfg, SCHEMA, set_default=False)
         check_cross_fields(cfg)
     except WorkflowError as e:
-        errors = [a for a in e.args if hasattr(a, "absolute_path")]
-        _fail(describe_schema_error(errors[0]) + f" [{source}]" if errors else f"config error: {e}")
+        # snakemake.utils.validate re-raises jsonschema's error as the context
+        cause = e.__cause__ or e.__context__
+        if hasattr(cause, "absolute_path"):
+            _fail(describe_schema_error(cause) + f" [{source}]")
+        _fail(f"config error: {str(e).splitlines()[0]} [{source}]")
     except ConfigError as e:
         _fail(f"{e} [{source}]")
 
@@ -42,13 +45,10 @@ GRID_BATCH_SIZES = config["grid"]["batch_sizes"]
 SEEDS = config["grid"]["seeds"]
 THREADS = config["compute_threads"]
 
-
-wildcard_constraints:
-    normaliser="|".join(NORMALISERS),
-    batch_size=r"\d+",
+CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 
 
-# Modules of the package each kind of rule imports: declared as inputs so that a
+# The package modules that the scripts import, declared as inputs so that a
 # change to the science re-runs what depends on it (the code trigger sees only
 # the script: file itself).
 def src(*modules):
@@ -73,6 +73,18 @@ def register(rule, wildcard_sets=({},)):
             REGISTRY.append((rule.rule.name, label, path))
             paths.append(path)
     return paths
+
+
+def net_params(normaliser):
+    n = config["network"]
+    return dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"],
+                eps=n["eps"], momentum=n["momentum"])
+
+
+def recipe_params(block, batch_size, order="shuffle"):
+    r = dict(optimizer=block["optimizer"], lr=block["lr"], batch_size=int(batch_size),
+             epochs=block["epochs"], order=order, sgd_momentum=block.get("sgd_momentum", 0.9))
+    return r | {f"renorm_{k}": v for k, v in config["batchrenorm"].items()}
 
 
 def grid_cells():

@@ -13,6 +13,8 @@ rule split:
     params:
         seed=config["split"]["seed"],
         test_size=config["split"]["test_size"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,

@@ -11,6 +11,8 @@ rule manifest:
         manifest="results/manifest.tsv",
     params:
         entries=REGISTRY,
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,

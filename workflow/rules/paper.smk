@@ -12,6 +12,8 @@ rule design_macros:
         macros="results/paper/macros/design.tex",
     params:
         config=config,
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
@@ -41,6 +43,8 @@ rule paper:
         pdf="paper/main.pdf",
     params:
         generated=lambda wc: sorted((k, str(v)) for k, v in PAPER_INPUTS.items()),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,

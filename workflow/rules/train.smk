@@ -1,18 +1,6 @@
 # Training. One job trains all seeds of one (normaliser, batch size) in lockstep.
 
 
-def net_params(normaliser):
-    n = config["network"]
-    return dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"],
-                eps=n["eps"], momentum=n["momentum"])
-
-
-def recipe_params(block, batch_size, order="shuffle"):
-    r = dict(optimizer=block["optimizer"], lr=block["lr"], batch_size=int(batch_size),
-             epochs=block["epochs"], order=order, sgd_momentum=block.get("sgd_momentum", 0.9))
-    return r | {f"renorm_{k}": v for k, v in config["batchrenorm"].items()}
-
-
 TRAIN_CODE = src("model", "norms", "train", "data")
 
 
@@ -30,6 +18,8 @@ rule train_grid:
         seeds=SEEDS,
         net=lambda wc: net_params(wc.normaliser),
         recipe=lambda wc: recipe_params(config["grid"], wc.batch_size),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -56,6 +46,8 @@ rule train_sorted:
         seeds=SEEDS,
         net=lambda wc: net_params(wc.normaliser),
         recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, order="class_sorted"),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -85,6 +77,8 @@ rule train_dependence:
         seeds=[DEP["seed"]],
         net=net_params(DEP["normaliser"]),
         recipe=recipe_params(DEP, DEP["batch_size"]),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
