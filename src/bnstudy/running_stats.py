@@ -1,0 +1,223 @@
+"""Study 3: running statistics of one batch-norm layer on an enumerated population.
+
+One ``torch.nn.BatchNorm1d`` (gamma 1, beta 0, float64, eps 1e-5) sees one pass
+over a population ``x`` of ``N`` rows, cut into consecutive batches of ``b`` rows
+after a seeded shuffle (``order="shuffled"``) or after sorting by one feature
+(``order="sorted"``). A final batch of one row cannot be normalised by batch
+statistics and is dropped. Everything is then compared with the *exact*
+population statistics ``mu = x.mean(0)`` and ``sigma2 = x.var(0)`` (ddof 0): every
+score is a mean over all rows or all features, so nothing is sampled.
+
+Estimators of (mu, sigma2) left behind by the pass, each from the same batches:
+
+- ``ema``: PyTorch's running averages with keep-factor ``keep`` (PyTorch
+  ``momentum = 1 - keep``) from the initial values (0, 1). After ``u`` updates
+  the initial values keep weight ``keep**u``.
+- ``bias_corrected``: the EMA with that weight removed,
+  ``(running - keep**u * initial) / (1 - keep**u)`` (Adam's correction).
+- ``cumulative``: PyTorch's ``momentum=None``, the plain average of the batch
+  means and of the unbiased batch variances.
+- ``pooled``: the mean and the ddof-0 variance of all rows the pass saw, pooled
+  around the pooled mean. By the law of total variance this is the average
+  within-batch (biased) variance *plus* the variance of the batch means; the
+  averages above only ever see the within-batch part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .runtime import STREAM_POPULATION, derive_seed
+
+ORDERS = ("shuffled", "sorted")
+ESTIMATORS = ("ema", "bias_corrected", "cumulative", "pooled")
+INITIAL_MEAN = 0.0
+INITIAL_VAR = 1.0
+EPS = 1e-5
+
+
+def population_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact per-feature mean and variance (ddof 0) of the enumerated population."""
+    return x.mean(axis=0), x.var(axis=0)
+
+
+def pass_batches(x: np.ndarray, batch_size: int, order: str, seed: int, sort_feature: int = 0) -> list[np.ndarray]:
+    """Row indices of each batch of one pass over ``x``.
+
+    ``shuffled``: a permutation from the stream ``(seed, STREAM_POPULATION, 1,
+    batch_size)``; ``sorted``: ascending in feature ``sort_feature`` (stable sort).
+    Consecutive batches of ``batch_size`` rows; a last short batch is kept unless
+    it has a single row (dropped: it has no batch variance).
+    """
+    n = len(x)
+    if order == "shuffled":
+        rng = np.random.default_rng(derive_seed(seed, STREAM_POPULATION, 1, batch_size))
+        perm = rng.permutation(n)
+    elif order == "sorted":
+        perm = np.argsort(x[:, sort_feature], kind="stable")
+    else:
+        raise ValueError(f"unknown order {order!r}; expected one of {ORDERS}")
+    batches = [perm[i:i + batch_size] for i in range(0, n, batch_size)]
+    return [b for b in batches if len(b) > 1]
+
+
+def bn_layer(features: int, keep: float | None) -> torch.nn.BatchNorm1d:
+    """A fresh float64 ``BatchNorm1d`` with gamma 1, beta 0; ``keep=None`` is momentum=None."""
+    momentum = None if keep is None else 1.0 - keep
+    return torch.nn.BatchNorm1d(features, eps=EPS, momentum=momentum).double()
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What one pass leaves behind, rows of ``train_output`` in population order."""
+
+    train_output: np.ndarray  # (N, F): each row normalised with its own batch's statistics
+    seen: np.ndarray  # (N,) bool: rows that were in a batch (a dropped single row is not)
+    running_mean: np.ndarray
+    running_var: np.ndarray
+    batch_means: np.ndarray  # (U, F)
+    batch_vars: np.ndarray  # (U, F), biased (ddof 0)
+    batch_sizes: np.ndarray  # (U,)
+
+    @property
+    def updates(self) -> int:
+        return len(self.batch_sizes)
+
+
+def run_pass(x: np.ndarray, batches: list[np.ndarray], keep: float | None) -> PassResult:
+    """Run the layer in training mode over ``batches`` of ``x``, updating its running statistics."""
+    layer = bn_layer(x.shape[1], keep).train()
+    out = np.zeros_like(x)
+    seen = np.zeros(len(x), dtype=bool)
+    means, variances = [], []
+    with torch.no_grad():
+        for rows in batches:
+            xb = x[rows]
+            out[rows] = layer(torch.from_numpy(xb)).numpy()
+            seen[rows] = True
+            means.append(xb.mean(axis=0))
+            variances.append(xb.var(axis=0))
+    return PassResult(out, seen, layer.running_mean.numpy().copy(), layer.running_var.numpy().copy(),
+                      np.array(means), np.array(variances), np.array([len(b) for b in batches]))
+
+
+def bias_corrected(running: np.ndarray, initial: float, keep: float, updates: int) -> np.ndarray:
+    """Remove the initial value's weight ``keep**updates`` from an EMA and renormalise."""
+    w = keep ** updates
+    return (running - w * initial) / (1.0 - w)
+
+
+def pooled(x: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and ddof-0 variance of every row the pass saw (PreciseBN-style, exact pooling)."""
+    return population_stats(x[seen])
+
+
+def variance_decomposition(result: PassResult) -> tuple[np.ndarray, np.ndarray]:
+    """Per feature: (row-weighted average within-batch variance, variance of the batch means).
+
+    Their sum is the pooled variance of the rows seen (law of total variance).
+    """
+    w = result.batch_sizes / result.batch_sizes.sum()
+    within = (w[:, None] * result.batch_vars).sum(axis=0)
+    grand = (w[:, None] * result.batch_means).sum(axis=0)
+    between = (w[:, None] * (result.batch_means - grand) ** 2).sum(axis=0)
+    return within, between
+
+
+def rms(a) -> float:
+    return float(np.sqrt(np.mean(np.square(a))))
+
+
+def statistics_errors(mean, var, mu, sigma2) -> dict:
+    """Errors of an estimate (mean, var) against the exact (mu, sigma2).
+
+    ``running_error`` is the root mean square over the 2F errors of mean and
+    variance together; the worst feature is the largest absolute error.
+    """
+    dm, dv = mean - mu, var - sigma2
+    return {
+        "mean_rmse": rms(dm),
+        "var_rmse": rms(dv),
+        "running_error": rms(np.concatenate([dm, dv])),
+        "worst_mean_error": float(np.max(np.abs(dm))),
+        "worst_var_error": float(np.max(np.abs(dv))),
+        "worst_var_feature": int(np.argmax(np.abs(dv))),
+    }
+
+
+def initial_offset(mu, sigma2) -> float:
+    """RMS over the 2F values of (initial value - truth): the error of the untouched layer."""
+    return rms(np.concatenate([INITIAL_MEAN - mu, INITIAL_VAR - sigma2]))
+
+
+def batch_estimate_error(result: PassResult, mu, sigma2) -> float:
+    """Error of a single batch's own estimate: RMS over batches and the 2F errors of
+    (batch mean, unbiased batch variance) against the truth."""
+    n = result.batch_sizes[:, None]
+    unbiased = result.batch_vars * n / (n - 1)
+    return rms(np.concatenate([result.batch_means - mu, unbiased - sigma2], axis=1))
+
+
+def train_eval_rmse(x, result: PassResult, mean, var) -> float:
+    """RMSE over all seen rows and features between training-mode and inference-mode outputs."""
+    inference = (x - mean) / np.sqrt(var + EPS)
+    return rms((result.train_output - inference)[result.seen])
+
+
+def study(x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature: int = 0) -> list[dict]:
+    """Tidy rows, one per (batch size, estimator, keep), for one batch order."""
+    mu, sigma2 = population_stats(x)
+    offset = initial_offset(mu, sigma2)
+    rows = []
+    for b in batch_sizes:
+        batches = pass_batches(x, b, order, seed, sort_feature)
+        base = None
+        estimates = []
+        for keep in keeps:
+            r = run_pass(x, batches, keep)
+            base = r
+            u = r.updates
+            estimates.append(("ema", keep, r.running_mean, r.running_var, keep ** u))
+            estimates.append(("bias_corrected", keep, bias_corrected(r.running_mean, INITIAL_MEAN, keep, u),
+                              bias_corrected(r.running_var, INITIAL_VAR, keep, u), 0.0))
+        r = run_pass(x, batches, None)
+        estimates.append(("cumulative", None, r.running_mean, r.running_var, 0.0))
+        estimates.append(("pooled", None, *pooled(x, r.seen), 0.0))
+        base = base or r
+        within, between = variance_decomposition(base)
+        for name, keep, mean, var, weight in estimates:
+            rows.append({
+                "order": order, "batch_size": int(b), "updates": base.updates, "estimator": name,
+                "keep": keep, "initial_weight": weight, "predicted_error": weight * offset,
+                **statistics_errors(mean, var, mu, sigma2),
+                "batch_estimate_error": batch_estimate_error(base, mu, sigma2),
+                "train_eval_rmse": train_eval_rmse(x, base, mean, var),
+                "sort_feature_within_var": float(within[sort_feature]),
+                "sort_feature_between_var": float(between[sort_feature]),
+            })
+    return rows
+
+
+def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
+    """The keys of ``results/summary/running_stats.json``, each by batch size.
+
+    Shuffled order, EMA with keep-factor ``keep``; ``train_eval_rmse_sorted`` the
+    same for the sorted order; ``worst_feature_var_error`` the largest absolute
+    running-variance error over features and batch sizes (shuffled, same keep).
+    """
+    def pick(order):
+        return {r["batch_size"]: r for r in rows
+                if r["order"] == order and r["estimator"] == "ema" and r["keep"] == keep}
+    shuffled, sorted_ = pick("shuffled"), pick("sorted")
+    sizes = sorted(shuffled)
+    return {
+        "updates": {str(b): shuffled[b]["updates"] for b in sizes},
+        "running_error": {str(b): shuffled[b]["running_error"] for b in sizes},
+        "batch_estimate_error": {str(b): shuffled[b]["batch_estimate_error"] for b in sizes},
+        "train_eval_rmse": {str(b): shuffled[b]["train_eval_rmse"] for b in sizes},
+        "train_eval_rmse_sorted": {str(b): sorted_[b]["train_eval_rmse"] for b in sizes},
+        "worst_feature_var_error": max(shuffled[b]["worst_var_error"] for b in sizes),
+    }
