@@ -1,1 +1,188 @@
 # Studies 3 and 5: running statistics on an enumerated population, and what tests can see.
+
+RS = config["running_stats"]
+RS_KEEP = 1.0 - config["network"]["momentum"]  # the keep-factor of the trained networks (0.9)
+RS_CODE = src("data", "running_stats")
+
+
+rule population:
+    message:
+        "Generating the enumerated population: %d rows x %d features, seed %d" % (RS["rows"], RS["features"], RS["seed"])
+    input:
+        code=src("data") + ["workflow/scripts/running_stats_population.py"],
+    output:
+        population="results/running_stats/population.npy",
+    params:
+        seed=RS["seed"],
+        rows=RS["rows"],
+        features=RS["features"],
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/population.log",
+    benchmark:
+        "results/benchmarks/population.tsv"
+    script:
+        "../scripts/running_stats_population.py"
+
+
+rule running_stats:
+    message:
+        "One batch-norm layer over the population: batch sizes %s, keep-factors %s, shuffled and sorted" % (RS["batch_sizes"], RS["keeps"])
+    input:
+        population=rules.population.output.population,
+        code=RS_CODE + ["workflow/scripts/running_stats.py"],
+    output:
+        passes="results/running_stats/passes.csv",
+    params:
+        seed=RS["seed"],
+        batch_sizes=RS["batch_sizes"],
+        keeps=RS["keeps"],
+        sort_feature=RS["sort_feature"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    log:
+        "results/logs/running_stats.log",
+    benchmark:
+        "results/benchmarks/running_stats.tsv"
+    script:
+        "../scripts/running_stats.py"
+
+
+rule running_stats_selfchecks:
+    message:
+        "The four self-checks and the differential check, shuffled and sorted"
+    input:
+        population=rules.population.output.population,
+        code=RS_CODE + src("reference", "selfchecks") + ["workflow/scripts/running_stats_selfchecks.py"],
+    output:
+        checks="results/running_stats/selfchecks.csv",
+    params:
+        seed=RS["seed"],
+        batch_sizes=RS["batch_sizes"],
+        keep=RS_KEEP,
+        sort_feature=RS["sort_feature"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    log:
+        "results/logs/running_stats_selfchecks.log",
+    benchmark:
+        "results/benchmarks/running_stats_selfchecks.tsv"
+    script:
+        "../scripts/running_stats_selfchecks.py"
+
+
+def _shuffled_twin(wildcards):
+    # The grid network of the same normaliser and batch size, if the grid has it.
+    if int(wildcards.batch_size) not in GRID_BATCH_SIZES or wildcards.normaliser not in NORMALISERS:
+        return []
+    return expand(rules.train_grid.output.weights, normaliser=wildcards.normaliser,
+                  batch_size=wildcards.batch_size)
+
+
+rule evaluate_sorted:
+    message:
+        "Class-sorted versus shuffled {wildcards.normaliser} networks at batch size {wildcards.batch_size}"
+    input:
+        sorted_weights=rules.train_sorted.output.weights,
+        shuffled_weights=_shuffled_twin,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        y_train=rules.split.output.y_train,
+        code=RS_CODE + src("model", "norms", "train", "batch_size") + ["workflow/scripts/running_stats_sorted.py"],
+    output:
+        cell="results/running_stats/sorted_training/{normaliser}_b{batch_size}.csv",
+    params:
+        seed=config["batch_size_eval"]["seed"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    log:
+        "results/logs/evaluate_sorted/{normaliser}_b{batch_size}.log",
+    benchmark:
+        "results/benchmarks/evaluate_sorted/{normaliser}_b{batch_size}.tsv"
+    script:
+        "../scripts/running_stats_sorted.py"
+
+
+rule summarise_running_stats:
+    message:
+        "Summarising the running-statistics study: JSON, macros, tables"
+    input:
+        population=rules.population.output.population,
+        passes=rules.running_stats.output.passes,
+        checks=rules.running_stats_selfchecks.output.checks,
+        sorted_cells=expand(rules.evaluate_sorted.output.cell, zip,
+                            normaliser=[c["normaliser"] for c in SORTED_CELLS],
+                            batch_size=[c["batch_size"] for c in SORTED_CELLS]),
+        published="workflow/resources/published.yaml",
+        code=src("running_stats", "selfchecks", "latex", "stats") + ["workflow/scripts/running_stats_summary.py"],
+    output:
+        summary="results/summary/running_stats.json",
+        sorted_training="results/running_stats/sorted_training.csv",
+        macros="results/paper/macros/running_stats.tex",
+        table_errors="results/paper/tables/running_stats.tex",
+        table_selfchecks="results/paper/tables/running_stats_selfchecks.tex",
+        table_remedies="results/paper/tables/running_stats_remedies.tex",
+        table_sorted="results/paper/tables/running_stats_sorted.tex",
+    params:
+        keep=RS_KEEP,
+        sort_feature=RS["sort_feature"],
+        rows=RS["rows"],
+        features=RS["features"],
+        seed=RS["seed"],
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/summarise_running_stats.log",
+    benchmark:
+        "results/benchmarks/summarise_running_stats.tsv"
+    script:
+        "../scripts/running_stats_summary.py"
+
+
+rule figure_running_stats:
+    message:
+        "Drawing running-statistics error against batch size"
+    input:
+        passes=rules.running_stats.output.passes,
+        code=src("figures") + ["workflow/scripts/running_stats_figure.py"],
+    output:
+        pdf=report("results/paper/figures/running_stats.pdf", category="Study 3: running statistics",
+                   caption="../report/running_stats.rst"),
+        png="results/paper/figures/running_stats.png",
+    params:
+        keep=RS_KEEP,
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/figure_running_stats.log",
+    benchmark:
+        "results/benchmarks/figure_running_stats.tsv"
+    script:
+        "../scripts/running_stats_figure.py"
+
+
+register(rules.population)
+register(rules.running_stats)
+register(rules.running_stats_selfchecks)
+register(rules.evaluate_sorted, SORTED_CELLS)
+register(rules.summarise_running_stats)
+register(rules.figure_running_stats)
+PAPER_INPUTS["macros_running_stats"] = rules.summarise_running_stats.output.macros
+PAPER_INPUTS["table_running_stats"] = rules.summarise_running_stats.output.table_errors
+PAPER_INPUTS["table_running_stats_selfchecks"] = rules.summarise_running_stats.output.table_selfchecks
+PAPER_INPUTS["table_running_stats_remedies"] = rules.summarise_running_stats.output.table_remedies
+PAPER_INPUTS["table_running_stats_sorted"] = rules.summarise_running_stats.output.table_sorted
+PAPER_INPUTS["figure_running_stats"] = rules.figure_running_stats.output.pdf
