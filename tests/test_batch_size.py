@@ -1,6 +1,7 @@
 """Study 2's evaluation: accuracy in both modes, test batches, summary keys."""
 
 import pandas as pd
+import pytest
 import torch
 
 from bnstudy import batch_size
@@ -115,3 +116,13 @@ def test_summary_json_has_the_issue_keys():
         assert {"inference_accuracy", "inference_ci", "train_mode_accuracy"} <= set(out[n]["4"])
     assert {"precise_bn_accuracy", "debiased_ema_accuracy"} <= set(out["batchnorm"]["4"])
     assert out["batchnorm"]["4"]["inference_ci"] == [0.88, 0.92]
+
+
+def test_gain_interval_matches_scipy_welch():
+    from scipy import stats
+
+    a, b = [0.97, 0.975, 0.968, 0.972, 0.979], [0.969, 0.971, 0.965, 0.974, 0.970]
+    diff, lo, hi = batch_size.gain_interval(a, b, 0.95)
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert diff == pytest.approx(sum(a) / 5 - sum(b) / 5)
+    assert (lo, hi) == pytest.approx((ci.low, ci.high))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from scipy import stats
 
 from . import model as mlp
 from . import remedies
@@ -71,6 +73,26 @@ def remedy_rows(stacked, spec: NetSpec, seeds: list[int], x_train, y_train, x_te
         for row in remedies.distances(stats, statistics["exact"], spec.eps):
             distance.append({"seed": seeds[row.pop("model")], "statistics": name} | row)
     return accuracy, distance
+
+
+def gain_interval(with_norm, without, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Difference of seed means ``mean(with_norm) - mean(without)`` and its Welch interval.
+
+    The two sets of networks are trained independently (different architectures),
+    so the interval is Welch's unequal-variance Student-t interval for a difference
+    of two means, with Welch-Satterthwaite degrees of freedom.
+    """
+    a, b = np.asarray(with_norm, dtype=np.float64), np.asarray(without, dtype=np.float64)
+    diff = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return diff, float("nan"), float("nan")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = float(np.sqrt(va + vb))
+    if se == 0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    return diff, diff - half, diff + half
 
 
 def summary_json(summary) -> dict:

@@ -95,7 +95,8 @@ def pass_batches(labels: torch.Tensor, batch_size: int, seed: int) -> list[torch
     """Row indices of one seeded shuffled pass over the training half in training-size batches.
 
     Cut as in training (:func:`bnstudy.train.epoch_batches`): a final batch of one
-    row is dropped, a final batch of two or more rows is kept.
+    row is dropped, a final batch of two or more rows is kept. The order comes
+    from the evaluation seed, so every model of a stack sees the same batches.
     """
     g = torch.Generator().manual_seed(derive_seed(seed, STREAM_EVAL_BATCHES, batch_size, 1))
     return epoch_batches(g, labels, batch_size, "shuffle")
@@ -125,7 +126,10 @@ def cumulative_average(stacked, spec: NetSpec, x: torch.Tensor, batches) -> dict
     with ``momentum=None`` over the batches (see the test); computed here from the
     layer inputs directly, on a frozen stack.
     """
-    inputs = _training_mode_layer_inputs(stacked, spec, x, batches)
+    return _cumulative(_training_mode_layer_inputs(stacked, spec, x, batches))
+
+
+def _cumulative(inputs) -> dict:
     out = {}
     for layer, hs in inputs.items():
         means = torch.stack([h.double().mean(-2) for h in hs])
@@ -136,7 +140,10 @@ def cumulative_average(stacked, spec: NetSpec, x: torch.Tensor, batches) -> dict
 
 def precise_statistics(stacked, spec: NetSpec, x: torch.Tensor, batches) -> dict:
     """(c) Mean and variance (divisor ``N``) of all input rows pooled over ``batches``."""
-    inputs = _training_mode_layer_inputs(stacked, spec, x, batches)
+    return _pooled(_training_mode_layer_inputs(stacked, spec, x, batches))
+
+
+def _pooled(inputs) -> dict:
     out = {}
     for layer, hs in inputs.items():
         rows = torch.cat([h.double() for h in hs], dim=-2)
@@ -184,12 +191,12 @@ def all_statistics(stacked, spec: NetSpec, x_train: torch.Tensor, y_train: torch
     """Every set of statistics of a batch-norm stack, by name: the trained ``ema`` and (a)-(d)."""
     if spec.normaliser != "batchnorm":
         raise ValueError("the remedies replace batch norm's running statistics")
-    batches = pass_batches(y_train, batch_size, seed)
+    inputs = _training_mode_layer_inputs(stacked, spec, x_train, pass_batches(y_train, batch_size, seed))
     return {
         "ema": running_statistics(stacked),
         "debiased_ema": debiased_ema(stacked, spec),
-        "cumulative": cumulative_average(stacked, spec, x_train, batches),
-        "precise_bn": precise_statistics(stacked, spec, x_train, batches),
+        "cumulative": _cumulative(inputs),
+        "precise_bn": _pooled(inputs),
         "exact": exact_statistics(stacked, spec, x_train),
     }
 

@@ -26,6 +26,37 @@ rule evaluate_grid:
         "../scripts/evaluate_grid.py"
 
 
+REMEDY_CELLS = [c for c in grid_cells() if c["normaliser"] == "batchnorm"]
+
+
+rule evaluate_remedies:
+    message:
+        "Replacing the running statistics of {wildcards.normaliser} networks trained at batch size "
+        "{wildcards.batch_size}: debiased EMA, cumulative average, PreciseBN, exact"
+    input:
+        weights=rules.train_grid.output.weights,
+        x_train=rules.split.output.x_train,
+        y_train=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        code=src("model", "norms", "train", "batch_size", "remedies") + ["workflow/scripts/evaluate_remedies.py"],
+    output:
+        accuracy="results/batch_size/remedies/{normaliser}_b{batch_size}.csv",
+        distances="results/batch_size/remedies/{normaliser}_b{batch_size}_distances.csv",
+    params:
+        seed=config["batch_size_eval"]["seed"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    log:
+        "results/logs/evaluate_remedies/{normaliser}_b{batch_size}.log",
+    benchmark:
+        "results/benchmarks/evaluate_remedies/{normaliser}_b{batch_size}.tsv"
+    script:
+        "../scripts/evaluate_remedies.py"
+
+
 rule summarise_batch_size:
     message:
         "Summarising accuracy over seeds for every normaliser and batch size"
@@ -33,16 +64,31 @@ rule summarise_batch_size:
         cells=expand(rules.evaluate_grid.output.accuracy, zip,
                      normaliser=[c["normaliser"] for c in grid_cells()],
                      batch_size=[c["batch_size"] for c in grid_cells()]),
+        remedies=expand(rules.evaluate_remedies.output.accuracy, zip,
+                        normaliser=[c["normaliser"] for c in REMEDY_CELLS],
+                        batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
+        distances=expand(rules.evaluate_remedies.output.distances, zip,
+                         normaliser=[c["normaliser"] for c in REMEDY_CELLS],
+                         batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
         published="workflow/resources/published.yaml",
-        code=src("stats", "latex") + ["workflow/scripts/summarise_batch_size.py"],
+        code=src("stats", "latex", "batch_size", "remedies", "model", "norms", "train")
+        + ["workflow/scripts/summarise_batch_size.py"],
     output:
         runs="results/batch_size/accuracy.csv",
         summary_table="results/batch_size/summary.csv",
+        distances="results/batch_size/distances.csv",
+        distance_summary="results/batch_size/distance_summary.csv",
+        gains="results/batch_size/gains.csv",
         summary="results/summary/batch_size.json",
         macros="results/paper/macros/batch_size.tex",
         table="results/paper/tables/batch_size.tex",
+        remedies_table="results/paper/tables/batch_size_remedies.tex",
+        distance_table="results/paper/tables/batch_size_distances.tex",
+        gain_table="results/paper/tables/batch_size_gains.tex",
     params:
         confidence=config["batch_size_eval"]["confidence"],
+        momentum=config["network"]["momentum"],
+        epochs=config["grid"]["epochs"],
     threads: 1
     resources:
         mem_mb=500,
@@ -77,9 +123,37 @@ rule figure_batch_size:
         "../scripts/figure_batch_size.py"
 
 
+rule figure_batch_size_remedies:
+    message:
+        "Drawing batch norm's inference accuracy under each replacement of its running statistics"
+    input:
+        summary=rules.summarise_batch_size.output.summary_table,
+        code=src("figures") + ["workflow/scripts/figure_batch_size_remedies.py"],
+    output:
+        pdf=report("results/paper/figures/batch_size_remedies.pdf", category="Study 2: batch size",
+                   caption="../report/batch_size_remedies.rst"),
+        png="results/paper/figures/batch_size_remedies.png",
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/figure_batch_size_remedies.log",
+    benchmark:
+        "results/benchmarks/figure_batch_size_remedies.tsv"
+    script:
+        "../scripts/figure_batch_size_remedies.py"
+
+
 register(rules.evaluate_grid, grid_cells())
+register(rules.evaluate_remedies, REMEDY_CELLS)
 register(rules.summarise_batch_size)
 register(rules.figure_batch_size)
+register(rules.figure_batch_size_remedies)
 PAPER_INPUTS["macros_batch_size"] = rules.summarise_batch_size.output.macros
 PAPER_INPUTS["table_batch_size"] = rules.summarise_batch_size.output.table
 PAPER_INPUTS["figure_batch_size"] = rules.figure_batch_size.output.pdf
+PAPER_INPUTS["table_batch_size_remedies"] = rules.summarise_batch_size.output.remedies_table
+PAPER_INPUTS["table_batch_size_distances"] = rules.summarise_batch_size.output.distance_table
+PAPER_INPUTS["table_batch_size_gains"] = rules.summarise_batch_size.output.gain_table
+PAPER_INPUTS["figure_batch_size_remedies"] = rules.figure_batch_size_remedies.output.pdf
