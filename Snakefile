@@ -29,3 +29,4 @@ rule all:
     default_target: True
     input:
         rules.manifest.output.manifest,
+        rules.runtimes.output.runtimes,

@@ -26,3 +26,19 @@ def configured():
     from bnstudy import runtime
 
     runtime.configure(1)
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory):
+    """The four determinism runs of the test config (cores 1/4/2, killed and resumed)."""
+    from bnstudy import determinism
+
+    base = tmp_path_factory.mktemp("determinism")
+    try:
+        manifests, times = determinism.run_all(ROOT, "config/test.yaml", base)
+    except subprocess.CalledProcessError as e:
+        logs = "\n".join(p.read_text()[-3000:] for p in base.glob("*.log"))
+        pytest.fail(f"a pipeline run failed: {e.cmd}\n{logs}")
+    return base, manifests, times
+
+

@@ -10,18 +10,6 @@ from conftest import ROOT, snakemake
 pytestmark = pytest.mark.pipeline
 
 
-@pytest.fixture(scope="session")
-def runs(tmp_path_factory):
-    """The four determinism runs of the test config (cores 1/4/2, killed and resumed)."""
-    base = tmp_path_factory.mktemp("determinism")
-    try:
-        manifests, times = determinism.run_all(ROOT, "config/test.yaml", base)
-    except subprocess.CalledProcessError as e:
-        logs = "\n".join(p.read_text()[-3000:] for p in base.glob("*.log"))
-        pytest.fail(f"a pipeline run failed: {e.cmd}\n{logs}")
-    return base, manifests, times
-
-
 def test_lint_has_no_findings():
     result = snakemake("--lint", timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr

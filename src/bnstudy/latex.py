@@ -51,3 +51,10 @@ def write_table(path, header: list[str], rows: list[list[str]], align: str, capt
     lines += [" & ".join(r) + " \\\\" for r in rows]
     lines += ["\\bottomrule", "\\end{tabular}"]
     write_text(path, "\n".join(lines) + "\n")
+
+
+def escape(text: str) -> str:
+    """Escape TeX's special characters in plain text."""
+    table = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+             "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(table.get(ch, ch) for ch in str(text))

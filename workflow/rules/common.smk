@@ -5,6 +5,7 @@ from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
+from snakemake.io import apply_wildcards
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
@@ -61,6 +62,7 @@ def src(*modules):
 # Each rules file registers the concrete outputs of its rules; the manifest rule
 # hashes them in registration (DAG) order.
 REGISTRY = []
+BENCHMARKS = []  # every job's benchmark file: runtimes for the build record
 
 
 def register(rule, wildcard_sets=({},)):
@@ -68,8 +70,10 @@ def register(rule, wildcard_sets=({},)):
     paths = []
     for wc in wildcard_sets:
         label = ",".join(f"{k}={v}" for k, v in wc.items())
+        if rule.rule.benchmark:
+            BENCHMARKS.append(apply_wildcards(str(rule.rule.benchmark), wc))
         for pattern in rule.output:
-            path = str(pattern).format(**wc)
+            path = apply_wildcards(str(pattern), wc)
             REGISTRY.append((rule.rule.name, label, path))
             paths.append(path)
     return paths

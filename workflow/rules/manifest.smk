@@ -23,3 +23,25 @@ rule manifest:
         "results/benchmarks/manifest.tsv"
     script:
         "../scripts/manifest.py"
+
+
+rule runtimes:
+    message:
+        "Summarising per-rule runtimes from the benchmark files (not hashed: they differ on every run)"
+    input:
+        manifest=rules.manifest.output.manifest,
+        benchmarks=BENCHMARKS,
+        code=src("provenance") + ["workflow/scripts/runtimes.py"],
+    output:
+        runtimes=report("results/provenance/runtimes.csv", category="Provenance",
+                        caption="../report/runtimes.rst"),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/runtimes.log",
+    script:
+        "../scripts/runtimes.py"

@@ -31,6 +31,38 @@ PAPER_INPUTS["macros_design"] = rules.design_macros.output.macros
 
 
 
+rule provenance:
+    message:
+        "Recording package versions, digests and machine settings for the paper"
+    input:
+        outputs=[path for _, _, path in REGISTRY],
+        code=src("provenance", "manifest", "latex") + ["workflow/scripts/provenance.py"],
+    output:
+        analysis_manifest="results/provenance/analysis_manifest.tsv",
+        macros="results/paper/macros/provenance.tex",
+        table="results/paper/tables/provenance.tex",
+    params:
+        entries=list(REGISTRY),
+        config=config,
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/provenance.log",
+    benchmark:
+        "results/benchmarks/provenance.tsv"
+    script:
+        "../scripts/provenance.py"
+
+
+register(rules.provenance)
+PAPER_INPUTS["macros_provenance"] = rules.provenance.output.macros
+PAPER_INPUTS["table_provenance"] = rules.provenance.output.table
+
+
 rule paper:
     message:
         "Building paper/main.pdf"
@@ -58,3 +90,10 @@ rule paper:
 
 
 register(rules.paper)
+
+
+rule figures:
+    message:
+        "All figures of the paper"
+    input:
+        lambda wc: sorted(str(p) for p in PAPER_INPUTS.values() if "/figures/" in str(p)),
