@@ -1,0 +1,70 @@
+"""Precise re-runs: an edit re-runs what depends on it and nothing else."""
+
+import re
+import shutil
+
+import pytest
+import yaml
+
+from conftest import snakemake
+
+pytestmark = pytest.mark.pipeline
+BOOKKEEPING = {"provenance", "paper", "manifest", "runtimes", "all"}
+
+
+@pytest.fixture
+def finished(runs, tmp_path):
+    """A private copy (mtimes kept) of a finished test-config run."""
+    base, _, _ = runs
+    target = tmp_path / "wf"
+    shutil.copytree(base / "cores2", target, symlinks=True)
+    return target
+
+
+def planned(workdir, *args) -> dict[str, int]:
+    result = snakemake("-n", "--configfile", "config/test.yaml", *args, cwd=workdir, timeout=180)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout + result.stderr
+    if "Nothing to be done" in text:
+        return {}
+    table = text.split("Job stats:")[1].split("total")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
+
+
+def test_changing_nothing_reruns_nothing(finished):
+    assert planned(finished) == {}
+
+
+def test_editing_one_figure_script_reruns_that_figure_and_the_paper_only(finished):
+    script = finished / "workflow" / "scripts" / "figure_batch_size.py"
+    script.write_text(script.read_text() + "\n# a cosmetic edit\n")
+    plan = planned(finished)
+    assert plan.get("figure_batch_size") == 1 and "paper" in plan, plan
+    assert set(plan) - {"figure_batch_size"} <= BOOKKEEPING, plan
+
+
+def test_editing_a_package_module_reruns_the_rules_that_import_it(finished):
+    module = finished / "src" / "bnstudy" / "figures.py"
+    module.write_text(module.read_text() + "\n# a cosmetic edit\n")
+    plan = planned(finished)
+    assert plan.get("figure_batch_size") == 1, plan
+    assert not {"split", "train_grid", "train_dependence", "evaluate_grid"} & set(plan), plan
+
+
+def test_changing_a_training_hyperparameter_reruns_that_training_and_its_dependents(finished):
+    cfg = yaml.safe_load((finished / "config" / "test.yaml").read_text())
+    cfg["grid"]["lr"] = 2e-3
+    (finished / "config" / "test.yaml").write_text(yaml.safe_dump(cfg))
+    plan = planned(finished)
+    cells = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"])
+    assert plan.get("train_grid") == cells, plan
+    assert plan.get("evaluate_grid") == cells, plan
+    assert not {"split", "train_dependence"} & set(plan), plan
+
+
+def test_report_builds_with_every_figure_captioned(finished):
+    result = snakemake("--configfile", "config/test.yaml", "--report", "report.html", cwd=finished, timeout=300)
+    assert result.returncode == 0, result.stderr
+    html = (finished / "report.html").read_text(errors="replace")
+    assert "batch_size.pdf" in html
+    assert "Accuracy on the test half" in html
