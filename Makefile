@@ -59,6 +59,13 @@ determinism: setup
 benchmark: setup
 	$(BIN)/python -m bnstudy.benchmark
 
+# The slurm profile against a real single-node SLURM on 127.0.0.1 (needs root and
+# Debian's packages; scripts/slurm-local installs them): start the cluster, run
+# the cluster tests, stop the daemons whatever the outcome.
+slurm-test: setup
+	scripts/slurm-local start && $(BIN)/python -m pytest -q -rP -m slurm; \
+	  status=$$?; scripts/slurm-local stop; exit $$status
+
 report: setup
 	$(BIN)/snakemake --report results/report.html
 
