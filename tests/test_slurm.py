@@ -120,8 +120,12 @@ def runs(cluster, tmp_path_factory):
         code, seconds, output = snakemake(
             remote, ["--configfile", CONFIG, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS],
             remote / "snakemake.log", RUN_TIMEOUT)
-    finally:
-        local_code = finish(local_proc, max(60.0, RUN_TIMEOUT - (time.monotonic() - start)))
+    except BaseException:
+        finish(local_proc, 0)
+        raise
+    if code != 0:
+        finish(local_proc, 0)  # no comparison to make: stop the local run
+    local_code = finish(local_proc, max(60.0, RUN_TIMEOUT - (time.monotonic() - start)))
     local_seconds = time.monotonic() - start
     print(f"\ntest config, side by side: SLURM run {seconds:.0f} s, local run {local_seconds:.0f} s")
     assert code is not None, f"the SLURM run did not finish within {RUN_TIMEOUT} s:\n" + output[-3000:]
