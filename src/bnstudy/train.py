@@ -15,14 +15,15 @@ shuffles the order of the full batches: the non-exchangeable control.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import math
+from dataclasses import asdict, dataclass, field, fields
 
 import torch
 import torch.nn.functional as F
 
 from . import model as mlp
 from .model import NetSpec
-from .norms import RenormSchedule
+from .norms import BATCH_NORMALISERS, RenormSchedule
 from .runtime import STREAM_ORDER, derive_seed
 
 
@@ -105,41 +106,59 @@ def renorm_schedule(spec: NetSpec, recipe: Recipe, n: int) -> RenormSchedule | N
 def train_lockstep(spec: NetSpec, recipe: Recipe, seeds: list[int], x: torch.Tensor, y: torch.Tensor):
     """Train one model per seed, all advancing together.
 
+    Each model starts from :func:`bnstudy.model.build_module` for its seed and sees
+    the batches :func:`epoch_batches` draws from its own order generator, exactly as
+    :func:`train_plain` would; the gradients are written out by hand
+    (:class:`StackedNet`) and the optimiser acts on one flat buffer holding every
+    model's parameters (:class:`FlatAdam`, :class:`FlatSGD`). Lockstep and plain
+    training agree up to float rounding.
+
     Returns the trained stack (keys as in the module's ``state_dict``, leading
     model axis in the order of ``seeds``) and a tidy per-epoch log: one dict per
     (seed, epoch) with the mean training-mode batch loss and the training-mode
     accuracy over the rows seen in that epoch.
     """
-    stacked = mlp.initial_stack(spec, seeds)
-    trainable = {k: v.requires_grad_(True) for k, v in stacked.items() if v.is_floating_point()
-                 and not k.endswith(("running_mean", "running_var"))}
-    opt = _optimizer(list(trainable.values()), recipe)
+    net = StackedNet.from_stack(spec, mlp.initial_stack(spec, seeds))
+    opt = flat_optimizer(net.flat, net.flat_grad, recipe)
     gens = [order_generator(s) for s in seeds]
     schedule = renorm_schedule(spec, recipe, len(y))
+    sizes = batch_sizes_per_epoch(len(y), recipe.batch_size)
+    classes = spec.widths[-1]
     m, step, log = len(seeds), 0, []
     for epoch in range(1, recipe.epochs + 1):
-        plans = [epoch_batches(g, y, recipe.batch_size, recipe.order) for g in gens]
-        loss_sum = torch.zeros(m, dtype=torch.float64)
-        correct = torch.zeros(m, dtype=torch.long)
-        rows = 0
-        for b in range(len(plans[0])):
-            idx = torch.stack([plan[b] for plan in plans])  # (M, B)
-            xb, yb = x[idx], y[idx]
+        rows = torch.stack([torch.cat(epoch_batches(g, y, recipe.batch_size, recipe.order)) for g in gens])
+        xe, ye = x[rows], y[rows]  # (M, rows, in), (M, rows), in batch order
+        onehot = F.one_hot(ye, classes).to(x.dtype)  # (M, rows, C)
+        logits, start = [], 0
+        for size in sizes:
+            batch = slice(start, start + size)
             limits = schedule.limits(step) if schedule else (1.0, 0.0)
-            logits = mlp.forward(stacked, spec, xb, train=True, update=True, limits=limits)
-            per_model = F.cross_entropy(logits.flatten(0, 1), yb.flatten(), reduction="none").view(m, -1).mean(1)
-            opt.zero_grad(set_to_none=True)
-            per_model.sum().backward()
+            out = net.forward_train(xe[:, batch], limits)
+            # d(mean cross-entropy)/d logits = (softmax - onehot) / B, for each model
+            net.backward(torch.softmax(out, dim=2).sub_(onehot[:, batch]).div_(size))
             opt.step()
-            with torch.no_grad():
-                loss_sum += per_model.double()
-                correct += (logits.argmax(-1) == yb).sum(1)
-            rows += idx.shape[1]
+            logits.append(out)
+            start += size
             step += 1
+        loss, accuracy = _epoch_scores(torch.cat(logits, dim=1), ye, sizes)
         for i, seed in enumerate(seeds):
-            log.append({"seed": seed, "epoch": epoch, "loss": float(loss_sum[i] / len(plans[0])),
-                        "train_accuracy": float(correct[i]) / rows})
-    return {k: v.detach() for k, v in stacked.items()}, log
+            log.append({"seed": seed, "epoch": epoch, "loss": float(loss[i]), "train_accuracy": float(accuracy[i])})
+    return net.state(), log
+
+
+def _epoch_scores(logits: torch.Tensor, labels: torch.Tensor, sizes: list[int]):
+    """Per model: mean over batches of the batch-mean cross-entropy, and accuracy over rows.
+
+    ``logits`` is ``(M, rows, C)`` in batch order, as they were computed during the epoch.
+    """
+    nll = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")  # (M, rows)
+    m, b, full = nll.shape[0], sizes[0], sizes.count(sizes[0])
+    batch_losses = [nll[:, : full * b].reshape(m, full, b).mean(2)]
+    if len(sizes) > full:  # the short last batch
+        batch_losses.append(nll[:, full * b:].mean(1, keepdim=True))
+    loss = torch.cat(batch_losses, dim=1).double().sum(1) / len(sizes)
+    accuracy = (logits.argmax(2) == labels).sum(1).double() / labels.shape[1]
+    return loss, accuracy
 
 
 def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x: torch.Tensor, y: torch.Tensor):
@@ -170,3 +189,262 @@ def final_limits(meta: dict[str, str], n: int) -> tuple[float, float]:
     if meta.get("normaliser") != "batchrenorm":
         return (1.0, 0.0)
     return renorm_schedule(NetSpec("batchrenorm"), Recipe.from_metadata(meta), n).final
+
+
+# ---------------------------------------------------------------------------
+# The lockstep trainer: hand-written gradients over flat stacked buffers.
+#
+# Activations have shape (M, B, F), as in bnstudy.model.forward; every Linear is
+# one batched matrix product a @ W^T + b.
+
+
+def _flat_views(flat: torch.Tensor, layout: list[tuple[str, tuple[int, ...]]]) -> dict[str, torch.Tensor]:
+    """Consecutive views of ``flat``, one per (key, shape) of ``layout``."""
+    views, offset = {}, 0
+    for key, shape in layout:
+        n = math.prod(shape)
+        views[key] = flat[offset:offset + n].view(shape)
+        offset += n
+    return views
+
+
+# The flat buffer's length is padded to a multiple of ALIGN elements so that the
+# vectorised optimiser kernel treats every element alike (no scalar remainder
+# loop): each model then gets the same arithmetic whatever the stack's size.
+ALIGN = 64
+
+
+def _is_trainable(key: str, value: torch.Tensor) -> bool:
+    return value.is_floating_point() and not key.endswith(("running_mean", "running_var"))
+
+
+@dataclass
+class StackedNet:
+    """``M`` networks of one :class:`NetSpec` whose trainable tensors live in one flat buffer.
+
+    ``params[k]`` and ``grads[k]`` are views (leading model axis) into ``flat`` and
+    ``flat_grad``; an optimiser step over the flat buffers is a step of every model,
+    since Adam and SGD act elementwise. ``buffers`` holds the running statistics.
+    :meth:`forward_train` runs training mode (batch statistics, running statistics
+    updated) and :meth:`backward` returns the exact gradient of the sum over models
+    of each model's mean batch loss (the same quantity autograd differentiates in
+    :func:`train_plain`, one model at a time).
+    """
+
+    spec: NetSpec
+    order: tuple[str, ...]  # keys of the module's state_dict
+    flat: torch.Tensor
+    flat_grad: torch.Tensor
+    params: dict
+    grads: dict
+    buffers: dict
+    updates: int = 0  # running-statistics updates made here (training steps)
+    saved: list | None = field(default=None, repr=False)  # forward results backward needs
+
+    @classmethod
+    def from_stack(cls, spec: NetSpec, stacked: dict[str, torch.Tensor]) -> "StackedNet":
+        layout = [(k, tuple(v.shape)) for k, v in stacked.items() if _is_trainable(k, v)]
+        size = sum(math.prod(shape) for _, shape in layout)
+        padding = torch.zeros(-size % ALIGN, dtype=stacked[layout[0][0]].dtype)
+        flat = torch.cat([stacked[k].reshape(-1) for k, _ in layout] + [padding])
+        flat_grad = torch.zeros_like(flat)
+        buffers = {k: v.clone() for k, v in stacked.items() if not _is_trainable(k, v)}
+        return cls(spec, tuple(stacked), flat, flat_grad, _flat_views(flat, layout),
+                   _flat_views(flat_grad, layout), buffers)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """The stack as a dict in the module's ``state_dict`` key order."""
+        out = {}
+        for k in self.order:
+            if k in self.params:
+                out[k] = self.params[k].clone()
+            elif k.endswith("num_batches_tracked"):
+                out[k] = self.buffers[k] + self.updates
+            else:
+                out[k] = self.buffers[k].clone()
+        return out
+
+    # -- one training step ---------------------------------------------------
+    def __post_init__(self):
+        # per Linear: W^T (M, in, out), W, bias (M, 1, out), and their gradients' views
+        self.linears = [
+            (self.params[k + ".weight"].transpose(1, 2), self.params[k + ".weight"],
+             self.params[k + ".bias"].unsqueeze(1), self.grads[k + ".weight"], self.grads[k + ".bias"])
+            for k in mlp.LINEARS
+        ]
+
+    def forward_train(self, x: torch.Tensor, limits=(1.0, 0.0)) -> torch.Tensor:
+        """Training-mode logits ``(M, B, classes)`` for inputs ``x`` of shape ``(M, B, in)``.
+
+        Batch statistics normalise; running statistics are updated (one update).
+        """
+        self.updates += 1
+        self.saved = [x]
+        a = x
+        for (w_t, _, bias, _, _), nrm in zip(self.linears, mlp.NORMS):
+            z, ctx = self._norm_forward(nrm, torch.baddbmm(bias, a, w_t), limits)
+            a = torch.relu(z)
+            self.saved += [ctx, a]
+        w_t, _, bias, _, _ = self.linears[2]
+        return torch.baddbmm(bias, a, w_t)
+
+    def backward(self, dlogits: torch.Tensor) -> None:
+        """Write into ``flat_grad`` the gradient given ``dlogits`` = d loss / d logits, ``(M, B, C)``.
+
+        Linear ``h = a W^T + b``: ``dW = dh^T a``, ``db = sum_rows dh``, ``da = dh W``;
+        ReLU passes the gradient where its output is positive.
+        """
+        x, ctx1, a1, ctx2, a2 = self.saved
+        dh = dlogits
+        for (_, w, _, gw, gb), a, nrm, ctx in ((self.linears[2], a2, mlp.NORMS[1], ctx2),
+                                                (self.linears[1], a1, mlp.NORMS[0], ctx1)):
+            torch.bmm(dh.transpose(1, 2), a, out=gw)
+            torch.sum(dh, dim=1, out=gb)
+            dz = torch.ops.aten.threshold_backward(torch.bmm(dh, w), a, 0)
+            dh = self._norm_backward(nrm, dz, ctx)
+        _, _, _, gw, gb = self.linears[0]
+        torch.bmm(dh.transpose(1, 2), x, out=gw)
+        torch.sum(dh, dim=1, out=gb)
+        self.saved = None
+
+    # -- normalisers ---------------------------------------------------------
+    def _norm_forward(self, layer: str, h: torch.Tensor, limits):
+        """Training-mode normaliser on ``h`` ``(M, B, F)``; returns output and what backward needs.
+
+        Batch norms treat the ``M * F`` (model, feature) pairs as the channels of
+        one ``(B, M * F)`` batch: PyTorch's own batch-norm kernel, which also moves
+        the running statistics exactly as ``BatchNorm1d`` does. Batch
+        renormalisation is that kernel with weight ``gamma * r`` and bias
+        ``gamma * d + beta`` (``r``, ``d`` constants).
+        """
+        kind, spec = self.spec.normaliser, self.spec
+        if kind == "none":
+            return h, None
+        m, b, f = h.shape
+        weight, bias = self.params[layer + ".weight"], self.params[layer + ".bias"]
+        if kind in BATCH_NORMALISERS:
+            channels = h.transpose(0, 1).reshape(b, m * f)
+            momentum = spec.momentum if spec.momentum is not None else 1.0 / self.updates
+            rm, rv = self.buffers[layer + ".running_mean"], self.buffers[layer + ".running_var"]
+            if kind == "batchnorm":
+                w_eff, b_eff, rd = weight, bias, None
+            else:  # r, d from the running statistics before this step's update
+                var, mean = torch.var_mean(h, dim=1, correction=0)
+                sigma = torch.sqrt(rv + spec.eps)
+                rmax, dmax = limits
+                r = (torch.sqrt(var + spec.eps) / sigma).clamp_(1.0 / rmax, rmax)
+                d = ((mean - rm) / sigma).clamp_(-dmax, dmax)
+                w_eff, b_eff, rd = weight * r, torch.addcmul(bias, weight, d), (r, d)
+            z, mean, invstd = torch.native_batch_norm(
+                channels, w_eff.view(-1), b_eff.view(-1), rm.view(-1), rv.view(-1), True, momentum, spec.eps)
+            return z.view(b, m, f).transpose(0, 1), (channels, w_eff, mean, invstd, rd)
+        groups = spec.groups if kind == "groupnorm" else 1
+        hg = h.view(m, b, groups, f // groups)
+        var, mean = torch.var_mean(hg, dim=3, correction=0, keepdim=True)
+        rstd = torch.rsqrt(var + spec.eps)
+        xhat = ((hg - mean) * rstd).view(m, b, f)
+        z = torch.addcmul(bias.unsqueeze(1), xhat, weight.unsqueeze(1))
+        return z, (xhat, rstd)
+
+    def _norm_backward(self, layer: str, dz: torch.Tensor, ctx) -> torch.Tensor:
+        """Gradient of the normaliser's input given ``dz``; writes its weight and bias gradients.
+
+        Layer/group norm: with ``xhat = (h - mean) * rstd`` over a group,
+        ``dh = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`` with
+        ``dxhat = gamma * dz``; batch norms use PyTorch's backward kernel.
+        """
+        kind = self.spec.normaliser
+        if kind == "none":
+            return dz
+        m, b, f = dz.shape
+        gw, gb = self.grads[layer + ".weight"], self.grads[layer + ".bias"]
+        if kind in BATCH_NORMALISERS:
+            channels, w_eff, mean, invstd, rd = ctx
+            dh, dw_eff, db_eff = torch.ops.aten.native_batch_norm_backward(
+                dz.transpose(0, 1).reshape(b, m * f), channels, w_eff.view(-1), None, None, mean, invstd,
+                True, self.spec.eps, [True, True, True])
+            if rd is None:
+                gw.copy_(dw_eff.view(m, f))
+            else:  # z = gamma * (r * xhat + d) + beta with r, d constants
+                r, d = rd
+                torch.addcmul(dw_eff.view(m, f) * r, db_eff.view(m, f), d, out=gw)
+            gb.copy_(db_eff.view(m, f))
+            return dh.view(b, m, f).transpose(0, 1)
+        xhat, rstd = ctx
+        torch.sum(dz, dim=1, out=gb)
+        torch.sum(dz * xhat, dim=1, out=gw)
+        groups = rstd.shape[2]
+        dxhat = (dz * self.params[layer + ".weight"].unsqueeze(1)).view(m, b, groups, f // groups)
+        xg = xhat.view(m, b, groups, f // groups)
+        dh = dxhat - dxhat.mean(dim=3, keepdim=True) - xg * (dxhat * xg).mean(dim=3, keepdim=True)
+        return (dh * rstd).view(m, b, f)
+
+
+# ---------------------------------------------------------------------------
+# Optimisers over one flat buffer. Adam and SGD act element by element, so one
+# step over the buffer holding every model's parameters is a step of each model.
+
+
+@dataclass
+class FlatAdam:
+    """Adam (PyTorch's defaults, no weight decay) on the flat buffer ``param``, in place.
+
+    One call of PyTorch's fused Adam kernel per step (the kernel behind
+    ``torch.optim.Adam(fused=True)``, without that class's per-step Python
+    overhead). Per element, at step ``t``: ``m = beta1 m + (1 - beta1) g``,
+    ``v = beta2 v + (1 - beta2) g^2``,
+    ``param -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``:
+    the update of the per-model loop's ``foreach=False`` Adam, up to float rounding.
+    """
+
+    param: torch.Tensor
+    grad: torch.Tensor
+    lr: float
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+
+    def __post_init__(self):
+        self.exp_avg = torch.zeros_like(self.param)
+        self.exp_avg_sq = torch.zeros_like(self.param)
+        self.steps = torch.zeros((), dtype=torch.float32)
+
+    def step(self) -> None:
+        self.steps += 1
+        torch._fused_adam_(
+            [self.param], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps],
+            lr=self.lr, beta1=self.betas[0], beta2=self.betas[1], weight_decay=0.0, eps=self.eps,
+            amsgrad=False, maximize=False)
+
+
+@dataclass
+class FlatSGD:
+    """SGD with momentum (no dampening, no Nesterov) on the flat buffer ``param``, in place.
+
+    PyTorch's single-tensor update: ``buf = g`` at the first step, then
+    ``buf = momentum * buf + g``; ``param -= lr * buf``.
+    """
+
+    param: torch.Tensor
+    grad: torch.Tensor
+    lr: float
+    momentum: float = 0.0
+    buf: torch.Tensor | None = None
+
+    def step(self) -> None:
+        direction = self.grad
+        if self.momentum:
+            if self.buf is None:
+                self.buf = self.grad.clone()
+            else:
+                self.buf.mul_(self.momentum).add_(self.grad)
+            direction = self.buf
+        self.param.add_(direction, alpha=-self.lr)
+
+
+def flat_optimizer(flat: torch.Tensor, flat_grad: torch.Tensor, recipe: Recipe):
+    """The recipe's optimiser over the flat buffers, PyTorch's defaults otherwise."""
+    if recipe.optimizer == "adam":
+        return FlatAdam(flat, flat_grad, lr=recipe.lr)
+    if recipe.optimizer == "sgd":
+        return FlatSGD(flat, flat_grad, lr=recipe.lr, momentum=recipe.sgd_momentum)
+    raise ValueError(f"unknown optimizer {recipe.optimizer!r}")
