@@ -1,1 +1,156 @@
-# Study 1: companion dependence of training-mode predictions (see issue: companion study).
+# Study 1: companion dependence of training-mode predictions, for the dependence
+# network and every network of the grid (one job per grid cell, all its seeds).
+
+COMP = config["companions"]
+COMP_CODE = src("model", "norms", "train", "stats", "companions")
+
+
+def comp_probe_params(network):
+    return dict(network=network, seed=COMP["seed"], batch_sizes=COMP["batch_sizes"],
+                batches_per_example=COMP["batches_per_example"],
+                one_class_batch_size=COMP["one_class_batch_size"])
+
+
+rule companion_examples:
+    message:
+        "Choosing %d test examples per class for the companion study" % COMP["examples_per_class"]
+    input:
+        y_test=rules.split.output.y_test,
+        indices=rules.split.output.indices,
+        code=COMP_CODE + ["workflow/scripts/companions_examples.py"],
+    output:
+        examples="results/companions/examples.csv",
+    params:
+        seed=COMP["seed"],
+        examples_per_class=COMP["examples_per_class"],
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/companion_examples.log",
+    benchmark:
+        "results/benchmarks/companion_examples.tsv"
+    script:
+        "../scripts/companions_examples.py"
+
+
+rule probe_companions_dependence:
+    message:
+        "Probing the dependence network with random and one-class companions"
+    input:
+        weights=rules.train_dependence.output.weights,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        y_train=rules.split.output.y_train,
+        examples=rules.companion_examples.output.examples,
+        code=COMP_CODE + ["workflow/scripts/companions_probe.py"],
+    output:
+        probes="results/companions/dependence/probes.csv",
+    params:
+        **comp_probe_params("dependence"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    log:
+        "results/logs/probe_companions_dependence.log",
+    benchmark:
+        "results/benchmarks/probe_companions_dependence.tsv"
+    script:
+        "../scripts/companions_probe.py"
+
+
+rule probe_companions_grid:
+    message:
+        "Probing {wildcards.normaliser} networks trained at batch size {wildcards.batch_size} with companions"
+    input:
+        weights=rules.train_grid.output.weights,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        y_train=rules.split.output.y_train,
+        examples=rules.companion_examples.output.examples,
+        code=COMP_CODE + ["workflow/scripts/companions_probe.py"],
+    output:
+        probes="results/companions/grid/{normaliser}_b{batch_size}.csv",
+    params:
+        **comp_probe_params("grid"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    log:
+        "results/logs/probe_companions_grid/{normaliser}_b{batch_size}.log",
+    benchmark:
+        "results/benchmarks/probe_companions_grid/{normaliser}_b{batch_size}.tsv"
+    script:
+        "../scripts/companions_probe.py"
+
+
+rule summarise_companions:
+    message:
+        "Summarising companion dependence with bootstrap intervals over examples"
+    input:
+        dependence=rules.probe_companions_dependence.output.probes,
+        cells=expand(rules.probe_companions_grid.output.probes, zip,
+                     normaliser=[c["normaliser"] for c in grid_cells()],
+                     batch_size=[c["batch_size"] for c in grid_cells()]),
+        published="workflow/resources/published.yaml",
+        code=COMP_CODE + src("latex") + ["workflow/scripts/companions_summarise.py"],
+    output:
+        summary_table="results/companions/summary.csv",
+        grid_table="results/companions/grid_over_seeds.csv",
+        summary="results/summary/companions.json",
+        macros="results/paper/macros/companions.tex",
+        table="results/paper/tables/companions.tex",
+    params:
+        seed=COMP["seed"],
+        resamples=COMP["bootstrap_resamples"],
+        confidence=COMP["confidence"],
+        examples_per_class=COMP["examples_per_class"],
+        batches_per_example=COMP["batches_per_example"],
+        one_class_batch_size=COMP["one_class_batch_size"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    log:
+        "results/logs/summarise_companions.log",
+    benchmark:
+        "results/benchmarks/summarise_companions.tsv"
+    script:
+        "../scripts/companions_summarise.py"
+
+
+rule figure_companions:
+    message:
+        "Drawing flip rate against probe batch size for every normaliser"
+    input:
+        summary_table=rules.summarise_companions.output.summary_table,
+        grid_table=rules.summarise_companions.output.grid_table,
+        published="workflow/resources/published.yaml",
+        code=src("figures") + ["workflow/scripts/companions_figure.py"],
+    output:
+        pdf=report("results/paper/figures/companions.pdf", category="Study 1: companions",
+                   caption="../report/companions.rst"),
+        png="results/paper/figures/companions.png",
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    log:
+        "results/logs/figure_companions.log",
+    benchmark:
+        "results/benchmarks/figure_companions.tsv"
+    script:
+        "../scripts/companions_figure.py"
+
+
+register(rules.companion_examples)
+register(rules.probe_companions_dependence)
+register(rules.probe_companions_grid, grid_cells())
+register(rules.summarise_companions)
+register(rules.figure_companions)
+PAPER_INPUTS["macros_companions"] = rules.summarise_companions.output.macros
+PAPER_INPUTS["table_companions"] = rules.summarise_companions.output.table
+PAPER_INPUTS["figure_companions"] = rules.figure_companions.output.pdf

@@ -1,0 +1,32 @@
+"""Rules probe_companions_grid / probe_companions_dependence: per-example probe counts."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
+from _setup import start  # noqa: E402
+
+log = start(snakemake)  # noqa: F821
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from bnstudy import companions, io, model, train  # noqa: E402
+
+inp, p = snakemake.input, snakemake.params  # noqa: F821
+stacked, spec, metas = model.load_stack(inp.weights)
+x = torch.from_numpy(io.read_array(inp.x_test))
+y = torch.from_numpy(io.read_array(inp.y_test))
+examples = io.read_table(inp.examples)["example"].to_numpy()
+limits = train.final_limits(metas[0], len(io.read_array(inp.y_train)))
+log.info("network %s, %s, %d models, renorm limits %s", p.network, spec, len(metas), limits)
+rows = companions.probe_network(
+    stacked, spec, x, y, examples, batch_sizes=p.batch_sizes,
+    batches_per_example=p.batches_per_example, one_class_batch_size=p.one_class_batch_size,
+    seed=p.seed, limits=limits,
+)
+table = pd.DataFrame(rows)
+table.insert(0, "seed", [int(metas[i]["seed"]) for i in table.pop("model")])
+table.insert(0, "train_batch_size", int(metas[0]["batch_size"]))
+table.insert(0, "normaliser", spec.normaliser)
+table.insert(0, "network", p.network)
+io.write_table(snakemake.output.probes, table)  # noqa: F821
+log.info("%d rows, %d flips", len(table), int(table["flips"].sum()))
