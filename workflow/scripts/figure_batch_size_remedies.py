@@ -17,7 +17,7 @@ LINES = [  # (normaliser, mode, label, colour, style)
     ("batchnorm", "precise_bn", "BN, PreciseBN", "#1f77b4", "--"),
     ("batchnorm", "exact", "BN, exact", "#2ca02c", (0, (1, 1))),
 ]
-fig, ax = figures.new(3.4, 2.4)
+fig, ax = figures.new(3.4, 3.0)
 for norm, mode, label, colour, style in LINES:
     g = summary[(summary["normaliser"] == norm) & (summary["mode"] == mode)].sort_values("batch_size")
     if g.empty:
@@ -30,6 +30,6 @@ ax.set_xticks(sizes)
 ax.set_xticklabels([str(b) for b in sizes])
 ax.set_xlabel("training batch size")
 ax.set_ylabel("inference-mode test accuracy")
-ax.legend(frameon=False, loc="lower right", fontsize="small")
+ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize="small")
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)  # noqa: F821
 log.info("drew %d lines", len(LINES))
