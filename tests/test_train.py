@@ -217,3 +217,15 @@ def test_epoch_log_scores_are_batch_mean_losses_and_row_accuracy(configured):
             start += s
         assert loss[i].item() == pytest.approx(sum(losses) / len(losses), rel=1e-6)
         assert accuracy[i].item() == pytest.approx((logits[i].argmax(1) == labels[i]).float().mean().item())
+
+
+def test_cumulative_running_average_matches_plain_training(configured):
+    """momentum=None (running statistics = average over all batches so far), as in BatchNorm1d."""
+    x, y = blobs(n=128)
+    spec = mlp.NetSpec("batchnorm", momentum=None)
+    recipe = train.Recipe(optimizer="sgd", lr=0.05, batch_size=16, epochs=2)
+    stacked, _ = train.train_lockstep(spec, recipe, [0], x, y)
+    plain = train.train_plain(spec, recipe, 0, x, y).state_dict()
+    for k in plain:
+        if "running" in k:
+            torch.testing.assert_close(stacked[k][0], plain[k], rtol=1e-5, atol=1e-5)

@@ -1,9 +1,12 @@
 """Training: the plain per-model loop and the lockstep trainer.
 
 Both draw the same batches for a given seed (:func:`epoch_batches`) and start
-from the same weights (:func:`bnstudy.model.build_module`), so a model trained in
-lockstep with others is the model trained alone, up to float rounding of the
-batched matrix products.
+from the same weights (:func:`bnstudy.model.build_module`). The lockstep trainer
+computes the same gradients as autograd, by hand (:class:`StackedNet`), and steps
+all models with one optimiser call over a flat buffer; a model trained in lockstep
+with others is bit for bit the model the lockstep trainer gives alone, and the
+plain loop's model up to float rounding (``tests/test_train.py`` states the
+tolerances).
 
 Batches: every epoch the training rows are permuted by a generator seeded from
 ``(seed, STREAM_ORDER)`` and cut into batches of ``batch_size``. A final batch of a
