@@ -121,7 +121,7 @@ for b, g in claimed.items():
 compared = gains[gains.batch_size.isin(list(claimed))]
 macros["gainCompared"] = str(len(compared))
 macros["gainComparedExcludingZero"] = str(int(((compared.ci_low > 0) | (compared.ci_high < 0)).sum()))
-macros["gainClaimedSizes"] = ", ".join(str(b) for b in sorted(claimed))
+macros["gainComparedSizes"] = ", ".join(str(int(b)) for b in sorted(compared.batch_size)) or "none"
 if len(gains):
     macros["gainsExcludingZero"] = str(int(((gains.ci_low > 0) | (gains.ci_high < 0)).sum()))
 latex.write_macros(out.macros, macros, "Study 2: accuracy by training batch size, remedies")
