@@ -16,6 +16,8 @@ rule population:
         seed=RS["seed"],
         rows=RS["rows"],
         features=RS["features"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
@@ -41,6 +43,8 @@ rule running_stats:
         batch_sizes=RS["batch_sizes"],
         keeps=RS["keeps"],
         sort_feature=RS["sort_feature"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -66,6 +70,8 @@ rule running_stats_selfchecks:
         batch_sizes=RS["batch_sizes"],
         keep=RS_KEEP,
         sort_feature=RS["sort_feature"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -78,20 +84,15 @@ rule running_stats_selfchecks:
         "../scripts/running_stats_selfchecks.py"
 
 
-def _shuffled_twin(wildcards):
-    # The grid network of the same normaliser and batch size, if the grid has it.
-    if int(wildcards.batch_size) not in GRID_BATCH_SIZES or wildcards.normaliser not in NORMALISERS:
-        return []
-    return expand(rules.train_grid.output.weights, normaliser=wildcards.normaliser,
-                  batch_size=wildcards.batch_size)
-
-
 rule evaluate_sorted:
     message:
         "Class-sorted versus shuffled {wildcards.normaliser} networks at batch size {wildcards.batch_size}"
     input:
         sorted_weights=rules.train_sorted.output.weights,
-        shuffled_weights=_shuffled_twin,
+        # the grid network of the same normaliser and batch size, if the grid has one
+        shuffled_weights=lambda wc: (
+            expand(rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size)
+            if int(wc.batch_size) in GRID_BATCH_SIZES and wc.normaliser in NORMALISERS else []),
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
@@ -100,6 +101,8 @@ rule evaluate_sorted:
         cell="results/running_stats/sorted_training/{normaliser}_b{batch_size}.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -138,6 +141,8 @@ rule summarise_running_stats:
         rows=RS["rows"],
         features=RS["features"],
         seed=RS["seed"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
@@ -162,6 +167,8 @@ rule figure_running_stats:
         png="results/paper/figures/running_stats.png",
     params:
         keep=RS_KEEP,
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
