@@ -222,10 +222,10 @@ def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules():
     state = copy.deepcopy(net.state_dict())
     flips = 0
     with torch.no_grad():
-        for e in examples:
-            net.eval()
-            label = int(net(x[e:e + 1]).argmax())
-            net.train()
+        # every inference-mode label first: the training-mode passes below move the buffers
+        labels = net.eval()(x[examples]).argmax(1).tolist()
+        net.train()
+        for e, label in zip(examples, labels):
             for other in range(len(x)):
                 if other != e:
                     flips += int(net(x[[e, other]])[0].argmax()) != label

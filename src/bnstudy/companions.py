@@ -241,7 +241,7 @@ def probe_network(stacked, spec: NetSpec, x: torch.Tensor, y: torch.Tensor, exam
     """
     n = len(y)
     pre = first_layer(stacked, x)
-    inference = mlp.predict(stacked, spec, x[torch.as_tensor(examples)])  # (M, E)
+    inference = mlp.predict(stacked, spec, x[torch.tensor([int(e) for e in examples])])  # (M, E)
     m = pre.shape[0]
     rows = []
     for j, e in enumerate(int(e) for e in examples):
