@@ -91,6 +91,14 @@ def recipe_params(block, batch_size, order="shuffle"):
     return r | {f"renorm_{k}": v for k, v in config["batchrenorm"].items()}
 
 
+def comp_probe_params(network):
+    """Parameters of a companion probe job (study 1)."""
+    c = config["companions"]
+    return dict(network=network, seed=c["seed"], batch_sizes=c["batch_sizes"],
+                batches_per_example=c["batches_per_example"],
+                one_class_batch_size=c["one_class_batch_size"])
+
+
 def grid_cells():
     return [dict(normaliser=n, batch_size=b) for n in NORMALISERS for b in GRID_BATCH_SIZES]
 

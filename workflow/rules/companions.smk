@@ -5,12 +5,6 @@ COMP = config["companions"]
 COMP_CODE = src("model", "norms", "train", "stats", "companions")
 
 
-def comp_probe_params(network):
-    return dict(network=network, seed=COMP["seed"], batch_sizes=COMP["batch_sizes"],
-                batches_per_example=COMP["batches_per_example"],
-                one_class_batch_size=COMP["one_class_batch_size"])
-
-
 rule companion_examples:
     message:
         "Choosing %d test examples per class for the companion study" % COMP["examples_per_class"]
@@ -23,6 +17,8 @@ rule companion_examples:
     params:
         seed=COMP["seed"],
         examples_per_class=COMP["examples_per_class"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
@@ -49,6 +45,8 @@ rule probe_companions_dependence:
         probes="results/companions/dependence/probes.csv",
     params:
         **comp_probe_params("dependence"),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=2000,
@@ -75,6 +73,8 @@ rule probe_companions_grid:
         probes="results/companions/grid/{normaliser}_b{batch_size}.csv",
     params:
         **comp_probe_params("grid"),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=2000,
@@ -110,6 +110,8 @@ rule summarise_companions:
         examples_per_class=COMP["examples_per_class"],
         batches_per_example=COMP["batches_per_example"],
         one_class_batch_size=COMP["one_class_batch_size"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -134,6 +136,8 @@ rule figure_companions:
         pdf=report("results/paper/figures/companions.pdf", category="Study 1: companions",
                    caption="../report/companions.rst"),
         png="results/paper/figures/companions.png",
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
