@@ -14,6 +14,8 @@ rule evaluate_grid:
         accuracy="results/batch_size/cells/{normaliser}_b{batch_size}.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -45,6 +47,8 @@ rule evaluate_remedies:
         distances="results/batch_size/remedies/{normaliser}_b{batch_size}_distances.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=1000,
@@ -89,6 +93,8 @@ rule summarise_batch_size:
         confidence=config["batch_size_eval"]["confidence"],
         momentum=config["network"]["momentum"],
         epochs=config["grid"]["epochs"],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
@@ -111,6 +117,8 @@ rule figure_batch_size:
         pdf=report("results/paper/figures/batch_size.pdf", category="Study 2: batch size",
                    caption="../report/batch_size.rst"),
         png="results/paper/figures/batch_size.png",
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
@@ -133,6 +141,8 @@ rule figure_batch_size_remedies:
         pdf=report("results/paper/figures/batch_size_remedies.pdf", category="Study 2: batch size",
                    caption="../report/batch_size_remedies.rst"),
         png="results/paper/figures/batch_size_remedies.png",
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
