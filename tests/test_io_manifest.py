@@ -24,6 +24,23 @@ def test_weights_are_byte_identical_when_written_twice(tmp_path):
     assert b"pickle" not in (tmp_path / "a.safetensors").read_bytes()
 
 
+def test_weights_are_byte_identical_across_processes(tmp_path):
+    """Header order must not depend on per-process hash seeds (safetensors' own writer's does)."""
+    code = textwrap.dedent(f"""
+        import sys, torch
+        sys.path.insert(0, {str(io.__file__.rsplit('/bnstudy', 1)[0])!r})
+        from bnstudy import io
+        meta = {{k: str(i) for i, k in enumerate(["seed", "normaliser", "widths", "groups", "eps", "momentum", "lr"])}}
+        state = {{f"{{i}}.weight": torch.full((2, 2), float(i)) for i in range(7)}}
+        io.write_weights(sys.argv[1], state, meta)
+    """)
+    for i in range(3):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / f"w{i}.safetensors")], check=True,
+                       env={"PYTHONHASHSEED": str(i), "PATH": os.environ.get("PATH", "")})
+    blobs = {(tmp_path / f"w{i}.safetensors").read_bytes() for i in range(3)}
+    assert len(blobs) == 1
+
+
 def test_arrays_tables_and_json_are_byte_stable(tmp_path):
     for i in range(2):
         io.write_array(tmp_path / f"a{i}.npy", np.linspace(0, 1, 7, dtype=np.float32))

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 
 @contextlib.contextmanager
@@ -76,11 +76,35 @@ def read_table(path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
+           torch.float16: "F16", torch.bfloat16: "BF16", torch.uint8: "U8", torch.bool: "BOOL"}
+
+
 def write_weights(path, state: dict[str, torch.Tensor], metadata: dict[str, str]) -> None:
-    """Weights as safetensors: a JSON header and raw little-endian tensors, no pickle."""
-    tensors = {k: v.detach().contiguous().clone() for k, v in state.items()}
+    """Weights as safetensors: a JSON header and raw little-endian tensors, no pickle.
+
+    The file is laid out here rather than by ``safetensors.save_file``, whose
+    header order (metadata included) varies from process to process: keys are
+    sorted, tensors are stored in name order, and the header is padded with
+    spaces to a multiple of 8 bytes, as the format asks. ``safetensors``' own
+    loaders read it.
+    """
+    header: dict = {"__metadata__": {str(k): str(v) for k, v in sorted(metadata.items())}}
+    blobs, offset = [], 0
+    for name in sorted(state):
+        t = state[name].detach().contiguous().cpu()
+        data = t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.view(torch.int16).numpy().tobytes()
+        header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
     with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={k: str(v) for k, v in sorted(metadata.items())})
+        with open(tmp, "wb") as f:
+            f.write(len(text).to_bytes(8, "little"))
+            f.write(text)
+            for blob in blobs:
+                f.write(blob)
 
 
 def read_weights(path) -> dict[str, torch.Tensor]:
