@@ -161,14 +161,16 @@ def test_distances_are_zero_to_themselves_and_positive_otherwise():
     assert all(r["mean_distance"] > 0 and r["var_distance"] > 0 for r in own)
 
 
-def test_pass_batches_cover_rows_once_and_drop_a_single_last_row():
+def test_pass_batches_cover_rows_once_and_follow_the_last_batch_policy():
     y = torch.arange(9)
     batches = remedies.pass_batches(y, 2, seed=0)
     assert [len(b) for b in batches] == [2, 2, 2, 2]
     flat = torch.cat(batches)
     assert len(set(flat.tolist())) == 8
     assert all(torch.equal(a, b) for a, b in zip(batches, remedies.pass_batches(y, 2, seed=0)))
-    assert [len(b) for b in remedies.pass_batches(torch.arange(11), 4, seed=0)] == [4, 4, 3]
+    assert [len(b) for b in remedies.pass_batches(torch.arange(11), 4, seed=0)] == [4, 4]
+    assert [len(b) for b in remedies.pass_batches(torch.arange(11), 4, seed=0, last_batch="keep")] == [4, 4, 3]
+    assert [len(b) for b in remedies.pass_batches(y, 2, seed=0, last_batch="keep")] == [2, 2, 2, 2]
 
 
 def test_remedies_leave_the_stack_untouched():

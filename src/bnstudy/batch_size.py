@@ -55,7 +55,7 @@ def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int
 
 
 def remedy_rows(stacked, spec: NetSpec, seeds: list[int], x_train, y_train, x_test, y_test,
-                batch_size: int, seed: int) -> tuple[list[dict], list[dict]]:
+                batch_size: int, seed: int, last_batch: str = "drop") -> tuple[list[dict], list[dict]]:
     """Inference-mode accuracy of a batch-norm stack under each replacement statistic.
 
     Returns ``(accuracy, distance)`` rows: one accuracy row per model and remedy
@@ -64,7 +64,7 @@ def remedy_rows(stacked, spec: NetSpec, seeds: list[int], x_train, y_train, x_te
     exact statistics (d). Each remedy is evaluated on a copy: ``stacked`` is not
     modified.
     """
-    statistics = remedies.all_statistics(stacked, spec, x_train, y_train, batch_size, seed)
+    statistics = remedies.all_statistics(stacked, spec, x_train, y_train, batch_size, seed, last_batch)
     accuracy, distance = [], []
     for name, stats in statistics.items():
         if name != "ema":

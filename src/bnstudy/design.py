@@ -54,4 +54,19 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         "depBatchSize": str(dep["batch_size"]),
         "depEpochs": str(dep["epochs"]),
         "depSeed": str(dep["seed"]),
+        "lastBatchRule": last_batch_sentence(grid["last_batch"], grid["batch_sizes"], train_rows),
     }
+
+
+def last_batch_sentence(policy: str, batch_sizes, rows: int) -> str:
+    """How the rows left over after cutting an epoch into batches are treated, in words."""
+    left = sorted({rows % b for b in batch_sizes} - {0})
+    counts = _list(left) if left else "no"
+    if policy == "drop":
+        return (f"The rows left over when an epoch is cut into batches ({counts} rows at these "
+                "batch sizes) are dropped: a batch of two rows maps every unit to $\\pm1$ and "
+                "would enter the running averages with the weight of a full batch; a single row "
+                "cannot be normalised with batch statistics at all.")
+    return (f"The rows left over when an epoch is cut into batches ({counts} rows at these "
+            "batch sizes) form a final, smaller batch, except a single row, which cannot be "
+            "normalised with batch statistics and is dropped.")

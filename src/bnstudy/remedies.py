@@ -91,15 +91,16 @@ def debiased_ema(stacked, spec: NetSpec) -> dict[str, tuple[torch.Tensor, torch.
     return {k: (m.float(), v.float()) for k, (m, v) in out.items()}
 
 
-def pass_batches(labels: torch.Tensor, batch_size: int, seed: int) -> list[torch.Tensor]:
+def pass_batches(labels: torch.Tensor, batch_size: int, seed: int, last_batch: str = "drop") -> list[torch.Tensor]:
     """Row indices of one seeded shuffled pass over the training half in training-size batches.
 
-    Cut as in training (:func:`bnstudy.train.epoch_batches`): a final batch of one
-    row is dropped, a final batch of two or more rows is kept. The order comes
-    from the evaluation seed, so every model of a stack sees the same batches.
+    Cut as in training (:func:`bnstudy.train.epoch_batches`, same ``last_batch``
+    policy): leftover rows are dropped, or with ``"keep"`` form a final batch if
+    there are two or more. The order comes from the evaluation seed, so every
+    model of a stack sees the same batches.
     """
     g = torch.Generator().manual_seed(derive_seed(seed, STREAM_EVAL_BATCHES, batch_size, 1))
-    return epoch_batches(g, labels, batch_size, "shuffle")
+    return epoch_batches(g, labels, batch_size, "shuffle", last_batch)
 
 
 def _training_mode_layer_inputs(stacked, spec: NetSpec, x, batches, limits=(1.0, 0.0)):
@@ -187,11 +188,14 @@ def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
 
 
 def all_statistics(stacked, spec: NetSpec, x_train: torch.Tensor, y_train: torch.Tensor,
-                   batch_size: int, seed: int) -> dict[str, dict]:
-    """Every set of statistics of a batch-norm stack, by name: the trained ``ema`` and (a)-(d)."""
+                   batch_size: int, seed: int, last_batch: str = "drop") -> dict[str, dict]:
+    """Every set of statistics of a batch-norm stack, by name: the trained ``ema`` and (a)-(d).
+
+    The training-mode pass is cut like the networks' training epochs (``last_batch``).
+    """
     if spec.normaliser != "batchnorm":
         raise ValueError("the remedies replace batch norm's running statistics")
-    inputs = _training_mode_layer_inputs(stacked, spec, x_train, pass_batches(y_train, batch_size, seed))
+    inputs = _training_mode_layer_inputs(stacked, spec, x_train, pass_batches(y_train, batch_size, seed, last_batch))
     return {
         "ema": running_statistics(stacked),
         "debiased_ema": debiased_ema(stacked, spec),

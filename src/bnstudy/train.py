@@ -9,9 +9,13 @@ plain loop's model up to float rounding (``tests/test_train.py`` states the
 tolerances).
 
 Batches: every epoch the training rows are permuted by a generator seeded from
-``(seed, STREAM_ORDER)`` and cut into batches of ``batch_size``. A final batch of a
-single row cannot be normalised with batch statistics and is dropped; a final
-batch of two or more rows is kept. ``order="class_sorted"`` sorts the permuted
+``(seed, STREAM_ORDER)`` and cut into batches of ``batch_size``. What is left over
+(``n mod batch_size`` rows) is dropped with ``last_batch="drop"`` (the default):
+with 898 rows that is a batch of 2 rows at every batch size but 2, which maps
+every unit to -1/+1 and enters the running averages with the weight of a full
+batch. ``last_batch="keep"`` keeps a final batch of two or more rows; a final
+batch of one row cannot be normalised with batch statistics and is always dropped.
+``order="class_sorted"`` sorts the permuted
 rows by label before cutting (each batch then holds one or two classes) and
 shuffles the order of the full batches: the non-exchangeable control.
 """
@@ -38,6 +42,7 @@ class Recipe:
     batch_size: int = 64
     epochs: int = 20
     order: str = "shuffle"  # or "class_sorted"
+    last_batch: str = "drop"  # or "keep" (a final batch of >= 2 rows)
     # batch renormalisation limits and ramp milestones (fractions of the run)
     renorm_rmax: float = 3.0
     renorm_dmax: float = 5.0
@@ -59,16 +64,19 @@ class Recipe:
         return {k: str(v) for k, v in asdict(self).items()}
 
 
-def batch_sizes_per_epoch(n: int, batch_size: int) -> list[int]:
+def batch_sizes_per_epoch(n: int, batch_size: int, last_batch: str = "drop") -> list[int]:
+    if last_batch not in ("drop", "keep"):
+        raise ValueError(f"unknown last_batch {last_batch!r}")
     full, rest = divmod(n, batch_size)
-    return [batch_size] * full + ([rest] if rest >= 2 else [])
+    return [batch_size] * full + ([rest] if rest >= 2 and last_batch == "keep" else [])
 
 
-def steps_per_epoch(n: int, batch_size: int) -> int:
-    return len(batch_sizes_per_epoch(n, batch_size))
+def steps_per_epoch(n: int, batch_size: int, last_batch: str = "drop") -> int:
+    return len(batch_sizes_per_epoch(n, batch_size, last_batch))
 
 
-def epoch_batches(g: torch.Generator, labels: torch.Tensor, batch_size: int, order: str) -> list[torch.Tensor]:
+def epoch_batches(g: torch.Generator, labels: torch.Tensor, batch_size: int, order: str,
+                  last_batch: str = "drop") -> list[torch.Tensor]:
     """Row indices of each batch of one epoch, drawn from generator ``g``."""
     n = len(labels)
     perm = torch.randperm(n, generator=g)
@@ -76,7 +84,7 @@ def epoch_batches(g: torch.Generator, labels: torch.Tensor, batch_size: int, ord
         perm = perm[torch.sort(labels[perm], stable=True).indices]
     elif order != "shuffle":
         raise ValueError(f"unknown order {order!r}")
-    sizes = batch_sizes_per_epoch(n, batch_size)
+    sizes = batch_sizes_per_epoch(n, batch_size, last_batch)
     batches = list(torch.split(perm[: sum(sizes)], sizes))
     if order == "class_sorted":  # shuffle the full batches; a short last batch stays last
         full = n // batch_size
@@ -100,7 +108,7 @@ def renorm_schedule(spec: NetSpec, recipe: Recipe, n: int) -> RenormSchedule | N
     if spec.normaliser != "batchrenorm":
         return None
     return RenormSchedule(
-        total_steps=recipe.epochs * steps_per_epoch(n, recipe.batch_size),
+        total_steps=recipe.epochs * steps_per_epoch(n, recipe.batch_size, recipe.last_batch),
         rmax=recipe.renorm_rmax, dmax=recipe.renorm_dmax, warmup=recipe.renorm_warmup,
         rmax_full=recipe.renorm_rmax_full, dmax_full=recipe.renorm_dmax_full,
     )
@@ -125,11 +133,11 @@ def train_lockstep(spec: NetSpec, recipe: Recipe, seeds: list[int], x: torch.Ten
     opt = flat_optimizer(net.flat, net.flat_grad, recipe)
     gens = [order_generator(s) for s in seeds]
     schedule = renorm_schedule(spec, recipe, len(y))
-    sizes = batch_sizes_per_epoch(len(y), recipe.batch_size)
+    sizes = batch_sizes_per_epoch(len(y), recipe.batch_size, recipe.last_batch)
     classes = spec.widths[-1]
     m, step, log = len(seeds), 0, []
     for epoch in range(1, recipe.epochs + 1):
-        rows = torch.stack([torch.cat(epoch_batches(g, y, recipe.batch_size, recipe.order)) for g in gens])
+        rows = torch.stack([torch.cat(epoch_batches(g, y, recipe.batch_size, recipe.order, recipe.last_batch)) for g in gens])
         xe, ye = x[rows], y[rows]  # (M, rows, in), (M, rows), in batch order
         onehot = F.one_hot(ye, classes).to(x.dtype)  # (M, rows, C)
         logits, start = [], 0
@@ -173,7 +181,7 @@ def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x: torch.Tensor, y: to
     schedule = renorm_schedule(spec, recipe, len(y))
     step = 0
     for _ in range(recipe.epochs):
-        for idx in epoch_batches(g, y, recipe.batch_size, recipe.order):
+        for idx in epoch_batches(g, y, recipe.batch_size, recipe.order, recipe.last_batch):
             if schedule:
                 rmax, dmax = schedule.limits(step)
                 for layer in mlp.NORMS:

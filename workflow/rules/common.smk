@@ -87,7 +87,8 @@ def net_params(normaliser):
 
 def recipe_params(block, batch_size, order="shuffle"):
     r = dict(optimizer=block["optimizer"], lr=block["lr"], batch_size=int(batch_size),
-             epochs=block["epochs"], order=order, sgd_momentum=block.get("sgd_momentum", 0.9))
+             epochs=block["epochs"], order=order, sgd_momentum=block.get("sgd_momentum", 0.9),
+             last_batch=block["last_batch"])
     return r | {f"renorm_{k}": v for k, v in config["batchrenorm"].items()}
 
 
