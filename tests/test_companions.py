@@ -211,7 +211,7 @@ def results(runs):
     if "BNSTUDY_RESULTS" in os.environ:
         return Path(os.environ["BNSTUDY_RESULTS"])
     base, _, _ = runs
-    return base / "cores2" / "results"
+    return base / "cores4" / "results"
 
 
 @pytest.mark.pipeline

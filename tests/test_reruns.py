@@ -17,7 +17,7 @@ def finished(runs, tmp_path):
     """A private copy (mtimes kept) of a finished test-config run."""
     base, _, _ = runs
     target = tmp_path / "wf"
-    shutil.copytree(base / "cores2", target, symlinks=True)
+    shutil.copytree(base / "cores4", target, symlinks=True)
     return target
 
 

@@ -111,9 +111,9 @@ def squeue_states(job_ids: list[str]) -> dict[str, tuple[str, str]]:
 @pytest.fixture(scope="module")
 def cluster_runs(cluster, runs, tmp_path_factory):
     """The test config on SLURM, beside the suite's local run of it (conftest's
-    ``runs``: the cores-2 run of the determinism check)."""
+    ``runs``: the cores-4 run of the determinism check)."""
     base, _, _ = runs
-    local = base / "cores2"
+    local = base / "cores4"
     remote = copy_workflow(ROOT, tmp_path_factory.mktemp("slurm"))
     code, seconds, output = snakemake(
         remote, ["--configfile", CONFIG, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS],

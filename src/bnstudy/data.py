@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-
 from .runtime import STREAM_POPULATION, derive_seed
 
 
@@ -31,6 +28,9 @@ class Split:
 
 def split_digits(seed: int, test_size: int = 899) -> Split:
     """Stratified halves of scikit-learn's digits (898 train / 899 test rows)."""
+    from sklearn.datasets import load_digits  # imported here: only the split needs it
+    from sklearn.model_selection import train_test_split
+
     digits = load_digits()
     x = digits.data.astype(np.float64)
     y = digits.target.astype(np.int64)
