@@ -1,5 +1,6 @@
 # Shared helpers: config checks, the wildcard grid, and the output registry that
 # feeds the hash manifest and the paper.
+import json
 import sys
 from pathlib import Path
 
@@ -45,6 +46,9 @@ NORMALISERS = config["normalisers"]
 GRID_BATCH_SIZES = config["grid"]["batch_sizes"]
 SEEDS = config["grid"]["seeds"]
 THREADS = config["compute_threads"]
+# The config with every mapping's keys sorted: params built from it do not change
+# (and re-run jobs) when a config file is only reordered or reformatted.
+CANONICAL_CONFIG = json.loads(json.dumps(config, sort_keys=True))
 
 CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 
@@ -89,7 +93,7 @@ def recipe_params(block, batch_size, order="shuffle"):
     r = dict(optimizer=block["optimizer"], lr=block["lr"], batch_size=int(batch_size),
              epochs=block["epochs"], order=order, sgd_momentum=block.get("sgd_momentum", 0.9),
              last_batch=block["last_batch"])
-    return r | {f"renorm_{k}": v for k, v in config["batchrenorm"].items()}
+    return r | {f"renorm_{k}": v for k, v in sorted(config["batchrenorm"].items())}
 
 
 def comp_probe_params(network):

@@ -11,7 +11,7 @@ rule design_macros:
     output:
         macros="results/paper/macros/design.tex",
     params:
-        config=config,
+        config=CANONICAL_CONFIG,
     conda:
         CONDA_ENV
     threads: 1
@@ -43,7 +43,7 @@ rule provenance:
         table="results/paper/tables/provenance.tex",
     params:
         entries=list(REGISTRY),
-        config=config,
+        config=CANONICAL_CONFIG,
     conda:
         CONDA_ENV
     threads: 1
