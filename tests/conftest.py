@@ -22,13 +22,6 @@ def test_config():
 
 
 @pytest.fixture(scope="session")
-def configured():
-    from bnstudy import runtime
-
-    runtime.configure(1)
-
-
-@pytest.fixture(scope="session")
 def runs(tmp_path_factory):
     """The four determinism runs of the test config (cores 1/4/2, killed and resumed)."""
     from bnstudy import determinism

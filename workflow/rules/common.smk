@@ -108,9 +108,6 @@ def grid_cells():
     return [dict(normaliser=n, batch_size=b) for n in NORMALISERS for b in GRID_BATCH_SIZES]
 
 
-def log_path(rule_name, wildcards=""):
-    return f"results/logs/{rule_name}/{wildcards}.log" if wildcards else f"results/logs/{rule_name}.log"
-
 
 # Generated parts of the paper, by name: each study's rules file adds its macros,
 # tables and figures; the paper rule copies them into the LaTeX build.
