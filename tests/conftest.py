@@ -35,3 +35,11 @@ def runs(tmp_path_factory):
     return base, manifests, times
 
 
+
+
+@pytest.fixture(scope="session")
+def configured():
+    """Deterministic compute settings (one thread, deterministic algorithms)."""
+    from bnstudy import runtime
+
+    runtime.configure(1)
