@@ -14,7 +14,7 @@ import torch
 
 from bnstudy import companions, data, model as mlp, runtime, train
 from bnstudy.model import NetSpec
-from bnstudy.norms import normalise
+from bnstudy.norms import normalise, normalise_batches_
 
 runtime.configure(1)
 N_TEST = 899
@@ -89,16 +89,21 @@ def test_examples_are_stratified_seeded_and_distinct(split):
 
 # ---- evaluation ---------------------------------------------------------------
 
-def test_two_pass_batch_normalisation_equals_norms_normalise(trained, split):
-    pre = companions.first_layer(trained["batchrenorm"][0], split[2])
-    batches = companions.random_batches(N_TEST, 5, 8, 50, seed=0)
-    h = pre[:, batches]
-    for norm in ("batchnorm", "batchrenorm"):
-        stacked, spec, limits = trained[norm]
-        p = mlp.norm_params(stacked, "1")
-        ours = companions.batch_normalise_train(norm, h, p, spec.eps, limits)
-        theirs = normalise(norm, h, p, train=True, update=False, eps=spec.eps, limits=limits)
-        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("norm", ["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"])
+def test_in_place_batch_normalisation_equals_norms_normalise(trained, split, norm):
+    """The probes' fast normaliser is the training-mode function of norms.normalise."""
+    stacked, spec, limits = trained[norm]
+    pre = companions.first_layer(stacked, split[2])
+    h = pre[:, companions.random_batches(N_TEST, 5, 8, 50, seed=0)]  # (M, 50, 8, F)
+    p = mlp.norm_params(stacked, "1")
+    buffers = {k: v.clone() for k, v in p.items()}
+    settings = {"eps": spec.eps, "groups": spec.groups, "limits": limits}
+    theirs = normalise(norm, h, p, train=True, update=False, momentum=spec.momentum, **settings)
+    ours = normalise_batches_(norm, h.clone(), p, **settings)
+    first = normalise_batches_(norm, h.clone(), p, first_row=True, **settings)
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(first, theirs[:, :, :1], rtol=1e-5, atol=1e-5)
+    assert all(torch.equal(v, buffers[k]) for k, v in p.items())  # running statistics untouched
 
 
 @pytest.mark.parametrize("norm", ["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"])

@@ -26,9 +26,9 @@ the same number of probes ``K``:
 each with a percentile interval from a bootstrap that resamples *examples* (the
 probes of one example share that example and are not independent).
 
-Probing never moves running statistics: the functional path calls
-:func:`bnstudy.norms.normalise` with ``update=False``; the reference loop works on
-copies whose buffers are restored before every batch.
+Probing never moves running statistics: the vectorised path calls
+:func:`bnstudy.norms.normalise_batches_`, which reads them and never writes; the
+reference loop works on copies whose buffers are restored before every batch.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import torch
 
 from . import model as mlp
 from .model import NetSpec
-from .norms import BATCH_NORMALISERS, normalise
+from .norms import normalise_batches_
 from .runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
 from .stats import bootstrap_examples
 
@@ -76,7 +76,9 @@ def _draw_from(pool: torch.Tensor, k: int, m: int, g: torch.Generator) -> torch.
     """``k`` rows of ``m`` distinct elements of ``pool`` each (uniform, without replacement)."""
     if m > len(pool):
         raise ValueError(f"cannot draw {m} companions from {len(pool)} rows")
-    order = torch.rand(k, len(pool), generator=g).argsort(dim=1)[:, :m]
+    # the m smallest of uniform keys: a uniform m-subset, in key order (a partial
+    # sort; the same rows as argsort(keys)[:, :m], several times faster)
+    order = torch.topk(torch.rand(k, len(pool), generator=g), m, dim=1, largest=False).indices
     return pool[order]
 
 
@@ -131,62 +133,47 @@ def first_layer(stacked, x: torch.Tensor) -> torch.Tensor:
         return mlp.linear(x.expand(m, -1, -1), stacked["0.weight"], stacked["0.bias"])
 
 
-def batch_normalise_train(kind: str, h: torch.Tensor, p: dict, eps: float, limits=(1.0, 0.0)) -> torch.Tensor:
-    """Training-mode batch norm / renorm of ``h`` (``(M, ..., B, F)``), buffers untouched.
-
-    The same function as :func:`bnstudy.norms.normalise` with ``train=True,
-    update=False`` (biased batch variance, renorm's clipped ``r`` and ``d`` against
-    the running statistics), but the variance is computed in two passes,
-    ``mean((h - mean)^2)``: PyTorch's ``var`` over a middle axis is an order of
-    magnitude slower on CPU. A test checks the two agree.
-    """
-    shape = (-1, *([1] * (h.dim() - 2)), h.shape[-1])  # (M, F) parameters against h
-    mean = h.mean(dim=-2, keepdim=True)
-    centred = h - mean
-    sigma_batch = torch.sqrt(centred.square().mean(dim=-2, keepdim=True) + eps)
-    weight, bias = p["weight"].view(shape), p["bias"].view(shape)
-    if kind == "batchrenorm":
-        rmax, dmax = limits
-        sigma = torch.sqrt(p["running_var"].view(shape) + eps)
-        r = (sigma_batch / sigma).clamp(1.0 / rmax, rmax)
-        d = ((mean - p["running_mean"].view(shape)) / sigma).clamp(-dmax, dmax)
-        # (centred / sigma_batch * r + d) * weight + bias, as one scale and one shift
-        return torch.addcmul(d * weight + bias, centred, r * weight / sigma_batch)
-    return torch.addcmul(bias, centred, weight / sigma_batch)
-
-
-def _train_norm(spec: NetSpec, h: torch.Tensor, p: dict, limits) -> torch.Tensor:
-    if spec.normaliser in BATCH_NORMALISERS:
-        return batch_normalise_train(spec.normaliser, h, p, spec.eps, limits)
-    return normalise(spec.normaliser, h, p, train=True, update=False, eps=spec.eps,
-                     momentum=spec.momentum, groups=spec.groups, limits=limits)
-
-
 def probe_labels(stacked, spec: NetSpec, pre: torch.Tensor, batches: torch.Tensor,
-                 limits=(1.0, 0.0), rows: int = PROBE_ROWS) -> torch.Tensor:
+                 limits=(1.0, 0.0), rows: int = PROBE_ROWS, workspace: dict | None = None) -> torch.Tensor:
     """Training-mode labels ``(M, K)`` of row 0 of each batch, from :func:`first_layer`'s ``pre``.
 
     The ``K`` batches of every model go through together as ``(M, k, b, F)``
     tensors, ``k`` batches at a time so that about ``rows`` rows per model are in
-    flight (bounded memory, cache-sized intermediates). Only row 0 of each batch
-    goes through the output layer. Running statistics are read (batch renorm) but
-    never written.
+    flight (bounded memory, cache-sized intermediates, buffers reused from chunk to
+    chunk). Both hidden layers are computed for every row of every batch; the
+    second normaliser's statistics come from all rows, but only row 0 is
+    normalised and goes through the output layer, as no other row's value is
+    needed. Running statistics are read (batch renorm) but never written.
+    ``workspace`` (a dict, empty at first) keeps the three scratch buffers between
+    calls.
     """
     k_all, b = batches.shape
-    m = pre.shape[0]
+    m, _, features = pre.shape
     step = max(1, rows // b)
     norm1, norm2 = (mlp.norm_params(stacked, layer) for layer in mlp.NORMS)
-    out = []
+    w2, b2 = stacked["3.weight"].transpose(1, 2), stacked["3.bias"].unsqueeze(1)
+    w3, b3 = stacked["6.weight"].transpose(1, 2), stacked["6.bias"].unsqueeze(1)
+    settings = {"eps": spec.eps, "groups": spec.groups, "limits": limits}
+    workspace = {} if workspace is None else workspace
+    need = m * step * b * features
+    if workspace.get("size", 0) < need:
+        workspace.update(size=need, **{name: torch.empty(need) for name in ("gathered", "hidden", "scratch")})
+    gathered, hidden = workspace["gathered"], workspace["hidden"]
+    settings["scratch"] = workspace["scratch"]
+    out = torch.empty(m, k_all, dtype=torch.long)
     with torch.no_grad():
         for start in range(0, k_all, step):
             chunk = batches[start:start + step]
             k = len(chunk)
-            a1 = torch.relu(_train_norm(spec, pre[:, chunk], norm1, limits))  # (M, k, b, F)
-            h2 = mlp.linear(a1.reshape(m, k * b, -1), stacked["3.weight"], stacked["3.bias"])
-            a2 = torch.relu(_train_norm(spec, h2.view(m, k, b, -1), norm2, limits))
-            logits = mlp.linear(a2[:, :, 0].contiguous(), stacked["6.weight"], stacked["6.bias"])
-            out.append(logits.argmax(-1))
-    return torch.cat(out, dim=1)
+            size = m * k * b * features
+            h1 = torch.index_select(pre, 1, chunk.reshape(-1), out=gathered[:size].view(m, k * b, features))
+            a1 = normalise_batches_(spec.normaliser, h1.view(m, k, b, features), norm1, **settings).relu_()
+            h2 = torch.baddbmm(b2, a1.view(m, k * b, features), w2, out=hidden[:size].view(m, k * b, features))
+            a2 = normalise_batches_(spec.normaliser, h2.view(m, k, b, features), norm2, first_row=True,
+                                    **settings).relu_()
+            logits = torch.baddbmm(b3, a2.view(m, k, features), w3)
+            out[:, start:start + k] = logits.argmax(-1)
+    return out
 
 
 def batch_predictions(stacked, spec: NetSpec, x: torch.Tensor, batches: torch.Tensor,
@@ -243,7 +230,7 @@ def probe_network(stacked, spec: NetSpec, x: torch.Tensor, y: torch.Tensor, exam
     pre = first_layer(stacked, x)
     inference = mlp.predict(stacked, spec, x[torch.tensor([int(e) for e in examples])])  # (M, E)
     m = pre.shape[0]
-    rows = []
+    rows, workspace = [], {}
     for j, e in enumerate(int(e) for e in examples):
         plans = [("random", b, random_batches(n, e, b, batches_per_example, seed)) for b in batch_sizes]
         if 2 in batch_sizes:
@@ -253,7 +240,7 @@ def probe_network(stacked, spec: NetSpec, x: torch.Tensor, y: torch.Tensor, exam
         plans.append(("other_class", one_class_batch_size,
                       one_class_batches(y, e, one_class_batch_size, batches_per_example, seed, own=False)))
         for design, b, batches in plans:
-            labels = probe_labels(stacked, spec, pre, batches, limits)  # (M, K)
+            labels = probe_labels(stacked, spec, pre, batches, limits, workspace=workspace)  # (M, K)
             flips = (labels != inference[:, j : j + 1]).sum(1)
             correct = (labels == y[e]).sum(1)
             for i in range(m):
