@@ -5,8 +5,11 @@ import sys
 from pathlib import Path
 
 
-def start(snakemake):
-    """Route logging to ``log[0]``, import the package from ``src/``, fix threads."""
+def start(snakemake, torch: bool = True):
+    """Route logging to ``log[0]``, import the package from ``src/``, fix threads.
+
+    ``torch=False``: the job does not use PyTorch, which is then not imported.
+    """
     root = Path(snakemake.scriptdir).parents[1]
     sys.path.insert(0, str(root / "src"))
     Path(snakemake.log[0]).parent.mkdir(parents=True, exist_ok=True)
@@ -16,7 +19,7 @@ def start(snakemake):
     )
     from bnstudy import runtime
 
-    runtime.configure(snakemake.config["compute_threads"])
+    runtime.configure(snakemake.config["compute_threads"], torch=torch)
     log = logging.getLogger(snakemake.rule)
     log.info("rule %s wildcards %s", snakemake.rule, dict(snakemake.wildcards))
     return log
