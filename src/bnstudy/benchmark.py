@@ -8,10 +8,15 @@ repeat, on the digits training half of the paper's split:
   (all seeds in lockstep), at batch sizes 2 and 64; the figure compared is the
   time *per model-run*: a plain call's time, and a lockstep call's time divided
   by its number of models;
-- companion evaluation: :func:`bnstudy.companions.batch_predictions` (vectorised)
-  against :func:`bnstudy.companions.batch_predictions_loop` (one batch at a time)
-  on the same random test batches of the models trained above (skipped with a
-  message if that module is missing).
+- companion evaluation: one test example's whole probe design as a pipeline job
+  runs it (random companions at b = 2, 4, 16, 64, every b = 2 pair, own- and
+  other-class batches at b = 16), through
+  :func:`bnstudy.companions.probe_labels` (vectorised over batches and models)
+  and through :func:`bnstudy.companions.batch_predictions_loop` (a plain
+  ``nn.Sequential`` in training mode, one batch at a time), on the models trained
+  above at the largest batch size; then the random designs one by one (the ratio
+  grows as the batch shrinks: the loop's cost is per batch, the vectorised cost
+  per row).
 
 Each figure is the median over ``--repeats`` repeats of wall-clock time
 (``time.perf_counter``) and of this process's CPU time (``time.process_time``;
@@ -38,6 +43,11 @@ from .norms import NORMALISERS
 from .runtime import STREAM_PROBE, derive_seed
 
 
+def companions_example(y: torch.Tensor) -> int:
+    """The first test row of class 0: the probed example (any row would do)."""
+    return int((y == 0).nonzero()[0])
+
+
 def timed(fn, *args, **kwargs):
     """``(result, wall seconds, CPU seconds)`` of one call."""
     wall, cpu = time.perf_counter(), time.process_time()
@@ -61,22 +71,41 @@ def bench_training(spec, x, y, batch_size: int, epochs: int, seeds: list[int], r
     return median_pair(plain), median_pair(lockstep), stacked
 
 
-def bench_companions(stacked, spec, x, batch_size: int, n_batches: int, repeats: int):
-    """Seconds (wall, CPU) of the per-batch loop and of the vectorised evaluation, and their agreement."""
-    try:
-        from .companions import batch_predictions, batch_predictions_loop
-    except ImportError as err:
-        return None, f"skipped: bnstudy.companions not available ({err})"
-    g = torch.Generator().manual_seed(derive_seed(0, STREAM_PROBE, batch_size))
-    batches = torch.stack([torch.randperm(len(x), generator=g)[:batch_size] for _ in range(n_batches)])
-    loop, vectorised, same = [], [], True
+def probe_design(y: torch.Tensor, example: int, k: int, seed: int = 0) -> list[tuple[str, torch.Tensor]]:
+    """One example's probes as in the paper config: random companions at b = 2, 4, 16, 64
+    (``k`` batches each), every b = 2 pair, and ``k`` own-/other-class batches at b = 16."""
+    from . import companions
+
+    n = len(y)
+    plans = [(f"random b={b}", companions.random_batches(n, example, b, k, seed)) for b in (2, 4, 16, 64)]
+    plans.append(("exact b=2", companions.exact_pairs(n, example)))
+    for own in (True, False):
+        plans.append((f"{'own' if own else 'other'} class b=16",
+                      companions.one_class_batches(y, example, 16, k, seed, own=own)))
+    return plans
+
+
+def bench_companions(stacked, spec, x, plans, repeats: int):
+    """Seconds (wall, CPU) of the per-batch loop and of the vectorised probes over ``plans``.
+
+    The vectorised side is what a pipeline job does: the first layer once, then
+    every plan through :func:`bnstudy.companions.probe_labels`. Returns the two
+    medians and whether every label agrees.
+    """
+    from .companions import batch_predictions_loop, first_layer, probe_labels
+
+    def vectorised():
+        pre, workspace = first_layer(stacked, x), {}
+        return [probe_labels(stacked, spec, pre, batches, workspace=workspace) for _, batches in plans]
+
+    loop, fast, same = [], [], True
     for _ in range(repeats):
-        ref, wall, cpu = timed(batch_predictions_loop, stacked, spec, x, batches)
+        ref, wall, cpu = timed(lambda: [batch_predictions_loop(stacked, spec, x, b) for _, b in plans])
         loop.append((wall, cpu))
-        out, wall, cpu = timed(batch_predictions, stacked, spec, x, batches)
-        vectorised.append((wall, cpu))
-        same = same and bool(torch.equal(ref, out))
-    return (median_pair(loop), median_pair(vectorised), same), ""
+        out, wall, cpu = timed(vectorised)
+        fast.append((wall, cpu))
+        same = same and all(torch.equal(a, b) for a, b in zip(ref, out))
+    return median_pair(loop), median_pair(fast), same
 
 
 def row(label: str, slow, fast, unit: str) -> str:
@@ -91,14 +120,14 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=5, help="models trained in lockstep (the grid: 5)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--probe-batch-size", type=int, default=16)
-    parser.add_argument("--probe-batches", type=int, default=1000)
+    parser.add_argument("--probe-batches", type=int, default=200,
+                        help="random and one-class batches per design (the paper config: 200)")
     args = parser.parse_args(argv)
 
     runtime.configure(1)
     split = split_digits(0)
     x, y = torch.from_numpy(split.x_train), torch.from_numpy(split.y_train)
-    x_test = torch.from_numpy(split.x_test)
+    x_test, y_test = torch.from_numpy(split.x_test), torch.from_numpy(split.y_test)
     spec = mlp.NetSpec(args.normaliser)
     seeds = list(range(args.seeds))
 
@@ -111,14 +140,19 @@ def main(argv=None) -> int:
         print(row(f"training, batch {b} (per model-run)", plain, lockstep, "seconds"))
         runs = 20 / args.epochs
         print(f"{'':<36}20-epoch model-run: plain {plain[0] * runs:.2f} s, lockstep {lockstep[0] * runs:.2f} s (wall)")
-    result, message = bench_companions(stacked[max(stacked)], spec, x_test, args.probe_batch_size, args.probe_batches,
-                                       args.repeats)
-    label = f"companions, {args.probe_batches} x b={args.probe_batch_size}"
-    if result is None:
-        print(f"{label:<34} {message}")
-    else:
-        loop, vectorised, same = result
-        print(row(label, loop, vectorised, f"seconds, {len(seeds)} models, labels identical: {same}"))
+    # companion evaluation, on the models trained at the largest batch size above
+    net = stacked[max(stacked)]
+    example = int(companions_example(y_test))
+    plans = probe_design(y_test, example, args.probe_batches)
+    rows = sum(b.numel() for _, b in plans)
+    loop, fast, same = bench_companions(net, spec, x_test, plans, args.repeats)
+    print(row(f"companions, one example's design", loop, fast,
+              f"seconds, {len(plans)} designs, {sum(len(b) for _, b in plans)} batches, {rows} rows, "
+              f"{len(seeds)} models, labels identical: {same}"))
+    for label, batches in plans:
+        if label.startswith("random"):
+            loop, fast, same = bench_companions(net, spec, x_test, [(label, batches)], args.repeats)
+            print(row(f"  of which {label}", loop, fast, f"seconds, {len(batches)} batches, identical: {same}"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MiB")
     return 0
