@@ -1,7 +1,8 @@
 """What a build ran on: package versions, config and output digests, machine, runtimes.
 
-Versions, digests, CPU model and thread settings are the same on every build of
-one config on one machine, so they go into the paper. Per-rule runtimes differ on
+Versions, digests, CPU model, the instruction set of PyTorch's CPU kernels and
+thread settings are the same on every build of one config on one machine, so
+they go into the paper. Per-rule runtimes differ on
 every run; they go into a separate build record that, like logs and benchmark
 files, is kept out of the hash manifest.
 """
@@ -51,12 +52,48 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def numerics_fingerprint() -> str:
+    """16 hex digits naming how this machine's PyTorch rounds the study's computations.
+
+    The SHA-256 of the bytes of a small fixed computation through the kernels the
+    pipeline uses: two batch-norm networks trained in lockstep for 32 steps on
+    batches of 2 (batched matrix products, the batch-norm kernels forward and
+    backward, the fused Adam kernel), then the probes' normaliser for batch, layer
+    and group norm. Machines that give the same digest round alike, and give the
+    same bytes for the same config; a different digest means other kernels (an
+    other instruction set or library build), whose results agree only up to
+    rounding and what training makes of it.
+    """
+    import torch
+
+    from . import model as mlp
+    from . import train
+    from .norms import normalise_batches_
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(64, 64, generator=g), torch.randint(10, (64,), generator=g)
+    spec = mlp.NetSpec("batchnorm")
+    stacked, _ = train.train_lockstep(spec, train.Recipe(batch_size=2, epochs=1), [0, 1], x, y)
+    digest = hashlib.sha256()
+    for key in sorted(stacked):
+        digest.update(stacked[key].numpy().tobytes())
+    h = torch.randn(2, 8, 16, 128, generator=g)
+    p = {"weight": torch.rand(2, 128, generator=g), "bias": torch.randn(2, 128, generator=g)}
+    for kind in ("batchnorm", "layernorm", "groupnorm"):
+        digest.update(normalise_batches_(kind, h.clone(), p, groups=8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
 def thread_settings(compute_threads: int) -> dict[str, str]:
     import torch
 
+    # The vector instruction set PyTorch's CPU kernels dispatch to: float rounding,
+    # and so the bytes of trained weights, can differ between AVX2 and AVX512 machines.
     return {"compute threads (config)": str(compute_threads),
             "torch intra-op threads": str(torch.get_num_threads()),
-            "deterministic algorithms": str(torch.are_deterministic_algorithms_enabled())}
+            "deterministic algorithms": str(torch.are_deterministic_algorithms_enabled()),
+            "torch CPU kernels": torch.backends.cpu.get_cpu_capability(),
+            "numerics fingerprint": numerics_fingerprint()}
 
 
 def runtimes(benchmark_files) -> pd.DataFrame:

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
 from _setup import start  # noqa: E402
 
-log = start(snakemake, torch=False)  # noqa: F821
+log = start(snakemake)  # noqa: F821
 from bnstudy import latex, manifest, provenance  # noqa: E402
 
 out, p = snakemake.output, snakemake.params  # noqa: F821
@@ -27,6 +27,8 @@ macros = {
     "analysisFiles": latex.fmt(len(table)),
     "cpuModel": latex.escape(provenance.cpu_model()),
     "torchVersion": tt(versions["torch"]),
+    "torchCpuKernels": tt(threads["torch CPU kernels"]),
+    "numericsFingerprint": tt(threads["numerics fingerprint"]),
 }
 latex.write_macros(out.macros, macros, "Provenance of this build")
 rows = [[latex.escape(k), tt(v)] for k, v in versions.items()]
