@@ -202,6 +202,31 @@ def final_limits(meta: dict[str, str], n: int) -> tuple[float, float]:
     return renorm_schedule(NetSpec("batchrenorm"), Recipe.from_metadata(meta), n).final
 
 
+@dataclass
+class TrainedCell:
+    """The trained networks of one weights list, stacked, with the test data to evaluate them on."""
+
+    stacked: dict
+    spec: NetSpec
+    metas: list
+    x: torch.Tensor
+    y: torch.Tensor
+    limits: tuple[float, float]  # batch renorm's (rmax, dmax) at the end of training
+
+
+def load_trained(weights, x_test, y_test, y_train) -> TrainedCell:
+    """Stack the weights files ``weights`` and read the test half (paths as the rules give them).
+
+    ``y_train`` is read for its length only: the renorm schedule is a function of
+    the number of training steps.
+    """
+    from .io import read_array
+
+    stacked, spec, metas = mlp.load_stack(weights)
+    return TrainedCell(stacked, spec, metas, torch.from_numpy(read_array(x_test)),
+                       torch.from_numpy(read_array(y_test)), final_limits(metas[0], len(read_array(y_train))))
+
+
 # ---------------------------------------------------------------------------
 # The lockstep trainer: hand-written gradients over flat stacked buffers.
 #

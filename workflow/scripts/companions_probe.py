@@ -7,26 +7,22 @@ from _setup import start  # noqa: E402
 
 log = start(snakemake)  # noqa: F821
 import pandas as pd  # noqa: E402
-import torch  # noqa: E402
 
-from bnstudy import companions, io, model, train  # noqa: E402
+from bnstudy import companions, io, train  # noqa: E402
 
 inp, p = snakemake.input, snakemake.params  # noqa: F821
-stacked, spec, metas = model.load_stack(inp.weights)
-x = torch.from_numpy(io.read_array(inp.x_test))
-y = torch.from_numpy(io.read_array(inp.y_test))
+cell = train.load_trained(inp.weights, inp.x_test, inp.y_test, inp.y_train)
 examples = io.read_table(inp.examples)["example"].to_numpy()
-limits = train.final_limits(metas[0], len(io.read_array(inp.y_train)))
-log.info("network %s, %s, %d models, renorm limits %s", p.network, spec, len(metas), limits)
+log.info("network %s, %s, %d models, renorm limits %s", p.network, cell.spec, len(cell.metas), cell.limits)
 rows = companions.probe_network(
-    stacked, spec, x, y, examples, batch_sizes=p.batch_sizes,
+    cell.stacked, cell.spec, cell.x, cell.y, examples, batch_sizes=p.batch_sizes,
     batches_per_example=p.batches_per_example, one_class_batch_size=p.one_class_batch_size,
-    seed=p.seed, limits=limits,
+    seed=p.seed, limits=cell.limits,
 )
 table = pd.DataFrame(rows)
-table.insert(0, "seed", [int(metas[i]["seed"]) for i in table.pop("model")])
-table.insert(0, "train_batch_size", int(metas[0]["batch_size"]))
-table.insert(0, "normaliser", spec.normaliser)
+table.insert(0, "seed", [int(cell.metas[i]["seed"]) for i in table.pop("model")])
+table.insert(0, "train_batch_size", int(cell.metas[0]["batch_size"]))
+table.insert(0, "normaliser", cell.spec.normaliser)
 table.insert(0, "network", p.network)
 io.write_table(snakemake.output.probes, table)  # noqa: F821
 log.info("%d rows, %d flips", len(table), int(table["flips"].sum()))
