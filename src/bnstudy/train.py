@@ -330,7 +330,7 @@ class StackedNet:
         a = x
         for (w_t, _, bias, _, _), nrm in zip(self.linears, mlp.NORMS):
             z, ctx = self._norm_forward(nrm, torch.baddbmm(bias, a, w_t), limits)
-            a = torch.relu(z)
+            a = z.relu_()  # z is a fresh tensor (or, with no normaliser, h): nothing else reads it
             self.saved += [ctx, a]
         w_t, _, bias, _, _ = self.linears[2]
         return torch.baddbmm(bias, a, w_t)
