@@ -118,6 +118,17 @@ def test_vectorised_probes_agree_with_per_batch_loop(trained, split, norm):
         assert torch.equal(fast, slow)
 
 
+def test_probes_sharing_a_workspace_across_batch_sizes_give_the_same_labels(trained, split):
+    """probe_network reuses scratch buffers from plan to plan (sizes up and down)."""
+    stacked, spec, limits = trained["batchrenorm"]
+    pre = companions.first_layer(stacked, split[2])
+    plans = [companions.random_batches(N_TEST, 7, b, 30, 0) for b in (64, 2, 16, 4, 64)]
+    workspace = {}
+    shared = [companions.probe_labels(stacked, spec, pre, batches, limits, workspace=workspace) for batches in plans]
+    fresh = [companions.probe_labels(stacked, spec, pre, batches, limits) for batches in plans]
+    assert workspace and all(torch.equal(a, b) for a, b in zip(shared, fresh))
+
+
 def test_batch_renorm_probes_depend_on_the_limits(trained, split):
     """The limits reach the probe: with rmax 1, dmax 0 batch renorm is batch norm."""
     stacked, _, limits = trained["batchrenorm"]

@@ -1,5 +1,9 @@
 """Pinned values: the numbers the paper quotes fail loudly when they drift."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import yaml
 
@@ -77,3 +81,25 @@ def test_test_config_reproduces_its_pinned_values(runs):
     if status == "unknown machine":
         pytest.skip("\n".join(messages))
     assert status == "match", "\n".join(messages)
+
+
+def _fingerprint(env: dict) -> str:
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from bnstudy import provenance, runtime\n"
+            "runtime.configure(1)\n"
+            "print(provenance.numerics_fingerprint())") % str(ROOT / "src")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env=os.environ | env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_numerics_fingerprint_is_stable_and_names_the_kernels():
+    """Same kernels, same digest (in two processes); PyTorch's AVX2 kernels on an AVX512 machine, another."""
+    import torch
+
+    here = _fingerprint({})
+    assert len(here) == 16 and here == _fingerprint({})
+    if torch.backends.cpu.get_cpu_capability() != "AVX512":
+        pytest.skip("needs an AVX512 machine to compare against its AVX2 kernels")
+    assert _fingerprint({"ATEN_CPU_CAPABILITY": "avx2"}) != here
