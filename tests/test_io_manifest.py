@@ -52,6 +52,19 @@ def test_arrays_tables_and_json_are_byte_stable(tmp_path):
     assert io.read_table(tmp_path / "t0.csv")["x"].tolist() == [0.1, 1 / 3], "floats round-trip exactly"
 
 
+def test_outputs_get_the_permissions_of_a_plainly_created_file(tmp_path):
+    """Not the owner-only mode of the temporary file they are written through."""
+    old = os.umask(0o022)
+    try:
+        io.write_text(tmp_path / "shared.txt", "x")
+        os.umask(0o077)
+        io.write_text(tmp_path / "private.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "shared.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "private.txt").stat().st_mode & 0o777 == 0o600
+
+
 def test_a_failed_write_leaves_no_file_behind(tmp_path):
     target = tmp_path / "out.csv"
     with pytest.raises(RuntimeError):
