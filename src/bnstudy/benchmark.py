@@ -40,7 +40,6 @@ from . import model as mlp
 from . import runtime, train
 from .data import split_digits
 from .norms import NORMALISERS
-from .runtime import STREAM_PROBE, derive_seed
 
 
 def companions_example(y: torch.Tensor) -> int:
@@ -69,20 +68,6 @@ def bench_training(spec, x, y, batch_size: int, epochs: int, seeds: list[int], r
         (stacked, _), wall, cpu = timed(train.train_lockstep, spec, recipe, seeds, x, y)
         lockstep.append((wall / len(seeds), cpu / len(seeds)))
     return median_pair(plain), median_pair(lockstep), stacked
-
-
-def probe_design(y: torch.Tensor, example: int, k: int, seed: int = 0) -> list[tuple[str, torch.Tensor]]:
-    """One example's probes as in the paper config: random companions at b = 2, 4, 16, 64
-    (``k`` batches each), every b = 2 pair, and ``k`` own-/other-class batches at b = 16."""
-    from . import companions
-
-    n = len(y)
-    plans = [(f"random b={b}", companions.random_batches(n, example, b, k, seed)) for b in (2, 4, 16, 64)]
-    plans.append(("exact b=2", companions.exact_pairs(n, example)))
-    for own in (True, False):
-        plans.append((f"{'own' if own else 'other'} class b=16",
-                      companions.one_class_batches(y, example, 16, k, seed, own=own)))
-    return plans
 
 
 def bench_companions(stacked, spec, x, plans, repeats: int):
@@ -142,11 +127,13 @@ def main(argv=None) -> int:
         print(f"{'':<36}20-epoch model-run: plain {plain[0] * runs:.2f} s, lockstep {lockstep[0] * runs:.2f} s (wall)")
     # companion evaluation, on the models trained at the largest batch size above
     net = stacked[max(stacked)]
-    example = int(companions_example(y_test))
-    plans = probe_design(y_test, example, args.probe_batches)
+    from .companions import example_plans
+
+    plans = [(f"{design} b={b}", batches) for design, b, batches in
+             example_plans(y_test, companions_example(y_test), (2, 4, 16, 64), args.probe_batches, 16, seed=0)]
     rows = sum(b.numel() for _, b in plans)
     loop, fast, same = bench_companions(net, spec, x_test, plans, args.repeats)
-    print(row(f"companions, one example's design", loop, fast,
+    print(row("companions, one example's design", loop, fast,
               f"seconds, {len(plans)} designs, {sum(len(b) for _, b in plans)} batches, {rows} rows, "
               f"{len(seeds)} models, labels identical: {same}"))
     for label, batches in plans:

@@ -153,13 +153,12 @@ def probe_labels(stacked, spec: NetSpec, pre: torch.Tensor, batches: torch.Tenso
     norm1, norm2 = (mlp.norm_params(stacked, layer) for layer in mlp.NORMS)
     w2, b2 = stacked["3.weight"].transpose(1, 2), stacked["3.bias"].unsqueeze(1)
     w3, b3 = stacked["6.weight"].transpose(1, 2), stacked["6.bias"].unsqueeze(1)
-    settings = {"eps": spec.eps, "groups": spec.groups, "limits": limits}
     workspace = {} if workspace is None else workspace
     need = m * step * b * features
     if workspace.get("size", 0) < need:
         workspace.update(size=need, **{name: torch.empty(need) for name in ("gathered", "hidden", "scratch")})
     gathered, hidden = workspace["gathered"], workspace["hidden"]
-    settings["scratch"] = workspace["scratch"]
+    settings = {"eps": spec.eps, "groups": spec.groups, "limits": limits, "scratch": workspace["scratch"]}
     out = torch.empty(m, k_all, dtype=torch.long)
     with torch.no_grad():
         for start in range(0, k_all, step):
@@ -216,6 +215,22 @@ def batch_predictions_loop(stacked, spec: NetSpec, x: torch.Tensor, batches: tor
 
 # ---- one network: every example, design and size ---------------------------------
 
+def example_plans(y: torch.Tensor, example: int, batch_sizes, batches_per_example: int,
+                  one_class_batch_size: int, seed: int) -> list[tuple[str, int, torch.Tensor]]:
+    """Every probe batch of one example, as ``(design, b, batches)``, in probing order.
+
+    Random companions at each size in ``batch_sizes``, every pair when 2 is among
+    them, and own- and other-class companions at ``one_class_batch_size``.
+    """
+    n, k, b1 = len(y), batches_per_example, one_class_batch_size
+    plans = [("random", b, random_batches(n, example, b, k, seed)) for b in batch_sizes]
+    if 2 in batch_sizes:
+        plans.append(("exact", 2, exact_pairs(n, example)))
+    plans.append(("own_class", b1, one_class_batches(y, example, b1, k, seed, own=True)))
+    plans.append(("other_class", b1, one_class_batches(y, example, b1, k, seed, own=False)))
+    return plans
+
+
 def probe_network(stacked, spec: NetSpec, x: torch.Tensor, y: torch.Tensor, examples, *,
                   batch_sizes, batches_per_example: int, one_class_batch_size: int, seed: int,
                   limits=(1.0, 0.0)) -> list[dict]:
@@ -226,20 +241,12 @@ def probe_network(stacked, spec: NetSpec, x: torch.Tensor, y: torch.Tensor, exam
     one), plus the example's true and inference-mode labels. ``model`` is the index
     into the stack.
     """
-    n = len(y)
     pre = first_layer(stacked, x)
     inference = mlp.predict(stacked, spec, x[torch.tensor([int(e) for e in examples])])  # (M, E)
     m = pre.shape[0]
     rows, workspace = [], {}
     for j, e in enumerate(int(e) for e in examples):
-        plans = [("random", b, random_batches(n, e, b, batches_per_example, seed)) for b in batch_sizes]
-        if 2 in batch_sizes:
-            plans.append(("exact", 2, exact_pairs(n, e)))
-        plans.append(("own_class", one_class_batch_size,
-                      one_class_batches(y, e, one_class_batch_size, batches_per_example, seed, own=True)))
-        plans.append(("other_class", one_class_batch_size,
-                      one_class_batches(y, e, one_class_batch_size, batches_per_example, seed, own=False)))
-        for design, b, batches in plans:
+        for design, b, batches in example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed):
             labels = probe_labels(stacked, spec, pre, batches, limits, workspace=workspace)  # (M, K)
             flips = (labels != inference[:, j : j + 1]).sum(1)
             correct = (labels == y[e]).sum(1)

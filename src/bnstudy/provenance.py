@@ -84,7 +84,7 @@ def numerics_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def thread_settings(compute_threads: int) -> dict[str, str]:
+def compute_settings(compute_threads: int) -> dict[str, str]:
     import torch
 
     # The vector instruction set PyTorch's CPU kernels dispatch to: float rounding,

@@ -302,23 +302,12 @@ class StackedNet:
 
     # -- one training step ---------------------------------------------------
     def __post_init__(self):
-        # Views made once, not at every step. Per Linear: W^T (M, in, out), W, bias
-        # (M, 1, out), and their gradients' views.
+        # per Linear: W^T (M, in, out), W, bias (M, 1, out), and their gradients' views
         self.linears = [
             (self.params[k + ".weight"].transpose(1, 2), self.params[k + ".weight"],
              self.params[k + ".bias"].unsqueeze(1), self.grads[k + ".weight"], self.grads[k + ".bias"])
             for k in mlp.LINEARS
         ]
-        # Per normaliser layer: parameters, gradients and running statistics as (M, F)
-        # and as flat (M * F) views, the batch-norm kernels' channel vectors.
-        self.norm_views = {}
-        for k in mlp.NORMS if self.spec.normaliser != "none" else ():
-            views = {"weight": self.params[k + ".weight"], "bias": self.params[k + ".bias"],
-                     "grad_weight": self.grads[k + ".weight"], "grad_bias": self.grads[k + ".bias"]}
-            if self.spec.normaliser in BATCH_NORMALISERS:
-                views |= {"running_mean": self.buffers[k + ".running_mean"],
-                          "running_var": self.buffers[k + ".running_var"]}
-            self.norm_views[k] = views | {name + "_flat": v.view(-1) for name, v in views.items()}
 
     def forward_train(self, x: torch.Tensor, limits=(1.0, 0.0)) -> torch.Tensor:
         """Training-mode logits ``(M, B, classes)`` for inputs ``x`` of shape ``(M, B, in)``.
@@ -368,22 +357,22 @@ class StackedNet:
         if kind == "none":
             return h, None
         m, b, f = h.shape
-        v = self.norm_views[layer]
-        weight, bias = v["weight"], v["bias"]
+        weight, bias = self.params[layer + ".weight"], self.params[layer + ".bias"]
         if kind in BATCH_NORMALISERS:
             channels = h.transpose(0, 1).reshape(b, m * f)
             momentum = spec.momentum if spec.momentum is not None else 1.0 / self.updates
+            rm, rv = self.buffers[layer + ".running_mean"], self.buffers[layer + ".running_var"]
             if kind == "batchnorm":
-                w_eff, b_eff, rd = v["weight_flat"], v["bias_flat"], None
+                w_eff, b_eff, rd = weight, bias, None
             else:  # r, d from the running statistics before this step's update
                 var, mean = torch.var_mean(h, dim=1, correction=0)
-                sigma = torch.sqrt(v["running_var"] + spec.eps)
+                sigma = torch.sqrt(rv + spec.eps)
                 rmax, dmax = limits
                 r = (torch.sqrt(var + spec.eps) / sigma).clamp_(1.0 / rmax, rmax)
-                d = ((mean - v["running_mean"]) / sigma).clamp_(-dmax, dmax)
-                w_eff, b_eff, rd = (weight * r).view(-1), torch.addcmul(bias, weight, d).view(-1), (r, d)
+                d = ((mean - rm) / sigma).clamp_(-dmax, dmax)
+                w_eff, b_eff, rd = weight * r, torch.addcmul(bias, weight, d), (r, d)
             z, mean, invstd = torch.native_batch_norm(
-                channels, w_eff, b_eff, v["running_mean_flat"], v["running_var_flat"], True, momentum, spec.eps)
+                channels, w_eff.view(-1), b_eff.view(-1), rm.view(-1), rv.view(-1), True, momentum, spec.eps)
             return z.view(b, m, f).transpose(0, 1), (channels, w_eff, mean, invstd, rd)
         groups = spec.groups if kind == "groupnorm" else 1
         hg = h.view(m, b, groups, f // groups)
@@ -404,25 +393,24 @@ class StackedNet:
         if kind == "none":
             return dz
         m, b, f = dz.shape
-        v = self.norm_views[layer]
-        gw, gb = v["grad_weight"], v["grad_bias"]
+        gw, gb = self.grads[layer + ".weight"], self.grads[layer + ".bias"]
         if kind in BATCH_NORMALISERS:
             channels, w_eff, mean, invstd, rd = ctx
             dh, dw_eff, db_eff = torch.ops.aten.native_batch_norm_backward(
-                dz.transpose(0, 1).reshape(b, m * f), channels, w_eff, None, None, mean, invstd,
+                dz.transpose(0, 1).reshape(b, m * f), channels, w_eff.view(-1), None, None, mean, invstd,
                 True, self.spec.eps, [True, True, True])
             if rd is None:
-                v["grad_weight_flat"].copy_(dw_eff)
+                gw.copy_(dw_eff.view(m, f))
             else:  # z = gamma * (r * xhat + d) + beta with r, d constants
                 r, d = rd
                 torch.addcmul(dw_eff.view(m, f) * r, db_eff.view(m, f), d, out=gw)
-            v["grad_bias_flat"].copy_(db_eff)
+            gb.copy_(db_eff.view(m, f))
             return dh.view(b, m, f).transpose(0, 1)
         xhat, rstd = ctx
         torch.sum(dz, dim=1, out=gb)
         torch.sum(dz * xhat, dim=1, out=gw)
         groups = rstd.shape[2]
-        dxhat = (dz * v["weight"].unsqueeze(1)).view(m, b, groups, f // groups)
+        dxhat = (dz * self.params[layer + ".weight"].unsqueeze(1)).view(m, b, groups, f // groups)
         xg = xhat.view(m, b, groups, f // groups)
         dh = dxhat - dxhat.mean(dim=3, keepdim=True) - xg * (dxhat * xg).mean(dim=3, keepdim=True)
         return (dh * rstd).view(m, b, f)

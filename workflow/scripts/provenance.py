@@ -14,7 +14,7 @@ manifest.write(out.analysis_manifest, table)
 digest = manifest.sha256(out.analysis_manifest)
 config = dict(p.config)
 versions = provenance.package_versions()
-threads = provenance.thread_settings(config["compute_threads"])
+settings = provenance.compute_settings(config["compute_threads"])
 
 
 def tt(text):
@@ -27,11 +27,11 @@ macros = {
     "analysisFiles": latex.fmt(len(table)),
     "cpuModel": latex.escape(provenance.cpu_model()),
     "torchVersion": tt(versions["torch"]),
-    "torchCpuKernels": tt(threads["torch CPU kernels"]),
-    "numericsFingerprint": tt(threads["numerics fingerprint"]),
+    "torchCpuKernels": tt(settings["torch CPU kernels"]),
+    "numericsFingerprint": tt(settings["numerics fingerprint"]),
 }
 latex.write_macros(out.macros, macros, "Provenance of this build")
 rows = [[latex.escape(k), tt(v)] for k, v in versions.items()]
-rows += [[latex.escape(k), tt(v)] for k, v in threads.items()]
+rows += [[latex.escape(k), tt(v)] for k, v in settings.items()]
 latex.write_table(out.table, ["software / setting", "version / value"], rows, "ll", "Provenance")
 log.info("analysis manifest %s: %d files", digest, len(table))
