@@ -3,10 +3,12 @@
 Both draw the same batches for a given seed (:func:`epoch_batches`) and start
 from the same weights (:func:`bnstudy.model.build_module`). The lockstep trainer
 computes the same gradients as autograd, by hand (:class:`StackedNet`), and steps
-all models with one optimiser call over a flat buffer; a model trained in lockstep
-with others is bit for bit the model the lockstep trainer gives alone, and the
-plain loop's model up to float rounding (``tests/test_train.py`` states the
-tolerances).
+all models with the optimiser acting on a flat buffer; a model trained in lockstep
+with others is bit for bit the model the lockstep trainer gives alone (at the
+study's widths; with batch norms at some other widths, seen at 48 and 100, the
+gradient of the Linear bias before the norm, mathematically zero, is rounding
+noise summed in an order that depends on the stack's size), and the plain loop's
+model up to float rounding (``tests/test_train.py`` states the tolerances).
 
 Batches: every epoch the training rows are permuted by a generator seeded from
 ``(seed, STREAM_ORDER)`` and cut into batches of ``batch_size``. What is left over
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -130,30 +133,33 @@ def train_lockstep(spec: NetSpec, recipe: Recipe, seeds: list[int], x: torch.Ten
     accuracy over the rows seen in that epoch.
     """
     net = StackedNet.from_stack(spec, mlp.initial_stack(spec, seeds))
-    opt = flat_optimizer(net.flat, net.flat_grad, recipe)
+    opt = flat_optimizer(net.flat, net.flat_grad, recipe, net.parts)
     gens = [order_generator(s) for s in seeds]
     schedule = renorm_schedule(spec, recipe, len(y))
     sizes = batch_sizes_per_epoch(len(y), recipe.batch_size, recipe.last_batch)
+    divisors = [torch.tensor(float(size)) for size in sizes]  # batch sizes as tensors: a cheaper division
     classes = spec.widths[-1]
-    m, step, log = len(seeds), 0, []
-    for epoch in range(1, recipe.epochs + 1):
-        rows = torch.stack([torch.cat(epoch_batches(g, y, recipe.batch_size, recipe.order, recipe.last_batch)) for g in gens])
-        xe, ye = x[rows], y[rows]  # (M, rows, in), (M, rows), in batch order
-        onehot = F.one_hot(ye, classes).to(x.dtype)  # (M, rows, C)
-        logits, start = [], 0
-        for size in sizes:
-            batch = slice(start, start + size)
-            limits = schedule.limits(step) if schedule else (1.0, 0.0)
-            out = net.forward_train(xe[:, batch], limits)
-            # d(mean cross-entropy)/d logits = (softmax - onehot) / B, for each model
-            net.backward(torch.softmax(out, dim=2).sub_(onehot[:, batch]).div_(size))
-            opt.step()
-            logits.append(out)
-            start += size
-            step += 1
-        loss, accuracy = _epoch_scores(torch.cat(logits, dim=1), ye, sizes)
-        for i, seed in enumerate(seeds):
-            log.append({"seed": seed, "epoch": epoch, "loss": float(loss[i]), "train_accuracy": float(accuracy[i])})
+    step, log = 0, []
+    # No autograd anywhere below (the gradients are hand-written): inference mode
+    # skips PyTorch's autograd bookkeeping on every op, the same kernels run.
+    with torch.inference_mode():
+        for epoch in range(1, recipe.epochs + 1):
+            rows = torch.stack([torch.cat(epoch_batches(g, y, recipe.batch_size, recipe.order, recipe.last_batch))
+                                for g in gens])
+            xe, ye = x[rows], y[rows]  # (M, rows, in), (M, rows), in batch order
+            onehot = F.one_hot(ye, classes).to(x.dtype)  # (M, rows, C)
+            logits = []
+            for size, xb, ob in zip(divisors, xe.split(sizes, dim=1), onehot.split(sizes, dim=1)):
+                out = net.forward_train(xb, schedule.limits(step) if schedule else (1.0, 0.0))
+                # d(mean cross-entropy)/d logits = (softmax - onehot) / B, for each model
+                opt.begin_step()
+                net.backward(torch.softmax(out, dim=2).sub_(ob).div_(size), done=opt.update)
+                logits.append(out)
+                step += 1
+            loss, accuracy = _epoch_scores(torch.cat(logits, dim=1), ye, sizes)
+            for i, seed in enumerate(seeds):
+                log.append({"seed": seed, "epoch": epoch, "loss": float(loss[i]),
+                            "train_accuracy": float(accuracy[i])})
     return net.state(), log
 
 
@@ -235,19 +241,32 @@ def load_trained(weights, x_test, y_test, y_train) -> TrainedCell:
 
 
 def _flat_views(flat: torch.Tensor, layout: list[tuple[str, tuple[int, ...]]]) -> dict[str, torch.Tensor]:
-    """Consecutive views of ``flat``, one per (key, shape) of ``layout``."""
+    """Consecutive views of ``flat``, one per (key, shape) of ``layout`` (key None: padding)."""
     views, offset = {}, 0
     for key, shape in layout:
         n = math.prod(shape)
-        views[key] = flat[offset:offset + n].view(shape)
+        if key is not None:
+            views[key] = flat[offset:offset + n].view(shape)
         offset += n
     return views
 
 
-# The flat buffer's length is padded to a multiple of ALIGN elements so that the
-# vectorised optimiser kernel treats every element alike (no scalar remainder
-# loop): each model then gets the same arithmetic whatever the stack's size.
+# The flat buffer holds one *part* per Linear: its weight and bias and those of
+# the normaliser after it. The optimiser updates a part as soon as backward is
+# done with it (while its tensors are still in cache: at batch 2, parameters,
+# gradients and Adam's moments of five models overflow the core's L2 cache, and
+# one update over the whole buffer after backward made every next step start
+# cold). Each part is padded to a multiple of ALIGN elements so that the
+# vectorised optimiser kernels treat every element alike (no scalar remainder
+# loop): each model gets the same arithmetic whatever the stack's size and
+# however the buffer is cut into parts.
 ALIGN = 64
+
+
+def _part(key: str) -> int:
+    """Index of the part that holds state-dict ``key``: the Linear at or before its layer."""
+    layer = int(key.split(".")[0])
+    return sum(int(linear) <= layer for linear in mlp.LINEARS) - 1
 
 
 def _is_trainable(key: str, value: torch.Tensor) -> bool:
@@ -274,19 +293,27 @@ class StackedNet:
     params: dict
     grads: dict
     buffers: dict
+    parts: tuple[slice, ...]  # of flat: one per Linear, with the normaliser after it
     updates: int = 0  # running-statistics updates made here (training steps)
     saved: list | None = field(default=None, repr=False)  # forward results backward needs
 
     @classmethod
     def from_stack(cls, spec: NetSpec, stacked: dict[str, torch.Tensor]) -> "StackedNet":
-        layout = [(k, tuple(v.shape)) for k, v in stacked.items() if _is_trainable(k, v)]
-        size = sum(math.prod(shape) for _, shape in layout)
-        padding = torch.zeros(-size % ALIGN, dtype=stacked[layout[0][0]].dtype)
-        flat = torch.cat([stacked[k].reshape(-1) for k, _ in layout] + [padding])
+        trainable = [k for k, v in stacked.items() if _is_trainable(k, v)]
+        chunks, parts, layout, offset = [], [], [], 0
+        for part in range(len(mlp.LINEARS)):
+            keys = [k for k in trainable if _part(k) == part]
+            size = sum(stacked[k].numel() for k in keys)
+            chunks += [stacked[k].reshape(-1) for k in keys]
+            chunks.append(torch.zeros(-size % ALIGN, dtype=stacked[keys[0]].dtype))
+            layout += [(k, tuple(stacked[k].shape)) for k in keys] + [(None, (-size % ALIGN,))]
+            parts.append(slice(offset, offset + size + (-size % ALIGN)))
+            offset = parts[-1].stop
+        flat = torch.cat(chunks)
         flat_grad = torch.zeros_like(flat)
         buffers = {k: v.clone() for k, v in stacked.items() if not _is_trainable(k, v)}
         return cls(spec, tuple(stacked), flat, flat_grad, _flat_views(flat, layout),
-                   _flat_views(flat_grad, layout), buffers)
+                   _flat_views(flat_grad, layout), buffers, tuple(parts))
 
     def state(self) -> dict[str, torch.Tensor]:
         """The stack as a dict in the module's ``state_dict`` key order."""
@@ -304,10 +331,11 @@ class StackedNet:
     def __post_init__(self):
         # per Linear: W^T (M, in, out), W, bias (M, 1, out), and their gradients' views
         self.linears = [
-            (self.params[k + ".weight"].transpose(1, 2), self.params[k + ".weight"],
-             self.params[k + ".bias"].unsqueeze(1), self.grads[k + ".weight"], self.grads[k + ".bias"])
+            _Linear(self.params[k + ".weight"].transpose(1, 2), self.params[k + ".weight"],
+                    self.params[k + ".bias"].unsqueeze(1), self.grads[k + ".weight"], self.grads[k + ".bias"])
             for k in mlp.LINEARS
         ]
+        self.norms = [None if self.spec.normaliser == "none" else _Norm.of(self, k) for k in mlp.NORMS]
 
     def forward_train(self, x: torch.Tensor, limits=(1.0, 0.0)) -> torch.Tensor:
         """Training-mode logits ``(M, B, classes)`` for inputs ``x`` of shape ``(M, B, in)``.
@@ -317,34 +345,40 @@ class StackedNet:
         self.updates += 1
         self.saved = [x]
         a = x
-        for (w_t, _, bias, _, _), nrm in zip(self.linears, mlp.NORMS):
-            z, ctx = self._norm_forward(nrm, torch.baddbmm(bias, a, w_t), limits)
+        for linear, norm in zip(self.linears, self.norms):
+            z, ctx = self._norm_forward(norm, torch.baddbmm(linear.bias_row, a, linear.weight_t), limits)
             a = z.relu_()  # z is a fresh tensor (or, with no normaliser, h): nothing else reads it
             self.saved += [ctx, a]
-        w_t, _, bias, _, _ = self.linears[2]
-        return torch.baddbmm(bias, a, w_t)
+        out = self.linears[2]
+        return torch.baddbmm(out.bias_row, a, out.weight_t)
 
-    def backward(self, dlogits: torch.Tensor) -> None:
+    def backward(self, dlogits: torch.Tensor, done=None) -> None:
         """Write into ``flat_grad`` the gradient given ``dlogits`` = d loss / d logits, ``(M, B, C)``.
 
         Linear ``h = a W^T + b``: ``dW = dh^T a``, ``db = sum_rows dh``, ``da = dh W``;
-        ReLU passes the gradient where its output is positive.
+        ReLU passes the gradient where its output is positive. ``done(i)``, if
+        given, is called as soon as part ``i`` (:attr:`parts`) has its gradient
+        and its parameters are no longer read: last part first.
         """
         x, ctx1, a1, ctx2, a2 = self.saved
         dh = dlogits
-        for (_, w, _, gw, gb), a, nrm, ctx in ((self.linears[2], a2, mlp.NORMS[1], ctx2),
-                                                (self.linears[1], a1, mlp.NORMS[0], ctx1)):
-            torch.bmm(dh.transpose(1, 2), a, out=gw)
-            torch.sum(dh, dim=1, out=gb)
-            dz = torch.ops.aten.threshold_backward(torch.bmm(dh, w), a, 0)
-            dh = self._norm_backward(nrm, dz, ctx)
-        _, _, _, gw, gb = self.linears[0]
-        torch.bmm(dh.transpose(1, 2), x, out=gw)
-        torch.sum(dh, dim=1, out=gb)
+        for part, a, norm, ctx in ((2, a2, self.norms[1], ctx2), (1, a1, self.norms[0], ctx1)):
+            linear = self.linears[part]
+            torch.bmm(dh.transpose(1, 2), a, out=linear.grad_weight)
+            torch.sum(dh, dim=1, out=linear.grad_bias)
+            dz = _THRESHOLD_BACKWARD(torch.bmm(dh, linear.weight), a, 0)
+            if done is not None:
+                done(part)  # the normaliser below belongs to the part before
+            dh = self._norm_backward(norm, dz, ctx)
+        first = self.linears[0]
+        torch.bmm(dh.transpose(1, 2), x, out=first.grad_weight)
+        torch.sum(dh, dim=1, out=first.grad_bias)
+        if done is not None:
+            done(0)
         self.saved = None
 
     # -- normalisers ---------------------------------------------------------
-    def _norm_forward(self, layer: str, h: torch.Tensor, limits):
+    def _norm_forward(self, norm: "_Norm | None", h: torch.Tensor, limits):
         """Training-mode normaliser on ``h`` ``(M, B, F)``; returns output and what backward needs.
 
         Batch norms treat the ``M * F`` (model, feature) pairs as the channels of
@@ -353,67 +387,108 @@ class StackedNet:
         renormalisation is that kernel with weight ``gamma * r`` and bias
         ``gamma * d + beta`` (``r``, ``d`` constants).
         """
-        kind, spec = self.spec.normaliser, self.spec
-        if kind == "none":
+        if norm is None:
             return h, None
+        kind, spec = self.spec.normaliser, self.spec
         m, b, f = h.shape
-        weight, bias = self.params[layer + ".weight"], self.params[layer + ".bias"]
         if kind in BATCH_NORMALISERS:
             channels = h.transpose(0, 1).reshape(b, m * f)
             momentum = spec.momentum if spec.momentum is not None else 1.0 / self.updates
-            rm, rv = self.buffers[layer + ".running_mean"], self.buffers[layer + ".running_var"]
             if kind == "batchnorm":
-                w_eff, b_eff, rd = weight, bias, None
+                w_eff, b_eff, rd = norm.weight_flat, norm.bias_flat, None
             else:  # r, d from the running statistics before this step's update
                 var, mean = torch.var_mean(h, dim=1, correction=0)
-                sigma = torch.sqrt(rv + spec.eps)
+                sigma = torch.sqrt(norm.running_var + spec.eps)
                 rmax, dmax = limits
                 r = (torch.sqrt(var + spec.eps) / sigma).clamp_(1.0 / rmax, rmax)
-                d = ((mean - rm) / sigma).clamp_(-dmax, dmax)
-                w_eff, b_eff, rd = weight * r, torch.addcmul(bias, weight, d), (r, d)
+                d = ((mean - norm.running_mean) / sigma).clamp_(-dmax, dmax)
+                w_eff = (norm.weight * r).view(-1)
+                b_eff, rd = torch.addcmul(norm.bias, norm.weight, d).view(-1), (r, d)
             z, mean, invstd = torch.native_batch_norm(
-                channels, w_eff.view(-1), b_eff.view(-1), rm.view(-1), rv.view(-1), True, momentum, spec.eps)
+                channels, w_eff, b_eff, norm.running_mean_flat, norm.running_var_flat, True, momentum, spec.eps)
             return z.view(b, m, f).transpose(0, 1), (channels, w_eff, mean, invstd, rd)
-        groups = spec.groups if kind == "groupnorm" else 1
-        hg = h.view(m, b, groups, f // groups)
+        hg = h.view(m, b, norm.groups, f // norm.groups)
         var, mean = torch.var_mean(hg, dim=3, correction=0, keepdim=True)
         rstd = torch.rsqrt(var + spec.eps)
         xhat = ((hg - mean) * rstd).view(m, b, f)
-        z = torch.addcmul(bias.unsqueeze(1), xhat, weight.unsqueeze(1))
+        z = torch.addcmul(norm.bias_row, xhat, norm.weight_row)
         return z, (xhat, rstd)
 
-    def _norm_backward(self, layer: str, dz: torch.Tensor, ctx) -> torch.Tensor:
+    def _norm_backward(self, norm: "_Norm | None", dz: torch.Tensor, ctx) -> torch.Tensor:
         """Gradient of the normaliser's input given ``dz``; writes its weight and bias gradients.
 
         Layer/group norm: with ``xhat = (h - mean) * rstd`` over a group,
         ``dh = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`` with
         ``dxhat = gamma * dz``; batch norms use PyTorch's backward kernel.
         """
-        kind = self.spec.normaliser
-        if kind == "none":
+        if norm is None:
             return dz
         m, b, f = dz.shape
-        gw, gb = self.grads[layer + ".weight"], self.grads[layer + ".bias"]
-        if kind in BATCH_NORMALISERS:
+        if self.spec.normaliser in BATCH_NORMALISERS:
             channels, w_eff, mean, invstd, rd = ctx
-            dh, dw_eff, db_eff = torch.ops.aten.native_batch_norm_backward(
-                dz.transpose(0, 1).reshape(b, m * f), channels, w_eff.view(-1), None, None, mean, invstd,
+            dh, dw_eff, db_eff = _BATCH_NORM_BACKWARD(
+                dz.transpose(0, 1).reshape(b, m * f), channels, w_eff, None, None, mean, invstd,
                 True, self.spec.eps, [True, True, True])
             if rd is None:
-                gw.copy_(dw_eff.view(m, f))
+                norm.grad_weight_flat.copy_(dw_eff)
             else:  # z = gamma * (r * xhat + d) + beta with r, d constants
                 r, d = rd
-                torch.addcmul(dw_eff.view(m, f) * r, db_eff.view(m, f), d, out=gw)
-            gb.copy_(db_eff.view(m, f))
+                torch.addcmul(dw_eff.view(m, f) * r, db_eff.view(m, f), d, out=norm.grad_weight)
+            norm.grad_bias_flat.copy_(db_eff)
             return dh.view(b, m, f).transpose(0, 1)
         xhat, rstd = ctx
-        torch.sum(dz, dim=1, out=gb)
-        torch.sum(dz * xhat, dim=1, out=gw)
-        groups = rstd.shape[2]
-        dxhat = (dz * self.params[layer + ".weight"].unsqueeze(1)).view(m, b, groups, f // groups)
+        torch.sum(dz, dim=1, out=norm.grad_bias)
+        torch.sum(dz * xhat, dim=1, out=norm.grad_weight)
+        groups = norm.groups
+        dxhat = (dz * norm.weight_row).view(m, b, groups, f // groups)
         xg = xhat.view(m, b, groups, f // groups)
         dh = dxhat - dxhat.mean(dim=3, keepdim=True) - xg * (dxhat * xg).mean(dim=3, keepdim=True)
         return (dh * rstd).view(m, b, f)
+
+
+_THRESHOLD_BACKWARD = torch.ops.aten.threshold_backward.default
+_BATCH_NORM_BACKWARD = torch.ops.aten.native_batch_norm_backward.default
+
+
+class _Linear(NamedTuple):
+    """Views of one stacked Linear's parameters and gradients (leading model axis)."""
+
+    weight_t: torch.Tensor  # (M, in, out)
+    weight: torch.Tensor  # (M, out, in)
+    bias_row: torch.Tensor  # (M, 1, out)
+    grad_weight: torch.Tensor
+    grad_bias: torch.Tensor
+
+
+class _Norm(NamedTuple):
+    """Views of one stacked normaliser's tensors, in the shapes the step uses them."""
+
+    weight: torch.Tensor  # (M, F)
+    bias: torch.Tensor
+    grad_weight: torch.Tensor
+    grad_bias: torch.Tensor
+    weight_row: torch.Tensor  # (M, 1, F)
+    bias_row: torch.Tensor
+    weight_flat: torch.Tensor  # (M * F,)
+    bias_flat: torch.Tensor
+    grad_weight_flat: torch.Tensor
+    grad_bias_flat: torch.Tensor
+    running_mean: torch.Tensor | None  # (M, F), batch norms only
+    running_var: torch.Tensor | None
+    running_mean_flat: torch.Tensor | None
+    running_var_flat: torch.Tensor | None
+    groups: int  # feature groups of layer/group norm (1 for layer norm)
+
+    @classmethod
+    def of(cls, net: StackedNet, layer: str) -> "_Norm":
+        w, b = net.params[layer + ".weight"], net.params[layer + ".bias"]
+        gw, gb = net.grads[layer + ".weight"], net.grads[layer + ".bias"]
+        rm, rv = net.buffers.get(layer + ".running_mean"), net.buffers.get(layer + ".running_var")
+        batch = net.spec.normaliser in BATCH_NORMALISERS
+        return cls(w, b, gw, gb, w.unsqueeze(1), b.unsqueeze(1), w.view(-1), b.view(-1), gw.view(-1), gb.view(-1),
+                   rm if batch else None, rv if batch else None,
+                   rm.view(-1) if batch else None, rv.view(-1) if batch else None,
+                   net.spec.groups if net.spec.normaliser == "groupnorm" else 1)
 
 
 # ---------------------------------------------------------------------------
@@ -421,11 +496,32 @@ class StackedNet:
 # step over the buffer holding every model's parameters is a step of each model.
 
 
+class FlatOptimizer:
+    """An element-wise optimiser over the flat buffer ``param``, updated whole or part by part.
+
+    :meth:`step` updates every element; a trainer may instead call
+    :meth:`begin_step` and then :meth:`update` once for each part (slices of the
+    buffer given as ``parts``), in any order, which updates every element exactly
+    as :meth:`step` does.
+    """
+
+    def step(self) -> None:
+        self.begin_step()
+        for i in range(len(self.parts)):
+            self.update(i)
+
+    def begin_step(self) -> None:
+        self.count += 1
+
+    def update(self, part: int) -> None:
+        raise NotImplementedError
+
+
 @dataclass
-class FlatAdam:
+class FlatAdam(FlatOptimizer):
     """Adam (PyTorch's defaults, no weight decay) on the flat buffer ``param``, in place.
 
-    One call of PyTorch's fused Adam kernel per step (the kernel behind
+    One call of PyTorch's fused Adam kernel per part and step (the kernel behind
     ``torch.optim.Adam(fused=True)``, without that class's per-step Python
     overhead). Per element, at step ``t``: ``m = beta1 m + (1 - beta1) g``,
     ``v = beta2 v + (1 - beta2) g^2``,
@@ -438,22 +534,30 @@ class FlatAdam:
     lr: float
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
+    parts: tuple[slice, ...] = (slice(None),)
 
     def __post_init__(self):
         self.exp_avg = torch.zeros_like(self.param)
         self.exp_avg_sq = torch.zeros_like(self.param)
-        self.steps = torch.zeros((), dtype=torch.float32)
+        self.steps = torch.zeros((), dtype=torch.float32)  # the step count as the kernel takes it
+        self.count = 0
+        self.views = [tuple([t[part]] for t in (self.param, self.grad, self.exp_avg, self.exp_avg_sq))
+                      for part in self.parts]
 
-    def step(self) -> None:
-        self.steps += 1
+    def begin_step(self) -> None:
+        self.count += 1
+        self.steps.fill_(self.count)
+
+    def update(self, part: int) -> None:
+        param, grad, exp_avg, exp_avg_sq = self.views[part]
         torch._fused_adam_(
-            [self.param], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps],
+            param, grad, exp_avg, exp_avg_sq, [], [self.steps],
             lr=self.lr, beta1=self.betas[0], beta2=self.betas[1], weight_decay=0.0, eps=self.eps,
             amsgrad=False, maximize=False)
 
 
 @dataclass
-class FlatSGD:
+class FlatSGD(FlatOptimizer):
     """SGD with momentum (no dampening, no Nesterov) on the flat buffer ``param``, in place.
 
     PyTorch's single-tensor update: ``buf = g`` at the first step, then
@@ -464,23 +568,29 @@ class FlatSGD:
     grad: torch.Tensor
     lr: float
     momentum: float = 0.0
-    buf: torch.Tensor | None = None
+    parts: tuple[slice, ...] = (slice(None),)
 
-    def step(self) -> None:
-        direction = self.grad
+    def __post_init__(self):
+        self.count = 0
+        self.buf = torch.zeros_like(self.param) if self.momentum else None
+
+    def update(self, part: int) -> None:
+        where = self.parts[part]
+        param, direction = self.param[where], self.grad[where]
         if self.momentum:
-            if self.buf is None:
-                self.buf = self.grad.clone()
+            buf = self.buf[where]
+            if self.count == 1:
+                buf.copy_(direction)
             else:
-                self.buf.mul_(self.momentum).add_(self.grad)
-            direction = self.buf
-        self.param.add_(direction, alpha=-self.lr)
+                buf.mul_(self.momentum).add_(direction)
+            direction = buf
+        param.add_(direction, alpha=-self.lr)
 
 
-def flat_optimizer(flat: torch.Tensor, flat_grad: torch.Tensor, recipe: Recipe):
-    """The recipe's optimiser over the flat buffers, PyTorch's defaults otherwise."""
+def flat_optimizer(flat: torch.Tensor, flat_grad: torch.Tensor, recipe: Recipe, parts=(slice(None),)):
+    """The recipe's optimiser over the flat buffers (cut into ``parts``), PyTorch's defaults otherwise."""
     if recipe.optimizer == "adam":
-        return FlatAdam(flat, flat_grad, lr=recipe.lr)
+        return FlatAdam(flat, flat_grad, lr=recipe.lr, parts=tuple(parts))
     if recipe.optimizer == "sgd":
-        return FlatSGD(flat, flat_grad, lr=recipe.lr, momentum=recipe.sgd_momentum)
+        return FlatSGD(flat, flat_grad, lr=recipe.lr, momentum=recipe.sgd_momentum, parts=tuple(parts))
     raise ValueError(f"unknown optimizer {recipe.optimizer!r}")
