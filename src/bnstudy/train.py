@@ -151,8 +151,9 @@ def train_lockstep(spec: NetSpec, recipe: Recipe, seeds: list[int], x: torch.Ten
             logits = []
             for size, xb, ob in zip(divisors, xe.split(sizes, dim=1), onehot.split(sizes, dim=1)):
                 out = net.forward_train(xb, schedule.limits(step) if schedule else (1.0, 0.0))
-                # d(mean cross-entropy)/d logits = (softmax - onehot) / B, for each model
                 opt.begin_step()
+                # d(mean cross-entropy)/d logits = (softmax - onehot) / B, for each model;
+                # the optimiser updates each part of the buffer as backward finishes with it
                 net.backward(torch.softmax(out, dim=2).sub_(ob).div_(size), done=opt.update)
                 logits.append(out)
                 step += 1
