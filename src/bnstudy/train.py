@@ -546,7 +546,7 @@ class FlatAdam(FlatOptimizer):
                       for part in self.parts]
 
     def begin_step(self) -> None:
-        self.count += 1
+        super().begin_step()
         self.steps.fill_(self.count)
 
     def update(self, part: int) -> None:
