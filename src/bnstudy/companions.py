@@ -26,8 +26,8 @@ the same number of probes ``K``:
 each with a percentile interval from a bootstrap that resamples *examples* (the
 probes of one example share that example and are not independent).
 
-Probing never moves running statistics: the vectorised path calls
-:func:`bnstudy.norms.normalise_batches_`, which reads them and never writes; the
+Probing never moves running statistics: the vectorised path's batch normaliser
+(:func:`bnstudy.kernels.batch_norm`) reads them and never writes; the
 reference loop works on copies whose buffers are restored before every batch.
 """
 
@@ -40,7 +40,8 @@ import torch
 
 from . import model as mlp
 from .model import NetSpec
-from .norms import normalise_batches_
+from .kernels import batch_norm
+from .norms import BATCH_NORMALISERS, normalise_batches_
 from .runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
 from .stats import bootstrap_examples
 
@@ -137,15 +138,15 @@ def probe_labels(stacked, spec: NetSpec, pre: torch.Tensor, batches: torch.Tenso
                  limits=(1.0, 0.0), rows: int = PROBE_ROWS, workspace: dict | None = None) -> torch.Tensor:
     """Training-mode labels ``(M, K)`` of row 0 of each batch, from :func:`first_layer`'s ``pre``.
 
-    The ``K`` batches of every model go through together as ``(M, k, b, F)``
-    tensors, ``k`` batches at a time so that about ``rows`` rows per model are in
-    flight (bounded memory, cache-sized intermediates, buffers reused from chunk to
-    chunk). Both hidden layers are computed for every row of every batch; the
-    second normaliser's statistics come from all rows, but only row 0 is
-    normalised and goes through the output layer, as no other row's value is
-    needed. Running statistics are read (batch renorm) but never written.
-    ``workspace`` (a dict, empty at first) keeps the three scratch buffers between
-    calls.
+    The ``K`` batches of every model go through together, ``k`` batches at a time so
+    that about ``rows`` rows per model are in flight (bounded memory, cache-sized
+    intermediates, buffers reused from chunk to chunk). Both hidden layers are
+    computed for every row of every batch; the second normaliser's statistics come
+    from all rows, but only row 0 is normalised and goes through the output layer,
+    as no other row's value is needed. Batch norm and renorm run in the compiled
+    kernel :func:`bnstudy.kernels.batch_norm`, which gathers the first layer's rows
+    itself; running statistics are read (batch renorm), never written. ``workspace``
+    (a dict, empty at first) keeps the scratch buffers between calls.
     """
     k_all, b = batches.shape
     m, _, features = pre.shape
@@ -156,21 +157,35 @@ def probe_labels(stacked, spec: NetSpec, pre: torch.Tensor, batches: torch.Tenso
     workspace = {} if workspace is None else workspace
     need = m * step * b * features
     if workspace.get("size", 0) < need:
-        workspace.update(size=need, **{name: torch.empty(need) for name in ("gathered", "hidden", "scratch")})
-    gathered, hidden = workspace["gathered"], workspace["hidden"]
-    settings = {"eps": spec.eps, "groups": spec.groups, "limits": limits, "scratch": workspace["scratch"]}
+        workspace.update(size=need, **{name: torch.empty(need) for name in ("first", "second", "top")})
+
+    def buffer(name: str, n: int) -> torch.Tensor:  # contiguous (M, n, F) at the buffer's start
+        return workspace[name][:m * n * features].view(m, n, features)
+
+    batch_kind = spec.normaliser in BATCH_NORMALISERS
+    settings = {"eps": spec.eps, "limits": limits}
+    if batch_kind:
+        settings["renorm"] = spec.normaliser == "batchrenorm"
+        in_order = torch.arange(step * b).view(step, b)  # the second layer's rows, batch by batch
     out = torch.empty(m, k_all, dtype=torch.long)
     with torch.no_grad():
         for start in range(0, k_all, step):
             chunk = batches[start:start + step]
             k = len(chunk)
-            size = m * k * b * features
-            h1 = torch.index_select(pre, 1, chunk.reshape(-1), out=gathered[:size].view(m, k * b, features))
-            a1 = normalise_batches_(spec.normaliser, h1.view(m, k, b, features), norm1, **settings).relu_()
-            h2 = torch.baddbmm(b2, a1.view(m, k * b, features), w2, out=hidden[:size].view(m, k * b, features))
-            a2 = normalise_batches_(spec.normaliser, h2.view(m, k, b, features), norm2, first_row=True,
-                                    **settings).relu_()
-            logits = torch.baddbmm(b3, a2.view(m, k, features), w3)
+            a1, h2, a2 = buffer("first", k * b), buffer("second", k * b), buffer("top", k)
+            if batch_kind:
+                batch_norm(pre, chunk, norm1, a1, **settings)
+            else:
+                torch.index_select(pre, 1, chunk.reshape(-1), out=a1)
+                a1 = normalise_batches_(spec.normaliser, a1.view(m, k, b, features), norm1, eps=spec.eps,
+                                        groups=spec.groups).relu_().view(m, k * b, features)
+            torch.baddbmm(b2, a1, w2, out=h2)
+            if batch_kind:
+                batch_norm(h2, in_order[:k], norm2, a2, **settings)
+            else:
+                a2 = normalise_batches_(spec.normaliser, h2.view(m, k, b, features), norm2, eps=spec.eps,
+                                        groups=spec.groups, first_row=True).relu_().view(m, k, features)
+            logits = torch.baddbmm(b3, a2, w3)
             out[:, start:start + k] = logits.argmax(-1)
     return out
 

@@ -148,43 +148,29 @@ def normalise_batches_(
     groups: int = 1,
     limits: tuple[float, float] = (1.0, 0.0),
     first_row: bool = False,
-    scratch: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Training-mode ``kind`` on many batches at once, for evaluation only; overwrites ``h``.
 
     ``h`` is ``(M, K, B, F)``: ``K`` batches of ``B`` rows for each of ``M`` models.
-    The function is :func:`normalise` with ``train=True, update=False`` (biased batch
-    variance; batch renorm's clipped ``r``, ``d`` against the running statistics,
-    which are read, never written), computed without autograd and in place: the
-    batch variance in two passes, ``mean((h - mean)^2)`` (PyTorch's ``var`` over a
-    middle axis is an order of magnitude slower on CPU), layer and group norm with
-    PyTorch's fused kernels. With ``first_row`` only row 0 of every batch is
-    returned, ``(M, K, 1, F)``; batch statistics still come from all ``B`` rows.
-    ``scratch``, a flat tensor of at least ``h.numel()`` elements, receives the
-    squared deviations (allocated per call when not given).
+    The function is :func:`normalise` with ``train=True, update=False``, without
+    autograd: batch norm and renorm by the compiled kernel
+    :func:`bnstudy.kernels.batch_norm` (in place; running statistics are read, never
+    written), layer and group norm with PyTorch's fused kernels. With ``first_row``
+    only row 0 of every batch is returned, ``(M, K, 1, F)``; batch statistics still
+    come from all ``B`` rows. ``h`` must be contiguous.
     """
     shape = (h.shape[0], 1, 1, h.shape[-1])  # (M, F) parameters against h
     if kind == "none":
         return h[:, :, :1] if first_row else h
-    weight, bias = p["weight"].view(shape), p["bias"].view(shape)
     if kind in BATCH_NORMALISERS:
-        if h.shape[-2] < 2:
-            raise ValueError("batch statistics need at least 2 rows per batch")
-        mean = h.mean(dim=-2, keepdim=True)
-        centred = h.sub_(mean)
-        squares = None if scratch is None else scratch[:h.numel()].view(h.shape)
-        sigma_batch = torch.mul(centred, centred, out=squares).mean(dim=-2, keepdim=True).add_(eps).sqrt_()
-        if kind == "batchrenorm":
-            rmax, dmax = limits
-            sigma = torch.sqrt(p["running_var"].view(shape) + eps)
-            r = (sigma_batch / sigma).clamp_(1.0 / rmax, rmax)
-            d = ((mean - p["running_mean"].view(shape)) / sigma).clamp_(-dmax, dmax)
-            # (centred / sigma_batch * r + d) * weight + bias, as one scale and one shift
-            scale, shift = r.mul_(weight).div_(sigma_batch), d.mul_(weight).add_(bias)
-        else:
-            scale, shift = weight / sigma_batch, bias
-        rows = centred[:, :, :1] if first_row else centred
-        return rows.mul_(scale).add_(shift)
+        from .kernels import batch_norm
+
+        m, k, b, features = h.shape
+        out = torch.empty(m, k, 1, features) if first_row else h
+        batch_norm(h.view(m, k * b, features), torch.arange(k * b).view(k, b), p, out.view(m, -1, features), eps=eps,
+                   renorm=kind == "batchrenorm", limits=limits, relu=False)
+        return out
+    weight, bias = p["weight"].view(shape), p["bias"].view(shape)
     rows = h[:, :, :1] if first_row else h
     features = h.shape[-1]
     if kind == "layernorm":

@@ -2,7 +2,7 @@
 # network and every network of the grid (one job per grid cell, all its seeds).
 
 COMP = config["companions"]
-COMP_CODE = src("model", "norms", "train", "stats", "companions")
+COMP_CODE = src("model", "norms", "kernels", "train", "stats", "companions")
 
 
 rule companion_examples:

@@ -36,7 +36,7 @@ rule provenance:
         "Recording package versions, digests and machine settings for the paper"
     input:
         outputs=[path for _, _, path in REGISTRY],
-        code=src("provenance", "manifest", "latex", "model", "norms", "train") + ["workflow/scripts/provenance.py"],
+        code=src("provenance", "manifest", "latex", "model", "norms", "kernels", "train") + ["workflow/scripts/provenance.py"],
     output:
         analysis_manifest="results/provenance/analysis_manifest.tsv",
         macros="results/paper/macros/provenance.tex",
