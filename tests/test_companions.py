@@ -14,7 +14,8 @@ import torch
 
 from bnstudy import companions, data, model as mlp, runtime, train
 from bnstudy.model import NetSpec
-from bnstudy.norms import normalise, normalise_batches_
+from bnstudy.companions import normalise_batches_
+from bnstudy.norms import normalise
 
 runtime.configure(1)
 N_TEST = 899

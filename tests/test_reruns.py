@@ -51,6 +51,15 @@ def test_editing_a_package_module_reruns_the_rules_that_import_it(finished):
     assert not {"split", "train_grid", "train_dependence", "evaluate_grid"} & set(plan), plan
 
 
+def test_editing_a_module_imported_only_inside_a_function_reruns_its_users(finished):
+    """kernels is loaded by companions (and, inside a function, by provenance), never by training."""
+    module = finished / "src" / "bnstudy" / "kernels.py"
+    module.write_text(module.read_text() + "\n# a cosmetic edit\n")
+    plan = planned(finished)
+    assert plan.get("probe_companions_grid") and plan.get("provenance") == 1, plan
+    assert not {"split", "train_grid", "evaluate_grid", "running_stats"} & set(plan), plan
+
+
 def test_changing_a_training_hyperparameter_reruns_that_training_and_its_dependents(finished):
     cfg = yaml.safe_load((finished / "config" / "test.yaml").read_text())
     cfg["grid"]["lr"] = 2e-3

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bnstudy.codedeps import code_inputs, module_closure
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted(p for p in (ROOT / "workflow" / "scripts").glob("*.py") if p.name != "_setup.py")
+SCRIPTS_DIR = ROOT / "workflow" / "scripts"
+SCRIPTS = sorted(p for p in SCRIPTS_DIR.glob("*.py") if p.name != "_setup.py")
 
 
 def start_call(tree: ast.Module) -> ast.Call:
@@ -36,6 +39,15 @@ def imports(tree: ast.Module) -> list[str]:
     return lines
 
 
+def after_imports(script: Path, expression: str) -> str:
+    """What ``expression`` prints in a fresh interpreter after the script's import statements."""
+    code = "\n".join(["import sys", f"sys.path.insert(0, {str(ROOT / 'src')!r})", *imports(ast.parse(script.read_text())),
+                      f"print({expression})"])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
 WITHOUT_TORCH = [p for p in SCRIPTS if without_torch(start_call(ast.parse(p.read_text())))]
 
 
@@ -46,8 +58,39 @@ def test_every_script_starts_once_and_most_figure_and_table_scripts_skip_pytorch
 
 @pytest.mark.parametrize("script", WITHOUT_TORCH, ids=lambda p: p.stem)
 def test_script_started_without_pytorch_does_not_import_it(script):
-    code = "\n".join(["import sys", f"sys.path.insert(0, {str(ROOT / 'src')!r})", *imports(ast.parse(script.read_text())),
-                      "print('torch' in sys.modules)"])
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False", f"{script.name} starts with torch=False but its imports load torch"
+    loads_torch = after_imports(script, "'torch' in sys.modules")
+    assert loads_torch == "False", f"{script.name} starts with torch=False but its imports load torch"
+
+
+def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_load():
+    """Snakemake's code trigger sees the script: file only; the modules it uses must be inputs."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, ResourceSettings
+
+    with SnakemakeApi() as api:
+        workflow = api.workflow(resource_settings=ResourceSettings(cores=1), snakefile=ROOT / "Snakefile",
+                                config_settings=ConfigSettings(configfiles=[ROOT / "config" / "test.yaml"]),
+                                workdir=ROOT)._workflow
+        rules = [r for r in workflow.rules if r.script]
+        missing = {}
+        for rule in rules:
+            script = (ROOT / "workflow" / "rules" / rule.script).resolve()
+            undeclared = set(code_inputs(script.name, ROOT)) - {str(f) for f in rule.input}
+            if undeclared:
+                missing[rule.name] = sorted(undeclared)
+    assert len(rules) >= 20 and {script.name for script in SCRIPTS} <= {Path(r.script).name for r in rules}
+    assert not missing, missing
+
+
+def test_code_inputs_follow_imports_inside_functions_and_through_modules():
+    package = ROOT / "src" / "bnstudy"
+    # provenance imports companions inside a function, and companions imports kernels
+    assert {"provenance", "companions", "kernels", "norms", "model"} <= set(module_closure(SCRIPTS_DIR / "provenance.py", package))
+    assert module_closure(SCRIPTS_DIR / "figure_batch_size.py", package) == ["__init__", "figures", "io"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_modules_a_script_loads_on_import_are_among_its_code_inputs(script):
+    """The static reading is checked against what importing the script's imports really loads."""
+    loaded = set(after_imports(script, "' '.join(m.split('.')[1] for m in sys.modules if m.startswith('bnstudy.'))").split())
+    assert loaded and loaded <= set(module_closure(script, ROOT / "src" / "bnstudy"))

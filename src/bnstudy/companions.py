@@ -37,11 +37,12 @@ import copy
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from . import model as mlp
 from .model import NetSpec
 from .kernels import batch_norm
-from .norms import BATCH_NORMALISERS, normalise_batches_
+from .norms import BATCH_NORMALISERS, NORMALISERS
 from .runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
 from .stats import bootstrap_examples
 
@@ -122,6 +123,47 @@ def one_class_batches(y: torch.Tensor, example: int, b: int, k: int, seed: int, 
 
 
 # ---- evaluating probes -----------------------------------------------------------
+
+def normalise_batches_(
+    kind: str,
+    h: torch.Tensor,
+    p: dict,
+    *,
+    eps: float = 1e-5,
+    groups: int = 1,
+    limits: tuple[float, float] = (1.0, 0.0),
+    first_row: bool = False,
+) -> torch.Tensor:
+    """Training-mode ``kind`` on many batches at once, for evaluation only; overwrites ``h``.
+
+    ``h`` is ``(M, K, B, F)``: ``K`` batches of ``B`` rows for each of ``M`` models.
+    The function is :func:`bnstudy.norms.normalise` with ``train=True, update=False``, without
+    autograd: batch norm and renorm by the compiled kernel
+    :func:`bnstudy.kernels.batch_norm` (in place; running statistics are read, never
+    written), layer and group norm with PyTorch's fused kernels. With ``first_row``
+    only row 0 of every batch is returned, ``(M, K, 1, F)``; batch statistics still
+    come from all ``B`` rows. ``h`` must be contiguous.
+    """
+    shape = (h.shape[0], 1, 1, h.shape[-1])  # (M, F) parameters against h
+    if kind == "none":
+        return h[:, :, :1] if first_row else h
+    if kind in BATCH_NORMALISERS:
+        m, k, b, features = h.shape
+        out = torch.empty(m, k, 1, features) if first_row else h
+        batch_norm(h.view(m, k * b, features), torch.arange(k * b).view(k, b), p, out.view(m, -1, features), eps=eps,
+                   renorm=kind == "batchrenorm", limits=limits, relu=False)
+        return out
+    weight, bias = p["weight"].view(shape), p["bias"].view(shape)
+    rows = h[:, :, :1] if first_row else h
+    features = h.shape[-1]
+    if kind == "layernorm":
+        y = F.layer_norm(rows, (features,), eps=eps)
+    elif kind == "groupnorm":
+        y = F.group_norm(rows.reshape(-1, features), groups, eps=eps).view(rows.shape)
+    else:
+        raise ValueError(f"unknown normaliser {kind!r}; expected one of {NORMALISERS}")
+    return y.mul_(weight).add_(bias)
+
 
 def first_layer(stacked, x: torch.Tensor) -> torch.Tensor:
     """Pre-normalisation activation of the first hidden layer, ``(M, N, F)``.

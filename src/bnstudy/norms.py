@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
 BATCH_NORMALISERS = ("batchnorm", "batchrenorm")
@@ -137,49 +136,6 @@ def normalise(
     else:
         raise ValueError(f"unknown normaliser {kind!r}; expected one of {NORMALISERS}")
     return y * _per_feature(p["weight"], h) + _per_feature(p["bias"], h)
-
-
-def normalise_batches_(
-    kind: str,
-    h: torch.Tensor,
-    p: dict,
-    *,
-    eps: float = 1e-5,
-    groups: int = 1,
-    limits: tuple[float, float] = (1.0, 0.0),
-    first_row: bool = False,
-) -> torch.Tensor:
-    """Training-mode ``kind`` on many batches at once, for evaluation only; overwrites ``h``.
-
-    ``h`` is ``(M, K, B, F)``: ``K`` batches of ``B`` rows for each of ``M`` models.
-    The function is :func:`normalise` with ``train=True, update=False``, without
-    autograd: batch norm and renorm by the compiled kernel
-    :func:`bnstudy.kernels.batch_norm` (in place; running statistics are read, never
-    written), layer and group norm with PyTorch's fused kernels. With ``first_row``
-    only row 0 of every batch is returned, ``(M, K, 1, F)``; batch statistics still
-    come from all ``B`` rows. ``h`` must be contiguous.
-    """
-    shape = (h.shape[0], 1, 1, h.shape[-1])  # (M, F) parameters against h
-    if kind == "none":
-        return h[:, :, :1] if first_row else h
-    if kind in BATCH_NORMALISERS:
-        from .kernels import batch_norm
-
-        m, k, b, features = h.shape
-        out = torch.empty(m, k, 1, features) if first_row else h
-        batch_norm(h.view(m, k * b, features), torch.arange(k * b).view(k, b), p, out.view(m, -1, features), eps=eps,
-                   renorm=kind == "batchrenorm", limits=limits, relu=False)
-        return out
-    weight, bias = p["weight"].view(shape), p["bias"].view(shape)
-    rows = h[:, :, :1] if first_row else h
-    features = h.shape[-1]
-    if kind == "layernorm":
-        y = F.layer_norm(rows, (features,), eps=eps)
-    elif kind == "groupnorm":
-        y = F.group_norm(rows.reshape(-1, features), groups, eps=eps).view(rows.shape)
-    else:
-        raise ValueError(f"unknown normaliser {kind!r}; expected one of {NORMALISERS}")
-    return y.mul_(weight).add_(bias)
 
 
 class BatchRenorm1d(torch.nn.Module):

@@ -68,7 +68,7 @@ def numerics_fingerprint() -> str:
 
     from . import model as mlp
     from . import train
-    from .norms import normalise_batches_
+    from .companions import normalise_batches_
 
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(64, 64, generator=g), torch.randint(10, (64,), generator=g)

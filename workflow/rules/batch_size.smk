@@ -9,7 +9,7 @@ rule evaluate_grid:
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
-        code=src("model", "norms", "train", "batch_size") + ["workflow/scripts/evaluate_grid.py"],
+        code=code("evaluate_grid.py"),
     output:
         accuracy="results/batch_size/cells/{normaliser}_b{batch_size}.csv",
     params:
@@ -41,7 +41,7 @@ rule evaluate_remedies:
         y_train=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=src("model", "norms", "train", "batch_size", "remedies") + ["workflow/scripts/evaluate_remedies.py"],
+        code=code("evaluate_remedies.py"),
     output:
         accuracy="results/batch_size/remedies/{normaliser}_b{batch_size}.csv",
         distances="results/batch_size/remedies/{normaliser}_b{batch_size}_distances.csv",
@@ -75,8 +75,7 @@ rule summarise_batch_size:
                          normaliser=[c["normaliser"] for c in REMEDY_CELLS],
                          batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
         published="workflow/resources/published.yaml",
-        code=src("stats", "latex", "batch_size", "remedies", "model", "norms", "train")
-        + ["workflow/scripts/summarise_batch_size.py"],
+        code=code("summarise_batch_size.py"),
     output:
         runs="results/batch_size/accuracy.csv",
         summary_table="results/batch_size/summary.csv",
@@ -112,7 +111,7 @@ rule figure_batch_size:
         "Drawing accuracy against training batch size"
     input:
         summary=rules.summarise_batch_size.output.summary_table,
-        code=src("figures") + ["workflow/scripts/figure_batch_size.py"],
+        code=code("figure_batch_size.py"),
     output:
         pdf=report("results/paper/figures/batch_size.pdf", category="Study 2: batch size",
                    caption="../report/batch_size.rst"),
@@ -136,7 +135,7 @@ rule figure_batch_size_remedies:
         "Drawing batch norm's inference accuracy under each replacement of its running statistics"
     input:
         summary=rules.summarise_batch_size.output.summary_table,
-        code=src("figures") + ["workflow/scripts/figure_batch_size_remedies.py"],
+        code=code("figure_batch_size_remedies.py"),
     output:
         pdf=report("results/paper/figures/batch_size_remedies.pdf", category="Study 2: batch size",
                    caption="../report/batch_size_remedies.rst"),

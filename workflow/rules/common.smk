@@ -10,6 +10,7 @@ from snakemake.io import apply_wildcards
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from bnstudy.codedeps import code_inputs
 from bnstudy.config import ConfigError, check_cross_fields, describe_schema_error
 
 SCHEMA = "../schemas/config.schema.yaml"
@@ -53,13 +54,12 @@ CANONICAL_CONFIG = json.loads(json.dumps(config, sort_keys=True))
 CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 
 
-# The package modules that the scripts import, declared as inputs so that a
-# change to the science re-runs what depends on it (the code trigger sees only
-# the script: file itself).
-def src(*modules):
-    return ["workflow/scripts/_setup.py"] + [
-        f"src/bnstudy/{m}.py" for m in ("__init__", "runtime", "io") + modules
-    ]
+# The code inputs of a rule: its script, _setup.py and every package module the
+# script can load, read from the imports (bnstudy.codedeps), so that a change to
+# the science re-runs what depends on it (the code trigger sees only the script:
+# file itself).
+def code(script):
+    return code_inputs(script, Path(workflow.basedir))
 
 
 # ---- output registry -------------------------------------------------------

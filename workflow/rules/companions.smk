@@ -2,7 +2,6 @@
 # network and every network of the grid (one job per grid cell, all its seeds).
 
 COMP = config["companions"]
-COMP_CODE = src("model", "norms", "kernels", "train", "stats", "companions")
 
 
 rule companion_examples:
@@ -11,7 +10,7 @@ rule companion_examples:
     input:
         y_test=rules.split.output.y_test,
         indices=rules.split.output.indices,
-        code=COMP_CODE + ["workflow/scripts/companions_examples.py"],
+        code=code("companions_examples.py"),
     output:
         examples="results/companions/examples.csv",
     params:
@@ -40,7 +39,7 @@ rule probe_companions_dependence:
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
         examples=rules.companion_examples.output.examples,
-        code=COMP_CODE + ["workflow/scripts/companions_probe.py"],
+        code=code("companions_probe.py"),
     output:
         probes="results/companions/dependence/probes.csv",
     params:
@@ -68,7 +67,7 @@ rule probe_companions_grid:
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
         examples=rules.companion_examples.output.examples,
-        code=COMP_CODE + ["workflow/scripts/companions_probe.py"],
+        code=code("companions_probe.py"),
     output:
         probes="results/companions/grid/{normaliser}_b{batch_size}.csv",
     params:
@@ -96,7 +95,7 @@ rule summarise_companions:
                      normaliser=[c["normaliser"] for c in grid_cells()],
                      batch_size=[c["batch_size"] for c in grid_cells()]),
         published="workflow/resources/published.yaml",
-        code=COMP_CODE + src("latex") + ["workflow/scripts/companions_summarise.py"],
+        code=code("companions_summarise.py"),
     output:
         summary_table="results/companions/summary.csv",
         grid_table="results/companions/grid_over_seeds.csv",
@@ -131,7 +130,7 @@ rule figure_companions:
         summary_table=rules.summarise_companions.output.summary_table,
         grid_table=rules.summarise_companions.output.grid_table,
         published="workflow/resources/published.yaml",
-        code=src("figures") + ["workflow/scripts/companions_figure.py"],
+        code=code("companions_figure.py"),
     output:
         pdf=report("results/paper/figures/companions.pdf", category="Study 1: companions",
                    caption="../report/companions.rst"),

@@ -2,7 +2,7 @@ rule split:
     message:
         "Splitting the digits into stratified, standardised halves"
     input:
-        code=src("data"),
+        code=code("split.py"),
     output:
         x_train="results/data/x_train.npy",
         y_train="results/data/y_train.npy",

@@ -7,6 +7,7 @@ rule manifest:
         "Hashing every output into results/manifest.tsv"
     input:
         [path for _, _, path in REGISTRY],
+        code=code("manifest.py"),
     output:
         manifest="results/manifest.tsv",
     params:
@@ -31,7 +32,7 @@ rule runtimes:
     input:
         manifest=rules.manifest.output.manifest,
         benchmarks=BENCHMARKS,
-        code=src("provenance") + ["workflow/scripts/runtimes.py"],
+        code=code("runtimes.py"),
     output:
         runtimes=report("results/provenance/runtimes.csv", category="Provenance",
                         caption="../report/runtimes.rst"),

@@ -7,7 +7,7 @@ rule design_macros:
     input:
         y_train=rules.split.output.y_train,
         y_test=rules.split.output.y_test,
-        code=src("latex", "design") + ["workflow/scripts/design_macros.py"],
+        code=code("design_macros.py"),
     output:
         macros="results/paper/macros/design.tex",
     params:
@@ -30,13 +30,12 @@ register(rules.design_macros)
 PAPER_INPUTS["macros_design"] = rules.design_macros.output.macros
 
 
-
 rule provenance:
     message:
         "Recording package versions, digests and machine settings for the paper"
     input:
         outputs=[path for _, _, path in REGISTRY],
-        code=src("provenance", "manifest", "latex", "model", "norms", "kernels", "train") + ["workflow/scripts/provenance.py"],
+        code=code("provenance.py"),
     output:
         analysis_manifest="results/provenance/analysis_manifest.tsv",
         macros="results/paper/macros/provenance.tex",
@@ -70,7 +69,7 @@ rule paper:
         unpack(lambda wc: PAPER_INPUTS),
         main="paper/main.tex",
         sections=sorted(str(p) for p in Path("paper/sections").glob("*.tex")),
-        code=src() + ["workflow/scripts/build_paper.py"],
+        code=code("build_paper.py"),
     output:
         pdf="paper/main.pdf",
     params:

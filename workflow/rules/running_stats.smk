@@ -2,14 +2,13 @@
 
 RS = config["running_stats"]
 RS_KEEP = 1.0 - config["network"]["momentum"]  # the keep-factor of the trained networks (0.9)
-RS_CODE = src("data", "running_stats")
 
 
 rule population:
     message:
         "Generating the enumerated population: %d rows x %d features, seed %d" % (RS["rows"], RS["features"], RS["seed"])
     input:
-        code=src("data") + ["workflow/scripts/running_stats_population.py"],
+        code=code("running_stats_population.py"),
     output:
         population="results/running_stats/population.npy",
     params:
@@ -35,7 +34,7 @@ rule running_stats:
         "One batch-norm layer over the population: batch sizes %s, keep-factors %s, shuffled and sorted" % (RS["batch_sizes"], RS["keeps"])
     input:
         population=rules.population.output.population,
-        code=RS_CODE + ["workflow/scripts/running_stats.py"],
+        code=code("running_stats.py"),
     output:
         passes="results/running_stats/passes.csv",
     params:
@@ -62,7 +61,7 @@ rule running_stats_selfchecks:
         "The four self-checks and the differential check, shuffled and sorted"
     input:
         population=rules.population.output.population,
-        code=RS_CODE + src("reference", "selfchecks") + ["workflow/scripts/running_stats_selfchecks.py"],
+        code=code("running_stats_selfchecks.py"),
     output:
         checks="results/running_stats/selfchecks.csv",
     params:
@@ -96,7 +95,7 @@ rule evaluate_sorted:
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
-        code=RS_CODE + src("model", "norms", "train", "batch_size") + ["workflow/scripts/running_stats_sorted.py"],
+        code=code("running_stats_sorted.py"),
     output:
         cell="results/running_stats/sorted_training/{normaliser}_b{batch_size}.csv",
     params:
@@ -126,7 +125,7 @@ rule summarise_running_stats:
                             normaliser=[c["normaliser"] for c in SORTED_CELLS],
                             batch_size=[c["batch_size"] for c in SORTED_CELLS]),
         published="workflow/resources/published.yaml",
-        code=src("running_stats", "selfchecks", "latex", "stats") + ["workflow/scripts/running_stats_summary.py"],
+        code=code("running_stats_summary.py"),
     output:
         summary="results/summary/running_stats.json",
         sorted_training="results/running_stats/sorted_training.csv",
@@ -160,7 +159,7 @@ rule figure_running_stats:
         "Drawing running-statistics error against batch size"
     input:
         passes=rules.running_stats.output.passes,
-        code=src("figures") + ["workflow/scripts/running_stats_figure.py"],
+        code=code("running_stats_figure.py"),
     output:
         pdf=report("results/paper/figures/running_stats.pdf", category="Study 3: running statistics",
                    caption="../report/running_stats.rst"),

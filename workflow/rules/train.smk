@@ -1,16 +1,13 @@
 # Training. One job trains all seeds of one (normaliser, batch size) in lockstep.
 
 
-TRAIN_CODE = src("model", "norms", "train", "data")
-
-
 rule train_grid:
     message:
         "Training {wildcards.normaliser} at batch size {wildcards.batch_size}, seeds %s" % SEEDS
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
-        code=TRAIN_CODE + ["workflow/scripts/train.py"],
+        code=code("train.py"),
     output:
         weights=expand("results/runs/grid/{{normaliser}}/b{{batch_size}}/seed{seed}.safetensors", seed=SEEDS),
         epochs="results/runs/grid/{normaliser}/b{batch_size}/epochs.csv",
@@ -38,7 +35,7 @@ rule train_sorted:
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
-        code=TRAIN_CODE + ["workflow/scripts/train.py"],
+        code=code("train.py"),
     output:
         weights=expand("results/runs/sorted/{{normaliser}}/b{{batch_size}}/seed{seed}.safetensors", seed=SEEDS),
         epochs="results/runs/sorted/{normaliser}/b{batch_size}/epochs.csv",
@@ -69,7 +66,7 @@ rule train_dependence:
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
-        code=TRAIN_CODE + ["workflow/scripts/train.py"],
+        code=code("train.py"),
     output:
         weights=[f"results/runs/dependence/seed{DEP['seed']}.safetensors"],
         epochs="results/runs/dependence/epochs.csv",

@@ -1,0 +1,56 @@
+"""Which package modules a rule script can load: the code inputs of its rule.
+
+Snakemake's code trigger sees a rule's ``script:`` file, not the modules that file
+imports, so every rule lists its script, ``_setup.py`` and every ``bnstudy`` module
+the script can load as inputs; a change to any of them then re-runs the rule.
+The list is read from the source, not typed by hand: every ``import`` of a
+``bnstudy`` module anywhere in a file (inside functions too), followed through
+the modules it names. That over-approximates what one run executes (a module
+imported inside a function the script never calls still counts), which errs on
+the side of re-running.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = "bnstudy"
+
+
+def imported_modules(path: Path, package_dir: Path) -> set[str]:
+    """Names of the package's modules that ``path`` imports (absolute or relative)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(Path(path).read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[1] for a in node.names if a.name.startswith(PACKAGE + ".")}
+        elif isinstance(node, ast.ImportFrom):
+            relative = node.level > 0
+            if node.module is None or node.module == PACKAGE:  # from . import x / from bnstudy import x
+                if relative or node.module == PACKAGE:
+                    names |= {a.name for a in node.names}
+            elif relative:  # from .x import y
+                names.add(node.module.split(".")[0])
+            elif node.module.startswith(PACKAGE + "."):  # from bnstudy.x import y
+                names.add(node.module.split(".")[1])
+    return {n for n in names if (package_dir / f"{n}.py").exists()}
+
+
+def module_closure(script: Path, package_dir: Path) -> list[str]:
+    """Every package module ``script`` can load, directly or through other modules, sorted."""
+    seen: set[str] = {"__init__"}
+    todo = imported_modules(script, package_dir)
+    while todo:
+        name = todo.pop()
+        seen.add(name)
+        todo |= imported_modules(package_dir / f"{name}.py", package_dir) - seen
+    return sorted(seen)
+
+
+def code_inputs(script: str, root: Path) -> list[str]:
+    """The code inputs of the rule running ``workflow/scripts/<script>``, relative to ``root``."""
+    scripts = Path("workflow") / "scripts"
+    package = Path("src") / PACKAGE
+    modules = module_closure(root / scripts / script, root / package)
+    return ([(scripts / "_setup.py").as_posix(), (scripts / script).as_posix()]
+            + [(package / f"{m}.py").as_posix() for m in modules])
