@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-PACKAGES = ("torch", "numpy", "scipy", "pandas", "scikit-learn", "matplotlib", "safetensors", "snakemake")
+PACKAGES = ("torch", "numpy", "numba", "scipy", "pandas", "scikit-learn", "matplotlib", "safetensors", "snakemake")
 
 
 def config_digest(config: dict) -> str:
