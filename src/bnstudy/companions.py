@@ -137,8 +137,8 @@ def normalise_batches_(
     """Training-mode ``kind`` on many batches at once, for evaluation only; overwrites ``h``.
 
     ``h`` is ``(M, K, B, F)``: ``K`` batches of ``B`` rows for each of ``M`` models.
-    The function is :func:`bnstudy.norms.normalise` with ``train=True, update=False``, without
-    autograd: batch norm and renorm by the compiled kernel
+    The function is :func:`bnstudy.norms.normalise` with ``train=True,
+    update=False``, without autograd: batch norm and renorm by the compiled kernel
     :func:`bnstudy.kernels.batch_norm` (in place; running statistics are read, never
     written), layer and group norm with PyTorch's fused kernels. With ``first_row``
     only row 0 of every batch is returned, ``(M, K, 1, F)``; batch statistics still
@@ -150,8 +150,8 @@ def normalise_batches_(
     if kind in BATCH_NORMALISERS:
         m, k, b, features = h.shape
         out = torch.empty(m, k, 1, features) if first_row else h
-        batch_norm(h.view(m, k * b, features), torch.arange(k * b).view(k, b), p, out.view(m, -1, features), eps=eps,
-                   renorm=kind == "batchrenorm", limits=limits, relu=False)
+        batch_norm(h.view(m, k * b, features), torch.arange(k * b).view(k, b), p, out.view(m, -1, features),
+                   eps=eps, renorm=kind == "batchrenorm", limits=limits, relu=False)
         return out
     weight, bias = p["weight"].view(shape), p["bias"].view(shape)
     rows = h[:, :, :1] if first_row else h
@@ -197,9 +197,9 @@ def probe_labels(stacked, spec: NetSpec, pre: torch.Tensor, batches: torch.Tenso
     w2, b2 = stacked["3.weight"].transpose(1, 2), stacked["3.bias"].unsqueeze(1)
     w3, b3 = stacked["6.weight"].transpose(1, 2), stacked["6.bias"].unsqueeze(1)
     workspace = {} if workspace is None else workspace
-    need = m * step * b * features
-    if workspace.get("size", 0) < need:
-        workspace.update(size=need, **{name: torch.empty(need) for name in ("first", "second", "top")})
+    for name, n in (("first", step * b), ("second", step * b), ("top", step)):
+        if len(workspace.get(name, ())) < m * n * features:
+            workspace[name] = torch.empty(m * n * features)
 
     def buffer(name: str, n: int) -> torch.Tensor:  # contiguous (M, n, F) at the buffer's start
         return workspace[name][:m * n * features].view(m, n, features)
