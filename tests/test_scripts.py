@@ -87,6 +87,10 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
     # provenance imports companions inside a function, and companions imports kernels
     assert {"provenance", "companions", "kernels", "norms", "model"} <= set(module_closure(SCRIPTS_DIR / "provenance.py", package))
     assert module_closure(SCRIPTS_DIR / "figure_batch_size.py", package) == ["__init__", "figures", "io"]
+    # every script starts through _setup.py, which loads runtime
+    assert code_inputs("figure_batch_size.py", ROOT) == [
+        "workflow/scripts/_setup.py", "workflow/scripts/figure_batch_size.py",
+        "src/bnstudy/__init__.py", "src/bnstudy/figures.py", "src/bnstudy/io.py", "src/bnstudy/runtime.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)

@@ -13,12 +13,14 @@ the side of re-running.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 PACKAGE = "bnstudy"
 
 
-def imported_modules(path: Path, package_dir: Path) -> set[str]:
+@cache  # one parse per file while the Snakefile is read
+def imported_modules(path: Path, package_dir: Path) -> frozenset[str]:
     """Names of the package's modules that ``path`` imports (absolute or relative)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(Path(path).read_text(), filename=str(path))):
@@ -33,13 +35,13 @@ def imported_modules(path: Path, package_dir: Path) -> set[str]:
                 names.add(node.module.split(".")[0])
             elif node.module.startswith(PACKAGE + "."):  # from bnstudy.x import y
                 names.add(node.module.split(".")[1])
-    return {n for n in names if (package_dir / f"{n}.py").exists()}
+    return frozenset(n for n in names if (package_dir / f"{n}.py").exists())
 
 
 def module_closure(script: Path, package_dir: Path) -> list[str]:
     """Every package module ``script`` can load, directly or through other modules, sorted."""
     seen: set[str] = {"__init__"}
-    todo = imported_modules(script, package_dir)
+    todo = set(imported_modules(script, package_dir))
     while todo:
         name = todo.pop()
         seen.add(name)
@@ -48,9 +50,13 @@ def module_closure(script: Path, package_dir: Path) -> list[str]:
 
 
 def code_inputs(script: str, root: Path) -> list[str]:
-    """The code inputs of the rule running ``workflow/scripts/<script>``, relative to ``root``."""
+    """The code inputs of the rule running ``workflow/scripts/<script>``, relative to ``root``.
+
+    The script, ``_setup.py`` (which every script starts through) and the modules
+    either can load.
+    """
     scripts = Path("workflow") / "scripts"
     package = Path("src") / PACKAGE
-    modules = module_closure(root / scripts / script, root / package)
-    return ([(scripts / "_setup.py").as_posix(), (scripts / script).as_posix()]
-            + [(package / f"{m}.py").as_posix() for m in modules])
+    entries = [scripts / "_setup.py", scripts / script]
+    modules = sorted(set().union(*(module_closure(root / e, root / package) for e in entries)))
+    return [e.as_posix() for e in entries] + [(package / f"{m}.py").as_posix() for m in modules]
