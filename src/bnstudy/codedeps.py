@@ -27,11 +27,9 @@ def imported_modules(path: Path, package_dir: Path) -> frozenset[str]:
         if isinstance(node, ast.Import):
             names |= {a.name.split(".")[1] for a in node.names if a.name.startswith(PACKAGE + ".")}
         elif isinstance(node, ast.ImportFrom):
-            relative = node.level > 0
-            if node.module is None or node.module == PACKAGE:  # from . import x / from bnstudy import x
-                if relative or node.module == PACKAGE:
-                    names |= {a.name for a in node.names}
-            elif relative:  # from .x import y
+            if node.module in (None, PACKAGE):  # from . import x / from bnstudy import x
+                names |= {a.name for a in node.names}
+            elif node.level > 0:  # from .x import y
                 names.add(node.module.split(".")[0])
             elif node.module.startswith(PACKAGE + "."):  # from bnstudy.x import y
                 names.add(node.module.split(".")[1])

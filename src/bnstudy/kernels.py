@@ -102,6 +102,7 @@ def batch_norm(src: torch.Tensor, rows: torch.Tensor, p: dict, out: torch.Tensor
     if out.shape[1] not in (k * b, k):
         raise ValueError(f"out has {out.shape[1]} rows per model; expected {k * b} (all) or {k} (first rows)")
     weight, bias = p["weight"], p["bias"]
+    # batch norm never reads the running statistics; any (M, F) tensor fills their place
     running_mean, running_var = (p["running_mean"], p["running_var"]) if renorm else (weight, weight)
     rmax, dmax = limits
     _batch_norm(src.numpy(), rows.numpy(), weight.numpy(), bias.numpy(), running_mean.numpy(),
