@@ -1,111 +1,315 @@
-"""Compiled kernel for the probes: training-mode batch (re)normalisation of many batches.
+"""The network's arithmetic, compiled, in one fixed order: the same bits on every CPU.
 
-A companion probe needs, for every one of many small batches, the batch's mean and
-biased variance per feature, then ``relu(scale * (h - mean) + shift)``. Written as
-PyTorch operations that is six or seven passes over memory and as many temporary
-tensors; here it is one loop nest, compiled once by Numba (``cache=True``: later
-processes load the machine code from ``__pycache__``). The rows of a batch are
-read through an index table, so the first hidden layer's gather happens inside the
-kernel rather than as a copy before it.
+Every forward pass whose result reaches an output (training, inference-mode and
+training-mode evaluation, the remedies' passes, the companion probes) runs
+through the functions here, compiled by Numba (``cache=True``: later processes
+load the machine code from ``__pycache__``). The rules (see
+:mod:`bnstudy.fixedmath`): no fast-math and no fused multiply-add; every
+reduction in the order written below, vectorised only across independent
+outputs, so a CPU with wider vectors computes more outputs at once, each the
+same way; ``exp``/``log`` from :mod:`bnstudy.fixedmath`. All network arithmetic
+is float32.
 
-The arithmetic is plain float32 in a fixed order, as written below: per feature, the
-sum over the batch's rows in row order, divided by the row count; then the sum of
-squared deviations from that mean, in row order; no fast-math, so the compiler may
-spread the independent features over vector lanes but never reorders or fuses a sum
-(the results are the same whatever vector width the CPU has). The formulas are
-those of :func:`bnstudy.norms.normalise` with ``train=True``, ``update=False``::
+One model's parameters are 2-D arrays in PyTorch's layout (``weight`` is
+``(out, in)``). The canonical operations, per output element:
 
-    sigma_batch = sqrt(sum((h - mean)^2) / B + eps)
-    batch norm:     scale = weight / sigma_batch,          shift = bias
-    batch renorm:   sigma = sqrt(running_var + eps)
-                    r = clip(sigma_batch / sigma, 1/rmax, rmax)
-                    d = clip((mean - running_mean) / sigma, -dmax, dmax)
-                    scale = r * weight / sigma_batch,      shift = d * weight + bias
+- Linear: ``h[i, o] = bias[o] + sum_k a[i, k] * W[o, k]``, the sum from ``k = 0``
+  upwards, starting from the bias (:func:`linear_t`, given ``W^T``).
+- Batch statistics of a batch of ``n`` rows, per feature: ``mean = (sum over rows
+  in row order) / n``; ``var = (sum of (h - mean)**2 in row order) / n`` (biased);
+  ``invstd = 1 / sqrt(var + eps)``.
+- Batch norm, training mode: ``xhat = (h - mean) * invstd``; ``y = xhat * gamma + beta``.
+- Batch renorm, training mode: ``sigma = sqrt(running_var + eps)``,
+  ``r = clip(sqrt(var + eps) / sigma, 1/rmax, rmax)``,
+  ``d = clip((mean - running_mean) / sigma, -dmax, dmax)``,
+  ``y = (xhat * r + d) * gamma + beta``.
+- Batch norm and renorm, inference mode: ``invstd = 1 / sqrt(running_var + eps)``,
+  ``y = ((h - running_mean) * invstd) * gamma + beta``.
+- Layer and group norm (per row, per group of ``F / groups`` consecutive
+  features, in feature order): the same mean, biased variance and ``invstd``;
+  ``y = xhat * gamma + beta``.
+- ReLU: ``max(y, 0)`` (``y`` if ``y > 0``, else 0).
 
-Running statistics are read (batch renorm), never written.
+A *stack* holds ``M`` models of one network: arrays with a leading model axis and
+the keys of the module's ``state_dict`` (see :mod:`bnstudy.model`).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-import torch
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+from .fixedmath import JIT
+
+# Normaliser kinds as the kernels know them.
+NONE, BATCH, RENORM, LAYER, GROUP = 0, 1, 2, 3, 4
+KIND = {"none": NONE, "batchnorm": BATCH, "batchrenorm": RENORM, "layernorm": LAYER, "groupnorm": GROUP}
 
 
-@numba.njit(**_JIT)
-def _batch_norm(src, rows, weight, bias, running_mean, running_var, eps, rmax, dmax, renorm, relu, out):
-    """``out[m, j * R + r] = f(src[m, rows[j, r]])`` for every model ``m`` and batch ``j``.
+# ---- building blocks (one model, 2-D arrays) -----------------------------------
 
-    ``src`` ``(M, N, F)``, ``rows`` ``(K, B)`` indices into ``src``'s second axis,
-    ``out`` ``(M, K * R, F)`` with ``R = B`` (every row) or ``R = 1`` (row 0 of each
-    batch only; the statistics still come from all ``B`` rows).
+@numba.njit(**JIT)
+def transpose_into(w, wt):
+    """``wt[k, o] = w[o, k]``."""
+    for o in range(w.shape[0]):
+        for k in range(w.shape[1]):
+            wt[k, o] = w[o, k]
+
+
+@numba.njit(**JIT)
+def linear_t(a, wt, bias, out):
+    """``out[i] = bias + a[i] @ wt`` for every row ``i``; ``wt`` is ``W^T``, ``(in, out)``.
+
+    Rows go four at a time (each weight row is loaded once for four rows); every
+    output is the bias plus the products added in ``k`` order, whatever the grouping.
     """
-    n_models, _, features = src.shape
-    n_batches, b = rows.shape
-    per_batch = out.shape[1] // n_batches
-    count = np.float32(b)
+    n, kk = a.shape
+    oo = wt.shape[1]
+    i = 0
+    while i + 4 <= n:
+        for o in range(oo):
+            out[i, o] = bias[o]
+            out[i + 1, o] = bias[o]
+            out[i + 2, o] = bias[o]
+            out[i + 3, o] = bias[o]
+        for k in range(kk):
+            a0, a1, a2, a3 = a[i, k], a[i + 1, k], a[i + 2, k], a[i + 3, k]
+            w = wt[k]
+            for o in range(oo):
+                out[i, o] += a0 * w[o]
+                out[i + 1, o] += a1 * w[o]
+                out[i + 2, o] += a2 * w[o]
+                out[i + 3, o] += a3 * w[o]
+        i += 4
+    while i < n:
+        for o in range(oo):
+            out[i, o] = bias[o]
+        for k in range(kk):
+            a0 = a[i, k]
+            w = wt[k]
+            for o in range(oo):
+                out[i, o] += a0 * w[o]
+        i += 1
+
+
+@numba.njit(**JIT)
+def batch_moments(h, start, n, mean, var):
+    """Mean and biased variance per feature of rows ``start .. start + n - 1`` of ``h``."""
+    f_ = h.shape[1]
+    count = np.float32(n)
+    for f in range(f_):
+        mean[f] = 0
+    for r in range(start, start + n):
+        for f in range(f_):
+            mean[f] += h[r, f]
+    for f in range(f_):
+        mean[f] = mean[f] / count
+        var[f] = 0
+    for r in range(start, start + n):
+        for f in range(f_):
+            dev = h[r, f] - mean[f]
+            var[f] += dev * dev
+    for f in range(f_):
+        var[f] = var[f] / count
+
+
+@numba.njit(**JIT)
+def renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d):
+    """Batch renorm's ``r`` and ``d`` per feature (constants: no gradient flows through them)."""
     low = np.float32(1.0) / rmax
-    mean = np.empty(features, np.float32)
-    scale = np.empty(features, np.float32)
-    shift = np.empty(features, np.float32)
-    for m in range(n_models):
-        x = src[m]
-        for j in range(n_batches):
-            mean[:] = 0
-            for r in range(b):
-                row = x[rows[j, r]]
-                for f in range(features):
-                    mean[f] += row[f]
-            for f in range(features):
-                mean[f] = mean[f] / count
-            scale[:] = 0  # the sum of squared deviations, then the scale
-            for r in range(b):
-                row = x[rows[j, r]]
-                for f in range(features):
-                    dev = row[f] - mean[f]
-                    scale[f] += dev * dev
-            for f in range(features):
-                sigma_batch = np.sqrt(scale[f] / count + eps)
-                if renorm:
-                    sigma = np.sqrt(running_var[m, f] + eps)
-                    r_ = min(max(sigma_batch / sigma, low), rmax)
-                    d_ = min(max((mean[f] - running_mean[m, f]) / sigma, -dmax), dmax)
-                    scale[f] = r_ * weight[m, f] / sigma_batch
-                    shift[f] = d_ * weight[m, f] + bias[m, f]
-                else:
-                    scale[f] = weight[m, f] / sigma_batch
-                    shift[f] = bias[m, f]
-            for r in range(per_batch):
-                row = x[rows[j, r]]
-                y = out[m, j * per_batch + r]
-                for f in range(features):
-                    v = (row[f] - mean[f]) * scale[f] + shift[f]
-                    y[f] = v if (v > 0 or not relu) else np.float32(0)
+    for f in range(mean.shape[0]):
+        sigma = np.sqrt(running_var[f] + eps)
+        r[f] = min(max(np.sqrt(var[f] + eps) / sigma, low), rmax)
+        d[f] = min(max((mean[f] - running_mean[f]) / sigma, -dmax), dmax)
 
 
-def batch_norm(src: torch.Tensor, rows: torch.Tensor, p: dict, out: torch.Tensor, *, eps: float,
-               renorm: bool = False, limits=(1.0, 0.0), relu: bool = True) -> torch.Tensor:
-    """Training-mode batch norm (``renorm``: batch renorm with ``limits``) of gathered batches.
+@numba.njit(**JIT)
+def batch_norm_rows(h, start, n, mean, invstd, gamma, beta, r, d, renorm, relu, out, out_start, xhat):
+    """Normalise rows ``start ..`` of ``h`` with per-feature ``mean``/``invstd`` into ``out``
+    from row ``out_start``; ``xhat`` (same rows as ``out``, or a 0-row array) keeps ``xhat``."""
+    f_ = h.shape[1]
+    keep = xhat.shape[0] > 0
+    for j in range(n):
+        for f in range(f_):
+            xh = (h[start + j, f] - mean[f]) * invstd[f]
+            if keep:
+                xhat[out_start + j, f] = xh
+            if renorm:
+                y = (xh * r[f] + d[f]) * gamma[f] + beta[f]
+            else:
+                y = xh * gamma[f] + beta[f]
+            if relu and not y > 0:
+                y = np.float32(0)
+            out[out_start + j, f] = y
 
-    Batch ``j`` of model ``m`` is the rows ``src[m, rows[j]]``; ``out`` is ``(M, K * B,
-    F)`` for every row of every batch, or ``(M, K, F)`` for row 0 of each batch only.
-    ``p`` holds ``(M, F)`` ``weight`` and ``bias`` (and, for ``renorm``, the running
-    statistics). ``relu`` applies the ReLU that follows every normaliser in the
-    network. ``out`` may be ``src`` itself when ``rows`` lists each row once in order
-    (a batch's rows are read before they are written). Returns ``out``.
+
+@numba.njit(**JIT)
+def row_norm(h, i, groups, eps, gamma, beta, relu, out, xhat, rstd):
+    """Layer/group norm of row ``i`` of ``h`` into ``out[i]``; keeps ``xhat[i]`` and
+    ``rstd[i, g]`` when those arrays have rows (pass 0-row arrays otherwise)."""
+    f_ = h.shape[1]
+    size = f_ // groups
+    count = np.float32(size)
+    keep = xhat.shape[0] > 0
+    for g in range(groups):
+        lo = g * size
+        mean = np.float32(0)
+        for f in range(lo, lo + size):
+            mean += h[i, f]
+        mean = mean / count
+        var = np.float32(0)
+        for f in range(lo, lo + size):
+            dev = h[i, f] - mean
+            var += dev * dev
+        var = var / count
+        inv = np.float32(1) / np.sqrt(var + eps)
+        if keep:
+            rstd[i, g] = inv
+        for f in range(lo, lo + size):
+            xh = (h[i, f] - mean) * inv
+            if keep:
+                xhat[i, f] = xh
+            y = xh * gamma[f] + beta[f]
+            if relu and not y > 0:
+                y = np.float32(0)
+            out[i, f] = y
+
+
+@numba.njit(**JIT)
+def norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, groups, relu, out):
+    """Inference-mode normaliser (and ReLU) of every row of ``h`` into ``out``."""
+    n, f_ = h.shape
+    if kind == BATCH or kind == RENORM:
+        invstd = np.empty(f_, np.float32)
+        for f in range(f_):
+            invstd[f] = np.float32(1) / np.sqrt(running_var[f] + eps)
+        none = np.empty((0, f_), np.float32)
+        batch_norm_rows(h, 0, n, running_mean, invstd, gamma, beta, invstd, invstd, False, relu, out, 0, none)
+    elif kind == LAYER or kind == GROUP:
+        none = np.empty((0, f_), np.float32)
+        for i in range(n):
+            row_norm(h, i, groups, eps, gamma, beta, relu, out, none, none)
+    else:
+        for i in range(n):
+            for f in range(f_):
+                y = h[i, f]
+                out[i, f] = y if (y > 0 or not relu) else np.float32(0)
+
+
+@numba.njit(**JIT)
+def norm_train(kind, h, batch, gamma, beta, running_mean, running_var, eps, groups, rmax, dmax, relu, out):
+    """Training-mode normaliser (and ReLU) of ``h``, whose rows are consecutive batches of
+    ``batch`` rows; running statistics are read (batch renorm), never written."""
+    n, f_ = h.shape
+    none = np.empty((0, f_), np.float32)
+    if kind == BATCH or kind == RENORM:
+        mean = np.empty(f_, np.float32)
+        var = np.empty(f_, np.float32)
+        invstd = np.empty(f_, np.float32)
+        r = np.empty(f_, np.float32)
+        d = np.empty(f_, np.float32)
+        for start in range(0, n, batch):
+            batch_moments(h, start, batch, mean, var)
+            for f in range(f_):
+                invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
+            if kind == RENORM:
+                renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d)
+            batch_norm_rows(h, start, batch, mean, invstd, gamma, beta, r, d, kind == RENORM, relu, out, start,
+                            none)
+    else:
+        norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, groups, relu, out)
+
+
+@numba.njit(**JIT)
+def forward_model(kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, x, batch, train,
+                  eps, groups, rmax, dmax, pre1, out1, pre2, out2, logits):
+    """One model's logits for rows ``x`` (consecutive batches of ``batch`` rows in training mode).
+
+    ``pre1``/``out1``/``pre2``/``out2`` receive each hidden layer's input to the
+    normaliser and its post-ReLU output (``(N, F)`` scratch arrays).
     """
-    k, b = rows.shape
-    if b < 2:
-        raise ValueError("batch statistics need at least 2 rows per batch")
-    if out.shape[1] not in (k * b, k):
-        raise ValueError(f"out has {out.shape[1]} rows per model; expected {k * b} (all) or {k} (first rows)")
-    weight, bias = p["weight"], p["bias"]
-    # batch norm never reads the running statistics; any (M, F) tensor fills their place
-    running_mean, running_var = (p["running_mean"], p["running_var"]) if renorm else (weight, weight)
-    rmax, dmax = limits
-    _batch_norm(src.numpy(), rows.numpy(), weight.numpy(), bias.numpy(), running_mean.numpy(),
-                running_var.numpy(), np.float32(eps), np.float32(rmax), np.float32(dmax), renorm, relu,
-                out.numpy())
+    linear_t(x, w1t, b1, pre1)
+    if train:
+        norm_train(kind, pre1, batch, g1, be1, rm1, rv1, eps, groups, rmax, dmax, True, out1)
+    else:
+        norm_inference(kind, pre1, g1, be1, rm1, rv1, eps, groups, True, out1)
+    linear_t(out1, w2t, b2, pre2)
+    if train:
+        norm_train(kind, pre2, batch, g2, be2, rm2, rv2, eps, groups, rmax, dmax, True, out2)
+    else:
+        norm_inference(kind, pre2, g2, be2, rm2, rv2, eps, groups, True, out2)
+    linear_t(out2, w3t, b3, logits)
+
+
+@numba.njit(**JIT)
+def argmax_rows(logits, out):
+    """Index of the first largest logit of every row."""
+    for i in range(logits.shape[0]):
+        best = 0
+        for c in range(1, logits.shape[1]):
+            if logits[i, c] > logits[i, best]:
+                best = c
+        out[i] = best
+
+
+# ---- stacks ------------------------------------------------------------------------
+
+def transposed(stacked: dict, key: str) -> np.ndarray:
+    """``W^T`` of every model, ``(M, in, out)``, contiguous."""
+    w = np.asarray(stacked[key], dtype=np.float32)
+    return np.ascontiguousarray(w.transpose(0, 2, 1))
+
+
+def _layer_arrays(stacked: dict, layer: str, features: int, m: int):
+    """A normaliser's (gamma, beta, running mean, running var), ``(M, F)``; defaults where absent."""
+    def get(name, fill):
+        key = f"{layer}.{name}"
+        if key in stacked:
+            return np.ascontiguousarray(stacked[key], dtype=np.float32)
+        return np.full((m, features), fill, np.float32)
+
+    return get("weight", 1.0), get("bias", 0.0), get("running_mean", 0.0), get("running_var", 1.0)
+
+
+def stack_arrays(stacked: dict):
+    """The kernel's view of a stack: ``W^T`` and vectors per layer, float32, contiguous."""
+    w1t, w2t, w3t = (transposed(stacked, k) for k in ("0.weight", "3.weight", "6.weight"))
+    m, h1, h2 = w1t.shape[0], w1t.shape[2], w2t.shape[2]
+    vec = lambda k: np.ascontiguousarray(stacked[k], dtype=np.float32)  # noqa: E731
+    n1 = _layer_arrays(stacked, "1", h1, m)
+    n2 = _layer_arrays(stacked, "4", h2, m)
+    return (w1t, vec("0.bias"), *n1, w2t, vec("3.bias"), *n2, w3t, vec("6.bias"))
+
+
+def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: int = 0,
+           limits=(1.0, 0.0)) -> np.ndarray:
+    """Logits ``(M, N, C)`` of every model of ``stacked`` for the rows ``x`` ``(N, in)``.
+
+    Inference mode by default; with ``train``, training mode on consecutive batches
+    of ``batch`` rows of ``x`` (``N`` a multiple of ``batch``), running statistics
+    read (batch renorm) and never written.
+    """
+    arrays = stack_arrays(stacked)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n = x.shape[0]
+    if train and (batch < 2 or n % batch):
+        raise ValueError(f"training mode needs batches of >= 2 rows that tile the {n} rows; got {batch}")
+    m, h1, h2, c = arrays[0].shape[0], arrays[0].shape[2], arrays[6].shape[2], arrays[12].shape[2]
+    kind = KIND[spec.normaliser]
+    groups = spec.groups if kind == GROUP else 1
+    out = np.empty((m, n, c), np.float32)
+    pre1, out1 = np.empty((n, h1), np.float32), np.empty((n, h1), np.float32)
+    pre2, out2 = np.empty((n, h2), np.float32), np.empty((n, h2), np.float32)
+    for i in range(m):
+        forward_model(kind, *(a[i] for a in arrays), x, batch if train else 1, train, np.float32(spec.eps),
+                      groups, np.float32(limits[0]), np.float32(limits[1]), pre1, out1, pre2, out2, out[i])
     return out
+
+
+def predict(stacked: dict, spec, x: np.ndarray) -> np.ndarray:
+    """Inference-mode labels ``(M, N)`` of every model for the rows ``x``."""
+    z = logits(stacked, spec, x)
+    labels = np.empty(z.shape[:2], np.int64)
+    for i in range(z.shape[0]):
+        argmax_rows(z[i], labels[i])
+    return labels

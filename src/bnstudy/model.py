@@ -2,26 +2,35 @@
 
 Two faces of one network:
 
-- :func:`build_module` gives a plain ``torch.nn.Sequential`` (layers ``0``-``6``),
-  the form users load weights into and the per-model baseline trains;
-- a *stack* is a dict of tensors with the same keys as that module's
-  ``state_dict`` and a leading model axis ``M``; :func:`forward` runs ``M``
-  models at once with batched matrix products.
+- a *stack* is a dict of NumPy arrays with the keys of the module's
+  ``state_dict`` and a leading model axis ``M``: what the pipeline trains,
+  evaluates and saves (:mod:`bnstudy.kernels` computes with it);
+- :func:`build_module` gives the plain ``torch.nn.Sequential`` (layers ``0``-``6``)
+  users load weights into, and which the PyTorch reference loop trains
+  (:mod:`bnstudy.torchnet`).
 
-:func:`stack` and :func:`unstack` convert between the two exactly.
+Initial weights (:func:`initial_state`) follow PyTorch's default for ``Linear``
+(weight and bias uniform on ``[-1/sqrt(in), 1/sqrt(in)]``; normalisers' gamma 1,
+beta 0, running mean 0, running variance 1), drawn from a stream that is the
+same on every machine: NumPy's PCG64 generator seeded from ``(seed,
+STREAM_INIT)``, ``u = Generator.random()`` (53 random bits over ``2**53``), and
+``(2u - 1) / sqrt(in)`` in float64, rounded to float32; layer by layer in
+module order, weight (row by row) before bias. PyTorch is imported only by the
+functions that build modules.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import torch
+import numpy as np
 
-from .norms import BatchRenorm1d, normalise
 from .runtime import STREAM_INIT, derive_seed
 
 LINEARS = ("0", "3", "6")
 NORMS = ("1", "4")
+BATCH_KINDS = ("batchnorm", "batchrenorm")
+AFFINE_KINDS = ("batchnorm", "batchrenorm", "layernorm", "groupnorm")
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,39 @@ class NetSpec:
         return {k: str(v) for k, v in asdict(self).items()}
 
 
-def _norm_module(spec: NetSpec, features: int) -> torch.nn.Module:
+def initial_state(spec: NetSpec, seed: int) -> dict[str, np.ndarray]:
+    """The initial weights of one network for ``seed`` (keys as the module's ``state_dict``)."""
+    rng = np.random.default_rng(derive_seed(seed, STREAM_INIT))
+    w = spec.widths
+    state: dict[str, np.ndarray] = {}
+    for i, layer in enumerate(LINEARS):
+        fan_in, fan_out = w[i], w[i + 1]
+        bound = 1.0 / np.sqrt(np.float64(fan_in))
+        for name, shape in (("weight", (fan_out, fan_in)), ("bias", (fan_out,))):
+            u = rng.random(shape)
+            state[f"{layer}.{name}"] = ((2.0 * u - 1.0) * bound).astype(np.float32)
+        if i < len(NORMS) and spec.normaliser in AFFINE_KINDS:
+            norm = NORMS[i]
+            state[f"{norm}.weight"] = np.ones(fan_out, np.float32)
+            state[f"{norm}.bias"] = np.zeros(fan_out, np.float32)
+            if spec.normaliser in BATCH_KINDS:
+                state[f"{norm}.running_mean"] = np.zeros(fan_out, np.float32)
+                state[f"{norm}.running_var"] = np.ones(fan_out, np.float32)
+                state[f"{norm}.num_batches_tracked"] = np.zeros((), np.int64)
+    return {k: state[k] for k in sorted(state, key=_module_order)}
+
+
+def _module_order(key: str):
+    layer, name = key.split(".", 1)
+    names = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+    return int(layer), names.index(name)
+
+
+def _norm_module(spec: NetSpec, features: int):
+    import torch
+
+    from .norms import BatchRenorm1d
+
     kind = spec.normaliser
     if kind == "none":
         return torch.nn.Identity()
@@ -51,84 +92,47 @@ def _norm_module(spec: NetSpec, features: int) -> torch.nn.Module:
     raise ValueError(f"unknown normaliser {kind!r}")
 
 
-def build_module(spec: NetSpec, seed: int | None = None) -> torch.nn.Sequential:
-    """The network as ``nn.Sequential``; with ``seed``, its initial weights for that seed.
+def build_module(spec: NetSpec, seed: int | None = None):
+    """The network as ``torch.nn.Sequential``; with ``seed``, holding :func:`initial_state`."""
+    import torch
 
-    Initialisation is PyTorch's default for each layer, drawn from the global
-    generator seeded from ``(seed, STREAM_INIT)`` inside a forked RNG state, so it
-    neither depends on nor disturbs any other random stream.
-    """
     w = spec.widths
-    with torch.random.fork_rng(devices=[]):
-        if seed is not None:
-            torch.manual_seed(derive_seed(seed, STREAM_INIT))
-        return torch.nn.Sequential(
-            torch.nn.Linear(w[0], w[1]),
-            _norm_module(spec, w[1]),
-            torch.nn.ReLU(),
-            torch.nn.Linear(w[1], w[2]),
-            _norm_module(spec, w[2]),
-            torch.nn.ReLU(),
-            torch.nn.Linear(w[2], w[3]),
-        )
+    net = torch.nn.Sequential(
+        torch.nn.Linear(w[0], w[1]),
+        _norm_module(spec, w[1]),
+        torch.nn.ReLU(),
+        torch.nn.Linear(w[1], w[2]),
+        _norm_module(spec, w[2]),
+        torch.nn.ReLU(),
+        torch.nn.Linear(w[2], w[3]),
+    )
+    if seed is not None:
+        net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in initial_state(spec, seed).items()})
+    return net
 
 
-def stack(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Stack state dicts of identical networks along a new leading model axis."""
-    return {k: torch.stack([s[k].detach().clone() for s in states]) for k in states[0]}
+def _array(v) -> np.ndarray:
+    return v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v)
 
 
-def unstack(stacked: dict[str, torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+def stack(states: list[dict]) -> dict[str, np.ndarray]:
+    """Stack state dicts (NumPy arrays or tensors) of identical networks along a new model axis."""
+    return {k: np.stack([_array(s[k]) for s in states]) for k in states[0]}
+
+
+def unstack(stacked: dict) -> list[dict[str, np.ndarray]]:
     """Split a stack back into per-model state dicts (contiguous copies)."""
     m = next(iter(stacked.values())).shape[0]
-    return [{k: v[i].detach().clone().contiguous() for k, v in stacked.items()} for i in range(m)]
+    return [{k: np.ascontiguousarray(_array(v)[i]) for k, v in stacked.items()} for i in range(m)]
 
 
-def initial_stack(spec: NetSpec, seeds: list[int]) -> dict[str, torch.Tensor]:
-    return stack([build_module(spec, s).state_dict() for s in seeds])
+def initial_stack(spec: NetSpec, seeds: list[int]) -> dict[str, np.ndarray]:
+    return stack([initial_state(spec, s) for s in seeds])
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``x @ W^T + b`` for each model; ``x`` is ``(M, ..., B, in)``, ``W`` is ``(M, out, in)``."""
-    if x.dim() == 3:
-        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
-    shape = (weight.shape[0],) + (1,) * (x.dim() - 3)
-    w = weight.transpose(1, 2).view(*shape, *weight.shape[1:][::-1])
-    return torch.matmul(x, w) + bias.view(*shape, 1, bias.shape[-1])
-
-
-def norm_params(stacked: dict[str, torch.Tensor], layer: str) -> dict[str, torch.Tensor]:
+def norm_params(stacked: dict, layer: str) -> dict:
     prefix = layer + "."
     return {k[len(prefix):]: v for k, v in stacked.items() if k.startswith(prefix)}
-
-
-def hidden(stacked, spec: NetSpec, x, layer: int, *, train: bool, update: bool = False,
-           limits=(1.0, 0.0)) -> torch.Tensor:
-    """The post-ReLU activation of hidden layer ``layer`` (0 or 1) given its input ``x``."""
-    lin, nrm = LINEARS[layer], NORMS[layer]
-    h = linear(x, stacked[lin + ".weight"], stacked[lin + ".bias"])
-    h = normalise(
-        spec.normaliser, h, norm_params(stacked, nrm), train=train, update=update,
-        eps=spec.eps, momentum=spec.momentum, groups=spec.groups, limits=limits,
-    )
-    return torch.relu(h)
-
-
-def forward(stacked, spec: NetSpec, x: torch.Tensor, *, train: bool, update: bool = False,
-            limits=(1.0, 0.0)) -> torch.Tensor:
-    """Logits of every model of the stack; ``x`` is ``(M, ..., B, 64)``."""
-    for layer in (0, 1):
-        x = hidden(stacked, spec, x, layer, train=train, update=update, limits=limits)
-    return linear(x, stacked["6.weight"], stacked["6.bias"])
-
-
-def predict(stacked, spec: NetSpec, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
-    """Inference-mode labels of every model for the rows ``x`` (``(N, 64)``), shape ``(M, N)``."""
-    m = next(iter(stacked.values())).shape[0]
-    with torch.no_grad():
-        out = [forward(stacked, spec, x[i:i + chunk].expand(m, -1, -1), train=False).argmax(-1)
-               for i in range(0, len(x), chunk)]
-    return torch.cat(out, dim=1)
 
 
 def spec_from_metadata(meta: dict[str, str]) -> NetSpec:
@@ -138,8 +142,8 @@ def spec_from_metadata(meta: dict[str, str]) -> NetSpec:
     return NetSpec(meta["normaliser"], widths, int(meta["groups"]), float(meta["eps"]), momentum)
 
 
-def load_stack(paths) -> tuple[dict[str, torch.Tensor], NetSpec, list[dict[str, str]]]:
-    """Stack the weights files ``paths`` (same spec) for evaluation."""
+def load_stack(paths) -> tuple[dict[str, np.ndarray], NetSpec, list[dict[str, str]]]:
+    """Stack the weights files ``paths`` (same spec) for evaluation, as NumPy arrays."""
     from .io import read_metadata, read_weights
 
     metas = [read_metadata(p) for p in paths]
@@ -149,10 +153,12 @@ def load_stack(paths) -> tuple[dict[str, torch.Tensor], NetSpec, list[dict[str, 
     return stack([read_weights(p) for p in paths]), specs.pop(), metas
 
 
-def load_module(path) -> torch.nn.Sequential:
-    """A weights file as a ready ``nn.Sequential`` in inference mode."""
+def load_module(path):
+    """A weights file as a ready ``torch.nn.Sequential`` in inference mode."""
+    import torch
+
     from .io import read_metadata, read_weights
 
     net = build_module(spec_from_metadata(read_metadata(path)))
-    net.load_state_dict(read_weights(path))
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in read_weights(path).items()})
     return net.eval()

@@ -23,44 +23,12 @@ unclipped ``r, d`` it equals the inference-mode function.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
+
+from .recipe import RenormSchedule  # noqa: F401  (re-exported for older imports)
 
 NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
 BATCH_NORMALISERS = ("batchnorm", "batchrenorm")
-
-
-@dataclass(frozen=True)
-class RenormSchedule:
-    """Ioffe's rmax/dmax ramps, rescaled to a run of ``total_steps`` steps.
-
-    Ioffe (2017) trains with plain batch norm (rmax 1, dmax 0) for the first 5k
-    steps, then relaxes the limits linearly, reaching rmax 3 at 40k and dmax 5 at
-    25k steps. Here each milestone is a fraction of the run's own steps.
-    """
-
-    total_steps: int
-    rmax: float = 3.0
-    dmax: float = 5.0
-    warmup: float = 0.05
-    rmax_full: float = 0.4
-    dmax_full: float = 0.25
-
-    def limits(self, step: int) -> tuple[float, float]:
-        """(rmax, dmax) in force at 0-based ``step``."""
-        t = step / max(self.total_steps, 1)
-
-        def ramp(full: float) -> float:
-            if t <= self.warmup:
-                return 0.0
-            return min(1.0, (t - self.warmup) / (full - self.warmup))
-
-        return 1.0 + (self.rmax - 1.0) * ramp(self.rmax_full), self.dmax * ramp(self.dmax_full)
-
-    @property
-    def final(self) -> tuple[float, float]:
-        return self.limits(self.total_steps)
 
 
 def _per_feature(t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
