@@ -1,8 +1,9 @@
 """Remedies for batch normalisation's running statistics, applied to frozen networks.
 
-Every function here takes a trained stack (see :mod:`bnstudy.model`) and returns
-*replacement* running statistics as ``{layer: (mean, var)}``, ``layer`` one of
-``model.NORMS`` and ``mean``/``var`` of shape ``(M, F)``. The stack itself is never
+Every function here takes a trained stack (see :mod:`bnstudy.model`: a dict of
+NumPy arrays with a leading model axis) and returns *replacement* running
+statistics as ``{layer: (mean, var)}``, ``layer`` one of ``model.NORMS`` and
+``mean``/``var`` float32 arrays of shape ``(M, F)``. The stack itself is never
 written: :func:`with_statistics` builds a copy carrying the replacement, so the
 network evaluated with its own running statistics stays exactly as trained.
 
@@ -17,11 +18,10 @@ activations) and keep-factor ``keep = 1 - momentum``:
     statistics ``s_k`` alone (Adam's bias correction). ``u`` is the layer's
     ``num_batches_tracked``.
 (b) :func:`cumulative_average` -- one pass over the training half in batches of
-    the training size, weights frozen, training-mode forward passes, running
-    statistics reset and updated with PyTorch's ``momentum=None`` rule: the result
-    is the plain mean of the per-batch means and of the per-batch *unbiased*
-    variances. Layer 2 sees layer 1 normalised with batch statistics, as in
-    training.
+    the training size, weights frozen, training-mode forward passes: the plain
+    mean of the per-batch means and of the per-batch *unbiased* variances (what
+    PyTorch's ``momentum=None`` rule accumulates from reset buffers). Layer 2
+    sees layer 1 normalised with batch statistics, as in training.
 (c) :func:`precise_statistics` -- PreciseBN-style population statistics pooled
     over the same pass: the mean and the variance of *all* input rows of the
     layer over the training half, layer 2's rows computed in training mode as in
@@ -31,140 +31,307 @@ activations) and keep-factor ``keep = 1 - momentum``:
     ``var(all rows) = mean(per-batch biased var) + var(batch means)`` for equal
     batches, and so underestimates the population variance by a factor near
     ``(B - 1) / B``: half of it at batch 2. The variance is that of a finite
-    population, divisor ``N`` (numpy's ``var``), as in (d).
+    population, divisor ``N``, as in (d).
 (d) :func:`exact_statistics` -- the exact statistics of the training half layer
     by layer: layer 1's mean and variance (divisor ``N``) of all rows, then layer
-    2's input computed in inference mode *with layer 1's exact statistics*, and
-    its mean and variance. (c) and (d) agree exactly at layer 1; at layer 2 they
-    differ only through the batch noise in layer 1's normalisation.
+    2's input computed in inference mode *with layer 1's exact statistics* (as
+    float32 running statistics), and its mean and variance. (c) and (d) agree
+    exactly at layer 1 when the pass holds every row in row order; at layer 2
+    they differ through the batch noise in layer 1's normalisation.
 
 :func:`distances` measures each replacement against (d), per layer.
+
+Arithmetic (the rules of :mod:`bnstudy.fixedmath`: the same bits on every CPU).
+The network's layers are :mod:`bnstudy.kernels`' canonical float32 operations:
+``kernels.linear_t`` gives a layer's pre-norm input, ``kernels.norm_train`` (one
+call per batch) or ``kernels.norm_inference`` the normalised, rectified output.
+Every statistic is then reduced in float64 (float32 inputs widen exactly) by the
+compiled loops below, in these orders, each feature an independent sum:
+
+- per-batch moments (b): ``mean = (sum over the batch's rows in batch order) / n``,
+  ``var = (sum over the same rows, same order, of (h - mean)**2) / (n - 1)``;
+  then ``(sum over batches in pass order of the batch values) / K``;
+- pooled moments (c) and (d): ``mean = (sum over all rows in pass order) / N``
+  (the pass order is batch by batch, rows in batch order; for (d) rows 0, 1, ...),
+  ``var = (sum over the same rows, same order, of (h - mean)**2) / N``;
+- distances: sums over features ``f = 0, 1, ...`` (see :func:`distances`), the
+  logarithm from :func:`bnstudy.fixedmath.log`;
+- ``keep**u`` by :func:`bnstudy.fixedmath.powi`.
+
+The results are rounded to float32, the dtype of the running statistics they replace.
 """
 
 from __future__ import annotations
 
-import math
+import numba
+import numpy as np
 
-import torch
-
+from . import kernels
 from . import model as mlp
+from .batching import epoch_batches
+from .fixedmath import JIT, log, powi
 from .model import NetSpec
 from .runtime import STREAM_EVAL_BATCHES, derive_seed
-from .train import epoch_batches
 
 REMEDIES = ("debiased_ema", "cumulative", "precise_bn", "exact")
 
 
-def running_statistics(stacked) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+# ---- compiled reductions (float64, fixed order) --------------------------------
+
+@numba.njit(**JIT)
+def _pooled_moments(h, mean, var):
+    """``h`` is ``(N, F)``: mean and biased variance per feature, rows in order 0, 1, ..."""
+    n, f_ = h.shape
+    for f in range(f_):
+        mean[f] = 0.0
+    for r in range(n):
+        for f in range(f_):
+            mean[f] += h[r, f]
+    for f in range(f_):
+        mean[f] = mean[f] / n
+        var[f] = 0.0
+    for r in range(n):
+        for f in range(f_):
+            d = h[r, f] - mean[f]
+            var[f] += d * d
+    for f in range(f_):
+        var[f] = var[f] / n
+
+
+@numba.njit(**JIT)
+def _cumulative_moments(h, starts, mean, var):
+    """Batch ``j`` is rows ``starts[j] .. starts[j + 1] - 1`` of ``h``: the mean over batches
+    (in order) of each batch's mean and unbiased variance (rows in batch order)."""
+    f_ = h.shape[1]
+    k = starts.shape[0] - 1
+    bmean = np.empty(f_, np.float64)
+    bvar = np.empty(f_, np.float64)
+    for f in range(f_):
+        mean[f] = 0.0
+        var[f] = 0.0
+    for j in range(k):
+        s, e = starts[j], starts[j + 1]
+        n = e - s
+        for f in range(f_):
+            bmean[f] = 0.0
+        for r in range(s, e):
+            for f in range(f_):
+                bmean[f] += h[r, f]
+        for f in range(f_):
+            bmean[f] = bmean[f] / n
+            bvar[f] = 0.0
+        for r in range(s, e):
+            for f in range(f_):
+                d = h[r, f] - bmean[f]
+                bvar[f] += d * d
+        for f in range(f_):
+            mean[f] += bmean[f]
+            var[f] += bvar[f] / (n - 1)
+    for f in range(f_):
+        mean[f] = mean[f] / k
+        var[f] = var[f] / k
+
+
+@numba.njit(**JIT)
+def _distances(mean, var, emean, evar, eps, md, vd):
+    """Per model (row): RMS over features (in order) of the normalised mean shift and the
+    variance log-ratio; see :func:`distances`."""
+    m_, f_ = mean.shape
+    for i in range(m_):
+        s = 0.0
+        t = 0.0
+        for f in range(f_):
+            dm = mean[i, f] - emean[i, f]
+            s += dm * dm / (evar[i, f] + eps)
+            lr = log((var[i, f] + eps) / (evar[i, f] + eps))
+            t += lr * lr
+        md[i] = np.sqrt(s / f_)
+        vd[i] = np.sqrt(t / f_)
+
+
+@numba.njit(**JIT)
+def _pass_inputs(w1t, b1, g1, be1, rm1, rv1, w2t, b2, x, starts, eps, pre1, out1, pre2):
+    """One model's layer inputs over a training-mode batch-norm pass: ``pre1 = x W1^T + b1``
+    (every row alike), layer 1 normalised with each batch's statistics (rows
+    ``starts[j] ..``) and rectified into ``out1``, ``pre2 = out1 W2^T + b2``."""
+    kernels.linear_t(x, w1t, b1, pre1)
+    for j in range(starts.shape[0] - 1):
+        s, e = starts[j], starts[j + 1]
+        kernels.norm_train(kernels.BATCH, pre1[s:e], e - s, g1, be1, rm1, rv1, eps, 1, np.float32(1),
+                           np.float32(0), True, out1[s:e])
+    kernels.linear_t(out1, w2t, b2, pre2)
+
+
+# ---- statistics ----------------------------------------------------------------
+
+def _models(stacked) -> int:
+    return next(iter(stacked.values())).shape[0]
+
+
+def running_statistics(stacked) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The stack's own running statistics, ``{layer: (running_mean, running_var)}`` (copies)."""
-    return {layer: (stacked[f"{layer}.running_mean"].clone(), stacked[f"{layer}.running_var"].clone())
+    return {layer: (np.array(stacked[f"{layer}.running_mean"], copy=True),
+                    np.array(stacked[f"{layer}.running_var"], copy=True))
             for layer in mlp.NORMS}
 
 
-def with_statistics(stacked, statistics) -> dict[str, torch.Tensor]:
+def with_statistics(stacked, statistics) -> dict[str, np.ndarray]:
     """A copy of the stack whose running statistics are replaced by ``statistics``."""
-    out = {k: v.clone() for k, v in stacked.items()}
+    out = {k: np.array(v, copy=True) for k, v in stacked.items()}
     for layer, (mean, var) in statistics.items():
-        out[f"{layer}.running_mean"] = mean.to(out[f"{layer}.running_mean"].dtype).clone()
-        out[f"{layer}.running_var"] = var.to(out[f"{layer}.running_var"].dtype).clone()
+        for name, value in (("running_mean", mean), ("running_var", var)):
+            key = f"{layer}.{name}"
+            out[key] = np.array(value, dtype=out[key].dtype, copy=True).reshape(out[key].shape)
     return out
 
 
-def debiased_ema(stacked, spec: NetSpec) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """(a) Running averages with the initial value's weight ``keep**u`` removed.
+def initial_weight(spec: NetSpec, updates: int) -> float:
+    """Weight ``keep**updates`` the initial running value still carries (:func:`fixedmath.powi`)."""
+    return float(powi(1.0 - spec.momentum, int(updates)))
 
-    Initial values: mean 0, variance 1 (PyTorch's). A layer that was never updated
-    (``u = 0``) has no batch statistic to average and raises.
+
+def debiased_ema(stacked, spec: NetSpec) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(a) Running averages with the initial value's weight ``w0 = keep**u`` removed.
+
+    Initial values: mean 0, variance 1 (PyTorch's); per model and feature, in
+    float64, ``mean = r_mean / (1 - w0)`` and ``var = (r_var - w0) / (1 - w0)``,
+    rounded to float32. A layer that was never updated (``u = 0``) has no batch
+    statistic to average and raises.
     """
     if spec.momentum is None:
         raise ValueError("the cumulative average (momentum=None) carries no initial-value bias")
-    keep = 1.0 - spec.momentum
     out = {}
     for layer in mlp.NORMS:
-        u = stacked[f"{layer}.num_batches_tracked"].to(torch.float64).reshape(-1, 1)
-        if bool((u < 1).any()):
+        u = np.asarray(stacked[f"{layer}.num_batches_tracked"]).reshape(-1)
+        if (u < 1).any():
             raise ValueError("debiasing needs at least one update")
-        w0 = keep ** u  # weight still carried by the initial value
-        mean = stacked[f"{layer}.running_mean"].double()
-        var = stacked[f"{layer}.running_var"].double()
-        out[layer] = ((mean - w0 * 0.0) / (1 - w0), (var - w0 * 1.0) / (1 - w0))
-    return {k: (m.float(), v.float()) for k, (m, v) in out.items()}
+        w0 = np.array([initial_weight(spec, k) for k in u], np.float64).reshape(-1, 1)
+        mean = np.asarray(stacked[f"{layer}.running_mean"], np.float64)
+        var = np.asarray(stacked[f"{layer}.running_var"], np.float64)
+        out[layer] = ((mean / (1.0 - w0)).astype(np.float32), ((var - w0) / (1.0 - w0)).astype(np.float32))
+    return out
 
 
-def pass_batches(labels: torch.Tensor, batch_size: int, seed: int, last_batch: str = "drop") -> list[torch.Tensor]:
+def pass_generator(batch_size: int, seed: int) -> np.random.Generator:
+    """The generator of the remedies' pass: PCG64 seeded from ``(seed, STREAM_EVAL_BATCHES, b, 1)``."""
+    return np.random.default_rng(derive_seed(seed, STREAM_EVAL_BATCHES, batch_size, 1))
+
+
+def pass_batches(labels, batch_size: int, seed: int, last_batch: str = "drop") -> list[np.ndarray]:
     """Row indices of one seeded shuffled pass over the training half in training-size batches.
 
-    Cut as in training (:func:`bnstudy.train.epoch_batches`, same ``last_batch``
+    Cut as in training (:func:`bnstudy.batching.epoch_batches`, same ``last_batch``
     policy): leftover rows are dropped, or with ``"keep"`` form a final batch if
     there are two or more. The order comes from the evaluation seed, so every
     model of a stack sees the same batches.
     """
-    g = torch.Generator().manual_seed(derive_seed(seed, STREAM_EVAL_BATCHES, batch_size, 1))
-    return epoch_batches(g, labels, batch_size, "shuffle", last_batch)
+    return epoch_batches(pass_generator(batch_size, seed), np.asarray(labels), batch_size, "shuffle", last_batch)
 
 
-def _training_mode_layer_inputs(stacked, spec: NetSpec, x, batches, limits=(1.0, 0.0)):
-    """Pre-norm inputs of each batch-norm layer over the pass, training-mode forward.
+def _starts(batches) -> np.ndarray:
+    sizes = [len(b) for b in batches]
+    if not sizes or min(sizes) < 2:
+        raise ValueError("a training-mode pass needs batches of at least 2 rows")
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
-    Returns ``{layer: [ (M, B_k, F) per batch ]}``; nothing is written.
+
+def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Pre-norm inputs of each batch-norm layer over a training-mode pass over ``batches``.
+
+    Returns ``({layer: (M, N, F) float32}, starts)``: the rows of the batches
+    concatenated in pass order, batch ``j`` at rows ``starts[j] .. starts[j + 1] - 1``.
+    Layer 2's input is computed from layer 1 normalised with each batch's own
+    statistics (``kernels.norm_train``); running statistics are neither read nor written.
     """
-    m = next(iter(stacked.values())).shape[0]
-    inputs = {layer: [] for layer in mlp.NORMS}
-    with torch.no_grad():
-        for idx in batches:
-            a = x[idx].expand(m, -1, -1)
-            for i, (lin, nrm) in enumerate(zip(mlp.LINEARS, mlp.NORMS)):
-                h = mlp.linear(a, stacked[lin + ".weight"], stacked[lin + ".bias"])
-                inputs[nrm].append(h)
-                a = mlp.hidden(stacked, spec, a, i, train=True, update=False, limits=limits)
-    return inputs
+    if spec.normaliser != "batchnorm":
+        raise ValueError("the remedies replace batch norm's running statistics")
+    starts = _starts(batches)
+    rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
+    xp = np.ascontiguousarray(np.asarray(x)[rows], dtype=np.float32)
+    (w1t, b1, g1, be1, rm1, rv1, w2t, b2, *_) = kernels.stack_arrays(stacked)
+    m, n = w1t.shape[0], len(rows)
+    pre1 = np.empty((m, n, w1t.shape[2]), np.float32)
+    pre2 = np.empty((m, n, w2t.shape[2]), np.float32)
+    out1 = np.empty((n, w1t.shape[2]), np.float32)
+    for i in range(m):
+        _pass_inputs(w1t[i], b1[i], g1[i], be1[i], rm1[i], rv1[i], w2t[i], b2[i], xp, starts,
+                     np.float32(spec.eps), pre1[i], out1, pre2[i])
+    return dict(zip(mlp.NORMS, (pre1, pre2))), starts
 
 
-def cumulative_average(stacked, spec: NetSpec, x: torch.Tensor, batches) -> dict:
-    """(b) Mean of per-batch means and of per-batch unbiased variances over ``batches``.
-
-    Equivalent to resetting the buffers and running the network in training mode
-    with ``momentum=None`` over the batches (see the test); computed here from the
-    layer inputs directly, on a frozen stack.
-    """
-    return _cumulative(_training_mode_layer_inputs(stacked, spec, x, batches))
-
-
-def _cumulative(inputs) -> dict:
+def _cumulative(inputs, starts) -> dict:
     out = {}
-    for layer, hs in inputs.items():
-        means = torch.stack([h.double().mean(-2) for h in hs])
-        variances = torch.stack([h.double().var(-2, unbiased=True) for h in hs])
-        out[layer] = (means.mean(0).float(), variances.mean(0).float())
+    for layer, h in inputs.items():
+        mean = np.empty(h.shape[::2], np.float64)
+        var = np.empty(h.shape[::2], np.float64)
+        for i in range(h.shape[0]):
+            _cumulative_moments(h[i], starts, mean[i], var[i])
+        out[layer] = (mean.astype(np.float32), var.astype(np.float32))
     return out
-
-
-def precise_statistics(stacked, spec: NetSpec, x: torch.Tensor, batches) -> dict:
-    """(c) Mean and variance (divisor ``N``) of all input rows pooled over ``batches``."""
-    return _pooled(_training_mode_layer_inputs(stacked, spec, x, batches))
 
 
 def _pooled(inputs) -> dict:
     out = {}
-    for layer, hs in inputs.items():
-        rows = torch.cat([h.double() for h in hs], dim=-2)
-        out[layer] = (rows.mean(-2).float(), rows.var(-2, unbiased=False).float())
+    for layer, h in inputs.items():
+        mean = np.empty(h.shape[::2], np.float64)
+        var = np.empty(h.shape[::2], np.float64)
+        for i in range(h.shape[0]):
+            _pooled_moments(h[i], mean[i], var[i])
+        out[layer] = (mean.astype(np.float32), var.astype(np.float32))
     return out
 
 
-def exact_statistics(stacked, spec: NetSpec, x: torch.Tensor) -> dict:
-    """(d) Exact training-half statistics, layer 2's input under layer 1's exact statistics."""
-    m = next(iter(stacked.values())).shape[0]
-    out = {}
-    with torch.no_grad():
-        a = x.expand(m, -1, -1)
-        current = {k: v.clone() for k, v in stacked.items()}
-        for i, (lin, nrm) in enumerate(zip(mlp.LINEARS, mlp.NORMS)):
-            h = mlp.linear(a, current[lin + ".weight"], current[lin + ".bias"]).double()
-            out[nrm] = (h.mean(-2).float(), h.var(-2, unbiased=False).float())
-            current = with_statistics(current, {nrm: out[nrm]})
-            a = mlp.hidden(current, spec, a, i, train=False)
-    return out
+def cumulative_average(stacked, spec: NetSpec, x, batches) -> dict:
+    """(b) Mean over ``batches`` (in order) of per-batch means and unbiased variances.
+
+    Equivalent, up to rounding, to resetting the buffers and running the network
+    in training mode with ``momentum=None`` over the batches (see the tests);
+    computed here from the layer inputs directly, on a frozen stack. Per batch of
+    ``n`` rows, float64, rows in batch order: ``mean = sum(h) / n``,
+    ``var = sum((h - mean)**2) / (n - 1)``; then each summed over batches in pass
+    order and divided by their number ``K``.
+    """
+    return _cumulative(*training_mode_layer_inputs(stacked, spec, x, batches))
+
+
+def precise_statistics(stacked, spec: NetSpec, x, batches) -> dict:
+    """(c) Mean and variance (divisor ``N``) of all input rows pooled over ``batches``.
+
+    Float64, two passes over the rows in pass order (batch by batch, rows in batch
+    order): ``mean = sum(h) / N``, then ``var = sum((h - mean)**2) / N``.
+    """
+    inputs, _ = training_mode_layer_inputs(stacked, spec, x, batches)
+    return _pooled(inputs)
+
+
+def exact_statistics(stacked, spec: NetSpec, x) -> dict:
+    """(d) Exact statistics of the rows ``x``, layer 2's input under layer 1's exact statistics.
+
+    Layer 1's input ``x W1^T + b1`` (``kernels.linear_t``), its mean and variance
+    (divisor ``N``; float64, rows in order 0, 1, ...; two passes) rounded to
+    float32; layer 1 in inference mode with those statistics
+    (``kernels.norm_inference``, then ReLU), layer 2's input, its mean and variance
+    the same way.
+    """
+    if spec.normaliser != "batchnorm":
+        raise ValueError("the remedies replace batch norm's running statistics")
+    (w1t, b1, g1, be1, _, _, w2t, b2, *_) = kernels.stack_arrays(stacked)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    m, n = w1t.shape[0], x.shape[0]
+    f1, f2 = w1t.shape[2], w2t.shape[2]
+    stats = {layer: (np.empty((m, f), np.float64), np.empty((m, f), np.float64))
+             for layer, f in zip(mlp.NORMS, (f1, f2))}
+    pre1, out1, pre2 = np.empty((n, f1), np.float32), np.empty((n, f1), np.float32), np.empty((n, f2), np.float32)
+    first, second = mlp.NORMS
+    for i in range(m):
+        kernels.linear_t(x, w1t[i], b1[i], pre1)
+        _pooled_moments(pre1, stats[first][0][i], stats[first][1][i])
+        mean1 = stats[first][0][i].astype(np.float32)
+        var1 = stats[first][1][i].astype(np.float32)
+        kernels.norm_inference(kernels.BATCH, pre1, g1[i], be1[i], mean1, var1, np.float32(spec.eps), 1, True, out1)
+        kernels.linear_t(out1, w2t[i], b2[i], pre2)
+        _pooled_moments(pre2, stats[second][0][i], stats[second][1][i])
+    return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
 
 
 def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
@@ -174,37 +341,36 @@ def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
     the RMS shift of a normalised activation, in exact standard deviations.
     ``var_distance`` = sqrt(mean over features of log((var + eps) / (exact_var + eps))**2):
     the RMS log-ratio of the variances (0.1 is about a 10% error).
+    Float64 (float32 statistics widen exactly), each sum over features ``f = 0, 1, ...``,
+    divided by ``F``, ``log`` from :func:`bnstudy.fixedmath.log`.
     """
     rows = []
     for number, layer in enumerate(mlp.NORMS, start=1):
-        mean, var = (t.double() for t in statistics[layer])
-        emean, evar = (t.double() for t in exact[layer])
-        md = (((mean - emean) ** 2) / (evar + eps)).mean(-1).sqrt()
-        vd = (torch.log((var + eps) / (evar + eps)) ** 2).mean(-1).sqrt()
+        mean, var = (np.ascontiguousarray(t, dtype=np.float64) for t in statistics[layer])
+        emean, evar = (np.ascontiguousarray(t, dtype=np.float64) for t in exact[layer])
+        md = np.empty(mean.shape[0], np.float64)
+        vd = np.empty(mean.shape[0], np.float64)
+        _distances(mean, var, emean, evar, float(eps), md, vd)
         for i in range(mean.shape[0]):
             rows.append({"model": i, "layer": number, "mean_distance": float(md[i]),
                          "var_distance": float(vd[i])})
     return rows
 
 
-def all_statistics(stacked, spec: NetSpec, x_train: torch.Tensor, y_train: torch.Tensor,
-                   batch_size: int, seed: int, last_batch: str = "drop") -> dict[str, dict]:
+def all_statistics(stacked, spec: NetSpec, x_train, y_train, batch_size: int, seed: int,
+                   last_batch: str = "drop") -> dict[str, dict]:
     """Every set of statistics of a batch-norm stack, by name: the trained ``ema`` and (a)-(d).
 
     The training-mode pass is cut like the networks' training epochs (``last_batch``).
     """
     if spec.normaliser != "batchnorm":
         raise ValueError("the remedies replace batch norm's running statistics")
-    inputs = _training_mode_layer_inputs(stacked, spec, x_train, pass_batches(y_train, batch_size, seed, last_batch))
+    inputs, starts = training_mode_layer_inputs(stacked, spec, x_train,
+                                                pass_batches(y_train, batch_size, seed, last_batch))
     return {
         "ema": running_statistics(stacked),
         "debiased_ema": debiased_ema(stacked, spec),
-        "cumulative": _cumulative(inputs),
+        "cumulative": _cumulative(inputs, starts),
         "precise_bn": _pooled(inputs),
         "exact": exact_statistics(stacked, spec, x_train),
     }
-
-
-def initial_weight(spec: NetSpec, updates: int) -> float:
-    """Weight ``keep**updates`` the initial running value still carries."""
-    return math.pow(1.0 - spec.momentum, updates)

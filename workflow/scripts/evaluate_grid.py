@@ -5,15 +5,15 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
 from _setup import start  # noqa: E402
 
-log = start(snakemake)  # noqa: F821
-from bnstudy import batch_size, io, train  # noqa: E402
+log = start(snakemake, torch=False)  # noqa: F821
+from bnstudy import evaluation, io  # noqa: E402
 
 inp, p = snakemake.input, snakemake.params  # noqa: F821
-cell = train.load_trained(inp.weights, inp.x_test, inp.y_test, inp.y_train)
+cell = evaluation.load_trained(inp.weights, inp.x_test, inp.y_test, inp.y_train)
 b = int(snakemake.wildcards.batch_size)  # noqa: F821
 modes = {
-    "inference": batch_size.inference_accuracy(cell.stacked, cell.spec, cell.x, cell.y),
-    "training": batch_size.train_mode_accuracy(cell.stacked, cell.spec, cell.x, cell.y, b, p.seed, cell.limits),
+    "inference": evaluation.inference_accuracy(cell.stacked, cell.spec, cell.x, cell.y),
+    "training": evaluation.train_mode_accuracy(cell.stacked, cell.spec, cell.x, cell.y, b, p.seed, cell.limits),
 }
 rows = [
     {"normaliser": cell.spec.normaliser, "batch_size": b, "seed": int(meta["seed"]), "mode": mode,

@@ -5,19 +5,17 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
 from _setup import start  # noqa: E402
 
-log = start(snakemake)  # noqa: F821
-import torch  # noqa: E402
-
-from bnstudy import batch_size, io, model, train  # noqa: E402
+log = start(snakemake, torch=False)  # noqa: F821
+from bnstudy import evaluation, io, model, recipe  # noqa: E402
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
-stacked, spec, metas = model.load_stack(inp.weights)
+stacked, spec, metas = model.load_stack(list(inp.weights))
 b = int(snakemake.wildcards.batch_size)  # noqa: F821
-data = {k: torch.from_numpy(io.read_array(inp[k])) for k in ("x_train", "y_train", "x_test", "y_test")}
+data = {k: io.read_array(inp[k]) for k in ("x_train", "y_train", "x_test", "y_test")}
 seeds = [int(m["seed"]) for m in metas]
-accuracy, distances = batch_size.remedy_rows(
+accuracy, distances = evaluation.remedy_rows(
     stacked, spec, seeds, data["x_train"], data["y_train"], data["x_test"], data["y_test"], b, p.seed,
-    train.Recipe.from_metadata(metas[0]).last_batch)
+    recipe.Recipe.from_metadata(metas[0]).last_batch)
 cell = {"normaliser": spec.normaliser, "batch_size": b}
 updates = {int(m["seed"]): int(stacked["1.num_batches_tracked"][i]) for i, m in enumerate(metas)}
 io.write_table(out.accuracy, [cell | r | {"updates": updates[r["seed"]]} for r in accuracy])

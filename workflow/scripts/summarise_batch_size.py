@@ -5,12 +5,13 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
 from _setup import start  # noqa: E402
 
-log = start(snakemake)  # noqa: F821
+log = start(snakemake, torch=False)  # noqa: F821
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
-from bnstudy import batch_size, io, latex, stats  # noqa: E402
+from bnstudy import evaluation, io, latex, stats  # noqa: E402
+from bnstudy.fixedmath import powi  # noqa: E402
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
 KEYS = ["normaliser", "batch_size", "mode", "seed"]
@@ -25,14 +26,17 @@ runs = runs.sort_values(KEYS, kind="stable").reset_index(drop=True)
 summary = stats.summarise_over_seeds(runs, ["normaliser", "batch_size", "mode"], "accuracy", p.confidence)
 io.write_table(out.runs, runs)
 io.write_table(out.summary_table, summary)
-io.write_json(out.summary, batch_size.summary_json(summary))
+io.write_json(out.summary, evaluation.summary_json(summary))
 
 distances = pd.concat([io.read_table(f) for f in inp.distances], ignore_index=True) if inp.distances else \
     pd.DataFrame(columns=["normaliser", "batch_size", "seed", "statistics", "layer", "mean_distance", "var_distance"])
 distances = distances.sort_values(["normaliser", "batch_size", "statistics", "layer", "seed"], kind="stable")
 io.write_table(out.distances, distances)
-distance_summary = (distances.groupby(["normaliser", "batch_size", "statistics", "layer"], sort=True)
-                    [["mean_distance", "var_distance"]].mean().reset_index())
+DISTANCE_KEYS = ["normaliser", "batch_size", "statistics", "layer"]
+distance_summary = pd.DataFrame(
+    [dict(zip(DISTANCE_KEYS, key)) | {c: evaluation.mean_in_order(g[c]) for c in ("mean_distance", "var_distance")}
+     for key, g in distances.groupby(DISTANCE_KEYS, sort=True)],  # each group's seeds in seed order
+    columns=DISTANCE_KEYS + ["mean_distance", "var_distance"])
 io.write_table(out.distance_summary, distance_summary)
 
 # ---- gains of batch norm over no normaliser, inference mode ------------------
@@ -44,7 +48,7 @@ for b in sizes:
     bn = inference[(inference.normaliser == "batchnorm") & (inference.batch_size == b)]["accuracy"]
     no = inference[(inference.normaliser == "none") & (inference.batch_size == b)]["accuracy"]
     if len(bn) and len(no):
-        diff, lo, hi = batch_size.gain_interval(bn, no, p.confidence)
+        diff, lo, hi = evaluation.gain_interval(bn, no, p.confidence)
         pub = (published["batchnorm"].get(b), published["none"].get(b))
         gains.append({"batch_size": b, "gain": diff, "ci_low": lo, "ci_high": hi,
                       "published_gain": None if None in pub else round(pub[0] - pub[1], 6)})
@@ -91,7 +95,7 @@ for end, b in (("min", sizes[0]), ("max", sizes[-1])):
 # the initial value's weight after the fewest updates of any batch-norm network
 if len(updates):
     fewest = int(updates["updates"].min())
-    weight = (1 - p.momentum) ** fewest
+    weight = powi(1.0 - p.momentum, fewest)
     mantissa, exponent = f"{weight:.1e}".split("e")
     macros["emaFewestUpdates"] = latex.fmt(fewest)
     macros["emaInitialWeightFewest"] = f"\\ensuremath{{{mantissa}\\times 10^{{{int(exponent)}}}}}"
