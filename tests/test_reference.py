@@ -35,7 +35,10 @@ class KeepMistakenForMomentum(BatchNorm1dReference):
 
 class EpsOutsideSqrt(BatchNorm1dReference):
     def train_forward(self, x, update=True):
-        mean, var = reference.batch_moments(np.asarray(x, float))
+        x = np.asarray(x, float)
+        if len(x) < 2:  # refuses a batch of one like the reference: only eps is broken
+            raise BatchOfOneError(f"batch statistics need more than 1 value per feature, got {len(x)} row")
+        mean, var = reference.batch_moments(x)
         if update:
             self.running_update(mean, var, len(x))
         return self.gamma * (x - mean) / (np.sqrt(var) + self.eps) + self.beta
@@ -65,21 +68,56 @@ class NoBeta(BatchNorm1dReference):
         return super().train_forward(x, update) - self.beta
 
 
+# Each broken reference, the semantic it breaks, and every scenario that must then
+# disagree with PyTorch: the broken semantic itself and the scenarios built on it
+# (the eps and inference scenarios read running statistics after updates, so a
+# wrong update shows there too). Every other scenario must still agree.
 BROKEN = [
-    (BiasedRunningVar, "running_update_unbiased"),
-    (KeepMistakenForMomentum, "running_update_unbiased"),
-    (EpsOutsideSqrt, "eps"),
-    (MomentumNoneAsDefault, "momentum_none"),
-    (InferenceWithBatchStatistics, "inference_forward"),
-    (AcceptsBatchOfOne, "batch_of_one_error"),
-    (NoBeta, "training_forward"),
+    (BiasedRunningVar, "running_update_unbiased",
+     {"running_update_unbiased", "inference_forward", "eps", "momentum_none"}),
+    (KeepMistakenForMomentum, "running_update_unbiased", {"running_update_unbiased", "inference_forward", "eps"}),
+    (EpsOutsideSqrt, "eps", {"eps", "training_forward"}),
+    (MomentumNoneAsDefault, "momentum_none", {"momentum_none"}),
+    (InferenceWithBatchStatistics, "inference_forward", {"inference_forward", "eps"}),
+    (AcceptsBatchOfOne, "batch_of_one_error", {"batch_of_one_error"}),
+    (NoBeta, "training_forward", {"training_forward", "eps"}),
 ]
 
 
-@pytest.mark.parametrize("broken, semantic", BROKEN, ids=[b.__name__ for b, _ in BROKEN])
-def test_conformance_check_detects_broken_semantic(broken, semantic):
+@pytest.mark.parametrize("broken, semantic, failing", BROKEN, ids=[b.__name__ for b, _, _ in BROKEN])
+def test_conformance_check_detects_broken_semantic(broken, semantic, failing):
+    # Detected means: the check of that semantic ran and found a disagreement, and the
+    # checks the break cannot touch still agree (a crash would propagate, not pass).
     verdicts = conformance(broken)
-    assert not verdicts[semantic], f"{broken.__name__} slipped through the {semantic} check"
+    assert semantic in failing
+    assert {s for s, ok in verdicts.items() if not ok} == failing, verdicts
+
+
+class CrashesInTraining(BatchNorm1dReference):
+    def train_forward(self, x, update=True):
+        raise RuntimeError("not implemented")
+
+
+class CrashesOnBatchOfOne(BatchNorm1dReference):
+    def train_forward(self, x, update=True):
+        if len(x) == 1:
+            raise TypeError("cannot handle one row")  # a crash, not a refusal
+        return super().train_forward(x, update)
+
+
+class RefusesEveryBatch(BatchNorm1dReference):
+    def train_forward(self, x, update=True):
+        raise ValueError("refuses everything")
+
+
+@pytest.mark.parametrize("broken, error", [(CrashesInTraining, RuntimeError), (CrashesOnBatchOfOne, TypeError),
+                                           (RefusesEveryBatch, ValueError)],
+                         ids=["crash", "crash_on_batch_of_one", "value_error_outside_batch_of_one"])
+def test_a_crashing_implementation_raises_instead_of_reading_as_nonconforming(broken, error):
+    # Only a ValueError in the batch-of-one scenario is an answer (a refusal); every
+    # other exception reaches the caller, so a crash can never pass a negative test.
+    with pytest.raises(error):
+        conformance(broken)
 
 
 def test_biased_running_variance_leaves_training_output_untouched_yet_is_caught():

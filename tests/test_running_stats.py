@@ -119,3 +119,128 @@ def test_summary_has_exactly_the_issue_keys(rows):
     assert set(summary) == {"updates", "running_error", "batch_estimate_error", "train_eval_rmse",
                             "train_eval_rmse_sorted", "worst_feature_var_error"}
     assert summary["updates"] == {"8": 64, "16": 32, "32": 16, "64": 8, "128": 4, "256": 2}
+
+
+# ---- the fixed-order port: against independent computations, and the same bytes twice --
+KEEPS = [0.9, 0.5, None]
+
+
+def _torch_pass(x, batches, keep):
+    """The same pass through ``torch.nn.BatchNorm1d`` (float64): the reference implementation."""
+    import torch
+
+    layer = torch.nn.BatchNorm1d(x.shape[1], eps=rs.EPS, momentum=None if keep is None else 1.0 - keep)
+    layer = layer.double().train()
+    out = np.zeros_like(x)
+    with torch.no_grad():
+        for rows in batches:
+            out[rows] = layer(torch.from_numpy(x[rows])).numpy()
+    return out, layer.running_mean.numpy(), layer.running_var.numpy()
+
+
+@pytest.mark.parametrize("order", rs.ORDERS)
+@pytest.mark.parametrize("b, keep", [(2, 0.9), (8, 0.9), (8, None), (64, 0.5), (256, 0.9), (256, None)])
+def test_run_pass_agrees_with_torch_batchnorm1d_float64_within_1e_12(x, order, b, keep):
+    batches = rs.pass_batches(x, b, order, 0)
+    result = rs.run_pass(x, batches, keep)
+    out, running_mean, running_var = _torch_pass(x, batches, keep)
+    np.testing.assert_allclose(result.train_output, out, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(result.running_mean, running_mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(result.running_var, running_var, rtol=0, atol=1e-12)
+    for j, rows in enumerate(batches):  # the batch statistics against NumPy's
+        np.testing.assert_allclose(result.batch_means[j], x[rows].mean(0), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(result.batch_vars[j], x[rows].var(0), rtol=1e-12, atol=1e-15)
+    assert result.seen.all() and result.updates == len(batches)
+
+
+def test_run_pass_skips_rows_in_no_batch(x):
+    result = rs.run_pass(x[:17], rs.pass_batches(x[:17], 8, "shuffled", 0), 0.9)
+    assert result.seen.sum() == 16
+    np.testing.assert_array_equal(result.train_output[~result.seen], 0.0)
+
+
+@pytest.mark.parametrize("keep", KEEPS)
+def test_run_pass_gives_the_same_bytes_twice(x, keep):
+    batches = rs.pass_batches(x, 16, "shuffled", 0)
+    a, b = rs.run_pass(x, batches, keep), rs.run_pass(x, batches, keep)
+    for name in ("train_output", "seen", "running_mean", "running_var", "batch_means", "batch_vars", "batch_sizes"):
+        assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+
+
+def test_study_gives_identical_rows_twice(x):
+    a = rs.study(x, [8, 256], [0.9, 0.5], "sorted", 0) + rs.study(x, [32], [0.9], "shuffled", 0)
+    b = rs.study(x, [8, 256], [0.9, 0.5], "sorted", 0) + rs.study(x, [32], [0.9], "shuffled", 0)
+    assert [repr(r) for r in a] == [repr(r) for r in b]
+
+
+def test_population_stats_match_numpy(x):
+    mu, sigma2 = rs.population_stats(x)
+    np.testing.assert_allclose(mu, x.mean(0), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(sigma2, x.var(0), rtol=1e-13)
+
+
+def test_pooled_matches_numpy_over_the_seen_rows(x):
+    seen = np.arange(len(x)) % 3 != 0
+    mean, var = rs.pooled(x, seen)
+    np.testing.assert_allclose(mean, x[seen].mean(0), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(var, x[seen].var(0), rtol=1e-13)
+
+
+@pytest.mark.parametrize("order", rs.ORDERS)
+def test_variance_decomposition_matches_numpy(x, order):
+    result = rs.run_pass(x, rs.pass_batches(x, 24, order, 0), 0.9)  # a short last batch: unequal weights
+    within, between = rs.variance_decomposition(result)
+    w = result.batch_sizes / result.batch_sizes.sum()
+    grand = (w[:, None] * result.batch_means).sum(0)
+    np.testing.assert_allclose(within, (w[:, None] * result.batch_vars).sum(0), rtol=1e-13)
+    np.testing.assert_allclose(between, (w[:, None] * (result.batch_means - grand) ** 2).sum(0), rtol=1e-11,
+                               atol=1e-15)
+
+
+def test_scores_match_numpy_formulas(x):
+    mu, sigma2 = rs.population_stats(x)
+    result = rs.run_pass(x, rs.pass_batches(x, 32, "sorted", 0), 0.9)
+    mean, var = result.running_mean, result.running_var
+    np_rms = lambda a: float(np.sqrt(np.mean(np.square(a))))  # noqa: E731
+    errors = rs.statistics_errors(mean, var, mu, sigma2)
+    dm, dv = mean - mu, var - sigma2
+    assert errors["mean_rmse"] == pytest.approx(np_rms(dm), rel=1e-13)
+    assert errors["var_rmse"] == pytest.approx(np_rms(dv), rel=1e-13)
+    assert errors["running_error"] == pytest.approx(np_rms(np.concatenate([dm, dv])), rel=1e-13)
+    assert errors["worst_var_error"] == np.abs(dv).max() and errors["worst_var_feature"] == np.abs(dv).argmax()
+    assert rs.initial_offset(mu, sigma2) == pytest.approx(np_rms(np.concatenate([-mu, 1 - sigma2])), rel=1e-13)
+    n = result.batch_sizes[:, None]
+    unbiased = result.batch_vars * n / (n - 1)
+    assert rs.batch_estimate_error(result, mu, sigma2) == pytest.approx(
+        np_rms(np.concatenate([result.batch_means - mu, unbiased - sigma2], axis=1)), rel=1e-13)
+    inference = (x - mean) / np.sqrt(var + rs.EPS)
+    assert rs.train_eval_rmse(x, result, mean, var) == pytest.approx(
+        np_rms((result.train_output - inference)[result.seen]), rel=1e-13)
+
+
+@pytest.mark.parametrize("keep, u", [(0.9, 1), (0.9, 2), (0.9, 64), (0.5, 7), (0.99, 16)])
+def test_bias_correction_weight_is_keep_to_the_updates(keep, u):
+    running = np.array([0.3, 4.0])
+    w = keep ** u  # Python's pow, an independent computation of the weight
+    np.testing.assert_allclose(rs.bias_corrected(running, 1.0, keep, u), (running - w) / (1 - w), rtol=1e-13)
+
+
+def test_study_reports_keep_to_the_updates_as_initial_weight(rows):
+    for r in rows:
+        if r["estimator"] == "ema":
+            assert r["initial_weight"] == pytest.approx(r["keep"] ** r["updates"], rel=1e-14)
+
+
+def test_importing_the_study_modules_does_not_load_torch():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    code = (f"import sys; sys.path.insert(0, {src!r}); "
+            "import bnstudy.running_stats, bnstudy.data, bnstudy.selfchecks, bnstudy.layer, bnstudy.reductions; "
+            "import numpy as np; x = bnstudy.data.synthetic_population(0, 64, 4); "
+            "bnstudy.running_stats.study(x, [8], [0.9], 'shuffled', 0); bnstudy.selfchecks.table(x, [8], 0.9, 0); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr

@@ -1,11 +1,24 @@
-"""The data of the study: the digits split and the enumerated synthetic population."""
+"""The data of the study: the digits split and the enumerated synthetic population.
+
+Every number here that reaches an output is computed in fixed-order arithmetic
+(:mod:`bnstudy.reductions`, :mod:`bnstudy.fixedmath`), so it has the same bits on
+every CPU; the random draws are integer work or ``Generator.random()`` uniforms
+(53 random bits scaled by 2**-53, exact), never NumPy's normal sampler (whose
+ziggurat calls libm's ``exp`` and ``log``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import fixedmath
+from .reductions import column_moments
 from .runtime import STREAM_POPULATION, derive_seed
+
+IRWIN_HALL_TERMS = 12  # uniforms summed per value: mean 6, variance 12 * 1/12 = 1
+PINNED_VARIANCES = (10.0, 0.1, 7.5, 0.15, 5.0)  # the first features' variances, both extremes
 
 
 @dataclass(frozen=True)
@@ -26,8 +39,27 @@ class Split:
     scale: np.ndarray
 
 
+def standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature mean and population standard deviation (ddof 0) of the rows of ``x``;
+    a constant feature gets scale 1.
+
+    Fixed order, float64: the sums over rows in row order
+    (:func:`bnstudy.reductions.column_moments`, two passes), then ``sqrt``.
+    """
+    mean, var = column_moments(x)
+    scale = np.sqrt(var)
+    scale[scale == 0] = 1.0
+    return mean, scale
+
+
 def split_digits(seed: int, test_size: int = 899) -> Split:
-    """Stratified halves of scikit-learn's digits (898 train / 899 test rows)."""
+    """Stratified halves of scikit-learn's digits (898 train / 899 test rows).
+
+    The split is scikit-learn's ``train_test_split`` (integer work); both halves are
+    standardised with :func:`standardisation` of the training half, its rows in
+    ascending order of their index in the digits data: ``(x - mean) / scale`` in
+    float64 (elementwise, correctly rounded), then rounded to float32.
+    """
     from sklearn.datasets import load_digits  # imported here: only the split needs it
     from sklearn.model_selection import train_test_split
 
@@ -40,9 +72,7 @@ def split_digits(seed: int, test_size: int = 899) -> Split:
     )
     train_index = np.sort(train_index)
     test_index = np.sort(test_index)
-    mean = x[train_index].mean(axis=0)
-    scale = x[train_index].std(axis=0)
-    scale[scale == 0] = 1.0
+    mean, scale = standardisation(x[train_index])
     standardise = lambda rows: ((x[rows] - mean) / scale).astype(np.float32)  # noqa: E731
     return Split(
         x_train=standardise(train_index),
@@ -56,20 +86,62 @@ def split_digits(seed: int, test_size: int = 899) -> Split:
     )
 
 
+def log_uniform(u: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``exp(log(low) + u * (log(high) - log(low)))`` elementwise, with :mod:`bnstudy.fixedmath`'s
+    ``exp`` and ``log``: uniforms ``u`` in [0, 1) to log-uniform values in [low, high)."""
+    a, b = fixedmath.log(low), fixedmath.log(high)
+    return fixedmath.exp_array(a + np.asarray(u, np.float64) * (b - a))
+
+
+def irwin_hall(uniforms: np.ndarray) -> np.ndarray:
+    """``u[..., 0] + u[..., 1] + ... + u[..., K-1] - K / 2``: the sum of the last axis's
+    ``K`` uniforms, added left to right (one correctly rounded addition at a time),
+    centred. For ``K = 12`` its variance is 1 and its shape close to a standard normal
+    (bounded by +-6)."""
+    total = uniforms[..., 0].astype(np.float64)
+    for k in range(1, uniforms.shape[-1]):
+        total = total + uniforms[..., k]
+    return total - uniforms.shape[-1] / 2
+
+
 def synthetic_population(seed: int, rows: int = 512, features: int = 16) -> np.ndarray:
     """An enumerated population whose statistics sit far from 0 and 1.
 
-    Feature means are spread over [-4, 4]; variances are drawn log-uniformly so
-    some sit near 0.1 and others in 5-10, and the first few features are pinned at
-    the extremes (0.1, 0.15, 5, 7.5, 10) so every seed covers both ends. Rows are
-    Gaussian, then each feature is shifted and scaled so that its population mean
-    and variance (ddof 0) are exactly the chosen ones.
+    One generator, ``Generator(PCG64)`` seeded from the stream ``(seed,
+    STREAM_POPULATION)``, drawn in this order, only ``random()`` uniforms ``u`` in
+    [0, 1):
+
+    1. ``features`` uniforms: feature means ``-4 + 8 u``, spread over [-4, 4];
+    2. ``features`` uniforms: variances log-uniform over [0.1, 10],
+       ``exp(log 0.1 + u (log 10 - log 0.1))`` with :func:`bnstudy.fixedmath.exp` and
+       :func:`~bnstudy.fixedmath.log`; then the first features are pinned at the
+       extremes 10, 0.1, 7.5, 0.15, 5, so every seed covers both ends;
+    3. ``rows x features x 12`` uniforms (C order): each value's shape is Irwin-Hall,
+       the sum of its 12 uniforms added in draw order, minus 6 (:func:`irwin_hall`:
+       mean 0, variance 1, close to Gaussian, bounded by +-6).
+
+    Then each feature is centred and scaled to mean 0 and ddof-0 variance 1 with its
+    own statistics (:func:`bnstudy.reductions.column_moments`: sums over rows in row
+    order), and mapped to ``mean + z * sqrt(variance)``, so its population mean and
+    variance are the chosen ones up to rounding (about 1e-15 relative).
     """
     rng = np.random.default_rng(derive_seed(seed, STREAM_POPULATION))
-    means = rng.uniform(-4.0, 4.0, size=features)
-    variances = np.exp(rng.uniform(np.log(0.1), np.log(10.0), size=features))
-    pinned = np.array([10.0, 0.1, 7.5, 0.15, 5.0])[: features]
-    variances[: len(pinned)] = pinned
-    z = rng.standard_normal((rows, features))
-    z = (z - z.mean(axis=0)) / z.std(axis=0)
+    means, variances = _parameters(rng, features)
+    z = irwin_hall(rng.random((rows, features, IRWIN_HALL_TERMS)))
+    m, v = column_moments(z)
+    z = (z - m) / np.sqrt(v)
     return (means + z * np.sqrt(variances)).astype(np.float64)
+
+
+def _parameters(rng: np.random.Generator, features: int) -> tuple[np.ndarray, np.ndarray]:
+    means = -4.0 + 8.0 * rng.random(features)
+    variances = log_uniform(rng.random(features), 0.1, 10.0)
+    pinned = np.array(PINNED_VARIANCES)[:features]
+    variances[: len(pinned)] = pinned
+    return means, variances
+
+
+def population_parameters(seed: int, features: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """The per-feature means and variances :func:`synthetic_population` chooses for ``seed``
+    (its first draws, without the rows)."""
+    return _parameters(np.random.default_rng(derive_seed(seed, STREAM_POPULATION)), features)

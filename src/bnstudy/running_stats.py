@@ -1,12 +1,14 @@
 """Study 3: running statistics of one batch-norm layer on an enumerated population.
 
-One ``torch.nn.BatchNorm1d`` (gamma 1, beta 0, float64, eps 1e-5) sees one pass
-over a population ``x`` of ``N`` rows, cut into consecutive batches of ``b`` rows
-after a seeded shuffle (``order="shuffled"``) or after sorting by one feature
-(``order="sorted"``). A final batch of one row cannot be normalised by batch
-statistics and is dropped. Everything is then compared with the *exact*
-population statistics ``mu = x.mean(0)`` and ``sigma2 = x.var(0)`` (ddof 0): every
-score is a mean over all rows or all features, so nothing is sampled.
+One batch-norm layer (gamma 1, beta 0, float64, eps 1e-5; the package's own
+fixed-order layer :class:`bnstudy.layer.BatchNorm1d`, which follows
+``torch.nn.BatchNorm1d``'s semantics and is checked against it in the tests) sees
+one pass over a population ``x`` of ``N`` rows, cut into consecutive batches of
+``b`` rows after a seeded shuffle (``order="shuffled"``) or after sorting by one
+feature (``order="sorted"``). A final batch of one row cannot be normalised by
+batch statistics and is dropped. Everything is then compared with the *exact*
+population statistics ``mu`` and ``sigma2`` (per-feature mean and ddof-0 variance):
+every score is a mean over all rows or all features, so nothing is sampled.
 
 Estimators of (mu, sigma2) left behind by the pass, each from the same batches:
 
@@ -21,16 +23,41 @@ Estimators of (mu, sigma2) left behind by the pass, each from the same batches:
   around the pooled mean. By the law of total variance this is the average
   within-batch (biased) variance *plus* the variance of the batch means; the
   averages above only ever see the within-batch part.
+
+Arithmetic: every number that reaches an output has the same bits on every CPU.
+The layer's pass is one compiled fixed-order loop (:mod:`bnstudy.layer`: batch
+sums over the batch's rows in the order the batch lists them, two-pass variance);
+the statistics are the fixed-order float64 reductions of :mod:`bnstudy.reductions`
+(sums over rows in row order, over batches in pass order, over every element in C
+order); ``keep**u`` is :func:`bnstudy.fixedmath.powi`. Elementwise arithmetic and
+``sqrt`` (correctly rounded everywhere) stay NumPy. PyTorch is not imported.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
+from .fixedmath import powi
+from .layer import BatchNorm1d
+from .reductions import column_moments, rms, weighted_column_sums
 from .runtime import STREAM_POPULATION, derive_seed
+
+if TYPE_CHECKING:
+    import torch
+else:
+    class _LazyTorch:
+        """``torch``, imported on first use: only :func:`trained_divergence` needs it, and
+        importing this module must not load PyTorch (about 2 s per job)."""
+
+        def __getattr__(self, name):
+            import torch as module
+
+            return getattr(module, name)
+
+    torch = _LazyTorch()
 
 ORDERS = ("shuffled", "sorted")
 ESTIMATORS = ("ema", "bias_corrected", "cumulative", "pooled")
@@ -40,8 +67,9 @@ EPS = 1e-5
 
 
 def population_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact per-feature mean and variance (ddof 0) of the enumerated population."""
-    return x.mean(axis=0), x.var(axis=0)
+    """Exact per-feature mean and variance (ddof 0) of the enumerated population
+    (float64 sums over rows in row order, two passes)."""
+    return column_moments(x)
 
 
 def pass_batches(x: np.ndarray, batch_size: int, order: str, seed: int, sort_feature: int = 0) -> list[np.ndarray]:
@@ -64,10 +92,10 @@ def pass_batches(x: np.ndarray, batch_size: int, order: str, seed: int, sort_fea
     return [b for b in batches if len(b) > 1]
 
 
-def bn_layer(features: int, keep: float | None) -> torch.nn.BatchNorm1d:
-    """A fresh float64 ``BatchNorm1d`` with gamma 1, beta 0; ``keep=None`` is momentum=None."""
+def bn_layer(features: int, keep: float | None, dtype=np.float64) -> BatchNorm1d:
+    """A fresh batch-norm layer with gamma 1, beta 0, eps :data:`EPS`; ``keep=None`` is momentum=None."""
     momentum = None if keep is None else 1.0 - keep
-    return torch.nn.BatchNorm1d(features, eps=EPS, momentum=momentum).double()
+    return BatchNorm1d(features, eps=EPS, momentum=momentum, dtype=dtype)
 
 
 @dataclass(frozen=True)
@@ -88,54 +116,53 @@ class PassResult:
 
 
 def run_pass(x: np.ndarray, batches: list[np.ndarray], keep: float | None) -> PassResult:
-    """Run the layer in training mode over ``batches`` of ``x``, updating its running statistics."""
-    layer = bn_layer(x.shape[1], keep).train()
-    out = np.zeros_like(x)
+    """Run a fresh float64 layer in training mode over ``batches`` of ``x`` (in order),
+    updating its running statistics: one call of the compiled pass of :mod:`bnstudy.layer`."""
+    layer = bn_layer(x.shape[1], keep)
+    out, means, variances = layer.train_pass(x, batches)
     seen = np.zeros(len(x), dtype=bool)
-    means, variances = [], []
-    with torch.no_grad():
-        for rows in batches:
-            xb = x[rows]
-            out[rows] = layer(torch.from_numpy(xb)).numpy()
-            seen[rows] = True
-            means.append(xb.mean(axis=0))
-            variances.append(xb.var(axis=0))
-    return PassResult(out, seen, layer.running_mean.numpy().copy(), layer.running_var.numpy().copy(),
-                      np.array(means), np.array(variances), np.array([len(b) for b in batches]))
+    for rows in batches:
+        seen[rows] = True
+    return PassResult(out, seen, layer.running_mean.copy(), layer.running_var.copy(),
+                      means, variances, np.array([len(b) for b in batches], dtype=np.int64))
 
 
 def bias_corrected(running: np.ndarray, initial: float, keep: float, updates: int) -> np.ndarray:
-    """Remove the initial value's weight ``keep**updates`` from an EMA and renormalise."""
-    w = keep ** updates
+    """Remove the initial value's weight ``keep**updates`` (:func:`bnstudy.fixedmath.powi`)
+    from an EMA and renormalise: ``(running - w * initial) / (1 - w)``, elementwise."""
+    w = powi(keep, updates)
     return (running - w * initial) / (1.0 - w)
 
 
 def pooled(x: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and ddof-0 variance of every row the pass saw (PreciseBN-style, exact pooling)."""
+    """Mean and ddof-0 variance of every row the pass saw (PreciseBN-style, exact pooling),
+    the rows in population order."""
     return population_stats(x[seen])
 
 
 def variance_decomposition(result: PassResult) -> tuple[np.ndarray, np.ndarray]:
     """Per feature: (row-weighted average within-batch variance, variance of the batch means).
 
-    Their sum is the pooled variance of the rows seen (law of total variance).
+    Their sum is the pooled variance of the rows seen (law of total variance). With
+    ``w_u = n_u / sum(n)`` (integer sum, exact), every sum over batches in pass order:
+    ``within = sum w_u var_u``, ``grand = sum w_u mean_u``,
+    ``between = sum w_u (mean_u - grand)**2``.
     """
-    w = result.batch_sizes / result.batch_sizes.sum()
-    within = (w[:, None] * result.batch_vars).sum(axis=0)
-    grand = (w[:, None] * result.batch_means).sum(axis=0)
-    between = (w[:, None] * (result.batch_means - grand) ** 2).sum(axis=0)
+    sizes = np.asarray(result.batch_sizes, dtype=np.int64)
+    w = sizes / int(sizes.sum())
+    within = weighted_column_sums(w, result.batch_vars)
+    grand = weighted_column_sums(w, result.batch_means)
+    dev = result.batch_means - grand
+    between = weighted_column_sums(w, dev * dev)
     return within, between
-
-
-def rms(a) -> float:
-    return float(np.sqrt(np.mean(np.square(a))))
 
 
 def statistics_errors(mean, var, mu, sigma2) -> dict:
     """Errors of an estimate (mean, var) against the exact (mu, sigma2).
 
     ``running_error`` is the root mean square over the 2F errors of mean and
-    variance together; the worst feature is the largest absolute error.
+    variance together (means first, then variances, summed in that order); the worst
+    feature is the largest absolute error (the first such feature on a tie).
     """
     dm, dv = mean - mu, var - sigma2
     return {
@@ -155,14 +182,16 @@ def initial_offset(mu, sigma2) -> float:
 
 def batch_estimate_error(result: PassResult, mu, sigma2) -> float:
     """Error of a single batch's own estimate: RMS over batches and the 2F errors of
-    (batch mean, unbiased batch variance) against the truth."""
-    n = result.batch_sizes[:, None]
-    unbiased = result.batch_vars * n / (n - 1)
+    (batch mean, unbiased batch variance ``var * n / (n - 1)``) against the truth,
+    summed batch by batch (each batch's means, then its variances)."""
+    n = result.batch_sizes[:, None].astype(np.float64)
+    unbiased = result.batch_vars * n / (n - 1.0)
     return rms(np.concatenate([result.batch_means - mu, unbiased - sigma2], axis=1))
 
 
 def train_eval_rmse(x, result: PassResult, mean, var) -> float:
-    """RMSE over all seen rows and features between training-mode and inference-mode outputs."""
+    """RMSE over all seen rows and features between training-mode and inference-mode outputs
+    (inference: ``(x - mean) / sqrt(var + eps)``), summed over rows in population order."""
     inference = (x - mean) / np.sqrt(var + EPS)
     return rms((result.train_output - inference)[result.seen])
 
@@ -180,7 +209,7 @@ def study(x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature
             r = run_pass(x, batches, keep)
             base = r
             u = r.updates
-            estimates.append(("ema", keep, r.running_mean, r.running_var, keep ** u))
+            estimates.append(("ema", keep, r.running_mean, r.running_var, powi(keep, u)))
             estimates.append(("bias_corrected", keep, bias_corrected(r.running_mean, INITIAL_MEAN, keep, u),
                               bias_corrected(r.running_var, INITIAL_VAR, keep, u), 0.0))
         r = run_pass(x, batches, None)

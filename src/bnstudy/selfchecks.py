@@ -12,72 +12,92 @@ nothing to compare against (gamma and beta are the layer's own parameters):
    exactly;
 4. ``shape``: the output shape equals the input shape, in both modes.
 
-They are evaluated on a real ``torch.nn.BatchNorm1d`` (float32, as deployed) over
-one pass of the enumerated population (see :mod:`bnstudy.running_stats`).
+The layer under test is the package's own float32 batch-norm layer,
+:class:`bnstudy.layer.BatchNorm1d` with ``dtype=float32``: the fixed-order float32
+arithmetic the study's training uses (that of :mod:`bnstudy.kernels`), with
+``torch.nn.BatchNorm1d``'s semantics. It runs one pass of the enumerated population
+(see :mod:`bnstudy.running_stats`). ``tests/test_selfchecks.py`` checks that
+``torch.nn.BatchNorm1d`` in float32 agrees with it on the same pass within float32
+rounding (outputs within 1e-5 absolute, running statistics within 1e-5 relative),
+so the checks read the same on PyTorch's layer.
 
 The *differential check* compares the layer with a second, independent
 implementation (:mod:`bnstudy.reference`) of the function the layer is meant to
 compute at inference time: normalisation with the exact population statistics.
-It passes when the RMSE over all rows and features between PyTorch's
+It passes when the RMSE over all rows and features between the layer's
 inference-mode output and the reference's is at most ``DIFFERENTIAL_TOL`` (a tenth
 of the unit of the normalised output).
+
+Every reported number is computed in float64 from the layer's float32 outputs with
+the fixed-order reductions of :mod:`bnstudy.reductions` (sums over rows in row
+order, over every element in C order), so it has the same bits on every CPU.
+PyTorch is not imported.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from . import reference
+from .layer import BatchNorm1d
+from .reductions import column_moments, rms
 from .running_stats import EPS, pass_batches, population_stats
 
 MEAN_TOL = 1e-4
 VAR_TOL = 1e-3
 DIFFERENTIAL_TOL = 0.1
 CHECKS = ("train_mean", "train_var", "inference_repeatable", "shape")
+DTYPE = np.float32  # the layer under test computes in float32, as training does
 
 
-def layer(features: int, keep: float) -> torch.nn.BatchNorm1d:
-    """A float32 ``BatchNorm1d`` as a user would build it (gamma 1, beta 0)."""
-    return torch.nn.BatchNorm1d(features, eps=EPS, momentum=1.0 - keep)
+def layer(features: int, keep: float) -> BatchNorm1d:
+    """The layer under test, as a user would build it: float32, gamma 1, beta 0,
+    eps :data:`~bnstudy.running_stats.EPS`, momentum ``1 - keep``."""
+    return BatchNorm1d(features, eps=EPS, momentum=1.0 - keep, dtype=DTYPE)
 
 
-def run(x: np.ndarray, batches: list[np.ndarray], keep: float,
-        bn: torch.nn.BatchNorm1d | None = None) -> dict:
+def run(x: np.ndarray, batches: list[np.ndarray], keep: float, bn=None) -> dict:
     """One training pass then inference, with every self-check's worst value.
+
+    ``bn`` is the layer under test (default :func:`layer`): any object with
+    ``weight``, ``bias`` and ``eps``, ``train()`` and ``eval()``, called on a float32
+    ``(n, F)`` array to give its output array in the current mode (training mode
+    updating its running statistics), as :class:`bnstudy.layer.BatchNorm1d` is.
 
     Returns the four checks' measured values and pass flags, the train/inference
     divergence (RMSE over all rows seen), and the differential check's RMSE.
     """
     bn = layer(x.shape[1], keep) if bn is None else bn
-    gamma = bn.weight.detach().double().numpy()
-    beta = bn.bias.detach().double().numpy()
-    xt = torch.from_numpy(x.astype(np.float32))
+    gamma = np.asarray(bn.weight, dtype=np.float64)
+    beta = np.asarray(bn.bias, dtype=np.float64)
+    gamma2 = gamma * gamma
+    eps = float(bn.eps)
+    xt = np.ascontiguousarray(x, dtype=DTYPE)
     train_out = np.zeros(x.shape)
     seen = np.zeros(len(x), dtype=bool)
     worst_mean, worst_var, shape_ok = 0.0, 0.0, True
     bn.train()
-    with torch.no_grad():
-        for rows in batches:
-            xb = xt[rows]
-            y = bn(xb)
-            shape_ok &= tuple(y.shape) == tuple(xb.shape)
-            yd = y.double().numpy()
-            v = xb.double().numpy().var(0)
-            expected_var = gamma ** 2 * v / (v + bn.eps)
-            worst_mean = max(worst_mean, float(np.max(np.abs(yd.mean(0) - beta))))
-            worst_var = max(worst_var, float(np.max(np.abs(yd.var(0) - expected_var) / gamma ** 2)))
-            train_out[rows] = yd
-            seen[rows] = True
-        bn.eval()
-        first, second = bn(xt), bn(xt)
+    for rows in batches:
+        xb = xt[rows]
+        y = np.asarray(bn(xb))
+        shape_ok &= tuple(y.shape) == tuple(xb.shape)
+        yd = y.astype(np.float64).reshape(xb.shape)
+        y_mean, y_var = column_moments(yd)
+        _, v = column_moments(xb)  # the float32 inputs, widened exactly
+        expected_var = gamma2 * v / (v + eps)
+        worst_mean = max(worst_mean, float(np.max(np.abs(y_mean - beta))))
+        worst_var = max(worst_var, float(np.max(np.abs(y_var - expected_var) / gamma2)))
+        train_out[rows] = yd
+        seen[rows] = True
+    bn.eval()
+    first, second = np.asarray(bn(xt)), np.asarray(bn(xt))
     shape_ok &= tuple(first.shape) == tuple(xt.shape)
-    inference = first.double().reshape(xt.shape).numpy()  # compare values even if the shape is wrong
-    repeat_gap = float((first - second).abs().max())
+    inference = first.astype(np.float64).reshape(xt.shape)  # compare values even if the shape is wrong
+    repeat_gap = float(np.max(np.abs(first.astype(np.float64) - second.astype(np.float64))))
     mu, sigma2 = population_stats(x)
     intended = reference.normalise_with(x, mu, sigma2, EPS, gamma, beta)
-    divergence = float(np.sqrt(np.mean((train_out - inference)[seen] ** 2)))
-    differential = float(np.sqrt(np.mean((inference - intended) ** 2)))
+    divergence = rms((train_out - inference)[seen])
+    differential = rms(inference - intended)
     return {
         "train_mean": worst_mean, "train_mean_pass": worst_mean <= MEAN_TOL,
         "train_var": worst_var, "train_var_pass": worst_var <= VAR_TOL,

@@ -5,9 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
 from _setup import start  # noqa: E402
 
-log = start(snakemake)  # noqa: F821
-import math  # noqa: E402
-
+log = start(snakemake, torch=False)  # noqa: F821
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
@@ -37,6 +35,14 @@ est = {(o, e): cell(o, e, e in ("ema", "bias_corrected")) for o in running_stats
 sizes = sorted(ema["shuffled"])
 bmin, bmax = sizes[0], sizes[-1]
 m = latex.macro_name
+
+
+def power_of_ten(tol: float) -> str:
+    """``$10^{k}$`` for a tolerance ``10**k``, read from its decimal form (no libm log10)."""
+    mantissa, exponent = f"{tol:.0e}".split("e")
+    assert mantissa == "1", f"tolerance {tol} is not a power of ten"
+    return f"$10^{{{int(exponent)}}}$"
+
 f4 = lambda v: latex.fmt(float(v), 4)  # noqa: E731
 
 macros = {
@@ -45,8 +51,8 @@ macros = {
     "rsUpdatesMin": str(ema["shuffled"][bmax].updates), "rsUpdatesMax": str(ema["shuffled"][bmin].updates),
     "rsKeeps": ", ".join(latex.fmt(k, 2) for k in sorted(passes["keep"].dropna().unique())),
     "rsBatchSizes": ", ".join(map(str, sizes)),
-    "rsMeanTol": f"$10^{{{int(round(math.log10(selfchecks.MEAN_TOL)))}}}$",
-    "rsVarTol": f"$10^{{{int(round(math.log10(selfchecks.VAR_TOL)))}}}$",
+    "rsMeanTol": power_of_ten(selfchecks.MEAN_TOL),
+    "rsVarTol": power_of_ten(selfchecks.VAR_TOL),
     "rsDifferentialTol": latex.fmt(selfchecks.DIFFERENTIAL_TOL, 1),
 }
 for b in sizes:
