@@ -23,7 +23,12 @@ def test_config():
 
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory):
-    """The four determinism runs of the test config (cores 1/4/2, killed and resumed)."""
+    """The three determinism and portability runs of the test config, once per session.
+
+    cores 1 on this machine (native), cores 4 as an AVX2 machine, cores 2 killed
+    and resumed as a machine without AVX/FMA (generic): see bnstudy.determinism.
+    Returns ``(base, manifests, times)``; each run's directory is ``base/<name>``.
+    """
     from bnstudy import determinism
 
     base = tmp_path_factory.mktemp("determinism")
@@ -33,8 +38,6 @@ def runs(tmp_path_factory):
         logs = "\n".join(p.read_text()[-3000:] for p in base.glob("*.log"))
         pytest.fail(f"a pipeline run failed: {e.cmd}\n{logs}")
     return base, manifests, times
-
-
 
 
 @pytest.fixture(scope="session")

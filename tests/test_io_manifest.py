@@ -1,5 +1,6 @@
 """Byte-stable, atomic outputs and the manifest comparison."""
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from bnstudy import io, manifest
 
@@ -20,7 +22,7 @@ def test_weights_are_byte_identical_when_written_twice(tmp_path):
     io.write_weights(tmp_path / "b.safetensors", dict(reversed(state.items())), {"normaliser": "batchnorm", "seed": "0"})
     assert (tmp_path / "a.safetensors").read_bytes() == (tmp_path / "b.safetensors").read_bytes()
     loaded = io.read_weights(tmp_path / "a.safetensors")
-    assert torch.equal(loaded["0.weight"], state["0.weight"])
+    np.testing.assert_array_equal(loaded["0.weight"], state["0.weight"].numpy())  # read back as NumPy
     assert b"pickle" not in (tmp_path / "a.safetensors").read_bytes()
 
 
@@ -115,3 +117,113 @@ def test_manifest_hashes_match_hashlib(tmp_path):
     table = manifest.build([("r", "", str(tmp_path / "f"))])
     assert table.loc[0, "sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert table.loc[0, "bytes"] == 3
+
+
+# ---- values that moved, and the expected manifest ------------------------------
+
+def test_value_diff_lists_json_leaves_that_moved_by_key_path(tmp_path):
+    (tmp_path / "a.json").write_text('{"acc": {"batchnorm": [0.857, 0.9], "none": 0.8}, "n": 3, "gone": 1}')
+    (tmp_path / "b.json").write_text('{"acc": {"batchnorm": [0.843, 0.9], "none": 0.8}, "n": 3, "new": "x"}')
+    assert manifest.value_diff(tmp_path / "a.json", tmp_path / "b.json", label="r/s.json") == [
+        "r/s.json: acc.batchnorm[0]: 0.857 -> 0.843",
+        "r/s.json: gone: 1 -> (missing)",
+        'r/s.json: new: (missing) -> "x"',
+    ]
+    assert manifest.value_diff(tmp_path / "a.json", tmp_path / "a.json") == []
+
+
+def test_value_diff_lists_csv_cells_that_moved_with_their_row_labels(tmp_path):
+    (tmp_path / "a.csv").write_text("normaliser,batch_size,acc,loss\nbatchnorm,2,0.857,1.5\nnone,2,0.8,1.25\n")
+    (tmp_path / "b.csv").write_text("normaliser,batch_size,acc,loss\nbatchnorm,2,0.843,1.5\nnone,2,0.8,1.0\n")
+    assert manifest.value_diff(tmp_path / "a.csv", tmp_path / "b.csv", label="t.csv") == [
+        "t.csv: row 1 (normaliser=batchnorm, batch_size=2): acc: 0.857 -> 0.843",
+        "t.csv: row 2 (normaliser=none, batch_size=2): loss: 1.25 -> 1.0",
+    ]
+    (tmp_path / "c.csv").write_text("normaliser,batch_size,acc,loss\nbatchnorm,2,0.857,1.5\n")
+    assert manifest.value_diff(tmp_path / "a.csv", tmp_path / "c.csv", label="t.csv") == ["t.csv: rows: 2 -> 1"]
+
+
+def test_value_diff_stops_at_its_limit_and_says_how_many_more(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps({f"k{i}": i for i in range(50)}))
+    (tmp_path / "b.json").write_text(json.dumps({f"k{i}": -i for i in range(1, 51)} | {"k0": 0}))
+    lines = manifest.value_diff(tmp_path / "a.json", tmp_path / "b.json", label="x", limit=20)
+    assert len(lines) == 20 and lines[-1] == "x: ... and 31 more values moved"
+
+
+def _run_dir(root, files):
+    """A run directory with ``files`` (path -> text) and its manifest in rule order."""
+    entries = []
+    for rule, path, text in files:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+        entries.append((rule, "", path))
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        manifest.write("results/manifest.tsv", manifest.build(entries))
+    finally:
+        os.chdir(cwd)
+    return root / "results" / "manifest.tsv"
+
+
+FILES = [("split", "results/data/y.csv", "y\n1\n"),
+         ("evaluate", "results/eval/summary.json", '{"acc": 0.857}'),
+         ("evaluate", "results/eval/table.csv", "normaliser,acc\nbatchnorm,0.857\n"),
+         ("paper", "paper/main.pdf", "%PDF a")]
+
+
+def test_compare_names_the_first_rule_and_the_values_that_moved(tmp_path):
+    from bnstudy import determinism
+
+    a = _run_dir(tmp_path / "a", FILES)
+    moved = [FILES[0], (*FILES[1][:2], '{"acc": 0.843}'), (*FILES[2][:2], "normaliser,acc\nbatchnorm,0.843\n"),
+             (*FILES[3][:2], "%PDF b")]
+    b = _run_dir(tmp_path / "b", moved)
+    assert determinism.compare({"one": a, "two": _run_dir(tmp_path / "c", FILES)}) == []
+    [problem] = determinism.compare({"one": a, "two": b})
+    assert problem.splitlines() == [
+        "two differs from one: first rule in DAG order: evaluate; "
+        "files: results/eval/summary.json, results/eval/table.csv",
+        "  results/eval/summary.json: acc: 0.857 -> 0.843",
+        "  results/eval/table.csv: row 1 (normaliser=batchnorm): acc: 0.857 -> 0.843",
+    ]
+
+
+def test_verify_says_identical_or_names_the_first_differing_rule_and_pinned_values(tmp_path):
+    expected = tmp_path / "config" / "expected" / "t.manifest.tsv"
+    expected.parent.mkdir(parents=True)
+    good = _run_dir(tmp_path / "good", FILES)
+    expected.write_bytes(good.read_bytes())
+    assert manifest.verify(expected, good.parent) == (True, ["identical: 4 files"])
+    assert manifest.main(["verify", "--expected", str(expected), "--results", str(good.parent)]) == 0
+
+    bad = _run_dir(tmp_path / "bad", [FILES[0], (*FILES[1][:2], '{"acc": 0.843}'), FILES[2]])  # and no PDF
+    macros = bad.parent / "paper" / "macros"
+    macros.mkdir(parents=True)
+    (macros / "eval.tex").write_text("\\newcommand{\\acc}{0.843}\n")
+    pins = tmp_path / "config" / "pinned" / "t.yaml"
+    pins.parent.mkdir(parents=True)
+    pins.write_text(yaml.safe_dump({"config": "t", "values": {"eval:acc": {"value": 0.857, "tolerance": 0.001}}}))
+    identical, lines = manifest.verify(expected, bad.parent)  # the pins file found beside the expected
+    assert not identical
+    assert lines[0] == (f"DIFFERENT from {expected}: first rule in DAG order: evaluate; 1 of its files differ")
+    assert lines[1].startswith("  results/eval/summary.json: sha256 ")
+    assert lines[2] == f"pinned values ({pins.resolve()}):"
+    assert lines[3].startswith("  DRIFT: eval:acc: moved from 0.857 to 0.843")
+    assert manifest.main(["verify", "--expected", str(expected), "--results", str(bad.parent)]) == 1
+
+
+def test_verify_without_an_expected_manifest_says_how_to_create_it(tmp_path):
+    good = _run_dir(tmp_path / "good", FILES)
+    identical, [line] = manifest.verify(tmp_path / "none.manifest.tsv", good.parent)
+    assert not identical and "python -m bnstudy.manifest expected --results" in line
+
+
+def test_expected_writes_the_manifest_and_lists_the_rules_that_changed(tmp_path):
+    out = tmp_path / "expected" / "t.manifest.tsv"
+    good = _run_dir(tmp_path / "good", FILES)
+    assert manifest.write_expected(good.parent, out) == (4, [])
+    assert out.read_bytes() == good.read_bytes()
+    moved = _run_dir(tmp_path / "moved", [FILES[0], (*FILES[1][:2], '{"acc": 0.843}'), *FILES[2:]])
+    assert manifest.write_expected(moved.parent, out) == (4, ["  evaluate: 1 files"])
+    assert manifest.verify(out, moved.parent)[0]

@@ -1,11 +1,12 @@
-"""The workflow end to end on the test config: lint, paper, manifest, determinism."""
+"""The workflow end to end on the test config: lint, paper, manifest, determinism, portability."""
 
-import subprocess
-
+import pandas as pd
 import pytest
 
 from bnstudy import determinism, manifest
 from conftest import ROOT, snakemake
+
+EXPECTED = ROOT / "config" / "expected" / "test.manifest.tsv"
 
 pytestmark = pytest.mark.pipeline
 
@@ -40,6 +41,33 @@ def test_manifest_is_byte_identical_to_the_single_core_run(runs, name):
     _, manifests, _ = runs
     assert determinism.compare({"cores1": manifests["cores1"], name: manifests[name]}) == []
     assert manifests["cores1"].read_bytes() == manifests[name].read_bytes()
+
+
+def test_test_config_gives_the_expected_manifest(runs):
+    """The same bytes as config/expected/test.manifest.tsv, on any machine; fails naming the first rule."""
+    _, manifests, _ = runs
+    identical, lines = manifest.verify(EXPECTED, manifests["cores1"].parent)
+    assert identical, "\n".join(lines) + (
+        "\n(a deliberate change of the science: refresh it with python -m bnstudy.determinism --update-expected, "
+        "or after a test-config build python -m bnstudy.manifest expected --results results "
+        f"--out {EXPECTED.relative_to(ROOT)}, and review the diff)")
+
+
+def test_each_run_recorded_its_simulated_machine_outside_the_manifest(runs):
+    """The build record (results/provenance/machine.csv) names each run's kernels; no hashed file does."""
+    base, manifests, _ = runs
+    envs = determinism.environments()
+    for name, env_name in determinism.RUN_ENVIRONMENTS.items():
+        record = base / name / "results" / "provenance" / "machine.csv"
+        machine = dict(pd.read_csv(record, dtype=str, keep_default_na=False).values)
+        variables = machine["kernel-selection variables"]
+        assert all(f"{k}={v}" in variables for k, v in envs[env_name].items()), (name, variables)
+        assert "results/provenance/machine.csv" not in set(manifest.read(manifests[name])["path"])
+    generic = dict(pd.read_csv(base / "killed-resumed" / "results" / "provenance" / "machine.csv",
+                               dtype=str, keep_default_na=False).values)
+    assert generic["torch CPU kernels"] == "DEFAULT" and generic["Numba target"].startswith("generic")
+    macros = (base / "cores1" / "results" / "paper" / "macros" / "provenance.tex").read_text()
+    assert "cpuModel" not in macros and "CpuKernels" not in macros and "ingerprint" not in macros
 
 
 def test_rerun_after_completion_plans_nothing(runs):

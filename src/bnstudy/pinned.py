@@ -2,11 +2,11 @@
 
 The paper quotes numbers only through the macros files the pipeline writes
 (``results/paper/macros/*.tex``). A pins file records each numeric macro's value
-with a tolerance (by default one unit in its last printed digit), one set per
-type of machine (keyed by the build's numerics fingerprint, see
-:func:`bnstudy.provenance.numerics_fingerprint`); ``check`` recomputes nothing
-itself: it reads a finished run's macros and reports every value that moved by
-more than its tolerance, by how much.
+with a tolerance (by default one unit in its last printed digit): one set of
+values, the same on every machine (the computations run in a fixed order, so a
+config gives the same bytes everywhere). ``check`` recomputes nothing itself: it
+reads a finished run's macros and reports every value that moved by more than
+its tolerance, by how much, strictly.
 
     python -m bnstudy.pinned check  --results results --pins config/pinned/paper.yaml
     python -m bnstudy.pinned update --results results --pins config/pinned/paper.yaml
@@ -65,10 +65,10 @@ def current_values(results: Path) -> dict[str, tuple[float, float]]:
 
 
 def check(results: Path, pins: dict) -> list[str]:
-    """One message per pinned value that is missing or moved beyond its tolerance."""
+    """One message per pinned value (``pins``: ``{key: {value, tolerance}}``) missing or moved beyond its tolerance."""
     now = current_values(results)
     problems = []
-    for key, pin in sorted(pins["values"].items()):
+    for key, pin in sorted(pins.items()):
         if key not in now:
             problems.append(f"{key}: pinned at {pin['value']:g} but no longer written by the pipeline")
             continue
@@ -80,77 +80,47 @@ def check(results: Path, pins: dict) -> list[str]:
     return problems
 
 
-def machine(results: Path) -> dict[str, str | None]:
-    """Numerics fingerprint and CPU kernels of the build of ``results`` (its provenance macros)."""
-    found = {"fingerprint": None, "cpu_kernels": None}
-    path = Path(results) / "paper" / "macros" / "provenance.tex"
-    names = {"numericsFingerprint": "fingerprint", "torchCpuKernels": "cpu_kernels"}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            m = _MACRO.match(line)
-            if m and m.group(1) in names:
-                found[names[m.group(1)]] = re.sub(r"\\texttt\{(.*)\}", r"\1", m.group(2))
-    return found
-
-
 def pins_from(results: Path) -> dict:
-    """This build's pin set: its machine and every numeric macro's value and tolerance."""
-    values = {k: {"value": v, "tolerance": tol} for k, (v, tol) in sorted(current_values(results).items())}
-    return {"machine": machine(results), "values": values}
+    """This build's pins: every numeric macro's value and tolerance."""
+    return {k: {"value": v, "tolerance": tol} for k, (v, tol) in sorted(current_values(results).items())}
 
 
-def set_for(pins: dict, fingerprint: str | None) -> dict | None:
-    """The pin set recorded for machines with numerics ``fingerprint``, if any."""
-    if fingerprint is None:
-        return None
-    return next((s for s in pins["sets"] if s["machine"].get("fingerprint") == fingerprint), None)
+class PinsError(Exception):
+    """A pins file or a build that cannot be compared: one line saying why and what to do."""
 
 
-def verdict(results: Path, pins: dict) -> tuple[str, list[str]]:
-    """How ``results`` compare with ``pins``: ``(status, messages)``.
-
-    ``status`` is ``"match"`` (this machine's own set, or failing that any
-    recorded set, within tolerance), ``"drift"`` (this machine's own set is
-    recorded and values moved) or ``"unknown machine"`` (no set for this
-    machine's numerics and none matches; the messages give the drift against the
-    nearest set).
-    """
-    here = machine(results)
-    own = set_for(pins, here["fingerprint"])
-    if own is not None:
-        problems = check(results, own)
-        return ("drift" if problems else "match"), problems
-    tried = sorted(((check(results, s), s) for s in pins["sets"]), key=lambda t: len(t[0]))
-    if tried and not tried[0][0]:
-        return "match", []
-    nearest = tried[0][0] if tried else []
-    head = (f"no pins recorded for this machine's numerics (fingerprint {here['fingerprint']}, "
-            f"{here['cpu_kernels']} CPU kernels); against the nearest of {len(pins['sets'])} recorded sets "
-            f"{len(nearest)} values moved")
-    return "unknown machine", [head] + nearest
+def load(pins_path: Path) -> dict:
+    """The pinned values of a pins file (``{key: {value, tolerance}}``)."""
+    pins_path = Path(pins_path)
+    if not pins_path.is_file():
+        raise PinsError(f"no pins file {pins_path}: after a build, create it with "
+                        f"python -m bnstudy.pinned update --results results --pins {pins_path}")
+    pins = yaml.safe_load(pins_path.read_text())
+    if not isinstance(pins, dict) or not isinstance(pins.get("values"), dict):
+        old = isinstance(pins, dict) and "sets" in pins
+        raise PinsError(f"{pins_path} holds no 'values' mapping"
+                        + (" (it has per-machine 'sets', the old format)" if old else "")
+                        + f": rewrite it with python -m bnstudy.pinned update --results results --pins {pins_path}")
+    return pins["values"]
 
 
 HEADER = """\
 # Numbers the paper quotes, pinned with a tolerance each (one unit in the last
-# printed digit), one set per type of machine: PyTorch's kernels round differently
-# on different CPUs (instruction sets, library builds), and training with batch
-# statistics amplifies that, so a set is keyed by the numerics fingerprint of the
-# build (results/paper/macros/provenance.tex). Written by
+# printed digit): one set of values, the same on every machine. Written by
 # `python -m bnstudy.pinned update`; checked by tests/test_pinned.py and
 # `python -m bnstudy.pinned check`.
 """
 
 
 def update(pins_path: Path, results: Path, config_name: str) -> dict:
-    """Add (or replace) the pin set of the machine that built ``results``; keep the others."""
-    new = pins_from(results)
-    if new["machine"]["fingerprint"] is None:
-        raise ValueError(f"{results} records no numerics fingerprint (results/paper/macros/provenance.tex)")
-    pins = yaml.safe_load(pins_path.read_text()) if pins_path.exists() else {"config": config_name, "sets": []}
-    others = [s for s in pins["sets"] if s["machine"].get("fingerprint") != new["machine"]["fingerprint"]]
-    pins = {"config": pins.get("config", config_name), "sets": [new] + others}
-    write_text(pins_path, HEADER + yaml.safe_dump(pins, sort_keys=False, width=100))
-    return new
+    """Rewrite the pins file with the values of the build in ``results``; return them."""
+    values = pins_from(results)
+    if not values:
+        raise PinsError(f"{results} has no numeric macros (results/paper/macros/*.tex): build first")
+    old = yaml.safe_load(pins_path.read_text()) if pins_path.is_file() else None
+    config = old.get("config", config_name) if isinstance(old, dict) else config_name
+    write_text(pins_path, HEADER + yaml.safe_dump({"config": config, "values": values}, sort_keys=False, width=100))
+    return values
 
 
 def main(argv=None) -> int:
@@ -161,17 +131,23 @@ def main(argv=None) -> int:
     parser.add_argument("--config-name", default=None, help="recorded in a new pins file by update")
     args = parser.parse_args(argv)
     results, pins_path = Path(args.results), Path(args.pins)
-    if args.action == "update":
-        new = update(pins_path, results, args.config_name or pins_path.stem)
-        print(f"wrote {len(new['values'])} pinned values for numerics {new['machine']['fingerprint']} "
-              f"to {pins_path}")
-        return 0
-    status, messages = verdict(results, yaml.safe_load(pins_path.read_text()))
-    for m in messages:
-        print(m if status == "unknown machine" and m is messages[0] else "DRIFT: " + m)
-    if status == "match":
-        print("all pinned values within tolerance")
-    return 0 if status == "match" else 1
+    try:
+        if args.action == "update":
+            values = update(pins_path, results, args.config_name or pins_path.stem)
+            print(f"wrote {len(values)} pinned values to {pins_path}")
+            return 0
+        pins = load(pins_path)
+        if not (results / "paper" / "macros").is_dir():
+            raise PinsError(f"no macros in {results / 'paper' / 'macros'}: build first")
+    except PinsError as e:
+        print(e)
+        return 2
+    problems = check(results, pins)
+    for p in problems:
+        print("DRIFT: " + p)
+    if not problems:
+        print(f"all {len(pins)} pinned values within tolerance")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

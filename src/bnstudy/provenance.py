@@ -1,16 +1,18 @@
 """What a build ran on: package versions, config and output digests, machine, runtimes.
 
-Versions, digests, CPU model, the instruction set of PyTorch's CPU kernels and
-thread settings are the same on every build of one config on one machine, so
-they go into the paper. Per-rule runtimes differ on
-every run; they go into a separate build record that, like logs and benchmark
-files, is kept out of the hash manifest.
+Package versions and the config and output digests are the same on every build
+of one config, on any machine, so they go into the hashed outputs and the
+paper. The machine (CPU model and flags, the kernels each library selects,
+threads) and per-rule runtimes are not: they go into the build record under
+``results/provenance/``, which, like logs and benchmark files, is kept out of
+the hash manifest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from importlib import metadata
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-PACKAGES = ("torch", "numpy", "numba", "scipy", "pandas", "scikit-learn", "matplotlib", "safetensors", "snakemake")
+PACKAGES = ("torch", "numpy", "numba", "llvmlite", "scipy", "pandas", "scikit-learn", "matplotlib", "safetensors",
+            "snakemake")
 
 
 def config_digest(config: dict) -> str:
@@ -52,48 +55,118 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def numerics_fingerprint() -> str:
-    """16 hex digits naming how this machine's PyTorch rounds the study's computations.
+def cpu_flags(names=("avx", "avx2", "fma", "f16c", "avx512f")) -> str:
+    """Which of ``names`` the CPU reports (``/proc/cpuinfo``), space-separated."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return " ".join(n for n in names if n in have) or "none of " + " ".join(names)
+    except OSError:
+        pass
+    return "unknown"
 
-    The SHA-256 of the bytes of a small fixed computation through the kernels the
-    pipeline uses: two batch-norm networks trained in lockstep for 32 steps on
-    batches of 2 (batched matrix products, the batch-norm kernels forward and
-    backward, the fused Adam kernel), then the probes' normaliser for batch, layer
-    and group norm. Machines that give the same digest round alike, and give the
-    same bytes for the same config; a different digest means other kernels (an
-    other instruction set or library build), whose results agree only up to
-    rounding and what training makes of it.
+
+# glibc's view of the CPU (``ld.so --list-diagnostics``, glibc >= 2.33): the CPUID
+# bits it found and those it treats as usable, after GLIBC_TUNABLES' masking.
+# (CPUID leaf index in glibc's table, register index eax..edx, bit).
+GLIBC_FEATURE_BITS = {"AVX": (0, 2, 28), "FMA": (0, 2, 12), "AVX2": (1, 1, 5), "AVX512F": (1, 1, 16)}
+LD_SO = Path("/lib64/ld-linux-x86-64.so.2")
+
+
+def glibc_cpu_features(env: dict | None = None, ld_so: Path = LD_SO) -> dict[str, tuple[bool, bool]] | None:
+    """``{feature: (reported by the CPU, usable for glibc)}`` in a process with ``env``; None if unknown."""
+    try:
+        out = subprocess.run([str(ld_so), "--list-diagnostics"], capture_output=True, text=True, env=env,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    values = {}
+    for line in out.splitlines():
+        key, _, value = line.partition("=")
+        if key.startswith("x86.cpu_features.features["):
+            values[key] = int(value, 16)
+    found = {}
+    for name, (index, reg, bit) in GLIBC_FEATURE_BITS.items():
+        cpuid = values.get(f"x86.cpu_features.features[{index:#x}].cpuid[{reg:#x}]")
+        active = values.get(f"x86.cpu_features.features[{index:#x}].active[{reg:#x}]")
+        if cpuid is None or active is None:
+            return None
+        found[name] = (bool(cpuid >> bit & 1), bool(active >> bit & 1))
+    return found
+
+
+# Environment variables that select CPU kernels (the simulated machines of
+# bnstudy.determinism set them).
+KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS",
+                    "ONEDNN_MAX_CPU_ISA", "NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
+
+
+def numpy_simd() -> str:
+    """NumPy's SIMD targets in use: its baseline, then the dispatched ones enabled here."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # NumPy 1
+        from numpy.core import _multiarray_umath as umath
+    enabled = [t for t in umath.__cpu_dispatch__ if umath.__cpu_features__.get(t)]
+    return " ".join(umath.__cpu_baseline__) + "; dispatched: " + (" ".join(enabled) or "none")
+
+
+def blas_kernels() -> str:
+    """The kernel set of every loaded BLAS (OpenBLAS names its core type)."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return "unknown (threadpoolctl not installed)"
+    found = sorted({f"{i['internal_api']} {i.get('architecture') or '?'}"
+                    for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"})
+    return ", ".join(found) or "none loaded"
+
+
+def numba_target() -> str:
+    """The CPU Numba compiles for, and which vector features it may use."""
+    try:
+        import llvmlite.binding as ll
+        from numba.core import config
+    except ImportError:
+        return "numba not installed"
+    name = config.CPU_NAME or ll.get_host_cpu_name()
+    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else ll.get_host_cpu_features().flatten()
+    on = {f[1:] for f in features.split(",") if f.startswith("+")}
+    wanted = ("avx", "avx2", "fma", "avx512f")
+    return f"{name} ({' '.join(f for f in wanted if f in on) or 'no AVX/FMA'})"
+
+
+def machine_description(compute_threads: int | None = None) -> dict[str, str]:
+    """What this process runs on, and the kernels it selects: not the same on every machine.
+
+    For the build record (``results/provenance/``, kept out of the hash
+    manifest like the runtimes), never for hashed outputs or the paper. No host
+    name.
     """
     import torch
 
-    from . import model as mlp
-    from . import train
-    from .companions import normalise_batches_
-
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(64, 64, generator=g), torch.randint(10, (64,), generator=g)
-    spec = mlp.NetSpec("batchnorm")
-    stacked, _ = train.train_lockstep(spec, train.Recipe(batch_size=2, epochs=1), [0, 1], x, y)
-    digest = hashlib.sha256()
-    for key in sorted(stacked):
-        digest.update(stacked[key].numpy().tobytes())
-    h = torch.randn(2, 8, 16, 128, generator=g)
-    p = {"weight": torch.rand(2, 128, generator=g), "bias": torch.randn(2, 128, generator=g)}
-    for kind in ("batchnorm", "layernorm", "groupnorm"):
-        digest.update(normalise_batches_(kind, h.clone(), p, groups=8).numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
-def compute_settings(compute_threads: int) -> dict[str, str]:
-    import torch
-
-    # The vector instruction set PyTorch's CPU kernels dispatch to: float rounding,
-    # and so the bytes of trained weights, can differ between AVX2 and AVX512 machines.
-    return {"compute threads (config)": str(compute_threads),
-            "torch intra-op threads": str(torch.get_num_threads()),
-            "deterministic algorithms": str(torch.are_deterministic_algorithms_enabled()),
-            "torch CPU kernels": torch.backends.cpu.get_cpu_capability(),
-            "numerics fingerprint": numerics_fingerprint()}
+    glibc = glibc_cpu_features()
+    usable = ("usable: " + (" ".join(n for n, (_, ok) in glibc.items() if ok) or "none")
+              + "; masked: " + (" ".join(n for n, (cpu, ok) in glibc.items() if cpu and not ok) or "none")
+              if glibc is not None else "unknown")
+    out = {
+        "CPU model": cpu_model(),
+        "CPU flags": cpu_flags(),
+        "CPUs available": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()),
+        "glibc": f"{platform.libc_ver()[1] or 'unknown'} ({usable})",
+        "NumPy SIMD": numpy_simd(),
+        "BLAS kernels": blas_kernels(),
+        "Numba target": numba_target(),
+        "torch CPU kernels": torch.backends.cpu.get_cpu_capability(),
+        "torch intra-op threads": str(torch.get_num_threads()),
+        "deterministic algorithms": str(torch.are_deterministic_algorithms_enabled()),
+    }
+    if compute_threads is not None:
+        out = {"compute threads (config)": str(compute_threads)} | out
+    out["kernel-selection variables"] = " ".join(
+        f"{v}={os.environ[v]}" for v in KERNEL_VARIABLES if os.environ.get(v)) or "none"
+    return out
 
 
 def runtimes(benchmark_files) -> pd.DataFrame:

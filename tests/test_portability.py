@@ -1,0 +1,89 @@
+"""The simulated machines of the determinism/portability runs: built from this CPU, and in effect."""
+
+import os
+import platform
+
+import pytest
+
+from bnstudy import determinism, provenance
+
+X86_LINUX = platform.system() == "Linux" and platform.machine() == "x86_64" and provenance.LD_SO.exists()
+GLIBC = tuple(int(x) for x in (platform.libc_ver()[1] or "0.0").split(".")[:2])
+KERNEL_VARS = {"ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
+               "OPENBLAS_CORETYPE", "GLIBC_TUNABLES"}
+
+
+@pytest.fixture(scope="module")
+def envs():
+    return determinism.environments()
+
+
+def test_three_machines_one_per_determinism_run(envs):
+    assert list(envs) == ["native", "avx2", "generic"]
+    assert envs["native"] == {}
+    assert set(determinism.RUN_ENVIRONMENTS) == set(determinism.RUNS)
+    assert sorted(determinism.RUN_ENVIRONMENTS.values()) == sorted(envs)
+    assert KERNEL_VARS <= set(envs["avx2"]) and KERNEL_VARS <= set(envs["generic"])
+    assert {k: envs["avx2"][k] for k in ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS",
+                                         "ONEDNN_MAX_CPU_ISA")} == {
+        "ATEN_CPU_CAPABILITY": "avx2", "NUMBA_CPU_NAME": "haswell", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert {k: envs["generic"][k] for k in ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS",
+                                            "ONEDNN_MAX_CPU_ISA")} == {
+        "ATEN_CPU_CAPABILITY": "default", "NUMBA_CPU_NAME": "generic", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41"}
+
+
+def test_numpy_is_asked_to_disable_only_dispatched_features_this_cpu_has(envs):
+    features, baseline, dispatch = determinism.numpy_cpu()
+    for name in ("avx2", "generic"):
+        listed = [f for f in envs[name].get("NPY_DISABLE_CPU_FEATURES", "").split(",") if f]
+        assert all(features[f] and f in dispatch and f not in baseline for f in listed), (name, listed)
+    generic = set(envs["generic"].get("NPY_DISABLE_CPU_FEATURES", "").split(","))
+    wide = {f for f in dispatch if features.get(f) and f not in baseline
+            and (f.startswith("AVX512") or f in determinism.GENERIC_NUMPY or f == "X86_V4")}
+    assert wide <= generic
+    assert not any(f.startswith("AVX") or f == "FMA3" for f in envs["avx2"].get("NPY_DISABLE_CPU_FEATURES", "")
+                   .split(",") if not f.startswith("AVX512"))
+
+
+def test_glibc_tunables_use_the_spelling_of_this_glibc(envs):
+    assert envs["generic"]["GLIBC_TUNABLES"].startswith("glibc.cpu.hwcaps=-AVX,-AVX2,-FMA,")
+    assert "-AVX512F" in envs["avx2"]["GLIBC_TUNABLES"] and "-AVX2" not in envs["avx2"]["GLIBC_TUNABLES"]
+    assert ("_Usable" in envs["generic"]["GLIBC_TUNABLES"]) == (GLIBC < (2, 33))
+
+
+@pytest.mark.skipif(not X86_LINUX, reason="glibc's ld.so diagnostics of x86-64 Linux")
+def test_the_generic_machine_masks_glibcs_avx_avx2_and_fma_per_ld_so_diagnostics(envs):
+    here = provenance.glibc_cpu_features(dict(os.environ))
+    generic = provenance.glibc_cpu_features(os.environ | envs["generic"])
+    avx2 = provenance.glibc_cpu_features(os.environ | envs["avx2"])
+    assert here is not None and generic is not None and avx2 is not None
+    for name in ("AVX", "AVX2", "FMA", "AVX512F"):
+        assert generic[name] == (here[name][0], False), name  # the CPU still reports it; glibc no longer uses it
+    assert avx2["AVX512F"][1] is False
+    assert avx2["AVX2"] == here["AVX2"] and avx2["FMA"] == here["FMA"]
+
+
+@pytest.mark.skipif(not X86_LINUX or GLIBC < (2, 33), reason="glibc >= 2.33's ld.so diagnostics of x86-64 Linux")
+def test_the_old_usable_spelling_masks_nothing_on_this_glibc():
+    """Why the spelling matters: glibc >= 2.33 ignores ``-AVX2_Usable`` silently."""
+    here = provenance.glibc_cpu_features(dict(os.environ))
+    old_style = provenance.glibc_cpu_features(os.environ | {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2_Usable"})
+    assert old_style == here
+
+
+def test_each_library_selects_the_simulated_machines_kernels(envs):
+    """Seen from inside a process started with each environment (as the runs' jobs are)."""
+    generic = determinism.describe_environment(envs["generic"])
+    assert generic["torch CPU kernels"] == "DEFAULT"
+    assert generic["Numba target"] == "generic (no AVX/FMA)"
+    assert generic["NumPy SIMD"].endswith("dispatched: none") or not any(
+        t in generic["NumPy SIMD"].split("dispatched:")[1] for t in ("AVX", "FMA3", "X86_V3", "X86_V4"))
+    if "openblas" in generic["BLAS kernels"]:
+        assert "Nehalem" in generic["BLAS kernels"]
+    assert "NUMBA_CPU_NAME=generic" in generic["kernel-selection variables"]
+    avx2 = determinism.describe_environment(envs["avx2"])
+    assert avx2["torch CPU kernels"] in ("AVX2", "DEFAULT")  # DEFAULT only on a CPU without AVX2
+    assert avx2["Numba target"].startswith("haswell") and "avx512f" not in avx2["Numba target"]
+    assert "X86_V4" not in avx2["NumPy SIMD"] and "AVX512" not in avx2["NumPy SIMD"]
