@@ -53,8 +53,20 @@ test-fast: setup
 lint: setup
 	$(BIN)/snakemake --lint
 
+# Three runs of the test config, each on another simulated machine (cores 1 as is;
+# cores 4 as an AVX2 machine; cores 2, killed and resumed, without AVX/FMA/AVX512):
+# determinism and portability in one check, the same runs `make test` makes.
 determinism: setup
 	$(BIN)/python -m bnstudy.determinism --configfile config/test.yaml
+
+.PHONY: portability verify
+portability: setup
+	$(BIN)/python -m bnstudy.determinism --configfile config/test.yaml
+
+# Build the paper config, then compare it byte for byte with its expected manifest.
+verify: setup
+	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/python -m bnstudy.manifest verify --expected config/expected/paper.manifest.tsv --results results
 
 benchmark: setup
 	$(BIN)/python -m bnstudy.benchmark
