@@ -1,25 +1,35 @@
 # Two commands on a fresh Debian 12 machine (Python 3.11, root):
 #   make        set up, then run the whole study to paper/main.pdf
 #   make test   set up, then run the test suite (unit tests, lint, pipeline checks)
-# Setup is idempotent: a second call does nothing that is already done.
+# Setup is idempotent: a second call does nothing that is already done. It
+# installs the Python packages from requirements/lock.txt (exact versions with
+# sha256 hashes); `make lock` regenerates that file (never run by default).
 
 PYTHON   ?= python3.11
 VENV     ?= .venv
 BIN       = $(VENV)/bin
 CORES    ?= 4
 STAMP     = $(VENV)/.installed
+# Every Python dependency at an exact version with its sha256 (Linux x86-64,
+# CPython 3.11; torch is 2.13.0's CPU build). See requirements/README.md.
+LOCK      = requirements/lock.txt
+PIP_VERSION = 26.3
+PIP_TOOLS   = pip-tools==7.6.2
+LOCK_VENV  ?= $(VENV)/lock-tools
 
-.PHONY: all setup tex paper figures test test-fast lint determinism benchmark slurm-test report clean
+.PHONY: all setup tex lock paper figures test test-fast lint determinism benchmark slurm-test report clean
 
 all: paper
 
-$(STAMP): pyproject.toml
+$(STAMP): $(LOCK) pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 (Debian: apt-get install python3.11 python3.11-venv)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch first and pinned exactly: the CPU build; a looser spec pulls a multi-GB CUDA build
-	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,slurm]"
+	$(BIN)/python -m pip install --quiet "pip==$(PIP_VERSION)"
+	# every dependency (extras test and slurm included) at the version and sha256 in
+	# the lock; torch is 2.13.0's CPU build (a looser spec pulls a multi-GB CUDA build)
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
+	# then the project itself, its dependencies being all in place already
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 setup: $(STAMP) tex
@@ -35,6 +45,27 @@ tex:
 	else \
 	  echo "error: latexmk/pdflatex missing and apt-get unavailable: install latexmk and TeX Live (recommended + extra) by hand"; exit 1; \
 	fi
+
+# Regenerate the lock from pyproject.toml (not run by `make`; needs PyPI). Uses
+# pip-compile (pip-tools, in its own venv $(LOCK_VENV)) under this machine's pip
+# configuration, so torch comes from where `pip install torch==2.13.0` takes it:
+# the local CPU wheel. Refuses a lock whose torch is not the CPU build.
+#   make lock                        keep current pins that still fit, pin what is new
+#   make lock LOCK_FLAGS=--upgrade   move every package to its newest allowed version
+#   make lock LOCK_FLAGS="--upgrade-package numpy"   move one package
+lock:
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; the lock is for CPython 3.11"; exit 1; }
+	test -x $(LOCK_VENV)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_VENV) && \
+	  $(LOCK_VENV)/bin/python -m pip install --quiet "pip==$(PIP_VERSION)" "$(PIP_TOOLS)"; }
+	mkdir -p $(dir $(LOCK))
+	if [ -f $(LOCK) ]; then cp $(LOCK) $(LOCK).new; else rm -f $(LOCK).new; fi
+	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet \
+	  --generate-hashes --allow-unsafe --strip-extras --extra test --extra slurm \
+	  --no-emit-find-links --no-emit-index-url $(LOCK_FLAGS) --output-file $(LOCK).new pyproject.toml
+	@grep -q '^torch==2\.13\.0+cpu ' $(LOCK).new && ! grep -qiE '^(nvidia-|triton)' $(LOCK).new || \
+	  { echo "error: torch did not resolve to the local 2.13.0 CPU build (or CUDA packages crept in); $(LOCK) left as it was, see $(LOCK).new"; exit 1; }
+	mv $(LOCK).new $(LOCK)
+	@echo "$(LOCK): $$(grep -c '^[a-z0-9]' $(LOCK)) packages pinned"
 
 paper: setup
 	$(BIN)/snakemake --cores $(CORES)
