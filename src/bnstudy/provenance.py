@@ -138,19 +138,18 @@ def numba_target() -> str:
 
 
 def machine_description(compute_threads: int | None = None) -> dict[str, str]:
-    """What this process runs on, and the kernels it selects: not the same on every machine.
+    """What this process runs on, and the kernels each library selects: not the same on every machine.
 
     For the build record (``results/provenance/``, kept out of the hash
     manifest like the runtimes), never for hashed outputs or the paper. No host
     name.
     """
-    import torch
-
     glibc = glibc_cpu_features()
     usable = ("usable: " + (" ".join(n for n, (_, ok) in glibc.items() if ok) or "none")
               + "; masked: " + (" ".join(n for n, (cpu, ok) in glibc.items() if cpu and not ok) or "none")
               if glibc is not None else "unknown")
-    out = {
+    out = {} if compute_threads is None else {"compute threads (config)": str(compute_threads)}
+    out |= {
         "CPU model": cpu_model(),
         "CPU flags": cpu_flags(),
         "CPUs available": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()),
@@ -158,12 +157,14 @@ def machine_description(compute_threads: int | None = None) -> dict[str, str]:
         "NumPy SIMD": numpy_simd(),
         "BLAS kernels": blas_kernels(),
         "Numba target": numba_target(),
-        "torch CPU kernels": torch.backends.cpu.get_cpu_capability(),
-        "torch intra-op threads": str(torch.get_num_threads()),
-        "deterministic algorithms": str(torch.are_deterministic_algorithms_enabled()),
     }
-    if compute_threads is not None:
-        out = {"compute threads (config)": str(compute_threads)} | out
+    try:
+        import torch
+    except ImportError:
+        out["torch CPU kernels"] = "torch not installed"
+    else:
+        out["torch CPU kernels"] = torch.backends.cpu.get_cpu_capability()
+        out["torch intra-op threads"] = str(torch.get_num_threads())
     out["kernel-selection variables"] = " ".join(
         f"{v}={os.environ[v]}" for v in KERNEL_VARIABLES if os.environ.get(v)) or "none"
     return out

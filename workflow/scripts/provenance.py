@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
 from _setup import start  # noqa: E402
 
-log = start(snakemake)  # noqa: F821
+log = start(snakemake, torch=False)  # noqa: F821
 from bnstudy import io, latex, manifest, provenance  # noqa: E402
 
 out, p = snakemake.output, snakemake.params  # noqa: F821
