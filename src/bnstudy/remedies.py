@@ -69,7 +69,7 @@ import numpy as np
 from . import kernels
 from . import model as mlp
 from .batching import epoch_batches
-from .fixedmath import JIT, log, powi
+from .fixedmath import JIT, log_array, powi
 from .model import NetSpec
 from .runtime import STREAM_EVAL_BATCHES, derive_seed
 
@@ -133,33 +133,21 @@ def _cumulative_moments(h, starts, mean, var):
 
 
 @numba.njit(**JIT)
-def _distances(mean, var, emean, evar, eps, md, vd):
-    """Per model (row): RMS over features (in order) of the normalised mean shift and the
-    variance log-ratio; see :func:`distances`."""
-    m_, f_ = mean.shape
+def _root_means(a, out):
+    """``out[i] = sqrt((sum over j = 0, 1, ... of a[i, j]) / J)`` for every row ``i``."""
+    m_, f_ = a.shape
     for i in range(m_):
         s = 0.0
-        t = 0.0
         for f in range(f_):
-            dm = mean[i, f] - emean[i, f]
-            s += dm * dm / (evar[i, f] + eps)
-            lr = log((var[i, f] + eps) / (evar[i, f] + eps))
-            t += lr * lr
-        md[i] = np.sqrt(s / f_)
-        vd[i] = np.sqrt(t / f_)
+            s += a[i, f]
+        out[i] = np.sqrt(s / f_)
 
 
-@numba.njit(**JIT)
-def _pass_inputs(w1t, b1, g1, be1, rm1, rv1, w2t, b2, x, starts, eps, pre1, out1, pre2):
-    """One model's layer inputs over a training-mode batch-norm pass: ``pre1 = x W1^T + b1``
-    (every row alike), layer 1 normalised with each batch's statistics (rows
-    ``starts[j] ..``) and rectified into ``out1``, ``pre2 = out1 W2^T + b2``."""
-    kernels.linear_t(x, w1t, b1, pre1)
-    for j in range(starts.shape[0] - 1):
-        s, e = starts[j], starts[j + 1]
-        kernels.norm_train(kernels.BATCH, pre1[s:e], e - s, g1, be1, rm1, rv1, eps, 1, np.float32(1),
-                           np.float32(0), True, out1[s:e])
-    kernels.linear_t(out1, w2t, b2, pre2)
+# The compiled functions of this module call no compiled function of another module:
+# Numba's cache (``cache=True``) is invalidated when a function's own source file
+# changes, not when a function it calls in another file does, so a cached caller
+# would keep running the old arithmetic of a changed kernel. Calls into
+# :mod:`bnstudy.kernels` and :mod:`bnstudy.fixedmath` are made from Python.
 
 
 # ---- statistics ----------------------------------------------------------------
@@ -253,9 +241,13 @@ def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict
     pre1 = np.empty((m, n, w1t.shape[2]), np.float32)
     pre2 = np.empty((m, n, w2t.shape[2]), np.float32)
     out1 = np.empty((n, w1t.shape[2]), np.float32)
+    eps, one, zero = np.float32(spec.eps), np.float32(1), np.float32(0)
     for i in range(m):
-        _pass_inputs(w1t[i], b1[i], g1[i], be1[i], rm1[i], rv1[i], w2t[i], b2[i], xp, starts,
-                     np.float32(spec.eps), pre1[i], out1, pre2[i])
+        kernels.linear_t(xp, w1t[i], b1[i], pre1[i])  # row by row: the same bits as batch by batch
+        for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
+            kernels.norm_train(kernels.BATCH, pre1[i, s:e], e - s, g1[i], be1[i], rm1[i], rv1[i], eps, 1,
+                               one, zero, True, out1[s:e])
+        kernels.linear_t(out1, w2t[i], b2[i], pre2[i])
     return dict(zip(mlp.NORMS, (pre1, pre2))), starts
 
 
@@ -348,9 +340,12 @@ def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
     for number, layer in enumerate(mlp.NORMS, start=1):
         mean, var = (np.ascontiguousarray(t, dtype=np.float64) for t in statistics[layer])
         emean, evar = (np.ascontiguousarray(t, dtype=np.float64) for t in exact[layer])
+        shift = mean - emean
+        ratio = log_array((var + eps) / (evar + eps))
         md = np.empty(mean.shape[0], np.float64)
         vd = np.empty(mean.shape[0], np.float64)
-        _distances(mean, var, emean, evar, float(eps), md, vd)
+        _root_means(shift * shift / (evar + eps), md)
+        _root_means(ratio * ratio, vd)
         for i in range(mean.shape[0]):
             rows.append({"model": i, "layer": number, "mean_distance": float(md[i]),
                          "var_distance": float(vd[i])})

@@ -17,7 +17,8 @@ accuracy, distances = evaluation.remedy_rows(
     stacked, spec, seeds, data["x_train"], data["y_train"], data["x_test"], data["y_test"], b, p.seed,
     recipe.Recipe.from_metadata(metas[0]).last_batch)
 cell = {"normaliser": spec.normaliser, "batch_size": b}
-updates = {int(m["seed"]): int(stacked["1.num_batches_tracked"][i]) for i, m in enumerate(metas)}
+tracked = stacked["1.num_batches_tracked"].reshape(len(metas), -1)[:, 0]  # one count per model
+updates = {int(m["seed"]): int(tracked[i]) for i, m in enumerate(metas)}
 io.write_table(out.accuracy, [cell | r | {"updates": updates[r["seed"]]} for r in accuracy])
 io.write_table(out.distances, [cell | r for r in distances])
 log.info("accuracy %s", accuracy)
