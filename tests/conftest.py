@@ -46,3 +46,11 @@ def configured():
     from bnstudy import runtime
 
     runtime.configure(1)
+
+
+def pytest_configure(config):
+    """One compute thread in the test process, as in every pipeline job."""
+    import os
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
