@@ -2,20 +2,49 @@
 
 Modules, one idea each:
 
-- ``runtime``     deterministic compute settings (threads, algorithms, seeds)
+- ``fixedmath``   exp, log and integer powers with the same bits on every machine
+- ``kernels``     the network's forward arithmetic, compiled in one fixed order
+- ``backprop``    the compiled training loop: backward pass and optimisers
+- ``model``       the MLP: stacks of NumPy arrays, initial weights, PyTorch modules for users
+- ``recipe``      the training recipe and batch renormalisation's schedule
+- ``batching``    the seeded batch order of every epoch
+- ``train``       one run of a recipe per seed, through the compiled loop
+- ``plain``       the plain PyTorch loop, the independent reference (tests, benchmark)
+- ``torchnet``    the network as PyTorch functions on stacks (the tests' reference)
+- ``norms``       normalisers as PyTorch functions (and the BatchRenorm1d module)
+- ``runtime``     threads and named random streams
 - ``data``        the digits split and the enumerated synthetic population
-- ``norms``       normalisers as stacked functional layers (and batch renormalisation)
-- ``model``       the MLP, as plain PyTorch modules and as a stack of models
-- ``train``       the per-model loop and the lockstep trainer
-- ``companions``  companion dependence of training-mode predictions
-- ``kernels``     the probes' compiled batch-norm kernel (Numba)
-- ``batch_size``  accuracy by training batch size, and running-statistics remedies
-- ``running_stats`` the enumerated running-statistics study
+- ``companions``, ``probes``  companion dependence of training-mode predictions
+- ``evaluation``, ``remedies`` study 2: accuracy by training batch size, and the remedies
+- ``running_stats``, ``layer``, ``selfchecks``  the running-statistics study
 - ``reference``   an independent NumPy BatchNorm1d
 - ``stats``       bootstrap and seed intervals
 - ``io``          byte-stable, atomic file writing
 - ``manifest``    content hashes of pipeline outputs
 - ``codedeps``    the package modules each rule script can load (its code inputs)
+
+Numba caches compiled kernels on disk, but it checks only the source file of the
+function it compiled, not the files whose functions that code inlines. So the
+cache lives in a directory named by a digest of every module that uses Numba:
+editing any kernel compiles afresh instead of loading stale machine code. Set
+``NUMBA_CACHE_DIR`` to choose another place.
 """
 
+import hashlib
+import os
+from pathlib import Path
+
 __version__ = "0.1.0"
+
+
+def _numba_cache_dir() -> str:
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(here.glob("*.py")):
+        text = path.read_bytes()
+        if b"import numba" in text:
+            digest.update(path.name.encode() + b"\0" + text)
+    return str(here / "__pycache__" / f"numba-{digest.hexdigest()[:16]}")
+
+
+os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_dir())
