@@ -36,7 +36,6 @@ order); ``keep**u`` is :func:`bnstudy.fixedmath.powi`. Elementwise arithmetic an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,20 +43,6 @@ from .fixedmath import powi
 from .layer import BatchNorm1d
 from .reductions import column_moments, rms, weighted_column_sums
 from .runtime import STREAM_POPULATION, derive_seed
-
-if TYPE_CHECKING:
-    import torch
-else:
-    class _LazyTorch:
-        """``torch``, imported on first use: only :func:`trained_divergence` needs it, and
-        importing this module must not load PyTorch (about 2 s per job)."""
-
-        def __getattr__(self, name):
-            import torch as module
-
-            return getattr(module, name)
-
-    torch = _LazyTorch()
 
 ORDERS = ("shuffled", "sorted")
 ESTIMATORS = ("ema", "bias_corrected", "cumulative", "pooled")
@@ -251,38 +236,3 @@ def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
         "worst_feature_var_error": max(shuffled[b]["worst_var_error"] for b in sizes),
     }
 
-
-# ---- in trained networks: class-sorted versus shuffled training batches -----------
-def trained_divergence(stacked, spec, x: torch.Tensor, y: torch.Tensor, batch_size: int, seed: int,
-                       limits=(1.0, 0.0)) -> dict[str, torch.Tensor]:
-    """Per model of a stack, on the test rows ``x``:
-
-    - ``inference_accuracy``: share of rows labelled correctly in inference mode;
-    - ``train_mode_accuracy``: the same in training mode, on the seeded random test
-      batches of ``batch_size`` of :func:`bnstudy.batch_size.test_batches` (every
-      row scored once; running statistics read, never written);
-    - ``label_disagreement``: share of rows whose training-mode label differs from
-      the inference-mode label;
-    - ``train_eval_rmse``: RMSE between training-mode and inference-mode logits over
-      every scored row and class.
-    """
-    from . import model as mlp
-    from .batch_size import test_batches
-
-    batches, scored = test_batches(len(y), batch_size, seed)
-    m = next(iter(stacked.values())).shape[0]
-    with torch.no_grad():
-        train_logits = mlp.forward(stacked, spec, x[batches].expand(m, -1, -1, -1), train=True,
-                                   update=False, limits=limits)
-        eval_logits = mlp.forward(stacked, spec, x[batches].expand(m, -1, -1, -1), train=False)
-    mask = scored.expand(m, -1, -1)
-    labels = y[batches]
-    n = scored.sum()
-    train_label, eval_label = train_logits.argmax(-1), eval_logits.argmax(-1)
-    sq = ((train_logits - eval_logits) ** 2).mean(-1)
-    return {
-        "inference_accuracy": ((eval_label == labels) & mask).double().sum((1, 2)) / n,
-        "train_mode_accuracy": ((train_label == labels) & mask).double().sum((1, 2)) / n,
-        "label_disagreement": ((train_label != eval_label) & mask).double().sum((1, 2)) / n,
-        "train_eval_rmse": torch.sqrt((sq * mask).double().sum((1, 2)) / n),
-    }
