@@ -87,3 +87,13 @@ def test_each_library_selects_the_simulated_machines_kernels(envs):
     assert avx2["torch CPU kernels"] in ("AVX2", "DEFAULT")  # DEFAULT only on a CPU without AVX2
     assert avx2["Numba target"].startswith("haswell") and "avx512f" not in avx2["Numba target"]
     assert "X86_V4" not in avx2["NumPy SIMD"] and "AVX512" not in avx2["NumPy SIMD"]
+
+
+def test_runs_compile_into_their_own_copy_not_this_checkouts_numba_cache(monkeypatch):
+    import bnstudy
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", bnstudy._numba_cache_dir())  # what importing bnstudy sets
+    env = determinism.run_environment({"NUMBA_CPU_NAME": "generic"})
+    assert "NUMBA_CACHE_DIR" not in env and env["NUMBA_CPU_NAME"] == "generic"
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/chosen")  # chosen by the user: kept
+    assert determinism.run_environment()["NUMBA_CACHE_DIR"] == "/somewhere/chosen"

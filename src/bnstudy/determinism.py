@@ -158,10 +158,25 @@ def snakemake_cmd(configfile: str, cores: int, extra=()) -> list[str]:
             *extra]
 
 
+def run_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment plus ``env``, for a run in a copied workflow.
+
+    Without the Numba cache directory that importing ``bnstudy`` here set (in
+    this checkout's ``src/bnstudy/__pycache__``): each run compiles into its own
+    copy's, so no run reuses another's (or this checkout's) machine code.
+    """
+    from . import _numba_cache_dir
+
+    base = dict(os.environ)
+    if base.get("NUMBA_CACHE_DIR") == _numba_cache_dir():
+        del base["NUMBA_CACHE_DIR"]
+    return base | (env or {})
+
+
 def run(workdir: Path, configfile: str, cores: int, extra=(), log=None, env=None) -> None:
     """Run Snakemake in ``workdir``; ``env``: variables added to this process's environment."""
     subprocess.run(snakemake_cmd(configfile, cores, extra), cwd=workdir, check=True,
-                   stdout=log, stderr=subprocess.STDOUT, env=os.environ | (env or {}))
+                   stdout=log, stderr=subprocess.STDOUT, env=run_environment(env))
 
 
 def run_killed_then_resumed(workdir: Path, configfile: str, log=None, wait_for="results/logs/train_grid",
@@ -172,7 +187,7 @@ def run_killed_then_resumed(workdir: Path, configfile: str, log=None, wait_for="
     """
     start = time.monotonic()
     proc = subprocess.Popen(snakemake_cmd(configfile, 2), cwd=workdir, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True, env=os.environ | (env or {}))
+                            stderr=subprocess.STDOUT, start_new_session=True, env=run_environment(env))
     marker = workdir / wait_for
     while not (marker.exists() and any(marker.iterdir())):
         if proc.poll() is not None:
@@ -186,7 +201,7 @@ def run_killed_then_resumed(workdir: Path, configfile: str, log=None, wait_for="
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "--configfile", configfile, "-q"],
-                   cwd=workdir, check=True, stdout=log, stderr=subprocess.STDOUT, env=os.environ | (env or {}))
+                   cwd=workdir, check=True, stdout=log, stderr=subprocess.STDOUT, env=run_environment(env))
     run(workdir, configfile, 2, ["--rerun-incomplete"], log, env)
     return killed_at
 
