@@ -58,7 +58,8 @@ compiled loops below, in these orders, each feature an independent sum:
   logarithm from :func:`bnstudy.fixedmath.log`;
 - ``keep**u`` by :func:`bnstudy.fixedmath.powi`.
 
-The results are rounded to float32, the dtype of the running statistics they replace.
+The statistics are rounded to float32, the dtype of the running statistics they
+replace; the distances stay float64.
 """
 
 from __future__ import annotations
@@ -143,11 +144,11 @@ def _root_means(a, out):
         out[i] = np.sqrt(s / f_)
 
 
-# The compiled functions of this module call no compiled function of another module:
-# Numba's cache (``cache=True``) is invalidated when a function's own source file
-# changes, not when a function it calls in another file does, so a cached caller
-# would keep running the old arithmetic of a changed kernel. Calls into
-# :mod:`bnstudy.kernels` and :mod:`bnstudy.fixedmath` are made from Python.
+# The compiled functions of this module call no compiled function of another module
+# (calls into :mod:`bnstudy.kernels` and :mod:`bnstudy.fixedmath` are made from
+# Python): Numba's cache checks only the caller's own source file. The package
+# also names its cache directory by a digest of every Numba module (see
+# ``bnstudy/__init__.py``); this keeps the module right without relying on it.
 
 
 # ---- statistics ----------------------------------------------------------------
