@@ -104,8 +104,8 @@ def write_weights(path, state: dict, metadata: dict[str, str]) -> None:
     blobs, offset = [], 0
     for name in sorted(state):
         t = state[name]
-        t = np.ascontiguousarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t)
-        data = t.astype(t.dtype.newbyteorder("<"), copy=False).tobytes()
+        t = np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t)  # 0-d stays 0-d
+        data = t.astype(t.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
         header[name] = {"dtype": _DTYPES[str(t.dtype)], "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
@@ -138,7 +138,7 @@ def write_array(path, array: np.ndarray) -> None:
     """A NumPy ``.npy`` file (a fixed header and raw data, no zip, no timestamp)."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+            np.save(f, np.require(array, requirements="C") if np.ndim(array) else np.asarray(array), allow_pickle=False)
 
 
 def read_array(path) -> np.ndarray:
