@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
 from _setup import start  # noqa: E402
 
-log = start(snakemake)  # noqa: F821
+log = start(snakemake, torch=False)  # noqa: F821
 import pandas as pd  # noqa: E402
 
 from bnstudy import companions, io  # noqa: E402
