@@ -1,0 +1,71 @@
+"""Intervals against scipy.stats and NumPy, on fixed and on generated inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from bnstudy import stats
+
+finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(finite, min_size=2, max_size=12), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_seed_interval_is_scipys_t_interval(values, confidence):
+    mean, sd, lo, hi = stats.seed_interval(values, confidence)
+    v = np.asarray(values)
+    assert mean == pytest.approx(v.mean(), abs=1e-9)
+    assert sd == pytest.approx(v.std(ddof=1), abs=1e-9)
+    if sd > 0:
+        ref = sps.t.interval(confidence, len(v) - 1, loc=v.mean(), scale=sps.sem(v))
+        assert (lo, hi) == pytest.approx(ref, abs=1e-9, rel=1e-9)
+    assert lo <= mean <= hi
+
+
+def test_seed_interval_by_hand_and_for_one_seed():
+    mean, sd, lo, hi = stats.seed_interval([1.0, 2.0, 3.0], 0.95)
+    assert (mean, sd) == (2.0, 1.0)
+    half = 4.302652729749464 / np.sqrt(3)  # t(0.975, 2 df)
+    assert (lo, hi) == pytest.approx((2 - half, 2 + half), rel=1e-12)
+    mean, sd, lo, hi = stats.seed_interval([0.7], 0.95)
+    assert mean == 0.7 and np.isnan(sd) and np.isnan(lo) and np.isnan(hi)
+
+
+def test_summarise_over_seeds_groups_and_counts():
+    df = pd.DataFrame({"g": ["a", "a", "b", "b", "b"], "x": [1.0, 3.0, 2.0, 2.0, 5.0]})
+    out = stats.summarise_over_seeds(df, ["g"], "x", 0.9).set_index("g")
+    assert out.loc["a", "seeds"] == 2 and out.loc["a", "mean"] == 2.0
+    assert out.loc["b", "sd"] == pytest.approx(np.std([2, 2, 5], ddof=1))
+    lo, hi = sps.t.interval(0.9, 2, loc=3.0, scale=sps.sem([2, 2, 5]))
+    assert (out.loc["b", "ci_low"], out.loc["b", "ci_high"]) == pytest.approx((lo, hi))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=3, max_size=30), st.integers(0, 2**32 - 1),
+       st.sampled_from([0.8, 0.95]))
+def test_bootstrap_is_the_percentile_interval_of_resampled_example_means(values, seed, confidence):
+    v = np.asarray(values)
+    lo, hi = stats.bootstrap_examples(v, 400, confidence, np.random.default_rng(seed))
+    idx = np.random.default_rng(seed).integers(0, len(v), size=(400, len(v)))
+    means = v[idx].mean(axis=1)  # each resample has as many examples as the data
+    alpha = (1 - confidence) / 2
+    ref = np.quantile(means, [alpha, 1 - alpha])  # both tails: alpha halved
+    assert (lo, hi) == pytest.approx(tuple(ref), abs=1e-12)
+    assert v.min() - 1e-12 <= lo <= hi <= v.max() + 1e-12
+
+
+def test_bootstrap_interval_narrows_with_more_examples_and_is_reproducible():
+    rng = np.random.default_rng(0)
+    small, large = rng.random(10), rng.random(400)
+    w_small = np.diff(stats.bootstrap_examples(small, 2000, 0.95, np.random.default_rng(1)))[0]
+    w_large = np.diff(stats.bootstrap_examples(large, 2000, 0.95, np.random.default_rng(1)))[0]
+    assert w_large < w_small / 3
+    a = stats.bootstrap_examples(large, 500, 0.95, np.random.default_rng(2))
+    assert a == stats.bootstrap_examples(large, 500, 0.95, np.random.default_rng(2))
+    # a 95% interval of a mean of uniforms over 400 examples: about +-1.96 * 0.2887 / 20
+    assert w_large == pytest.approx(2 * 1.96 * 0.2887 / 20, rel=0.15)
