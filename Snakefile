@@ -25,6 +25,14 @@ include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
 
+# Compile every Numba kernel once, before any job starts, instead of once in each
+# of the first jobs running side by side (bnstudy.warmup). Compiled code goes to
+# the package's on-disk cache; on a cluster, jobs on nodes of another CPU model
+# compile their own.
+onstart:
+    shell(f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.warmup")
+
+
 rule all:
     default_target: True
     input:
