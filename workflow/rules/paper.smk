@@ -51,6 +51,7 @@ rule provenance:
         runtime=5,
     log:
         "results/logs/provenance.log",
+        machine="results/provenance/machine.csv",  # the build record: not hashed
     benchmark:
         "results/benchmarks/provenance.tsv"
     script:
