@@ -1,8 +1,8 @@
-"""Study 1: companion probes -- batches, agreement with a plain loop, buffers, controls."""
+"""Study 1: companion probes -- batches, agreement with PyTorch's plain loop, buffers, controls."""
 
 from __future__ import annotations
 
-import copy
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -10,22 +10,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
-from bnstudy import companions, data, model as mlp, runtime, train
+from bnstudy import companions, data, kernels, recipe, train
+from bnstudy import model as mlp
 from bnstudy.model import NetSpec
-from bnstudy.companions import normalise_batches_
-from bnstudy.norms import normalise
+from bnstudy.runtime import STREAM_PROBE, derive_seed
 
-runtime.configure(1)
 N_TEST = 899
+NEAR_TIE = 1e-4  # logits whose two largest are closer than this may round to either label
 
 
 @pytest.fixture(scope="module")
 def split():
     s = data.split_digits(0)
-    return (torch.from_numpy(s.x_train), torch.from_numpy(s.y_train),
-            torch.from_numpy(s.x_test), torch.from_numpy(s.y_test))
+    return s.x_train, s.y_train, s.x_test, s.y_test
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +33,14 @@ def trained(split):
     nets = {}
     for norm in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"):
         spec = NetSpec(norm)
-        recipe = train.Recipe(batch_size=16, epochs=2)
-        stacked, _ = train.train_lockstep(spec, recipe, [0, 1], x, y)
-        meta = spec.metadata() | recipe.metadata()
-        nets[norm] = (stacked, spec, train.final_limits(meta, len(y)))
+        rec = recipe.Recipe(batch_size=16, epochs=2)
+        stacked, _ = train.train_models(spec, rec, [0, 1], x, y)
+        nets[norm] = (stacked, spec, recipe.final_limits(spec.metadata() | rec.metadata(), len(y)))
     return nets
 
 
-def _clone(stacked):
-    return {k: v.clone() for k, v in stacked.items()}
+def _digest(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a, "<i8").tobytes()).hexdigest()
 
 
 # ---- batches -------------------------------------------------------------------
@@ -51,36 +48,71 @@ def _clone(stacked):
 def test_exact_pairs_cover_every_other_test_row_once():
     for example in (0, 417, N_TEST - 1):
         pairs = companions.exact_pairs(N_TEST, example)
-        assert pairs.shape == (N_TEST - 1, 2)
+        assert pairs.shape == (N_TEST - 1, 2) and pairs.dtype == np.int64
         assert (pairs[:, 0] == example).all()
-        assert sorted(pairs[:, 1].tolist()) == [i for i in range(N_TEST) if i != example]
+        assert pairs[:, 1].tolist() == [i for i in range(N_TEST) if i != example]
 
 
 def test_random_batches_hold_example_first_and_distinct_other_companions():
     batches = companions.random_batches(N_TEST, 37, 16, 300, seed=0)
-    assert batches.shape == (300, 16)
+    assert batches.shape == (300, 16) and batches.dtype == np.int64
     assert (batches[:, 0] == 37).all() and (batches[:, 1:] != 37).all()
     assert all(len(set(row.tolist())) == 16 for row in batches)
     assert batches.min() >= 0 and batches.max() < N_TEST
-    assert torch.equal(batches, companions.random_batches(N_TEST, 37, 16, 300, seed=0))
-    assert not torch.equal(batches, companions.random_batches(N_TEST, 37, 16, 300, seed=1))
+    assert np.array_equal(batches, companions.random_batches(N_TEST, 37, 16, 300, seed=0))
+    assert not np.array_equal(batches, companions.random_batches(N_TEST, 37, 16, 300, seed=1))
+
+
+def test_random_companions_are_the_smallest_uniform_keys_of_their_own_stream():
+    """The documented draw, written out: PCG64 seeded from (seed, STREAM_PROBE, example, b, design)."""
+    n, example, b, k, seed = 50, 7, 4, 30, 3
+    rng = np.random.Generator(np.random.PCG64(derive_seed(seed, STREAM_PROBE, example, b, 0)))  # 0: "random"
+    pool = np.array([i for i in range(n) if i != example])
+    keys = rng.random((k, len(pool)))
+    expected = pool[np.argsort(keys, axis=1, kind="stable")[:, : b - 1]]
+    assert np.array_equal(companions.random_batches(n, example, b, k, seed)[:, 1:], expected)
 
 
 def test_one_class_batches_draw_all_companions_from_one_class(split):
     y = split[3]
-    example = int((y == 3).nonzero()[0])
+    example = int(np.flatnonzero(y == 3)[0])
     own = companions.one_class_batches(y, example, 16, 200, seed=0, own=True)
     other = companions.one_class_batches(y, example, 16, 200, seed=0, own=False)
     assert (own[:, 0] == example).all() and (own[:, 1:] != example).all()
     assert (y[own[:, 1:]] == 3).all()
-    assert all(len(set(row.tolist())) == 16 for row in torch.cat([own, other]))
+    assert all(len(set(row.tolist())) == 16 for row in np.concatenate([own, other]))
     classes = y[other[:, 1:]]
     assert (classes == classes[:, :1]).all() and (classes != 3).all()
     assert len(set(classes[:, 0].tolist())) == 9  # every other class is drawn
 
 
+def test_draws_are_pinned_bytes():
+    """NumPy's PCG64 stream, integer draws and random(): the same batches on every machine.
+    A change here (e.g. a NumPy that changed a stream) changes every companion result."""
+    y = np.arange(N_TEST) % 10
+    assert _digest(companions.random_batches(N_TEST, 37, 16, 50, 0)) == (
+        "5f8bb3d07e819382335c842740f4deacb578d5c611a7320c7fc591d2b80b97d7")
+    assert _digest(companions.random_batches(N_TEST, 898, 2, 30, 5)) == (
+        "f4daef83ecbcfd2a4f83c8751105518dae21d764e20fa50b12d73eddcdcee59b")
+    assert _digest(companions.one_class_batches(y, 23, 16, 40, 0, own=True)) == (
+        "8c55469c08cd0f069bfa54f59b58e1cd206f1b70487f52baa3f00401a5dd1312")
+    assert _digest(companions.one_class_batches(y, 23, 16, 40, 0, own=False)) == (
+        "2d593df77f5d73d5407b1e9de22f3fbdf6c98204ba8b173e85de654a2ed269db")
+
+
+@pytest.mark.parametrize("m", [1, 2, 15, 63, 99, 100])
+def test_smallest_in_order_is_the_head_of_a_stable_argsort(m):
+    rng = np.random.default_rng(m)
+    for keys in (rng.random((40, 100)),  # no ties
+                 rng.integers(0, 6, (40, 100)).astype(np.float64),  # ties everywhere, at the bound too
+                 np.where(rng.random((40, 100)) < 0.5, 0.25, rng.random((40, 100)))):
+        assert np.array_equal(companions.smallest_in_order(keys, m), np.argsort(keys, axis=1, kind="stable")[:, :m])
+    with pytest.raises(ValueError):
+        companions.smallest_in_order(np.zeros((2, 3)), 4)
+
+
 def test_examples_are_stratified_seeded_and_distinct(split):
-    y = split[3].numpy()
+    y = split[3]
     chosen = companions.choose_examples(y, 10, seed=0)
     assert len(set(chosen.tolist())) == 100
     assert np.bincount(y[chosen], minlength=10).tolist() == [10] * 10
@@ -88,46 +120,40 @@ def test_examples_are_stratified_seeded_and_distinct(split):
     assert not np.array_equal(chosen, companions.choose_examples(y, 10, seed=1))
 
 
-# ---- evaluation ---------------------------------------------------------------
+# ---- evaluation: the compiled probes against PyTorch's plain loop ----------------
 
-@pytest.mark.parametrize("norm", ["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"])
-def test_in_place_batch_normalisation_equals_norms_normalise(trained, split, norm):
-    """The probes' fast normaliser is the training-mode function of norms.normalise."""
-    stacked, spec, limits = trained[norm]
-    pre = companions.first_layer(stacked, split[2])
-    h = pre[:, companions.random_batches(N_TEST, 5, 8, 50, seed=0)]  # (M, 50, 8, F)
-    p = mlp.norm_params(stacked, "1")
-    buffers = {k: v.clone() for k, v in p.items()}
-    settings = {"eps": spec.eps, "groups": spec.groups, "limits": limits}
-    theirs = normalise(norm, h, p, train=True, update=False, momentum=spec.momentum, **settings)
-    ours = normalise_batches_(norm, h.clone(), p, **settings)
-    first = normalise_batches_(norm, h.clone(), p, first_row=True, **settings)
-    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(first, theirs[:, :, :1], rtol=1e-5, atol=1e-5)
-    assert all(torch.equal(v, buffers[k]) for k, v in p.items())  # running statistics untouched
+def _top_two_gap(z: np.ndarray) -> np.ndarray:
+    top = np.sort(z, axis=-1)
+    return top[..., -1] - top[..., -2]
 
 
 @pytest.mark.parametrize("norm", ["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"])
-def test_vectorised_probes_agree_with_per_batch_loop(trained, split, norm):
+def test_probes_agree_with_the_plain_pytorch_loop_on_every_batch(trained, split, norm):
+    """Labels equal on every batch, except where a network's two largest logits are within
+    NEAR_TIE of each other in either computation (float32 rounding differs between
+    PyTorch's kernels and the fixed order); on these cases there is no such batch."""
+    pytest.importorskip("torch")
     stacked, spec, limits = trained[norm]
     x = split[2]
-    for batches in (companions.exact_pairs(N_TEST, 11), companions.random_batches(N_TEST, 11, 4, 100, 0),
-                    companions.random_batches(N_TEST, 600, 64, 40, 0)):
+    disagreements = 0
+    for batches in (companions.exact_pairs(N_TEST, 11)[::3], companions.random_batches(N_TEST, 11, 4, 60, 0),
+                    companions.random_batches(N_TEST, 600, 16, 40, 0), companions.random_batches(N_TEST, 600, 64, 15, 0)):
         fast = companions.batch_predictions(stacked, spec, x, batches, limits)
-        slow = companions.batch_predictions_loop(stacked, spec, x, batches, limits)
-        assert fast.shape == (2, len(batches))
-        assert torch.equal(fast, slow)
+        ref = companions.batch_logits_loop(stacked, spec, x, batches, limits)
+        assert fast.shape == ref.shape[:2] == (2, len(batches))
+        differ = fast != ref.argmax(-1)
+        near_tie = _top_two_gap(ref) < NEAR_TIE
+        assert not (differ & ~near_tie).any(), f"{int((differ & ~near_tie).sum())} clear disagreements"
+        disagreements += int(differ.sum())
+    assert disagreements == 0
 
 
-def test_probes_sharing_a_workspace_across_batch_sizes_give_the_same_labels(trained, split):
-    """probe_network reuses scratch buffers from plan to plan (sizes up and down)."""
+def test_reference_labels_are_the_argmax_of_its_logits(trained, split):
+    pytest.importorskip("torch")
     stacked, spec, limits = trained["batchrenorm"]
-    pre = companions.first_layer(stacked, split[2])
-    plans = [companions.random_batches(N_TEST, 7, b, 30, 0) for b in (64, 2, 16, 4, 64)]
-    workspace = {}
-    shared = [companions.probe_labels(stacked, spec, pre, batches, limits, workspace=workspace) for batches in plans]
-    fresh = [companions.probe_labels(stacked, spec, pre, batches, limits) for batches in plans]
-    assert workspace and all(torch.equal(a, b) for a, b in zip(shared, fresh))
+    batches = companions.random_batches(N_TEST, 5, 8, 12, 0)
+    z = companions.batch_logits_loop(stacked, spec, split[2], batches, limits)
+    assert np.array_equal(companions.batch_predictions_loop(stacked, spec, split[2], batches, limits), z.argmax(-1))
 
 
 def test_batch_renorm_probes_depend_on_the_limits(trained, split):
@@ -138,21 +164,22 @@ def test_batch_renorm_probes_depend_on_the_limits(trained, split):
     as_bn = companions.batch_predictions(stacked, NetSpec("batchnorm"), split[2], batches)
     plain = companions.batch_predictions(stacked, NetSpec("batchrenorm"), split[2], batches, (1.0, 0.0))
     relaxed = companions.batch_predictions(stacked, NetSpec("batchrenorm"), split[2], batches, limits)
-    assert torch.equal(as_bn, plain)
-    assert not torch.equal(plain, relaxed)
+    assert np.array_equal(as_bn, plain)
+    assert not np.array_equal(plain, relaxed)
 
 
 # ---- probing never changes the network ------------------------------------------
 
 def test_pytorch_training_mode_moves_buffers_even_without_gradients(trained, split):
-    """Why the probe needs care: a plain BatchNorm1d in train mode updates under no_grad."""
+    """Why the reference loop restores buffers: a BatchNorm1d in train mode updates under no_grad."""
+    torch = pytest.importorskip("torch")
     stacked, spec, _ = trained["batchnorm"]
     net = mlp.build_module(spec)
-    net.load_state_dict(mlp.unstack(stacked)[0])
-    before = copy.deepcopy(net.state_dict())
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in mlp.unstack(stacked)[0].items()})
+    before = {k: v.clone() for k, v in net.state_dict().items()}
     net.train()
     with torch.no_grad():
-        net(split[2][:16])
+        net(torch.from_numpy(split[2][:16]))
     after = net.state_dict()
     assert not torch.equal(before["1.running_mean"], after["1.running_mean"])
     assert not torch.equal(before["4.running_var"], after["4.running_var"])
@@ -162,25 +189,27 @@ def test_pytorch_training_mode_moves_buffers_even_without_gradients(trained, spl
 @pytest.mark.parametrize("norm", ["batchnorm", "batchrenorm"])
 def test_probing_leaves_running_statistics_identical(trained, split, norm):
     stacked, spec, limits = trained[norm]
-    before = _clone(stacked)
+    before = {k: v.copy() for k, v in stacked.items()}
     _, _, x, y = split
-    examples = companions.choose_examples(y.numpy(), 1, seed=0)
+    examples = companions.choose_examples(y, 1, seed=0)
     companions.probe_network(stacked, spec, x, y, examples, batch_sizes=[2, 16], batches_per_example=5,
                              one_class_batch_size=16, seed=0, limits=limits)
     batches = companions.random_batches(N_TEST, 0, 8, 20, 0)
     companions.batch_predictions(stacked, spec, x, batches, limits)
-    companions.batch_predictions_loop(stacked, spec, x, batches, limits)
+    if norm == "batchnorm":
+        pytest.importorskip("torch")
+        companions.batch_predictions_loop(stacked, spec, x, batches, limits)
     assert before.keys() == stacked.keys()
-    for k in before:
-        assert torch.equal(before[k], stacked[k]), k
+    for k, v in before.items():
+        assert np.array_equal(v, stacked[k]) and v.dtype == stacked[k].dtype, k
 
 
-# ---- controls and the batch-dependence they rule out ----------------------------
+# ---- controls and the batch dependence they rule out ----------------------------
 
 def _probe(trained, split, norm, per_class=1):
     stacked, spec, limits = trained[norm]
     _, _, x, y = split
-    examples = companions.choose_examples(y.numpy(), per_class, seed=0)
+    examples = companions.choose_examples(y, per_class, seed=0)
     return pd.DataFrame(companions.probe_network(
         stacked, spec, x, y, examples, batch_sizes=[2, 4, 16, 64], batches_per_example=20,
         one_class_batch_size=16, seed=0, limits=limits))
@@ -198,6 +227,15 @@ def test_batchnorm_labels_do_depend_on_companions(trained, split):
     rows = _probe(trained, split, "batchnorm")
     exact = rows[rows["design"] == "exact"]
     assert exact["flips"].sum() > 0
+
+
+def test_inference_labels_are_kernels_predict(trained, split):
+    stacked, spec, _ = trained["batchnorm"]
+    rows = _probe(trained, split, "batchnorm")
+    examples = sorted(set(rows["example"]))
+    labels = kernels.predict(stacked, spec, split[2][examples])
+    got = rows.drop_duplicates(["model", "example"]).pivot(index="model", columns="example", values="inference_label")
+    assert np.array_equal(got[examples].to_numpy(), labels)
 
 
 # ---- summaries ------------------------------------------------------------------
@@ -223,39 +261,47 @@ def test_summary_estimators_and_dependence_json(trained, split):
 # ---- the pipeline's exact b = 2 rate, recomputed independently ---------------------
 
 @pytest.fixture
-def results(runs):
+def results(request):
     """``results/`` of the suite's test-config run, or ``$BNSTUDY_RESULTS`` (e.g. a paper run)."""
     if "BNSTUDY_RESULTS" in os.environ:
         return Path(os.environ["BNSTUDY_RESULTS"])
-    base, _, _ = runs
+    base, _, _ = request.getfixturevalue("runs")  # only then: the runs take minutes
     return base / "cores4" / "results"
 
 
 @pytest.mark.pipeline
 def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules(results):
-    """From the saved weights, split and examples: plain nn.Sequential, one pair at a time."""
+    """From the saved weights, split and examples: plain nn.Sequential, one pair at a time.
+
+    PyTorch's float32 rounding differs from the pipeline's fixed order, so a pair whose
+    two largest logits are within NEAR_TIE may count differently; the rates agree to
+    within those pairs (none, in the runs so far)."""
+    torch = pytest.importorskip("torch")
     from bnstudy import io
 
-    RESULTS = results
-    weights = sorted((RESULTS / "runs" / "dependence").glob("seed*.safetensors"))
+    weights = sorted((results / "runs" / "dependence").glob("seed*.safetensors"))
     assert len(weights) == 1
     net = mlp.load_module(weights[0])
-    x = torch.from_numpy(io.read_array(RESULTS / "data" / "x_test.npy"))
-    examples = io.read_table(RESULTS / "companions" / "examples.csv")["example"].tolist()
-    state = copy.deepcopy(net.state_dict())
-    flips = 0
+    x = torch.from_numpy(io.read_array(results / "data" / "x_test.npy"))
+    examples = io.read_table(results / "companions" / "examples.csv")["example"].tolist()
+    state = {k: v.clone() for k, v in net.state_dict().items()}
+    flips = near = 0
     with torch.no_grad():
         # every inference-mode label first: the training-mode passes below move the buffers
         labels = net.eval()(x[examples]).argmax(1).tolist()
         net.train()
         for e, label in zip(examples, labels):
-            for other in range(len(x)):
-                if other != e:
-                    flips += int(net(x[[e, other]])[0].argmax()) != label
-    expected = flips / (len(examples) * (len(x) - 1))
-    reported = json.loads((RESULTS / "summary" / "companions.json").read_text())["exact_flip_rate_b2"]
-    assert reported == pytest.approx(expected, abs=1e-12)
+            others = [o for o in range(len(x)) if o != e]
+            for other in others:
+                z = net(x[[e, other]])[0]
+                flips += int(z.argmax()) != label
+                top = torch.topk(z, 2).values
+                near += float(top[0] - top[1]) < NEAR_TIE
+    pairs = len(examples) * (len(x) - 1)
+    reported = json.loads((results / "summary" / "companions.json").read_text())["exact_flip_rate_b2"]
+    assert abs(reported - flips / pairs) <= near / pairs + 1e-12
     for k, v in net.state_dict().items():  # batch norm's own buffers moved; the file did not
         if "running" in k:
             assert not torch.equal(v, state[k])
-    assert all(torch.equal(v, io.read_weights(weights[0])[k]) for k, v in state.items())
+    saved = io.read_weights(weights[0])  # values compared (a count may be stored with shape (1,))
+    assert all(np.array_equal(v.numpy().ravel(), saved[k].ravel()) for k, v in state.items())

@@ -1,118 +1,383 @@
-"""The probes' compiled batch-norm kernel: its arithmetic, its output forms, its checks."""
+"""The network's compiled kernels: their documented float32 order, PyTorch's functions, and
+machine code that is the same arithmetic on every CPU (no fused multiply-add; generic = host)."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
-import torch
 
-from bnstudy.kernels import batch_norm
-from bnstudy.norms import normalise
+from bnstudy import kernels
+from bnstudy import model as mlp
+from bnstudy.model import NetSpec
 
-EPS = 1e-5
-
-
-def _case(seed: int = 0, m: int = 3, n: int = 40, f: int = 24, k: int = 9, b: int = 5):
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randn(m, n, f, generator=g) * 2 + 0.5
-    rows = torch.stack([torch.randperm(n, generator=g)[:b] for _ in range(k)])
-    p = {"weight": torch.rand(m, f, generator=g) + 0.5, "bias": torch.randn(m, f, generator=g),
-         "running_mean": torch.randn(m, f, generator=g) * 0.3, "running_var": torch.rand(m, f, generator=g) + 0.5}
-    return src, rows, p
+ROOT = Path(__file__).resolve().parents[1]
+NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
+F32 = np.float32
+EPS = F32(1e-5)
 
 
-def _sequential_float32(src, rows, p, renorm, limits, relu):
-    """The documented arithmetic, one float32 operation at a time in NumPy (no FMA, rows in order)."""
-    x, idx = src.numpy(), rows.numpy()
-    w, bias, rm, rv = (p[k].numpy() for k in ("weight", "bias", "running_mean", "running_var"))
-    f32 = np.float32
-    eps, rmax, dmax = f32(EPS), f32(limits[0]), f32(limits[1])
-    m_, _, f_ = x.shape
-    k_, b_ = idx.shape
-    out = np.empty((m_, k_ * b_, f_), np.float32)
-    for m in range(m_):
-        for j in range(k_):
-            batch = x[m, idx[j]]
-            mean = np.zeros(f_, np.float32)
-            for r in range(b_):
-                mean = mean + batch[r]
-            mean = mean / f32(b_)
-            squares = np.zeros(f_, np.float32)
-            for r in range(b_):
-                dev = batch[r] - mean
-                squares = squares + dev * dev
-            sigma_batch = np.sqrt(squares / f32(b_) + eps)
-            if renorm:
-                sigma = np.sqrt(rv[m] + eps)
-                r_ = np.minimum(np.maximum(sigma_batch / sigma, f32(1) / rmax), rmax)
-                d_ = np.minimum(np.maximum((mean - rm[m]) / sigma, -dmax), dmax)
-                scale, shift = r_ * w[m] / sigma_batch, d_ * w[m] + bias[m]
-            else:
-                scale, shift = w[m] / sigma_batch, bias[m]
-            y = (batch - mean) * scale + shift
-            out[m, j * b_:(j + 1) * b_] = np.where(y > 0, y, f32(0)) if relu else y
-    return out
-
-
-def _bits(a) -> np.ndarray:
+def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.uint32)
 
 
-@pytest.mark.parametrize("renorm,limits", [(False, (1.0, 0.0)), (True, (2.0, 0.5)), (True, (3.0, 5.0))])
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype == np.float32 and np.array_equal(_bits(a), _bits(b))
+
+
+def _case(seed: int, n: int = 24, f: int = 16):
+    """Pre-normalisation activations and a normaliser's parameters, float32, far from defaults."""
+    rng = np.random.default_rng(seed)
+    h = (rng.standard_normal((n, f)) * 2 + 0.5).astype(F32)
+    h[3, 2] = h[4, 2]  # equal values in a column, and a row of zeros
+    h[5] = 0
+    gamma = (rng.random(f) + 0.5).astype(F32)
+    beta = rng.standard_normal(f).astype(F32)
+    rm = (rng.standard_normal(f) * 0.3).astype(F32)
+    rv = (rng.random(f) + 0.2).astype(F32)
+    return h, gamma, beta, rm, rv
+
+
+# ---- the documented order, step by step in NumPy ------------------------------------
+#
+# NumPy's element-wise float32 operations are single IEEE operations (a product is
+# rounded, then the sum), so a loop of them is exactly the documented arithmetic.
+
+def np_linear_t(a, wt, bias):
+    out = np.broadcast_to(bias, (a.shape[0], wt.shape[1])).copy()
+    for k in range(a.shape[1]):
+        out = out + a[:, k : k + 1] * wt[k]
+    return out
+
+
+def np_moments(rows):
+    n = F32(len(rows))
+    mean = np.zeros(rows.shape[1], F32)
+    for r in rows:
+        mean = mean + r
+    mean = mean / n
+    var = np.zeros(rows.shape[1], F32)
+    for r in rows:
+        dev = r - mean
+        var = var + dev * dev
+    return mean, var / n
+
+
+def np_relu(y, relu=True):
+    return np.where(y > 0, y, F32(0)) if relu else y
+
+
+def np_batch_train(rows, gamma, beta, rm, rv, renorm, limits, relu=True):
+    rmax, dmax = F32(limits[0]), F32(limits[1])
+    mean, var = np_moments(rows)
+    invstd = F32(1) / np.sqrt(var + EPS)
+    xhat = (rows - mean) * invstd
+    if renorm:
+        sigma = np.sqrt(rv + EPS)
+        r = np.minimum(np.maximum(np.sqrt(var + EPS) / sigma, F32(1) / rmax), rmax)
+        d = np.minimum(np.maximum((mean - rm) / sigma, -dmax), dmax)
+        y = (xhat * r + d) * gamma + beta
+    else:
+        y = xhat * gamma + beta
+    return np_relu(y, relu)
+
+
+def np_row_norm(h, groups, gamma, beta, relu=True):
+    """Per row and group of consecutive features: sums in feature order."""
+    n, f_ = h.shape
+    size = f_ // groups
+    out, xhat, rstd = np.empty_like(h), np.empty_like(h), np.empty((n, groups), F32)
+    for g in range(groups):
+        cols = range(g * size, (g + 1) * size)
+        mean = np.zeros(n, F32)
+        for f in cols:
+            mean = mean + h[:, f]
+        mean = mean / F32(size)
+        var = np.zeros(n, F32)
+        for f in cols:
+            dev = h[:, f] - mean
+            var = var + dev * dev
+        var = var / F32(size)
+        inv = F32(1) / np.sqrt(var + EPS)
+        rstd[:, g] = inv
+        for f in cols:
+            xhat[:, f] = (h[:, f] - mean) * inv
+            out[:, f] = np_relu(xhat[:, f] * gamma[f] + beta[f], relu)
+    return out, xhat, rstd
+
+
+def np_norm(kind, h, batch, gamma, beta, rm, rv, groups, limits, train, relu=True):
+    if kind in ("batchnorm", "batchrenorm"):
+        if train:
+            return np.concatenate([np_batch_train(h[s : s + batch], gamma, beta, rm, rv, kind == "batchrenorm",
+                                                  limits, relu) for s in range(0, len(h), batch)])
+        invstd = F32(1) / np.sqrt(rv + EPS)
+        return np_relu(((h - rm) * invstd) * gamma + beta, relu)
+    if kind in ("layernorm", "groupnorm"):
+        return np_row_norm(h, groups if kind == "groupnorm" else 1, gamma, beta, relu)[0]
+    return np_relu(h, relu)
+
+
+# ---- (a) every building block is the documented arithmetic, bit for bit -------------------
+
+@pytest.mark.parametrize("rows,inputs,outputs", [(1, 1, 1), (4, 64, 128), (7, 128, 128), (9, 13, 10), (0, 3, 5)])
+def test_linear_t_is_the_bias_plus_products_in_k_order(rows, inputs, outputs):
+    rng = np.random.default_rng(rows + inputs)
+    a = rng.standard_normal((rows, inputs)).astype(F32)
+    wt = (rng.standard_normal((inputs, outputs)) * 0.2).astype(F32)
+    bias = rng.standard_normal(outputs).astype(F32)
+    out = np.empty((rows, outputs), F32)
+    kernels.linear_t(a, wt, bias, out)
+    assert _same_bits(out, np_linear_t(a, wt, bias))
+
+
+def test_transpose_into_is_the_transpose():
+    w = np.arange(12, dtype=F32).reshape(3, 4)
+    wt = np.empty((4, 3), F32)
+    kernels.transpose_into(w, wt)
+    assert np.array_equal(wt, w.T)
+
+
+@pytest.mark.parametrize("start,n", [(0, 2), (3, 5), (0, 24), (20, 4)])
+def test_batch_moments_sum_rows_in_row_order(start, n):
+    h = _case(0)[0]
+    mean, var = np.full(h.shape[1], np.nan, F32), np.full(h.shape[1], np.nan, F32)
+    kernels.batch_moments(h, start, n, mean, var)
+    ref_mean, ref_var = np_moments(h[start : start + n])
+    assert _same_bits(mean, ref_mean) and _same_bits(var, ref_var)
+
+
+@pytest.mark.parametrize("kind,limits", [("batchnorm", (1.0, 0.0)), ("batchrenorm", (1.0, 0.0)),
+                                         ("batchrenorm", (2.0, 0.5)), ("batchrenorm", (3.0, 5.0)),
+                                         ("layernorm", (1.0, 0.0)), ("groupnorm", (1.0, 0.0)),
+                                         ("none", (1.0, 0.0))])
+@pytest.mark.parametrize("batch", [2, 3, 8])
 @pytest.mark.parametrize("relu", [True, False])
-def test_kernel_is_the_documented_float32_arithmetic_bit_for_bit(renorm, limits, relu):
-    """Sums in row order, no fused multiply-add, no reordering: equal to NumPy step by step."""
-    src, rows, p = _case()
-    out = torch.empty(src.shape[0], rows.numel(), src.shape[2])
-    batch_norm(src, rows, p, out, eps=EPS, renorm=renorm, limits=limits, relu=relu)
-    assert np.array_equal(_bits(out.numpy()), _bits(_sequential_float32(src, rows, p, renorm, limits, relu)))
+def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
+    h, gamma, beta, rm, rv = _case(batch)
+    out = np.full_like(h, np.nan)
+    groups = 4 if kind == "groupnorm" else 1  # layer norm: one group (as kernels.logits passes it)
+    kernels.norm_train(kernels.KIND[kind], h, batch, gamma, beta, rm, rv, EPS, groups, F32(limits[0]),
+                       F32(limits[1]), relu, out)
+    assert _same_bits(out, np_norm(kind, h, batch, gamma, beta, rm, rv, 4, limits, True, relu))
 
 
-@pytest.mark.parametrize("renorm", [False, True])
-def test_kernel_is_training_mode_normalise_followed_by_relu(renorm):
-    src, rows, p = _case(1)
-    kind, limits = ("batchrenorm", (1.5, 0.3)) if renorm else ("batchnorm", (1.0, 0.0))
-    before = {k: v.clone() for k, v in p.items()}
-    out = torch.empty(src.shape[0], rows.numel(), src.shape[2])
-    batch_norm(src, rows, p, out, eps=EPS, renorm=renorm, limits=limits)
-    h = src[:, rows]  # (M, K, B, F)
-    theirs = normalise(kind, h, p, train=True, update=False, eps=EPS, limits=limits).relu()
-    torch.testing.assert_close(out.view_as(theirs), theirs, rtol=1e-5, atol=1e-5)
-    assert all(torch.equal(v, before[k]) for k, v in p.items())  # running statistics only read
+@pytest.mark.parametrize("kind", NORMALISERS)
+@pytest.mark.parametrize("relu", [True, False])
+def test_norm_inference_is_the_documented_arithmetic(kind, relu):
+    h, gamma, beta, rm, rv = _case(11)
+    out = np.full_like(h, np.nan)
+    kernels.norm_inference(kernels.KIND[kind], h, gamma, beta, rm, rv, EPS, 4 if kind == "groupnorm" else 1, relu,
+                           out)
+    assert _same_bits(out, np_norm(kind, h, 0, gamma, beta, rm, rv, 4, (1.0, 0.0), False, relu))
 
 
-def test_first_rows_only_equal_row_zero_of_every_batch():
-    src, rows, p = _case(2)
-    m, k, b, f = src.shape[0], *rows.shape, src.shape[2]
-    every, first = torch.empty(m, k * b, f), torch.empty(m, k, f)
-    batch_norm(src, rows, p, every, eps=EPS, renorm=True, limits=(2.0, 1.0))
-    batch_norm(src, rows, p, first, eps=EPS, renorm=True, limits=(2.0, 1.0))
-    assert torch.equal(first, every.view(m, k, b, f)[:, :, 0])
+@pytest.mark.parametrize("groups", [1, 2, 8])
+def test_row_norm_keeps_xhat_and_rstd_when_asked(groups):
+    h, gamma, beta, _, _ = _case(groups)
+    out, xhat, rstd = np.full_like(h, np.nan), np.full_like(h, np.nan), np.full((len(h), groups), np.nan, F32)
+    for i in range(len(h)):
+        kernels.row_norm(h, i, groups, EPS, gamma, beta, True, out, xhat, rstd)
+    ref = np_row_norm(h, groups, gamma, beta)
+    assert _same_bits(out, ref[0]) and _same_bits(xhat, ref[1]) and _same_bits(rstd, ref[2])
 
 
 def test_renorm_with_limits_one_and_zero_is_batch_norm_bit_for_bit():
-    src, rows, p = _case(3)
-    a, c = (torch.empty(src.shape[0], rows.numel(), src.shape[2]) for _ in range(2))
-    batch_norm(src, rows, p, a, eps=EPS)
-    batch_norm(src, rows, p, c, eps=EPS, renorm=True, limits=(1.0, 0.0))
-    assert torch.equal(a, c)
+    h, gamma, beta, rm, rv = _case(5)
+    a, b = np.empty_like(h), np.empty_like(h)
+    kernels.norm_train(kernels.BATCH, h, 4, gamma, beta, rm, rv, EPS, 1, F32(1), F32(0), True, a)
+    kernels.norm_train(kernels.RENORM, h, 4, gamma, beta, rm, rv, EPS, 1, F32(1), F32(0), True, b)
+    assert _same_bits(a, b)
 
 
-def test_in_place_over_rows_in_order_equals_a_separate_output():
-    src, _, p = _case(4)
-    m, n, f = src.shape
-    rows = torch.arange(n).view(8, n // 8)
-    apart = torch.empty_like(src)
-    batch_norm(src, rows, p, apart, eps=EPS, relu=False)
-    batch_norm(src, rows, p, src, eps=EPS, relu=False)
-    assert torch.equal(src, apart)
+def _network(norm: str, seeds=(0, 1)) -> dict:
+    stacked = mlp.initial_stack(NetSpec(norm), list(seeds))
+    rng = np.random.default_rng(3)
+    for key, value in stacked.items():
+        layer, name = key.split(".", 1)
+        if layer in mlp.NORMS and name in ("weight", "bias", "running_mean", "running_var"):
+            low = {"weight": 0.5, "bias": -0.2, "running_mean": -0.2, "running_var": 0.3}[name]
+            stacked[key] = (low + rng.random(value.shape)).astype(F32)
+    return stacked
 
 
-def test_bad_shapes_are_refused_before_any_work():
-    src, rows, p = _case(5)
-    out = torch.zeros(src.shape[0], 7, src.shape[2])
-    with pytest.raises(ValueError, match="rows per model"):
-        batch_norm(src, rows, p, out, eps=EPS)
-    with pytest.raises(ValueError, match="at least 2 rows"):
-        batch_norm(src, rows[:, :1], p, out, eps=EPS)
-    assert not out.any()
+@pytest.mark.parametrize("norm", NORMALISERS)
+@pytest.mark.parametrize("train", [False, True])
+def test_logits_are_the_layers_composed_bit_for_bit(norm, train):
+    stacked, spec = _network(norm), NetSpec(norm)
+    limits = (2.0, 0.5) if norm == "batchrenorm" else (1.0, 0.0)
+    x = np.random.default_rng(0).standard_normal((24, 64)).astype(F32)
+    z = kernels.logits(stacked, spec, x, train=train, batch=4 if train else 0, limits=limits)
+    for m in range(len(z)):
+        p = {k: v[m] for k, v in stacked.items()}
+        a = x
+        for lin, nrm in zip(mlp.LINEARS[:2], mlp.NORMS):
+            h = np_linear_t(a, p[lin + ".weight"].T.copy(), p[lin + ".bias"])
+            ones, zeros = np.ones(h.shape[1], F32), np.zeros(h.shape[1], F32)
+            a = np_norm(norm, h, 4, p.get(nrm + ".weight", ones), p.get(nrm + ".bias", zeros),
+                        p.get(nrm + ".running_mean", zeros), p.get(nrm + ".running_var", ones), spec.groups,
+                        limits, train)
+        assert _same_bits(z[m], np_linear_t(a, p["6.weight"].T.copy(), p["6.bias"]))
+
+
+# ---- (b) the kernels compute PyTorch's functions ------------------------------------
+
+@pytest.mark.parametrize("norm", NORMALISERS)
+@pytest.mark.parametrize("train", [False, True])
+def test_logits_match_torchnet_forward(norm, train):
+    torch = pytest.importorskip("torch")
+    from bnstudy import torchnet
+
+    stacked, spec = _network(norm, seeds=(0, 1, 2)), NetSpec(norm)
+    limits = (2.0, 0.5) if norm == "batchrenorm" else (1.0, 0.0)
+    x = np.random.default_rng(1).standard_normal((48, 64)).astype(F32)
+    batch = 8
+    ours = kernels.logits(stacked, spec, x, train=train, batch=batch if train else 0, limits=limits)
+    m = ours.shape[0]
+    xt = torch.from_numpy(x.reshape(-1, batch, 64) if train else x)
+    with torch.no_grad():
+        theirs = torchnet.forward(torchnet.tensors(stacked), spec, xt.expand(m, *xt.shape), train=train,
+                                  limits=limits).reshape(m, len(x), -1).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+# ---- (c, d) machine code: no fused multiply-add; the generic CPU computes the same bytes ---
+#
+# Each check runs in a fresh process with an empty Numba cache of its own (code loaded
+# from a cache cannot be inspected, and caches of different CPU targets must not mix).
+
+WORKER = r"""
+import hashlib, json, re, sys, warnings
+import numba
+import numpy as np
+from bnstudy import data, kernels, probes
+from bnstudy import model as mlp
+from bnstudy.model import NetSpec
+
+F32 = np.float32
+x = data.split_digits(0).x_test
+rng = np.random.default_rng(5)
+digests = {}
+for norm in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"):
+    spec = NetSpec(norm)
+    stacked = mlp.initial_stack(spec, [0, 1])
+    for key, value in stacked.items():
+        if key[0] in mlp.NORMS and not key.endswith("num_batches_tracked"):
+            stacked[key] = (0.3 + rng.random(value.shape)).astype(F32)
+    limits = (2.0, 0.5) if norm == "batchrenorm" else (1.0, 0.0)
+    h = hashlib.sha256()
+    h.update(kernels.logits(stacked, spec, x[:96]).tobytes())
+    h.update(kernels.logits(stacked, spec, x[:96], train=True, batch=4, limits=limits).tobytes())
+    h.update(kernels.predict(stacked, spec, x[:50]).tobytes())
+    prober = probes.Prober(stacked, spec, x, limits, rows=40)
+    for b in (2, 5, 16):
+        batches = np.stack([rng.permutation(len(x))[:b] for _ in range(30)])
+        labels, z = prober.labels(batches, logits=True)
+        h.update(labels.tobytes())
+        h.update(z.tobytes())
+    digests[norm] = h.hexdigest()
+a = rng.standard_normal((9, 70)).astype(F32)
+wt = rng.standard_normal((70, 40)).astype(F32)
+out = np.empty((9, 40), F32)
+probes.linear_t_tiled(a, wt, wt[0], out)
+kernels.transpose_into(wt, np.empty((40, 70), F32))
+digests["tiled"] = hashlib.sha256(out.tobytes()).hexdigest()
+
+FMA = re.compile(r"\bv?f(n?)m(add|sub)[0-9a-z]*\b|\bf(n?)ml[as]\b|\bfmadd\b")
+kernels_asm, uncompiled, warned = {}, [], []
+seen = set()
+for module in (kernels, probes):
+    for name, obj in sorted(vars(module).items()):
+        if not isinstance(obj, numba.core.registry.CPUDispatcher) or id(obj) in seen:
+            continue
+        if obj.__module__ not in ("bnstudy.kernels", "bnstudy.probes"):
+            continue
+        seen.add(id(obj))
+        if not obj.signatures:
+            uncompiled.append(f"{obj.__module__}.{name}")
+        for sig in obj.signatures:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                asm = obj.inspect_asm(sig)
+            warned += [str(w.message) for w in caught]
+            kernels_asm[f"{obj.__module__}.{name}{sig}"] = {
+                "lines": asm.count("\n"),
+                "fma": sorted({m.group(0) for m in FMA.finditer(asm)}),
+                "ymm": "%ymm" in asm,
+                "mul": bool(re.search(r"\bv?mul(ps|ss)\b", asm)),
+            }
+
+
+@numba.njit(fastmath={"contract"})
+def contracted(a, b, c):  # the control: a * b + c where contraction is allowed
+    for i in range(a.shape[0]):
+        c[i] = a[i] * b[i] + c[i]
+
+
+v = np.ones(64, F32)
+contracted(v, v, v.copy())
+control = sorted({m.group(0) for m in FMA.finditer(contracted.inspect_asm(contracted.signatures[0]))})
+print(json.dumps({"digests": digests, "asm": kernels_asm, "uncompiled": uncompiled, "warnings": warned,
+                  "control": control, "cpu": numba.config.CPU_NAME or "host"}))
+"""
+
+
+def _host_has_fma() -> bool:
+    import llvmlite.binding as llvm
+
+    return bool(re.search(r"\+fma\b", llvm.get_host_cpu_features().flatten()))
+
+
+@pytest.fixture(scope="module")
+def machine_code(tmp_path_factory):
+    """The worker's report under ``NUMBA_CPU_NAME=host`` and ``=generic``, run side by side."""
+    procs = {}
+    for cpu in ("host", "generic"):
+        env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CACHE_DIR=str(tmp_path_factory.mktemp(f"numba-{cpu}")),
+                   PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
+        env.pop("NUMBA_CPU_FEATURES", None)
+        procs[cpu] = subprocess.Popen([sys.executable, "-c", WORKER], env=env, cwd=ROOT, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reports = {}
+    for cpu, proc in procs.items():
+        out, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, f"{cpu} worker failed:\n{err[-4000:]}"
+        reports[cpu] = json.loads(out.strip().splitlines()[-1])
+    return reports
+
+
+def test_every_kernel_was_compiled_and_inspected(machine_code):
+    for cpu, report in machine_code.items():
+        assert not report["uncompiled"], f"{cpu}: no call compiles {report['uncompiled']}: add one to WORKER"
+        assert not report["warnings"], report["warnings"]
+        names = {k.split("(")[0] for k in report["asm"]}
+        assert {"bnstudy.kernels.linear_t", "bnstudy.kernels.forward_model", "bnstudy.probes.probe_design",
+                "bnstudy.probes.linear_t_tiled"} <= names
+        assert all(a["lines"] > 10 for a in report["asm"].values())
+        assert report["asm"]["bnstudy.probes.linear_t_tiled" + next(
+            k.split("linear_t_tiled", 1)[1] for k in report["asm"] if "linear_t_tiled" in k)]["mul"]
+
+
+@pytest.mark.skipif(not _host_has_fma(), reason="this CPU has no FMA: a contraction could not show")
+def test_no_fused_multiply_add_in_any_kernel(machine_code):
+    """The host has FMA, so LLVM would use it if it were allowed to contract a * b + c."""
+    assert machine_code["host"]["control"], "the detector misses the contraction of a control function"
+    assert not machine_code["generic"]["control"]  # no FMA on the generic CPU, even where allowed
+    fused = {k: a["fma"] for k, a in machine_code["host"]["asm"].items() if a["fma"]}
+    assert not fused, fused
+
+
+def test_generic_cpu_gives_the_same_bytes_as_this_one(machine_code):
+    host, generic = machine_code["host"], machine_code["generic"]
+    assert not any(a["ymm"] for a in generic["asm"].values())  # the generic target really was used
+    import llvmlite.binding as llvm
+
+    if "+avx" in llvm.get_host_cpu_features().flatten().split(","):
+        assert host["asm"] and any(a["ymm"] for a in host["asm"].values())  # and the host's own
+    assert host["digests"] == generic["digests"]

@@ -1,0 +1,128 @@
+"""The probes' compiled kernel: the same bits as the network's kernels, whatever the chunking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnstudy import data, kernels
+from bnstudy import model as mlp
+from bnstudy.model import NetSpec
+from bnstudy.probes import Prober, linear_t_tiled
+
+NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
+LIMITS = {"batchrenorm": (2.0, 0.5)}
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(np.uint32)
+
+
+@pytest.fixture(scope="module")
+def x_test():
+    return data.split_digits(0).x_test
+
+
+def network(norm: str, seeds=(0, 1, 2)) -> dict:
+    """Initial weights with normaliser parameters and running statistics far from their defaults,
+    so that batch statistics, renorm's clipping and the affine parameters all matter."""
+    stacked = mlp.initial_stack(NetSpec(norm), list(seeds))
+    rng = np.random.default_rng(7)
+    for key, value in stacked.items():
+        if key.endswith(".weight") and key[0] in mlp.NORMS:
+            stacked[key] = (0.5 + rng.random(value.shape)).astype(np.float32)
+        elif key.endswith(".bias") and key[0] in mlp.NORMS:
+            stacked[key] = (0.3 * rng.random(value.shape) - 0.1).astype(np.float32)
+        elif key.endswith("running_mean"):
+            stacked[key] = (0.3 * rng.random(value.shape) - 0.15).astype(np.float32)
+        elif key.endswith("running_var"):
+            stacked[key] = (0.2 + rng.random(value.shape)).astype(np.float32)
+    return stacked
+
+
+def batches_of(n: int, b: int, k: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(n)[:b] for _ in range(k)])
+
+
+# ---- the second layer's tiled product ------------------------------------------------
+
+@pytest.mark.parametrize("rows,inputs,outputs", [(0, 5, 16), (1, 1, 1), (3, 7, 16), (4, 128, 128), (5, 64, 128),
+                                                 (9, 70, 40), (13, 3, 17), (8, 128, 10), (21, 33, 48)])
+def test_tiled_linear_is_linear_t_bit_for_bit(rows, inputs, outputs):
+    rng = np.random.default_rng(rows * 1000 + inputs + outputs)
+    a = rng.standard_normal((rows, inputs)).astype(np.float32)
+    a[a < -1] = 0  # zeros and values of every magnitude
+    wt = (rng.standard_normal((inputs, outputs)) * 0.3).astype(np.float32)
+    bias = rng.standard_normal(outputs).astype(np.float32)
+    ours, theirs = np.full((rows, outputs), np.nan, np.float32), np.full((rows, outputs), np.nan, np.float32)
+    linear_t_tiled(a, wt, bias, ours)
+    kernels.linear_t(a, wt, bias, theirs)
+    assert np.array_equal(_bits(ours), _bits(theirs))
+
+
+def test_tiled_linear_adds_in_k_order_from_the_bias():
+    """Cancellation makes the order visible: in float32, 1e8 + 1 is 1e8."""
+    a = np.ones((4, 3), np.float32)
+    wt = np.zeros((3, 16), np.float32)
+    bias = np.zeros(16, np.float32)
+    wt[:, 0] = [1.0, 1e8, -1e8]  # k order: (1 + 1e8) - 1e8 = 0; from the end: (-1e8 + 1e8) + 1 = 1
+    bias[1], wt[:, 1] = 1e8, [-1e8, 1.0, 0.0]  # bias first: (1e8 - 1e8) + 1 = 1; bias last: 0
+    out = np.empty((4, 16), np.float32)
+    linear_t_tiled(a, wt, bias, out)
+    assert out[:, 0].tolist() == [0.0] * 4 and out[:, 1].tolist() == [1.0] * 4
+
+
+# ---- probes: the label kernels.logits gives row 0 of each batch --------------------------
+
+@pytest.mark.parametrize("norm", NORMALISERS)
+@pytest.mark.parametrize("b", [2, 3, 16, 64])
+def test_probe_logits_and_labels_are_kernels_logits_of_row_zero_bit_for_bit(x_test, norm, b):
+    stacked, spec, limits = network(norm), NetSpec(norm), LIMITS.get(norm, (1.0, 0.0))
+    batches = batches_of(len(x_test), b, 37, seed=b)
+    labels, z = Prober(stacked, spec, x_test, limits, rows=50).labels(batches, logits=True)  # several chunks
+    full = kernels.logits(stacked, spec, x_test[batches.ravel()], train=True, batch=b, limits=limits)
+    row0 = full.reshape(len(stacked["0.weight"]), len(batches), b, -1)[:, :, 0]
+    assert np.array_equal(_bits(z), _bits(row0))
+    assert np.array_equal(labels, row0.argmax(-1))
+
+
+@pytest.mark.parametrize("norm", ["batchnorm", "batchrenorm", "groupnorm"])
+def test_labels_do_not_depend_on_how_batches_are_chunked(x_test, norm):
+    stacked, spec, limits = network(norm), NetSpec(norm), LIMITS.get(norm, (1.0, 0.0))
+    for b in (2, 5, 64):
+        batches = batches_of(len(x_test), b, 41, seed=b)
+        results = [Prober(stacked, spec, x_test, limits, rows=rows).labels(batches, logits=True)
+                   for rows in (1, 7, 256, 100_000)]
+        for labels, z in results[1:]:
+            assert np.array_equal(labels, results[0][0]) and np.array_equal(_bits(z), _bits(results[0][1]))
+
+
+def test_batch_statistics_come_from_every_row_of_the_batch(x_test):
+    """Changing only a companion changes row 0's logits (batch norm), never for layer norm."""
+    batches = batches_of(len(x_test), 4, 30, seed=0)
+    swapped = batches.copy()
+    swapped[:, 3] = (swapped[:, 3] + 1) % len(x_test)
+    swapped[np.any(swapped[:, 3:] == swapped[:, :1], axis=1), 3] += 2  # keep rows distinct from row 0
+    for norm, moves in (("batchnorm", True), ("layernorm", False)):
+        prober = Prober(network(norm), NetSpec(norm), x_test)
+        _, z1 = prober.labels(batches, logits=True)
+        _, z2 = prober.labels(swapped, logits=True)
+        assert (not np.array_equal(z1, z2)) == moves, norm
+
+
+def test_probing_reads_the_stack_and_never_writes_it(x_test):
+    stacked = network("batchrenorm")
+    before = {k: v.copy() for k, v in stacked.items()}
+    prober = Prober(stacked, NetSpec("batchrenorm"), x_test, (2.0, 0.5))
+    prober.labels(batches_of(len(x_test), 16, 20, seed=1))
+    assert all(np.array_equal(before[k], stacked[k]) and before[k].dtype == stacked[k].dtype for k in before)
+
+
+def test_bad_batches_are_refused(x_test):
+    prober = Prober(network("batchnorm"), NetSpec("batchnorm"), x_test)
+    with pytest.raises(ValueError, match="b >= 2"):
+        prober.labels(np.zeros((3, 1), np.int64))
+    with pytest.raises(ValueError, match="row indices"):
+        prober.labels(np.array([[0, len(x_test)]]))
+    assert prober.labels(np.zeros((0, 4), np.int64)).shape == (3, 0)
