@@ -25,9 +25,11 @@ Modules, one idea each:
 
 Numba caches compiled kernels on disk, but it checks only the source file of the
 function it compiled, not the files whose functions that code inlines. So the
-cache lives in a directory named by a digest of every module that uses Numba:
-editing any kernel compiles afresh instead of loading stale machine code. Set
-``NUMBA_CACHE_DIR`` to choose another place.
+cache lives in a directory named by a digest of every module that uses Numba
+(under ``$XDG_CACHE_HOME/bnstudy``, by default ``~/.cache/bnstudy``): editing any
+kernel compiles afresh instead of loading stale machine code, and copies of the
+same code share one cache (Numba keeps one entry per CPU model and feature set).
+Set ``NUMBA_CACHE_DIR`` to choose another place.
 """
 
 import hashlib
@@ -44,7 +46,8 @@ def _numba_cache_dir() -> str:
         text = path.read_bytes()
         if b"import numba" in text:
             digest.update(path.name.encode() + b"\0" + text)
-    return str(here / "__pycache__" / f"numba-{digest.hexdigest()[:16]}")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bnstudy"
+    return str(cache / f"numba-{digest.hexdigest()[:16]}")
 
 
 os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_dir())
