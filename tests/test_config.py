@@ -36,6 +36,18 @@ BAD = {
     "wrong type": (["grid", "epochs"], "twenty", "grid.epochs"),
     "wrong type of a list item": (["grid", "seeds"], [0, "one"], "grid.seeds[1]"),
     "momentum out of range": (["network", "momentum"], 1.5, "network.momentum"),
+    "test half too small for one-class batches": (["split", "test_size"], 100,
+                                                  "companions.one_class_batch_size"),
+    "examples per class beyond a test class": (["companions", "examples_per_class"], 88,
+                                               "companions.examples_per_class"),
+    "grid batch beyond the training rows": (["grid", "batch_sizes"], [4, 899], "grid.batch_sizes[1]"),
+    "dependence batch beyond the training rows": (["dependence", "batch_size"], 899, "dependence.batch_size"),
+    "sorted batch beyond the training rows": (["sorted_training", "batch_sizes"], [899],
+                                              "sorted_training.batch_sizes[0]"),
+    "companion batch beyond the test half": (["companions", "batch_sizes"], [2, 900], "companions.batch_sizes"),
+    "running-stats batch beyond its rows": (["running_stats", "batch_sizes"], [8, 513],
+                                            "running_stats.batch_sizes"),
+    "sort feature beyond the features": (["running_stats", "sort_feature"], 16, "running_stats.sort_feature"),
 }
 
 
@@ -72,3 +84,130 @@ def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     assert expected == 150
     assert len(grid) == expected
     assert len(dependence) == 1
+
+
+# ---- cross-field checks: every one, at its boundary ----------------------------
+# Each case is (path, value that just passes, value that just fails, key named).
+# The test config: hidden [128, 128], 899 test rows (smallest test class: digit 8,
+# 87 rows), 898 training rows, running_stats rows 512 and 16 features.
+
+from bnstudy.config import ConfigError, DIGITS_CLASS_COUNTS, check_cross_fields, split_class_counts  # noqa: E402
+
+BOUNDARIES = {
+    "groups divide every width": (["network", "groups"], 64, 5, "network.groups"),
+    "two features per group": (["network", "groups"], 64, 128, "network.groups"),
+    "sort feature within features": (["running_stats", "sort_feature"], 15, 16, "running_stats.sort_feature"),
+    "running-stats batch within rows": (["running_stats", "batch_sizes"], [8, 512], [8, 513],
+                                        "running_stats.batch_sizes"),
+    "companion batch within the test half": (["companions", "batch_sizes"], [2, 899], [2, 900],
+                                             "companions.batch_sizes"),
+    "examples per class within the smallest test class": (["companions", "examples_per_class"], 87, 88,
+                                                           "companions.examples_per_class"),
+    "one-class batch within the smallest test class": (["companions", "one_class_batch_size"], 87, 88,
+                                                       "companions.one_class_batch_size"),
+    "grid batch within the training rows": (["grid", "batch_sizes"], [4, 898], [4, 899], "grid.batch_sizes[1]"),
+    "dependence batch within the training rows": (["dependence", "batch_size"], 898, 899,
+                                                  "dependence.batch_size"),
+    "sorted-training batch within the training rows": (["sorted_training", "batch_sizes"], [16, 898],
+                                                       [16, 899], "sorted_training.batch_sizes[1]"),
+}
+
+
+def cross_field_error(cfg):
+    try:
+        check_cross_fields(cfg)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", sorted(BOUNDARIES))
+def test_cross_field_check_accepts_its_boundary_and_rejects_one_past_it(case, test_config):
+    path, ok, bad, key = BOUNDARIES[case]
+    assert cross_field_error(test_config) is None
+    assert cross_field_error(mutate(test_config, path, ok)) is None, f"{case}: {ok} must pass"
+    message = cross_field_error(mutate(test_config, path, bad))
+    assert message is not None, f"{case}: {bad} must fail"
+    assert message.startswith(f"config error: {key}: "), message
+    assert "\n" not in message
+
+
+def test_cross_field_messages_name_the_values():
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    assert cross_field_error(mutate(cfg, ["network", "groups"], 5)) == (
+        "config error: network.groups: 5 groups do not divide the hidden width 128")
+    assert cross_field_error(mutate(cfg, ["running_stats", "sort_feature"], 16)) == (
+        "config error: running_stats.sort_feature: 16 >= features 16")
+    assert cross_field_error(mutate(cfg, ["running_stats", "batch_sizes"], [513])) == (
+        "config error: running_stats.batch_sizes: 513 exceeds rows 512")
+    assert cross_field_error(mutate(cfg, ["companions", "batch_sizes"], [900, 2])) == (
+        "config error: companions.batch_sizes: 900 is larger than the test half (split.test_size 899)")
+    assert cross_field_error(mutate(cfg, ["companions", "one_class_batch_size"], 88)) == (
+        "config error: companions.one_class_batch_size: 88 exceeds the 87 test rows of the smallest "
+        "class (digit 8) at split.test_size 899")
+    assert cross_field_error(mutate(cfg, ["dependence", "batch_size"], 899)) == (
+        "config error: dependence.batch_size: 899 exceeds the 898 training rows (1797 - split.test_size 899)")
+
+
+def test_group_checks_apply_to_every_width_and_only_with_group_norm(test_config):
+    cfg = mutate(test_config, ["network", "hidden"], [128, 96])
+    assert cross_field_error(mutate(cfg, ["network", "groups"], 32)) is None  # 4 and 3 per group
+    assert cross_field_error(mutate(cfg, ["network", "groups"], 64)) == (
+        "config error: network.groups: 64 groups do not divide the hidden width 96")
+    assert cross_field_error(mutate(mutate(cfg, ["network", "hidden"], [128, 64]), ["network", "groups"], 64)) == (
+        "config error: network.groups: 64 groups leave one feature per group in width 64; "
+        "group norm would output a constant")
+    no_gn = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
+    assert cross_field_error(mutate(no_gn, ["network", "groups"], 5)) is None
+    assert cross_field_error(mutate(no_gn, ["network", "groups"], 128)) is None
+
+
+def test_every_list_entry_is_checked_not_only_the_first(test_config):
+    for path, key in [(["running_stats", "batch_sizes"], "running_stats.batch_sizes"),
+                      (["companions", "batch_sizes"], "companions.batch_sizes"),
+                      (["grid", "batch_sizes"], "grid.batch_sizes[2]"),
+                      (["sorted_training", "batch_sizes"], "sorted_training.batch_sizes[2]")]:
+        message = cross_field_error(mutate(test_config, path, [2, 4, 5000]))
+        assert message is not None and message.startswith(f"config error: {key}"), (path, message)
+
+
+@pytest.mark.parametrize("test_size,seed", [(100, 0), (899, 0), (899, 3), (1000, 1), (1697, 2), (555, 7)])
+def test_split_class_counts_are_those_of_the_real_stratified_split(test_size, seed):
+    """The config check's class counts equal the split job's (scikit-learn) for the digits."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    y = np.repeat(np.arange(10), DIGITS_CLASS_COUNTS)
+    train, test = train_test_split(np.arange(len(y)), test_size=test_size, stratify=y, random_state=seed,
+                                   shuffle=True)
+    expected = (np.bincount(y[train], minlength=10).tolist(), np.bincount(y[test], minlength=10).tolist())
+    assert split_class_counts(test_size, seed) == expected
+    assert sum(expected[1]) == test_size
+
+
+def test_digits_class_counts_are_those_of_scikit_learn():
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    assert tuple(np.bincount(load_digits().target).tolist()) == DIGITS_CLASS_COUNTS
+
+
+def test_split_class_counts_by_hand():
+    # 100 test rows: 10 per class (each class's share 100 * c / 1797 rounds to 10)
+    assert split_class_counts(100, 0)[1] == [10] * 10
+    assert split_class_counts(100, 0)[0] == [c - 10 for c in DIGITS_CLASS_COUNTS]
+    # 899 test rows (the configs' split): digit 8 (174 rows) keeps 87 of them for the test half
+    assert split_class_counts(899, 0)[1] == [89, 91, 88, 92, 91, 91, 91, 89, 87, 90]
+
+
+def test_test_size_100_is_rejected_before_any_job_with_one_line(test_config, tmp_path):
+    """100 test rows pass the schema but leave 10 rows per class: the one-class batches of 16 cannot be drawn."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(mutate(test_config, ["split", "test_size"], 100)))
+    result = snakemake("-n", "--configfile", str(bad), timeout=60)
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
+    assert errors == [
+        "config error: companions.one_class_batch_size: 16 exceeds the 10 test rows of the smallest class "
+        f"(digit 0) at split.test_size 100 [{bad}]"], result.stderr
+    assert "Traceback" not in result.stderr

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+# Rows per class (digits 0-9) of scikit-learn's digits data, 1,797 rows in all.
+DIGITS_CLASS_COUNTS = (178, 182, 177, 183, 181, 182, 181, 179, 174, 180)
+
 
 class ConfigError(ValueError):
     """A bad configuration value; the message is one line naming the key."""
@@ -26,6 +31,42 @@ def describe_schema_error(error) -> str:
     if error.validator == "uniqueItems":
         return f"config error: {key_path(path)}: duplicate values in {error.instance}"
     return f"config error: {key_path(path)}: {error.message}"
+
+
+def _approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.RandomState) -> np.ndarray:
+    """scikit-learn's stratified allocation (``sklearn.utils.extmath._approximate_mode``):
+    the floors of the proportional shares, then one more row for the largest
+    remainders, ties broken by ``rng``."""
+    continuous = class_counts / class_counts.sum() * n_draws
+    floored = np.floor(continuous)
+    need_to_add = int(n_draws - floored.sum())
+    if need_to_add > 0:
+        remainder = continuous - floored
+        for value in np.sort(np.unique(remainder))[::-1]:
+            (inds,) = np.where(remainder == value)
+            add_now = min(len(inds), need_to_add)
+            floored[rng.choice(inds, size=add_now, replace=False)] += 1
+            need_to_add -= add_now
+            if need_to_add == 0:
+                break
+    return floored.astype(int)
+
+
+def split_class_counts(test_size: int, seed: int) -> tuple[list[int], list[int]]:
+    """Rows per class of the training and the test half of the digits split.
+
+    The same allocation as the split job's stratified ``train_test_split`` (train
+    share first, then the test share of what is left, both from
+    ``RandomState(seed)``), computed without importing scikit-learn (2.6 s at
+    every Snakemake start); ``tests/test_config.py`` checks it against the real
+    split.
+    """
+    counts = np.array(DIGITS_CLASS_COUNTS)
+    n_train = int(counts.sum()) - test_size
+    rng = np.random.RandomState(seed)
+    train = _approximate_mode(counts, n_train, rng)
+    test = _approximate_mode(counts - train, test_size, rng)
+    return train.tolist(), test.tolist()
 
 
 def check_cross_fields(config: dict) -> None:
@@ -53,4 +94,31 @@ def check_cross_fields(config: dict) -> None:
     c = config["companions"]
     test_size = config["split"]["test_size"]
     if max(c["batch_sizes"]) > test_size:
-        raise ConfigError("config error: companions.batch_sizes: larger than the test half")
+        raise ConfigError(
+            f"config error: companions.batch_sizes: {max(c['batch_sizes'])} is larger than the test half "
+            f"(split.test_size {test_size})"
+        )
+    # Companion examples and one-class batches are drawn within one class of the
+    # test half: an own-class batch holds the example and b - 1 other rows of its
+    # class, an other-class batch b - 1 rows of another class.
+    _, test_counts = split_class_counts(test_size, config["split"]["seed"])
+    smallest = min(test_counts)
+    digit = test_counts.index(smallest)
+    for key in ("examples_per_class", "one_class_batch_size"):
+        if c[key] > smallest:
+            raise ConfigError(
+                f"config error: companions.{key}: {c[key]} exceeds the {smallest} test rows of the "
+                f"smallest class (digit {digit}) at split.test_size {test_size}"
+            )
+    # A training batch must fit in the training half.
+    n_train = sum(DIGITS_CLASS_COUNTS) - test_size
+    training = [(f"grid.batch_sizes[{i}]", b) for i, b in enumerate(config["grid"]["batch_sizes"])]
+    training.append(("dependence.batch_size", config["dependence"]["batch_size"]))
+    training += [(f"sorted_training.batch_sizes[{i}]", b)
+                 for i, b in enumerate(config["sorted_training"]["batch_sizes"])]
+    for key, b in training:
+        if b > n_train:
+            raise ConfigError(
+                f"config error: {key}: {b} exceeds the {n_train} training rows "
+                f"({sum(DIGITS_CLASS_COUNTS)} - split.test_size {test_size})"
+            )
