@@ -5,8 +5,14 @@ import time
 
 import pytest
 import yaml
-
 from conftest import ROOT, snakemake
+
+from bnstudy.config import (
+    DIGITS_CLASS_COUNTS,
+    ConfigError,
+    check_cross_fields,
+    split_class_counts,
+)
 
 
 def mutate(cfg, path, value):
@@ -90,8 +96,6 @@ def test_paper_config_plans_every_grid_training_and_the_dependence_network():
 # Each case is (path, value that just passes, value that just fails, key named).
 # The test config: hidden [128, 128], 899 test rows (smallest test class: digit 8,
 # 87 rows), 898 training rows, running_stats rows 512 and 16 features.
-
-from bnstudy.config import ConfigError, DIGITS_CLASS_COUNTS, check_cross_fields, split_class_counts  # noqa: E402
 
 BOUNDARIES = {
     "groups divide every width": (["network", "groups"], 64, 5, "network.groups"),
@@ -208,6 +212,6 @@ def test_test_size_100_is_rejected_before_any_job_with_one_line(test_config, tmp
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
     assert errors == [
-        "config error: companions.one_class_batch_size: 16 exceeds the 10 test rows of the smallest class "
-        f"(digit 0) at split.test_size 100 [{bad}]"], result.stderr
+        ("config error: companions.one_class_batch_size: 16 exceeds the 10 test rows of the smallest class "
+         f"(digit 0) at split.test_size 100 [{bad}]")], result.stderr
     assert "Traceback" not in result.stderr
