@@ -5,11 +5,13 @@ the label training mode gives row 0 in that batch (see :mod:`bnstudy.companions`
 One call of :func:`probe_design` takes every batch of one example's design (``K``
 batches of ``b`` rows, as test-row indices) through every model of a stack:
 
-1. the first layer's pre-normalisation activation depends on the row alone, so it
-   is computed once per test row and model before any probe (:func:`first_layer`,
-   :func:`bnstudy.kernels.linear_t`) and gathered into each batch;
-2. the first normaliser in training mode over each batch: batch norm and renorm
-   with the statistics of its ``b`` rows, layer and group norm per row; ReLU;
+1. the first layer depends on the row alone, so it is computed once per test row
+   and model before any probe (:func:`first_layer_into`, with
+   :func:`bnstudy.kernels.linear_t`) and gathered into each batch; so is the first
+   normaliser when it normalises each row by itself (layer and group norm, and the
+   ReLU of ``none``: ``kernels.norm_train`` of every test row);
+2. batch norm and renorm: the first normaliser in training mode over each batch,
+   with the statistics of its ``b`` rows; ReLU;
 3. the second Linear for every row of every batch;
 4. the second normaliser: batch statistics from all ``b`` rows, but only row 0 is
    normalised (no other row's value is needed); ReLU;
@@ -40,7 +42,7 @@ from numba.extending import intrinsic, models, register_model
 
 from .fixedmath import JIT
 from .kernels import (BATCH, GROUP, KIND, LAYER, RENORM, argmax_rows, batch_moments, batch_norm_rows,
-                      linear_t, renorm_rd, row_norm, stack_arrays)
+                      linear_t, norm_train, renorm_rd, row_norm, stack_arrays)
 
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)
 
@@ -212,19 +214,24 @@ def _batch_stats(kind, h, start, b, running_mean, running_var, eps, rmax, dmax, 
 
 
 @numba.njit(**JIT)
-def probe_design(kind, pre, batches, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3,
+def probe_design(kind, first, batches, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3,
                  eps, groups, rmax, dmax, chunk, labels, row_logits):
     """Training-mode labels of row 0 of every batch, for every model, into ``labels`` ``(M, K)``.
 
-    ``pre`` is the first layer's output ``(M, N, H1)``, ``batches`` ``(K, b)`` row
-    indices into it; the parameters are a stack's (``(M, ...)``, weights as ``W^T``).
-    ``row_logits`` ``(M, K, C)`` receives row 0's logits too, unless it has no rows.
+    ``first`` ``(M, N, H1)`` is the first hidden layer of every test row: its
+    pre-normalisation value for batch norm and renorm, whose statistics come from the
+    batch; its output (normaliser and ReLU) for the others, which normalise each row
+    by itself. ``batches`` ``(K, b)`` are row indices into it; the parameters are a
+    stack's (``(M, ...)``, weights as ``W^T``). ``row_logits`` ``(M, K, C)`` receives
+    row 0's logits too, unless it has no rows. ``chunk`` batches go through together.
     """
-    n_models = pre.shape[0]
-    h1, h2 = pre.shape[2], w2t.shape[2]
+    n_models = first.shape[0]
+    h1, h2 = first.shape[2], w2t.shape[2]
     k_all, b = batches.shape
     rows = chunk * b
-    gathered = np.empty((rows, h1), np.float32)
+    batch_kind = kind == BATCH or kind == RENORM
+    renorm = kind == RENORM
+    gathered = np.empty((rows if batch_kind else 0, h1), np.float32)
     act1 = np.empty((rows, h1), np.float32)
     hid2 = np.empty((rows, h2), np.float32)
     act2 = np.empty((chunk, h2), np.float32)
@@ -234,31 +241,31 @@ def probe_design(kind, pre, batches, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, r
     mean, var, invstd = np.empty(f_, np.float32), np.empty(f_, np.float32), np.empty(f_, np.float32)
     r, d = np.empty(f_, np.float32), np.empty(f_, np.float32)
     none1, none2 = np.empty((0, h1), np.float32), np.empty((0, h2), np.float32)
-    batch_kind = kind == BATCH or kind == RENORM
-    renorm = kind == RENORM
     keep = row_logits.shape[0] > 0
     for m in range(n_models):
-        src = pre[m]
+        src = first[m]
         for k0 in range(0, k_all, chunk):
             kn = min(chunk, k_all - k0)
             n = kn * b
-            # the batches' first-layer rows, batch after batch
-            for j in range(kn):
-                for i in range(b):
-                    row = src[batches[k0 + j, i]]
-                    for f in range(h1):
-                        gathered[j * b + i, f] = row[f]
-            # first normaliser (training mode) and ReLU, every row
             if batch_kind:
+                # the batches' rows, batch after batch, then the first normaliser in training
+                # mode (statistics of each batch) and ReLU
+                for j in range(kn):
+                    for i in range(b):
+                        row = src[batches[k0 + j, i]]
+                        for f in range(h1):
+                            gathered[j * b + i, f] = row[f]
                 for j in range(kn):
                     _batch_stats(kind, gathered, j * b, b, rm1[m], rv1[m], eps, rmax, dmax, mean, var, invstd, r, d)
                     batch_norm_rows(gathered, j * b, b, mean, invstd, g1[m], be1[m], r, d, renorm, True,
                                     act1, j * b, none1)
-            elif kind == LAYER or kind == GROUP:
-                for i in range(n):
-                    row_norm(gathered, i, groups, eps, g1[m], be1[m], True, act1, none1, none1)
             else:
-                _relu_rows(gathered, 0, n, act1, 0)
+                # normalised per row already: the batches' rows as they are
+                for j in range(kn):
+                    for i in range(b):
+                        row = src[batches[k0 + j, i]]
+                        for f in range(h1):
+                            act1[j * b + i, f] = row[f]
             # second Linear, every row
             linear_t_tiled(act1[:n], w2t[m], b2[m], hid2[:n])
             # second normaliser: statistics from all b rows, row 0 normalised
@@ -286,6 +293,17 @@ def probe_design(kind, pre, batches, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, r
                         row_logits[m, k0 + j, c] = logits[j, c]
 
 
+def aligned_copy(a: np.ndarray, align: int = 64) -> np.ndarray:
+    """A C-contiguous float32 copy of ``a`` whose data start on an ``align``-byte boundary
+    (a cache line: the tiled product then loads each 16-output row of ``W^T`` from one line)."""
+    a = np.asarray(a, dtype=np.float32)
+    buf = np.empty(a.size + align // 4, np.float32)
+    start = (-buf.ctypes.data % align) // 4
+    out = buf[start : start + a.size].reshape(a.shape)
+    out[...] = a
+    return out
+
+
 class Prober:
     """A stack of models ready for probing: the kernel's arrays and the first layer of
     every test row, computed once; :meth:`labels` then probes any batches of rows of ``x``."""
@@ -294,6 +312,7 @@ class Prober:
         arrays = stack_arrays(stacked)
         (w1t, b1, *self._norm1, self._w2t, self._b2), rest = arrays[:8], arrays[8:]
         self._norm2, (self._w3t, self._b3) = rest[:4], rest[4:]
+        self._w2t = aligned_copy(self._w2t)
         self.models = w1t.shape[0]
         self.rows = len(x)
         self.kind = KIND[spec.normaliser]
@@ -301,8 +320,13 @@ class Prober:
         self.eps = np.float32(spec.eps)
         self.rmax, self.dmax = np.float32(limits[0]), np.float32(limits[1])
         self.rows_per_chunk = int(rows)
-        self.pre = np.empty((self.models, self.rows, w1t.shape[2]), np.float32)
-        first_layer_into(np.ascontiguousarray(x, dtype=np.float32), w1t, b1, self.pre)
+        self.first = np.empty((self.models, self.rows, w1t.shape[2]), np.float32)
+        first_layer_into(np.ascontiguousarray(x, dtype=np.float32), w1t, b1, self.first)
+        if self.kind not in (BATCH, RENORM):  # normalised row by row: once per test row, not per batch
+            pre, (g1, be1, rm1, rv1) = self.first.copy(), self._norm1
+            for m in range(self.models):
+                norm_train(self.kind, pre[m], 1, g1[m], be1[m], rm1[m], rv1[m], self.eps, self.groups, self.rmax,
+                           self.dmax, True, self.first[m])
 
     def labels(self, batches: np.ndarray, logits: bool = False):
         """Training-mode labels ``(M, K)`` of row 0 of each of the ``(K, b)`` batches;
@@ -316,7 +340,7 @@ class Prober:
         classes = self._w3t.shape[2]
         z = np.empty((self.models, len(batches), classes) if logits else (0, 0, classes), np.float32)
         if len(batches):
-            probe_design(self.kind, self.pre, batches, *self._norm1, self._w2t, self._b2, *self._norm2,
+            probe_design(self.kind, self.first, batches, *self._norm1, self._w2t, self._b2, *self._norm2,
                          self._w3t, self._b3, self.eps, self.groups, self.rmax, self.dmax,
                          max(1, min(len(batches), self.rows_per_chunk // batches.shape[1])), out, z)
         return (out, z) if logits else out
