@@ -152,20 +152,31 @@ def test_update_false_never_touches_buffers(configured):
             assert torch.equal(p[k], before[k]), (kind, k)
 
 
-def test_batch_renorm_module_matches_functional_form(configured):
+def test_batch_renorm_module_follows_the_defining_formula(configured):
+    """The module against Ioffe's formula written out here (not against ``normalise``, which it calls)."""
     torch.manual_seed(0)
     mod = BatchRenorm1d(6)
-    mod.rmax, mod.dmax = 2.0, 1.0
+    mod.rmax, mod.dmax = 1.5, 0.5
     with torch.no_grad():
         mod.running_mean.normal_()
         mod.running_var.uniform_(0.5, 2.0)
+        mod.weight.uniform_(0.5, 1.5)
+        mod.bias.normal_()
     p = {k: v.detach().clone().unsqueeze(0) for k, v in mod.state_dict().items()}
     h = batch(m=1)
-    y_fun = normalise("batchrenorm", h, p, train=True, update=True, limits=(2.0, 1.0))
-    y_mod = mod.train()(h[0])
-    torch.testing.assert_close(y_mod, y_fun[0], rtol=0, atol=0)
-    torch.testing.assert_close(mod.running_var, p["running_var"][0], rtol=0, atol=0)
-    torch.testing.assert_close(mod.eval()(h[0]), normalise("batchrenorm", h, p, train=False)[0], rtol=0, atol=0)
+    mean, sigma_batch, r, d = renorm_r_d(h, p, (1.5, 0.5))
+    assert bool(((r - 1.5).abs() < 1e-6).any()) and bool(((d.abs() - 0.5).abs() < 1e-6).any()), "clipping active"
+    expected = ((h[0] - mean[0]) / sigma_batch[0] * r[0] + d[0]) * p["weight"][0] + p["bias"][0]
+    torch.testing.assert_close(mod.train()(h[0]), expected, rtol=1e-5, atol=1e-5)
+    # running statistics: momentum 0.1, unbiased batch variance (as BatchNorm1d)
+    torch.testing.assert_close(mod.running_mean, 0.9 * p["running_mean"][0] + 0.1 * h[0].mean(0))
+    torch.testing.assert_close(mod.running_var, 0.9 * p["running_var"][0] + 0.1 * h[0].var(0, unbiased=True))
+    assert int(mod.num_batches_tracked) == 1
+    # inference: the moving statistics, no r and d
+    x = h[0] + 1
+    expected_eval = (x - mod.running_mean) / torch.sqrt(mod.running_var + EPS) * mod.weight + mod.bias
+    torch.testing.assert_close(mod.eval()(x), expected_eval.detach(), rtol=1e-6, atol=1e-6)
+    assert int(mod.num_batches_tracked) == 1, "inference does not move the buffers"
 
 
 def test_renorm_schedule_ramps_as_documented():

@@ -173,4 +173,21 @@ def test_table_has_one_row_per_order_and_batch_size(x):
     rows = sc.table(x, [16, 64], 0.9, 0)
     assert [(r["order"], r["batch_size"]) for r in rows] == [
         ("shuffled", 16), ("sorted", 16), ("shuffled", 64), ("sorted", 64)]
-    assert all(np.isfinite(r["train_eval_rmse"]) for r in rows)
+    # each row is that order's and batch size's pass, with the config's keep and seed
+    for r in rows:
+        expected = sc.run(x, pass_batches(x, r["batch_size"], r["order"], 0), 0.9)
+        assert r["keep"] == 0.9
+        assert {k: r[k] for k in expected} == expected
+    # the divergence recomputed with NumPy: training-mode outputs of the pass against
+    # inference-mode outputs after it, RMSE over every row and feature
+    batches = pass_batches(x, 16, "sorted", 0)
+    bn = sc.layer(x.shape[1], 0.9)
+    train_out = np.zeros(x.shape)
+    for b_rows in batches:
+        train_out[b_rows] = bn(x[b_rows].astype(np.float32))
+    seen = np.zeros(len(x), bool)
+    seen[np.concatenate(batches)] = True
+    inference = bn.eval()(x.astype(np.float32)).astype(np.float64)
+    divergence = np.sqrt(np.mean((train_out - inference)[seen] ** 2))
+    assert rows[1]["train_eval_rmse"] == pytest.approx(divergence, rel=1e-9)
+    assert rows[1]["train_eval_rmse"] > 0.1
