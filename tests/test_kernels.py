@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnstudy import kernels
+from bnstudy import kernels, normalisers
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
-NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
+NORMALISERS = normalisers.NAMES
 F32 = np.float32
 EPS = F32(1e-5)
 

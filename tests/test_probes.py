@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnstudy import data, kernels
+from bnstudy import data, kernels, normalisers
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
 from bnstudy.probes import Prober, linear_t_tiled
 
-NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
+NORMALISERS = normalisers.NAMES
 LIMITS = {"batchrenorm": (2.0, 0.5)}
 
 

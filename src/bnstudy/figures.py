@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from . import normalisers  # noqa: E402
 from .io import atomic_path  # noqa: E402
 
 STYLE = {
@@ -25,21 +26,13 @@ STYLE = {
     "path.simplify": False,
 }
 
-# One colour per normaliser, the same in every figure.
-COLOURS = {
-    "none": "#4d4d4d",
-    "batchnorm": "#d62728",
-    "batchrenorm": "#ff7f0e",
-    "layernorm": "#1f77b4",
-    "groupnorm": "#2ca02c",
-}
-LABELS = {
-    "none": "none",
-    "batchnorm": "batch norm",
-    "batchrenorm": "batch renorm",
-    "layernorm": "layer norm",
-    "groupnorm": "group norm",
-}
+# One colour, marker and line style per normaliser, the same in every figure
+# (bnstudy.normalisers, Okabe-Ito palette); OTHER for any other meaning.
+COLOURS = normalisers.colours()
+LABELS = normalisers.labels()
+MARKERS = normalisers.markers()
+LINESTYLES = normalisers.linestyles()
+OTHER = normalisers.OTHER_COLOURS
 
 
 def new(width: float = 3.3, height: float = 2.3, **kwargs):

@@ -40,10 +40,15 @@ import numba
 import numpy as np
 
 from .fixedmath import JIT
+from .normalisers import BATCH as BATCH
+from .normalisers import GROUP as GROUP
+from .normalisers import LAYER as LAYER
+from .normalisers import NONE as NONE
+from .normalisers import RENORM as RENORM
+from .normalisers import kernel_codes
 
-# Normaliser kinds as the kernels know them.
-NONE, BATCH, RENORM, LAYER, GROUP = 0, 1, 2, 3, 4
-KIND = {"none": NONE, "batchnorm": BATCH, "batchrenorm": RENORM, "layernorm": LAYER, "groupnorm": GROUP}
+# Normaliser kinds as the kernels know them: {name: code}, from the registry.
+KIND = kernel_codes()
 
 
 # ---- building blocks (one model, 2-D arrays) -----------------------------------

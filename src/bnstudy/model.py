@@ -25,12 +25,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from . import normalisers
 from .runtime import STREAM_INIT, derive_seed
 
 LINEARS = ("0", "3", "6")
 NORMS = ("1", "4")
-BATCH_KINDS = ("batchnorm", "batchrenorm")
-AFFINE_KINDS = ("batchnorm", "batchrenorm", "layernorm", "groupnorm")
+BATCH_KINDS = normalisers.BATCH_NAMES
+AFFINE_KINDS = normalisers.AFFINE_NAMES
 
 
 @dataclass(frozen=True)
@@ -74,22 +75,8 @@ def _module_order(key: str):
 
 
 def _norm_module(spec: NetSpec, features: int):
-    import torch
-
-    from .norms import BatchRenorm1d
-
-    kind = spec.normaliser
-    if kind == "none":
-        return torch.nn.Identity()
-    if kind == "batchnorm":
-        return torch.nn.BatchNorm1d(features, eps=spec.eps, momentum=spec.momentum)
-    if kind == "batchrenorm":
-        return BatchRenorm1d(features, eps=spec.eps, momentum=spec.momentum)
-    if kind == "layernorm":
-        return torch.nn.LayerNorm(features, eps=spec.eps)
-    if kind == "groupnorm":
-        return torch.nn.GroupNorm(spec.groups, features, eps=spec.eps)
-    raise ValueError(f"unknown normaliser {kind!r}")
+    """The normaliser's ``torch.nn.Module`` (its registered factory; imports PyTorch)."""
+    return normalisers.get(spec.normaliser).module_factory()(spec, features)
 
 
 def build_module(spec: NetSpec, seed: int | None = None):

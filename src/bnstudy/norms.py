@@ -27,8 +27,10 @@ import torch
 
 from .recipe import RenormSchedule  # noqa: F401  (re-exported for older imports)
 
-NORMALISERS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
-BATCH_NORMALISERS = ("batchnorm", "batchrenorm")
+from . import normalisers
+
+NORMALISERS = normalisers.NAMES
+BATCH_NORMALISERS = normalisers.BATCH_NAMES
 
 
 def _per_feature(t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -49,6 +51,64 @@ def _update_running(p: dict, mean: torch.Tensor, var: torch.Tensor, n: int, mome
         p["running_var"].copy_(factor * unbiased + (1 - factor) * p["running_var"])
 
 
+def _affine(y: torch.Tensor, h: torch.Tensor, p: dict) -> torch.Tensor:
+    return y * _per_feature(p["weight"], h) + _per_feature(p["bias"], h)
+
+
+# ---- functional forms (named by the registry, bnstudy.normalisers) -------------
+# f(h, p, *, train, update, eps, momentum, groups, limits); see normalise().
+
+def identity(h, p, **_):
+    return h
+
+
+def _batch(h, p, *, train, update, eps, momentum, limits, renorm):
+    if train:
+        n = h.shape[-2]
+        if n < 2:
+            raise ValueError("batch statistics need at least 2 rows per batch")
+        mean = h.mean(dim=-2, keepdim=True)
+        var = h.var(dim=-2, unbiased=False, keepdim=True)
+        sigma_batch = torch.sqrt(var + eps)
+        y = (h - mean) / sigma_batch
+        if renorm:
+            rmax, dmax = limits
+            sigma = torch.sqrt(_per_feature(p["running_var"], h) + eps)
+            r = (sigma_batch / sigma).clamp(1.0 / rmax, rmax).detach()
+            d = ((mean - _per_feature(p["running_mean"], h)) / sigma).clamp(-dmax, dmax).detach()
+            y = y * r + d
+        if update:
+            if h.dim() != 3:
+                raise ValueError("running statistics update needs (M, B, F) input")
+            _update_running(p, mean.detach().squeeze(-2), var.detach().squeeze(-2), n, momentum)
+    else:
+        mean = _per_feature(p["running_mean"], h)
+        var = _per_feature(p["running_var"], h)
+        y = (h - mean) / torch.sqrt(var + eps)
+    return _affine(y, h, p)
+
+
+def batch_norm(h, p, *, train, update=False, eps=1e-5, momentum=0.1, limits=(1.0, 0.0), **_):
+    return _batch(h, p, train=train, update=update, eps=eps, momentum=momentum, limits=limits, renorm=False)
+
+
+def batch_renorm(h, p, *, train, update=False, eps=1e-5, momentum=0.1, limits=(1.0, 0.0), **_):
+    return _batch(h, p, train=train, update=update, eps=eps, momentum=momentum, limits=limits, renorm=True)
+
+
+def layer_norm(h, p, *, eps=1e-5, **_):
+    mean = h.mean(dim=-1, keepdim=True)
+    var = h.var(dim=-1, unbiased=False, keepdim=True)
+    return _affine((h - mean) / torch.sqrt(var + eps), h, p)
+
+
+def group_norm(h, p, *, eps=1e-5, groups=1, **_):
+    g = h.unflatten(-1, (groups, h.shape[-1] // groups))
+    mean = g.mean(dim=-1, keepdim=True)
+    var = g.var(dim=-1, unbiased=False, keepdim=True)
+    return _affine(((g - mean) / torch.sqrt(var + eps)).flatten(-2), h, p)
+
+
 def normalise(
     kind: str,
     h: torch.Tensor,
@@ -61,49 +121,37 @@ def normalise(
     groups: int = 1,
     limits: tuple[float, float] = (1.0, 0.0),
 ) -> torch.Tensor:
-    """Apply normaliser ``kind`` with parameters/buffers ``p`` to ``h``.
+    """Apply normaliser ``kind`` (its registered functional form) with parameters/buffers ``p`` to ``h``.
 
     ``train`` selects batch statistics (training mode) or running statistics
     (inference mode); ``update`` additionally moves the running statistics, and is
     only allowed for plain ``(M, B, F)`` input.
     """
-    if kind == "none":
-        return h
-    if kind in BATCH_NORMALISERS:
-        if train:
-            n = h.shape[-2]
-            if n < 2:
-                raise ValueError("batch statistics need at least 2 rows per batch")
-            mean = h.mean(dim=-2, keepdim=True)
-            var = h.var(dim=-2, unbiased=False, keepdim=True)
-            sigma_batch = torch.sqrt(var + eps)
-            y = (h - mean) / sigma_batch
-            if kind == "batchrenorm":
-                rmax, dmax = limits
-                sigma = torch.sqrt(_per_feature(p["running_var"], h) + eps)
-                r = (sigma_batch / sigma).clamp(1.0 / rmax, rmax).detach()
-                d = ((mean - _per_feature(p["running_mean"], h)) / sigma).clamp(-dmax, dmax).detach()
-                y = y * r + d
-            if update:
-                if h.dim() != 3:
-                    raise ValueError("running statistics update needs (M, B, F) input")
-                _update_running(p, mean.detach().squeeze(-2), var.detach().squeeze(-2), n, momentum)
-        else:
-            mean = _per_feature(p["running_mean"], h)
-            var = _per_feature(p["running_var"], h)
-            y = (h - mean) / torch.sqrt(var + eps)
-    elif kind == "layernorm":
-        mean = h.mean(dim=-1, keepdim=True)
-        var = h.var(dim=-1, unbiased=False, keepdim=True)
-        y = (h - mean) / torch.sqrt(var + eps)
-    elif kind == "groupnorm":
-        g = h.unflatten(-1, (groups, h.shape[-1] // groups))
-        mean = g.mean(dim=-1, keepdim=True)
-        var = g.var(dim=-1, unbiased=False, keepdim=True)
-        y = ((g - mean) / torch.sqrt(var + eps)).flatten(-2)
-    else:
-        raise ValueError(f"unknown normaliser {kind!r}; expected one of {NORMALISERS}")
-    return y * _per_feature(p["weight"], h) + _per_feature(p["bias"], h)
+    form = normalisers.get(kind).functional_form()
+    return form(h, p, train=train, update=update, eps=eps, momentum=momentum, groups=groups, limits=limits)
+
+
+# ---- module factories for users (named by the registry) -----------------------
+# factory(spec, features) -> torch.nn.Module, spec a bnstudy.model.NetSpec.
+
+def identity_module(spec, features):
+    return torch.nn.Identity()
+
+
+def batch_norm_module(spec, features):
+    return torch.nn.BatchNorm1d(features, eps=spec.eps, momentum=spec.momentum)
+
+
+def batch_renorm_module(spec, features):
+    return BatchRenorm1d(features, eps=spec.eps, momentum=spec.momentum)
+
+
+def layer_norm_module(spec, features):
+    return torch.nn.LayerNorm(features, eps=spec.eps)
+
+
+def group_norm_module(spec, features):
+    return torch.nn.GroupNorm(spec.groups, features, eps=spec.eps)
 
 
 class BatchRenorm1d(torch.nn.Module):

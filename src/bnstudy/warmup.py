@@ -28,7 +28,8 @@ def _dispatchers():
 
 def compile_all() -> list[str]:
     """Run every study computation on tiny inputs; return ``"kernel: signatures"`` lines."""
-    from . import companions, data, evaluation, kernels, model, remedies, running_stats, selfchecks, stats, train
+    from . import companions, data, evaluation, kernels, model, normalisers, remedies, running_stats, selfchecks
+    from . import stats, train
     from .recipe import Recipe
 
     rng = np.random.default_rng(0)
@@ -39,7 +40,7 @@ def compile_all() -> list[str]:
     running_stats.study(population, [8], [0.9], "shuffled", 0)
     selfchecks.table(population, [8], 0.9, 0)
     stats.bootstrap_examples(np.array([0.0, 1.0]), 4, 0.95, rng)
-    for kind in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"):
+    for kind in normalisers.NAMES:
         spec = model.NetSpec(kind)
         stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
         kernels.predict(stacked, spec, x)

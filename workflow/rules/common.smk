@@ -1,19 +1,22 @@
 # Shared helpers: config checks, the wildcard grid, and the output registry that
 # feeds the hash manifest and the paper.
 import json
+import math
 import sys
 from pathlib import Path
 
+import jsonschema
 import yaml
-from snakemake.exceptions import WorkflowError
 from snakemake.io import apply_wildcards
-from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from bnstudy.codedeps import code_inputs
-from bnstudy.config import ConfigError, check_cross_fields, describe_schema_error
+from bnstudy.config import ConfigError, check_cross_fields, describe_schema_error, key_path
+from bnstudy.normalisers import fill_schema
 
-SCHEMA = "../schemas/config.schema.yaml"
+# The config schema, its normaliser lists filled from the registry of normalisers.
+with open(Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml") as _f:
+    SCHEMA = fill_schema(yaml.safe_load(_f))
 
 
 def _fail(message):
@@ -22,16 +25,30 @@ def _fail(message):
     sys.exit(1)
 
 
+def _non_finite(node, path=()):
+    """The key path of the first NaN or infinite number in ``node`` (JSON Schema accepts them)."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return path
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = _non_finite(value, path + (key,))
+        if found is not None:
+            return found
+    return None
+
+
 def _check(cfg, source):
+    bad = _non_finite(cfg)
+    if bad is not None:
+        value = cfg
+        for key in bad:
+            value = value[key]
+        _fail(f"config error: {key_path(bad)}: {value} is not a finite number [{source}]")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(cfg))
+    if error is not None:
+        _fail(describe_schema_error(error) + f" [{source}]")
     try:
-        validate(cfg, SCHEMA, set_default=False)
         check_cross_fields(cfg)
-    except WorkflowError as e:
-        # snakemake.utils.validate re-raises jsonschema's error as the context
-        cause = e.__cause__ or e.__context__
-        if hasattr(cause, "absolute_path"):
-            _fail(describe_schema_error(cause) + f" [{source}]")
-        _fail(f"config error: {str(e).splitlines()[0]} [{source}]")
     except ConfigError as e:
         _fail(f"{e} [{source}]")
 

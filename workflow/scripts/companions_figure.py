@@ -3,18 +3,18 @@
 import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+from _setup import start
 
 log = start(snakemake, torch=False)  # noqa: F821
-import logging  # noqa: E402
+import logging
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # font subsetting chatter
-import matplotlib.colors as mcolors  # noqa: E402
-import numpy as np  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import yaml  # noqa: E402
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import yaml
 
-from bnstudy import figures, io  # noqa: E402
+from bnstudy import figures, io
 
 inp = snakemake.input  # noqa: F821
 summary = io.read_table(inp.summary_table)
@@ -26,7 +26,11 @@ normalisers = [n for n in figures.COLOURS if n in set(grid["normaliser"])]
 sizes = sorted(dep.loc[dep["design"] == "random", "batch_size"].unique())
 one_class = {"own_class": ("^", "own class"), "other_class": ("s", "another class")}
 
-fig, axes = figures.new(7.0, 4.8, nrows=2, ncols=3, sharex=True, sharey=True)
+# The dependence network's panel, then one per normaliser of the grid, three to a row.
+NCOLS = 3
+panels = 1 + len(normalisers)
+nrows = -(-panels // NCOLS)
+fig, axes = figures.new(7.0, 2.4 * nrows, nrows=nrows, ncols=NCOLS, sharex=True, sharey=True, squeeze=False)
 axes = axes.ravel()
 
 # Panel 1: the dependence network, with bootstrap intervals over examples.
@@ -75,14 +79,16 @@ for ax, norm in zip(axes[1:], normalisers):
                     mfc="white" if design == "own_class" else colour)
     ax.set_title(f"{figures.LABELS[norm]} (grid)")
 fig.legend(handles, labels, loc="outside lower center", ncol=6, frameon=False, fontsize=6)
-for ax in axes[len(normalisers) + 1:]:
+for ax in axes[panels:]:
     ax.set_visible(False)
 for ax in axes:
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes)
     ax.set_xticklabels([str(b) for b in sizes])
-for ax in axes[3:]:
-    ax.set_xlabel("probe batch size $b$")
-for ax in axes[::3]:
+for i, ax in enumerate(axes[:panels]):
+    if i + NCOLS >= panels:  # the lowest panel of its column
+        ax.xaxis.set_tick_params(labelbottom=True)
+        ax.set_xlabel("probe batch size $b$")
+for ax in axes[::NCOLS]:
     ax.set_ylabel("flip rate")
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)  # noqa: F821

@@ -3,19 +3,20 @@
 import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+from _setup import start
 
 log = start(snakemake, torch=False)  # noqa: F821
-from bnstudy import figures, io  # noqa: E402
+from bnstudy import figures, io
 
 passes = io.read_table(snakemake.input.passes)  # noqa: F821
 keep = snakemake.params.keep  # noqa: F821
 shuffled = passes[passes["order"] == "shuffled"]
 sizes = sorted(shuffled["batch_size"].unique())
 keeps = sorted(shuffled["keep"].dropna().unique())
-# the keep-factor of the trained networks in red, others in blues (light: forgets fast)
-blues = iter(["#6baed6", "#08306b", "#2171b5", "#9ecae1"])
-shades = {k: "#d62728" if abs(k - keep) < 1e-12 else next(blues) for k in keeps}
+# the keep-factor of the trained networks highlighted, others in greys (light: forgets fast);
+# no normaliser's colour (those mean a normaliser in every figure)
+greys = iter(["#b0b0b0", "#202020", "#606060", "#d0d0d0"])
+shades = {k: figures.OTHER["highlight"] if abs(k - keep) < 1e-12 else next(greys) for k in keeps}
 
 fig, (ax, bx) = figures.new(6.8, 3.3, ncols=2)
 for k in keeps:
@@ -26,7 +27,7 @@ for k in keeps:
     ax.plot(g["batch_size"], g["predicted_error"], ":", marker="x", ms=4, lw=1.0,
             color=shades[k], label=f"keep$^{{u}}$ prediction, keep {k:g}")
 g = shuffled[(shuffled["estimator"] == "ema") & ((shuffled["keep"] - keep).abs() < 1e-12)].sort_values("batch_size")
-ax.plot(g["batch_size"], g["batch_estimate_error"], "--s", ms=3, color="#4d4d4d", lw=1.2,
+ax.plot(g["batch_size"], g["batch_estimate_error"], "--s", ms=3, color=figures.OTHER["contrast"], lw=1.2,
         label="one batch's own estimate")
 measured = shuffled[shuffled["estimator"] == "ema"][["running_error", "batch_estimate_error"]]
 ax.set_ylim(bottom=float(measured.min().min()) / 10)  # keep^u of a fast-forgetting EMA falls far below
@@ -34,7 +35,8 @@ ax.set_title("shuffled batches: error of the statistics")
 ax.set_ylabel("RMS error vs. population (mean, var)")
 
 for order, style in (("shuffled", "-o"), ("sorted", "-^")):
-    for est, colour, label in (("ema", "#d62728", f"EMA keep {keep:g}"), ("pooled", "#2ca02c", "pooled statistics")):
+    for est, colour, label in (("ema", figures.OTHER["highlight"], f"EMA keep {keep:g}"),
+                               ("pooled", figures.OTHER["contrast"], "pooled statistics")):
         rows = passes[(passes["order"] == order) & (passes["estimator"] == est)]
         if est == "ema":
             rows = rows[(rows["keep"] - keep).abs() < 1e-12]

@@ -1,0 +1,149 @@
+"""The registry of normalisers: every kind the study knows, declared once.
+
+Each :class:`Normaliser` names everything the rest of the code asks about a kind:
+
+- ``name``: the key in the config (``normalisers:``), in file paths and tables;
+- ``label``, ``colour``, ``marker``, ``linestyle``: how every figure draws it
+  (colours from the Okabe--Ito colour-blind-safe palette, one per normaliser and
+  used for nothing else, see :data:`OTHER_COLOURS` for other meanings);
+- ``batch_statistics``: whether training mode normalises with the statistics of
+  the batch (and so keeps running statistics for inference mode);
+- ``affine``: whether it has a learned per-feature scale and shift (gamma, beta);
+- ``kernel``: its code in the compiled kernels (:mod:`bnstudy.kernels`,
+  :mod:`bnstudy.backprop`, :mod:`bnstudy.probes` branch on these integers);
+- ``module``: ``"module:function"`` of its ``torch.nn.Module`` factory for users,
+  ``factory(spec, features)`` (:func:`bnstudy.model.build_module` calls it);
+- ``functional``: ``"module:function"`` of its PyTorch function of a stack of
+  models, ``f(h, p, *, train, update, eps, momentum, groups, limits)``
+  (:func:`bnstudy.norms.normalise` calls it; the tests' reference).
+
+The factories and functions are named, not imported, so that this module (read by
+the Snakefile, the schema check and the figures) never imports PyTorch: they are
+resolved on first use (:meth:`Normaliser.module_factory`,
+:meth:`Normaliser.functional_form`).
+
+Adding a normaliser: declare it in :data:`REGISTRY` (with a new kernel code and
+the kernels' branches for it, or the code of a kind whose arithmetic it shares),
+write its module factory and functional form, list it in the config's
+``normalisers``, and run ``tests/test_normalisers.py``, which takes every
+registered kind through every part and through a tiny training run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+# Kernel codes: the compiled kernels branch on these integers.
+NONE, BATCH, RENORM, LAYER, GROUP = 0, 1, 2, 3, 4
+
+# Okabe & Ito (2008), "Color Universal Design": eight colours told apart with any
+# colour-vision deficiency. Five go to the normalisers below; the rest, with
+# greys, are for other meanings (:data:`OTHER_COLOURS`).
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky blue": "#56B4E9",
+    "bluish green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish purple": "#CC79A7",
+}
+
+
+@dataclass(frozen=True)
+class Normaliser:
+    name: str
+    label: str
+    colour: str
+    marker: str
+    linestyle: str
+    batch_statistics: bool
+    affine: bool
+    kernel: int
+    module: str
+    functional: str
+
+    def module_factory(self):
+        """``factory(spec, features) -> torch.nn.Module`` (imports PyTorch)."""
+        return _resolve(self.module)
+
+    def functional_form(self):
+        """The PyTorch function of a stack of models (imports PyTorch)."""
+        return _resolve(self.functional)
+
+
+def _resolve(target: str):
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+REGISTRY: tuple[Normaliser, ...] = (
+    Normaliser("none", "none", OKABE_ITO["black"], "o", "-", batch_statistics=False, affine=False,
+               kernel=NONE, module="bnstudy.norms:identity_module", functional="bnstudy.norms:identity"),
+    Normaliser("batchnorm", "batch norm", OKABE_ITO["vermillion"], "s", "-", batch_statistics=True, affine=True,
+               kernel=BATCH, module="bnstudy.norms:batch_norm_module", functional="bnstudy.norms:batch_norm"),
+    Normaliser("batchrenorm", "batch renorm", OKABE_ITO["orange"], "D", "-", batch_statistics=True,
+               affine=True, kernel=RENORM, module="bnstudy.norms:batch_renorm_module",
+               functional="bnstudy.norms:batch_renorm"),
+    Normaliser("layernorm", "layer norm", OKABE_ITO["blue"], "^", "-", batch_statistics=False, affine=True,
+               kernel=LAYER, module="bnstudy.norms:layer_norm_module", functional="bnstudy.norms:layer_norm"),
+    Normaliser("groupnorm", "group norm", OKABE_ITO["bluish green"], "v", "-", batch_statistics=False,
+               affine=True, kernel=GROUP, module="bnstudy.norms:group_norm_module",
+               functional="bnstudy.norms:group_norm"),
+)
+
+# Colours for meanings other than a normaliser (never a normaliser's colour).
+OTHER_COLOURS = {
+    "highlight": OKABE_ITO["reddish purple"],
+    "contrast": OKABE_ITO["sky blue"],
+    "grey": "#7f7f7f",
+    "dark grey": "#4d4d4d",
+}
+
+BY_NAME = {n.name: n for n in REGISTRY}
+NAMES = tuple(BY_NAME)
+BATCH_NAMES = tuple(n.name for n in REGISTRY if n.batch_statistics)
+AFFINE_NAMES = tuple(n.name for n in REGISTRY if n.affine)
+
+
+def get(name: str) -> Normaliser:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown normaliser {name!r}; expected one of {NAMES}") from None
+
+
+def kernel_codes() -> dict[str, int]:
+    """``{name: kernel code}`` (:data:`bnstudy.kernels.KIND`)."""
+    return {n.name: n.kernel for n in REGISTRY}
+
+
+def colours() -> dict[str, str]:
+    return {n.name: n.colour for n in REGISTRY}
+
+
+def labels() -> dict[str, str]:
+    return {n.name: n.label for n in REGISTRY}
+
+
+def markers() -> dict[str, str]:
+    return {n.name: n.marker for n in REGISTRY}
+
+
+def linestyles() -> dict[str, str]:
+    return {n.name: n.linestyle for n in REGISTRY}
+
+
+def fill_schema(schema: dict) -> dict:
+    """The config schema with its normaliser lists filled from the registry.
+
+    ``definitions.normaliser`` (any registered kind) and
+    ``definitions.batch_normaliser`` (kinds that use batch statistics) get their
+    ``enum`` here; the schema file does not list names.
+    """
+    defs = schema.setdefault("definitions", {})
+    defs.setdefault("normaliser", {"type": "string"})["enum"] = list(NAMES)
+    defs.setdefault("batch_normaliser", {"type": "string"})["enum"] = list(BATCH_NAMES)
+    return schema

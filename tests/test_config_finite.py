@@ -1,0 +1,40 @@
+"""NaN and infinite numbers in a config fail like any other bad value: one line naming the key.
+
+JSON Schema's number checks let NaN pass (every comparison with it is false) and
+infinity pass an open upper bound; workflow/rules/common.smk rejects both before
+the schema, through the same config-error path as tests/test_config.py.
+"""
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import snakemake
+
+CASES = {
+    "lr .nan": (["grid", "lr"], ".nan", "grid.lr"),
+    "lr .inf": (["grid", "lr"], ".inf", "grid.lr"),
+    "lr -.inf": (["dependence", "lr"], "-.inf", "dependence.lr"),
+    "eps .nan": (["network", "eps"], ".nan", "network.eps"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_non_finite_number_is_rejected_with_one_line(case, test_config, tmp_path):
+    path, literal, key = CASES[case]
+    cfg = copy.deepcopy(test_config)
+    node = cfg
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = "PLACEHOLDER"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg).replace("PLACEHOLDER", literal))  # YAML's own .nan / .inf
+    result = snakemake("-n", "--configfile", str(bad), timeout=60)
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
+    assert len(errors) == 1, result.stderr
+    assert errors[0] == result.stderr.strip().splitlines()[-1]
+    assert errors[0].startswith(f"config error: {key}: "), errors[0]
+    assert "not a finite number" in errors[0]
+    assert "Traceback" not in result.stderr

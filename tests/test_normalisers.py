@@ -1,0 +1,114 @@
+"""The registry of normalisers: every kind has every part, and runs through the study's code.
+
+Adding a normaliser to bnstudy.normalisers.REGISTRY makes every test here run for it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from bnstudy import figures, kernels, model, normalisers, norms, train
+from bnstudy.recipe import Recipe
+from conftest import ROOT
+
+KINDS = normalisers.NAMES
+
+
+def test_names_are_unique_and_listed_once():
+    assert len(set(KINDS)) == len(KINDS) == len(normalisers.REGISTRY)
+    # the schema lists no names of its own: they come from the registry
+    schema = (ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text()
+    enums = " ".join(re.findall(r"enum:.*", schema))
+    for name in KINDS:
+        assert not re.search(rf"\b{name}\b", enums), f"{name} typed into the schema"
+
+
+def test_colours_are_okabe_ito_one_per_normaliser_never_reused():
+    colours = [n.colour for n in normalisers.REGISTRY]
+    assert len(set(colours)) == len(colours), "two normalisers share a colour"
+    assert set(colours) <= set(normalisers.OKABE_ITO.values())
+    assert not set(colours) & set(normalisers.OTHER_COLOURS.values()), "a normaliser's colour means something else"
+    assert len({n.marker for n in normalisers.REGISTRY}) == len(KINDS), "two normalisers share a marker"
+
+
+def test_kernel_codes_come_from_the_registry():
+    assert kernels.KIND == normalisers.kernel_codes()
+    assert len(set(kernels.KIND.values())) == len(KINDS)
+    assert (kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP) == (
+        normalisers.NONE, normalisers.BATCH, normalisers.RENORM, normalisers.LAYER, normalisers.GROUP)
+
+
+def test_consumers_read_the_registry():
+    assert norms.NORMALISERS == KINDS
+    assert norms.BATCH_NORMALISERS == normalisers.BATCH_NAMES
+    assert model.BATCH_KINDS == normalisers.BATCH_NAMES
+    assert model.AFFINE_KINDS == normalisers.AFFINE_NAMES
+    for table in (figures.COLOURS, figures.LABELS, figures.MARKERS, figures.LINESTYLES):
+        assert tuple(table) == KINDS
+    schema = normalisers.fill_schema(yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text()))
+    assert schema["definitions"]["normaliser"]["enum"] == list(KINDS)
+    assert schema["definitions"]["batch_normaliser"]["enum"] == list(normalisers.BATCH_NAMES)
+
+
+def test_the_paper_config_studies_every_registered_normaliser():
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    assert tuple(cfg["normalisers"]) == KINDS
+
+
+def test_registry_does_not_import_torch():
+    code = "import sys; import bnstudy.normalisers, bnstudy.kernels, bnstudy.model; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    rng = np.random.default_rng(0)
+    x = (rng.random((32, 64)) * 2 - 1).astype(np.float32)
+    y = np.arange(32, dtype=np.int64) % 10
+    return x, y
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_has_every_part_and_runs_through_the_pipeline(kind, tiny):
+    import torch
+
+    entry = normalisers.get(kind)
+    for field in ("label", "colour", "marker", "linestyle", "module", "functional"):
+        assert getattr(entry, field), f"{kind}: no {field}"
+    assert isinstance(entry.batch_statistics, bool) and isinstance(entry.kernel, int)
+    assert not entry.batch_statistics or entry.affine, "batch statistics come with running statistics and gamma/beta"
+    spec = model.NetSpec(kind)
+    x, y = tiny
+
+    # a tiny training run (the compiled loop), then the kernels' forward in both modes
+    stacked, log = train.train_models(spec, Recipe(batch_size=8, epochs=1), [0], x, y)
+    assert len(log) == 1 and np.isfinite(log[0]["loss"])
+    inference = kernels.logits(stacked, spec, x)
+    training = kernels.logits(stacked, spec, x, train=True, batch=8)
+    assert inference.shape == training.shape == (1, 32, 10)
+    assert np.isfinite(inference).all() and np.isfinite(training).all()
+    if not entry.batch_statistics:  # no batch statistics: both modes are one function
+        np.testing.assert_array_equal(inference, training)
+
+    # the user's module: the trained weights load into it, and it agrees with the kernels
+    net = model.build_module(spec)
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in model.unstack(stacked)[0].items()})
+    net.eval()
+    with torch.no_grad():
+        out = net(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(out, inference[0], rtol=1e-4, atol=1e-4)
+
+    # the functional form (norms.normalise) agrees with the module on the first normaliser
+    h = net[0](torch.from_numpy(x)).detach()
+    p = {k: torch.from_numpy(v) for k, v in model.norm_params(stacked, "1").items()}
+    with torch.no_grad():
+        got = norms.normalise(kind, h.unsqueeze(0), p, train=False, eps=spec.eps, groups=spec.groups)
+        want = net[1](h)
+    np.testing.assert_allclose(got.squeeze(0).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
