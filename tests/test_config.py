@@ -80,7 +80,7 @@ def test_good_test_config_plans_without_error():
 
 
 def test_paper_config_plans_every_grid_training_and_the_dependence_network():
-    """150 grid trainings (5 normalisers x 6 batch sizes x 5 seeds) + study 1's network."""
+    """150 grid trainings (5 normalisers x 6 batch sizes x 5 seeds) + study 1's networks, one per seed."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     result = snakemake("-n", "--forceall", "--quiet", "rules", "--summary", timeout=120)
     planned = [line.split("\t")[0] for line in result.stdout.splitlines()]
@@ -89,7 +89,7 @@ def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     expected = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"]) * len(cfg["grid"]["seeds"])
     assert expected == 150
     assert len(grid) == expected
-    assert len(dependence) == 1
+    assert len(dependence) == len(cfg["dependence"]["seeds"]) >= 5
 
 
 # ---- cross-field checks: every one, at its boundary ----------------------------
@@ -215,3 +215,106 @@ def test_test_size_100_is_rejected_before_any_job_with_one_line(test_config, tmp
         ("config error: companions.one_class_batch_size: 16 exceeds the 10 test rows of the smallest class "
          f"(digit 0) at split.test_size 100 [{bad}]")], result.stderr
     assert "Traceback" not in result.stderr
+
+
+# ---- one-line messages, by value ------------------------------------------------
+
+@pytest.mark.parametrize("parts, text", [
+    (["grid", "seeds", 2], "grid.seeds[2]"),
+    (["grid"], "grid"),
+    ([0, "a"], "[0].a"),
+    (["a", 1, 2, "b"], "a[1][2].b"),
+    ([], "(top level)"),
+])
+def test_key_path_by_hand(parts, text):
+    from bnstudy.config import key_path
+
+    assert key_path(parts) == text
+
+
+def schema_error(schema, instance):
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(instance))
+
+
+def test_describe_schema_error_one_line_per_kind():
+    from bnstudy.config import describe_schema_error
+
+    obj = {"type": "object", "properties": {"grid": {
+        "type": "object", "required": ["lr"], "additionalProperties": False,
+        "properties": {"lr": {"type": "number"}, "seeds": {"type": "array", "uniqueItems": True,
+                                                            "items": {"type": "integer", "minimum": 0}}}}}}
+    assert describe_schema_error(schema_error(obj, {"grid": {}})) == (
+        "config error: grid.lr: required key is missing")
+    assert describe_schema_error(schema_error(obj, {"grid": {"lr": 1, "seedz": [0]}})) == (
+        "config error: grid: Additional properties are not allowed ('seedz' was unexpected) (misspelled key?)")
+    assert describe_schema_error(schema_error(obj, {"grid": {"lr": 1, "seeds": [0, 1, 1]}})) == (
+        "config error: grid.seeds: duplicate values in [0, 1, 1]")
+    assert describe_schema_error(schema_error(obj, {"grid": {"lr": 1, "seeds": [0, -1]}})) == (
+        "config error: grid.seeds[1]: -1 is less than the minimum of 0")
+    assert describe_schema_error(schema_error(obj, {"grid": {"lr": "x"}})) == (
+        "config error: grid.lr: 'x' is not of type 'number'")
+
+
+def test_describe_schema_error_without_a_quoted_key():
+    """A required-key message without quotes is used whole."""
+    from types import SimpleNamespace
+
+    from bnstudy.config import describe_schema_error
+
+    error = SimpleNamespace(absolute_path=["grid"], validator="required", message="lr missing")
+    assert describe_schema_error(error) == "config error: grid.lr missing: required key is missing"
+    error = SimpleNamespace(absolute_path=[], validator="required", message="'a' is a required property")
+    assert describe_schema_error(error) == "config error: a: required key is missing"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("test_size", [102, 104, 112, 114, 333])
+def test_split_class_counts_tie_breaks_follow_the_split_seed(test_size, seed):
+    """Sizes whose allocation has tied remainders: the seed decides, as in the real split."""
+    test_split_class_counts_are_those_of_the_real_stratified_split(test_size, seed)
+
+
+def test_split_class_counts_depend_on_the_seed_where_remainders_tie():
+    assert len({tuple(split_class_counts(102, seed)[1]) for seed in range(4)}) > 1
+
+
+def test_approximate_mode_is_scikit_learns_on_any_counts():
+    """Called twice on one generator (train share, then test share), as the split does."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from sklearn.utils.extmath import _approximate_mode as sk_mode
+
+    from bnstudy.config import _approximate_mode
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.integers(2, 40), min_size=2, max_size=8), st.floats(0.05, 0.95), st.integers(0, 2**31))
+    def check(counts, share, seed):
+        import numpy as np
+
+        counts = np.array(counts)
+        n = max(1, min(int(share * counts.sum()), counts.sum() - 1))
+        ours_rng, sk_rng = np.random.RandomState(seed), np.random.RandomState(seed)
+        a = _approximate_mode(counts, n, ours_rng)
+        assert a.tolist() == sk_mode(counts, n, sk_rng).tolist()
+        assert a.sum() == n
+        m = int(counts.sum() - n) // 2 + 1
+        assert _approximate_mode(counts, m, ours_rng).tolist() == sk_mode(counts, m, sk_rng).tolist()
+
+    check()
+
+
+def test_approximate_mode_draws_nothing_when_the_shares_are_whole():
+    """No tie to break: the generator is left as it was for the next allocation."""
+    import numpy as np
+    from sklearn.utils.extmath import _approximate_mode as sk_mode
+
+    from bnstudy.config import _approximate_mode
+
+    for seed in range(20):
+        ours_rng, sk_rng = np.random.RandomState(seed), np.random.RandomState(seed)
+        assert _approximate_mode(np.array([2, 2]), 2, ours_rng).tolist() == [1, 1]
+        sk_mode(np.array([2, 2]), 2, sk_rng)
+        ours = _approximate_mode(np.array([1, 1, 1, 1, 1]), 2, ours_rng)
+        assert ours.tolist() == sk_mode(np.array([1, 1, 1, 1, 1]), 2, sk_rng).tolist()
