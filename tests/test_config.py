@@ -5,7 +5,6 @@ import time
 
 import pytest
 import yaml
-from conftest import ROOT, snakemake
 
 from bnstudy.config import (
     DIGITS_CLASS_COUNTS,
@@ -13,6 +12,7 @@ from bnstudy.config import (
     check_cross_fields,
     split_class_counts,
 )
+from conftest import ROOT, snakemake
 
 
 def mutate(cfg, path, value):

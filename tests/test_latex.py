@@ -5,6 +5,7 @@ import pytest
 
 from bnstudy import latex
 
+
 @pytest.mark.parametrize("parts, name", [
     (("flip", "b", 16), "flipBOneSix"),
     (("comp", "exact", "in", "interval"), "compExactInInterval"),
