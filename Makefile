@@ -17,7 +17,7 @@ PIP_VERSION = 26.3
 PIP_TOOLS   = pip-tools==7.6.2
 LOCK_VENV  ?= $(VENV)/lock-tools
 
-.PHONY: all setup tex lock paper figures test test-fast lint determinism benchmark slurm-test report clean
+.PHONY: all setup tex lock paper figures test test-fast lint format determinism benchmark slurm-test report clean
 
 all: paper
 
@@ -74,15 +74,27 @@ paper: setup
 figures: setup
 	$(BIN)/snakemake --cores $(CORES) figures
 
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest -q
 
-# Unit tests only (no pipeline runs).
-test-fast: setup
+# Unit tests only (no pipeline runs, no TeX needed).
+test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not pipeline and not slurm"
 
-lint: setup
+# ruff (lint and format) and snakefmt, configured in pyproject.toml, then Snakemake's
+# own linter; no TeX needed. `make format` rewrites what `ruff format`/snakefmt would.
+LINT_PY  = src tests workflow/scripts
+LINT_SMK = Snakefile workflow/rules
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PY)
+	$(BIN)/ruff format --check $(LINT_PY)
+	$(BIN)/snakefmt --check $(LINT_SMK)
 	$(BIN)/snakemake --lint
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix $(LINT_PY)
+	$(BIN)/ruff format $(LINT_PY)
+	$(BIN)/snakefmt $(LINT_SMK)
 
 # Three runs of the test config, each on another simulated machine (cores 1 as is;
 # cores 4 as an AVX2 machine; cores 2, killed and resumed, without AVX/FMA/AVX512):

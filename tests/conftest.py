@@ -11,8 +11,14 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def snakemake(*args, cwd=ROOT, timeout=None, check=False):
     """Run Snakemake with this interpreter; return the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, check=check)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
 
 
 @pytest.fixture

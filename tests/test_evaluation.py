@@ -35,8 +35,7 @@ def _stack(spec=SPEC, seeds=(0, 1, 2)):
     x = torch.from_numpy(x)
     with torch.no_grad():
         for k in range(3):
-            torchnet.forward(stacked, spec, x[k * 6:(k + 1) * 6].expand(len(seeds), -1, -1), train=True,
-                             update=True)
+            torchnet.forward(stacked, spec, x[k * 6 : (k + 1) * 6].expand(len(seeds), -1, -1), train=True, update=True)
     return {k: v.numpy() for k, v in stacked.items()}
 
 
@@ -47,6 +46,7 @@ def _module(stacked, spec, i):
 
 
 # ---- test batches -------------------------------------------------------------------
+
 
 def test_test_batches_score_every_row_exactly_once():
     for n, b in ((37, 4), (36, 4), (5, 2), (899, 64), (7, 7)):
@@ -83,6 +83,7 @@ def test_test_batches_are_seeded_and_refuse_impossible_sizes():
 
 # ---- accuracies against PyTorch ----------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"])
 def test_inference_accuracy_matches_the_plain_module(kind):
     spec = NetSpec(kind, widths=(64, 16, 12, 10), groups=4)
@@ -103,8 +104,9 @@ def test_train_mode_logits_match_torchnet_on_the_same_batches_float32():
     batches, scored = evaluation.test_batches(len(x), 4, seed=5)
     ours = evaluation.train_mode_logits(stacked, SPEC, x, 4, seed=5)
     with torch.no_grad():
-        theirs = torchnet.forward(torchnet.tensors(stacked), SPEC,
-                                  torch.from_numpy(x[batches]).expand(3, -1, -1, -1), train=True).numpy()
+        theirs = torchnet.forward(
+            torchnet.tensors(stacked), SPEC, torch.from_numpy(x[batches]).expand(3, -1, -1, -1), train=True
+        ).numpy()
     np.testing.assert_allclose(ours[:, batches[scored]], theirs[:, scored], rtol=1e-5, atol=1e-5)
 
 
@@ -130,14 +132,22 @@ def test_batchrenorm_training_mode_uses_the_limits():
     bn = evaluation.train_mode_logits(stacked, NetSpec("batchnorm", widths=spec.widths), x, 37, seed=0)
     assert plain.tobytes() == bn.tobytes()  # rmax 1, dmax 0 is batch norm, bit for bit
     unclipped = evaluation.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1e9, 1e9))
-    inference = torchnet.forward(torchnet.tensors(stacked), spec, torch.from_numpy(x).expand(3, -1, -1),
-                                 train=False).detach().numpy()
+    inference = (
+        torchnet.forward(torchnet.tensors(stacked), spec, torch.from_numpy(x).expand(3, -1, -1), train=False)
+        .detach()
+        .numpy()
+    )
     np.testing.assert_allclose(unclipped, inference, rtol=1e-4, atol=1e-4)  # unclipped r, d: inference
     limited = evaluation.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1.5, 0.5))
     batches, _ = evaluation.test_batches(37, 37, seed=0)  # one batch: every row, permuted
     with torch.no_grad():
-        ref = torchnet.forward(torchnet.tensors(stacked), spec, torch.from_numpy(x[batches[0]]).expand(3, -1, -1),
-                               train=True, limits=(1.5, 0.5)).numpy()
+        ref = torchnet.forward(
+            torchnet.tensors(stacked),
+            spec,
+            torch.from_numpy(x[batches[0]]).expand(3, -1, -1),
+            train=True,
+            limits=(1.5, 0.5),
+        ).numpy()
     np.testing.assert_allclose(limited[:, batches[0]], ref, rtol=1e-5, atol=1e-5)
     assert not np.allclose(limited, plain, atol=1e-3) and not np.allclose(limited, unclipped, atol=1e-3)
 
@@ -156,9 +166,11 @@ def test_trained_divergence_against_pytorch_float64():
     rmse = np.sqrt(((train - infer) ** 2).mean(axis=(1, 2)))
     np.testing.assert_allclose(ours["train_eval_rmse"], rmse, rtol=1e-5)
     # labels: float64 reference and float32 kernels agree on these rows (no near-ties)
-    for key, hits in (("inference_accuracy", infer.argmax(-1) == y[rows]),
-                      ("train_mode_accuracy", train.argmax(-1) == y[rows]),
-                      ("label_disagreement", train.argmax(-1) != infer.argmax(-1))):
+    for key, hits in (
+        ("inference_accuracy", infer.argmax(-1) == y[rows]),
+        ("train_mode_accuracy", train.argmax(-1) == y[rows]),
+        ("label_disagreement", train.argmax(-1) != infer.argmax(-1)),
+    ):
         assert np.array_equal(ours[key], hits.sum(1) / len(y)), key
     assert np.array_equal(ours["inference_accuracy"], evaluation.inference_accuracy(stacked, SPEC, x, y))
     assert np.array_equal(ours["train_mode_accuracy"], evaluation.train_mode_accuracy(stacked, SPEC, x, y, 4, 2))
@@ -178,12 +190,21 @@ TINY_Y = np.array([0, 1, 1, 0, 1, 1])
 
 def _tiny_stack():
     eye, swap = np.eye(2, dtype=np.float32), np.array([[0, 1], [1, 0]], np.float32)
-    state = {"0.weight": eye, "0.bias": np.zeros(2, np.float32), "3.weight": eye, "3.bias": np.zeros(2, np.float32),
-             "6.bias": np.array([0.5, 0.0], np.float32)}
+    state = {
+        "0.weight": eye,
+        "0.bias": np.zeros(2, np.float32),
+        "3.weight": eye,
+        "3.bias": np.zeros(2, np.float32),
+        "6.bias": np.array([0.5, 0.0], np.float32),
+    }
     for norm in mlp.NORMS:
-        state |= {f"{norm}.weight": np.ones(2, np.float32), f"{norm}.bias": np.zeros(2, np.float32),
-                  f"{norm}.running_mean": np.zeros(2, np.float32), f"{norm}.running_var": np.ones(2, np.float32),
-                  f"{norm}.num_batches_tracked": np.array(7, np.int64)}
+        state |= {
+            f"{norm}.weight": np.ones(2, np.float32),
+            f"{norm}.bias": np.zeros(2, np.float32),
+            f"{norm}.running_mean": np.zeros(2, np.float32),
+            f"{norm}.running_var": np.ones(2, np.float32),
+            f"{norm}.num_batches_tracked": np.array(7, np.int64),
+        }
     return mlp.stack([state | {"6.weight": eye}, state | {"6.weight": swap}])
 
 
@@ -219,8 +240,10 @@ def test_tiny_stack_train_mode_and_divergence_by_hand():
     # the same squared differences, so the same RMSE for both models
     rmse = np.sqrt(((h - TINY_X) ** 2).mean())
     np.testing.assert_allclose(out["train_eval_rmse"], [rmse, rmse], rtol=1e-4)
-    assert evaluation.train_mode_accuracy(stacked, TINY, TINY_X, TINY_Y, 2, 0).tolist() == \
-        out["train_mode_accuracy"].tolist()
+    assert (
+        evaluation.train_mode_accuracy(stacked, TINY, TINY_X, TINY_Y, 2, 0).tolist()
+        == out["train_mode_accuracy"].tolist()
+    )
 
 
 def test_sum_of_squared_differences_by_hand():
@@ -232,6 +255,7 @@ def test_sum_of_squared_differences_by_hand():
 
 
 # ---- determinism and independence of the models ---------------------------------------
+
 
 def test_same_call_gives_the_same_bytes_and_a_model_alone_the_same_numbers():
     spec = NetSpec("batchrenorm", widths=(64, 12, 10, 10))
@@ -260,14 +284,16 @@ def test_evaluation_leaves_the_stack_untouched():
 
 
 def test_evaluation_and_remedies_do_not_import_pytorch():
-    code = ("import sys; sys.path.insert(0, %r); import bnstudy.evaluation, bnstudy.remedies; "
-            "print('torch' in sys.modules)") % str(ROOT / "src")
+    src = str(ROOT / "src")
+    code = f"import sys; sys.path.insert(0, {src!r}); import bnstudy.evaluation, bnstudy.remedies; "
+    code += "print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
 
 # ---- remedy rows, trained cells -----------------------------------------------------
+
 
 def test_remedy_rows_give_one_row_per_seed_and_remedy_and_distances_per_layer():
     stacked = _stack()
@@ -323,14 +349,27 @@ def test_load_trained_reads_numpy_and_the_final_renorm_limits(tmp_path):
 
 # ---- summaries ------------------------------------------------------------------------
 
+
 def test_summary_json_has_the_issue_keys():
-    summary = pd.DataFrame([
-        {"normaliser": n, "batch_size": 4, "mode": m, "seeds": 3, "mean": 0.9, "sd": 0.01,
-         "ci_low": 0.88, "ci_high": 0.92}
-        for n, modes in (("none", ("inference", "training")),
-                         ("batchnorm", ("inference", "training", "precise_bn", "debiased_ema")))
-        for m in modes
-    ])
+    summary = pd.DataFrame(
+        [
+            {
+                "normaliser": n,
+                "batch_size": 4,
+                "mode": m,
+                "seeds": 3,
+                "mean": 0.9,
+                "sd": 0.01,
+                "ci_low": 0.88,
+                "ci_high": 0.92,
+            }
+            for n, modes in (
+                ("none", ("inference", "training")),
+                ("batchnorm", ("inference", "training", "precise_bn", "debiased_ema")),
+            )
+            for m in modes
+        ]
+    )
     out = evaluation.summary_json(summary)
     for n in ("none", "batchnorm"):
         assert {"inference_accuracy", "inference_ci", "train_mode_accuracy"} <= set(out[n]["4"])

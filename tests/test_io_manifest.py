@@ -19,7 +19,9 @@ from bnstudy import io, manifest
 def test_weights_are_byte_identical_when_written_twice(tmp_path):
     state = {"0.weight": torch.arange(6.0).view(2, 3), "1.num_batches_tracked": torch.tensor(3)}
     io.write_weights(tmp_path / "a.safetensors", state, {"seed": "0", "normaliser": "batchnorm"})
-    io.write_weights(tmp_path / "b.safetensors", dict(reversed(state.items())), {"normaliser": "batchnorm", "seed": "0"})
+    io.write_weights(
+        tmp_path / "b.safetensors", dict(reversed(state.items())), {"normaliser": "batchnorm", "seed": "0"}
+    )
     assert (tmp_path / "a.safetensors").read_bytes() == (tmp_path / "b.safetensors").read_bytes()
     loaded = io.read_weights(tmp_path / "a.safetensors")
     np.testing.assert_array_equal(loaded["0.weight"], state["0.weight"].numpy())  # read back as NumPy
@@ -30,15 +32,18 @@ def test_weights_are_byte_identical_across_processes(tmp_path):
     """Header order must not depend on per-process hash seeds (safetensors' own writer's does)."""
     code = textwrap.dedent(f"""
         import sys, torch
-        sys.path.insert(0, {str(io.__file__.rsplit('/bnstudy', 1)[0])!r})
+        sys.path.insert(0, {str(io.__file__.rsplit("/bnstudy", 1)[0])!r})
         from bnstudy import io
         meta = {{k: str(i) for i, k in enumerate(["seed", "normaliser", "widths", "groups", "eps", "momentum", "lr"])}}
         state = {{f"{{i}}.weight": torch.full((2, 2), float(i)) for i in range(7)}}
         io.write_weights(sys.argv[1], state, meta)
     """)
     for i in range(3):
-        subprocess.run([sys.executable, "-c", code, str(tmp_path / f"w{i}.safetensors")], check=True,
-                       env={"PYTHONHASHSEED": str(i), "PATH": os.environ.get("PATH", "")})
+        subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / f"w{i}.safetensors")],
+            check=True,
+            env={"PYTHONHASHSEED": str(i), "PATH": os.environ.get("PATH", "")},
+        )
     blobs = {(tmp_path / f"w{i}.safetensors").read_bytes() for i in range(3)}
     assert len(blobs) == 1
 
@@ -82,7 +87,7 @@ def test_a_process_killed_mid_write_leaves_no_file_that_looks_finished(tmp_path)
     target = tmp_path / "big.npy"
     code = textwrap.dedent(f"""
         import os, sys, numpy as np
-        sys.path.insert(0, {str(io.__file__.rsplit('/bnstudy', 1)[0])!r})
+        sys.path.insert(0, {str(io.__file__.rsplit("/bnstudy", 1)[0])!r})
         from bnstudy import io
         with io.atomic_path({str(target)!r}) as tmp:
             with open(tmp, "wb") as f:
@@ -103,10 +108,22 @@ def _table(rows):
 
 
 def test_first_difference_names_the_first_rule_in_dag_order():
-    a = _table([["split", "", "d/x", 1, "aa"], ["train", "n=1", "r/w1", 1, "bb"], ["train", "n=2", "r/w2", 1, "cc"],
-                ["paper", "", "p.pdf", 1, "dd"]])
-    b = _table([["split", "", "d/x", 1, "aa"], ["train", "n=1", "r/w1", 1, "bb"], ["train", "n=2", "r/w2", 1, "XX"],
-                ["paper", "", "p.pdf", 1, "YY"]])
+    a = _table(
+        [
+            ["split", "", "d/x", 1, "aa"],
+            ["train", "n=1", "r/w1", 1, "bb"],
+            ["train", "n=2", "r/w2", 1, "cc"],
+            ["paper", "", "p.pdf", 1, "dd"],
+        ]
+    )
+    b = _table(
+        [
+            ["split", "", "d/x", 1, "aa"],
+            ["train", "n=1", "r/w1", 1, "bb"],
+            ["train", "n=2", "r/w2", 1, "XX"],
+            ["paper", "", "p.pdf", 1, "YY"],
+        ]
+    )
     diff = manifest.first_difference(a, b)
     assert diff["path"].tolist() == ["r/w2"]
     assert manifest.first_difference(a, a).empty
@@ -120,6 +137,7 @@ def test_manifest_hashes_match_hashlib(tmp_path):
 
 
 # ---- values that moved, and the expected manifest ------------------------------
+
 
 def test_value_diff_lists_json_leaves_that_moved_by_key_path(tmp_path):
     (tmp_path / "a.json").write_text('{"acc": {"batchnorm": [0.857, 0.9], "none": 0.8}, "n": 3, "gone": 1}')
@@ -166,18 +184,24 @@ def _run_dir(root, files):
     return root / "results" / "manifest.tsv"
 
 
-FILES = [("split", "results/data/y.csv", "y\n1\n"),
-         ("evaluate", "results/eval/summary.json", '{"acc": 0.857}'),
-         ("evaluate", "results/eval/table.csv", "normaliser,acc\nbatchnorm,0.857\n"),
-         ("paper", "paper/main.pdf", "%PDF a")]
+FILES = [
+    ("split", "results/data/y.csv", "y\n1\n"),
+    ("evaluate", "results/eval/summary.json", '{"acc": 0.857}'),
+    ("evaluate", "results/eval/table.csv", "normaliser,acc\nbatchnorm,0.857\n"),
+    ("paper", "paper/main.pdf", "%PDF a"),
+]
 
 
 def test_compare_names_the_first_rule_and_the_values_that_moved(tmp_path):
     from bnstudy import determinism
 
     a = _run_dir(tmp_path / "a", FILES)
-    moved = [FILES[0], (*FILES[1][:2], '{"acc": 0.843}'), (*FILES[2][:2], "normaliser,acc\nbatchnorm,0.843\n"),
-             (*FILES[3][:2], "%PDF b")]
+    moved = [
+        FILES[0],
+        (*FILES[1][:2], '{"acc": 0.843}'),
+        (*FILES[2][:2], "normaliser,acc\nbatchnorm,0.843\n"),
+        (*FILES[3][:2], "%PDF b"),
+    ]
     b = _run_dir(tmp_path / "b", moved)
     assert determinism.compare({"one": a, "two": _run_dir(tmp_path / "c", FILES)}) == []
     [problem] = determinism.compare({"one": a, "two": b})

@@ -49,6 +49,7 @@ def _case(seed: int, n: int = 24, f: int = 16):
 # NumPy's element-wise float32 operations are single IEEE operations (a product is
 # rounded, then the sum), so a loop of them is exactly the documented arithmetic.
 
+
 def np_linear_t(a, wt, bias):
     out = np.broadcast_to(bias, (a.shape[0], wt.shape[1])).copy()
     for k in range(a.shape[1]):
@@ -115,8 +116,12 @@ def np_row_norm(h, groups, gamma, beta, relu=True):
 def np_norm(kind, h, batch, gamma, beta, rm, rv, groups, limits, train, relu=True):
     if kind in ("batchnorm", "batchrenorm"):
         if train:
-            return np.concatenate([np_batch_train(h[s : s + batch], gamma, beta, rm, rv, kind == "batchrenorm",
-                                                  limits, relu) for s in range(0, len(h), batch)])
+            return np.concatenate(
+                [
+                    np_batch_train(h[s : s + batch], gamma, beta, rm, rv, kind == "batchrenorm", limits, relu)
+                    for s in range(0, len(h), batch)
+                ]
+            )
         invstd = F32(1) / np.sqrt(rv + EPS)
         return np_relu(((h - rm) * invstd) * gamma + beta, relu)
     if kind in ("layernorm", "groupnorm"):
@@ -125,6 +130,7 @@ def np_norm(kind, h, batch, gamma, beta, rm, rv, groups, limits, train, relu=Tru
 
 
 # ---- (a) every building block is the documented arithmetic, bit for bit -------------------
+
 
 @pytest.mark.parametrize("rows,inputs,outputs", [(1, 1, 1), (4, 64, 128), (7, 128, 128), (9, 13, 10), (0, 3, 5)])
 def test_linear_t_is_the_bias_plus_products_in_k_order(rows, inputs, outputs):
@@ -153,18 +159,27 @@ def test_batch_moments_sum_rows_in_row_order(start, n):
     assert _same_bits(mean, ref_mean) and _same_bits(var, ref_var)
 
 
-@pytest.mark.parametrize("kind,limits", [("batchnorm", (1.0, 0.0)), ("batchrenorm", (1.0, 0.0)),
-                                         ("batchrenorm", (2.0, 0.5)), ("batchrenorm", (3.0, 5.0)),
-                                         ("layernorm", (1.0, 0.0)), ("groupnorm", (1.0, 0.0)),
-                                         ("none", (1.0, 0.0))])
+@pytest.mark.parametrize(
+    "kind,limits",
+    [
+        ("batchnorm", (1.0, 0.0)),
+        ("batchrenorm", (1.0, 0.0)),
+        ("batchrenorm", (2.0, 0.5)),
+        ("batchrenorm", (3.0, 5.0)),
+        ("layernorm", (1.0, 0.0)),
+        ("groupnorm", (1.0, 0.0)),
+        ("none", (1.0, 0.0)),
+    ],
+)
 @pytest.mark.parametrize("batch", [2, 3, 8])
 @pytest.mark.parametrize("relu", [True, False])
 def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
     h, gamma, beta, rm, rv = _case(batch)
     out = np.full_like(h, np.nan)
     groups = 4 if kind == "groupnorm" else 1  # layer norm: one group (as kernels.logits passes it)
-    kernels.norm_train(kernels.KIND[kind], h, batch, gamma, beta, rm, rv, EPS, groups, F32(limits[0]),
-                       F32(limits[1]), relu, out)
+    kernels.norm_train(
+        kernels.KIND[kind], h, batch, gamma, beta, rm, rv, EPS, groups, F32(limits[0]), F32(limits[1]), relu, out
+    )
     assert _same_bits(out, np_norm(kind, h, batch, gamma, beta, rm, rv, 4, limits, True, relu))
 
 
@@ -173,8 +188,7 @@ def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
 def test_norm_inference_is_the_documented_arithmetic(kind, relu):
     h, gamma, beta, rm, rv = _case(11)
     out = np.full_like(h, np.nan)
-    kernels.norm_inference(kernels.KIND[kind], h, gamma, beta, rm, rv, EPS, 4 if kind == "groupnorm" else 1, relu,
-                           out)
+    kernels.norm_inference(kernels.KIND[kind], h, gamma, beta, rm, rv, EPS, 4 if kind == "groupnorm" else 1, relu, out)
     assert _same_bits(out, np_norm(kind, h, 0, gamma, beta, rm, rv, 4, (1.0, 0.0), False, relu))
 
 
@@ -220,13 +234,23 @@ def test_logits_are_the_layers_composed_bit_for_bit(norm, train):
         for lin, nrm in zip(mlp.LINEARS[:2], mlp.NORMS):
             h = np_linear_t(a, p[lin + ".weight"].T.copy(), p[lin + ".bias"])
             ones, zeros = np.ones(h.shape[1], F32), np.zeros(h.shape[1], F32)
-            a = np_norm(norm, h, 4, p.get(nrm + ".weight", ones), p.get(nrm + ".bias", zeros),
-                        p.get(nrm + ".running_mean", zeros), p.get(nrm + ".running_var", ones), spec.groups,
-                        limits, train)
+            a = np_norm(
+                norm,
+                h,
+                4,
+                p.get(nrm + ".weight", ones),
+                p.get(nrm + ".bias", zeros),
+                p.get(nrm + ".running_mean", zeros),
+                p.get(nrm + ".running_var", ones),
+                spec.groups,
+                limits,
+                train,
+            )
         assert _same_bits(z[m], np_linear_t(a, p["6.weight"].T.copy(), p["6.bias"]))
 
 
 # ---- (b) the kernels compute PyTorch's functions ------------------------------------
+
 
 @pytest.mark.parametrize("norm", NORMALISERS)
 @pytest.mark.parametrize("train", [False, True])
@@ -242,8 +266,11 @@ def test_logits_match_torchnet_forward(norm, train):
     m = ours.shape[0]
     xt = torch.from_numpy(x.reshape(-1, batch, 64) if train else x)
     with torch.no_grad():
-        theirs = torchnet.forward(torchnet.tensors(stacked), spec, xt.expand(m, *xt.shape), train=train,
-                                  limits=limits).reshape(m, len(x), -1).numpy()
+        theirs = (
+            torchnet.forward(torchnet.tensors(stacked), spec, xt.expand(m, *xt.shape), train=train, limits=limits)
+            .reshape(m, len(x), -1)
+            .numpy()
+        )
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
@@ -339,11 +366,17 @@ def machine_code(tmp_path_factory):
     """The worker's report under ``NUMBA_CPU_NAME=host`` and ``=generic``, run side by side."""
     procs = {}
     for cpu in ("host", "generic"):
-        env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CACHE_DIR=str(tmp_path_factory.mktemp(f"numba-{cpu}")),
-                   PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
+        env = dict(
+            os.environ,
+            NUMBA_CPU_NAME=cpu,
+            NUMBA_CACHE_DIR=str(tmp_path_factory.mktemp(f"numba-{cpu}")),
+            PYTHONPATH=str(ROOT / "src"),
+            OMP_NUM_THREADS="1",
+        )
         env.pop("NUMBA_CPU_FEATURES", None)
-        procs[cpu] = subprocess.Popen([sys.executable, "-c", WORKER], env=env, cwd=ROOT, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs[cpu] = subprocess.Popen(
+            [sys.executable, "-c", WORKER], env=env, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
     reports = {}
     for cpu, proc in procs.items():
         out, err = proc.communicate(timeout=900)
@@ -357,11 +390,17 @@ def test_every_kernel_was_compiled_and_inspected(machine_code):
         assert not report["uncompiled"], f"{cpu}: no call compiles {report['uncompiled']}: add one to WORKER"
         assert not report["warnings"], report["warnings"]
         names = {k.split("(")[0] for k in report["asm"]}
-        assert {"bnstudy.kernels.linear_t", "bnstudy.kernels.forward_model", "bnstudy.probes.probe_design",
-                "bnstudy.probes.linear_t_tiled"} <= names
+        assert {
+            "bnstudy.kernels.linear_t",
+            "bnstudy.kernels.forward_model",
+            "bnstudy.probes.probe_design",
+            "bnstudy.probes.linear_t_tiled",
+        } <= names
         assert all(a["lines"] > 10 for a in report["asm"].values())
-        assert report["asm"]["bnstudy.probes.linear_t_tiled" + next(
-            k.split("linear_t_tiled", 1)[1] for k in report["asm"] if "linear_t_tiled" in k)]["mul"]
+        assert report["asm"][
+            "bnstudy.probes.linear_t_tiled"
+            + next(k.split("linear_t_tiled", 1)[1] for k in report["asm"] if "linear_t_tiled" in k)
+        ]["mul"]
 
 
 @pytest.mark.skipif(not _host_has_fma(), reason="this CPU has no FMA: a contraction could not show")

@@ -109,8 +109,11 @@ def test_same_call_gives_the_same_bytes(dtype):
     for _ in range(2):
         layer = BatchNorm1d(x.shape[1], dtype=dtype, weight=weight, bias=bias)
         out, means, variances = layer.train_pass(x, batches)
-        results.append(b"".join(a.tobytes() for a in (out, means, variances, layer.running_mean,
-                                                        layer.running_var, layer.eval()(x))))
+        results.append(
+            b"".join(
+                a.tobytes() for a in (out, means, variances, layer.running_mean, layer.running_var, layer.eval()(x))
+            )
+        )
     assert results[0] == results[1]
 
 
@@ -177,7 +180,7 @@ def test_rms_matches_numpy_and_adds_in_c_order():
         s += float(v) * float(v)
     assert reductions.sum_of_squares(a) == s
     assert reductions.rms(a) == float(np.sqrt(s / a.size))
-    assert reductions.rms(a) == pytest.approx(float(np.sqrt(np.mean(a ** 2))), rel=1e-14)
+    assert reductions.rms(a) == pytest.approx(float(np.sqrt(np.mean(a**2))), rel=1e-14)
     with pytest.raises(ValueError):
         reductions.rms(np.zeros(0))
 
@@ -199,9 +202,28 @@ def test_kernels_contain_no_fused_multiply_add(dtype):
         _uncached_asm(_train_batch, x, rows, c(4), v[0], v[1], c(EPS), np.empty_like(x), v[2], v[3], v[4]),
         _uncached_asm(_update, v[0], v[1], v[2], v[3], c(4), c(1), c(0.1)),
         _uncached_asm(_inference, x, v[0], v[1], v[2], v[3], c(EPS), v[4], np.empty_like(x)),
-        _uncached_asm(_train_pass, x, rows, np.array([0, 4]), np.array([4], dtype), c(1), v[0], v[1], c(EPS),
-                      c(0.1), False, c(0), v[2], v[3], np.empty_like(x), np.empty((1, 3), dtype),
-                      np.empty((1, 3), dtype), v[4], v[5], v[6]),
+        _uncached_asm(
+            _train_pass,
+            x,
+            rows,
+            np.array([0, 4]),
+            np.array([4], dtype),
+            c(1),
+            v[0],
+            v[1],
+            c(EPS),
+            c(0.1),
+            False,
+            c(0),
+            v[2],
+            v[3],
+            np.empty_like(x),
+            np.empty((1, 3), dtype),
+            np.empty((1, 3), dtype),
+            v[4],
+            v[5],
+            v[6],
+        ),
     ]
     if dtype == np.float64:
         asm.append(_uncached_asm(reductions._column_moments, x, v[0], v[1]))

@@ -41,7 +41,12 @@ def test_kernel_codes_come_from_the_registry():
     assert kernels.KIND == normalisers.kernel_codes()
     assert len(set(kernels.KIND.values())) == len(KINDS)
     assert (kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP) == (
-        normalisers.NONE, normalisers.BATCH, normalisers.RENORM, normalisers.LAYER, normalisers.GROUP)
+        normalisers.NONE,
+        normalisers.BATCH,
+        normalisers.RENORM,
+        normalisers.LAYER,
+        normalisers.GROUP,
+    )
 
 
 def test_consumers_read_the_registry():

@@ -49,8 +49,7 @@ def test_batch_norm_matches_pytorch_batchnorm1d_in_both_modes(configured):
     torch.testing.assert_close(y[0], ref.train()(h[0]), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(p["running_mean"][0], ref.running_mean, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(p["running_var"][0], ref.running_var, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(normalise("batchnorm", h, p, train=False)[0], ref.eval()(h[0]),
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(normalise("batchnorm", h, p, train=False)[0], ref.eval()(h[0]), rtol=1e-5, atol=1e-5)
 
 
 def renorm_r_d(h, p, limits):
@@ -71,8 +70,9 @@ def test_batch_renorm_follows_its_definition_with_r_and_d_clipped(configured, li
     rmax, dmax = limits
     assert bool(((r >= 1 / rmax - 1e-7) & (r <= rmax + 1e-7)).all())
     assert bool(((d >= -dmax) & (d <= dmax)).all())
-    expected = ((h - mean[:, None]) / sigma_batch[:, None] * r[:, None] + d[:, None]) * p["weight"][:, None] \
-        + p["bias"][:, None]
+    expected = ((h - mean[:, None]) / sigma_batch[:, None] * r[:, None] + d[:, None]) * p["weight"][:, None] + p[
+        "bias"
+    ][:, None]
     y = normalise("batchrenorm", h, clone(p), train=True, limits=limits)
     torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
 
@@ -112,8 +112,9 @@ def test_no_gradient_flows_through_r_and_d(configured):
     sigma = torch.sqrt(p["running_var"] + EPS)
     r3 = torch.clamp(sigma3 / sigma, 1 / limits[0], limits[0])
     d3 = torch.clamp((mean3 - p["running_mean"]) / sigma, -limits[1], limits[1])
-    y3 = ((h3 - mean3[:, None]) / sigma3[:, None] * r3[:, None] + d3[:, None]) * p["weight"][:, None] \
-        + p["bias"][:, None]
+    y3 = ((h3 - mean3[:, None]) / sigma3[:, None] * r3[:, None] + d3[:, None]) * p["weight"][:, None] + p["bias"][
+        :, None
+    ]
     (y3 * w).sum().backward()
     assert not torch.allclose(h1.grad, h3.grad, rtol=1e-3, atol=1e-4)
 
@@ -121,11 +122,12 @@ def test_no_gradient_flows_through_r_and_d(configured):
 def test_batch_renorm_inference_uses_the_moving_statistics(configured):
     h, p = batch(), bn_params()
     y = normalise("batchrenorm", h, clone(p), train=False, limits=(3.0, 5.0))
-    expected = (h - p["running_mean"][:, None]) / torch.sqrt(p["running_var"][:, None] + EPS) \
-        * p["weight"][:, None] + p["bias"][:, None]
+    expected = (h - p["running_mean"][:, None]) / torch.sqrt(p["running_var"][:, None] + EPS) * p["weight"][
+        :, None
+    ] + p["bias"][:, None]
     torch.testing.assert_close(y, expected, rtol=1e-6, atol=1e-6)
     # each row alone gives the same output: no batch dependence at inference
-    alone = torch.cat([normalise("batchrenorm", h[:, i:i + 1], clone(p), train=False) for i in range(h.shape[1])], 1)
+    alone = torch.cat([normalise("batchrenorm", h[:, i : i + 1], clone(p), train=False) for i in range(h.shape[1])], 1)
     torch.testing.assert_close(alone, y, rtol=0, atol=0)
 
 

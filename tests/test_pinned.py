@@ -59,8 +59,13 @@ def test_a_pins_file_holds_one_set_that_update_rewrites_and_check_compares_stric
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "bnstudy.pinned", *args], capture_output=True, text=True,
-                          cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
+    return subprocess.run(
+        [sys.executable, "-m", "bnstudy.pinned", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
+    )
 
 
 def test_a_missing_pins_file_is_one_clear_line_not_a_traceback(tmp_path):

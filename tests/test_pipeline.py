@@ -50,7 +50,8 @@ def test_test_config_gives_the_expected_manifest(runs):
     assert identical, "\n".join(lines) + (
         "\n(a deliberate change of the science: refresh it with python -m bnstudy.determinism --update-expected, "
         "or after a test-config build python -m bnstudy.manifest expected --results results "
-        f"--out {EXPECTED.relative_to(ROOT)}, and review the diff)")
+        f"--out {EXPECTED.relative_to(ROOT)}, and review the diff)"
+    )
 
 
 def test_each_run_recorded_its_simulated_machine_outside_the_manifest(runs):
@@ -63,8 +64,11 @@ def test_each_run_recorded_its_simulated_machine_outside_the_manifest(runs):
         variables = machine["kernel-selection variables"]
         assert all(f"{k}={v}" in variables for k, v in envs[env_name].items()), (name, variables)
         assert "results/provenance/machine.csv" not in set(manifest.read(manifests[name])["path"])
-    generic = dict(pd.read_csv(base / "killed-resumed" / "results" / "provenance" / "machine.csv",
-                               dtype=str, keep_default_na=False).values)
+    generic = dict(
+        pd.read_csv(
+            base / "killed-resumed" / "results" / "provenance" / "machine.csv", dtype=str, keep_default_na=False
+        ).values
+    )
     assert generic["torch CPU kernels"] == "DEFAULT" and generic["Numba target"].startswith("generic")
     macros = (base / "cores1" / "results" / "paper" / "macros" / "provenance.tex").read_text()
     assert "cpuModel" not in macros and "CpuKernels" not in macros and "ingerprint" not in macros

@@ -9,8 +9,14 @@ from bnstudy import determinism, provenance
 
 X86_LINUX = platform.system() == "Linux" and platform.machine() == "x86_64" and provenance.LD_SO.exists()
 GLIBC = tuple(int(x) for x in (platform.libc_ver()[1] or "0.0").split(".")[:2])
-KERNEL_VARS = {"ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
-               "OPENBLAS_CORETYPE", "GLIBC_TUNABLES"}
+KERNEL_VARS = {
+    "ATEN_CPU_CAPABILITY",
+    "NUMBA_CPU_NAME",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "ONEDNN_MAX_CPU_ISA",
+    "OPENBLAS_CORETYPE",
+    "GLIBC_TUNABLES",
+}
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +30,24 @@ def test_three_machines_one_per_determinism_run(envs):
     assert set(determinism.RUN_ENVIRONMENTS) == set(determinism.RUNS)
     assert sorted(determinism.RUN_ENVIRONMENTS.values()) == sorted(envs)
     assert KERNEL_VARS <= set(envs["avx2"]) and KERNEL_VARS <= set(envs["generic"])
-    assert {k: envs["avx2"][k] for k in ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS",
-                                         "ONEDNN_MAX_CPU_ISA")} == {
-        "ATEN_CPU_CAPABILITY": "avx2", "NUMBA_CPU_NAME": "haswell", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-        "ONEDNN_MAX_CPU_ISA": "AVX2"}
-    assert {k: envs["generic"][k] for k in ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS",
-                                            "ONEDNN_MAX_CPU_ISA")} == {
-        "ATEN_CPU_CAPABILITY": "default", "NUMBA_CPU_NAME": "generic", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
-        "ONEDNN_MAX_CPU_ISA": "SSE41"}
+    assert {
+        k: envs["avx2"][k]
+        for k in ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+    } == {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "NUMBA_CPU_NAME": "haswell",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+    }
+    assert {
+        k: envs["generic"][k]
+        for k in ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+    } == {
+        "ATEN_CPU_CAPABILITY": "default",
+        "NUMBA_CPU_NAME": "generic",
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+    }
 
 
 def test_numpy_is_asked_to_disable_only_dispatched_features_this_cpu_has(envs):
@@ -40,11 +56,19 @@ def test_numpy_is_asked_to_disable_only_dispatched_features_this_cpu_has(envs):
         listed = [f for f in envs[name].get("NPY_DISABLE_CPU_FEATURES", "").split(",") if f]
         assert all(features[f] and f in dispatch and f not in baseline for f in listed), (name, listed)
     generic = set(envs["generic"].get("NPY_DISABLE_CPU_FEATURES", "").split(","))
-    wide = {f for f in dispatch if features.get(f) and f not in baseline
-            and (f.startswith("AVX512") or f in determinism.GENERIC_NUMPY or f == "X86_V4")}
+    wide = {
+        f
+        for f in dispatch
+        if features.get(f)
+        and f not in baseline
+        and (f.startswith("AVX512") or f in determinism.GENERIC_NUMPY or f == "X86_V4")
+    }
     assert wide <= generic
-    assert not any(f.startswith("AVX") or f == "FMA3" for f in envs["avx2"].get("NPY_DISABLE_CPU_FEATURES", "")
-                   .split(",") if not f.startswith("AVX512"))
+    assert not any(
+        f.startswith("AVX") or f == "FMA3"
+        for f in envs["avx2"].get("NPY_DISABLE_CPU_FEATURES", "").split(",")
+        if not f.startswith("AVX512")
+    )
 
 
 def test_glibc_tunables_use_the_spelling_of_this_glibc(envs):
@@ -79,7 +103,8 @@ def test_each_library_selects_the_simulated_machines_kernels(envs):
     assert generic["torch CPU kernels"] == "DEFAULT"
     assert generic["Numba target"] == "generic (no AVX/FMA)"
     assert generic["NumPy SIMD"].endswith("dispatched: none") or not any(
-        t in generic["NumPy SIMD"].split("dispatched:")[1] for t in ("AVX", "FMA3", "X86_V3", "X86_V4"))
+        t in generic["NumPy SIMD"].split("dispatched:")[1] for t in ("AVX", "FMA3", "X86_V3", "X86_V4")
+    )
     if "openblas" in generic["BLAS kernels"]:
         assert "Nehalem" in generic["BLAS kernels"]
     assert "NUMBA_CPU_NAME=generic" in generic["kernel-selection variables"]

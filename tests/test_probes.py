@@ -47,8 +47,21 @@ def batches_of(n: int, b: int, k: int, seed: int) -> np.ndarray:
 
 # ---- the second layer's tiled product ------------------------------------------------
 
-@pytest.mark.parametrize("rows,inputs,outputs", [(0, 5, 16), (1, 1, 1), (3, 7, 16), (4, 128, 128), (5, 64, 128),
-                                                 (9, 70, 40), (13, 3, 17), (8, 128, 10), (21, 33, 48)])
+
+@pytest.mark.parametrize(
+    "rows,inputs,outputs",
+    [
+        (0, 5, 16),
+        (1, 1, 1),
+        (3, 7, 16),
+        (4, 128, 128),
+        (5, 64, 128),
+        (9, 70, 40),
+        (13, 3, 17),
+        (8, 128, 10),
+        (21, 33, 48),
+    ],
+)
 def test_tiled_linear_is_linear_t_bit_for_bit(rows, inputs, outputs):
     rng = np.random.default_rng(rows * 1000 + inputs + outputs)
     a = rng.standard_normal((rows, inputs)).astype(np.float32)
@@ -75,6 +88,7 @@ def test_tiled_linear_adds_in_k_order_from_the_bias():
 
 # ---- probes: the label kernels.logits gives row 0 of each batch --------------------------
 
+
 @pytest.mark.parametrize("norm", NORMALISERS)
 @pytest.mark.parametrize("b", [2, 3, 16, 64])
 def test_probe_logits_and_labels_are_kernels_logits_of_row_zero_bit_for_bit(x_test, norm, b):
@@ -92,8 +106,10 @@ def test_labels_do_not_depend_on_how_batches_are_chunked(x_test, norm):
     stacked, spec, limits = network(norm), NetSpec(norm), LIMITS.get(norm, (1.0, 0.0))
     for b in (2, 5, 64):
         batches = batches_of(len(x_test), b, 41, seed=b)
-        results = [Prober(stacked, spec, x_test, limits, rows=rows).labels(batches, logits=True)
-                   for rows in (1, 7, 256, 100_000)]
+        results = [
+            Prober(stacked, spec, x_test, limits, rows=rows).labels(batches, logits=True)
+            for rows in (1, 7, 256, 100_000)
+        ]
         for labels, z in results[1:]:
             assert np.array_equal(labels, results[0][0]) and np.array_equal(_bits(z), _bits(results[0][1]))
 

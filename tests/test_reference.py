@@ -73,8 +73,11 @@ class NoBeta(BatchNorm1dReference):
 # (the eps and inference scenarios read running statistics after updates, so a
 # wrong update shows there too). Every other scenario must still agree.
 BROKEN = [
-    (BiasedRunningVar, "running_update_unbiased",
-     {"running_update_unbiased", "inference_forward", "eps", "momentum_none"}),
+    (
+        BiasedRunningVar,
+        "running_update_unbiased",
+        {"running_update_unbiased", "inference_forward", "eps", "momentum_none"},
+    ),
     (KeepMistakenForMomentum, "running_update_unbiased", {"running_update_unbiased", "inference_forward", "eps"}),
     (EpsOutsideSqrt, "eps", {"eps", "training_forward"}),
     (MomentumNoneAsDefault, "momentum_none", {"momentum_none"}),
@@ -110,9 +113,11 @@ class RefusesEveryBatch(BatchNorm1dReference):
         raise ValueError("refuses everything")
 
 
-@pytest.mark.parametrize("broken, error", [(CrashesInTraining, RuntimeError), (CrashesOnBatchOfOne, TypeError),
-                                           (RefusesEveryBatch, ValueError)],
-                         ids=["crash", "crash_on_batch_of_one", "value_error_outside_batch_of_one"])
+@pytest.mark.parametrize(
+    "broken, error",
+    [(CrashesInTraining, RuntimeError), (CrashesOnBatchOfOne, TypeError), (RefusesEveryBatch, ValueError)],
+    ids=["crash", "crash_on_batch_of_one", "value_error_outside_batch_of_one"],
+)
 def test_a_crashing_implementation_raises_instead_of_reading_as_nonconforming(broken, error):
     # Only a ValueError in the batch-of-one scenario is an answer (a refusal); every
     # other exception reaches the caller, so a crash can never pass a negative test.

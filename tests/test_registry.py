@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import ROOT
 
 # Outputs deliberately not hashed (logs and benchmark files are not outputs and
@@ -27,16 +28,26 @@ NOT_HASHED = {
 
 @pytest.fixture(scope="module", params=["config/test.yaml", "config/config.yaml"])
 def dag(request):
-    result = subprocess.run([sys.executable, str(ROOT / "tests" / "dag_outputs.py"), request.param],
-                            check=False, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "dag_outputs.py"), request.param],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
 def test_every_output_of_every_job_is_registered_for_hashing(dag):
     registered = {path for _, _, path in dag["registry"]}
-    missing = [(job["rule"], path) for job in dag["jobs"] for path in job["output"]
-               if path not in registered and path not in NOT_HASHED]
+    missing = [
+        (job["rule"], path)
+        for job in dag["jobs"]
+        for path in job["output"]
+        if path not in registered and path not in NOT_HASHED
+    ]
     assert not missing, f"outputs not in the manifest's registry (call register() for the rule): {missing}"
 
 

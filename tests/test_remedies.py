@@ -29,7 +29,7 @@ def _trained_stack(seeds=(0, 1), updates=5):
     x = torch.from_numpy(_data()[0])
     with torch.no_grad():
         for k in range(updates):
-            torchnet.forward(stacked, SPEC, x[k * 8:k * 8 + 8].expand(len(seeds), -1, -1), train=True, update=True)
+            torchnet.forward(stacked, SPEC, x[k * 8 : k * 8 + 8].expand(len(seeds), -1, -1), train=True, update=True)
     return {k: v.numpy() for k, v in stacked.items()}
 
 
@@ -42,9 +42,12 @@ def _module(stacked, i):
 def _bn_inputs(net, x, batches, train):
     """Input rows of each BatchNorm1d layer, by forward hooks on a plain module (float64 copies)."""
     seen = {layer: [] for layer in mlp.NORMS}
-    hooks = [net[int(layer)].register_forward_hook(
-        lambda mod, inp, out, layer=layer: seen[layer].append(inp[0].detach().double().numpy()))
-        for layer in mlp.NORMS]
+    hooks = [
+        net[int(layer)].register_forward_hook(
+            lambda mod, inp, out, layer=layer: seen[layer].append(inp[0].detach().double().numpy())
+        )
+        for layer in mlp.NORMS
+    ]
     net.train(train)
     # momentum 0 keeps the buffers fixed while the hooks watch training-mode passes
     for layer in mlp.NORMS:
@@ -58,6 +61,7 @@ def _bn_inputs(net, x, batches, train):
 
 
 # ---- (a) debiased EMA -------------------------------------------------------------
+
 
 def test_debiased_ema_of_a_constant_stream_equals_the_constant():
     stacked = torchnet.tensors(mlp.initial_stack(SPEC, [0, 1]))
@@ -85,10 +89,15 @@ def test_debiased_ema_removes_exactly_the_initial_weight():
 
 
 def test_debiased_ema_by_hand_and_its_refusals():
-    state = {f"{n}.{k}": v for n in mlp.NORMS for k, v in (
-        ("running_mean", np.array([[0.271, -0.542]], np.float32)),  # 0.1 * 2.71, after one update: 1 - 0.9
-        ("running_var", np.array([[0.9 + 0.1 * 4.0, 0.9 + 0.1 * 0.25]], np.float32)),
-        ("num_batches_tracked", np.array([1], np.int64)))}
+    state = {
+        f"{n}.{k}": v
+        for n in mlp.NORMS
+        for k, v in (
+            ("running_mean", np.array([[0.271, -0.542]], np.float32)),  # 0.1 * 2.71, after one update: 1 - 0.9
+            ("running_var", np.array([[0.9 + 0.1 * 4.0, 0.9 + 0.1 * 0.25]], np.float32)),
+            ("num_batches_tracked", np.array([1], np.int64)),
+        )
+    }
     mean, var = remedies.debiased_ema(state, SPEC)["1"]
     np.testing.assert_allclose(mean, [[2.71, -5.42]], rtol=1e-6)
     np.testing.assert_allclose(var, [[4.0, 0.25]], rtol=1e-5)
@@ -96,10 +105,11 @@ def test_debiased_ema_by_hand_and_its_refusals():
         remedies.debiased_ema(state | {"4.num_batches_tracked": np.array([0])}, SPEC)
     with pytest.raises(ValueError):
         remedies.debiased_ema(state, NetSpec("batchnorm", momentum=None))
-    assert remedies.initial_weight(SPEC, 64) == pytest.approx(0.9 ** 64, rel=1e-14)
+    assert remedies.initial_weight(SPEC, 64) == pytest.approx(0.9**64, rel=1e-14)
 
 
 # ---- the pass ---------------------------------------------------------------------
+
 
 def test_pass_batches_cover_rows_once_and_follow_the_last_batch_policy():
     y = np.arange(9)
@@ -137,6 +147,7 @@ def test_training_mode_layer_inputs_are_the_plain_modules_batch_norm_inputs():
 
 # ---- (b) cumulative average ----------------------------------------------------------
 
+
 def test_cumulative_average_equals_pytorch_momentum_none_pass():
     stacked = _trained_stack()
     x, y = _data()
@@ -163,12 +174,16 @@ def test_cumulative_average_is_the_mean_of_batch_statistics_with_a_short_last_ba
     ours = remedies.cumulative_average(stacked, SPEC, x, batches)
     seen = _bn_inputs(_module(stacked, 1), x, batches, train=True)
     for layer in mlp.NORMS:
-        np.testing.assert_allclose(ours[layer][0][1], np.mean([h.mean(0) for h in seen[layer]], 0), rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(ours[layer][1][1], np.mean([h.var(0, ddof=1) for h in seen[layer]], 0),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            ours[layer][0][1], np.mean([h.mean(0) for h in seen[layer]], 0), rtol=1e-5, atol=1e-5
+        )
+        np.testing.assert_allclose(
+            ours[layer][1][1], np.mean([h.var(0, ddof=1) for h in seen[layer]], 0), rtol=1e-5, atol=1e-5
+        )
 
 
 # ---- (c) PreciseBN, pooled -------------------------------------------------------------
+
 
 def test_precise_statistics_are_the_moments_of_every_row_the_plain_module_feeds_its_layers():
     stacked = _trained_stack()
@@ -202,6 +217,7 @@ def test_pooled_variance_exceeds_the_average_batch_variance_by_the_spread_of_bat
 
 
 # ---- (d) exact --------------------------------------------------------------------------
+
 
 def test_exact_statistics_use_layer_one_exact_statistics_for_layer_two():
     stacked = _trained_stack()
@@ -248,12 +264,22 @@ TINY_X = np.array([[0.0, 3.0], [1.0, 7.0], [2.0, 5.0], [4.0, 1.0], [7.0, 0.0], [
 
 def _tiny_stack():
     eye = np.eye(2, dtype=np.float32)
-    state = {"0.weight": eye, "0.bias": np.zeros(2, np.float32), "3.weight": eye, "3.bias": np.zeros(2, np.float32),
-             "6.weight": eye, "6.bias": np.zeros(2, np.float32)}
+    state = {
+        "0.weight": eye,
+        "0.bias": np.zeros(2, np.float32),
+        "3.weight": eye,
+        "3.bias": np.zeros(2, np.float32),
+        "6.weight": eye,
+        "6.bias": np.zeros(2, np.float32),
+    }
     for norm in mlp.NORMS:
-        state |= {f"{norm}.weight": np.ones(2, np.float32), f"{norm}.bias": np.zeros(2, np.float32),
-                  f"{norm}.running_mean": np.zeros(2, np.float32), f"{norm}.running_var": np.ones(2, np.float32),
-                  f"{norm}.num_batches_tracked": np.array(3, np.int64)}
+        state |= {
+            f"{norm}.weight": np.ones(2, np.float32),
+            f"{norm}.bias": np.zeros(2, np.float32),
+            f"{norm}.running_mean": np.zeros(2, np.float32),
+            f"{norm}.running_var": np.ones(2, np.float32),
+            f"{norm}.num_batches_tracked": np.array(3, np.int64),
+        }
     return mlp.stack([state, state | {"0.bias": np.array([1.0, -2.0], np.float32)}])
 
 
@@ -296,20 +322,20 @@ def test_tiny_network_exact_statistics_by_hand():
     s0 = np.sqrt(74 / 6 + 1e-5)
     assert z[:, 0] * s0 == pytest.approx([0, 0, 0, 0, 3, 6])
     np.testing.assert_allclose(exact["4"][0][0][0], 1.5 / s0, rtol=1e-6)
-    np.testing.assert_allclose(exact["4"][1][0][0], (4 * 1.5 ** 2 + 1.5 ** 2 + 4.5 ** 2) / 6 / s0 ** 2, rtol=1e-6)
+    np.testing.assert_allclose(exact["4"][1][0][0], (4 * 1.5**2 + 1.5**2 + 4.5**2) / 6 / s0**2, rtol=1e-6)
     np.testing.assert_allclose(exact["4"][0][0], z.mean(0), rtol=1e-6)
     np.testing.assert_allclose(exact["4"][1][0], z.var(0), rtol=1e-6)
 
 
 # ---- distances ------------------------------------------------------------------------
 
+
 def test_distances_by_hand():
     """A known non-zero answer: exact means 0 and variances 1 - eps (so var + eps = 1, 4)."""
     eps = 1e-5
     exact = {layer: (np.zeros((1, 2)), np.array([[1.0 - eps, 4.0 - eps]])) for layer in mlp.NORMS}
     # mean shifts of 1 and 2 exact standard deviations (1 / 1 and 4 / 4); variances e and 4 e**-2 times
-    other = {layer: (np.array([[1.0, 4.0]]), np.array([[np.e - eps, 4.0 * np.exp(-2.0) - eps]]))
-             for layer in mlp.NORMS}
+    other = {layer: (np.array([[1.0, 4.0]]), np.array([[np.e - eps, 4.0 * np.exp(-2.0) - eps]])) for layer in mlp.NORMS}
     rows = remedies.distances(other, exact, eps)
     assert [(r["model"], r["layer"]) for r in rows] == [(0, 1), (0, 2)]
     for r in rows:
@@ -330,11 +356,13 @@ def test_distances_of_the_trained_statistics_against_a_float64_reference():
         emean, evar = (a[r["model"]].astype(np.float64) for a in exact[layer])
         assert r["mean_distance"] == pytest.approx(np.sqrt(np.mean((mean - emean) ** 2 / (evar + 1e-5))), rel=1e-12)
         assert r["var_distance"] == pytest.approx(
-            np.sqrt(np.mean(np.log((var + 1e-5) / (evar + 1e-5)) ** 2)), rel=1e-12)
+            np.sqrt(np.mean(np.log((var + 1e-5) / (evar + 1e-5)) ** 2)), rel=1e-12
+        )
         assert r["mean_distance"] > 0 and r["var_distance"] > 0
 
 
 # ---- the whole set, determinism, no writes ------------------------------------------------------
+
 
 def test_all_statistics_twice_give_the_same_bytes_and_a_model_alone_the_same_numbers():
     stacked = _trained_stack(seeds=(0, 1, 2))

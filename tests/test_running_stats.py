@@ -19,8 +19,13 @@ def rows(x):
 
 
 def pick(rows, order, estimator, keep=0.9):
-    return {r["batch_size"]: r for r in rows if r["order"] == order and r["estimator"] == estimator
-            and (r["keep"] == keep or estimator in ("cumulative", "pooled"))}
+    return {
+        r["batch_size"]: r
+        for r in rows
+        if r["order"] == order
+        and r["estimator"] == estimator
+        and (r["keep"] == keep or estimator in ("cumulative", "pooled"))
+    }
 
 
 def test_population_statistics_are_far_from_zero_and_one(x):
@@ -59,7 +64,7 @@ def test_initial_value_keeps_weight_keep_to_the_updates():
     x = np.tile(base, (8, 1))  # 8 batches of 2 identical rows pairs
     batches = [np.array([2 * i, 2 * i + 1]) for i in range(8)]
     result = rs.run_pass(x, batches, keep=0.9)
-    np.testing.assert_allclose(result.running_mean, (1 - 0.9 ** 8) * base.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(result.running_mean, (1 - 0.9**8) * base.mean(0), rtol=1e-12)
     corrected = rs.bias_corrected(result.running_mean, rs.INITIAL_MEAN, 0.9, result.updates)
     np.testing.assert_allclose(corrected, base.mean(0), rtol=1e-12)
 
@@ -116,8 +121,14 @@ def test_sorted_divergence_exceeds_shuffled_at_small_batches(rows):
 
 def test_summary_has_exactly_the_issue_keys(rows):
     summary = rs.summary_json(rows, keep=0.9)
-    assert set(summary) == {"updates", "running_error", "batch_estimate_error", "train_eval_rmse",
-                            "train_eval_rmse_sorted", "worst_feature_var_error"}
+    assert set(summary) == {
+        "updates",
+        "running_error",
+        "batch_estimate_error",
+        "train_eval_rmse",
+        "train_eval_rmse_sorted",
+        "worst_feature_var_error",
+    }
     assert summary["updates"] == {"8": 64, "16": 32, "32": 16, "64": 8, "128": 4, "256": 2}
 
 
@@ -193,8 +204,7 @@ def test_variance_decomposition_matches_numpy(x, order):
     w = result.batch_sizes / result.batch_sizes.sum()
     grand = (w[:, None] * result.batch_means).sum(0)
     np.testing.assert_allclose(within, (w[:, None] * result.batch_vars).sum(0), rtol=1e-13)
-    np.testing.assert_allclose(between, (w[:, None] * (result.batch_means - grand) ** 2).sum(0), rtol=1e-11,
-                               atol=1e-15)
+    np.testing.assert_allclose(between, (w[:, None] * (result.batch_means - grand) ** 2).sum(0), rtol=1e-11, atol=1e-15)
 
 
 def test_scores_match_numpy_formulas(x):
@@ -212,16 +222,18 @@ def test_scores_match_numpy_formulas(x):
     n = result.batch_sizes[:, None]
     unbiased = result.batch_vars * n / (n - 1)
     assert rs.batch_estimate_error(result, mu, sigma2) == pytest.approx(
-        np_rms(np.concatenate([result.batch_means - mu, unbiased - sigma2], axis=1)), rel=1e-13)
+        np_rms(np.concatenate([result.batch_means - mu, unbiased - sigma2], axis=1)), rel=1e-13
+    )
     inference = (x - mean) / np.sqrt(var + rs.EPS)
     assert rs.train_eval_rmse(x, result, mean, var) == pytest.approx(
-        np_rms((result.train_output - inference)[result.seen]), rel=1e-13)
+        np_rms((result.train_output - inference)[result.seen]), rel=1e-13
+    )
 
 
 @pytest.mark.parametrize("keep, u", [(0.9, 1), (0.9, 2), (0.9, 64), (0.5, 7), (0.99, 16)])
 def test_bias_correction_weight_is_keep_to_the_updates(keep, u):
     running = np.array([0.3, 4.0])
-    w = keep ** u  # Python's pow, an independent computation of the weight
+    w = keep**u  # Python's pow, an independent computation of the weight
     np.testing.assert_allclose(rs.bias_corrected(running, 1.0, keep, u), (running - w) / (1 - w), rtol=1e-13)
 
 
@@ -237,10 +249,12 @@ def test_importing_the_study_modules_does_not_load_torch():
     from pathlib import Path
 
     src = str(Path(__file__).resolve().parents[1] / "src")
-    code = (f"import sys; sys.path.insert(0, {src!r}); "
-            "import bnstudy.running_stats, bnstudy.data, bnstudy.selfchecks, bnstudy.layer, bnstudy.reductions; "
-            "import numpy as np; x = bnstudy.data.synthetic_population(0, 64, 4); "
-            "bnstudy.running_stats.study(x, [8], [0.9], 'shuffled', 0); bnstudy.selfchecks.table(x, [8], 0.9, 0); "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
+    code = (
+        f"import sys; sys.path.insert(0, {src!r}); "
+        "import bnstudy.running_stats, bnstudy.data, bnstudy.selfchecks, bnstudy.layer, bnstudy.reductions; "
+        "import numpy as np; x = bnstudy.data.synthetic_population(0, 64, 4); "
+        "bnstudy.running_stats.study(x, [8], [0.9], 'shuffled', 0); bnstudy.selfchecks.table(x, [8], 0.9, 0); "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr

@@ -17,15 +17,15 @@ SCRIPTS = sorted(p for p in SCRIPTS_DIR.glob("*.py") if p.name != "_setup.py")
 
 
 def start_call(tree: ast.Module) -> ast.Call:
-    calls = [n for n in ast.walk(tree)
-             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "start"]
+    calls = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "start"
+    ]
     assert len(calls) == 1, "a rule script calls start(snakemake) exactly once"
     return calls[0]
 
 
 def without_torch(call: ast.Call) -> bool:
-    return any(k.arg == "torch" and isinstance(k.value, ast.Constant) and k.value.value is False
-               for k in call.keywords)
+    return any(k.arg == "torch" and isinstance(k.value, ast.Constant) and k.value.value is False for k in call.keywords)
 
 
 def imports(tree: ast.Module) -> list[str]:
@@ -41,8 +41,14 @@ def imports(tree: ast.Module) -> list[str]:
 
 def after_imports(script: Path, expression: str) -> str:
     """What ``expression`` prints in a fresh interpreter after the script's import statements."""
-    code = "\n".join(["import sys", f"sys.path.insert(0, {str(ROOT / 'src')!r})", *imports(ast.parse(script.read_text())),
-                      f"print({expression})"])
+    code = "\n".join(
+        [
+            "import sys",
+            f"sys.path.insert(0, {str(ROOT / 'src')!r})",
+            *imports(ast.parse(script.read_text())),
+            f"print({expression})",
+        ]
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
@@ -68,9 +74,12 @@ def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_l
     from snakemake.settings.types import ConfigSettings, ResourceSettings
 
     with SnakemakeApi() as api:
-        workflow = api.workflow(resource_settings=ResourceSettings(cores=1), snakefile=ROOT / "Snakefile",
-                                config_settings=ConfigSettings(configfiles=[ROOT / "config" / "test.yaml"]),
-                                workdir=ROOT)._workflow
+        workflow = api.workflow(
+            resource_settings=ResourceSettings(cores=1),
+            snakefile=ROOT / "Snakefile",
+            config_settings=ConfigSettings(configfiles=[ROOT / "config" / "test.yaml"]),
+            workdir=ROOT,
+        )._workflow
         rules = [r for r in workflow.rules if r.script]
         missing = {}
         for rule in rules:
@@ -84,18 +93,28 @@ def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_l
 
 def test_code_inputs_follow_imports_inside_functions_and_through_modules():
     package = ROOT / "src" / "bnstudy"
-    # model imports norms inside a function, and evaluation imports model inside one
-    assert {"evaluation", "model", "norms", "recipe", "kernels"} <= set(
-        module_closure(SCRIPTS_DIR / "running_stats_sorted.py", package))
-    assert module_closure(SCRIPTS_DIR / "figure_batch_size.py", package) == ["__init__", "figures", "io"]
+    # evaluation imports model inside a function; model and kernels read the registry of normalisers
+    # (which names the PyTorch modules by string: no pipeline job imports norms)
+    assert {"evaluation", "model", "normalisers", "recipe", "kernels"} <= set(
+        module_closure(SCRIPTS_DIR / "running_stats_sorted.py", package)
+    )
+    assert module_closure(SCRIPTS_DIR / "figure_batch_size.py", package) == ["__init__", "figures", "io", "normalisers"]
     # every script starts through _setup.py, which loads runtime
     assert code_inputs("figure_batch_size.py", ROOT) == [
-        "workflow/scripts/_setup.py", "workflow/scripts/figure_batch_size.py",
-        "src/bnstudy/__init__.py", "src/bnstudy/figures.py", "src/bnstudy/io.py", "src/bnstudy/runtime.py"]
+        "workflow/scripts/_setup.py",
+        "workflow/scripts/figure_batch_size.py",
+        "src/bnstudy/__init__.py",
+        "src/bnstudy/figures.py",
+        "src/bnstudy/io.py",
+        "src/bnstudy/normalisers.py",
+        "src/bnstudy/runtime.py",
+    ]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
 def test_modules_a_script_loads_on_import_are_among_its_code_inputs(script):
     """The static reading is checked against what importing the script's imports really loads."""
-    loaded = set(after_imports(script, "' '.join(m.split('.')[1] for m in sys.modules if m.startswith('bnstudy.'))").split())
+    loaded = set(
+        after_imports(script, "' '.join(m.split('.')[1] for m in sys.modules if m.startswith('bnstudy.'))").split()
+    )
     assert loaded and loaded <= set(module_closure(script, ROOT / "src" / "bnstudy"))

@@ -19,8 +19,11 @@ def x():
 
 @pytest.fixture(scope="module")
 def results(x):
-    return {(order, b): sc.run(x, pass_batches(x, b, order, 0), keep=0.9)
-            for order in ("shuffled", "sorted") for b in (8, 32)}
+    return {
+        (order, b): sc.run(x, pass_batches(x, b, order, 0), keep=0.9)
+        for order in ("shuffled", "sorted")
+        for b in (8, 32)
+    }
 
 
 @pytest.mark.parametrize("order", ["shuffled", "sorted"])
@@ -70,8 +73,9 @@ class Flattening(BatchNorm1d):
         return y if self.training else y.reshape(-1)
 
 
-@pytest.mark.parametrize("broken, check", [(NoCentring, "train_mean"), (NoisyInference, "inference_repeatable"),
-                                           (Flattening, "shape")])
+@pytest.mark.parametrize(
+    "broken, check", [(NoCentring, "train_mean"), (NoisyInference, "inference_repeatable"), (Flattening, "shape")]
+)
 def test_self_checks_can_fail(x, broken, check):
     bn = broken(x.shape[1], eps=1e-5, momentum=0.1, dtype=np.float32)
     result = sc.run(x, pass_batches(x, 32, "shuffled", 0), keep=0.9, bn=bn)
@@ -172,7 +176,11 @@ def test_checks_measure_the_layer_outputs(x):
 def test_table_has_one_row_per_order_and_batch_size(x):
     rows = sc.table(x, [16, 64], 0.9, 0)
     assert [(r["order"], r["batch_size"]) for r in rows] == [
-        ("shuffled", 16), ("sorted", 16), ("shuffled", 64), ("sorted", 64)]
+        ("shuffled", 16),
+        ("sorted", 16),
+        ("shuffled", 64),
+        ("sorted", 64),
+    ]
     # each row is that order's and batch size's pass, with the config's keep and seed
     for r in rows:
         expected = sc.run(x, pass_batches(x, r["batch_size"], r["order"], 0), 0.9)

@@ -39,10 +39,9 @@ CONFIG = "config/test.yaml"
 # are short, and the cluster's MinJobAge (scripts/slurm-local) stays far above
 # three such intervals, so finished jobs remain visible. SLURM's logs of
 # successful jobs are kept for the checks.
-CLUSTER_ARGS = ["--slurm-init-seconds-before-status-checks", "2",
-                "--slurm-keep-successful-logs"]
-RUN_TIMEOUT = 30 * 60        # the whole test config on the cluster
-FAILURE_TIMEOUT = 3 * 60     # a single failing job must be reported well within this
+CLUSTER_ARGS = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
+RUN_TIMEOUT = 30 * 60  # the whole test config on the cluster
+FAILURE_TIMEOUT = 3 * 60  # a single failing job must be reported well within this
 # "Job 3 has been submitted with SLURM jobid 17 (log: ...)."; group jobs are named by a UUID
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
@@ -56,8 +55,10 @@ def cluster_problem() -> str | None:
     except subprocess.TimeoutExpired:
         return "sinfo did not answer within 20 s"
     if out.returncode != 0:
-        return (f"sinfo cannot reach a SLURM controller ({out.stderr.strip().splitlines()[-1:]}); "
-                "run `scripts/slurm-local start` or `make slurm-test`")
+        return (
+            f"sinfo cannot reach a SLURM controller ({out.stderr.strip().splitlines()[-1:]}); "
+            "run `scripts/slurm-local start` or `make slurm-test`"
+        )
     states = out.stdout.split()
     if not any(s.rstrip("*~#$@^-").startswith(("idle", "mix", "alloc")) for s in states):
         return f"the SLURM cluster has no usable node (sinfo states: {states})"
@@ -74,8 +75,13 @@ def cluster():
 def start_snakemake(workdir: Path, args: list[str], log: Path) -> subprocess.Popen:
     """Start Snakemake with this interpreter in ``workdir``, output to ``log``."""
     with open(log, "w") as out:
-        return subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=workdir,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "snakemake", *args],
+            cwd=workdir,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def finish(proc: subprocess.Popen, timeout: float) -> int | None:
@@ -102,8 +108,12 @@ def snakemake(workdir: Path, args: list[str], log: Path, timeout: float) -> tupl
 
 def squeue_states(job_ids: list[str]) -> dict[str, tuple[str, str]]:
     """Job id -> (state, job name) for the given ids, finished ones included."""
-    out = subprocess.run(["squeue", "--states=all", "--noheader", "--format=%i|%T|%j",
-                          "--jobs=" + ",".join(job_ids)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["squeue", "--states=all", "--noheader", "--format=%i|%T|%j", "--jobs=" + ",".join(job_ids)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rows = (line.split("|") for line in out.stdout.splitlines() if line.strip())
     return {jid: (state, name) for jid, state, name in rows}
 
@@ -116,8 +126,11 @@ def cluster_runs(cluster, runs, tmp_path_factory):
     local = base / "cores4"
     remote = copy_workflow(ROOT, tmp_path_factory.mktemp("slurm"))
     code, seconds, output = snakemake(
-        remote, ["--configfile", CONFIG, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS],
-        remote / "snakemake.log", RUN_TIMEOUT)
+        remote,
+        ["--configfile", CONFIG, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS],
+        remote / "snakemake.log",
+        RUN_TIMEOUT,
+    )
     print(f"\ntest config on SLURM: {seconds:.0f} s")
     assert code is not None, f"the SLURM run did not finish within {RUN_TIMEOUT} s:\n" + output[-3000:]
     assert code == 0, "the SLURM run of the test config failed:\n" + output[-3000:]
@@ -179,8 +192,8 @@ FAILING_SNAKEFILE = textwrap.dedent("""\
 def test_a_failing_slurm_job_ends_the_run_with_an_error(cluster, tmp_path):
     (tmp_path / "Snakefile").write_text(FAILING_SNAKEFILE)
     code, seconds, output = snakemake(
-        tmp_path, ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS], tmp_path / "snakemake.log",
-        FAILURE_TIMEOUT)
+        tmp_path, ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS], tmp_path / "snakemake.log", FAILURE_TIMEOUT
+    )
     assert code is not None, f"Snakemake still waiting after {seconds:.0f} s:\n{output[-3000:]}"
     assert code != 0
     submitted = SUBMITTED.findall(output)

@@ -46,8 +46,7 @@ def test_summarise_over_seeds_groups_and_counts():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.floats(0, 1), min_size=3, max_size=30), st.integers(0, 2**32 - 1),
-       st.sampled_from([0.8, 0.95]))
+@given(st.lists(st.floats(0, 1), min_size=3, max_size=30), st.integers(0, 2**32 - 1), st.sampled_from([0.8, 0.95]))
 def test_bootstrap_is_the_percentile_interval_of_resampled_example_means(values, seed, confidence):
     v = np.asarray(values)
     lo, hi = stats.bootstrap_examples(v, 400, confidence, np.random.default_rng(seed))

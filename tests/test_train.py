@@ -48,9 +48,29 @@ def _sgd_gradient(spec, x, y, limits=(1.0, 0.0)):
     rows = np.arange(len(y), dtype=np.int64)[None, :]
     sizes = np.array([len(y)], np.int64)
     lim = np.array([limits], np.float32)
-    backprop.train_run(kind, np.array(spec.widths, np.int64), flat, running, x, y, rows, sizes, lim,
-                       np.float32(spec.eps), groups, np.float32(spec.momentum), backprop.SGD, 1.0, 0.9, 0.999,
-                       1e-8, 0.0, 0, np.zeros(1), np.zeros(1, np.int64))
+    backprop.train_run(
+        kind,
+        np.array(spec.widths, np.int64),
+        flat,
+        running,
+        x,
+        y,
+        rows,
+        sizes,
+        lim,
+        np.float32(spec.eps),
+        groups,
+        np.float32(spec.momentum),
+        backprop.SGD,
+        1.0,
+        0.9,
+        0.999,
+        1e-8,
+        0.0,
+        0,
+        np.zeros(1),
+        np.zeros(1, np.int64),
+    )
     return state, before - flat
 
 
@@ -73,7 +93,7 @@ def test_gradients_equal_autograd(kind):
     checked = 0
     for key, shape in backprop.layout(spec.widths):
         size = int(np.prod(shape))
-        ours = grad[offset:offset + size].reshape(shape)
+        ours = grad[offset : offset + size].reshape(shape)
         offset += size
         if key not in ref:
             assert not ours.any(), f"{key}: a network without a normaliser has no gamma/beta gradient"
@@ -191,7 +211,7 @@ def test_epoch_log_is_the_mean_batch_loss_and_row_accuracy():
     rows = batching.epoch_rows(batching.order_generator(0), y, 8)
     z = torch.from_numpy(kernels.logits(stacked, spec, x[rows])[0].astype(np.float64))
     target = torch.from_numpy(y[rows])
-    losses = [torch.nn.functional.cross_entropy(z[i:i + 8], target[i:i + 8]).item() for i in range(0, 32, 8)]
+    losses = [torch.nn.functional.cross_entropy(z[i : i + 8], target[i : i + 8]).item() for i in range(0, 32, 8)]
     assert log[0]["loss"] == pytest.approx(np.mean(losses), rel=1e-6)
     assert log[0]["train_accuracy"] == (z.argmax(1) == target).double().mean().item()
 
@@ -215,13 +235,17 @@ def test_the_same_bits_on_a_generic_x86_cpu():
         "        s, log = train.train_models(mlp.NetSpec(kind), Recipe(batch_size=4, epochs=2, optimizer=opt,"
         " renorm_warmup=0.0), [0, 1], x, y)\n"
         "        [h.update(s[k].tobytes()) for k in sorted(s)]; h.update(repr(log).encode())\n"
-        "print(h.hexdigest())\n")
+        "print(h.hexdigest())\n"
+    )
     digests = []
     for cpu in (None, "generic"):  # Numba keeps a cache entry per CPU name
         env = os.environ | {"PYTHONPATH": f"{ROOT}/src"}
         env.pop("NUMBA_CPU_NAME", None)
         if cpu:
             env["NUMBA_CPU_NAME"] = cpu
-        digests.append(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                                      text=True).stdout.strip())
+        digests.append(
+            subprocess.run(
+                [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+            ).stdout.strip()
+        )
     assert digests[0] == digests[1] and len(digests[0]) == 64

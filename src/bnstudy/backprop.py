@@ -46,8 +46,19 @@ import numba
 import numpy as np
 
 from .fixedmath import JIT, exp, log, powi
-from .kernels import BATCH, GROUP, LAYER, NONE, RENORM, batch_moments, batch_norm_rows, linear_t, renorm_rd
-from .kernels import row_norm, transpose_into
+from .kernels import (
+    BATCH,
+    GROUP,
+    LAYER,
+    NONE,
+    RENORM,
+    batch_moments,
+    batch_norm_rows,
+    linear_t,
+    renorm_rd,
+    row_norm,
+    transpose_into,
+)
 
 ADAM, SGD = 0, 1
 
@@ -55,14 +66,44 @@ ADAM, SGD = 0, 1
 def layout(widths) -> list[tuple[str, tuple[int, ...]]]:
     """The flat vector's parts: ``(state-dict key, shape)`` in order."""
     w_in, h1, h2, c = widths
-    return [("0.weight", (h1, w_in)), ("0.bias", (h1,)), ("1.weight", (h1,)), ("1.bias", (h1,)),
-            ("3.weight", (h2, h1)), ("3.bias", (h2,)), ("4.weight", (h2,)), ("4.bias", (h2,)),
-            ("6.weight", (c, h2)), ("6.bias", (c,))]
+    return [
+        ("0.weight", (h1, w_in)),
+        ("0.bias", (h1,)),
+        ("1.weight", (h1,)),
+        ("1.bias", (h1,)),
+        ("3.weight", (h2, h1)),
+        ("3.bias", (h2,)),
+        ("4.weight", (h2,)),
+        ("4.bias", (h2,)),
+        ("6.weight", (c, h2)),
+        ("6.bias", (c,)),
+    ]
 
 
 @numba.njit(**JIT)
-def _norm_forward(kind, h, n, gamma, beta, rm, rv, eps, groups, momentum, update_count, rmax, dmax,
-                  mean, var, invstd, r, d, out, xhat, rstd):
+def _norm_forward(
+    kind,
+    h,
+    n,
+    gamma,
+    beta,
+    rm,
+    rv,
+    eps,
+    groups,
+    momentum,
+    update_count,
+    rmax,
+    dmax,
+    mean,
+    var,
+    invstd,
+    r,
+    d,
+    out,
+    xhat,
+    rstd,
+):
     """Training-mode normaliser + ReLU of rows ``0 .. n-1``; saves what backward needs and
     moves the running statistics (batch norms)."""
     f_ = h.shape[1]
@@ -242,8 +283,29 @@ def _step_sgd(p, g, buf, t, lr, momentum):
 
 
 @numba.njit(**JIT)
-def train_run(kind, widths, p, running, x, y, rows, sizes, limits, eps, groups, momentum,
-              optimizer, lr, beta1, beta2, adam_eps, sgd_momentum, updates, epoch_loss, epoch_correct):
+def train_run(
+    kind,
+    widths,
+    p,
+    running,
+    x,
+    y,
+    rows,
+    sizes,
+    limits,
+    eps,
+    groups,
+    momentum,
+    optimizer,
+    lr,
+    beta1,
+    beta2,
+    adam_eps,
+    sgd_momentum,
+    updates,
+    epoch_loss,
+    epoch_correct,
+):
     """Train one model in place over ``rows.shape[0]`` epochs.
 
     ``p`` is the flat parameter vector (:func:`layout`), ``running`` ``(4, F)``
@@ -259,38 +321,38 @@ def train_run(kind, widths, p, running, x, y, rows, sizes, limits, eps, groups, 
     for s in sizes:
         bmax = max(bmax, s)
     o = 0
-    w1 = p[o:o + h1 * w_in].reshape((h1, w_in))
+    w1 = p[o : o + h1 * w_in].reshape((h1, w_in))
     o += h1 * w_in
-    b1 = p[o:o + h1]
-    g1 = p[o + h1:o + 2 * h1]
-    be1 = p[o + 2 * h1:o + 3 * h1]
+    b1 = p[o : o + h1]
+    g1 = p[o + h1 : o + 2 * h1]
+    be1 = p[o + 2 * h1 : o + 3 * h1]
     o += 3 * h1
-    w2 = p[o:o + h2 * h1].reshape((h2, h1))
+    w2 = p[o : o + h2 * h1].reshape((h2, h1))
     o += h2 * h1
-    b2 = p[o:o + h2]
-    g2 = p[o + h2:o + 2 * h2]
-    be2 = p[o + 2 * h2:o + 3 * h2]
+    b2 = p[o : o + h2]
+    g2 = p[o + h2 : o + 2 * h2]
+    be2 = p[o + 2 * h2 : o + 3 * h2]
     o += 3 * h2
-    w3 = p[o:o + c_ * h2].reshape((c_, h2))
+    w3 = p[o : o + c_ * h2].reshape((c_, h2))
     o += c_ * h2
-    b3 = p[o:o + c_]
+    b3 = p[o : o + c_]
     grad = np.zeros_like(p)
     q = 0
-    dw1 = grad[q:q + h1 * w_in].reshape((h1, w_in))
+    dw1 = grad[q : q + h1 * w_in].reshape((h1, w_in))
     q += h1 * w_in
-    db1 = grad[q:q + h1]
-    dg1 = grad[q + h1:q + 2 * h1]
-    dbe1 = grad[q + 2 * h1:q + 3 * h1]
+    db1 = grad[q : q + h1]
+    dg1 = grad[q + h1 : q + 2 * h1]
+    dbe1 = grad[q + 2 * h1 : q + 3 * h1]
     q += 3 * h1
-    dw2 = grad[q:q + h2 * h1].reshape((h2, h1))
+    dw2 = grad[q : q + h2 * h1].reshape((h2, h1))
     q += h2 * h1
-    db2 = grad[q:q + h2]
-    dg2 = grad[q + h2:q + 2 * h2]
-    dbe2 = grad[q + 2 * h2:q + 3 * h2]
+    db2 = grad[q : q + h2]
+    dg2 = grad[q + h2 : q + 2 * h2]
+    dbe2 = grad[q + 2 * h2 : q + 3 * h2]
     q += 3 * h2
-    dw3 = grad[q:q + c_ * h2].reshape((c_, h2))
+    dw3 = grad[q : q + c_ * h2].reshape((c_, h2))
     q += c_ * h2
-    db3 = grad[q:q + c_]
+    db3 = grad[q : q + c_]
     state1 = np.zeros_like(p)
     state2 = np.zeros_like(p)
     rm1, rv1, rm2, rv2 = running[0, :h1], running[1, :h1], running[2, :h2], running[3, :h2]
@@ -340,11 +402,53 @@ def train_run(kind, widths, p, running, x, y, rows, sizes, limits, eps, groups, 
             transpose_into(w2, w2t)
             transpose_into(w3, w3t)
             linear_t(xb[:n], w1t, b1, pre1)
-            _norm_forward(kind, pre1, n, g1, be1, rm1, rv1, eps, groups, momentum, updates, rmax, dmax,
-                          st1[0], st1[1], st1[2], st1[3], st1[4], a1, xh1, rstd1)
+            _norm_forward(
+                kind,
+                pre1,
+                n,
+                g1,
+                be1,
+                rm1,
+                rv1,
+                eps,
+                groups,
+                momentum,
+                updates,
+                rmax,
+                dmax,
+                st1[0],
+                st1[1],
+                st1[2],
+                st1[3],
+                st1[4],
+                a1,
+                xh1,
+                rstd1,
+            )
             linear_t(a1[:n], w2t, b2, pre2)
-            _norm_forward(kind, pre2, n, g2, be2, rm2, rv2, eps, groups, momentum, updates, rmax, dmax,
-                          st2[0], st2[1], st2[2], st2[3], st2[4], a2, xh2, rstd2)
+            _norm_forward(
+                kind,
+                pre2,
+                n,
+                g2,
+                be2,
+                rm2,
+                rv2,
+                eps,
+                groups,
+                momentum,
+                updates,
+                rmax,
+                dmax,
+                st2[0],
+                st2[1],
+                st2[2],
+                st2[3],
+                st2[4],
+                a2,
+                xh2,
+                rstd2,
+            )
             linear_t(a2[:n], w3t, b3, z)
             batch_loss, batch_correct = _loss_and_grad(z, yb, n, dz)
             loss += batch_loss

@@ -27,8 +27,9 @@ def order_generator(seed: int) -> np.random.Generator:
     return np.random.default_rng(derive_seed(seed, STREAM_ORDER))
 
 
-def epoch_batches(rng: np.random.Generator, labels: np.ndarray, batch_size: int, order: str = "shuffle",
-                  last_batch: str = "drop") -> list[np.ndarray]:
+def epoch_batches(
+    rng: np.random.Generator, labels: np.ndarray, batch_size: int, order: str = "shuffle", last_batch: str = "drop"
+) -> list[np.ndarray]:
     """Row indices of each batch of one epoch, drawn from ``rng``."""
     labels = np.asarray(labels)
     n = len(labels)
@@ -45,7 +46,8 @@ def epoch_batches(rng: np.random.Generator, labels: np.ndarray, batch_size: int,
     return batches
 
 
-def epoch_rows(rng: np.random.Generator, labels: np.ndarray, batch_size: int, order: str = "shuffle",
-               last_batch: str = "drop") -> np.ndarray:
+def epoch_rows(
+    rng: np.random.Generator, labels: np.ndarray, batch_size: int, order: str = "shuffle", last_batch: str = "drop"
+) -> np.ndarray:
     """One epoch's batches concatenated in batch order (the cut is ``batch_sizes_per_epoch``)."""
     return np.concatenate(epoch_batches(rng, labels, batch_size, order, last_batch))

@@ -115,8 +115,10 @@ def bench_companions(stacked, spec, x, plans, repeats: int):
 
 
 def row(label: str, slow, fast, unit: str) -> str:
-    return (f"{label:<34} {slow[0]:9.3f} {fast[0]:9.4f} {slow[0] / fast[0]:7.1f}x"
-            f"   {slow[1]:9.3f} {fast[1]:9.4f} {slow[1] / fast[1]:7.1f}x   {unit}")
+    return (
+        f"{label:<34} {slow[0]:9.3f} {fast[0]:9.4f} {slow[0] / fast[0]:7.1f}x"
+        f"   {slow[1]:9.3f} {fast[1]:9.4f} {slow[1] / fast[1]:7.1f}x   {unit}"
+    )
 
 
 def same(agree: tuple[int, int, int]) -> str:
@@ -131,8 +133,9 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=5, help="models of one cell (the grid: 5)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--probe-batches", type=int, default=200,
-                        help="random and one-class batches per design (the paper config: 200)")
+    parser.add_argument(
+        "--probe-batches", type=int, default=200, help="random and one-class batches per design (the paper config: 200)"
+    )
     args = parser.parse_args(argv)
 
     runtime.configure(1)
@@ -144,29 +147,39 @@ def main(argv=None) -> int:
     spec = NetSpec(args.normaliser)
     seeds = list(range(args.seeds))
 
-    print(f"bnstudy benchmark: {args.normaliser}, {args.epochs} epochs on {len(y)} rows, {len(seeds)} models "
-          f"per cell, {args.repeats} repeats, torch {torch.__version__} ({torch.get_num_threads()} thread), "
-          f"numba {numba.__version__}")
-    print(f"{'':<34} {'wall: plain':>9} {'compiled':>9} {'ratio':>8}   {'CPU: plain':>9} {'compiled':>9} "
-          f"{'ratio':>8}")
+    print(
+        f"bnstudy benchmark: {args.normaliser}, {args.epochs} epochs on {len(y)} rows, {len(seeds)} models "
+        f"per cell, {args.repeats} repeats, torch {torch.__version__} ({torch.get_num_threads()} thread), "
+        f"numba {numba.__version__}"
+    )
+    print(f"{'':<34} {'wall: plain':>9} {'compiled':>9} {'ratio':>8}   {'CPU: plain':>9} {'compiled':>9} {'ratio':>8}")
     stacked = {}  # the trained models, by batch size: probed below
     for b in args.batch_sizes:
         plain, compiled, stacked[b] = bench_training(spec, x, y, b, args.epochs, seeds, args.repeats)
         print(row(f"training, batch {b} (per model-run)", plain, compiled, "seconds"))
         runs = 20 / args.epochs
-        print(f"{'':<36}20-epoch model-run: plain {plain[0] * runs:.2f} s, compiled {compiled[0] * runs:.2f} s "
-              f"(wall)")
+        print(f"{'':<36}20-epoch model-run: plain {plain[0] * runs:.2f} s, compiled {compiled[0] * runs:.2f} s (wall)")
     # companion evaluation, on the models trained at the largest batch size above
     net = stacked[max(stacked)]
     from .companions import example_plans
 
-    plans = [(f"{design} b={b}", batches) for design, b, batches in
-             example_plans(y_test, companions_example(y_test), (2, 4, 16, 64), args.probe_batches, 16, seed=0)]
+    plans = [
+        (f"{design} b={b}", batches)
+        for design, b, batches in example_plans(
+            y_test, companions_example(y_test), (2, 4, 16, 64), args.probe_batches, 16, seed=0
+        )
+    ]
     rows = sum(b.size for _, b in plans)
     loop, fast, agree = bench_companions(net, spec, x_test, plans, args.repeats)
-    print(row("companions, one example's design", loop, fast,
-              f"seconds, {len(plans)} designs, {sum(len(b) for _, b in plans)} batches, {rows} rows, "
-              f"{len(seeds)} models, {same(agree)}"))
+    print(
+        row(
+            "companions, one example's design",
+            loop,
+            fast,
+            f"seconds, {len(plans)} designs, {sum(len(b) for _, b in plans)} batches, {rows} rows, "
+            f"{len(seeds)} models, {same(agree)}",
+        )
+    )
     for label, batches in plans:
         if label.startswith("random"):
             loop, fast, agree = bench_companions(net, spec, x_test, [(label, batches)], args.repeats)

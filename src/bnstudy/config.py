@@ -114,8 +114,9 @@ def check_cross_fields(config: dict) -> None:
     n_train = sum(DIGITS_CLASS_COUNTS) - test_size
     training = [(f"grid.batch_sizes[{i}]", b) for i, b in enumerate(config["grid"]["batch_sizes"])]
     training.append(("dependence.batch_size", config["dependence"]["batch_size"]))
-    training += [(f"sorted_training.batch_sizes[{i}]", b)
-                 for i, b in enumerate(config["sorted_training"]["batch_sizes"])]
+    training += [
+        (f"sorted_training.batch_sizes[{i}]", b) for i, b in enumerate(config["sorted_training"]["batch_sizes"])
+    ]
     for key, b in training:
         if b > n_train:
             raise ConfigError(

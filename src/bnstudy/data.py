@@ -67,9 +67,7 @@ def split_digits(seed: int, test_size: int = 899) -> Split:
     x = digits.data.astype(np.float64)
     y = digits.target.astype(np.int64)
     index = np.arange(len(y))
-    train_index, test_index = train_test_split(
-        index, test_size=test_size, stratify=y, random_state=seed, shuffle=True
-    )
+    train_index, test_index = train_test_split(index, test_size=test_size, stratify=y, random_state=seed, shuffle=True)
     train_index = np.sort(train_index)
     test_index = np.sort(test_index)
     mean, scale = standardisation(x[train_index])

@@ -95,15 +95,25 @@ def environments() -> dict[str, dict[str, str]]:
     """The simulated machines: name -> environment variables added to a run's environment."""
     features, _, _ = numpy_cpu()
     avx512 = [n for n in features if n.startswith("AVX512")] + ["X86_V4"]
-    avx2 = {"ATEN_CPU_CAPABILITY": "avx2", "NUMBA_CPU_NAME": "haswell", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-            "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
-            "GLIBC_TUNABLES": glibc_hwcaps(AVX512_GLIBC)}
+    avx2 = {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "NUMBA_CPU_NAME": "haswell",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "OPENBLAS_CORETYPE": "Haswell",
+        "GLIBC_TUNABLES": glibc_hwcaps(AVX512_GLIBC),
+    }
     numba = numba_features_without_avx512()
     if numba is not None:
         avx2["NUMBA_CPU_FEATURES"] = numba
-    generic = {"ATEN_CPU_CAPABILITY": "default", "NUMBA_CPU_NAME": "generic", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
-               "ONEDNN_MAX_CPU_ISA": "SSE41", "OPENBLAS_CORETYPE": "Nehalem",
-               "GLIBC_TUNABLES": glibc_hwcaps(GENERIC_GLIBC)}
+    generic = {
+        "ATEN_CPU_CAPABILITY": "default",
+        "NUMBA_CPU_NAME": "generic",
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "OPENBLAS_CORETYPE": "Nehalem",
+        "GLIBC_TUNABLES": glibc_hwcaps(GENERIC_GLIBC),
+    }
     for env, names in ((avx2, avx512), (generic, list(GENERIC_NUMPY) + avx512)):
         disable = numpy_disable(names)
         if disable:
@@ -119,11 +129,14 @@ def describe_environment(extra: dict[str, str]) -> dict[str, str]:
     """What a process started with ``extra`` added to its environment runs on
     (:func:`bnstudy.provenance.machine_description`, run in that process)."""
     src = str(Path(__file__).resolve().parents[1])
-    code = (f"import json, sys; sys.path.insert(0, {src!r})\n"
-            "from bnstudy import provenance\n"
-            "print(json.dumps(provenance.machine_description()))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env=os.environ | extra)
+    code = (
+        f"import json, sys; sys.path.insert(0, {src!r})\n"
+        "from bnstudy import provenance\n"
+        "print(json.dumps(provenance.machine_description()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=os.environ | extra
+    )
     if out.returncode != 0:
         raise RuntimeError(f"describing the environment failed: {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout)
@@ -134,12 +147,15 @@ def summary(description: dict[str, str]) -> str:
     return "; ".join(f"{k}: {description.get(k, '?')}" for k in keys)
 
 
-
 def workflow_files(root: Path) -> list[Path]:
     """Files of the workflow: git's tracked and untracked-but-not-ignored files."""
     try:
-        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                             cwd=root, check=True, capture_output=True).stdout
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+        ).stdout
         files = [Path(p) for p in out.decode().split("\0") if p]
     except (subprocess.CalledProcessError, FileNotFoundError):
         files = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
@@ -154,8 +170,7 @@ def copy_workflow(root: Path, target: Path) -> Path:
 
 
 def snakemake_cmd(configfile: str, cores: int, extra=()) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", configfile, "-q",
-            *extra]
+    return [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", configfile, "-q", *extra]
 
 
 def run_environment(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -175,19 +190,32 @@ def run_environment(env: dict[str, str] | None = None) -> dict[str, str]:
 
 def run(workdir: Path, configfile: str, cores: int, extra=(), log=None, env=None) -> None:
     """Run Snakemake in ``workdir``; ``env``: variables added to this process's environment."""
-    subprocess.run(snakemake_cmd(configfile, cores, extra), cwd=workdir, check=True,
-                   stdout=log, stderr=subprocess.STDOUT, env=run_environment(env))
+    subprocess.run(
+        snakemake_cmd(configfile, cores, extra),
+        cwd=workdir,
+        check=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=run_environment(env),
+    )
 
 
-def run_killed_then_resumed(workdir: Path, configfile: str, log=None, wait_for="results/logs/train_grid",
-                            timeout: float = 600, env=None) -> float:
+def run_killed_then_resumed(
+    workdir: Path, configfile: str, log=None, wait_for="results/logs/train_grid", timeout: float = 600, env=None
+) -> float:
     """Start a run, SIGKILL it (whole process group) once training has begun, resume.
 
     Returns the seconds after start at which the run was killed.
     """
     start = time.monotonic()
-    proc = subprocess.Popen(snakemake_cmd(configfile, 2), cwd=workdir, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True, env=run_environment(env))
+    proc = subprocess.Popen(
+        snakemake_cmd(configfile, 2),
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=run_environment(env),
+    )
     marker = workdir / wait_for
     while not (marker.exists() and any(marker.iterdir())):
         if proc.poll() is not None:
@@ -200,8 +228,14 @@ def run_killed_then_resumed(workdir: Path, configfile: str, log=None, wait_for="
     killed_at = time.monotonic() - start
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "--configfile", configfile, "-q"],
-                   cwd=workdir, check=True, stdout=log, stderr=subprocess.STDOUT, env=run_environment(env))
+    subprocess.run(
+        [sys.executable, "-m", "snakemake", "--unlock", "--configfile", configfile, "-q"],
+        cwd=workdir,
+        check=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=run_environment(env),
+    )
     run(workdir, configfile, 2, ["--rerun-incomplete"], log, env)
     return killed_at
 
@@ -227,8 +261,10 @@ def compare(manifests: dict[str, Path]) -> list[str]:
         rule = manifest.difference_rule(diff)
         files = ", ".join(diff["path"].tolist())
         lines = [f"{name} differs from {ref_name}: first rule in DAG order: {rule}; files: {files}"]
-        lines += ["  " + line for line in manifest.summary_value_diffs(
-            diff, manifests[ref_name].parents[1], manifests[name].parents[1])]
+        lines += [
+            "  " + line
+            for line in manifest.summary_value_diffs(diff, manifests[ref_name].parents[1], manifests[name].parents[1])
+        ]
         problems.append("\n".join(lines))
     return problems
 
@@ -237,8 +273,9 @@ RUNS = ("cores1", "cores4", "killed-resumed")
 CONCURRENT = (("cores1", "cores4"), ("killed-resumed",))  # runs started together
 
 
-def run_all(root: Path, configfile: str, base: Path, runs=RUNS,
-            envs: dict[str, dict[str, str]] | None = None) -> tuple[dict[str, Path], dict[str, float]]:
+def run_all(
+    root: Path, configfile: str, base: Path, runs=RUNS, envs: dict[str, dict[str, str]] | None = None
+) -> tuple[dict[str, Path], dict[str, float]]:
     """Run the workflow at ``root`` once per entry of ``runs``, each in ``base/<name>``,
     on its simulated machine (``RUN_ENVIRONMENTS``; ``envs``: name -> variables,
     default :func:`environments`).
@@ -252,7 +289,8 @@ def run_all(root: Path, configfile: str, base: Path, runs=RUNS,
         "cores1": lambda d, log, env: run(d, configfile, 1, log=log, env=env),
         "cores4": lambda d, log, env: run(d, configfile, 4, log=log, env=env),
         "killed-resumed": lambda d, log, env: print(
-            f"  killed after {run_killed_then_resumed(d, configfile, log, env=env):.1f} s, resumed", flush=True),
+            f"  killed after {run_killed_then_resumed(d, configfile, log, env=env):.1f} s, resumed", flush=True
+        ),
     }
     manifests, times = {}, {}
 
@@ -293,12 +331,19 @@ def main(argv=None) -> int:
     parser.add_argument("--configfile", default="config/test.yaml")
     parser.add_argument("--root", default=".", help="the workflow to copy (default: current directory)")
     parser.add_argument("--keep", action="store_true", help="keep the run directories")
-    parser.add_argument("--expected", default=None,
-                        help="expected manifest to compare with (default: config/expected/<config name>.manifest.tsv)")
-    parser.add_argument("--update-expected", action="store_true",
-                        help="if the runs agree, write their manifest as the expected one")
-    parser.add_argument("--show-environments", action="store_true",
-                        help="print the simulated machines and what each looks like from inside; run nothing")
+    parser.add_argument(
+        "--expected",
+        default=None,
+        help="expected manifest to compare with (default: config/expected/<config name>.manifest.tsv)",
+    )
+    parser.add_argument(
+        "--update-expected", action="store_true", help="if the runs agree, write their manifest as the expected one"
+    )
+    parser.add_argument(
+        "--show-environments",
+        action="store_true",
+        help="print the simulated machines and what each looks like from inside; run nothing",
+    )
     args = parser.parse_args(argv)
     root = Path(args.root).resolve()
     if args.show_environments:
@@ -324,8 +369,10 @@ def main(argv=None) -> int:
             keep = True
             return 1
         rows = len(manifest.read(manifests[RUNS[0]]))
-        print(f"identical: {len(manifests)} manifests of {rows} files each "
-              f"({', '.join(f'{k} on {RUN_ENVIRONMENTS[k]} {v:.0f} s' for k, v in times.items())})")
+        print(
+            f"identical: {len(manifests)} manifests of {rows} files each "
+            f"({', '.join(f'{k} on {RUN_ENVIRONMENTS[k]} {v:.0f} s' for k, v in times.items())})"
+        )
         results = manifests[RUNS[0]].parent
         if args.update_expected:
             n, changes = manifest.write_expected(results, expected)
@@ -334,8 +381,10 @@ def main(argv=None) -> int:
                 print(line)
             return 0
         if not expected.is_file():
-            print(f"no expected manifest {expected} to compare with "
-                  f"(create it: python -m bnstudy.determinism --update-expected)")
+            print(
+                f"no expected manifest {expected} to compare with "
+                f"(create it: python -m bnstudy.determinism --update-expected)"
+            )
             return 0
         identical, lines = manifest.verify(expected, results)
         print("\n".join(lines))

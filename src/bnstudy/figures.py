@@ -44,8 +44,10 @@ def save(fig, *paths) -> None:
     """Write ``fig`` to each path (.pdf or .png) with no dates or software stamps."""
     for path in map(str, paths):
         fmt = path.rsplit(".", 1)[-1]
-        metadata = {"pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
-                    "png": {"Software": None}}.get(fmt, {})
+        metadata = {
+            "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+            "png": {"Software": None},
+        }.get(fmt, {})
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=fmt, metadata=metadata)
     plt.close(fig)

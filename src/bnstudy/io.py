@@ -87,8 +87,16 @@ def read_table(path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-_DTYPES = {"float32": "F32", "float64": "F64", "int64": "I64", "int32": "I32",
-           "float16": "F16", "bfloat16": "BF16", "uint8": "U8", "bool": "BOOL"}
+_DTYPES = {
+    "float32": "F32",
+    "float64": "F64",
+    "int64": "I64",
+    "int32": "I32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "uint8": "U8",
+    "bool": "BOOL",
+}
 
 
 def write_weights(path, state: dict, metadata: dict[str, str]) -> None:
@@ -106,8 +114,11 @@ def write_weights(path, state: dict, metadata: dict[str, str]) -> None:
         t = state[name]
         t = np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t)  # 0-d stays 0-d
         data = t.astype(t.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
-        header[name] = {"dtype": _DTYPES[str(t.dtype)], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": _DTYPES[str(t.dtype)],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()

@@ -53,6 +53,7 @@ KIND = kernel_codes()
 
 # ---- building blocks (one model, 2-D arrays) -----------------------------------
 
+
 @numba.njit(**JIT)
 def transpose_into(w, wt):
     """``wt[k, o] = w[o, k]``."""
@@ -219,15 +220,41 @@ def norm_train(kind, h, batch, gamma, beta, running_mean, running_var, eps, grou
                 invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
             if kind == RENORM:
                 renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d)
-            batch_norm_rows(h, start, batch, mean, invstd, gamma, beta, r, d, kind == RENORM, relu, out, start,
-                            none)
+            batch_norm_rows(h, start, batch, mean, invstd, gamma, beta, r, d, kind == RENORM, relu, out, start, none)
     else:
         norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, groups, relu, out)
 
 
 @numba.njit(**JIT)
-def forward_model(kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, x, batch, train,
-                  eps, groups, rmax, dmax, pre1, out1, pre2, out2, logits):
+def forward_model(
+    kind,
+    w1t,
+    b1,
+    g1,
+    be1,
+    rm1,
+    rv1,
+    w2t,
+    b2,
+    g2,
+    be2,
+    rm2,
+    rv2,
+    w3t,
+    b3,
+    x,
+    batch,
+    train,
+    eps,
+    groups,
+    rmax,
+    dmax,
+    pre1,
+    out1,
+    pre2,
+    out2,
+    logits,
+):
     """One model's logits for rows ``x`` (consecutive batches of ``batch`` rows in training mode).
 
     ``pre1``/``out1``/``pre2``/``out2`` receive each hidden layer's input to the
@@ -259,6 +286,7 @@ def argmax_rows(logits, out):
 
 # ---- stacks ------------------------------------------------------------------------
 
+
 def transposed(stacked: dict, key: str) -> np.ndarray:
     """``W^T`` of every model, ``(M, in, out)``, contiguous."""
     w = np.asarray(stacked[key], dtype=np.float32)
@@ -267,6 +295,7 @@ def transposed(stacked: dict, key: str) -> np.ndarray:
 
 def _layer_arrays(stacked: dict, layer: str, features: int, m: int):
     """A normaliser's (gamma, beta, running mean, running var), ``(M, F)``; defaults where absent."""
+
     def get(name, fill):
         key = f"{layer}.{name}"
         if key in stacked:
@@ -286,8 +315,7 @@ def stack_arrays(stacked: dict):
     return (w1t, vec("0.bias"), *n1, w2t, vec("3.bias"), *n2, w3t, vec("6.bias"))
 
 
-def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: int = 0,
-           limits=(1.0, 0.0)) -> np.ndarray:
+def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: int = 0, limits=(1.0, 0.0)) -> np.ndarray:
     """Logits ``(M, N, C)`` of every model of ``stacked`` for the rows ``x`` ``(N, in)``.
 
     Inference mode by default; with ``train``, training mode on consecutive batches
@@ -306,8 +334,22 @@ def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: in
     pre1, out1 = np.empty((n, h1), np.float32), np.empty((n, h1), np.float32)
     pre2, out2 = np.empty((n, h2), np.float32), np.empty((n, h2), np.float32)
     for i in range(m):
-        forward_model(kind, *(a[i] for a in arrays), x, batch if train else 1, train, np.float32(spec.eps),
-                      groups, np.float32(limits[0]), np.float32(limits[1]), pre1, out1, pre2, out2, out[i])
+        forward_model(
+            kind,
+            *(a[i] for a in arrays),
+            x,
+            batch if train else 1,
+            train,
+            np.float32(spec.eps),
+            groups,
+            np.float32(limits[0]),
+            np.float32(limits[1]),
+            pre1,
+            out1,
+            pre2,
+            out2,
+            out[i],
+        )
     return out
 
 

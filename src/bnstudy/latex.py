@@ -7,8 +7,9 @@ import re
 
 from .io import write_text
 
-_DIGITS = {str(i): w for i, w in enumerate(
-    ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"])}
+_DIGITS = {
+    str(i): w for i, w in enumerate(["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"])
+}
 
 
 def macro_name(*parts) -> str:
@@ -46,8 +47,13 @@ def write_macros(path, macros: dict[str, str], comment: str) -> None:
 
 def write_table(path, header: list[str], rows: list[list[str]], align: str, caption_comment: str = "") -> None:
     """A booktabs ``tabular`` body (the float and caption live in the section file)."""
-    lines = [f"% {caption_comment}" if caption_comment else "% generated table",
-             f"\\begin{{tabular}}{{{align}}}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
+    lines = [
+        f"% {caption_comment}" if caption_comment else "% generated table",
+        f"\\begin{{tabular}}{{{align}}}",
+        "\\toprule",
+        " & ".join(header) + " \\\\",
+        "\\midrule",
+    ]
     lines += [" & ".join(r) + " \\\\" for r in rows]
     lines += ["\\bottomrule", "\\end{tabular}"]
     write_text(path, "\n".join(lines) + "\n")
@@ -55,6 +61,16 @@ def write_table(path, header: list[str], rows: list[list[str]], align: str, capt
 
 def escape(text: str) -> str:
     """Escape TeX's special characters in plain text."""
-    table = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-             "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    table = {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
     return "".join(table.get(ch, ch) for ch in str(text))

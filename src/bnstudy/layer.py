@@ -79,13 +79,32 @@ def _update(running_mean, running_var, mean, ssd, count, one, factor):
 
 
 @numba.njit(**JIT)
-def _train_pass(x, order, starts, counts, one, weight, bias, eps, momentum, cumulative, tracked,
-                running_mean, running_var, out, batch_means, batch_vars, mean, ssd, scale):
+def _train_pass(
+    x,
+    order,
+    starts,
+    counts,
+    one,
+    weight,
+    bias,
+    eps,
+    momentum,
+    cumulative,
+    tracked,
+    running_mean,
+    running_var,
+    out,
+    batch_means,
+    batch_vars,
+    mean,
+    ssd,
+    scale,
+):
     """Batch ``j`` is ``x[order[starts[j]:starts[j + 1]]]``, ``counts[j]`` rows; batches in order.
     ``tracked``: updates before this pass (the ``t`` of ``momentum=None``)."""
     features = x.shape[1]
     for j in range(starts.shape[0] - 1):
-        rows = order[starts[j]:starts[j + 1]]
+        rows = order[starts[j] : starts[j + 1]]
         count = counts[j]
         _train_batch(x, rows, count, weight, bias, eps, out, mean, ssd, scale)
         tracked = tracked + one
@@ -119,8 +138,9 @@ class BatchNorm1d:
     arrays out; inputs are converted to the layer's dtype.
     """
 
-    def __init__(self, features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 dtype=np.float64, weight=None, bias=None):
+    def __init__(
+        self, features: int, eps: float = 1e-5, momentum: float | None = 0.1, dtype=np.float64, weight=None, bias=None
+    ):
         self.dtype = np.dtype(dtype)
         if self.dtype.type not in DTYPES:
             raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
@@ -197,8 +217,24 @@ class BatchNorm1d:
         c = self.dtype.type
         cumulative = self.momentum is None
         momentum = c(0.0) if cumulative else c(self.momentum)
-        _train_pass(x, order, starts, sizes.astype(self.dtype), self._one, self.weight, self.bias, self._eps,
-                    momentum, cumulative, c(self.num_batches_tracked), self.running_mean, self.running_var, out,
-                    batch_means, batch_vars, *self._work)
+        _train_pass(
+            x,
+            order,
+            starts,
+            sizes.astype(self.dtype),
+            self._one,
+            self.weight,
+            self.bias,
+            self._eps,
+            momentum,
+            cumulative,
+            c(self.num_batches_tracked),
+            self.running_mean,
+            self.running_var,
+            out,
+            batch_means,
+            batch_vars,
+            *self._work,
+        )
         self.num_batches_tracked += len(batches)
         return out, batch_means, batch_vars

@@ -96,13 +96,13 @@ def describe_files(diff: pd.DataFrame, a: str = "a", b: str = "b") -> list[str]:
         elif row["_merge"] == "right_only":
             how = f"only in {b}"
         else:
-            how = (f"sha256 {row['sha256_a'][:12]} -> {row['sha256_b'][:12]}, "
-                   f"bytes {row['bytes_a']} -> {row['bytes_b']}")
+            how = f"sha256 {row['sha256_a'][:12]} -> {row['sha256_b'][:12]}, bytes {row['bytes_a']} -> {row['bytes_b']}"
         lines.append(f"  {row['path']}: {how}")
     return lines
 
 
 # ---- values that moved ------------------------------------------------------
+
 
 def _flatten(obj, prefix: str = "") -> dict[str, str]:
     """JSON leaves by key path (``a.b[2].c``), each as its JSON text."""
@@ -152,8 +152,7 @@ def _table_changes(a: Path, b: Path) -> list[tuple[str, str, str]]:
         changes.append(("columns", ",".join(head_a), ",".join(head_b)))
     if len(ra) != len(rb):
         changes.append(("rows", str(len(ra)), str(len(rb))))
-    labels = [j for j, name in enumerate(head_a)
-              if name in head_b and _is_label([r[j] for r in ra if j < len(r)])][:3]
+    labels = [j for j, name in enumerate(head_a) if name in head_b and _is_label([r[j] for r in ra if j < len(r)])][:3]
     for i, (x, y) in enumerate(zip(ra, rb)):
         row_a, row_b = dict(zip(head_a, x)), dict(zip(head_b, y))
         same = [head_a[j] for j in labels if row_a.get(head_a[j]) == row_b.get(head_a[j])]
@@ -199,6 +198,7 @@ def summary_value_diffs(diff: pd.DataFrame, root_a: Path, root_b: Path, limit: i
 
 # ---- the expected result of a config ----------------------------------------
 
+
 def pins_for(expected: Path) -> Path:
     """The pins file of an expected manifest: ``config/expected/X.manifest.tsv`` -> ``config/pinned/X.yaml``."""
     name = expected.name.split(".manifest")[0]
@@ -207,10 +207,17 @@ def pins_for(expected: Path) -> Path:
 
 def pinned_drift(results: Path, pins: Path, limit: int = MAX_LINES) -> list[str]:
     """The lines of ``python -m bnstudy.pinned check`` for ``results`` (at most ``limit``)."""
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(
-        filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, "-m", "bnstudy.pinned", "check", "--results", str(results),
-                          "--pins", str(pins)], capture_output=True, text=True, env=env)
+    env = os.environ | {
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
+        )
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "bnstudy.pinned", "check", "--results", str(results), "--pins", str(pins)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     lines = (out.stdout + out.stderr).splitlines()
     if len(lines) > limit:
         lines = lines[: limit - 1] + [f"... and {len(lines) - limit + 1} more lines"]
@@ -227,8 +234,10 @@ def verify(expected, results, pins=None) -> tuple[bool, list[str]]:
     expected, results = Path(expected), Path(results)
     built = results / "manifest.tsv"
     if not expected.is_file():
-        return False, [f"no expected manifest {expected}: after a build, create it with "
-                       f"python -m bnstudy.manifest expected --results {results} --out {expected}"]
+        return False, [
+            f"no expected manifest {expected}: after a build, create it with "
+            f"python -m bnstudy.manifest expected --results {results} --out {expected}"
+        ]
     if not built.is_file():
         return False, [f"no manifest {built}: the build did not finish (snakemake writes it last)"]
     exp, got = read(expected), read(built)
@@ -236,10 +245,13 @@ def verify(expected, results, pins=None) -> tuple[bool, list[str]]:
         return True, [f"identical: {len(got)} files"]
     diff = first_difference(exp, got)
     if diff.empty:
-        return False, [f"same {len(got)} files and hashes as {expected}, but the rows differ "
-                       "(their order, rule or wildcards: the workflow changed)"]
-    lines = [f"DIFFERENT from {expected}: first rule in DAG order: {difference_rule(diff)}; "
-             f"{len(diff)} of its files differ"]
+        return False, [
+            f"same {len(got)} files and hashes as {expected}, but the rows differ "
+            "(their order, rule or wildcards: the workflow changed)"
+        ]
+    lines = [
+        f"DIFFERENT from {expected}: first rule in DAG order: {difference_rule(diff)}; {len(diff)} of its files differ"
+    ]
     lines += describe_files(diff, "expected", "build")
     pins = Path(pins) if pins is not None else pins_for(expected)
     if pins.is_file() and (results / "paper" / "macros").is_dir():

@@ -119,7 +119,7 @@ def initial_stack(spec: NetSpec, seeds: list[int]) -> dict[str, np.ndarray]:
 
 def norm_params(stacked: dict, layer: str) -> dict:
     prefix = layer + "."
-    return {k[len(prefix):]: v for k, v in stacked.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in stacked.items() if k.startswith(prefix)}
 
 
 def spec_from_metadata(meta: dict[str, str]) -> NetSpec:

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import torch
 
-from .recipe import RenormSchedule  # noqa: F401  (re-exported for older imports)
-
 from . import normalisers
+from .recipe import RenormSchedule  # noqa: F401  (re-exported for older imports)
 
 NORMALISERS = normalisers.NAMES
 BATCH_NORMALISERS = normalisers.BATCH_NAMES
@@ -57,6 +56,7 @@ def _affine(y: torch.Tensor, h: torch.Tensor, p: dict) -> torch.Tensor:
 
 # ---- functional forms (named by the registry, bnstudy.normalisers) -------------
 # f(h, p, *, train, update, eps, momentum, groups, limits); see normalise().
+
 
 def identity(h, p, **_):
     return h
@@ -133,6 +133,7 @@ def normalise(
 
 # ---- module factories for users (named by the registry) -----------------------
 # factory(spec, features) -> torch.nn.Module, spec a bnstudy.model.NetSpec.
+
 
 def identity_module(spec, features):
     return torch.nn.Identity()

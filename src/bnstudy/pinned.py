@@ -40,7 +40,7 @@ def parse_number(text: str) -> tuple[float, float] | None:
     digits = text.removesuffix("\\%").replace("{,}", "").replace(",", "")
     decimals = len(digits.split(".")[1]) if "." in digits else 0
     scale = 0.01 if percent else 1.0
-    return float(digits) * scale, 10.0 ** -decimals * scale
+    return float(digits) * scale, 10.0**-decimals * scale
 
 
 def read_macros(results: Path) -> dict[str, str]:
@@ -75,8 +75,9 @@ def check(results: Path, pins: dict) -> list[str]:
         value = now[key][0]
         delta = value - pin["value"]
         if abs(delta) > pin["tolerance"] + 1e-12:
-            problems.append(f"{key}: moved from {pin['value']:g} to {value:g} "
-                            f"(by {delta:+g}; tolerance {pin['tolerance']:g})")
+            problems.append(
+                f"{key}: moved from {pin['value']:g} to {value:g} (by {delta:+g}; tolerance {pin['tolerance']:g})"
+            )
     return problems
 
 
@@ -93,14 +94,18 @@ def load(pins_path: Path) -> dict:
     """The pinned values of a pins file (``{key: {value, tolerance}}``)."""
     pins_path = Path(pins_path)
     if not pins_path.is_file():
-        raise PinsError(f"no pins file {pins_path}: after a build, create it with "
-                        f"python -m bnstudy.pinned update --results results --pins {pins_path}")
+        raise PinsError(
+            f"no pins file {pins_path}: after a build, create it with "
+            f"python -m bnstudy.pinned update --results results --pins {pins_path}"
+        )
     pins = yaml.safe_load(pins_path.read_text())
     if not isinstance(pins, dict) or not isinstance(pins.get("values"), dict):
         old = isinstance(pins, dict) and "sets" in pins
-        raise PinsError(f"{pins_path} holds no 'values' mapping"
-                        + (" (it has per-machine 'sets', the old format)" if old else "")
-                        + f": rewrite it with python -m bnstudy.pinned update --results results --pins {pins_path}")
+        raise PinsError(
+            f"{pins_path} holds no 'values' mapping"
+            + (" (it has per-machine 'sets', the old format)" if old else "")
+            + f": rewrite it with python -m bnstudy.pinned update --results results --pins {pins_path}"
+        )
     return pins["values"]
 
 

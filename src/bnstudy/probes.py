@@ -41,8 +41,21 @@ from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
 from .fixedmath import JIT
-from .kernels import (BATCH, GROUP, KIND, LAYER, RENORM, argmax_rows, batch_moments, batch_norm_rows,
-                      linear_t, norm_train, renorm_rd, row_norm, stack_arrays)
+from .kernels import (
+    BATCH,
+    GROUP,
+    KIND,
+    LAYER,
+    RENORM,
+    argmax_rows,
+    batch_moments,
+    batch_norm_rows,
+    linear_t,
+    norm_train,
+    renorm_rd,
+    row_norm,
+    stack_arrays,
+)
 
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)
 
@@ -88,46 +101,56 @@ def _element_pointer(context, builder, aty, arr, indices):
 @intrinsic
 def _load2(typingctx, arr, i, j):
     """``arr[i, j : j + 8]`` of a C-contiguous float32 array (no bounds check)."""
+
     def codegen(context, builder, sig, args):
         ptr = _element_pointer(context, builder, sig.args[0], args[0], [args[1], args[2]])
         return builder.load(builder.bitcast(ptr, _VEC.as_pointer()), align=4, typ=_VEC)
+
     return f32x8(arr, i, j), codegen
 
 
 @intrinsic
 def _load1(typingctx, arr, j):
     """``arr[j : j + 8]`` of a contiguous float32 vector (no bounds check)."""
+
     def codegen(context, builder, sig, args):
         ptr = _element_pointer(context, builder, sig.args[0], args[0], [args[1]])
         return builder.load(builder.bitcast(ptr, _VEC.as_pointer()), align=4, typ=_VEC)
+
     return f32x8(arr, j), codegen
 
 
 @intrinsic
 def _store2(typingctx, arr, i, j, v):
     """``arr[i, j : j + 8] = v`` (no bounds check)."""
+
     def codegen(context, builder, sig, args):
         ptr = _element_pointer(context, builder, sig.args[0], args[0], [args[1], args[2]])
         builder.store(args[3], builder.bitcast(ptr, _VEC.as_pointer()), align=4)
         return context.get_dummy_value()
+
     return types.none(arr, i, j, v), codegen
 
 
 @intrinsic
 def _splat(typingctx, x):
     """A float32 in every lane."""
+
     def codegen(context, builder, sig, args):
         first = builder.insert_element(ir.Constant(_VEC, ir.Undefined), args[0], ir.Constant(ir.IntType(32), 0))
         zeros = ir.Constant(ir.VectorType(ir.IntType(32), _LANES), [0] * _LANES)
         return builder.shuffle_vector(first, ir.Constant(_VEC, ir.Undefined), zeros)
+
     return f32x8(types.float32), codegen
 
 
 @intrinsic
 def _add_product(typingctx, c, x, w):
     """``c + x * w`` in every lane: the product rounded to float32, then the sum."""
+
     def codegen(context, builder, sig, args):
         return builder.fadd(args[0], builder.fmul(args[1], args[2]))
+
     return f32x8(f32x8, f32x8, f32x8), codegen
 
 
@@ -214,8 +237,30 @@ def _batch_stats(kind, h, start, b, running_mean, running_var, eps, rmax, dmax, 
 
 
 @numba.njit(**JIT)
-def probe_design(kind, first, batches, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3,
-                 eps, groups, rmax, dmax, chunk, labels, row_logits):
+def probe_design(
+    kind,
+    first,
+    batches,
+    g1,
+    be1,
+    rm1,
+    rv1,
+    w2t,
+    b2,
+    g2,
+    be2,
+    rm2,
+    rv2,
+    w3t,
+    b3,
+    eps,
+    groups,
+    rmax,
+    dmax,
+    chunk,
+    labels,
+    row_logits,
+):
     """Training-mode labels of row 0 of every batch, for every model, into ``labels`` ``(M, K)``.
 
     ``first`` ``(M, N, H1)`` is the first hidden layer of every test row: its
@@ -257,8 +302,9 @@ def probe_design(kind, first, batches, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2,
                             gathered[j * b + i, f] = row[f]
                 for j in range(kn):
                     _batch_stats(kind, gathered, j * b, b, rm1[m], rv1[m], eps, rmax, dmax, mean, var, invstd, r, d)
-                    batch_norm_rows(gathered, j * b, b, mean, invstd, g1[m], be1[m], r, d, renorm, True,
-                                    act1, j * b, none1)
+                    batch_norm_rows(
+                        gathered, j * b, b, mean, invstd, g1[m], be1[m], r, d, renorm, True, act1, j * b, none1
+                    )
             else:
                 # normalised per row already: the batches' rows as they are
                 for j in range(kn):
@@ -272,8 +318,7 @@ def probe_design(kind, first, batches, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2,
             if batch_kind:
                 for j in range(kn):
                     _batch_stats(kind, hid2, j * b, b, rm2[m], rv2[m], eps, rmax, dmax, mean, var, invstd, r, d)
-                    batch_norm_rows(hid2, j * b, 1, mean, invstd, g2[m], be2[m], r, d, renorm, True,
-                                    act2, j, none2)
+                    batch_norm_rows(hid2, j * b, 1, mean, invstd, g2[m], be2[m], r, d, renorm, True, act2, j, none2)
             elif kind == LAYER or kind == GROUP:
                 for j in range(kn):  # row_norm writes row i of its output: row j * b of a scratch
                     row_norm(hid2, j * b, groups, eps, g2[m], be2[m], True, act1, none2, none2)
@@ -325,8 +370,21 @@ class Prober:
         if self.kind not in (BATCH, RENORM):  # normalised row by row: once per test row, not per batch
             pre, (g1, be1, rm1, rv1) = self.first.copy(), self._norm1
             for m in range(self.models):
-                norm_train(self.kind, pre[m], 1, g1[m], be1[m], rm1[m], rv1[m], self.eps, self.groups, self.rmax,
-                           self.dmax, True, self.first[m])
+                norm_train(
+                    self.kind,
+                    pre[m],
+                    1,
+                    g1[m],
+                    be1[m],
+                    rm1[m],
+                    rv1[m],
+                    self.eps,
+                    self.groups,
+                    self.rmax,
+                    self.dmax,
+                    True,
+                    self.first[m],
+                )
 
     def labels(self, batches: np.ndarray, logits: bool = False):
         """Training-mode labels ``(M, K)`` of row 0 of each of the ``(K, b)`` batches;
@@ -340,9 +398,24 @@ class Prober:
         classes = self._w3t.shape[2]
         z = np.empty((self.models, len(batches), classes) if logits else (0, 0, classes), np.float32)
         if len(batches):
-            probe_design(self.kind, self.first, batches, *self._norm1, self._w2t, self._b2, *self._norm2,
-                         self._w3t, self._b3, self.eps, self.groups, self.rmax, self.dmax,
-                         max(1, min(len(batches), self.rows_per_chunk // batches.shape[1])), out, z)
+            probe_design(
+                self.kind,
+                self.first,
+                batches,
+                *self._norm1,
+                self._w2t,
+                self._b2,
+                *self._norm2,
+                self._w3t,
+                self._b3,
+                self.eps,
+                self.groups,
+                self.rmax,
+                self.dmax,
+                max(1, min(len(batches), self.rows_per_chunk // batches.shape[1])),
+                out,
+                z,
+            )
         return (out, z) if logits else out
 
 

@@ -20,8 +20,18 @@ from pathlib import Path
 
 import pandas as pd
 
-PACKAGES = ("torch", "numpy", "numba", "llvmlite", "scipy", "pandas", "scikit-learn", "matplotlib", "safetensors",
-            "snakemake")
+PACKAGES = (
+    "torch",
+    "numpy",
+    "numba",
+    "llvmlite",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "matplotlib",
+    "safetensors",
+    "snakemake",
+)
 
 
 def config_digest(config: dict) -> str:
@@ -77,8 +87,9 @@ LD_SO = Path("/lib64/ld-linux-x86-64.so.2")
 def glibc_cpu_features(env: dict | None = None, ld_so: Path = LD_SO) -> dict[str, tuple[bool, bool]] | None:
     """``{feature: (reported by the CPU, usable for glibc)}`` in a process with ``env``; None if unknown."""
     try:
-        out = subprocess.run([str(ld_so), "--list-diagnostics"], capture_output=True, text=True, env=env,
-                             timeout=30).stdout
+        out = subprocess.run(
+            [str(ld_so), "--list-diagnostics"], capture_output=True, text=True, env=env, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     values = {}
@@ -98,8 +109,16 @@ def glibc_cpu_features(env: dict | None = None, ld_so: Path = LD_SO) -> dict[str
 
 # Environment variables that select CPU kernels (the simulated machines of
 # bnstudy.determinism set them).
-KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS",
-                    "ONEDNN_MAX_CPU_ISA", "NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
+KERNEL_VARIABLES = (
+    "ATEN_CPU_CAPABILITY",
+    "NUMBA_CPU_NAME",
+    "NUMBA_CPU_FEATURES",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "ONEDNN_MAX_CPU_ISA",
+    "NPY_DISABLE_CPU_FEATURES",
+    "OPENBLAS_CORETYPE",
+    "GLIBC_TUNABLES",
+)
 
 
 def numpy_simd() -> str:
@@ -118,8 +137,13 @@ def blas_kernels() -> str:
         import threadpoolctl
     except ImportError:
         return "unknown (threadpoolctl not installed)"
-    found = sorted({f"{i['internal_api']} {i.get('architecture') or '?'}"
-                    for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"})
+    found = sorted(
+        {
+            f"{i['internal_api']} {i.get('architecture') or '?'}"
+            for i in threadpoolctl.threadpool_info()
+            if i.get("user_api") == "blas"
+        }
+    )
     return ", ".join(found) or "none loaded"
 
 
@@ -145,9 +169,14 @@ def machine_description(compute_threads: int | None = None) -> dict[str, str]:
     name.
     """
     glibc = glibc_cpu_features()
-    usable = ("usable: " + (" ".join(n for n, (_, ok) in glibc.items() if ok) or "none")
-              + "; masked: " + (" ".join(n for n, (cpu, ok) in glibc.items() if cpu and not ok) or "none")
-              if glibc is not None else "unknown")
+    usable = (
+        "usable: "
+        + (" ".join(n for n, (_, ok) in glibc.items() if ok) or "none")
+        + "; masked: "
+        + (" ".join(n for n, (cpu, ok) in glibc.items() if cpu and not ok) or "none")
+        if glibc is not None
+        else "unknown"
+    )
     out = {} if compute_threads is None else {"compute threads (config)": str(compute_threads)}
     out |= {
         "CPU model": cpu_model(),
@@ -165,8 +194,9 @@ def machine_description(compute_threads: int | None = None) -> dict[str, str]:
     else:
         out["torch CPU kernels"] = torch.backends.cpu.get_cpu_capability()
         out["torch intra-op threads"] = str(torch.get_num_threads())
-    out["kernel-selection variables"] = " ".join(
-        f"{v}={os.environ[v]}" for v in KERNEL_VARIABLES if os.environ.get(v)) or "none"
+    out["kernel-selection variables"] = (
+        " ".join(f"{v}={os.environ[v]}" for v in KERNEL_VARIABLES if os.environ.get(v)) or "none"
+    )
     return out
 
 
@@ -176,12 +206,18 @@ def runtimes(benchmark_files) -> pd.DataFrame:
     for path in map(Path, benchmark_files):
         table = pd.read_csv(path, sep="\t")
         rule = path.parent.name if path.parent.name != "benchmarks" else path.stem
-        rows.append({"rule": rule, "s": float(table["s"].iloc[0]),
-                     "max_rss_mb": pd.to_numeric(table["max_rss"], errors="coerce").iloc[0]})
+        rows.append(
+            {
+                "rule": rule,
+                "s": float(table["s"].iloc[0]),
+                "max_rss_mb": pd.to_numeric(table["max_rss"], errors="coerce").iloc[0],
+            }
+        )
     df = pd.DataFrame(rows)
     if df.empty:
         return pd.DataFrame(columns=["rule", "jobs", "total_s", "median_s", "max_rss_mb"])
-    return (df.groupby("rule", sort=True)
-              .agg(jobs=("s", "size"), total_s=("s", "sum"), median_s=("s", "median"),
-                   max_rss_mb=("max_rss_mb", "max"))
-              .reset_index())
+    return (
+        df.groupby("rule", sort=True)
+        .agg(jobs=("s", "size"), total_s=("s", "sum"), median_s=("s", "median"), max_rss_mb=("max_rss_mb", "max"))
+        .reset_index()
+    )

@@ -28,12 +28,12 @@ class Recipe:
     renorm_dmax_full: float = 0.25
 
     @classmethod
-    def from_params(cls, params: dict) -> "Recipe":
+    def from_params(cls, params: dict) -> Recipe:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in dict(params).items() if k in names})
 
     @classmethod
-    def from_metadata(cls, meta: dict[str, str]) -> "Recipe":
+    def from_metadata(cls, meta: dict[str, str]) -> Recipe:
         """Inverse of :meth:`metadata` (weights files store strings)."""
         return cls(**{f.name: type(f.default)(meta[f.name]) for f in fields(cls) if f.name in meta})
 
@@ -92,8 +92,11 @@ def renorm_schedule(normaliser: str, recipe: Recipe, n: int) -> RenormSchedule |
         return None
     return RenormSchedule(
         total_steps=recipe.epochs * steps_per_epoch(n, recipe.batch_size, recipe.last_batch),
-        rmax=recipe.renorm_rmax, dmax=recipe.renorm_dmax, warmup=recipe.renorm_warmup,
-        rmax_full=recipe.renorm_rmax_full, dmax_full=recipe.renorm_dmax_full,
+        rmax=recipe.renorm_rmax,
+        dmax=recipe.renorm_dmax,
+        warmup=recipe.renorm_warmup,
+        rmax_full=recipe.renorm_rmax_full,
+        dmax_full=recipe.renorm_dmax_full,
     )
 
 

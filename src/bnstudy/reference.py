@@ -95,15 +95,27 @@ class BatchNorm1dReference:
         return self.gamma * (x - self.running_mean) / np.sqrt(self.running_var + self.eps) + self.beta
 
 
-def normalise_with(x: np.ndarray, mean: np.ndarray, var: np.ndarray, eps: float = 1e-5,
-                   gamma: float | np.ndarray = 1.0, beta: float | np.ndarray = 0.0) -> np.ndarray:
+def normalise_with(
+    x: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    eps: float = 1e-5,
+    gamma: float | np.ndarray = 1.0,
+    beta: float | np.ndarray = 0.0,
+) -> np.ndarray:
     """``gamma * (x - mean) / sqrt(var + eps) + beta`` with given statistics."""
     return gamma * (np.asarray(x, float) - mean) / np.sqrt(var + eps) + beta
 
 
 # ---- conformance: PyTorch's BatchNorm1d against an implementation of the above ----
-SEMANTICS = ("training_forward", "inference_forward", "running_update_unbiased", "eps",
-             "momentum_none", "batch_of_one_error")
+SEMANTICS = (
+    "training_forward",
+    "inference_forward",
+    "running_update_unbiased",
+    "eps",
+    "momentum_none",
+    "batch_of_one_error",
+)
 
 
 def _torch_layer(features, eps, momentum, gamma, beta):
@@ -119,8 +131,10 @@ def _torch_layer(features, eps, momentum, gamma, beta):
 def _pair(impl, features, eps=1e-5, momentum=0.1, seed=0):
     rng = np.random.default_rng(seed)
     gamma, beta = rng.uniform(0.5, 2.0, features), rng.uniform(-1.0, 1.0, features)
-    return (_torch_layer(features, eps, momentum, gamma, beta),
-            impl(features, eps=eps, momentum=momentum, gamma=gamma, beta=beta))
+    return (
+        _torch_layer(features, eps, momentum, gamma, beta),
+        impl(features, eps=eps, momentum=momentum, gamma=gamma, beta=beta),
+    )
 
 
 def _batches(seed, features, sizes, scale=3.0, shift=2.0):
@@ -159,8 +173,7 @@ def conformance(impl=BatchNorm1dReference, features: int = 5, atol: float = 1e-9
 
     def running_update_unbiased():
         layer, ref = trained_pair()
-        return (agree(layer.running_mean.numpy(), ref.running_mean)
-                and agree(layer.running_var.numpy(), ref.running_var))
+        return agree(layer.running_mean.numpy(), ref.running_mean) and agree(layer.running_var.numpy(), ref.running_var)
 
     def inference_forward():  # with the running statistics of trained_pair
         layer, ref = trained_pair()
@@ -179,8 +192,7 @@ def conformance(impl=BatchNorm1dReference, features: int = 5, atol: float = 1e-9
         layer, ref = _pair(impl, features, momentum=None)
         for x in _batches(5, features, [3, 8, 5, 2]):
             train_step(layer, ref, x)
-        return (agree(layer.running_mean.numpy(), ref.running_mean)
-                and agree(layer.running_var.numpy(), ref.running_var))
+        return agree(layer.running_mean.numpy(), ref.running_mean) and agree(layer.running_var.numpy(), ref.running_var)
 
     def batch_of_one_error():  # both refuse a single row in training mode
         layer, ref = _pair(impl, features)
@@ -194,9 +206,14 @@ def conformance(impl=BatchNorm1dReference, features: int = 5, atol: float = 1e-9
                 refused.append(True)
         return all(refused)
 
-    scenarios = dict(training_forward=training_forward, inference_forward=inference_forward,
-                     running_update_unbiased=running_update_unbiased, eps=eps,
-                     momentum_none=momentum_none, batch_of_one_error=batch_of_one_error)
+    scenarios = dict(
+        training_forward=training_forward,
+        inference_forward=inference_forward,
+        running_update_unbiased=running_update_unbiased,
+        eps=eps,
+        momentum_none=momentum_none,
+        batch_of_one_error=batch_of_one_error,
+    )
     # No exception is turned into a verdict: an implementation that crashes is broken
     # in a way no scenario measures, and a crash must not read as "detected" either.
     return {name: bool(scenarios[name]()) for name in SEMANTICS}

@@ -79,6 +79,7 @@ REMEDIES = ("debiased_ema", "cumulative", "precise_bn", "exact")
 
 # ---- compiled reductions (float64, fixed order) --------------------------------
 
+
 @numba.njit(**JIT)
 def _pooled_moments(h, mean, var):
     """``h`` is ``(N, F)``: mean and biased variance per feature, rows in order 0, 1, ..."""
@@ -153,15 +154,20 @@ def _root_means(a, out):
 
 # ---- statistics ----------------------------------------------------------------
 
+
 def _models(stacked) -> int:
     return next(iter(stacked.values())).shape[0]
 
 
 def running_statistics(stacked) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The stack's own running statistics, ``{layer: (running_mean, running_var)}`` (copies)."""
-    return {layer: (np.array(stacked[f"{layer}.running_mean"], copy=True),
-                    np.array(stacked[f"{layer}.running_var"], copy=True))
-            for layer in mlp.NORMS}
+    return {
+        layer: (
+            np.array(stacked[f"{layer}.running_mean"], copy=True),
+            np.array(stacked[f"{layer}.running_var"], copy=True),
+        )
+        for layer in mlp.NORMS
+    }
 
 
 def with_statistics(stacked, statistics) -> dict[str, np.ndarray]:
@@ -246,8 +252,9 @@ def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict
     for i in range(m):
         kernels.linear_t(xp, w1t[i], b1[i], pre1[i])  # row by row: the same bits as batch by batch
         for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
-            kernels.norm_train(kernels.BATCH, pre1[i, s:e], e - s, g1[i], be1[i], rm1[i], rv1[i], eps, 1,
-                               one, zero, True, out1[s:e])
+            kernels.norm_train(
+                kernels.BATCH, pre1[i, s:e], e - s, g1[i], be1[i], rm1[i], rv1[i], eps, 1, one, zero, True, out1[s:e]
+            )
         kernels.linear_t(out1, w2t[i], b2[i], pre2[i])
     return dict(zip(mlp.NORMS, (pre1, pre2))), starts
 
@@ -312,8 +319,9 @@ def exact_statistics(stacked, spec: NetSpec, x) -> dict:
     x = np.ascontiguousarray(x, dtype=np.float32)
     m, n = w1t.shape[0], x.shape[0]
     f1, f2 = w1t.shape[2], w2t.shape[2]
-    stats = {layer: (np.empty((m, f), np.float64), np.empty((m, f), np.float64))
-             for layer, f in zip(mlp.NORMS, (f1, f2))}
+    stats = {
+        layer: (np.empty((m, f), np.float64), np.empty((m, f), np.float64)) for layer, f in zip(mlp.NORMS, (f1, f2))
+    }
     pre1, out1, pre2 = np.empty((n, f1), np.float32), np.empty((n, f1), np.float32), np.empty((n, f2), np.float32)
     first, second = mlp.NORMS
     for i in range(m):
@@ -348,21 +356,22 @@ def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
         _root_means(shift * shift / (evar + eps), md)
         _root_means(ratio * ratio, vd)
         for i in range(mean.shape[0]):
-            rows.append({"model": i, "layer": number, "mean_distance": float(md[i]),
-                         "var_distance": float(vd[i])})
+            rows.append({"model": i, "layer": number, "mean_distance": float(md[i]), "var_distance": float(vd[i])})
     return rows
 
 
-def all_statistics(stacked, spec: NetSpec, x_train, y_train, batch_size: int, seed: int,
-                   last_batch: str = "drop") -> dict[str, dict]:
+def all_statistics(
+    stacked, spec: NetSpec, x_train, y_train, batch_size: int, seed: int, last_batch: str = "drop"
+) -> dict[str, dict]:
     """Every set of statistics of a batch-norm stack, by name: the trained ``ema`` and (a)-(d).
 
     The training-mode pass is cut like the networks' training epochs (``last_batch``).
     """
     if spec.normaliser != "batchnorm":
         raise ValueError("the remedies replace batch norm's running statistics")
-    inputs, starts = training_mode_layer_inputs(stacked, spec, x_train,
-                                                pass_batches(y_train, batch_size, seed, last_batch))
+    inputs, starts = training_mode_layer_inputs(
+        stacked, spec, x_train, pass_batches(y_train, batch_size, seed, last_batch)
+    )
     return {
         "ema": running_statistics(stacked),
         "debiased_ema": debiased_ema(stacked, spec),

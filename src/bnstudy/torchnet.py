@@ -28,20 +28,29 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.T
     return torch.matmul(x, w) + bias.view(*shape, 1, bias.shape[-1])
 
 
-def hidden(stacked, spec: NetSpec, x, layer: int, *, train: bool, update: bool = False,
-           limits=(1.0, 0.0)) -> torch.Tensor:
+def hidden(
+    stacked, spec: NetSpec, x, layer: int, *, train: bool, update: bool = False, limits=(1.0, 0.0)
+) -> torch.Tensor:
     """The post-ReLU activation of hidden layer ``layer`` (0 or 1) given its input ``x``."""
     lin, nrm = LINEARS[layer], NORMS[layer]
     h = linear(x, stacked[lin + ".weight"], stacked[lin + ".bias"])
     h = normalise(
-        spec.normaliser, h, norm_params(stacked, nrm), train=train, update=update,
-        eps=spec.eps, momentum=spec.momentum, groups=spec.groups, limits=limits,
+        spec.normaliser,
+        h,
+        norm_params(stacked, nrm),
+        train=train,
+        update=update,
+        eps=spec.eps,
+        momentum=spec.momentum,
+        groups=spec.groups,
+        limits=limits,
     )
     return torch.relu(h)
 
 
-def forward(stacked, spec: NetSpec, x: torch.Tensor, *, train: bool, update: bool = False,
-            limits=(1.0, 0.0)) -> torch.Tensor:
+def forward(
+    stacked, spec: NetSpec, x: torch.Tensor, *, train: bool, update: bool = False, limits=(1.0, 0.0)
+) -> torch.Tensor:
     """Logits of every model of the stack; ``x`` is ``(M, ..., B, 64)``."""
     for layer in (0, 1):
         x = hidden(stacked, spec, x, layer, train=train, update=update, limits=limits)
@@ -52,6 +61,8 @@ def predict(stacked, spec: NetSpec, x: torch.Tensor, chunk: int = 4096) -> torch
     """Inference-mode labels of every model for the rows ``x`` (``(N, 64)``), shape ``(M, N)``."""
     m = next(iter(stacked.values())).shape[0]
     with torch.no_grad():
-        out = [forward(stacked, spec, x[i:i + chunk].expand(m, -1, -1), train=False).argmax(-1)
-               for i in range(0, len(x), chunk)]
+        out = [
+            forward(stacked, spec, x[i : i + chunk].expand(m, -1, -1), train=False).argmax(-1)
+            for i in range(0, len(x), chunk)
+        ]
     return torch.cat(out, dim=1)

@@ -49,7 +49,7 @@ def _unflat(spec: NetSpec, flat: np.ndarray, running: np.ndarray, updates: int, 
     state, offset = {}, 0
     for key, shape in backprop.layout(spec.widths):
         size = int(np.prod(shape))
-        state[key] = flat[offset:offset + size].reshape(shape).copy()
+        state[key] = flat[offset : offset + size].reshape(shape).copy()
         offset += size
     widths = spec.widths
     for i, layer in enumerate(NORMS):
@@ -68,8 +68,9 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
         raise ValueError(f"unknown optimizer {recipe.optimizer!r}")
     initial = initial_state(spec, seed)
     rng = order_generator(seed)
-    rows = np.stack([epoch_rows(rng, y, recipe.batch_size, recipe.order, recipe.last_batch)
-                     for _ in range(recipe.epochs)])
+    rows = np.stack(
+        [epoch_rows(rng, y, recipe.batch_size, recipe.order, recipe.last_batch) for _ in range(recipe.epochs)]
+    )
     sizes = np.array(batch_sizes_per_epoch(len(y), recipe.batch_size, recipe.last_batch), np.int64)
     flat = _flat(spec, initial)
     width = max(spec.widths[1], spec.widths[2])
@@ -81,15 +82,34 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
     loss = np.zeros(recipe.epochs, np.float64)
     correct = np.zeros(recipe.epochs, np.int64)
     updates = backprop.train_run(
-        kind, np.array(spec.widths, np.int64), flat, running, x, y, rows, sizes,
-        step_limits(spec, recipe, len(y)), np.float32(spec.eps), groups if kind in (GROUP, LAYER) else 1,
-        np.float32(momentum), backprop.ADAM if recipe.optimizer == "adam" else backprop.SGD,
-        float(recipe.lr), ADAM_BETAS[0], ADAM_BETAS[1], ADAM_EPS, float(recipe.sgd_momentum),
-        0, loss, correct)
+        kind,
+        np.array(spec.widths, np.int64),
+        flat,
+        running,
+        x,
+        y,
+        rows,
+        sizes,
+        step_limits(spec, recipe, len(y)),
+        np.float32(spec.eps),
+        groups if kind in (GROUP, LAYER) else 1,
+        np.float32(momentum),
+        backprop.ADAM if recipe.optimizer == "adam" else backprop.SGD,
+        float(recipe.lr),
+        ADAM_BETAS[0],
+        ADAM_BETAS[1],
+        ADAM_EPS,
+        float(recipe.sgd_momentum),
+        0,
+        loss,
+        correct,
+    )
     state = _unflat(spec, flat, running, updates if spec.normaliser in BATCH_KINDS else 0, initial)
     seen = int(sizes.sum())
-    log = [{"seed": seed, "epoch": e + 1, "loss": float(loss[e]), "train_accuracy": int(correct[e]) / seen}
-           for e in range(recipe.epochs)]
+    log = [
+        {"seed": seed, "epoch": e + 1, "loss": float(loss[e]), "train_accuracy": int(correct[e]) / seen}
+        for e in range(recipe.epochs)
+    ]
     return state, log
 
 

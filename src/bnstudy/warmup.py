@@ -28,8 +28,19 @@ def _dispatchers():
 
 def compile_all() -> list[str]:
     """Run every study computation on tiny inputs; return ``"kernel: signatures"`` lines."""
-    from . import companions, data, evaluation, kernels, model, normalisers, remedies, running_stats, selfchecks
-    from . import stats, train
+    from . import (
+        companions,
+        data,
+        evaluation,
+        kernels,
+        model,
+        normalisers,
+        remedies,
+        running_stats,
+        selfchecks,
+        stats,
+        train,
+    )
     from .recipe import Recipe
 
     rng = np.random.default_rng(0)
@@ -46,8 +57,9 @@ def compile_all() -> list[str]:
         kernels.predict(stacked, spec, x)
         evaluation.train_mode_accuracy(stacked, spec, x, y, 4, 0)
         evaluation.trained_divergence(stacked, spec, x, y, 4, 0)
-        companions.probe_network(stacked, spec, x, y, [0], batch_sizes=[2, 4], batches_per_example=2,
-                                 one_class_batch_size=2, seed=0)
+        companions.probe_network(
+            stacked, spec, x, y, [0], batch_sizes=[2, 4], batches_per_example=2, one_class_batch_size=2, seed=0
+        )
         if kind == "batchnorm":
             remedies.all_statistics(stacked, spec, x, y, 4, 0)
             evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)

@@ -14,7 +14,9 @@ def start(snakemake, torch: bool = True):
     sys.path.insert(0, str(root / "src"))
     Path(snakemake.log[0]).parent.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(
-        filename=snakemake.log[0], filemode="w", level=logging.INFO,
+        filename=snakemake.log[0],
+        filemode="w",
+        level=logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
     )
     from bnstudy import runtime

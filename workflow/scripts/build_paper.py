@@ -2,19 +2,19 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-from pathlib import Path  # noqa: E402
+log = start(snakemake, torch=False)
+from pathlib import Path
 
-from bnstudy import paper  # noqa: E402
+from bnstudy import paper
 
 pdf = paper.build(
-    sources=Path(snakemake.input.main).parent,  # noqa: F821
-    generated=dict(snakemake.params.generated),  # noqa: F821
+    sources=Path(snakemake.input.main).parent,
+    generated=dict(snakemake.params.generated),
     build_dir=Path("results/paper/build"),
-    log_file=snakemake.log[0],  # noqa: F821
+    log_file=snakemake.log[0],
 )
-paper.install(pdf, snakemake.output.pdf)  # noqa: F821
-log.info("paper written to %s", snakemake.output.pdf)  # noqa: F821
+paper.install(pdf, snakemake.output.pdf)
+log.info("paper written to %s", snakemake.output.pdf)

@@ -2,10 +2,10 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
+sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
+log = start(snakemake, torch=False)
 import logging
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # font subsetting chatter
@@ -16,7 +16,7 @@ import yaml
 
 from bnstudy import figures, io
 
-inp = snakemake.input  # noqa: F821
+inp = snakemake.input
 summary = io.read_table(inp.summary_table)
 grid = io.read_table(inp.grid_table)
 published = yaml.safe_load(open(inp.published))["companions"]
@@ -37,17 +37,26 @@ axes = axes.ravel()
 ax = axes[0]
 r = dep[dep["design"] == "random"].sort_values("batch_size")
 ax.plot(r["batch_size"], r["flip_rate"], "-o", ms=3, color=figures.COLOURS["batchnorm"], label="random companions")
-ax.fill_between(r["batch_size"], r["flip_rate_ci_low"], r["flip_rate_ci_high"],
-                color=figures.COLOURS["batchnorm"], alpha=0.2, lw=0)
+ax.fill_between(
+    r["batch_size"], r["flip_rate_ci_low"], r["flip_rate_ci_high"], color=figures.COLOURS["batchnorm"], alpha=0.2, lw=0
+)
 exact = dep[dep["design"] == "exact"]
 if len(exact):
     ax.plot(exact["batch_size"], exact["flip_rate"], "D", ms=4, mfc="none", color="black", label="every companion")
 for design, (marker, label) in one_class.items():
     o = dep[dep["design"] == design]
-    ax.errorbar(o["batch_size"], o["flip_rate"],
-                yerr=[o["flip_rate"] - o["flip_rate_ci_low"], o["flip_rate_ci_high"] - o["flip_rate"]],
-                fmt=marker, ms=4, color="black", mfc="white" if design == "own_class" else "black",
-                capsize=2, lw=0.8, label=f"one class: {label}")
+    ax.errorbar(
+        o["batch_size"],
+        o["flip_rate"],
+        yerr=[o["flip_rate"] - o["flip_rate_ci_low"], o["flip_rate_ci_high"] - o["flip_rate"]],
+        fmt=marker,
+        ms=4,
+        color="black",
+        mfc="white" if design == "own_class" else "black",
+        capsize=2,
+        lw=0.8,
+        label=f"one class: {label}",
+    )
 pub = sorted(published["flip_rate"].items())
 ax.plot([b for b, _ in pub], [v for _, v in pub], "x", ms=5, color="grey", label="published")
 ax.set_title("dependence network (SGD, batch norm)")
@@ -75,8 +84,14 @@ for ax, norm in zip(axes[1:], normalisers):
         ax.plot(rnd["batch_size"], rnd["mean"], "-o", ms=2.5, lw=1, color=colour, label=f"trained at {tb}")
         for design, (marker, _) in one_class.items():
             o = c[c["design"] == design]
-            ax.plot(o["batch_size"], o["mean"], marker, ms=3.5, color=colour,
-                    mfc="white" if design == "own_class" else colour)
+            ax.plot(
+                o["batch_size"],
+                o["mean"],
+                marker,
+                ms=3.5,
+                color=colour,
+                mfc="white" if design == "own_class" else colour,
+            )
     ax.set_title(f"{figures.LABELS[norm]} (grid)")
 fig.legend(handles, labels, loc="outside lower center", ncol=6, frameon=False, fontsize=6)
 for ax in axes[panels:]:
@@ -91,4 +106,4 @@ for i, ax in enumerate(axes[:panels]):
         ax.set_xlabel("probe batch size $b$")
 for ax in axes[::NCOLS]:
     ax.set_ylabel("flip rate")
-figures.save(fig, snakemake.output.pdf, snakemake.output.png)  # noqa: F821
+figures.save(fig, snakemake.output.pdf, snakemake.output.png)

@@ -2,13 +2,13 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
+sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
+log = start(snakemake, torch=False)
 from bnstudy import figures, io
 
-summary = io.read_table(snakemake.input.summary)  # noqa: F821
+summary = io.read_table(snakemake.input.summary)
 BN = figures.COLOURS["batchnorm"]
 LINES = [  # (normaliser, mode, label, colour, style, marker): every estimator is batch norm's, in its colour
     ("none", "inference", "none", figures.COLOURS["none"], "-", figures.MARKERS["none"]),
@@ -32,5 +32,5 @@ ax.set_xticklabels([str(b) for b in sizes])
 ax.set_xlabel("training batch size")
 ax.set_ylabel("inference-mode test accuracy")
 ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize="small")
-figures.save(fig, snakemake.output.pdf, snakemake.output.png)  # noqa: F821
+figures.save(fig, snakemake.output.pdf, snakemake.output.png)
 log.info("drew %d lines", len(LINES))

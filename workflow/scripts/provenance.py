@@ -12,13 +12,13 @@ unless the rule names it as its log ``machine``.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-from bnstudy import io, latex, manifest, provenance  # noqa: E402
+log = start(snakemake, torch=False)
+from bnstudy import io, latex, manifest, provenance
 
-out, p = snakemake.output, snakemake.params  # noqa: F821
+out, p = snakemake.output, snakemake.params
 table = manifest.build([tuple(e) for e in p.entries])
 manifest.write(out.analysis_manifest, table)
 digest = manifest.sha256(out.analysis_manifest)
@@ -44,6 +44,6 @@ log.info("analysis manifest %s: %d files", digest, len(table))
 
 # The build record: this machine, not hashed.
 machine = provenance.machine_description(config["compute_threads"])
-record = getattr(snakemake.log, "machine", None) or Path(out.analysis_manifest).parent / "machine.csv"  # noqa: F821
+record = getattr(snakemake.log, "machine", None) or Path(out.analysis_manifest).parent / "machine.csv"
 io.write_table(record, [{"setting": k, "value": v} for k, v in machine.items()])
 log.info("machine (build record %s):\n%s", record, "\n".join(f"  {k}: {v}" for k, v in machine.items()))

@@ -2,14 +2,14 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
+sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
+log = start(snakemake, torch=False)
 from bnstudy import figures, io
 
-passes = io.read_table(snakemake.input.passes)  # noqa: F821
-keep = snakemake.params.keep  # noqa: F821
+passes = io.read_table(snakemake.input.passes)
+keep = snakemake.params.keep
 shuffled = passes[passes["order"] == "shuffled"]
 sizes = sorted(shuffled["batch_size"].unique())
 keeps = sorted(shuffled["keep"].dropna().unique())
@@ -22,27 +22,58 @@ fig, (ax, bx) = figures.new(6.8, 3.3, ncols=2)
 for k in keeps:
     g = shuffled[(shuffled["estimator"] == "ema") & ((shuffled["keep"] - k).abs() < 1e-12)].sort_values("batch_size")
     strong = abs(k - keep) < 1e-12
-    ax.plot(g["batch_size"], g["running_error"], "-o", ms=3.5, lw=1.8 if strong else 1.0,
-            color=shades[k], label=f"measured, keep {k:g}")
-    ax.plot(g["batch_size"], g["predicted_error"], ":", marker="x", ms=4, lw=1.0,
-            color=shades[k], label=f"keep$^{{u}}$ prediction, keep {k:g}")
+    ax.plot(
+        g["batch_size"],
+        g["running_error"],
+        "-o",
+        ms=3.5,
+        lw=1.8 if strong else 1.0,
+        color=shades[k],
+        label=f"measured, keep {k:g}",
+    )
+    ax.plot(
+        g["batch_size"],
+        g["predicted_error"],
+        ":",
+        marker="x",
+        ms=4,
+        lw=1.0,
+        color=shades[k],
+        label=f"keep$^{{u}}$ prediction, keep {k:g}",
+    )
 g = shuffled[(shuffled["estimator"] == "ema") & ((shuffled["keep"] - keep).abs() < 1e-12)].sort_values("batch_size")
-ax.plot(g["batch_size"], g["batch_estimate_error"], "--s", ms=3, color=figures.OTHER["contrast"], lw=1.2,
-        label="one batch's own estimate")
+ax.plot(
+    g["batch_size"],
+    g["batch_estimate_error"],
+    "--s",
+    ms=3,
+    color=figures.OTHER["contrast"],
+    lw=1.2,
+    label="one batch's own estimate",
+)
 measured = shuffled[shuffled["estimator"] == "ema"][["running_error", "batch_estimate_error"]]
 ax.set_ylim(bottom=float(measured.min().min()) / 10)  # keep^u of a fast-forgetting EMA falls far below
 ax.set_title("shuffled batches: error of the statistics")
 ax.set_ylabel("RMS error vs. population (mean, var)")
 
 for order, style in (("shuffled", "-o"), ("sorted", "-^")):
-    for est, colour, label in (("ema", figures.OTHER["highlight"], f"EMA keep {keep:g}"),
-                               ("pooled", figures.OTHER["contrast"], "pooled statistics")):
+    for est, colour, label in (
+        ("ema", figures.OTHER["highlight"], f"EMA keep {keep:g}"),
+        ("pooled", figures.OTHER["contrast"], "pooled statistics"),
+    ):
         rows = passes[(passes["order"] == order) & (passes["estimator"] == est)]
         if est == "ema":
             rows = rows[(rows["keep"] - keep).abs() < 1e-12]
         rows = rows.sort_values("batch_size")
-        bx.plot(rows["batch_size"], rows["train_eval_rmse"], style if order == "shuffled" else "--^",
-                ms=3.5, lw=1.2, color=colour, label=f"{order}, {label}")
+        bx.plot(
+            rows["batch_size"],
+            rows["train_eval_rmse"],
+            style if order == "shuffled" else "--^",
+            ms=3.5,
+            lw=1.2,
+            color=colour,
+            label=f"{order}, {label}",
+        )
 bx.set_title("train/inference output divergence")
 bx.set_ylabel("RMSE, training vs. inference mode")
 
@@ -56,5 +87,5 @@ for a in (ax, bx):
     a.grid(True, which="major", lw=0.3, alpha=0.5)
 for a in (ax, bx):
     a.legend(frameon=False, fontsize=6, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
-figures.save(fig, snakemake.output.pdf, snakemake.output.png)  # noqa: F821
+figures.save(fig, snakemake.output.pdf, snakemake.output.png)
 log.info("figure written")

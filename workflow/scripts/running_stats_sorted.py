@@ -2,14 +2,14 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-from bnstudy import evaluation, io  # noqa: E402
+log = start(snakemake, torch=False)
+from bnstudy import evaluation, io
 
-inp, p = snakemake.input, snakemake.params  # noqa: F821
-b = int(snakemake.wildcards.batch_size)  # noqa: F821
+inp, p = snakemake.input, snakemake.params
+b = int(snakemake.wildcards.batch_size)
 rows = []
 for order, paths in (("sorted", list(inp.sorted_weights)), ("shuffled", list(inp.shuffled_weights))):
     if not paths:
@@ -18,7 +18,14 @@ for order, paths in (("sorted", list(inp.sorted_weights)), ("shuffled", list(inp
     cell = evaluation.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
     scores = evaluation.trained_divergence(cell.stacked, cell.spec, cell.x, cell.y, b, p.seed, cell.limits)
     for i, meta in enumerate(cell.metas):
-        rows.append({"normaliser": cell.spec.normaliser, "batch_size": b, "order": order, "seed": int(meta["seed"]),
-                     **{k: float(v[i]) for k, v in scores.items()}})
-io.write_table(snakemake.output.cell, rows)  # noqa: F821
+        rows.append(
+            {
+                "normaliser": cell.spec.normaliser,
+                "batch_size": b,
+                "order": order,
+                "seed": int(meta["seed"]),
+                **{k: float(v[i]) for k, v in scores.items()},
+            }
+        )
+io.write_table(snakemake.output.cell, rows)
 log.info("rows %s", rows)

@@ -2,12 +2,12 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-from bnstudy import io, provenance  # noqa: E402
+log = start(snakemake, torch=False)
+from bnstudy import io, provenance
 
-table = provenance.runtimes(snakemake.input.benchmarks)  # noqa: F821
-io.write_table(snakemake.output.runtimes, table.round(3))  # noqa: F821
+table = provenance.runtimes(snakemake.input.benchmarks)
+io.write_table(snakemake.output.runtimes, table.round(3))
 log.info("\n%s", table.to_string(index=False))
