@@ -142,3 +142,9 @@ def test_bad_batches_are_refused(x_test):
     with pytest.raises(ValueError, match="row indices"):
         prober.labels(np.array([[0, len(x_test)]]))
     assert prober.labels(np.zeros((0, 4), np.int64)).shape == (3, 0)
+
+
+def test_tiled_linear_refuses_strided_outputs():
+    a, wt = np.ones((4, 8), np.float32), np.ones((8, 32), np.float32)
+    with pytest.raises(ValueError, match="consecutive"):
+        linear_t_tiled(a, wt[:, ::2], np.zeros(16, np.float32), np.empty((4, 16), np.float32))

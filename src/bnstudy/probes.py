@@ -23,9 +23,10 @@ called on the same values in the same order as :func:`bnstudy.kernels.logits`
 with ``train=True, batch=b`` calls them on that batch; ``invstd = 1 / sqrt(var +
 eps)`` is written as in ``kernels.norm_train``. So a probe's label is, bit for bit,
 the label ``kernels.logits`` gives row 0 of that batch (``tests/test_probes.py``).
-The rows of ``CHUNK`` batches go through the second Linear together (four rows at a
-time, across batch boundaries: every output is still its bias plus its products in
-``k`` order). Running statistics are read (batch renorm), never written.
+The rows of about ``PROBE_ROWS`` rows' worth of whole batches go through the second
+Linear together (:func:`linear_t_tiled`: tiles of four rows, across batch
+boundaries; every output is still its bias plus its products in ``k`` order).
+Running statistics are read (batch renorm), never written.
 
 Models are the outer loop, so each model's weights stay in cache while all its
 batches pass; scratch rows are reused from chunk to chunk.
@@ -165,6 +166,8 @@ def linear_t_tiled(a, wt, bias, out):
     """
     n, kk = a.shape
     oo = wt.shape[1]
+    if wt.strides[1] != 4 or out.strides[1] != 4 or bias.strides[0] != 4:
+        raise ValueError("linear_t_tiled needs W^T, bias and out with consecutive float32 outputs")
     full_rows = n - n % 4
     full_outputs = oo - oo % 16
     for i in range(0, full_rows, 4):
