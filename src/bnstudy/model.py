@@ -110,7 +110,7 @@ def stack(states: list[dict]) -> dict[str, np.ndarray]:
 def unstack(stacked: dict) -> list[dict[str, np.ndarray]]:
     """Split a stack back into per-model state dicts (contiguous copies)."""
     m = next(iter(stacked.values())).shape[0]
-    return [{k: np.ascontiguousarray(_array(v)[i]) for k, v in stacked.items()} for i in range(m)]
+    return [{k: np.array(_array(v)[i], order="C", copy=True) for k, v in stacked.items()} for i in range(m)]
 
 
 def initial_stack(spec: NetSpec, seeds: list[int]) -> dict[str, np.ndarray]:

@@ -12,7 +12,9 @@ batches of ``b`` rows, as test-row indices) through every model of a stack:
    ReLU of ``none``: ``kernels.norm_train`` of every test row);
 2. batch norm and renorm: the first normaliser in training mode over each batch,
    with the statistics of its ``b`` rows; ReLU;
-3. the second Linear for every row of every batch;
+3. the second Linear for every row of every batch (with layer or group norm, or
+   none, only row 0's: each row is normalised by itself, so no companion can change
+   row 0's label, and the other rows are not computed);
 4. the second normaliser: batch statistics from all ``b`` rows, but only row 0 is
    normalised (no other row's value is needed); ReLU;
 5. the output layer for row 0, and its label: the index of the first largest logit.
@@ -311,13 +313,14 @@ def probe_design(
                         gathered, j * b, b, mean, invstd, g1[m], be1[m], r, d, renorm, True, act1, j * b, none1
                     )
             else:
-                # normalised per row already: the batches' rows as they are
+                # normalised per row already, so no companion can reach row 0: row 0 of each
+                # batch alone goes on, as row j (the rows are independent up to the output)
+                n = kn
                 for j in range(kn):
-                    for i in range(b):
-                        row = src[batches[k0 + j, i]]
-                        for f in range(h1):
-                            act1[j * b + i, f] = row[f]
-            # second Linear, every row
+                    row = src[batches[k0 + j, 0]]
+                    for f in range(h1):
+                        act1[j, f] = row[f]
+            # second Linear, every row that matters
             linear_t_tiled(act1[:n], w2t[m], b2[m], hid2[:n])
             # second normaliser: statistics from all b rows, row 0 normalised
             if batch_kind:
@@ -325,13 +328,13 @@ def probe_design(
                     _batch_stats(kind, hid2, j * b, b, rm2[m], rv2[m], eps, rmax, dmax, mean, var, invstd, r, d)
                     batch_norm_rows(hid2, j * b, 1, mean, invstd, g2[m], be2[m], r, d, renorm, True, act2, j, none2)
             elif kind == LAYER or kind == GROUP:
-                for j in range(kn):  # row_norm writes row i of its output: row j * b of a scratch
-                    row_norm(hid2, j * b, groups, eps, g2[m], be2[m], True, act1, none2, none2)
+                for j in range(kn):  # row_norm writes row j of its output: a scratch, then act2
+                    row_norm(hid2, j, groups, eps, g2[m], be2[m], True, act1, none2, none2)
                     for f in range(h2):
-                        act2[j, f] = act1[j * b, f]
+                        act2[j, f] = act1[j, f]
             else:
                 for j in range(kn):
-                    _relu_rows(hid2, j * b, 1, act2, j)
+                    _relu_rows(hid2, j, 1, act2, j)
             # output layer and label, row 0 of each batch
             linear_t(act2[:kn], w3t[m], b3[m], logits[:kn])
             argmax_rows(logits[:kn], top[:kn])
