@@ -25,6 +25,25 @@ include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
 
+# Jobs of seconds (summaries, figures, macros, the paper, the manifest and the
+# build record) run where Snakemake runs, not as cluster jobs waiting in a queue.
+localrules:
+    all,
+    figures,
+    summarise_batch_size,
+    figure_batch_size,
+    figure_batch_size_remedies,
+    summarise_companions,
+    figure_companions,
+    summarise_running_stats,
+    figure_running_stats,
+    design_macros,
+    provenance,
+    paper,
+    manifest,
+    runtimes,
+
+
 # Compile every Numba kernel once, before any job starts, instead of once in each
 # of the first jobs running side by side (bnstudy.warmup). Compiled code goes to
 # the package's on-disk cache; on a cluster, jobs on nodes of another CPU model

@@ -38,3 +38,19 @@ def test_non_finite_number_is_rejected_with_one_line(case, test_config, tmp_path
     assert errors[0].startswith(f"config error: {key}: "), errors[0]
     assert "not a finite number" in errors[0]
     assert "Traceback" not in result.stderr
+
+
+def test_every_config_key_has_a_description():
+    from conftest import ROOT
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    missing = []
+
+    def walk(node, path):
+        for key, sub in node.get("properties", {}).items():
+            if not sub.get("description", "").strip():
+                missing.append(".".join(path + [key]))
+            walk(sub, path + [key])
+
+    walk(schema, [])
+    assert not missing, f"config keys without a description in the schema: {missing}"

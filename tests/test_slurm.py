@@ -191,8 +191,12 @@ FAILING_SNAKEFILE = textwrap.dedent("""\
 
 def test_a_failing_slurm_job_ends_the_run_with_an_error(cluster, tmp_path):
     (tmp_path / "Snakefile").write_text(FAILING_SNAKEFILE)
+    # the profile's retries would submit it again (tests/test_cluster_config.py checks them)
     code, seconds, output = snakemake(
-        tmp_path, ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS], tmp_path / "snakemake.log", FAILURE_TIMEOUT
+        tmp_path,
+        ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS, "--retries", "0"],
+        tmp_path / "snakemake.log",
+        FAILURE_TIMEOUT,
     )
     assert code is not None, f"Snakemake still waiting after {seconds:.0f} s:\n{output[-3000:]}"
     assert code != 0

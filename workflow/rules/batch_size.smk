@@ -18,7 +18,7 @@ rule evaluate_grid:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=5,
     log:
         "results/logs/evaluate_grid/{normaliser}_b{batch_size}.log",
@@ -51,7 +51,7 @@ rule evaluate_remedies:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=10,
     log:
         "results/logs/evaluate_remedies/{normaliser}_b{batch_size}.log",
@@ -96,7 +96,7 @@ rule summarise_batch_size:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/summarise_batch_size.log",
@@ -120,7 +120,7 @@ rule figure_batch_size:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/figure_batch_size.log",
@@ -144,7 +144,7 @@ rule figure_batch_size_remedies:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/figure_batch_size_remedies.log",

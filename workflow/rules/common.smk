@@ -2,12 +2,14 @@
 # feeds the hash manifest and the paper.
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
 import jsonschema
 import yaml
 from snakemake.io import apply_wildcards
+from snakemake.iocontainers import Wildcards
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from bnstudy.codedeps import code_inputs
@@ -80,16 +82,19 @@ def code(script):
 
 
 # ---- output registry -------------------------------------------------------
-# Each rules file registers the concrete outputs of its rules; the manifest rule
-# hashes them in registration (DAG) order.
+# Each rules file registers the concrete outputs of its rules; manifest.smk puts
+# them in DAG order (whatever the order the rules files are included in) and the
+# manifest rule hashes them in that order.
 REGISTRY = []
 BENCHMARKS = []  # every job's benchmark file: runtimes for the build record
+REGISTERED_JOBS = []  # (rule name, wildcards) of every registered job: manifest.smk orders REGISTRY by them
 
 
 def register(rule, wildcard_sets=({},)):
     """Record the outputs of ``rule`` for every wildcard set; return the paths."""
     paths = []
     for wc in wildcard_sets:
+        REGISTERED_JOBS.append((rule.rule.name, dict(wc)))
         label = ",".join(f"{k}={v}" for k, v in wc.items())
         if rule.rule.benchmark:
             BENCHMARKS.append(apply_wildcards(str(rule.rule.benchmark), wc))
@@ -98,6 +103,50 @@ def register(rule, wildcard_sets=({},)):
             REGISTRY.append((rule.rule.name, label, path))
             paths.append(path)
     return paths
+
+
+def _job_inputs(rule, wc):
+    """The concrete input paths of one registered job (input functions called with its wildcards)."""
+    paths = []
+    for item in rule.input:
+        if getattr(item, "is_callable", lambda: False)():  # an input function, kept in an _IOFile
+            item = getattr(item._file, "callable", None) or item._file
+        if callable(item):
+            try:
+                item = item(Wildcards(fromdict=wc))
+            except Exception:  # an input function that needs more than the wildcards
+                continue
+        if isinstance(item, dict):  # unpack(...)
+            item = list(item.values())
+        for path in item if isinstance(item, (list, tuple)) else [item]:
+            if isinstance(path, str):
+                paths.append(apply_wildcards(str(path), wc))
+    return paths
+
+
+def _natural(label):
+    """Wildcards ``batch_size=2`` before ``batch_size=16``."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", label)]
+
+
+def dag_order(registry, jobs):
+    """``registry`` sorted by each rule's depth in the graph of registered rules (0: reads no
+    registered output; else one more than the deepest rule it reads), then rule name, then
+    wildcards (numbers by value); a job's files keep their order. The same whatever order
+    the rules files were included in."""
+    producer = {path: name for name, _, path in registry}
+    reads = {}
+    for name, wc in jobs:
+        found = {producer.get(p) for p in _job_inputs(getattr(rules, name).rule, wc)}
+        reads.setdefault(name, set()).update(found - {None, name})
+    depth = {}
+
+    def rank(name):
+        if name not in depth:
+            depth[name] = 1 + max((rank(r) for r in reads.get(name, ())), default=-1)
+        return depth[name]
+
+    return sorted(registry, key=lambda e: (rank(e[0]), e[0], _natural(e[1])))
 
 
 def net_params(normaliser):

@@ -20,7 +20,7 @@ rule companion_examples:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/companion_examples.log",
@@ -48,7 +48,7 @@ rule probe_companions_dependence:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=lambda wc, attempt: 2000 * attempt,
         runtime=30,
     log:
         "results/logs/probe_companions_dependence.log",
@@ -76,7 +76,7 @@ rule probe_companions_grid:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=lambda wc, attempt: 2000 * attempt,
         runtime=60,
     log:
         "results/logs/probe_companions_grid/{normaliser}_b{batch_size}.log",
@@ -113,7 +113,7 @@ rule summarise_companions:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=10,
     log:
         "results/logs/summarise_companions.log",
@@ -139,7 +139,7 @@ rule figure_companions:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/figure_companions.log",

@@ -17,7 +17,7 @@ rule split:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=5,
     log:
         "results/logs/split.log",

@@ -2,6 +2,10 @@
 # Included last, after every rules file has registered its outputs.
 
 
+REGISTRY[:] = dag_order(REGISTRY, REGISTERED_JOBS)
+BENCHMARKS.sort()
+
+
 rule manifest:
     message:
         "Hashing every output into results/manifest.tsv"
@@ -16,7 +20,7 @@ rule manifest:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/manifest.log",
@@ -40,7 +44,7 @@ rule runtimes:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/runtimes.log",

@@ -16,7 +16,7 @@ rule design_macros:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/design_macros.log",
@@ -41,13 +41,13 @@ rule provenance:
         macros="results/paper/macros/provenance.tex",
         table="results/paper/tables/provenance.tex",
     params:
-        entries=list(REGISTRY),
+        entries=dag_order(REGISTRY, REGISTERED_JOBS),
         config=CANONICAL_CONFIG,
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/provenance.log",
@@ -79,8 +79,8 @@ rule paper:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=15,
     log:
         "results/logs/paper.log",
     benchmark:

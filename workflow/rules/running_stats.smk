@@ -19,7 +19,7 @@ rule population:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/population.log",
@@ -46,7 +46,7 @@ rule running_stats:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=10,
     log:
         "results/logs/running_stats.log",
@@ -73,7 +73,7 @@ rule running_stats_selfchecks:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=10,
     log:
         "results/logs/running_stats_selfchecks.log",
@@ -104,7 +104,7 @@ rule evaluate_sorted:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=5,
     log:
         "results/logs/evaluate_sorted/{normaliser}_b{batch_size}.log",
@@ -144,7 +144,7 @@ rule summarise_running_stats:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/summarise_running_stats.log",
@@ -170,7 +170,7 @@ rule figure_running_stats:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=lambda wc, attempt: 500 * attempt,
         runtime=5,
     log:
         "results/logs/figure_running_stats.log",

@@ -17,10 +17,10 @@ rule train_grid:
         recipe=lambda wc: recipe_params(config["grid"], wc.batch_size),
     conda:
         CONDA_ENV
-    threads: 1
+    threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=1000,
-        runtime=30,
+        mem_mb=lambda wc, attempt: 1500 * attempt,
+        runtime=60,
     log:
         "results/logs/train_grid/{normaliser}_b{batch_size}.log",
     benchmark:
@@ -45,10 +45,10 @@ rule train_sorted:
         recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, order="class_sorted"),
     conda:
         CONDA_ENV
-    threads: 1
+    threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=1000,
-        runtime=30,
+        mem_mb=lambda wc, attempt: 1500 * attempt,
+        runtime=60,
     log:
         "results/logs/train_sorted/{normaliser}_b{batch_size}.log",
     benchmark:
@@ -76,10 +76,10 @@ rule train_dependence:
         recipe=recipe_params(DEP, DEP["batch_size"]),
     conda:
         CONDA_ENV
-    threads: 1
+    threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=1000,
-        runtime=15,
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=20,
     log:
         "results/logs/train_dependence.log",
     benchmark:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 def start(snakemake, torch: bool = True):
-    """Route logging to ``log[0]``, import the package from ``src/``, fix threads.
+    """Route logging to ``log[0]``, import the package from ``src/``, fix threads to the rule's ``threads:``.
 
     ``torch=False``: the job does not use PyTorch, which is then not imported.
     """
@@ -21,7 +21,7 @@ def start(snakemake, torch: bool = True):
     )
     from bnstudy import runtime
 
-    runtime.configure(snakemake.config["compute_threads"], torch=torch)
+    runtime.configure(snakemake.threads, torch=torch)
     log = logging.getLogger(snakemake.rule)
     log.info("rule %s wildcards %s", snakemake.rule, dict(snakemake.wildcards))
     return log

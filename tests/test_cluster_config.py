@@ -1,0 +1,105 @@
+"""Cluster settings have one source: the rules' threads and resources; the SLURM profile adds none.
+
+Also: the hash manifest's rows come in an order that does not depend on the order in
+which the Snakefile includes the rules files.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
+# jobs of seconds: run where Snakemake runs, never queued
+LOCAL = {
+    "all", "figures", "design_macros", "provenance", "paper", "manifest", "runtimes",
+    "summarise_batch_size", "figure_batch_size", "figure_batch_size_remedies",
+    "summarise_companions", "figure_companions", "summarise_running_stats", "figure_running_stats",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rules():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "cluster_rules.py"), "config/test.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_profile_sets_no_threads_or_resources_of_its_own():
+    profile = yaml.safe_load(PROFILE.read_text())
+    assert "set-resources" not in profile and "set-threads" not in profile
+    assert not {"mem_mb", "runtime", "mem", "cpus_per_task"} & set(profile.get("default-resources") or {})
+    assert profile["retries"] >= 1
+
+
+def test_every_rule_states_memory_scaled_by_attempt_and_a_runtime(rules):
+    for name, rule in rules.items():
+        if not rule["has_output"]:
+            continue
+        first, second = rule["mem_mb"]
+        assert second == 2 * first > 0, f"{name}: mem_mb must grow with the attempt, got {first}, {second}"
+        assert rule["runtime"] and rule["runtime"] > 0, name
+
+
+def test_short_jobs_are_local_rules(rules):
+    assert {name for name, rule in rules.items() if rule["local"]} == LOCAL
+
+
+def test_training_asks_for_compute_threads_and_scripts_do_not_read_them(rules):
+    for name in ("train_grid", "train_sorted", "train_dependence"):
+        assert rules[name]["threads"] == yaml.safe_load((ROOT / "config/test.yaml").read_text())["compute_threads"]
+    scripts = ROOT / "workflow" / "scripts"
+    readers = [p.name for p in scripts.glob("*.py") if "compute_threads" in p.read_text() and p.name != "provenance.py"]
+    assert not readers, f"scripts reading compute_threads from the config instead of snakemake.threads: {readers}"
+
+
+def _registry(root):
+    result = subprocess.run(
+        [sys.executable, str(root / "tests" / "dag_outputs.py"), "config/test.yaml"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_manifest_order_does_not_depend_on_include_order(tmp_path):
+    from bnstudy import determinism
+
+    copy = determinism.copy_workflow(ROOT, tmp_path / "wf")
+    (copy / "tests").mkdir(exist_ok=True)
+    shutil.copy2(ROOT / "tests" / "dag_outputs.py", copy / "tests" / "dag_outputs.py")
+    before = _registry(copy)
+    snakefile = copy / "Snakefile"
+    studies = [f'include: "workflow/rules/{name}.smk"\n' for name in ("batch_size", "companions", "running_stats")]
+    text = snakefile.read_text()
+    for line in studies:
+        assert line in text
+        text = text.replace(line, "")
+    anchor = 'include: "workflow/rules/paper.smk"\n'
+    snakefile.write_text(text.replace(anchor, "".join(reversed(studies)) + anchor))
+    after = _registry(copy)
+    assert after["registry"] == before["registry"]
+
+    # and the order is the DAG's: every file comes after the files its job reads
+    row = {path: i for i, (_, _, path) in enumerate(before["registry"])}
+    for job in before["jobs"]:
+        mine = [row[p] for p in job["output"] if p in row]
+        read = [row[p] for p in job["input"] if p in row]
+        if mine and read:
+            assert max(read) < min(mine), f"{job['rule']} is listed before a file it reads"
