@@ -39,7 +39,8 @@ def test_colours_are_okabe_ito_one_per_normaliser_never_reused():
 
 def test_kernel_codes_come_from_the_registry():
     assert kernels.KIND == normalisers.kernel_codes()
-    assert len(set(kernels.KIND.values())) == len(KINDS)
+    # a kind may share an existing code when its arithmetic is that kernel's; every code is one the kernels know
+    assert set(kernels.KIND.values()) <= {kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP}
     assert (kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP) == (
         normalisers.NONE,
         normalisers.BATCH,
