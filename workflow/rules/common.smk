@@ -87,7 +87,7 @@ def code(script):
 # manifest rule hashes them in that order.
 REGISTRY = []
 BENCHMARKS = []  # every job's benchmark file: runtimes for the build record
-REGISTERED_JOBS = []  # (rule name, wildcards) of every registered job: manifest.smk orders REGISTRY by them
+REGISTERED_JOBS = []  # (name, wildcards) of every registered job, by which manifest.smk orders REGISTRY
 
 
 def register(rule, wildcard_sets=({},)):
