@@ -42,17 +42,21 @@ BAD = {
     "wrong type": (["grid", "epochs"], "twenty", "grid.epochs"),
     "wrong type of a list item": (["grid", "seeds"], [0, "one"], "grid.seeds[1]"),
     "momentum out of range": (["network", "momentum"], 1.5, "network.momentum"),
-    "test half too small for one-class batches": (["split", "test_size"], 100,
-                                                  "companions.one_class_batch_size"),
-    "examples per class beyond a test class": (["companions", "examples_per_class"], 88,
-                                               "companions.examples_per_class"),
+    "test half too small for one-class batches": (["split", "test_size"], 100, "companions.one_class_batch_size"),
+    "examples per class beyond a test class": (
+        ["companions", "examples_per_class"],
+        88,
+        "companions.examples_per_class",
+    ),
     "grid batch beyond the training rows": (["grid", "batch_sizes"], [4, 899], "grid.batch_sizes[1]"),
     "dependence batch beyond the training rows": (["dependence", "batch_size"], 899, "dependence.batch_size"),
-    "sorted batch beyond the training rows": (["sorted_training", "batch_sizes"], [899],
-                                              "sorted_training.batch_sizes[0]"),
+    "sorted batch beyond the training rows": (
+        ["sorted_training", "batch_sizes"],
+        [899],
+        "sorted_training.batch_sizes[0]",
+    ),
     "companion batch beyond the test half": (["companions", "batch_sizes"], [2, 900], "companions.batch_sizes"),
-    "running-stats batch beyond its rows": (["running_stats", "batch_sizes"], [8, 513],
-                                            "running_stats.batch_sizes"),
+    "running-stats batch beyond its rows": (["running_stats", "batch_sizes"], [8, 513], "running_stats.batch_sizes"),
     "sort feature beyond the features": (["running_stats", "sort_feature"], 16, "running_stats.sort_feature"),
 }
 
@@ -101,19 +105,38 @@ BOUNDARIES = {
     "groups divide every width": (["network", "groups"], 64, 5, "network.groups"),
     "two features per group": (["network", "groups"], 64, 128, "network.groups"),
     "sort feature within features": (["running_stats", "sort_feature"], 15, 16, "running_stats.sort_feature"),
-    "running-stats batch within rows": (["running_stats", "batch_sizes"], [8, 512], [8, 513],
-                                        "running_stats.batch_sizes"),
-    "companion batch within the test half": (["companions", "batch_sizes"], [2, 899], [2, 900],
-                                             "companions.batch_sizes"),
-    "examples per class within the smallest test class": (["companions", "examples_per_class"], 87, 88,
-                                                           "companions.examples_per_class"),
-    "one-class batch within the smallest test class": (["companions", "one_class_batch_size"], 87, 88,
-                                                       "companions.one_class_batch_size"),
+    "running-stats batch within rows": (
+        ["running_stats", "batch_sizes"],
+        [8, 512],
+        [8, 513],
+        "running_stats.batch_sizes",
+    ),
+    "companion batch within the test half": (
+        ["companions", "batch_sizes"],
+        [2, 899],
+        [2, 900],
+        "companions.batch_sizes",
+    ),
+    "examples per class within the smallest test class": (
+        ["companions", "examples_per_class"],
+        87,
+        88,
+        "companions.examples_per_class",
+    ),
+    "one-class batch within the smallest test class": (
+        ["companions", "one_class_batch_size"],
+        87,
+        88,
+        "companions.one_class_batch_size",
+    ),
     "grid batch within the training rows": (["grid", "batch_sizes"], [4, 898], [4, 899], "grid.batch_sizes[1]"),
-    "dependence batch within the training rows": (["dependence", "batch_size"], 898, 899,
-                                                  "dependence.batch_size"),
-    "sorted-training batch within the training rows": (["sorted_training", "batch_sizes"], [16, 898],
-                                                       [16, 899], "sorted_training.batch_sizes[1]"),
+    "dependence batch within the training rows": (["dependence", "batch_size"], 898, 899, "dependence.batch_size"),
+    "sorted-training batch within the training rows": (
+        ["sorted_training", "batch_sizes"],
+        [16, 898],
+        [16, 899],
+        "sorted_training.batch_sizes[1]",
+    ),
 }
 
 
@@ -139,38 +162,48 @@ def test_cross_field_check_accepts_its_boundary_and_rejects_one_past_it(case, te
 def test_cross_field_messages_name_the_values():
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     assert cross_field_error(mutate(cfg, ["network", "groups"], 5)) == (
-        "config error: network.groups: 5 groups do not divide the hidden width 128")
+        "config error: network.groups: 5 groups do not divide the hidden width 128"
+    )
     assert cross_field_error(mutate(cfg, ["running_stats", "sort_feature"], 16)) == (
-        "config error: running_stats.sort_feature: 16 >= features 16")
+        "config error: running_stats.sort_feature: 16 >= features 16"
+    )
     assert cross_field_error(mutate(cfg, ["running_stats", "batch_sizes"], [513])) == (
-        "config error: running_stats.batch_sizes: 513 exceeds rows 512")
+        "config error: running_stats.batch_sizes: 513 exceeds rows 512"
+    )
     assert cross_field_error(mutate(cfg, ["companions", "batch_sizes"], [900, 2])) == (
-        "config error: companions.batch_sizes: 900 is larger than the test half (split.test_size 899)")
+        "config error: companions.batch_sizes: 900 is larger than the test half (split.test_size 899)"
+    )
     assert cross_field_error(mutate(cfg, ["companions", "one_class_batch_size"], 88)) == (
         "config error: companions.one_class_batch_size: 88 exceeds the 87 test rows of the smallest "
-        "class (digit 8) at split.test_size 899")
+        "class (digit 8) at split.test_size 899"
+    )
     assert cross_field_error(mutate(cfg, ["dependence", "batch_size"], 899)) == (
-        "config error: dependence.batch_size: 899 exceeds the 898 training rows (1797 - split.test_size 899)")
+        "config error: dependence.batch_size: 899 exceeds the 898 training rows (1797 - split.test_size 899)"
+    )
 
 
 def test_group_checks_apply_to_every_width_and_only_with_group_norm(test_config):
     cfg = mutate(test_config, ["network", "hidden"], [128, 96])
     assert cross_field_error(mutate(cfg, ["network", "groups"], 32)) is None  # 4 and 3 per group
     assert cross_field_error(mutate(cfg, ["network", "groups"], 64)) == (
-        "config error: network.groups: 64 groups do not divide the hidden width 96")
+        "config error: network.groups: 64 groups do not divide the hidden width 96"
+    )
     assert cross_field_error(mutate(mutate(cfg, ["network", "hidden"], [128, 64]), ["network", "groups"], 64)) == (
         "config error: network.groups: 64 groups leave one feature per group in width 64; "
-        "group norm would output a constant")
+        "group norm would output a constant"
+    )
     no_gn = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 5)) is None
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 128)) is None
 
 
 def test_every_list_entry_is_checked_not_only_the_first(test_config):
-    for path, key in [(["running_stats", "batch_sizes"], "running_stats.batch_sizes"),
-                      (["companions", "batch_sizes"], "companions.batch_sizes"),
-                      (["grid", "batch_sizes"], "grid.batch_sizes[2]"),
-                      (["sorted_training", "batch_sizes"], "sorted_training.batch_sizes[2]")]:
+    for path, key in [
+        (["running_stats", "batch_sizes"], "running_stats.batch_sizes"),
+        (["companions", "batch_sizes"], "companions.batch_sizes"),
+        (["grid", "batch_sizes"], "grid.batch_sizes[2]"),
+        (["sorted_training", "batch_sizes"], "sorted_training.batch_sizes[2]"),
+    ]:
         message = cross_field_error(mutate(test_config, path, [2, 4, 5000]))
         assert message is not None and message.startswith(f"config error: {key}"), (path, message)
 
@@ -182,8 +215,7 @@ def test_split_class_counts_are_those_of_the_real_stratified_split(test_size, se
     from sklearn.model_selection import train_test_split
 
     y = np.repeat(np.arange(10), DIGITS_CLASS_COUNTS)
-    train, test = train_test_split(np.arange(len(y)), test_size=test_size, stratify=y, random_state=seed,
-                                   shuffle=True)
+    train, test = train_test_split(np.arange(len(y)), test_size=test_size, stratify=y, random_state=seed, shuffle=True)
     expected = (np.bincount(y[train], minlength=10).tolist(), np.bincount(y[test], minlength=10).tolist())
     assert split_class_counts(test_size, seed) == expected
     assert sum(expected[1]) == test_size
@@ -212,20 +244,27 @@ def test_test_size_100_is_rejected_before_any_job_with_one_line(test_config, tmp
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
     assert errors == [
-        ("config error: companions.one_class_batch_size: 16 exceeds the 10 test rows of the smallest class "
-         f"(digit 0) at split.test_size 100 [{bad}]")], result.stderr
+        (
+            "config error: companions.one_class_batch_size: 16 exceeds the 10 test rows of the smallest class "
+            f"(digit 0) at split.test_size 100 [{bad}]"
+        )
+    ], result.stderr
     assert "Traceback" not in result.stderr
 
 
 # ---- one-line messages, by value ------------------------------------------------
 
-@pytest.mark.parametrize("parts, text", [
-    (["grid", "seeds", 2], "grid.seeds[2]"),
-    (["grid"], "grid"),
-    ([0, "a"], "[0].a"),
-    (["a", 1, 2, "b"], "a[1][2].b"),
-    ([], "(top level)"),
-])
+
+@pytest.mark.parametrize(
+    "parts, text",
+    [
+        (["grid", "seeds", 2], "grid.seeds[2]"),
+        (["grid"], "grid"),
+        ([0, "a"], "[0].a"),
+        (["a", 1, 2, "b"], "a[1][2].b"),
+        ([], "(top level)"),
+    ],
+)
 def test_key_path_by_hand(parts, text):
     from bnstudy.config import key_path
 
@@ -241,20 +280,33 @@ def schema_error(schema, instance):
 def test_describe_schema_error_one_line_per_kind():
     from bnstudy.config import describe_schema_error
 
-    obj = {"type": "object", "properties": {"grid": {
-        "type": "object", "required": ["lr"], "additionalProperties": False,
-        "properties": {"lr": {"type": "number"}, "seeds": {"type": "array", "uniqueItems": True,
-                                                            "items": {"type": "integer", "minimum": 0}}}}}}
-    assert describe_schema_error(schema_error(obj, {"grid": {}})) == (
-        "config error: grid.lr: required key is missing")
+    obj = {
+        "type": "object",
+        "properties": {
+            "grid": {
+                "type": "object",
+                "required": ["lr"],
+                "additionalProperties": False,
+                "properties": {
+                    "lr": {"type": "number"},
+                    "seeds": {"type": "array", "uniqueItems": True, "items": {"type": "integer", "minimum": 0}},
+                },
+            }
+        },
+    }
+    assert describe_schema_error(schema_error(obj, {"grid": {}})) == ("config error: grid.lr: required key is missing")
     assert describe_schema_error(schema_error(obj, {"grid": {"lr": 1, "seedz": [0]}})) == (
-        "config error: grid: Additional properties are not allowed ('seedz' was unexpected) (misspelled key?)")
+        "config error: grid: Additional properties are not allowed ('seedz' was unexpected) (misspelled key?)"
+    )
     assert describe_schema_error(schema_error(obj, {"grid": {"lr": 1, "seeds": [0, 1, 1]}})) == (
-        "config error: grid.seeds: duplicate values in [0, 1, 1]")
+        "config error: grid.seeds: duplicate values in [0, 1, 1]"
+    )
     assert describe_schema_error(schema_error(obj, {"grid": {"lr": 1, "seeds": [0, -1]}})) == (
-        "config error: grid.seeds[1]: -1 is less than the minimum of 0")
+        "config error: grid.seeds[1]: -1 is less than the minimum of 0"
+    )
     assert describe_schema_error(schema_error(obj, {"grid": {"lr": "x"}})) == (
-        "config error: grid.lr: 'x' is not of type 'number'")
+        "config error: grid.lr: 'x' is not of type 'number'"
+    )
 
 
 def test_describe_schema_error_without_a_quoted_key():

@@ -6,18 +6,22 @@ import pytest
 from bnstudy import latex
 
 
-@pytest.mark.parametrize("parts, name", [
-    (("flip", "b", 16), "flipBOneSix"),
-    (("comp", "exact", "in", "interval"), "compExactInInterval"),
-    (("gain", "compared-to", "b_2"), "gainComparedToBTwo"),
-    (("Acc", 0), "accZero"),
-    (("x", "0123456789"), "xZeroOneTwoThreeFourFiveSixSevenEightNine"),
-    (("batchnorm", "b64", "seed 3"), "batchnormBSixFourSeedThree"),
-    (("a", "", "--", "b"), "aB"),
-    (("aBc",), "aBc"),
-])
+@pytest.mark.parametrize(
+    "parts, name",
+    [
+        (("flip", "b", 16), "flipBOneSix"),
+        (("comp", "exact", "in", "interval"), "compExactInInterval"),
+        (("gain", "compared-to", "b_2"), "gainComparedToBTwo"),
+        (("Acc", 0), "accZero"),
+        (("x", "0123456789"), "xZeroOneTwoThreeFourFiveSixSevenEightNine"),
+        (("batchnorm", "b64", "seed 3"), "batchnormBSixFourSeedThree"),
+        (("a", "", "--", "b"), "aB"),
+        (("aBc",), "aBc"),
+    ],
+)
 def test_macro_name_by_hand(parts, name):
     assert latex.macro_name(*parts) == name
+
 
 def test_fmt_by_hand():
     assert latex.fmt(0.123456) == "0.123"
@@ -35,6 +39,7 @@ def test_fmt_by_hand():
     assert latex.fmt(-0.0126, 3) == "-0.013"
     assert latex.fmt(-1.5, 1) == "-1.5"
 
+
 def test_write_macros_sorted_one_newcommand_each(tmp_path):
     path = tmp_path / "m.tex"
     latex.write_macros(path, {"zeta": "1", "alpha": "2{,}000", "Mid": "\\%"}, "a comment")
@@ -43,7 +48,9 @@ def test_write_macros_sorted_one_newcommand_each(tmp_path):
         "% Written by the pipeline; do not edit.\n"
         "\\newcommand{\\Mid}{\\%}\n"
         "\\newcommand{\\alpha}{2{,}000}\n"
-        "\\newcommand{\\zeta}{1}\n")
+        "\\newcommand{\\zeta}{1}\n"
+    )
+
 
 @pytest.mark.parametrize("bad", ["b16", "a_b", "a b", "", "é"])
 def test_write_macros_refuses_names_tex_cannot_define(tmp_path, bad):
@@ -51,6 +58,7 @@ def test_write_macros_refuses_names_tex_cannot_define(tmp_path, bad):
     with pytest.raises(ValueError, match="invalid macro name"):
         latex.write_macros(path, {"fine": "1", bad: "2"}, "c")
     assert not path.exists()
+
 
 def test_write_table_by_hand(tmp_path):
     path = tmp_path / "t.tex"
@@ -64,13 +72,16 @@ def test_write_table_by_hand(tmp_path):
         "1 & 2 \\\\\n"
         "3 & 4 \\\\\n"
         "\\bottomrule\n"
-        "\\end{tabular}\n")
+        "\\end{tabular}\n"
+    )
     latex.write_table(path, ["a"], [], "l")
     assert path.read_text().splitlines()[0] == "% generated table"
     assert path.read_text().splitlines()[-3:] == ["\\midrule", "\\bottomrule", "\\end{tabular}"]
 
+
 def test_escape_every_special_character():
     assert latex.escape("a\\b&c%d$e#f_g{h}i~j^k") == (
-        "a\\textbackslash{}b\\&c\\%d\\$e\\#f\\_g\\{h\\}i\\textasciitilde{}j\\textasciicircum{}k")
+        "a\\textbackslash{}b\\&c\\%d\\$e\\#f\\_g\\{h\\}i\\textasciitilde{}j\\textasciicircum{}k"
+    )
     assert latex.escape("plain text 1.0") == "plain text 1.0"
     assert latex.escape(3.5) == "3.5"

@@ -17,9 +17,20 @@ def test_recipe_from_params_keeps_only_its_fields():
 
 
 def test_recipe_metadata_round_trip_restores_types():
-    r = recipe.Recipe(optimizer="sgd", lr=0.05, sgd_momentum=0.8, batch_size=16, epochs=7, order="class_sorted",
-                      last_batch="keep", renorm_rmax=2.5, renorm_dmax=4.0, renorm_warmup=0.1,
-                      renorm_rmax_full=0.5, renorm_dmax_full=0.3)
+    r = recipe.Recipe(
+        optimizer="sgd",
+        lr=0.05,
+        sgd_momentum=0.8,
+        batch_size=16,
+        epochs=7,
+        order="class_sorted",
+        last_batch="keep",
+        renorm_rmax=2.5,
+        renorm_dmax=4.0,
+        renorm_warmup=0.1,
+        renorm_rmax_full=0.5,
+        renorm_dmax_full=0.3,
+    )
     meta = r.metadata()
     assert meta["batch_size"] == "16" and meta["lr"] == "0.05" and meta["optimizer"] == "sgd"
     assert all(isinstance(v, str) for v in meta.values())
@@ -28,16 +39,19 @@ def test_recipe_metadata_round_trip_restores_types():
     assert recipe.Recipe.from_metadata({"epochs": "2"}) == recipe.Recipe(epochs=2)
 
 
-@pytest.mark.parametrize("n, b, last, sizes", [
-    (10, 4, "drop", [4, 4]),
-    (10, 4, "keep", [4, 4, 2]),
-    (9, 4, "keep", [4, 4]),  # a leftover of one row is always dropped
-    (8, 4, "keep", [4, 4]),
-    (11, 4, "keep", [4, 4, 3]),
-    (3, 4, "keep", [3]),
-    (3, 4, "drop", []),
-    (898, 64, "drop", [64] * 14),
-])
+@pytest.mark.parametrize(
+    "n, b, last, sizes",
+    [
+        (10, 4, "drop", [4, 4]),
+        (10, 4, "keep", [4, 4, 2]),
+        (9, 4, "keep", [4, 4]),  # a leftover of one row is always dropped
+        (8, 4, "keep", [4, 4]),
+        (11, 4, "keep", [4, 4, 3]),
+        (3, 4, "keep", [3]),
+        (3, 4, "drop", []),
+        (898, 64, "drop", [64] * 14),
+    ],
+)
 def test_batch_sizes_per_epoch_by_hand(n, b, last, sizes):
     assert recipe.batch_sizes_per_epoch(n, b, last) == sizes
     assert recipe.steps_per_epoch(n, b, last) == len(sizes)
@@ -71,11 +85,18 @@ def test_renorm_schedule_defaults_are_ioffes():
 
 
 def test_renorm_schedule_of_a_recipe():
-    r = recipe.Recipe(batch_size=4, epochs=3, last_batch="keep", renorm_rmax=2.0, renorm_dmax=1.0,
-                      renorm_warmup=0.2, renorm_rmax_full=0.6, renorm_dmax_full=0.4)
+    r = recipe.Recipe(
+        batch_size=4,
+        epochs=3,
+        last_batch="keep",
+        renorm_rmax=2.0,
+        renorm_dmax=1.0,
+        renorm_warmup=0.2,
+        renorm_rmax_full=0.6,
+        renorm_dmax_full=0.4,
+    )
     s = recipe.renorm_schedule("batchrenorm", r, 10)
-    assert s == recipe.RenormSchedule(total_steps=9, rmax=2.0, dmax=1.0, warmup=0.2, rmax_full=0.6,
-                                      dmax_full=0.4)
+    assert s == recipe.RenormSchedule(total_steps=9, rmax=2.0, dmax=1.0, warmup=0.2, rmax_full=0.6, dmax_full=0.4)
     assert recipe.renorm_schedule("batchnorm", r, 10) is None
     assert recipe.renorm_schedule("groupnorm", r, 10) is None
 
