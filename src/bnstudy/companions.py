@@ -13,9 +13,11 @@ same batches):
 - ``random``: ``K`` batches, companions uniform over the other test rows;
 - ``exact`` (``b = 2``): every one of the ``n - 1`` other test rows once as the
   single companion -- the flip rate is then exact for that example, not an estimate;
-- ``own_class`` / ``other_class``: ``K`` batches whose ``b - 1`` companions all come
-  from one class, the example's own, or for each batch a class drawn uniformly from
-  the nine others.
+- ``own_class`` / ``other_class`` / ``any_class``: ``K`` batches whose ``b - 1``
+  companions all come from one class: the example's own; or for each batch a class
+  drawn uniformly from the other classes; or for each batch a class drawn uniformly
+  from all classes, the example's own included (never the example itself). With
+  ``C`` classes, ``any_class`` is the mixture ``1/C`` own + ``(C - 1)/C`` other.
 
 The draws are the same on every machine: NumPy's PCG64 generator (an integer
 algorithm), integer draws and ``Generator.random()`` uniforms only. ``K`` uniform
@@ -34,7 +36,9 @@ the same number of probes ``K``:
 - ever flipped ``= (1/E) sum_e [flips_e > 0]``;
 
 each with a percentile interval from a bootstrap that resamples *examples* (the
-probes of one example share that example and are not independent).
+probes of one example share that example and are not independent), within each
+class (the examples are drawn a fixed number per class). Means over examples add
+the per-example values correctly rounded (``math.fsum``).
 
 The probes run in the compiled kernel of :mod:`bnstudy.probes` (fixed float32
 order, the arithmetic of :mod:`bnstudy.kernels`), which reads running statistics
@@ -52,9 +56,9 @@ from . import model as mlp
 from .model import NetSpec
 from .probes import Prober
 from .runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
-from .stats import bootstrap_examples
+from .stats import bootstrap_examples, mean_sd
 
-DESIGNS = ("random", "exact", "own_class", "other_class")
+DESIGNS = ("random", "exact", "own_class", "other_class", "any_class")
 _DESIGN_CODE = {d: i for i, d in enumerate(DESIGNS)}
 
 
@@ -139,26 +143,30 @@ def exact_pairs(n: int, example: int) -> np.ndarray:
     return _with_example(example, _others(n, example)[:, None])
 
 
-def one_class_batches(y: np.ndarray, example: int, b: int, k: int, seed: int, own: bool) -> np.ndarray:
+def one_class_batches(y: np.ndarray, example: int, b: int, k: int, seed: int, own: bool | str) -> np.ndarray:
     """``(k, b)``: ``example`` and ``b - 1`` companions all of one class.
 
-    ``own``: the example's class (never the example itself); otherwise each batch's
-    class is drawn uniformly from the other classes.
+    ``own=True`` (design ``own_class``): the example's class (never the example
+    itself); ``own=False`` (``other_class``): each batch's class drawn uniformly from
+    the other classes; ``own="any"`` (``any_class``): each batch's class drawn
+    uniformly from all classes, the example's own included (its rows other than the
+    example).
     """
     y = np.asarray(y)
-    rng = _generator(seed, example, b, "own_class" if own else "other_class")
+    design = "any_class" if own == "any" else "own_class" if own else "other_class"
+    rng = _generator(seed, example, b, design)
     label = y[example]
     rows = np.arange(len(y))
-    if own:
+    if design == "own_class":
         companions = _draw_from(rows[(y == label) & (rows != example)], k, b - 1, rng)
     else:
-        classes = [c for c in np.unique(y) if c != label]
+        classes = [c for c in np.unique(y) if design == "any_class" or c != label]
         pick = rng.integers(len(classes), size=k)
         companions = np.empty((k, b - 1), np.int64)
         for i, c in enumerate(classes):  # one draw per class, not per batch
             where = np.flatnonzero(pick == i)
             if len(where):
-                companions[where] = _draw_from(rows[y == c], len(where), b - 1, rng)
+                companions[where] = _draw_from(rows[(y == c) & (rows != example)], len(where), b - 1, rng)
     return _with_example(example, companions)
 
 
@@ -220,7 +228,7 @@ def example_plans(y: np.ndarray, example: int, batch_sizes, batches_per_example:
     """Every probe batch of one example, as ``(design, b, batches)``, in probing order.
 
     Random companions at each size in ``batch_sizes``, every pair when 2 is among
-    them, and own- and other-class companions at ``one_class_batch_size``.
+    them, and own-, other- and any-class companions at ``one_class_batch_size``.
     """
     n, k, b1 = len(y), batches_per_example, one_class_batch_size
     plans = [("random", b, random_batches(n, example, b, k, seed)) for b in batch_sizes]
@@ -228,6 +236,7 @@ def example_plans(y: np.ndarray, example: int, batch_sizes, batches_per_example:
         plans.append(("exact", 2, exact_pairs(n, example)))
     plans.append(("own_class", b1, one_class_batches(y, example, b1, k, seed, own=True)))
     plans.append(("other_class", b1, one_class_batches(y, example, b1, k, seed, own=False)))
+    plans.append(("any_class", b1, one_class_batches(y, example, b1, k, seed, own="any")))
     return plans
 
 
@@ -266,9 +275,10 @@ def summarise(per_example, resamples: int, confidence: float, seed: int) -> list
 
     ``per_example`` is a DataFrame of :func:`probe_network` rows plus ``network``
     and ``seed`` columns. Each estimate (see the module docstring) comes with a
-    percentile bootstrap interval over examples; the bootstrap generator is seeded
-    from ``(seed, STREAM_BOOTSTRAP, design, b)``, so every network is resampled with
-    the same example draws. ``inference_accuracy`` is over the same examples.
+    percentile bootstrap interval over examples, stratified by the examples' class
+    (``label``); the bootstrap generator is seeded from ``(seed, STREAM_BOOTSTRAP,
+    design, b)``, so every network is resampled with the same example draws.
+    ``inference_accuracy`` is over the same examples.
     """
     out = []
     keys = ["network", "normaliser", "train_batch_size", "seed", "design", "batch_size"]
@@ -281,12 +291,12 @@ def summarise(per_example, resamples: int, confidence: float, seed: int) -> list
             "ever_flipped": (g["flips"] > 0).to_numpy(dtype=np.float64),
         }
         row = dict(cell, examples=len(g), batches_per_example=int(g["batches"].iloc[0]),
-                   inference_accuracy=float((g["inference_label"] == g["label"]).mean()))
+                   inference_accuracy=int((g["inference_label"] == g["label"]).sum()) / len(g))
         for name, values in measures.items():
             rng = np.random.default_rng(derive_seed(seed, STREAM_BOOTSTRAP, _DESIGN_CODE[cell["design"]],
                                                     int(cell["batch_size"])))
-            lo, hi = bootstrap_examples(values, resamples, confidence, rng)
-            row |= {name: float(values.mean()), f"{name}_ci_low": lo, f"{name}_ci_high": hi}
+            lo, hi = bootstrap_examples(values, resamples, confidence, rng, strata=g["label"].to_numpy())
+            row |= {name: mean_sd(values)[0], f"{name}_ci_low": lo, f"{name}_ci_high": hi}
         out.append(row)
     return out
 
@@ -310,4 +320,12 @@ def dependence_json(summary) -> dict:
     other = summary[summary["design"] == "other_class"].iloc[0]
     out["one_class_same_flip"] = float(own["flip_rate"])
     out["one_class_other_flip"] = float(other["flip_rate"])
+    if (summary["design"] == "any_class").any():
+        out["one_class_any_flip"] = float(summary[summary["design"] == "any_class"].iloc[0]["flip_rate"])
     return out
+
+
+def mixture_flip_rate(own: float, other: float, classes: int) -> float:
+    """The any-class flip rate that the own- and other-class designs predict: the class is
+    the example's own with probability ``1/classes``, another with ``(classes - 1)/classes``."""
+    return own / classes + other * (classes - 1) / classes

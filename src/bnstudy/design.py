@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from .latex import fmt
+from .recipe import batch_sizes_per_epoch
 
 
 def _list(values) -> str:
@@ -53,18 +56,57 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         "depLr": f"{dep['lr']:g}",
         "depBatchSize": str(dep["batch_size"]),
         "depEpochs": str(dep["epochs"]),
-        "depSeed": str(dep["seed"]),
-        "lastBatchRule": last_batch_sentence(grid["last_batch"], grid["batch_sizes"], train_rows),
+        "depSeed": str(dep["seeds"][0]),
+        "depSeedList": _list(dep["seeds"]),
+        "depNetworks": str(len(dep["seeds"])),
+        "lastBatchRule": last_batch_sentence(grid["last_batch"], grid["batch_sizes"], train_rows,
+                                             net["eps"]),
+        "remedyPooledRows": pooled_rows_sentence(grid["last_batch"], grid["batch_sizes"], train_rows),
+        "lastBatchDeparture": last_batch_departure(grid["last_batch"], dep["last_batch"]),
+        "twoRowRootEps": f"{math.sqrt(net['eps']):.2g}",
+        "twoRowAtRootEps": f"{two_row_output(math.sqrt(net['eps']), net['eps']):.3f}",
+        "evalConfidencePct": _pct(config["batch_size_eval"]["confidence"]),
+        "compConfidencePct": _pct(config["companions"]["confidence"]),
     }
 
 
-def last_batch_sentence(policy: str, batch_sizes, rows: int) -> str:
+def two_row_output(delta: float, eps: float) -> float:
+    """|output| of batch norm (gamma 1, beta 0) for a unit in a batch of two rows whose inputs
+    differ by ``2 * delta``: ``delta / sqrt(delta**2 + eps)``; 1 only in the limit eps -> 0."""
+    return delta / math.sqrt(delta * delta + eps)
+
+
+def pooled_rows_sentence(policy: str, batch_sizes, rows: int) -> str:
+    """How many training rows one pass cut like a training epoch sees, by batch size, in words."""
+    seen: dict[int, list[int]] = {}
+    for b in batch_sizes:
+        seen.setdefault(sum(batch_sizes_per_epoch(rows, b, policy)), []).append(b)
+    parts = [f"{fmt(n)} of the {fmt(rows)} rows at batch{'es' if len(bs) > 1 else ''} {_list(bs)}"
+             for n, bs in sorted(seen.items(), reverse=True)]
+    return "it pools " + _list(parts)
+
+
+def last_batch_departure(grid_policy: str, dependence_policy: str) -> str:
+    """Whether dropping the leftover rows departs from the published protocol, in words."""
+    dropped = [name for name, policy in (("the grid", grid_policy), ("the dependence network", dependence_policy))
+               if policy == "drop"]
+    if not dropped:
+        return ("Like the published study, whose default data loader keeps the leftover rows, we keep "
+                "them.")
+    return (f"This departs from the published protocol for {_list(dropped)}: a default data loader, "
+            "as the published study used, keeps the leftover rows as a last, smaller batch.")
+
+
+def last_batch_sentence(policy: str, batch_sizes, rows: int, eps: float = 1e-5) -> str:
     """How the rows left over after cutting an epoch into batches are treated, in words."""
     left = sorted({rows % b for b in batch_sizes} - {0})
     counts = _list(left) if left else "no"
     if policy == "drop":
         return (f"The rows left over when an epoch is cut into batches ({counts} rows at these "
-                "batch sizes) are dropped: a batch of two rows maps every unit to $\\pm1$ and "
+                "batch sizes) are dropped: a batch of two rows maps every unit to "
+                "$\\pm\\delta/\\sqrt{\\delta^2+\\epsilon}$, $\\delta$ half the difference of its two "
+                "inputs (close to $\\pm1$ unless $\\delta$ is of the order of $\\sqrt\\epsilon$: "
+                f"$\\pm{two_row_output(math.sqrt(eps), eps):.3f}$ at $\\delta=\\sqrt\\epsilon={math.sqrt(eps):.2g}$), and "
                 "would enter the running averages with the weight of a full batch; a single row "
                 "cannot be normalised with batch statistics at all.")
     return (f"The rows left over when an epoch is cut into batches ({counts} rows at these "

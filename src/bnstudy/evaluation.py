@@ -69,14 +69,26 @@ def labels(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def _share(hits: np.ndarray) -> np.ndarray:
+def share(hits: np.ndarray) -> np.ndarray:
     """``(M, N)`` booleans to the share of true ones per model: integer count / ``N``."""
     return np.count_nonzero(hits, axis=1).astype(np.int64) / np.float64(hits.shape[1])
 
 
+def inference_correct(stacked, spec: NetSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Whether each row is labelled correctly in inference mode, per model: ``(M, N)`` booleans."""
+    return kernels.predict(stacked, spec, x) == np.asarray(y)[None, :]
+
+
 def inference_accuracy(stacked, spec: NetSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Share of rows labelled correctly in inference mode, per model: shape ``(M,)``, float64."""
-    return _share(kernels.predict(stacked, spec, x) == np.asarray(y)[None, :])
+    return share(inference_correct(stacked, spec, x, y))
+
+
+def correct_rows(correct: np.ndarray, seeds: list[int], mode: str) -> list[dict]:
+    """Tidy rows ``seed, mode, row, correct`` (0/1) of an ``(M, N)`` correctness array, the
+    paired unit of :mod:`bnstudy.paired` (test row ``row`` of model ``M`` = seed ``seeds[M]``)."""
+    return [{"seed": int(s), "mode": mode, "row": i, "correct": int(c)}
+            for m, s in enumerate(seeds) for i, c in enumerate(correct[m])]
 
 
 def test_batches(n: int, batch_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +142,7 @@ def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int
     read (batch renorm, with ``limits``), never written.
     """
     z = train_mode_logits(stacked, spec, x, batch_size, seed, limits)
-    return _share(labels(z) == np.asarray(y)[None, :])
+    return share(labels(z) == np.asarray(y)[None, :])
 
 
 def trained_divergence(stacked, spec: NetSpec, x, y, batch_size: int, seed: int,
@@ -154,29 +166,34 @@ def trained_divergence(stacked, spec: NetSpec, x, y, batch_size: int, seed: int,
     sums = np.empty(train_z.shape[0], np.float64)
     _sum_squared_differences(train_z, eval_z, sums)
     return {
-        "inference_accuracy": _share(eval_label == y[None, :]),
-        "train_mode_accuracy": _share(train_label == y[None, :]),
-        "label_disagreement": _share(train_label != eval_label),
+        "inference_accuracy": share(eval_label == y[None, :]),
+        "train_mode_accuracy": share(train_label == y[None, :]),
+        "label_disagreement": share(train_label != eval_label),
         "train_eval_rmse": np.sqrt(sums / np.float64(train_z.shape[1] * train_z.shape[2])),
     }
 
 
 def remedy_rows(stacked, spec: NetSpec, seeds: list[int], x_train, y_train, x_test, y_test,
-                batch_size: int, seed: int, last_batch: str = "drop") -> tuple[list[dict], list[dict]]:
+                batch_size: int, seed: int, last_batch: str = "drop", correct: list | None = None
+                ) -> tuple[list[dict], list[dict]]:
     """Inference-mode accuracy of a batch-norm stack under each replacement statistic.
 
     Returns ``(accuracy, distance)`` rows: one accuracy row per model and remedy
     (``mode`` = the remedy's name, see :mod:`bnstudy.remedies`), and one distance
     row per model, statistic (the trained ``ema`` and each remedy) and layer, to the
     exact statistics (d). Each remedy is evaluated on a copy: ``stacked`` is not
-    modified.
+    modified. A list given as ``correct`` is extended with the :func:`correct_rows`
+    of every remedy (each test row, right or wrong, per seed).
     """
     statistics = remedies.all_statistics(stacked, spec, x_train, y_train, batch_size, seed, last_batch)
     accuracy, distance = [], []
     for name, stats in statistics.items():
         if name != "ema":
-            acc = inference_accuracy(remedies.with_statistics(stacked, stats), spec, x_test, y_test)
+            hits = inference_correct(remedies.with_statistics(stacked, stats), spec, x_test, y_test)
+            acc = share(hits)
             accuracy += [{"seed": s, "mode": name, "accuracy": float(acc[i])} for i, s in enumerate(seeds)]
+            if correct is not None:
+                correct += correct_rows(hits, seeds, name)
         for row in remedies.distances(stats, statistics["exact"], spec.eps):
             distance.append({"seed": seeds[row.pop("model")], "statistics": name} | row)
     return accuracy, distance

@@ -25,19 +25,21 @@ activations) and keep-factor ``keep = 1 - momentum``:
 (c) :func:`precise_statistics` -- PreciseBN-style population statistics pooled
     over the same pass: the mean and the variance of *all* input rows of the
     layer over the training half, layer 2's rows computed in training mode as in
-    (b). We pool the rows rather than average per-batch variances (fvcore's
-    ``update_bn_stats`` averages per-batch variances) because the average of
-    per-batch variances omits the spread of the batch means,
-    ``var(all rows) = mean(per-batch biased var) + var(batch means)`` for equal
-    batches, and so underestimates the population variance by a factor near
-    ``(B - 1) / B``: half of it at batch 2. The variance is that of a finite
-    population, divisor ``N``, as in (d).
+    (b). fvcore's ``update_bn_stats``, like (b), averages per-batch *unbiased*
+    variances, which for random batches is itself an unbiased estimate of the
+    population variance; only an average of *biased* per-batch variances falls
+    short, by ``(B - 1) / B`` in expectation (``var(all rows) = mean(per-batch
+    biased var) + var(batch means)`` for equal batches). We pool the rows because
+    pooling gives the variance of the rows seen exactly, not an estimate of it.
+    The variance is that of a finite population, divisor ``N``, as in (d).
 (d) :func:`exact_statistics` -- the exact statistics of the training half layer
     by layer: layer 1's mean and variance (divisor ``N``) of all rows, then layer
     2's input computed in inference mode *with layer 1's exact statistics* (as
-    float32 running statistics), and its mean and variance. (c) and (d) agree
-    exactly at layer 1 when the pass holds every row in row order; at layer 2
-    they differ through the batch noise in layer 1's normalisation.
+    float32 running statistics), and its mean and variance. At layer 1, (c) and
+    (d) differ only in the rows pooled: the pass is cut like a training epoch, so
+    with ``last_batch="drop"`` it leaves out the ``N mod B`` leftover rows (896 of
+    898 rows at batch 64); at layer 2 they also differ through the batch noise
+    in layer 1's normalisation.
 
 :func:`distances` measures each replacement against (d), per layer.
 

@@ -7,8 +7,11 @@ one pass over a population ``x`` of ``N`` rows, cut into consecutive batches of
 ``b`` rows after a seeded shuffle (``order="shuffled"``) or after sorting by one
 feature (``order="sorted"``). A final batch of one row cannot be normalised by
 batch statistics and is dropped. Everything is then compared with the *exact*
-population statistics ``mu`` and ``sigma2`` (per-feature mean and ddof-0 variance):
-every score is a mean over all rows or all features, so nothing is sampled.
+population statistics ``mu`` and ``sigma2`` (per-feature mean and ddof-0 variance),
+each score a mean over all rows or all features. The population is enumerated, but
+the shuffle is one draw: :func:`replicated_study` repeats the shuffled pass over
+several seeded shuffles, so the scores of one shuffle can be set against their
+spread over shuffles.
 
 Estimators of (mu, sigma2) left behind by the pass, each from the same batches:
 
@@ -57,17 +60,21 @@ def population_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return column_moments(x)
 
 
-def pass_batches(x: np.ndarray, batch_size: int, order: str, seed: int, sort_feature: int = 0) -> list[np.ndarray]:
+def pass_batches(x: np.ndarray, batch_size: int, order: str, seed: int, sort_feature: int = 0,
+                 shuffle: int = 0) -> list[np.ndarray]:
     """Row indices of each batch of one pass over ``x``.
 
     ``shuffled``: a permutation from the stream ``(seed, STREAM_POPULATION, 1,
-    batch_size)``; ``sorted``: ascending in feature ``sort_feature`` (stable sort).
+    batch_size)`` for shuffle 0 and ``(seed, STREAM_POPULATION, 1, batch_size,
+    shuffle)`` for the replicate shuffles 1, 2, ...; ``sorted``: ascending in feature
+    ``sort_feature`` (stable sort; ``shuffle`` is ignored).
     Consecutive batches of ``batch_size`` rows; a last short batch is kept unless
     it has a single row (dropped: it has no batch variance).
     """
     n = len(x)
     if order == "shuffled":
-        rng = np.random.default_rng(derive_seed(seed, STREAM_POPULATION, 1, batch_size))
+        keys = (seed, STREAM_POPULATION, 1, batch_size) + ((shuffle,) if shuffle else ())
+        rng = np.random.default_rng(derive_seed(*keys))
         perm = rng.permutation(n)
     elif order == "sorted":
         perm = np.argsort(x[:, sort_feature], kind="stable")
@@ -181,13 +188,14 @@ def train_eval_rmse(x, result: PassResult, mean, var) -> float:
     return rms((result.train_output - inference)[result.seen])
 
 
-def study(x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature: int = 0) -> list[dict]:
-    """Tidy rows, one per (batch size, estimator, keep), for one batch order."""
+def study(x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature: int = 0,
+          shuffle: int = 0) -> list[dict]:
+    """Tidy rows, one per (batch size, estimator, keep), for one batch order (and shuffle)."""
     mu, sigma2 = population_stats(x)
     offset = initial_offset(mu, sigma2)
     rows = []
     for b in batch_sizes:
-        batches = pass_batches(x, b, order, seed, sort_feature)
+        batches = pass_batches(x, b, order, seed, sort_feature, shuffle)
         base = None
         estimates = []
         for keep in keeps:
@@ -213,6 +221,28 @@ def study(x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature
                 "sort_feature_between_var": float(between[sort_feature]),
             })
     return rows
+
+
+def replicated_study(x: np.ndarray, batch_sizes, keep: float, seed: int, shuffles: int) -> list[dict]:
+    """:func:`study` of shuffled passes with keep-factor ``keep``, for shuffles ``0 .. shuffles - 1``;
+    each row carries its ``shuffle``."""
+    rows = []
+    for shuffle in range(shuffles):
+        rows += [r | {"shuffle": shuffle} for r in study(x, batch_sizes, [keep], "shuffled", seed, 0, shuffle)]
+    return rows
+
+
+def monotone_sentence(means: dict[int, float]) -> str:
+    """Whether the mean running error rises with every step in batch size, in words that are true
+    of ``means`` (``{batch size: mean error}``)."""
+    sizes = sorted(means)
+    falls = [(a, b) for a, b in zip(sizes, sizes[1:]) if means[b] < means[a]]
+    best = min(sizes, key=lambda b: means[b])
+    if not falls:
+        return "rises with every step in batch size"
+    steps = ", ".join(f"from $b={a}$ to $b={b}$" for a, b in falls)
+    return (f"is not monotone in the batch size: it falls {steps}, and is smallest at $b={best}$"
+            + ("" if best == sizes[0] else f", not at the smallest batch $b={sizes[0]}$"))
 
 
 def summary_json(rows: list[dict], keep: float = 0.9) -> dict:

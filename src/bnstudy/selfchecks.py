@@ -21,9 +21,12 @@ arithmetic the study's training uses (that of :mod:`bnstudy.kernels`), with
 rounding (outputs within 1e-5 absolute, running statistics within 1e-5 relative),
 so the checks read the same on PyTorch's layer.
 
-The *differential check* compares the layer with a second, independent
-implementation (:mod:`bnstudy.reference`) of the function the layer is meant to
-compute at inference time: normalisation with the exact population statistics.
+The *differential check* compares the layer with an *oracle*: the NumPy reference
+(:mod:`bnstudy.reference`) given the exact population statistics, i.e. the
+function the layer is meant to compute at inference time. It is the exact
+statistics that let it see the divergence; a faithful second implementation of
+``BatchNorm1d`` fed the same batches computes the same running statistics and
+agrees with the layer, divergence included.
 It passes when the RMSE over all rows and features between the layer's
 inference-mode output and the reference's is at most ``DIFFERENTIAL_TOL`` (a tenth
 of the unit of the normalised output).

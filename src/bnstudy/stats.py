@@ -64,17 +64,30 @@ def _resample_means(v, idx, out):
 
 
 def bootstrap_examples(per_example: np.ndarray, resamples: int, confidence: float,
-                       rng: np.random.Generator) -> tuple[float, float]:
+                       rng: np.random.Generator, strata=None) -> tuple[float, float]:
     """Percentile interval for the mean of per-example values, resampling examples.
 
     ``per_example`` holds one value per example (e.g. that example's flip rate over
     all its batches): batches of one example are correlated, examples are not, so
-    examples are the unit resampled. Each resample's mean adds its values in the
-    order drawn; the percentiles are NumPy's linear interpolation between the
-    sorted means.
+    examples are the unit resampled. With ``strata`` (one label per example, e.g.
+    its class, when the examples were drawn a fixed number per class) each resample
+    draws, stratum by stratum in sorted order, as many examples of that stratum as
+    it has, with replacement, so every resample keeps the design's class counts.
+    Each resample's mean adds its values in the order drawn; the percentiles are
+    NumPy's linear interpolation between the sorted means.
     """
     v = np.ascontiguousarray(per_example, dtype=np.float64)
-    idx = rng.integers(0, len(v), size=(resamples, len(v)))
+    if strata is None:
+        idx = rng.integers(0, len(v), size=(resamples, len(v)))
+    else:
+        strata = np.asarray(strata)
+        if len(strata) != len(v):
+            raise ValueError(f"{len(strata)} strata for {len(v)} examples")
+        blocks = []
+        for s in np.unique(strata):
+            rows = np.flatnonzero(strata == s)
+            blocks.append(rows[rng.integers(0, len(rows), size=(resamples, len(rows)))])
+        idx = np.ascontiguousarray(np.concatenate(blocks, axis=1))
     means = np.empty(resamples, np.float64)
     _resample_means(v, idx, means)
     alpha = (1 - confidence) / 2

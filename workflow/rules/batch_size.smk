@@ -12,6 +12,7 @@ rule evaluate_grid:
         code=code("evaluate_grid.py"),
     output:
         accuracy="results/batch_size/cells/{normaliser}_b{batch_size}.csv",
+        correct="results/batch_size/cells/{normaliser}_b{batch_size}_correct.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
     conda:
@@ -24,6 +25,34 @@ rule evaluate_grid:
         "results/logs/evaluate_grid/{normaliser}_b{batch_size}.log",
     benchmark:
         "results/benchmarks/evaluate_grid/{normaliser}_b{batch_size}.tsv"
+    script:
+        "../scripts/evaluate_grid.py"
+
+
+rule evaluate_keep:
+    message:
+        "Evaluating {wildcards.normaliser} networks trained at batch size {wildcards.batch_size}, leftover rows kept"
+    input:
+        weights=rules.train_keep.output.weights,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        y_train=rules.split.output.y_train,
+        code=code("evaluate_grid.py"),
+    output:
+        accuracy="results/batch_size/keep/{normaliser}_b{batch_size}.csv",
+        correct="results/batch_size/keep/{normaliser}_b{batch_size}_correct.csv",
+    params:
+        seed=config["batch_size_eval"]["seed"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=5,
+    log:
+        "results/logs/evaluate_keep/{normaliser}_b{batch_size}.log",
+    benchmark:
+        "results/benchmarks/evaluate_keep/{normaliser}_b{batch_size}.tsv"
     script:
         "../scripts/evaluate_grid.py"
 
@@ -45,6 +74,7 @@ rule evaluate_remedies:
     output:
         accuracy="results/batch_size/remedies/{normaliser}_b{batch_size}.csv",
         distances="results/batch_size/remedies/{normaliser}_b{batch_size}_distances.csv",
+        correct="results/batch_size/remedies/{normaliser}_b{batch_size}_correct.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
     conda:
@@ -74,6 +104,18 @@ rule summarise_batch_size:
         distances=expand(rules.evaluate_remedies.output.distances, zip,
                          normaliser=[c["normaliser"] for c in REMEDY_CELLS],
                          batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
+        correct=expand(rules.evaluate_grid.output.correct, zip,
+                       normaliser=[c["normaliser"] for c in grid_cells()],
+                       batch_size=[c["batch_size"] for c in grid_cells()]),
+        remedies_correct=expand(rules.evaluate_remedies.output.correct, zip,
+                                normaliser=[c["normaliser"] for c in REMEDY_CELLS],
+                                batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
+        keep=expand(rules.evaluate_keep.output.accuracy, zip,
+                    normaliser=[c["normaliser"] for c in KEEP_CELLS],
+                    batch_size=[c["batch_size"] for c in KEEP_CELLS]),
+        keep_correct=expand(rules.evaluate_keep.output.correct, zip,
+                            normaliser=[c["normaliser"] for c in KEEP_CELLS],
+                            batch_size=[c["batch_size"] for c in KEEP_CELLS]),
         published="workflow/resources/published.yaml",
         code=code("summarise_batch_size.py"),
     output:
@@ -82,6 +124,7 @@ rule summarise_batch_size:
         distances="results/batch_size/distances.csv",
         distance_summary="results/batch_size/distance_summary.csv",
         gains="results/batch_size/gains.csv",
+        paired="results/batch_size/paired_seeds.csv",
         summary="results/summary/batch_size.json",
         macros="results/paper/macros/batch_size.tex",
         table="results/paper/tables/batch_size.tex",
@@ -156,6 +199,7 @@ rule figure_batch_size_remedies:
 
 register(rules.evaluate_grid, grid_cells())
 register(rules.evaluate_remedies, REMEDY_CELLS)
+register(rules.evaluate_keep, KEEP_CELLS)
 register(rules.summarise_batch_size)
 register(rules.figure_batch_size)
 register(rules.figure_batch_size_remedies)

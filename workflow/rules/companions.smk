@@ -32,7 +32,7 @@ rule companion_examples:
 
 rule probe_companions_dependence:
     message:
-        "Probing the dependence network with random and one-class companions"
+        "Probing the dependence networks with random and one-class companions"
     input:
         weights=rules.train_dependence.output.weights,
         x_test=rules.split.output.x_test,
@@ -54,6 +54,34 @@ rule probe_companions_dependence:
         "results/logs/probe_companions_dependence.log",
     benchmark:
         "results/benchmarks/probe_companions_dependence.tsv"
+    script:
+        "../scripts/companions_probe.py"
+
+
+rule probe_companions_dependence_keep:
+    message:
+        "Probing the first dependence network trained with the leftover rows kept"
+    input:
+        weights=rules.train_dependence_keep.output.weights,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        y_train=rules.split.output.y_train,
+        examples=rules.companion_examples.output.examples,
+        code=code("companions_probe.py"),
+    output:
+        probes="results/companions/dependence_keep/probes.csv",
+    params:
+        **comp_probe_params("dependence_keep"),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 2000 * attempt,
+        runtime=30,
+    log:
+        "results/logs/probe_companions_dependence_keep.log",
+    benchmark:
+        "results/benchmarks/probe_companions_dependence_keep.tsv"
     script:
         "../scripts/companions_probe.py"
 
@@ -91,6 +119,7 @@ rule summarise_companions:
         "Summarising companion dependence with bootstrap intervals over examples"
     input:
         dependence=rules.probe_companions_dependence.output.probes,
+        dependence_keep=rules.probe_companions_dependence_keep.output.probes,
         cells=expand(rules.probe_companions_grid.output.probes, zip,
                      normaliser=[c["normaliser"] for c in grid_cells()],
                      batch_size=[c["batch_size"] for c in grid_cells()]),
@@ -102,6 +131,8 @@ rule summarise_companions:
         summary="results/summary/companions.json",
         macros="results/paper/macros/companions.tex",
         table="results/paper/tables/companions.tex",
+        networks_table="results/companions/dependence_over_networks.csv",
+        networks_latex="results/paper/tables/companions_networks.tex",
     params:
         seed=COMP["seed"],
         resamples=COMP["bootstrap_resamples"],
@@ -151,9 +182,11 @@ rule figure_companions:
 
 register(rules.companion_examples)
 register(rules.probe_companions_dependence)
+register(rules.probe_companions_dependence_keep)
 register(rules.probe_companions_grid, grid_cells())
 register(rules.summarise_companions)
 register(rules.figure_companions)
 PAPER_INPUTS["macros_companions"] = rules.summarise_companions.output.macros
 PAPER_INPUTS["table_companions"] = rules.summarise_companions.output.table
+PAPER_INPUTS["table_companions_networks"] = rules.summarise_companions.output.networks_latex
 PAPER_INPUTS["figure_companions"] = rules.figure_companions.output.pdf

@@ -37,11 +37,14 @@ rule running_stats:
         code=code("running_stats.py"),
     output:
         passes="results/running_stats/passes.csv",
+        shuffles="results/running_stats/shuffles.csv",
     params:
         seed=RS["seed"],
         batch_sizes=RS["batch_sizes"],
         keeps=RS["keeps"],
         sort_feature=RS["sort_feature"],
+        keep=RS_KEEP,
+        shuffles=RS["shuffles"],
     conda:
         CONDA_ENV
     threads: 1
@@ -120,6 +123,7 @@ rule summarise_running_stats:
     input:
         population=rules.population.output.population,
         passes=rules.running_stats.output.passes,
+        shuffles=rules.running_stats.output.shuffles,
         checks=rules.running_stats_selfchecks.output.checks,
         sorted_cells=expand(rules.evaluate_sorted.output.cell, zip,
                             normaliser=[c["normaliser"] for c in SORTED_CELLS],
@@ -134,8 +138,11 @@ rule summarise_running_stats:
         table_selfchecks="results/paper/tables/running_stats_selfchecks.tex",
         table_remedies="results/paper/tables/running_stats_remedies.tex",
         table_sorted="results/paper/tables/running_stats_sorted.tex",
+        shuffle_summary="results/running_stats/shuffles_summary.csv",
+        table_shuffles="results/paper/tables/running_stats_shuffles.tex",
     params:
         keep=RS_KEEP,
+        confidence=RS["confidence"],
         sort_feature=RS["sort_feature"],
         rows=RS["rows"],
         features=RS["features"],
@@ -191,4 +198,5 @@ PAPER_INPUTS["table_running_stats"] = rules.summarise_running_stats.output.table
 PAPER_INPUTS["table_running_stats_selfchecks"] = rules.summarise_running_stats.output.table_selfchecks
 PAPER_INPUTS["table_running_stats_remedies"] = rules.summarise_running_stats.output.table_remedies
 PAPER_INPUTS["table_running_stats_sorted"] = rules.summarise_running_stats.output.table_sorted
+PAPER_INPUTS["table_running_stats_shuffles"] = rules.summarise_running_stats.output.table_shuffles
 PAPER_INPUTS["figure_running_stats"] = rules.figure_running_stats.output.pdf

@@ -14,4 +14,6 @@ rows = []
 for order in running_stats.ORDERS:
     rows += running_stats.study(x, p.batch_sizes, p.keeps, order, p.seed, p.sort_feature)
 io.write_table(snakemake.output.passes, rows)  # noqa: F821
+io.write_table(snakemake.output.shuffles,  # noqa: F821
+               running_stats.replicated_study(x, p.batch_sizes, p.keep, p.seed, p.shuffles))
 log.info("%d rows", len(rows))

@@ -1,0 +1,209 @@
+"""Study 1's summary: the dependence networks and the grid, as tidy tables, macros and LaTeX tables.
+
+The rule script ``companions_summarise.py`` reads the probe counts and writes what
+:func:`summarise_all` returns. Per network, design and size the estimates and their
+bootstrap intervals over examples come from :func:`bnstudy.companions.summarise`;
+over networks (the dependence networks, one per seed; the grid's seeds) each
+estimate's mean and Student-t interval are :func:`bnstudy.stats.summarise_over_seeds`
+(sums correctly rounded). Nothing here depends on the CPU.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from . import companions, latex, stats
+from .model import BATCH_KINDS
+
+MEASURES = ("flip_rate", "train_mode_accuracy", "ever_flipped")
+NETWORK_KEYS = ["normaliser", "train_batch_size", "design", "batch_size"]
+ONE_CLASS = (("own_class", "own class"), ("other_class", "another class"), ("any_class", "any class"))
+
+
+def over_networks(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Mean, sd and t interval over networks of every measure, per normaliser, training batch, design, b.
+
+    Every measure is a share, so the interval is clipped to [0, 1] (a t interval over a
+    few networks can reach beyond it)."""
+    parts = [stats.summarise_over_seeds(summary, NETWORK_KEYS, value, confidence).assign(measure=value)
+             for value in MEASURES]
+    out = pd.concat(parts, ignore_index=True)
+    return out.assign(ci_low=out["ci_low"].clip(lower=0.0), ci_high=out["ci_high"].clip(upper=1.0))
+
+
+def _pct(v):
+    return latex.fmt(v, 1, percent=True)
+
+
+def _with_interval(value, lo, hi, percent=True):
+    f = _pct if percent else latex.fmt
+    return f"{f(value)} [{f(lo)}, {f(hi)}]"
+
+
+def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
+    """Every number the section quotes. ``dep0``: the first dependence network's summary rows;
+    ``dep_networks``: :func:`over_networks` of all dependence networks."""
+    result = companions.dependence_json(dep0)
+    sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
+    first = dep0.iloc[0]
+    classes = int(probes["label"].nunique())
+    m = {
+        "compExamples": str(int(first["examples"])),
+        "compPerClass": str(params["examples_per_class"]),
+        "compBatches": str(params["batches_per_example"]),
+        "compExactBatches": latex.fmt(int(dep0.loc[dep0["design"] == "exact", "batches_per_example"].iloc[0]))
+        if (dep0["design"] == "exact").any() else "n/a",
+        "compOneClassSize": str(params["one_class_batch_size"]),
+        "compOneClassCompanions": str(params["one_class_batch_size"] - 1),
+        "compResamples": latex.fmt(int(params["resamples"])),
+        "compConfidence": f"{100 * params['confidence']:g}\\%",
+        "compSizeList": ", ".join(str(b) for b in sizes),
+        "compInferenceAcc": latex.fmt(result["inference_accuracy"]),
+        "compPublishedInferenceAcc": latex.fmt(published["inference_accuracy"]),
+        "compOwnFlip": _pct(result["one_class_same_flip"]),
+        "compOtherFlip": _pct(result["one_class_other_flip"]),
+        "compPublishedOneClassFlip": _pct(1 - published["one_class_same_label_b16"]),
+        "compExactFlip": _pct(result["exact_flip_rate_b2"]) if result["exact_flip_rate_b2"] is not None else "n/a",
+        "compClasses": str(classes),
+        "compOtherClasses": str(classes - 1),
+        "compDepSeed": str(int(first["seed"])),
+        "compDepNetworks": str(int(dep_networks["seeds"].max())),
+    }
+    if "one_class_any_flip" in result:
+        m["compAnyFlip"] = _pct(result["one_class_any_flip"])
+        m["compMixtureFlip"] = _pct(companions.mixture_flip_rate(
+            result["one_class_same_flip"], result["one_class_other_flip"], classes))
+        m["compOwnShare"] = latex.fmt(1 / classes, 1)
+        m["compOtherShare"] = latex.fmt((classes - 1) / classes, 1)
+    for b in sizes:
+        r = dep0[(dep0["design"] == "random") & (dep0["batch_size"] == b)].iloc[0]
+        m[latex.macro_name("comp", "flip", "b", b)] = _pct(r["flip_rate"])
+        m[latex.macro_name("comp", "flip", "low", "b", b)] = _pct(r["flip_rate_ci_low"])
+        m[latex.macro_name("comp", "flip", "high", "b", b)] = _pct(r["flip_rate_ci_high"])
+        m[latex.macro_name("comp", "acc", "b", b)] = latex.fmt(r["train_mode_accuracy"])
+        m[latex.macro_name("comp", "acc", "ci", "b", b)] = \
+            f"[{latex.fmt(r['train_mode_accuracy_ci_low'])}, {latex.fmt(r['train_mode_accuracy_ci_high'])}]"
+        m[latex.macro_name("comp", "ever", "b", b)] = _pct(r["ever_flipped"])
+        m[latex.macro_name("comp", "ever", "ci", "b", b)] = \
+            f"[{_pct(r['ever_flipped_ci_low'])}, {_pct(r['ever_flipped_ci_high'])}]"
+        net = dep_networks[(dep_networks["design"] == "random") & (dep_networks["batch_size"] == b)]
+        for measure in MEASURES:
+            row = net[net["measure"] == measure]
+            if len(row):
+                row = row.iloc[0]
+                f = latex.fmt if measure == "train_mode_accuracy" else _pct
+                m[latex.macro_name("comp", "net", measure, "b", b)] = f(row["mean"])
+                m[latex.macro_name("comp", "net", measure, "ci", "b", b)] = f"[{f(row.ci_low)}, {f(row.ci_high)}]"
+
+    # Exact b = 2 rate against the sampled interval, and the largest gap to the published rates.
+    if 2 in sizes and result["exact_flip_rate_b2"] is not None:
+        lo, hi = result["2"]["flip_ci"]
+        m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
+    gaps = {b: 100 * (result[str(b)]["flip_rate"] - published["flip_rate"][b])
+            for b in sizes if b in published["flip_rate"]}
+    worst = max(gaps, key=lambda b: abs(gaps[b]))
+    m["compMaxGapPoints"] = f"{abs(gaps[worst]):.1f}"
+    m["compMaxGapSign"] = "above" if gaps[worst] > 0 else "below"
+    m["compMaxGapSize"] = str(worst)
+
+    # Grid: controls must never flip; batch normalisers by normaliser, mean over seeds.
+    controls = probes[~probes["normaliser"].isin(BATCH_KINDS)]  # no batch statistics: must never flip
+    grid = probes[probes["network"] == "grid"]
+    m["compControlNetworks"] = str(len(controls.groupby(["normaliser", "train_batch_size", "seed"])))
+    m["compControlProbes"] = latex.fmt(int(controls["batches"].sum()))
+    m["compControlFlips"] = latex.fmt(int(controls["flips"].sum()))
+    m["compGridNetworks"] = str(len(grid.groupby(["normaliser", "train_batch_size", "seed"])))
+    flips = over_seeds[(over_seeds["measure"] == "flip_rate") & (over_seeds["design"] == "random")]
+    for norm in ("batchnorm", "batchrenorm"):
+        for b in (sizes[0], sizes[-1]):
+            cell = flips[(flips["normaliser"] == norm) & (flips["batch_size"] == b)]
+            if len(cell):
+                m[latex.macro_name("comp", "grid", norm, "min", "b", b)] = _pct(cell["mean"].min())
+                m[latex.macro_name("comp", "grid", norm, "max", "b", b)] = _pct(cell["mean"].max())
+    return m
+
+
+def keep_macros(keep: pd.DataFrame) -> dict:
+    """The first dependence network retrained with the leftover rows kept: flip rate with its
+    interval per random size, exact rate at b = 2, inference accuracy."""
+    m = {}
+    for r in keep.to_dict("records"):
+        b = int(r["batch_size"])
+        if r["design"] == "random":
+            m[latex.macro_name("comp", "keep", "flip", "b", b)] = _pct(r["flip_rate"])
+            m[latex.macro_name("comp", "keep", "flip", "ci", "b", b)] = \
+                f"[{_pct(r['flip_rate_ci_low'])}, {_pct(r['flip_rate_ci_high'])}]"
+        elif r["design"] == "exact":
+            m["compKeepExactFlip"] = _pct(r["flip_rate"])
+        m["compKeepInferenceAcc"] = latex.fmt(r["inference_accuracy"])
+    return m
+
+
+def dependence_table(dep0, published) -> tuple:
+    """The first dependence network beside the published values, every estimate with its interval."""
+    def theirs(key, b, percent):
+        v = published.get(key, {}).get(b)
+        return "--" if v is None else (_pct(v) if percent else latex.fmt(v))
+
+    def ours(r):
+        return [_with_interval(r["flip_rate"], r["flip_rate_ci_low"], r["flip_rate_ci_high"]),
+                _with_interval(r["train_mode_accuracy"], r["train_mode_accuracy_ci_low"],
+                               r["train_mode_accuracy_ci_high"], percent=False),
+                _with_interval(r["ever_flipped"], r["ever_flipped_ci_low"], r["ever_flipped_ci_high"])]
+
+    rows = []
+    for r in dep0[dep0["design"] == "random"].sort_values("batch_size").to_dict("records"):
+        b = int(r["batch_size"])
+        f, a, e = ours(r)
+        rows.append([f"random, $b={b}$", f, theirs("flip_rate", b, True), a,
+                     theirs("train_mode_accuracy", b, False), e, theirs("ever_flipped", b, True)])
+    for r in dep0[dep0["design"] == "exact"].to_dict("records"):
+        rows.append(["every companion, $b=2$", _pct(r["flip_rate"]), "--", latex.fmt(r["train_mode_accuracy"]),
+                     "--", _pct(r["ever_flipped"]), "--"])
+    published_one_class = _pct(1 - published["one_class_same_label_b16"])
+    for design, label in ONE_CLASS:
+        for r in dep0[dep0["design"] == design].to_dict("records"):
+            b = int(r["batch_size"])
+            f, a, e = ours(r)
+            pub = published_one_class if design == "any_class" and b == 16 else "--"
+            rows.append([f"{label}, $b={b}$", f, pub, a, "--", e, "--"])
+    return (["companions", "flip rate [CI]", "publ.", "train-mode acc. [CI]", "publ.", "ever flipped [CI]",
+             "publ."], rows, "lllllll", "Study 1: first dependence network, ours beside the published values")
+
+
+def networks_table(dep_networks) -> tuple:
+    """Mean over the dependence networks with a t interval over networks, per design and size."""
+    rows = []
+    order = {d: i for i, d in enumerate(companions.DESIGNS)}
+    keys = dep_networks[["design", "batch_size"]].drop_duplicates()
+    keys = keys.assign(_o=keys["design"].map(order)).sort_values(["_o", "batch_size"])
+    labels = {"random": "random", "exact": "every companion"} | dict(ONE_CLASS)
+    for k in keys.itertuples(index=False):
+        cells = []
+        for measure in MEASURES:
+            r = dep_networks[(dep_networks["design"] == k.design) & (dep_networks["batch_size"] == k.batch_size)
+                             & (dep_networks["measure"] == measure)].iloc[0]
+            cells.append(_with_interval(r["mean"], r["ci_low"], r["ci_high"], measure != "train_mode_accuracy"))
+        rows.append([f"{labels[k.design]}, $b={int(k.batch_size)}$", *cells])
+    return (["companions", "flip rate [CI]", "train-mode acc. [CI]", "ever flipped [CI]"], rows, "llll",
+            "Study 1: mean over the dependence networks, t interval over networks")
+
+
+def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
+    """Everything the rule writes. ``params``: seed, resamples, confidence, examples_per_class,
+    batches_per_example, one_class_batch_size."""
+    summary = pd.DataFrame(companions.summarise(probes, params["resamples"], params["confidence"], params["seed"]))
+    over_seeds = over_networks(summary[summary["network"] == "grid"], params["confidence"])
+    dep = summary[summary["network"] == "dependence"]
+    dep0 = dep[dep["seed"] == dep["seed"].min()]
+    dep_networks = over_networks(dep, params["confidence"])
+    keep = summary[summary["network"] == "dependence_keep"]
+    result = companions.dependence_json(dep0)
+    result["networks"] = {f"{r.design}_b{int(r.batch_size)}_{r.measure}": {"mean": r.mean, "ci": [r.ci_low, r.ci_high],
+                                                                          "networks": int(r.seeds)}
+                          for r in dep_networks.itertuples(index=False)}
+    return {
+        "summary_table": summary, "grid_table": over_seeds, "networks_table": dep_networks, "summary": result,
+        "macros": macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep),
+        "tables": {"table": dependence_table(dep0, published), "networks_latex": networks_table(dep_networks)},
+    }

@@ -1,0 +1,66 @@
+"""Study 2's paired comparisons: paired t interval and exact McNemar test against SciPy and by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from bnstudy import batch_size_summary, paired
+
+
+def test_paired_interval_is_scipys_paired_t_interval():
+    a = [0.91, 0.87, 0.95, 0.90, 0.88]
+    b = [0.89, 0.88, 0.90, 0.86, 0.87]
+    r = paired.paired_interval(a, b, 0.95)
+    ci = sps.ttest_rel(a, b).confidence_interval(0.95)
+    assert r["gain"] == pytest.approx(np.mean(np.subtract(a, b)), abs=1e-15)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((ci.low, ci.high), abs=1e-12)
+
+
+def test_paired_interval_is_narrower_than_welch_when_seeds_share_their_luck():
+    a = [0.80, 0.90, 0.85, 0.95]
+    b = [0.79, 0.88, 0.84, 0.93]  # the same seed effect plus a small constant gain
+    r = paired.paired_interval(a, b, 0.95)
+    welch = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert r["ci_low"] > 0 and welch.low < 0
+
+
+def test_mcnemar_counts_discordant_rows_and_matches_binomtest():
+    a = np.array([1, 1, 1, 0, 0, 1, 1, 0, 1, 1], bool)
+    b = np.array([1, 0, 0, 1, 0, 0, 0, 0, 1, 0], bool)
+    a_only, b_only, p = paired.mcnemar(a, b)
+    assert (a_only, b_only) == (5, 1)
+    # by hand: P(X <= 1 or X >= 5), X ~ Bin(6, 1/2) = 2 * (1 + 6) / 64
+    assert p == pytest.approx(14 / 64, abs=1e-12)
+    assert p == pytest.approx(sps.binomtest(5, 6, 0.5).pvalue, abs=1e-15)
+
+
+def test_mcnemar_without_discordant_rows_has_p_one():
+    a = np.array([1, 0, 1], bool)
+    assert paired.mcnemar(a, a) == (0, 0, 1.0)
+
+
+def test_net_rows_are_the_accuracy_difference_times_the_rows():
+    rng = np.random.default_rng(0)
+    n, seeds = 50, [0, 1, 2]
+    rows, runs = [], []
+    for norm in ("batchnorm", "none"):
+        for s in seeds:
+            c = rng.integers(0, 2, n)
+            rows += [{"normaliser": norm, "batch_size": 4, "seed": s, "mode": "inference", "row": i,
+                      "correct": int(v)} for i, v in enumerate(c)]
+            runs.append({"normaliser": norm, "batch_size": 4, "seed": s, "mode": "inference",
+                         "accuracy": int(c.sum()) / n})
+    runs, correct = pd.DataFrame(runs), pd.DataFrame(rows)
+    per_seed = paired.per_seed(runs, correct)
+    assert list(per_seed.comparison.unique()) == ["batchnorm_vs_none"]
+    for r in per_seed.itertuples():
+        assert r.net_rows == round((r.accuracy_a - r.accuracy_b) * n)
+    summary = paired.summarise(per_seed, 0.95)
+    assert summary.iloc[0]["a_only"] == per_seed.a_only.sum()
+
+
+def test_standard_error_of_difference_uses_each_cells_own_sd():
+    assert batch_size_summary.standard_error_of_difference(0.03, 0.04, 3) == pytest.approx(0.05 / np.sqrt(3))
