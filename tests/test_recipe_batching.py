@@ -202,3 +202,31 @@ def test_sum_of_squares_and_rms_by_hand():
     assert isinstance(reductions.rms([2.0]), float)
     with pytest.raises(ValueError, match="empty"):
         reductions.rms(np.zeros((0, 3)))
+
+
+def test_renorm_schedule_of_one_step_reads_the_step_against_one():
+    s = recipe.RenormSchedule(total_steps=1, warmup=0.6, rmax_full=0.8, dmax_full=0.7)
+    assert s.limits(1) == (3.0, 5.0)  # t = 1, past every milestone
+
+
+def test_class_sorted_order_is_stable_within_a_class_on_many_rows():
+    """Stable sorting keeps the permuted order within a class (an unstable sort of
+    tied labels need not, on long arrays)."""
+    labels = np.random.default_rng(0).integers(0, 3, size=300)
+    for seed in range(3):
+        rows = batching.epoch_rows(np.random.default_rng(seed), labels, 300, order="class_sorted")
+        perm = np.random.default_rng(seed).permutation(300)
+        expected = np.concatenate([perm[labels[perm] == c] for c in range(3)])
+        assert rows.tolist() == expected.tolist()
+
+
+def test_reductions_widen_float32_before_multiplying():
+    """Products are taken in float64: float32 products would round."""
+    w = np.array([1.1, 3.3], np.float32)
+    a = np.array([[1.3], [0.7]], np.float32)
+    expected = float(np.float64(w[0]) * np.float64(a[0, 0])) + float(np.float64(w[1]) * np.float64(a[1, 0]))
+    assert reductions.weighted_column_sums(w, a).tolist() == [expected]
+    v = np.array([1.1, 2.3, 0.7], np.float32)
+    wide = v.astype(np.float64)
+    assert reductions.sum_of_squares(v) == float(wide[0] * wide[0] + wide[1] * wide[1] + wide[2] * wide[2])
+    assert reductions.rms(v) == float(np.sqrt((wide[0] * wide[0] + wide[1] * wide[1] + wide[2] * wide[2]) / 3))
