@@ -151,28 +151,36 @@ def dag_order(registry, jobs):
 
 def net_params(normaliser):
     n = config["network"]
-    return dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"],
-                eps=n["eps"], momentum=n["momentum"])
+    return dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"], eps=n["eps"], momentum=n["momentum"])
 
 
 def recipe_params(block, batch_size, order="shuffle"):
-    r = dict(optimizer=block["optimizer"], lr=block["lr"], batch_size=int(batch_size),
-             epochs=block["epochs"], order=order, sgd_momentum=block.get("sgd_momentum", 0.9),
-             last_batch=block["last_batch"])
+    r = dict(
+        optimizer=block["optimizer"],
+        lr=block["lr"],
+        batch_size=int(batch_size),
+        epochs=block["epochs"],
+        order=order,
+        sgd_momentum=block.get("sgd_momentum", 0.9),
+        last_batch=block["last_batch"],
+    )
     return r | {f"renorm_{k}": v for k, v in sorted(config["batchrenorm"].items())}
 
 
 def comp_probe_params(network):
     """Parameters of a companion probe job (study 1)."""
     c = config["companions"]
-    return dict(network=network, seed=c["seed"], batch_sizes=c["batch_sizes"],
-                batches_per_example=c["batches_per_example"],
-                one_class_batch_size=c["one_class_batch_size"])
+    return dict(
+        network=network,
+        seed=c["seed"],
+        batch_sizes=c["batch_sizes"],
+        batches_per_example=c["batches_per_example"],
+        one_class_batch_size=c["one_class_batch_size"],
+    )
 
 
 def grid_cells():
     return [dict(normaliser=n, batch_size=b) for n in NORMALISERS for b in GRID_BATCH_SIZES]
-
 
 
 # Generated parts of the paper, by name: each study's rules file adds its macros,

@@ -38,8 +38,7 @@ rule runtimes:
         benchmarks=BENCHMARKS,
         code=code("runtimes.py"),
     output:
-        runtimes=report("results/provenance/runtimes.csv", category="Provenance",
-                        caption="../report/runtimes.rst"),
+        runtimes=report("results/provenance/runtimes.csv", category="Provenance", caption="../report/runtimes.rst"),
     conda:
         CONDA_ENV
     threads: 1
