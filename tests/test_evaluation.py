@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from bnstudy import evaluation, torchnet
+from bnstudy import evaluation, normalisers, torchnet
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
 from bnstudy.runtime import STREAM_EVAL_BATCHES, derive_seed
@@ -84,7 +84,7 @@ def test_test_batches_are_seeded_and_refuse_impossible_sizes():
 # ---- accuracies against PyTorch ----------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"])
+@pytest.mark.parametrize("kind", normalisers.NAMES)
 def test_inference_accuracy_matches_the_plain_module(kind):
     spec = NetSpec(kind, widths=(64, 16, 12, 10), groups=4)
     stacked = _stack(spec)

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import backprop, batching, kernels, plain, torchnet, train
+from bnstudy import backprop, batching, kernels, normalisers, plain, torchnet, train
 from bnstudy import model as mlp
 from bnstudy.recipe import Recipe, batch_sizes_per_epoch
 
-KINDS = ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm")
+KINDS = normalisers.NAMES
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -121,7 +121,7 @@ def test_sgd_training_agrees_with_the_plain_pytorch_loop(kind):
             assert int(ours[key][0]) == int(value) == 24, key  # 2 epochs x 12 batches
 
 
-@pytest.mark.parametrize("kind", ("none", "layernorm", "groupnorm"))
+@pytest.mark.parametrize("kind", [n.name for n in normalisers.REGISTRY if not n.batch_statistics])
 def test_adam_agrees_with_torch_adam_without_batch_statistics(kind):
     x, y = _data(96, seed=2)
     spec = mlp.NetSpec(kind)
