@@ -206,6 +206,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         # their mean of published["seeds"] seeds minus ours of `seeds`, both with our seed sd
         se = float(worst.sd) * math.sqrt(math.fsum([1 / int(published["seeds"]), 1 / seeds]))
         m["pubGapLargestInSe"] = latex.fmt(abs(float(worst.gap)) / se, 1) if se > 0 else "n/a"
+        m |= {"pubBatchnormMin": "n/a", "pubGapBatchnormMinInSd": "n/a", "pubGapBatchnormMinSign": "n/a"}
+        first = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference") & (gaps.batch_size == sizes[0])]
+        if len(first):
+            r = first.iloc[0]
+            m["pubBatchnormMin"] = latex.fmt(float(r.published))
+            m["pubGapBatchnormMinInSd"] = latex.fmt(float(r.gap_in_sd), 1)
+            m["pubGapBatchnormMinSign"] = "below" if r.gap < 0 else "above"
     bn = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference")] if len(gaps) else gaps
     for r in bn.itertuples(index=False) if len(bn) else []:
         m[latex.macro_name("pub", "batchnorm", "b", r.batch_size)] = latex.fmt(float(r.published))

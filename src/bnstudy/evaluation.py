@@ -210,9 +210,10 @@ def mean_in_order(values) -> float:
 def gain_interval(with_norm, without, confidence: float = 0.95) -> tuple[float, float, float]:
     """Difference of seed means ``mean(with_norm) - mean(without)`` and its Welch interval.
 
-    The two sets of networks are trained independently (different architectures),
-    so the interval is Welch's unequal-variance Student-t interval for a difference
-    of two means, with Welch-Satterthwaite degrees of freedom. Means and unbiased
+    Welch's unequal-variance Student-t interval for a difference of two means of
+    *independent* samples, with Welch-Satterthwaite degrees of freedom. The study's
+    own comparisons are paired by seed (same initial weights and batch order for
+    every normaliser), so the pipeline uses :mod:`bnstudy.paired` instead. Means and unbiased
     variances in float64, seeds added in the order given; the t quantile from SciPy.
     """
     from scipy import stats  # here, not at the top: 0.8 s that most jobs do not need
