@@ -45,6 +45,7 @@ def _digest(a: np.ndarray) -> str:
 
 # ---- batches -------------------------------------------------------------------
 
+
 def test_exact_pairs_cover_every_other_test_row_once():
     for example in (0, 417, N_TEST - 1):
         pairs = companions.exact_pairs(N_TEST, example)
@@ -91,21 +92,27 @@ def test_draws_are_pinned_bytes():
     A change here (e.g. a NumPy that changed a stream) changes every companion result."""
     y = np.arange(N_TEST) % 10
     assert _digest(companions.random_batches(N_TEST, 37, 16, 50, 0)) == (
-        "5f8bb3d07e819382335c842740f4deacb578d5c611a7320c7fc591d2b80b97d7")
+        "5f8bb3d07e819382335c842740f4deacb578d5c611a7320c7fc591d2b80b97d7"
+    )
     assert _digest(companions.random_batches(N_TEST, 898, 2, 30, 5)) == (
-        "f4daef83ecbcfd2a4f83c8751105518dae21d764e20fa50b12d73eddcdcee59b")
+        "f4daef83ecbcfd2a4f83c8751105518dae21d764e20fa50b12d73eddcdcee59b"
+    )
     assert _digest(companions.one_class_batches(y, 23, 16, 40, 0, own=True)) == (
-        "8c55469c08cd0f069bfa54f59b58e1cd206f1b70487f52baa3f00401a5dd1312")
+        "8c55469c08cd0f069bfa54f59b58e1cd206f1b70487f52baa3f00401a5dd1312"
+    )
     assert _digest(companions.one_class_batches(y, 23, 16, 40, 0, own=False)) == (
-        "2d593df77f5d73d5407b1e9de22f3fbdf6c98204ba8b173e85de654a2ed269db")
+        "2d593df77f5d73d5407b1e9de22f3fbdf6c98204ba8b173e85de654a2ed269db"
+    )
 
 
 @pytest.mark.parametrize("m", [1, 2, 15, 63, 99, 100])
 def test_smallest_in_order_is_the_head_of_a_stable_argsort(m):
     rng = np.random.default_rng(m)
-    for keys in (rng.random((40, 100)),  # no ties
-                 rng.integers(0, 6, (40, 100)).astype(np.float64),  # ties everywhere, at the bound too
-                 np.where(rng.random((40, 100)) < 0.5, 0.25, rng.random((40, 100)))):
+    for keys in (
+        rng.random((40, 100)),  # no ties
+        rng.integers(0, 6, (40, 100)).astype(np.float64),  # ties everywhere, at the bound too
+        np.where(rng.random((40, 100)) < 0.5, 0.25, rng.random((40, 100))),
+    ):
         assert np.array_equal(companions.smallest_in_order(keys, m), np.argsort(keys, axis=1, kind="stable")[:, :m])
     with pytest.raises(ValueError):
         companions.smallest_in_order(np.zeros((2, 3)), 4)
@@ -122,6 +129,7 @@ def test_examples_are_stratified_seeded_and_distinct(split):
 
 # ---- evaluation: the compiled probes against PyTorch's plain loop ----------------
 
+
 def _top_two_gap(z: np.ndarray) -> np.ndarray:
     top = np.sort(z, axis=-1)
     return top[..., -1] - top[..., -2]
@@ -136,8 +144,12 @@ def test_probes_agree_with_the_plain_pytorch_loop_on_every_batch(trained, split,
     stacked, spec, limits = trained[norm]
     x = split[2]
     disagreements = 0
-    for batches in (companions.exact_pairs(N_TEST, 11)[::3], companions.random_batches(N_TEST, 11, 4, 60, 0),
-                    companions.random_batches(N_TEST, 600, 16, 40, 0), companions.random_batches(N_TEST, 600, 64, 15, 0)):
+    for batches in (
+        companions.exact_pairs(N_TEST, 11)[::3],
+        companions.random_batches(N_TEST, 11, 4, 60, 0),
+        companions.random_batches(N_TEST, 600, 16, 40, 0),
+        companions.random_batches(N_TEST, 600, 64, 15, 0),
+    ):
         fast = companions.batch_predictions(stacked, spec, x, batches, limits)
         ref = companions.batch_logits_loop(stacked, spec, x, batches, limits)
         assert fast.shape == ref.shape[:2] == (2, len(batches))
@@ -170,6 +182,7 @@ def test_batch_renorm_probes_depend_on_the_limits(trained, split):
 
 # ---- probing never changes the network ------------------------------------------
 
+
 def test_pytorch_training_mode_moves_buffers_even_without_gradients(trained, split):
     """Why the reference loop restores buffers: a BatchNorm1d in train mode updates under no_grad."""
     torch = pytest.importorskip("torch")
@@ -192,8 +205,18 @@ def test_probing_leaves_running_statistics_identical(trained, split, norm):
     before = {k: v.copy() for k, v in stacked.items()}
     _, _, x, y = split
     examples = companions.choose_examples(y, 1, seed=0)
-    companions.probe_network(stacked, spec, x, y, examples, batch_sizes=[2, 16], batches_per_example=5,
-                             one_class_batch_size=16, seed=0, limits=limits)
+    companions.probe_network(
+        stacked,
+        spec,
+        x,
+        y,
+        examples,
+        batch_sizes=[2, 16],
+        batches_per_example=5,
+        one_class_batch_size=16,
+        seed=0,
+        limits=limits,
+    )
     batches = companions.random_batches(N_TEST, 0, 8, 20, 0)
     companions.batch_predictions(stacked, spec, x, batches, limits)
     if norm == "batchnorm":
@@ -206,13 +229,25 @@ def test_probing_leaves_running_statistics_identical(trained, split, norm):
 
 # ---- controls and the batch dependence they rule out ----------------------------
 
+
 def _probe(trained, split, norm, per_class=1):
     stacked, spec, limits = trained[norm]
     _, _, x, y = split
     examples = companions.choose_examples(y, per_class, seed=0)
-    return pd.DataFrame(companions.probe_network(
-        stacked, spec, x, y, examples, batch_sizes=[2, 4, 16, 64], batches_per_example=20,
-        one_class_batch_size=16, seed=0, limits=limits))
+    return pd.DataFrame(
+        companions.probe_network(
+            stacked,
+            spec,
+            x,
+            y,
+            examples,
+            batch_sizes=[2, 4, 16, 64],
+            batches_per_example=20,
+            one_class_batch_size=16,
+            seed=0,
+            limits=limits,
+        )
+    )
 
 
 @pytest.mark.parametrize("norm", ["none", "layernorm", "groupnorm"])
@@ -240,10 +275,10 @@ def test_inference_labels_are_kernels_predict(trained, split):
 
 # ---- summaries ------------------------------------------------------------------
 
+
 def test_summary_estimators_and_dependence_json(trained, split):
     rows = _probe(trained, split, "batchnorm", per_class=2)
-    rows = rows.assign(network="dependence", normaliser="batchnorm", train_batch_size=16,
-                       seed=rows.pop("model"))
+    rows = rows.assign(network="dependence", normaliser="batchnorm", train_batch_size=16, seed=rows.pop("model"))
     rows = rows[rows["seed"] == 0]
     summary = pd.DataFrame(companions.summarise(rows, 200, 0.95, 0))
     for r in summary.itertuples():
@@ -253,12 +288,22 @@ def test_summary_estimators_and_dependence_json(trained, split):
         assert r.flip_rate_ci_low <= r.flip_rate <= r.flip_rate_ci_high
         assert r.examples == 20
     result = companions.dependence_json(summary)
-    assert set(result) == {"2", "4", "16", "64", "exact_flip_rate_b2", "inference_accuracy",
-                           "one_class_same_flip", "one_class_other_flip", "one_class_any_flip"}
+    assert set(result) == {
+        "2",
+        "4",
+        "16",
+        "64",
+        "exact_flip_rate_b2",
+        "inference_accuracy",
+        "one_class_same_flip",
+        "one_class_other_flip",
+        "one_class_any_flip",
+    }
     assert set(result["2"]) == {"flip_rate", "flip_ci", "train_mode_accuracy", "ever_flipped"}
 
 
 # ---- the pipeline's exact b = 2 rate, recomputed independently ---------------------
+
 
 @pytest.fixture
 def results(request):

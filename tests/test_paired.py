@@ -49,10 +49,13 @@ def test_net_rows_are_the_accuracy_difference_times_the_rows():
     for norm in ("batchnorm", "none"):
         for s in seeds:
             c = rng.integers(0, 2, n)
-            rows += [{"normaliser": norm, "batch_size": 4, "seed": s, "mode": "inference", "row": i,
-                      "correct": int(v)} for i, v in enumerate(c)]
-            runs.append({"normaliser": norm, "batch_size": 4, "seed": s, "mode": "inference",
-                         "accuracy": int(c.sum()) / n})
+            rows += [
+                {"normaliser": norm, "batch_size": 4, "seed": s, "mode": "inference", "row": i, "correct": int(v)}
+                for i, v in enumerate(c)
+            ]
+            runs.append(
+                {"normaliser": norm, "batch_size": 4, "seed": s, "mode": "inference", "accuracy": int(c.sum()) / n}
+            )
     runs, correct = pd.DataFrame(runs), pd.DataFrame(rows)
     per_seed = paired.per_seed(runs, correct)
     assert list(per_seed.comparison.unique()) == ["batchnorm_vs_none"]
@@ -68,11 +71,17 @@ def test_standard_error_of_difference_uses_each_cells_own_sd():
 
 def test_networks_trained_with_leftover_rows_kept_pair_with_the_grids_by_seed():
     n = 4
-    grid = [{"normaliser": "batchnorm", "batch_size": 64, "seed": 0, "mode": "inference", "row": i,
-             "correct": c} for i, c in enumerate([1, 1, 0, 0])]
+    grid = [
+        {"normaliser": "batchnorm", "batch_size": 64, "seed": 0, "mode": "inference", "row": i, "correct": c}
+        for i, c in enumerate([1, 1, 0, 0])
+    ]
     keep = pd.DataFrame([r | {"correct": c} for r, c in zip(grid, [1, 0, 1, 1])])
     correct = pd.concat([pd.DataFrame(grid), batch_size_summary.kept(keep)], ignore_index=True)
-    runs = pd.DataFrame([{"normaliser": "batchnorm", "batch_size": 64, "seed": 0, "mode": m, "accuracy": a / n}
-                         for m, a in (("inference", 2), ("inference_keep", 3))])
+    runs = pd.DataFrame(
+        [
+            {"normaliser": "batchnorm", "batch_size": 64, "seed": 0, "mode": m, "accuracy": a / n}
+            for m, a in (("inference", 2), ("inference_keep", 3))
+        ]
+    )
     r = paired.per_seed(runs, correct).set_index("comparison").loc["batchnorm_keep_vs_drop"]
     assert (r.a_only, r.b_only, r.net_rows) == (2, 1, 1)

@@ -20,9 +20,9 @@ def _stack(seeds=(0, 1)):
     rng = np.random.default_rng(0)
     for layer in mlp.NORMS:
         stacked[f"{layer}.running_mean"] = rng.standard_normal(stacked[f"{layer}.running_mean"].shape).astype(
-            np.float32)
-        stacked[f"{layer}.running_var"] = (0.5 + rng.random(stacked[f"{layer}.running_var"].shape)).astype(
-            np.float32)
+            np.float32
+        )
+        stacked[f"{layer}.running_var"] = (0.5 + rng.random(stacked[f"{layer}.running_var"].shape)).astype(np.float32)
         stacked[f"{layer}.num_batches_tracked"] = np.full(len(seeds), 5)
     return stacked
 
@@ -79,7 +79,7 @@ def test_debiased_ema_by_hand():
     stacked["4.num_batches_tracked"] = np.array([3, 1])
     out = remedies.debiased_ema(stacked, SPEC)  # momentum 0.1: w0 = 0.9 ** u
     for layer, u in (("1", [1, 2]), ("4", [3, 1])):
-        w0 = np.array([[0.9 ** k] for k in u])
+        w0 = np.array([[0.9**k] for k in u])
         mean = stacked[f"{layer}.running_mean"].astype(np.float64)
         var = stacked[f"{layer}.running_var"].astype(np.float64)
         np.testing.assert_allclose(out[layer][0], mean / (1 - w0), rtol=1e-6)

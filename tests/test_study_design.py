@@ -56,7 +56,8 @@ def test_two_row_output_is_one_only_in_the_limit():
 
 def test_pooled_rows_sentence_counts_the_rows_a_pass_keeps():
     assert design.pooled_rows_sentence("drop", [2, 64], 898) == (
-        "it pools 898 of the 898 rows at batch 2 and 896 of the 898 rows at batch 64")
+        "it pools 898 of the 898 rows at batch 2 and 896 of the 898 rows at batch 64"
+    )
     assert design.pooled_rows_sentence("keep", [64], 898) == "it pools 898 of the 898 rows at batch 64"
 
 
@@ -87,8 +88,19 @@ def test_shuffle_summary_is_the_t_interval_over_shuffles():
     from bnstudy import running_stats_report
 
     vals = [0.11, 0.14, 0.09]
-    shuffles = pd.DataFrame([{"estimator": "ema", "batch_size": 8, "updates": 64, "shuffle": i,
-                              "running_error": v, "train_eval_rmse": 0.3} for i, v in enumerate(vals)])
+    shuffles = pd.DataFrame(
+        [
+            {
+                "estimator": "ema",
+                "batch_size": 8,
+                "updates": 64,
+                "shuffle": i,
+                "running_error": v,
+                "train_eval_rmse": 0.3,
+            }
+            for i, v in enumerate(vals)
+        ]
+    )
     s = running_stats_report.shuffle_summary_table(shuffles, 0.95)
     r = s[s.metric == "running_error"].iloc[0]
     lo, hi = sps.t.interval(0.95, 2, loc=np.mean(vals), scale=sps.sem(vals))

@@ -21,12 +21,24 @@ from .fixedmath import powi
 KEYS = ["normaliser", "batch_size", "mode", "seed"]
 DISTANCE_KEYS = ["normaliser", "batch_size", "statistics", "layer"]
 REMEDIES = ("debiased_ema", "cumulative", "precise_bn", "exact")
-REMEDY_COLUMNS = [("inference", "EMA (trained)"), ("debiased_ema", "debiased EMA"),
-                  ("cumulative", "cumulative"), ("precise_bn", "PreciseBN"), ("exact", "exact")]
-DISTANCE_COLUMNS = [("ema", "EMA (trained)"), ("debiased_ema", "debiased EMA"),
-                    ("cumulative", "cumulative"), ("precise_bn", "PreciseBN")]
-PUBLISHED_COLUMNS = [("none", "inference", "none"), ("batchnorm", "inference", "batchnorm"),
-                     ("batchnorm", "training", "batchnorm_training_mode")]
+REMEDY_COLUMNS = [
+    ("inference", "EMA (trained)"),
+    ("debiased_ema", "debiased EMA"),
+    ("cumulative", "cumulative"),
+    ("precise_bn", "PreciseBN"),
+    ("exact", "exact"),
+]
+DISTANCE_COLUMNS = [
+    ("ema", "EMA (trained)"),
+    ("debiased_ema", "debiased EMA"),
+    ("cumulative", "cumulative"),
+    ("precise_bn", "PreciseBN"),
+]
+PUBLISHED_COLUMNS = [
+    ("none", "inference", "none"),
+    ("batchnorm", "inference", "batchnorm"),
+    ("batchnorm", "training", "batchnorm_training_mode"),
+]
 
 
 def kept(table: pd.DataFrame) -> pd.DataFrame:
@@ -37,8 +49,11 @@ def kept(table: pd.DataFrame) -> pd.DataFrame:
 
 def tidy_runs(cells: list[pd.DataFrame], remedy_runs: list[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One row per network and evaluation mode, sorted; and each batch-norm network's update count."""
-    updates = pd.concat(remedy_runs, ignore_index=True)[["batch_size", "seed", "updates"]].drop_duplicates() \
-        if remedy_runs else pd.DataFrame(columns=["batch_size", "seed", "updates"])
+    updates = (
+        pd.concat(remedy_runs, ignore_index=True)[["batch_size", "seed", "updates"]].drop_duplicates()
+        if remedy_runs
+        else pd.DataFrame(columns=["batch_size", "seed", "updates"])
+    )
     runs = pd.concat(cells + [r[KEYS + ["accuracy"]] for r in remedy_runs], ignore_index=True)
     return runs.sort_values(KEYS, kind="stable").reset_index(drop=True), updates
 
@@ -47,9 +62,13 @@ def summarise_distances(distances: pd.DataFrame) -> pd.DataFrame:
     """Mean over seeds (in seed order) of each distance, per normaliser, batch size, statistics and layer."""
     distances = distances.sort_values(DISTANCE_KEYS + ["seed"], kind="stable")
     return pd.DataFrame(
-        [dict(zip(DISTANCE_KEYS, key)) | {c: evaluation.mean_in_order(g[c]) for c in ("mean_distance", "var_distance")}
-         for key, g in distances.groupby(DISTANCE_KEYS, sort=True)],
-        columns=DISTANCE_KEYS + ["mean_distance", "var_distance"])
+        [
+            dict(zip(DISTANCE_KEYS, key))
+            | {c: evaluation.mean_in_order(g[c]) for c in ("mean_distance", "var_distance")}
+            for key, g in distances.groupby(DISTANCE_KEYS, sort=True)
+        ],
+        columns=DISTANCE_KEYS + ["mean_distance", "var_distance"],
+    )
 
 
 def points(v, digits=1):
@@ -83,9 +102,18 @@ def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
             if r is None:
                 continue
             gap = r.mean - value
-            rows.append({"normaliser": norm, "mode": mode, "batch_size": int(b), "ours": r.mean,
-                         "published": value, "gap": gap, "sd": r.sd,
-                         "gap_in_sd": abs(gap) / r.sd if r.sd > 0 else float("inf")})
+            rows.append(
+                {
+                    "normaliser": norm,
+                    "mode": mode,
+                    "batch_size": int(b),
+                    "ours": r.mean,
+                    "published": value,
+                    "gap": gap,
+                    "sd": r.sd,
+                    "gap_in_sd": abs(gap) / r.sd if r.sd > 0 else float("inf"),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -93,10 +121,16 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     """Every number the section quotes, as ``{name: text}``."""
     cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
     sizes = sorted(runs["batch_size"].unique().tolist())
-    m = {"gridSeeds": str(runs["seed"].nunique()), "publishedSeeds": str(published["seeds"]),
-         "batchMin": str(sizes[0]), "batchMax": str(sizes[-1]), "gridBatchCount": str(len(sizes)),
-         "evalConfidence": f"{100 * confidence:g}\\%", "mcnemarAlpha": f"{1 - confidence:.2g}",
-         "testRowsEvaluated": latex.fmt(int(pairs["rows"].iloc[0])) if len(pairs) else "n/a"}
+    m = {
+        "gridSeeds": str(runs["seed"].nunique()),
+        "publishedSeeds": str(published["seeds"]),
+        "batchMin": str(sizes[0]),
+        "batchMax": str(sizes[-1]),
+        "gridBatchCount": str(len(sizes)),
+        "evalConfidence": f"{100 * confidence:g}\\%",
+        "mcnemarAlpha": f"{1 - confidence:.2g}",
+        "testRowsEvaluated": latex.fmt(int(pairs["rows"].iloc[0])) if len(pairs) else "n/a",
+    }
     for (norm, b, mode), r in cell.items():
         m[latex.macro_name("acc", mode, norm, "b", b)] = latex.fmt(r.mean)
         m[latex.macro_name("sd", mode, norm, "b", b)] = latex.fmt(r.sd)
@@ -118,8 +152,9 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             r = cell.get(("batchnorm", b, mode))
             if r is not None:
                 m[latex.macro_name("gain", mode, end)] = points(r.mean - base.mean)
-                m[latex.macro_name("gapClosed", mode, end)] = \
+                m[latex.macro_name("gapClosed", mode, end)] = (
                     latex.fmt((r.mean - base.mean) / gap, 0, percent=True) if gap > 0 else "n/a"
+                )
 
     # paired comparisons: mean gain, paired interval, rows won and lost, McNemar seeds
     for p in pair_summary.itertuples(index=False):
@@ -150,25 +185,36 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         m["emaFewestUpdates"] = latex.fmt(fewest)
         m["emaInitialWeightFewest"] = f"\\ensuremath{{{mantissa}\\times 10^{{{int(exponent)}}}}}"
         debiased = runs[runs["mode"] == "debiased_ema"].set_index(["batch_size", "seed"])["accuracy"]
-        trained = runs[(runs["mode"] == "inference") & (runs["normaliser"] == "batchnorm")] \
-            .set_index(["batch_size", "seed"])["accuracy"]
+        trained = runs[(runs["mode"] == "inference") & (runs["normaliser"] == "batchnorm")].set_index(
+            ["batch_size", "seed"]
+        )["accuracy"]
         m["debiasedLargestChange"] = points(float((debiased - trained.reindex(debiased.index)).abs().max()))
 
     # distances of the trained EMA and PreciseBN to the exact statistics, layer 2, smallest/largest batch
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
         for name in ("ema", "precise_bn", "cumulative"):
-            d = distance_summary[(distance_summary.batch_size == b) & (distance_summary.statistics == name)
-                                 & (distance_summary.layer == 2)]
+            d = distance_summary[
+                (distance_summary.batch_size == b)
+                & (distance_summary.statistics == name)
+                & (distance_summary.layer == 2)
+            ]
             if len(d):
-                m[latex.macro_name("meanDistance", name, "layer", "two", end)] = latex.fmt(float(d.mean_distance.iloc[0]), 3)
-                m[latex.macro_name("varDistance", name, "layer", "two", end)] = latex.fmt(float(d.var_distance.iloc[0]), 3)
+                m[latex.macro_name("meanDistance", name, "layer", "two", end)] = latex.fmt(
+                    float(d.mean_distance.iloc[0]), 3
+                )
+                m[latex.macro_name("varDistance", name, "layer", "two", end)] = latex.fmt(
+                    float(d.var_distance.iloc[0]), 3
+                )
 
     # the seed spread against the published gains, from each cell's own standard deviation
     sd_inference = summary[summary["mode"] == "inference"]["sd"]
     m["sdInferenceMedian"] = points(float(sd_inference.median()), 2)
     m["sdInferenceLargest"] = points(float(sd_inference.max()), 2)
-    claimed = {int(b): published["batchnorm"][b] - published["none"][b] for b in published["batchnorm"]
-               if b in published["none"] and published["batchnorm"][b] > published["none"][b]}
+    claimed = {
+        int(b): published["batchnorm"][b] - published["none"][b]
+        for b in published["batchnorm"]
+        if b in published["none"] and published["batchnorm"][b] > published["none"][b]
+    }
     for b, g in claimed.items():
         m[latex.macro_name("publishedGain", "b", b)] = points(g)
     m["publishedGainSizes"] = _words([str(b) for b in sorted(claimed)])
@@ -177,8 +223,10 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
         if bn is not None and no is not None:
             s = standard_error_of_difference(bn.sd, no.sd, int(published["seeds"]))
-            se.append(f"{points(s, 2)} points at batch {b} (seed standard deviations "
-                      f"{points(bn.sd, 2)} and {points(no.sd, 2)})")
+            se.append(
+                f"{points(s, 2)} points at batch {b} (seed standard deviations "
+                f"{points(bn.sd, 2)} and {points(no.sd, 2)})"
+            )
     m["seDiffPublishedSeedsList"] = _words(se) if se else "n/a (none of those batch sizes is in our grid)"
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
@@ -196,9 +244,11 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         m["pubGapLargest"] = points(abs(float(worst.gap)))
         m["pubGapLargestSign"] = "below" if worst.gap < 0 else "above"
         names = {"none": "no normaliser", "batchnorm": "batch normalisation"}
-        m["pubGapLargestWhere"] = (f"{names.get(worst.normaliser, latex.escape(worst.normaliser))}"
-                                   f"{', training mode' if worst['mode'] == 'training' else ''}"
-                                   f" at batch {int(worst.batch_size)}")
+        m["pubGapLargestWhere"] = (
+            f"{names.get(worst.normaliser, latex.escape(worst.normaliser))}"
+            f"{', training mode' if worst['mode'] == 'training' else ''}"
+            f" at batch {int(worst.batch_size)}"
+        )
         m["pubGapLargestSd"] = points(float(worst.sd), 1)
         m["pubGapLargestInSd"] = latex.fmt(float(worst.gap_in_sd), 1)
         m["pubGapMedianInSd"] = latex.fmt(float(gaps["gap_in_sd"].median()), 1)
@@ -233,31 +283,57 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
         return "--" if v is None else f"{v:.3f}"
 
     out = {}
-    rows = [[str(b), ours("none", b, "inference"), theirs("none", b),
-             ours("batchnorm", b, "inference"), theirs("batchnorm", b),
-             ours("batchnorm", b, "training"), theirs("batchnorm_training_mode", b)] for b in sizes]
-    out["table"] = (["batch", "none", "publ.", "batch norm", "publ.", "BN, training mode", "publ."],
-                    rows, "rllllll", "Study 2: ours (mean $\\pm$ sd over seeds) beside the published values")
+    rows = [
+        [
+            str(b),
+            ours("none", b, "inference"),
+            theirs("none", b),
+            ours("batchnorm", b, "inference"),
+            theirs("batchnorm", b),
+            ours("batchnorm", b, "training"),
+            theirs("batchnorm_training_mode", b),
+        ]
+        for b in sizes
+    ]
+    out["table"] = (
+        ["batch", "none", "publ.", "batch norm", "publ.", "BN, training mode", "publ."],
+        rows,
+        "rllllll",
+        "Study 2: ours (mean $\\pm$ sd over seeds) beside the published values",
+    )
 
-    rows = [[str(b)] + [ours("batchnorm", b, m) for m, _ in REMEDY_COLUMNS] + [ours("none", b, "inference")]
-            for b in sizes]
-    out["remedies_table"] = (["batch"] + [h for _, h in REMEDY_COLUMNS] + ["none"], rows,
-                             "r" + "l" * (len(REMEDY_COLUMNS) + 1),
-                             "Batch norm's inference-mode accuracy under each set of running statistics")
+    rows = [
+        [str(b)] + [ours("batchnorm", b, m) for m, _ in REMEDY_COLUMNS] + [ours("none", b, "inference")] for b in sizes
+    ]
+    out["remedies_table"] = (
+        ["batch"] + [h for _, h in REMEDY_COLUMNS] + ["none"],
+        rows,
+        "r" + "l" * (len(REMEDY_COLUMNS) + 1),
+        "Batch norm's inference-mode accuracy under each set of running statistics",
+    )
 
     rows = []
     for b in sizes:
         for layer in (1, 2):
             row = [str(b) if layer == 1 else "", str(layer)]
             for name, _ in DISTANCE_COLUMNS:
-                d = distance_summary[(distance_summary.batch_size == b) & (distance_summary.statistics == name)
-                                     & (distance_summary.layer == layer)]
-                row.append("--" if d.empty else
-                           f"{latex.fmt(float(d.mean_distance.iloc[0]))} / {latex.fmt(float(d.var_distance.iloc[0]))}")
+                d = distance_summary[
+                    (distance_summary.batch_size == b)
+                    & (distance_summary.statistics == name)
+                    & (distance_summary.layer == layer)
+                ]
+                row.append(
+                    "--"
+                    if d.empty
+                    else f"{latex.fmt(float(d.mean_distance.iloc[0]))} / {latex.fmt(float(d.var_distance.iloc[0]))}"
+                )
             rows.append(row)
-    out["distance_table"] = (["batch", "layer"] + [h for _, h in DISTANCE_COLUMNS], rows,
-                             "rr" + "l" * len(DISTANCE_COLUMNS),
-                             "Distance to the exact training-half statistics: mean shift / variance log-ratio (RMS)")
+    out["distance_table"] = (
+        ["batch", "layer"] + [h for _, h in DISTANCE_COLUMNS],
+        rows,
+        "rr" + "l" * len(DISTANCE_COLUMNS),
+        "Distance to the exact training-half statistics: mean shift / variance log-ratio (RMS)",
+    )
 
     rows = []
     order = {name: i for i, (name, _, _) in enumerate(paired.COMPARISONS)}
@@ -268,14 +344,35 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
         if p.comparison == "batchnorm_vs_none":
             a, b = published["batchnorm"].get(p.batch_size), published["none"].get(p.batch_size)
             pub = "--" if a is None or b is None else f"{100 * (a - b):+.1f}"
-        rows.append([paired.LABELS[p.comparison] if p.comparison != previous else "", str(p.batch_size),
-                     signed_points(p.gain), f"[{signed_points(p.ci_low)}, {signed_points(p.ci_high)}]",
-                     p.net_rows, f"{p.a_only} / {p.b_only}", f"{p.seeds_a_better} / {p.seeds_b_better}", pub])
+        rows.append(
+            [
+                paired.LABELS[p.comparison] if p.comparison != previous else "",
+                str(p.batch_size),
+                signed_points(p.gain),
+                f"[{signed_points(p.ci_low)}, {signed_points(p.ci_high)}]",
+                p.net_rows,
+                f"{p.a_only} / {p.b_only}",
+                f"{p.seeds_a_better} / {p.seeds_b_better}",
+                pub,
+            ]
+        )
         previous = p.comparison
     conf = f"{100 * confidence:g}\\%"
-    out["gain_table"] = (["comparison", "batch", "gain", f"paired {conf} interval", "net rows per seed",
-                          "won / lost", "McNemar", "publ."], rows, "lrrlllll",
-                         "Paired differences in inference-mode accuracy, points; rows; McNemar seeds")
+    out["gain_table"] = (
+        [
+            "comparison",
+            "batch",
+            "gain",
+            f"paired {conf} interval",
+            "net rows per seed",
+            "won / lost",
+            "McNemar",
+            "publ.",
+        ],
+        rows,
+        "lrrlllll",
+        "Paired differences in inference-mode accuracy, points; rows; McNemar seeds",
+    )
     return out
 
 
@@ -287,10 +384,15 @@ def summarise(cells, remedy_runs, distances, correct, published, momentum, confi
     pairs = paired.per_seed(runs, correct)
     pair_summary = paired.summarise(pairs, confidence)
     return {
-        "runs": runs, "summary_table": summary, "summary": evaluation.summary_json(summary),
+        "runs": runs,
+        "summary_table": summary,
+        "summary": evaluation.summary_json(summary),
         "distances": distances.sort_values(DISTANCE_KEYS + ["seed"], kind="stable"),
-        "distance_summary": distance_summary, "paired": pairs, "gains": pair_summary,
-        "macros": macros(runs, summary, updates, distance_summary, pairs, pair_summary, published,
-                         momentum, confidence),
+        "distance_summary": distance_summary,
+        "paired": pairs,
+        "gains": pair_summary,
+        "macros": macros(
+            runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence
+        ),
         "tables": tables(runs, summary, distance_summary, pair_summary, published, confidence),
     }

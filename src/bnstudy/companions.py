@@ -64,6 +64,7 @@ _DESIGN_CODE = {d: i for i, d in enumerate(DESIGNS)}
 
 # ---- which examples, which batches ---------------------------------------------
 
+
 def choose_examples(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
     """Test-set row indices of ``per_class`` examples of every class, sorted.
 
@@ -172,15 +173,18 @@ def one_class_batches(y: np.ndarray, example: int, b: int, k: int, seed: int, ow
 
 # ---- evaluating probes -----------------------------------------------------------
 
-def batch_predictions(stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray,
-                      limits=(1.0, 0.0)) -> np.ndarray:
+
+def batch_predictions(
+    stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+) -> np.ndarray:
     """Training-mode labels ``(M, K)`` of row 0 of each batch (``(K, b)`` row indices of ``x``),
     every model of ``stacked`` (a NumPy stack), by the compiled probes."""
     return Prober(stacked, spec, x, limits).labels(batches)
 
 
-def batch_logits_loop(stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray,
-                      limits=(1.0, 0.0)) -> np.ndarray:
+def batch_logits_loop(
+    stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+) -> np.ndarray:
     """The independent reference: PyTorch, one batch at a time; row 0's logits ``(M, K, C)``.
 
     For each model, a plain ``nn.Sequential`` (:func:`bnstudy.model.build_module`)
@@ -215,16 +219,19 @@ def batch_logits_loop(stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.n
     return out
 
 
-def batch_predictions_loop(stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray,
-                           limits=(1.0, 0.0)) -> np.ndarray:
+def batch_predictions_loop(
+    stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+) -> np.ndarray:
     """Labels ``(M, K)`` of :func:`batch_logits_loop` (the first largest logit)."""
     return batch_logits_loop(stacked, spec, x, batches, limits).argmax(-1)
 
 
 # ---- one network: every example, design and size ---------------------------------
 
-def example_plans(y: np.ndarray, example: int, batch_sizes, batches_per_example: int,
-                  one_class_batch_size: int, seed: int) -> list[tuple[str, int, np.ndarray]]:
+
+def example_plans(
+    y: np.ndarray, example: int, batch_sizes, batches_per_example: int, one_class_batch_size: int, seed: int
+) -> list[tuple[str, int, np.ndarray]]:
     """Every probe batch of one example, as ``(design, b, batches)``, in probing order.
 
     Random companions at each size in ``batch_sizes``, every pair when 2 is among
@@ -240,9 +247,19 @@ def example_plans(y: np.ndarray, example: int, batch_sizes, batches_per_example:
     return plans
 
 
-def probe_network(stacked: dict, spec: NetSpec, x: np.ndarray, y: np.ndarray, examples, *,
-                  batch_sizes, batches_per_example: int, one_class_batch_size: int, seed: int,
-                  limits=(1.0, 0.0)) -> list[dict]:
+def probe_network(
+    stacked: dict,
+    spec: NetSpec,
+    x: np.ndarray,
+    y: np.ndarray,
+    examples,
+    *,
+    batch_sizes,
+    batches_per_example: int,
+    one_class_batch_size: int,
+    seed: int,
+    limits=(1.0, 0.0),
+) -> list[dict]:
     """Per-example probe counts of every model of ``stacked`` (a NumPy stack).
 
     One dict per (model, example, design, batch size) with ``batches`` (probes),
@@ -261,14 +278,24 @@ def probe_network(stacked: dict, spec: NetSpec, x: np.ndarray, y: np.ndarray, ex
             flips = (labels != inference[:, j : j + 1]).sum(1)
             correct = (labels == y[e]).sum(1)
             for i in range(prober.models):
-                rows.append({"model": i, "example": e, "label": int(y[e]),
-                             "inference_label": int(inference[i, j]), "design": design,
-                             "batch_size": b, "batches": len(batches),
-                             "flips": int(flips[i]), "correct": int(correct[i])})
+                rows.append(
+                    {
+                        "model": i,
+                        "example": e,
+                        "label": int(y[e]),
+                        "inference_label": int(inference[i, j]),
+                        "design": design,
+                        "batch_size": b,
+                        "batches": len(batches),
+                        "flips": int(flips[i]),
+                        "correct": int(correct[i]),
+                    }
+                )
     return rows
 
 
 # ---- summaries -------------------------------------------------------------------
+
 
 def summarise(per_example, resamples: int, confidence: float, seed: int) -> list[dict]:
     """Flip rate, training-mode accuracy and ever-flipped share per (network, seed, design, b).
@@ -290,11 +317,16 @@ def summarise(per_example, resamples: int, confidence: float, seed: int) -> list
             "train_mode_accuracy": (g["correct"] / g["batches"]).to_numpy(),
             "ever_flipped": (g["flips"] > 0).to_numpy(dtype=np.float64),
         }
-        row = dict(cell, examples=len(g), batches_per_example=int(g["batches"].iloc[0]),
-                   inference_accuracy=int((g["inference_label"] == g["label"]).sum()) / len(g))
+        row = dict(
+            cell,
+            examples=len(g),
+            batches_per_example=int(g["batches"].iloc[0]),
+            inference_accuracy=int((g["inference_label"] == g["label"]).sum()) / len(g),
+        )
         for name, values in measures.items():
-            rng = np.random.default_rng(derive_seed(seed, STREAM_BOOTSTRAP, _DESIGN_CODE[cell["design"]],
-                                                    int(cell["batch_size"])))
+            rng = np.random.default_rng(
+                derive_seed(seed, STREAM_BOOTSTRAP, _DESIGN_CODE[cell["design"]], int(cell["batch_size"]))
+            )
             lo, hi = bootstrap_examples(values, resamples, confidence, rng, strata=g["label"].to_numpy())
             row |= {name: mean_sd(values)[0], f"{name}_ci_low": lo, f"{name}_ci_high": hi}
         out.append(row)

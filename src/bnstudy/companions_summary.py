@@ -25,8 +25,9 @@ def over_networks(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
 
     Every measure is a share, so the interval is clipped to [0, 1] (a t interval over a
     few networks can reach beyond it)."""
-    parts = [stats.summarise_over_seeds(summary, NETWORK_KEYS, value, confidence).assign(measure=value)
-             for value in MEASURES]
+    parts = [
+        stats.summarise_over_seeds(summary, NETWORK_KEYS, value, confidence).assign(measure=value) for value in MEASURES
+    ]
     out = pd.concat(parts, ignore_index=True)
     return out.assign(ci_low=out["ci_low"].clip(lower=0.0), ci_high=out["ci_high"].clip(upper=1.0))
 
@@ -52,7 +53,8 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
         "compPerClass": str(params["examples_per_class"]),
         "compBatches": str(params["batches_per_example"]),
         "compExactBatches": latex.fmt(int(dep0.loc[dep0["design"] == "exact", "batches_per_example"].iloc[0]))
-        if (dep0["design"] == "exact").any() else "n/a",
+        if (dep0["design"] == "exact").any()
+        else "n/a",
         "compOneClassSize": str(params["one_class_batch_size"]),
         "compOneClassCompanions": str(params["one_class_batch_size"] - 1),
         "compResamples": latex.fmt(int(params["resamples"])),
@@ -71,8 +73,9 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
     }
     if "one_class_any_flip" in result:
         m["compAnyFlip"] = _pct(result["one_class_any_flip"])
-        m["compMixtureFlip"] = _pct(companions.mixture_flip_rate(
-            result["one_class_same_flip"], result["one_class_other_flip"], classes))
+        m["compMixtureFlip"] = _pct(
+            companions.mixture_flip_rate(result["one_class_same_flip"], result["one_class_other_flip"], classes)
+        )
         m["compOwnShare"] = latex.fmt(1 / classes, 1)
         m["compOtherShare"] = latex.fmt((classes - 1) / classes, 1)
     for b in sizes:
@@ -81,11 +84,13 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
         m[latex.macro_name("comp", "flip", "low", "b", b)] = _pct(r["flip_rate_ci_low"])
         m[latex.macro_name("comp", "flip", "high", "b", b)] = _pct(r["flip_rate_ci_high"])
         m[latex.macro_name("comp", "acc", "b", b)] = latex.fmt(r["train_mode_accuracy"])
-        m[latex.macro_name("comp", "acc", "ci", "b", b)] = \
+        m[latex.macro_name("comp", "acc", "ci", "b", b)] = (
             f"[{latex.fmt(r['train_mode_accuracy_ci_low'])}, {latex.fmt(r['train_mode_accuracy_ci_high'])}]"
+        )
         m[latex.macro_name("comp", "ever", "b", b)] = _pct(r["ever_flipped"])
-        m[latex.macro_name("comp", "ever", "ci", "b", b)] = \
+        m[latex.macro_name("comp", "ever", "ci", "b", b)] = (
             f"[{_pct(r['ever_flipped_ci_low'])}, {_pct(r['ever_flipped_ci_high'])}]"
+        )
         net = dep_networks[(dep_networks["design"] == "random") & (dep_networks["batch_size"] == b)]
         for measure in MEASURES:
             row = net[net["measure"] == measure]
@@ -99,8 +104,9 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
     if 2 in sizes and result["exact_flip_rate_b2"] is not None:
         lo, hi = result["2"]["flip_ci"]
         m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
-    gaps = {b: 100 * (result[str(b)]["flip_rate"] - published["flip_rate"][b])
-            for b in sizes if b in published["flip_rate"]}
+    gaps = {
+        b: 100 * (result[str(b)]["flip_rate"] - published["flip_rate"][b]) for b in sizes if b in published["flip_rate"]
+    }
     worst = max(gaps, key=lambda b: abs(gaps[b]))
     m["compMaxGapPoints"] = f"{abs(gaps[worst]):.1f}"
     m["compMaxGapSign"] = "above" if gaps[worst] > 0 else "below"
@@ -131,8 +137,9 @@ def keep_macros(keep: pd.DataFrame) -> dict:
         b = int(r["batch_size"])
         if r["design"] == "random":
             m[latex.macro_name("comp", "keep", "flip", "b", b)] = _pct(r["flip_rate"])
-            m[latex.macro_name("comp", "keep", "flip", "ci", "b", b)] = \
+            m[latex.macro_name("comp", "keep", "flip", "ci", "b", b)] = (
                 f"[{_pct(r['flip_rate_ci_low'])}, {_pct(r['flip_rate_ci_high'])}]"
+            )
         elif r["design"] == "exact":
             m["compKeepExactFlip"] = _pct(r["flip_rate"])
         m["compKeepInferenceAcc"] = latex.fmt(r["inference_accuracy"])
@@ -141,25 +148,50 @@ def keep_macros(keep: pd.DataFrame) -> dict:
 
 def dependence_table(dep0, published) -> tuple:
     """The first dependence network beside the published values, every estimate with its interval."""
+
     def theirs(key, b, percent):
         v = published.get(key, {}).get(b)
         return "--" if v is None else (_pct(v) if percent else latex.fmt(v))
 
     def ours(r):
-        return [_with_interval(r["flip_rate"], r["flip_rate_ci_low"], r["flip_rate_ci_high"]),
-                _with_interval(r["train_mode_accuracy"], r["train_mode_accuracy_ci_low"],
-                               r["train_mode_accuracy_ci_high"], percent=False),
-                _with_interval(r["ever_flipped"], r["ever_flipped_ci_low"], r["ever_flipped_ci_high"])]
+        return [
+            _with_interval(r["flip_rate"], r["flip_rate_ci_low"], r["flip_rate_ci_high"]),
+            _with_interval(
+                r["train_mode_accuracy"],
+                r["train_mode_accuracy_ci_low"],
+                r["train_mode_accuracy_ci_high"],
+                percent=False,
+            ),
+            _with_interval(r["ever_flipped"], r["ever_flipped_ci_low"], r["ever_flipped_ci_high"]),
+        ]
 
     rows = []
     for r in dep0[dep0["design"] == "random"].sort_values("batch_size").to_dict("records"):
         b = int(r["batch_size"])
         f, a, e = ours(r)
-        rows.append([f"random, $b={b}$", f, theirs("flip_rate", b, True), a,
-                     theirs("train_mode_accuracy", b, False), e, theirs("ever_flipped", b, True)])
+        rows.append(
+            [
+                f"random, $b={b}$",
+                f,
+                theirs("flip_rate", b, True),
+                a,
+                theirs("train_mode_accuracy", b, False),
+                e,
+                theirs("ever_flipped", b, True),
+            ]
+        )
     for r in dep0[dep0["design"] == "exact"].to_dict("records"):
-        rows.append(["every companion, $b=2$", _pct(r["flip_rate"]), "--", latex.fmt(r["train_mode_accuracy"]),
-                     "--", _pct(r["ever_flipped"]), "--"])
+        rows.append(
+            [
+                "every companion, $b=2$",
+                _pct(r["flip_rate"]),
+                "--",
+                latex.fmt(r["train_mode_accuracy"]),
+                "--",
+                _pct(r["ever_flipped"]),
+                "--",
+            ]
+        )
     published_one_class = _pct(1 - published["one_class_same_label_b16"])
     for design, label in ONE_CLASS:
         for r in dep0[dep0["design"] == design].to_dict("records"):
@@ -167,8 +199,12 @@ def dependence_table(dep0, published) -> tuple:
             f, a, e = ours(r)
             pub = published_one_class if design == "any_class" and b == 16 else "--"
             rows.append([f"{label}, $b={b}$", f, pub, a, "--", e, "--"])
-    return (["companions", "flip rate [CI]", "publ.", "train-mode acc. [CI]", "publ.", "ever flipped [CI]",
-             "publ."], rows, "lllllll", "Study 1: first dependence network, ours beside the published values")
+    return (
+        ["companions", "flip rate [CI]", "publ.", "train-mode acc. [CI]", "publ.", "ever flipped [CI]", "publ."],
+        rows,
+        "lllllll",
+        "Study 1: first dependence network, ours beside the published values",
+    )
 
 
 def networks_table(dep_networks) -> tuple:
@@ -181,12 +217,19 @@ def networks_table(dep_networks) -> tuple:
     for k in keys.itertuples(index=False):
         cells = []
         for measure in MEASURES:
-            r = dep_networks[(dep_networks["design"] == k.design) & (dep_networks["batch_size"] == k.batch_size)
-                             & (dep_networks["measure"] == measure)].iloc[0]
+            r = dep_networks[
+                (dep_networks["design"] == k.design)
+                & (dep_networks["batch_size"] == k.batch_size)
+                & (dep_networks["measure"] == measure)
+            ].iloc[0]
             cells.append(_with_interval(r["mean"], r["ci_low"], r["ci_high"], measure != "train_mode_accuracy"))
         rows.append([f"{labels[k.design]}, $b={int(k.batch_size)}$", *cells])
-    return (["companions", "flip rate [CI]", "train-mode acc. [CI]", "ever flipped [CI]"], rows, "llll",
-            "Study 1: mean over the dependence networks, t interval over networks")
+    return (
+        ["companions", "flip rate [CI]", "train-mode acc. [CI]", "ever flipped [CI]"],
+        rows,
+        "llll",
+        "Study 1: mean over the dependence networks, t interval over networks",
+    )
 
 
 def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
@@ -199,11 +242,19 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
     dep_networks = over_networks(dep, params["confidence"])
     keep = summary[summary["network"] == "dependence_keep"]
     result = companions.dependence_json(dep0)
-    result["networks"] = {f"{r.design}_b{int(r.batch_size)}_{r.measure}": {"mean": r.mean, "ci": [r.ci_low, r.ci_high],
-                                                                          "networks": int(r.seeds)}
-                          for r in dep_networks.itertuples(index=False)}
+    result["networks"] = {
+        f"{r.design}_b{int(r.batch_size)}_{r.measure}": {
+            "mean": r.mean,
+            "ci": [r.ci_low, r.ci_high],
+            "networks": int(r.seeds),
+        }
+        for r in dep_networks.itertuples(index=False)
+    }
     return {
-        "summary_table": summary, "grid_table": over_seeds, "networks_table": dep_networks, "summary": result,
+        "summary_table": summary,
+        "grid_table": over_seeds,
+        "networks_table": dep_networks,
+        "summary": result,
         "macros": macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep),
         "tables": {"table": dependence_table(dep0, published), "networks_latex": networks_table(dep_networks)},
     }

@@ -59,8 +59,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         "depSeed": str(dep["seeds"][0]),
         "depSeedList": _list(dep["seeds"]),
         "depNetworks": str(len(dep["seeds"])),
-        "lastBatchRule": last_batch_sentence(grid["last_batch"], grid["batch_sizes"], train_rows,
-                                             net["eps"]),
+        "lastBatchRule": last_batch_sentence(grid["last_batch"], grid["batch_sizes"], train_rows, net["eps"]),
         "remedyPooledRows": pooled_rows_sentence(grid["last_batch"], grid["batch_sizes"], train_rows),
         "lastBatchDeparture": last_batch_departure(grid["last_batch"], dep["last_batch"]),
         "twoRowRootEps": f"{math.sqrt(net['eps']):.2g}",
@@ -81,20 +80,26 @@ def pooled_rows_sentence(policy: str, batch_sizes, rows: int) -> str:
     seen: dict[int, list[int]] = {}
     for b in batch_sizes:
         seen.setdefault(sum(batch_sizes_per_epoch(rows, b, policy)), []).append(b)
-    parts = [f"{fmt(n)} of the {fmt(rows)} rows at batch{'es' if len(bs) > 1 else ''} {_list(bs)}"
-             for n, bs in sorted(seen.items(), reverse=True)]
+    parts = [
+        f"{fmt(n)} of the {fmt(rows)} rows at batch{'es' if len(bs) > 1 else ''} {_list(bs)}"
+        for n, bs in sorted(seen.items(), reverse=True)
+    ]
     return "it pools " + _list(parts)
 
 
 def last_batch_departure(grid_policy: str, dependence_policy: str) -> str:
     """Whether dropping the leftover rows departs from the published protocol, in words."""
-    dropped = [name for name, policy in (("the grid", grid_policy), ("the dependence network", dependence_policy))
-               if policy == "drop"]
+    dropped = [
+        name
+        for name, policy in (("the grid", grid_policy), ("the dependence network", dependence_policy))
+        if policy == "drop"
+    ]
     if not dropped:
-        return ("Like the published study, whose default data loader keeps the leftover rows, we keep "
-                "them.")
-    return (f"This departs from the published protocol for {_list(dropped)}: a default data loader, "
-            "as the published study used, keeps the leftover rows as a last, smaller batch.")
+        return "Like the published study, whose default data loader keeps the leftover rows, we keep them."
+    return (
+        f"This departs from the published protocol for {_list(dropped)}: a default data loader, "
+        "as the published study used, keeps the leftover rows as a last, smaller batch."
+    )
 
 
 def last_batch_sentence(policy: str, batch_sizes, rows: int, eps: float = 1e-5) -> str:
@@ -102,13 +107,17 @@ def last_batch_sentence(policy: str, batch_sizes, rows: int, eps: float = 1e-5) 
     left = sorted({rows % b for b in batch_sizes} - {0})
     counts = _list(left) if left else "no"
     if policy == "drop":
-        return (f"The rows left over when an epoch is cut into batches ({counts} rows at these "
-                "batch sizes) are dropped: a batch of two rows maps every unit to "
-                "$\\pm\\delta/\\sqrt{\\delta^2+\\epsilon}$, $\\delta$ half the difference of its two "
-                "inputs (close to $\\pm1$ unless $\\delta$ is of the order of $\\sqrt\\epsilon$: "
-                f"$\\pm{two_row_output(math.sqrt(eps), eps):.3f}$ at $\\delta=\\sqrt\\epsilon={math.sqrt(eps):.2g}$), and "
-                "would enter the running averages with the weight of a full batch; a single row "
-                "cannot be normalised with batch statistics at all.")
-    return (f"The rows left over when an epoch is cut into batches ({counts} rows at these "
-            "batch sizes) form a final, smaller batch, except a single row, which cannot be "
-            "normalised with batch statistics and is dropped.")
+        return (
+            f"The rows left over when an epoch is cut into batches ({counts} rows at these "
+            "batch sizes) are dropped: a batch of two rows maps every unit to "
+            "$\\pm\\delta/\\sqrt{\\delta^2+\\epsilon}$, $\\delta$ half the difference of its two "
+            "inputs (close to $\\pm1$ unless $\\delta$ is of the order of $\\sqrt\\epsilon$: "
+            f"$\\pm{two_row_output(math.sqrt(eps), eps):.3f}$ at $\\delta=\\sqrt\\epsilon={math.sqrt(eps):.2g}$), and "
+            "would enter the running averages with the weight of a full batch; a single row "
+            "cannot be normalised with batch statistics at all."
+        )
+    return (
+        f"The rows left over when an epoch is cut into batches ({counts} rows at these "
+        "batch sizes) form a final, smaller batch, except a single row, which cannot be "
+        "normalised with batch statistics and is dropped."
+    )

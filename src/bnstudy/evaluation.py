@@ -87,8 +87,11 @@ def inference_accuracy(stacked, spec: NetSpec, x: np.ndarray, y: np.ndarray) -> 
 def correct_rows(correct: np.ndarray, seeds: list[int], mode: str) -> list[dict]:
     """Tidy rows ``seed, mode, row, correct`` (0/1) of an ``(M, N)`` correctness array, the
     paired unit of :mod:`bnstudy.paired` (test row ``row`` of model ``M`` = seed ``seeds[M]``)."""
-    return [{"seed": int(s), "mode": mode, "row": i, "correct": int(c)}
-            for m, s in enumerate(seeds) for i, c in enumerate(correct[m])]
+    return [
+        {"seed": int(s), "mode": mode, "row": i, "correct": int(c)}
+        for m, s in enumerate(seeds)
+        for i, c in enumerate(correct[m])
+    ]
 
 
 def test_batches(n: int, batch_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +112,7 @@ def test_batches(n: int, batch_size: int, seed: int) -> tuple[np.ndarray, np.nda
     batches = [perm[: full * batch_size].reshape(full, batch_size)]
     scored = [np.ones((full, batch_size), dtype=bool)]
     if rest:
-        tail = perm[full * batch_size:]
+        tail = perm[full * batch_size :]
         others = perm[: full * batch_size]
         fill = others[rng.permutation(len(others))[: batch_size - rest]]
         batches.append(np.concatenate([tail, fill]).reshape(1, batch_size))
@@ -117,8 +120,9 @@ def test_batches(n: int, batch_size: int, seed: int) -> tuple[np.ndarray, np.nda
     return np.concatenate(batches), np.concatenate(scored)
 
 
-def train_mode_logits(stacked, spec: NetSpec, x: np.ndarray, batch_size: int, seed: int,
-                      limits=(1.0, 0.0)) -> np.ndarray:
+def train_mode_logits(
+    stacked, spec: NetSpec, x: np.ndarray, batch_size: int, seed: int, limits=(1.0, 0.0)
+) -> np.ndarray:
     """Training-mode logits ``(M, n, C)`` of every test row, in the batch that scores it.
 
     The batches are :func:`test_batches`; ``kernels.logits(train=True)`` on them
@@ -134,8 +138,7 @@ def train_mode_logits(stacked, spec: NetSpec, x: np.ndarray, batch_size: int, se
     return out
 
 
-def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int,
-                        limits=(1.0, 0.0)) -> np.ndarray:
+def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int, limits=(1.0, 0.0)) -> np.ndarray:
     """Training-mode accuracy per model on seeded test batches of ``batch_size``.
 
     Every row is scored once (see :func:`test_batches`); running statistics are
@@ -145,8 +148,9 @@ def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int
     return share(labels(z) == np.asarray(y)[None, :])
 
 
-def trained_divergence(stacked, spec: NetSpec, x, y, batch_size: int, seed: int,
-                       limits=(1.0, 0.0)) -> dict[str, np.ndarray]:
+def trained_divergence(
+    stacked, spec: NetSpec, x, y, batch_size: int, seed: int, limits=(1.0, 0.0)
+) -> dict[str, np.ndarray]:
     """Per model of a stack, on the test rows ``x`` (each ``(M,)``, float64):
 
     - ``inference_accuracy``: share of rows labelled correctly in inference mode;
@@ -173,9 +177,19 @@ def trained_divergence(stacked, spec: NetSpec, x, y, batch_size: int, seed: int,
     }
 
 
-def remedy_rows(stacked, spec: NetSpec, seeds: list[int], x_train, y_train, x_test, y_test,
-                batch_size: int, seed: int, last_batch: str = "drop", correct: list | None = None
-                ) -> tuple[list[dict], list[dict]]:
+def remedy_rows(
+    stacked,
+    spec: NetSpec,
+    seeds: list[int],
+    x_train,
+    y_train,
+    x_test,
+    y_test,
+    batch_size: int,
+    seed: int,
+    last_batch: str = "drop",
+    correct: list | None = None,
+) -> tuple[list[dict], list[dict]]:
     """Inference-mode accuracy of a batch-norm stack under each replacement statistic.
 
     Returns ``(accuracy, distance)`` rows: one accuracy row per model and remedy
@@ -249,6 +263,7 @@ def summary_json(summary) -> dict:
 
 # ---- trained cells ----------------------------------------------------------------
 
+
 @dataclass
 class TrainedCell:
     """The trained networks of one weights list, stacked, with the test data to evaluate them on."""
@@ -272,5 +287,6 @@ def load_trained(weights, x_test, y_test, y_train) -> TrainedCell:
     from .recipe import final_limits
 
     stacked, spec, metas = load_stack(list(weights))
-    return TrainedCell(stacked, spec, metas, read_array(x_test), read_array(y_test),
-                       final_limits(metas[0], len(read_array(y_train))))
+    return TrainedCell(
+        stacked, spec, metas, read_array(x_test), read_array(y_test), final_limits(metas[0], len(read_array(y_train)))
+    )

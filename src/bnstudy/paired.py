@@ -77,8 +77,9 @@ def paired_interval(a, b, confidence: float) -> dict:
 
 
 def _rows(correct: pd.DataFrame, norm: str, mode: str, b: int, seed: int) -> np.ndarray:
-    g = correct[(correct.normaliser == norm) & (correct["mode"] == mode) & (correct.batch_size == b)
-                & (correct.seed == seed)].sort_values("row")
+    g = correct[
+        (correct.normaliser == norm) & (correct["mode"] == mode) & (correct.batch_size == b) & (correct.seed == seed)
+    ].sort_values("row")
     return g["correct"].to_numpy()
 
 
@@ -94,12 +95,35 @@ def per_seed(runs: pd.DataFrame, correct: pd.DataFrame, comparisons=COMPARISONS)
                     continue
                 ra, rb = _rows(correct, na, ma, b, s), _rows(correct, nb, mb, b, s)
                 a_only, b_only, p = mcnemar(ra, rb)
-                out.append({"comparison": name, "batch_size": b, "seed": s,
-                            "accuracy_a": float(acc[(na, ma, b, s)]), "accuracy_b": float(acc[(nb, mb, b, s)]),
-                            "rows": len(ra), "a_only": a_only, "b_only": b_only,
-                            "net_rows": a_only - b_only, "mcnemar_p": p})
-    return pd.DataFrame(out, columns=["comparison", "batch_size", "seed", "accuracy_a", "accuracy_b", "rows",
-                                      "a_only", "b_only", "net_rows", "mcnemar_p"])
+                out.append(
+                    {
+                        "comparison": name,
+                        "batch_size": b,
+                        "seed": s,
+                        "accuracy_a": float(acc[(na, ma, b, s)]),
+                        "accuracy_b": float(acc[(nb, mb, b, s)]),
+                        "rows": len(ra),
+                        "a_only": a_only,
+                        "b_only": b_only,
+                        "net_rows": a_only - b_only,
+                        "mcnemar_p": p,
+                    }
+                )
+    return pd.DataFrame(
+        out,
+        columns=[
+            "comparison",
+            "batch_size",
+            "seed",
+            "accuracy_a",
+            "accuracy_b",
+            "rows",
+            "a_only",
+            "b_only",
+            "net_rows",
+            "mcnemar_p",
+        ],
+    )
 
 
 def summarise(seeds: pd.DataFrame, confidence: float) -> pd.DataFrame:
@@ -112,9 +136,12 @@ def summarise(seeds: pd.DataFrame, confidence: float) -> pd.DataFrame:
         row = {"comparison": name, "batch_size": int(b)}
         row |= paired_interval(g.accuracy_a, g.accuracy_b, confidence)
         significant = g.mcnemar_p < alpha
-        row |= {"a_only": int(g.a_only.sum()), "b_only": int(g.b_only.sum()),
-                "net_rows": ", ".join(f"{int(v):+d}" for v in g.net_rows),
-                "seeds_a_better": int((significant & (g.net_rows > 0)).sum()),
-                "seeds_b_better": int((significant & (g.net_rows < 0)).sum())}
+        row |= {
+            "a_only": int(g.a_only.sum()),
+            "b_only": int(g.b_only.sum()),
+            "net_rows": ", ".join(f"{int(v):+d}" for v in g.net_rows),
+            "seeds_a_better": int((significant & (g.net_rows > 0)).sum()),
+            "seeds_b_better": int((significant & (g.net_rows < 0)).sum()),
+        }
         out.append(row)
     return pd.DataFrame(out)

@@ -60,8 +60,9 @@ def population_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return column_moments(x)
 
 
-def pass_batches(x: np.ndarray, batch_size: int, order: str, seed: int, sort_feature: int = 0,
-                 shuffle: int = 0) -> list[np.ndarray]:
+def pass_batches(
+    x: np.ndarray, batch_size: int, order: str, seed: int, sort_feature: int = 0, shuffle: int = 0
+) -> list[np.ndarray]:
     """Row indices of each batch of one pass over ``x``.
 
     ``shuffled``: a permutation from the stream ``(seed, STREAM_POPULATION, 1,
@@ -80,7 +81,7 @@ def pass_batches(x: np.ndarray, batch_size: int, order: str, seed: int, sort_fea
         perm = np.argsort(x[:, sort_feature], kind="stable")
     else:
         raise ValueError(f"unknown order {order!r}; expected one of {ORDERS}")
-    batches = [perm[i:i + batch_size] for i in range(0, n, batch_size)]
+    batches = [perm[i : i + batch_size] for i in range(0, n, batch_size)]
     return [b for b in batches if len(b) > 1]
 
 
@@ -115,8 +116,15 @@ def run_pass(x: np.ndarray, batches: list[np.ndarray], keep: float | None) -> Pa
     seen = np.zeros(len(x), dtype=bool)
     for rows in batches:
         seen[rows] = True
-    return PassResult(out, seen, layer.running_mean.copy(), layer.running_var.copy(),
-                      means, variances, np.array([len(b) for b in batches], dtype=np.int64))
+    return PassResult(
+        out,
+        seen,
+        layer.running_mean.copy(),
+        layer.running_var.copy(),
+        means,
+        variances,
+        np.array([len(b) for b in batches], dtype=np.int64),
+    )
 
 
 def bias_corrected(running: np.ndarray, initial: float, keep: float, updates: int) -> np.ndarray:
@@ -188,8 +196,9 @@ def train_eval_rmse(x, result: PassResult, mean, var) -> float:
     return rms((result.train_output - inference)[result.seen])
 
 
-def study(x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature: int = 0,
-          shuffle: int = 0) -> list[dict]:
+def study(
+    x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature: int = 0, shuffle: int = 0
+) -> list[dict]:
     """Tidy rows, one per (batch size, estimator, keep), for one batch order (and shuffle)."""
     mu, sigma2 = population_stats(x)
     offset = initial_offset(mu, sigma2)
@@ -203,23 +212,37 @@ def study(x: np.ndarray, batch_sizes, keeps, order: str, seed: int, sort_feature
             base = r
             u = r.updates
             estimates.append(("ema", keep, r.running_mean, r.running_var, powi(keep, u)))
-            estimates.append(("bias_corrected", keep, bias_corrected(r.running_mean, INITIAL_MEAN, keep, u),
-                              bias_corrected(r.running_var, INITIAL_VAR, keep, u), 0.0))
+            estimates.append(
+                (
+                    "bias_corrected",
+                    keep,
+                    bias_corrected(r.running_mean, INITIAL_MEAN, keep, u),
+                    bias_corrected(r.running_var, INITIAL_VAR, keep, u),
+                    0.0,
+                )
+            )
         r = run_pass(x, batches, None)
         estimates.append(("cumulative", None, r.running_mean, r.running_var, 0.0))
         estimates.append(("pooled", None, *pooled(x, r.seen), 0.0))
         base = base or r
         within, between = variance_decomposition(base)
         for name, keep, mean, var, weight in estimates:
-            rows.append({
-                "order": order, "batch_size": int(b), "updates": base.updates, "estimator": name,
-                "keep": keep, "initial_weight": weight, "predicted_error": weight * offset,
-                **statistics_errors(mean, var, mu, sigma2),
-                "batch_estimate_error": batch_estimate_error(base, mu, sigma2),
-                "train_eval_rmse": train_eval_rmse(x, base, mean, var),
-                "sort_feature_within_var": float(within[sort_feature]),
-                "sort_feature_between_var": float(between[sort_feature]),
-            })
+            rows.append(
+                {
+                    "order": order,
+                    "batch_size": int(b),
+                    "updates": base.updates,
+                    "estimator": name,
+                    "keep": keep,
+                    "initial_weight": weight,
+                    "predicted_error": weight * offset,
+                    **statistics_errors(mean, var, mu, sigma2),
+                    "batch_estimate_error": batch_estimate_error(base, mu, sigma2),
+                    "train_eval_rmse": train_eval_rmse(x, base, mean, var),
+                    "sort_feature_within_var": float(within[sort_feature]),
+                    "sort_feature_between_var": float(between[sort_feature]),
+                }
+            )
     return rows
 
 
@@ -241,8 +264,9 @@ def monotone_sentence(means: dict[int, float]) -> str:
     if not falls:
         return "rises with every step in batch size"
     steps = ", ".join(f"from $b={a}$ to $b={b}$" for a, b in falls)
-    return (f"is not monotone in the batch size: it falls {steps}, and is smallest at $b={best}$"
-            + ("" if best == sizes[0] else f", not at the smallest batch $b={sizes[0]}$"))
+    return f"is not monotone in the batch size: it falls {steps}, and is smallest at $b={best}$" + (
+        "" if best == sizes[0] else f", not at the smallest batch $b={sizes[0]}$"
+    )
 
 
 def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
@@ -252,9 +276,12 @@ def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
     same for the sorted order; ``worst_feature_var_error`` the largest absolute
     running-variance error over features and batch sizes (shuffled, same keep).
     """
+
     def pick(order):
-        return {r["batch_size"]: r for r in rows
-                if r["order"] == order and r["estimator"] == "ema" and r["keep"] == keep}
+        return {
+            r["batch_size"]: r for r in rows if r["order"] == order and r["estimator"] == "ema" and r["keep"] == keep
+        }
+
     shuffled, sorted_ = pick("shuffled"), pick("sorted")
     sizes = sorted(shuffled)
     return {
@@ -265,4 +292,3 @@ def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
         "train_eval_rmse_sorted": {str(b): sorted_[b]["train_eval_rmse"] for b in sizes},
         "worst_feature_var_error": max(shuffled[b]["worst_var_error"] for b in sizes),
     }
-

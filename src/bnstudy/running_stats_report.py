@@ -19,16 +19,21 @@ VAR_HIGH, VAR_LOW = 5.0, 0.5  # the population description counts variances at l
 
 def shuffle_summary_table(shuffles: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Mean, sd and t interval over shuffles of each metric, per estimator and batch size."""
-    long = shuffles.melt(id_vars=["estimator", "batch_size", "updates", "shuffle"], value_vars=list(SHUFFLE_METRICS),
-                         var_name="metric")
-    return stats.summarise_over_seeds(long, ["estimator", "batch_size", "updates", "metric"], "value", confidence) \
-        .rename(columns={"seeds": "shuffles"})
+    long = shuffles.melt(
+        id_vars=["estimator", "batch_size", "updates", "shuffle"], value_vars=list(SHUFFLE_METRICS), var_name="metric"
+    )
+    return stats.summarise_over_seeds(
+        long, ["estimator", "batch_size", "updates", "metric"], "value", confidence
+    ).rename(columns={"seeds": "shuffles"})
 
 
 def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
     """Macros of the replicated shuffles: every mean with its interval, the best batch size, and
     a sentence on monotonicity that is true of the means."""
-    f4 = lambda v: latex.fmt(float(v), 4)
+
+    def f4(v):
+        return latex.fmt(float(v), 4)
+
     m = {"rsShuffles": str(int(summary["shuffles"].max())), "rsConfidence": f"{100 * confidence:g}\\%"}
     ema = summary[(summary.estimator == "ema") & (summary.metric == "running_error")]
     means = {int(r.batch_size): float(r.mean) for r in ema.itertuples(index=False)}
@@ -51,7 +56,9 @@ def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
 def shuffle_table(summary: pd.DataFrame) -> tuple:
     """Per batch size: the EMA's and the pooled statistics' running error, and the EMA's
     train/inference RMSE, mean over shuffles with its interval."""
-    f4 = lambda v: latex.fmt(float(v), 4)
+
+    def f4(v):
+        return latex.fmt(float(v), 4)
 
     def cell(estimator, metric, b):
         r = summary[(summary.estimator == estimator) & (summary.metric == metric) & (summary.batch_size == b)]
@@ -60,10 +67,22 @@ def shuffle_table(summary: pd.DataFrame) -> tuple:
     rows = []
     for b in sorted(int(v) for v in summary.batch_size.unique()):
         u = int(summary[summary.batch_size == b].updates.iloc[0])
-        rows.append([str(b), str(u), cell("ema", "running_error", b), cell("bias_corrected", "running_error", b),
-                     cell("pooled", "running_error", b), cell("ema", "train_eval_rmse", b)])
-    return (["$b$", "updates", "EMA error", "bias-corr.\\ error", "pooled error", "div.\\ EMA"], rows, "rrllll",
-            "Study 3 over replicate shuffles: mean [interval]")
+        rows.append(
+            [
+                str(b),
+                str(u),
+                cell("ema", "running_error", b),
+                cell("bias_corrected", "running_error", b),
+                cell("pooled", "running_error", b),
+                cell("ema", "train_eval_rmse", b),
+            ]
+        )
+    return (
+        ["$b$", "updates", "EMA error", "bias-corr.\\ error", "pooled error", "div.\\ EMA"],
+        rows,
+        "rrllll",
+        "Study 3 over replicate shuffles: mean [interval]",
+    )
 
 
 def summarise(passes, checks, population, trained, shuffles, published, p) -> dict:
@@ -78,21 +97,21 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
     records = passes.astype(object).where(passes.notna(), None).to_dict("records")
     out["summary"] = running_stats.summary_json(records, keep=keep)
 
-
     def cell(order, estimator, with_keep=True):
         rows = passes[(passes["order"] == order) & (passes["estimator"] == estimator)]
         if with_keep:
             rows = rows[(rows["keep"] - keep).abs() < 1e-12]
         return {int(r.batch_size): r for r in rows.itertuples(index=False)}
 
-
     ema = {o: cell(o, "ema") for o in running_stats.ORDERS}
-    est = {(o, e): cell(o, e, e in ("ema", "bias_corrected")) for o in running_stats.ORDERS
-           for e in running_stats.ESTIMATORS}
+    est = {
+        (o, e): cell(o, e, e in ("ema", "bias_corrected"))
+        for o in running_stats.ORDERS
+        for e in running_stats.ESTIMATORS
+    }
     sizes = sorted(ema["shuffled"])
     bmin, bmax = sizes[0], sizes[-1]
     m = latex.macro_name
-
 
     def power_of_ten(tol: float) -> str:
         """``$10^{k}$`` for a tolerance ``10**k``, read from its decimal form (no libm log10)."""
@@ -100,12 +119,18 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         assert mantissa == "1", f"tolerance {tol} is not a power of ten"
         return f"$10^{{{int(exponent)}}}$"
 
-    f4 = lambda v: latex.fmt(float(v), 4)
+    def f4(v):
+        return latex.fmt(float(v), 4)
 
     macros = {
-        "rsRows": str(p["rows"]), "rsFeatures": str(p["features"]), "rsSeed": str(p["seed"]),
-        "rsKeep": latex.fmt(keep, 2), "rsBatchMin": str(bmin), "rsBatchMax": str(bmax),
-        "rsUpdatesMin": str(ema["shuffled"][bmax].updates), "rsUpdatesMax": str(ema["shuffled"][bmin].updates),
+        "rsRows": str(p["rows"]),
+        "rsFeatures": str(p["features"]),
+        "rsSeed": str(p["seed"]),
+        "rsKeep": latex.fmt(keep, 2),
+        "rsBatchMin": str(bmin),
+        "rsBatchMax": str(bmax),
+        "rsUpdatesMin": str(ema["shuffled"][bmax].updates),
+        "rsUpdatesMax": str(ema["shuffled"][bmin].updates),
         "rsKeeps": ", ".join(latex.fmt(k, 2) for k in sorted(passes["keep"].dropna().unique())),
         "rsBatchSizes": ", ".join(map(str, sizes)),
         "rsMeanTol": power_of_ten(selfchecks.MEAN_TOL),
@@ -139,8 +164,9 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
     ratios = {b: ema["sorted"][b].train_eval_rmse / ema["shuffled"][b].train_eval_rmse for b in sizes}
     macros |= {
         "rsRunningErrorGrowth": latex.fmt(ema["shuffled"][bmax].running_error / ema["shuffled"][bmin].running_error, 1),
-        "rsBatchEstimateGain": latex.fmt(ema["shuffled"][bmin].batch_estimate_error
-                                         / ema["shuffled"][bmax].batch_estimate_error, 1),
+        "rsBatchEstimateGain": latex.fmt(
+            ema["shuffled"][bmin].batch_estimate_error / ema["shuffled"][bmax].batch_estimate_error, 1
+        ),
         "rsRunningErrorBestBatch": str(best),
         "rsRunningErrorBest": f4(ema["shuffled"][best].running_error),
         "rsDivergenceRatioLow": latex.fmt(min(ratios.values()), 1),
@@ -170,11 +196,13 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
     # The population.
     mu, sigma2 = running_stats.population_stats(population)
     macros |= {
-        "rsPopVarMin": latex.fmt(float(sigma2.min()), 2), "rsPopVarMax": latex.fmt(float(sigma2.max()), 2),
+        "rsPopVarMin": latex.fmt(float(sigma2.min()), 2),
+        "rsPopVarMax": latex.fmt(float(sigma2.max()), 2),
         "rsPopMeanAbsMax": latex.fmt(float(abs(mu).max()), 2),
         "rsPopVarAboveFive": str(int((sigma2 >= VAR_HIGH).sum())),
         "rsPopVarBelowHalf": str(int((sigma2 <= VAR_LOW).sum())),
-        "rsPopVarHigh": f"{VAR_HIGH:g}", "rsPopVarLow": f"{VAR_LOW:g}",
+        "rsPopVarHigh": f"{VAR_HIGH:g}",
+        "rsPopVarLow": f"{VAR_LOW:g}",
         "rsInitialOffset": f4(running_stats.initial_offset(mu, sigma2)),
         "rsWorstVarTrue": latex.fmt(float(sigma2[int(worst.worst_var_feature)]), 2),
     }
@@ -193,19 +221,25 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
     macros |= {
         "rsPublishedRunningErrorMin": latex.fmt(published["running_error"][pub_sizes[0]], 4),
         "rsPublishedRunningErrorMax": latex.fmt(published["running_error"][pub_sizes[-1]], 4),
-        "rsPublishedBatchMin": str(pub_sizes[0]), "rsPublishedBatchMax": str(pub_sizes[-1]),
-        "rsPublishedGrowth": latex.fmt(published["running_error"][pub_sizes[-1]] / published["running_error"][pub_sizes[0]], 1),
+        "rsPublishedBatchMin": str(pub_sizes[0]),
+        "rsPublishedBatchMax": str(pub_sizes[-1]),
+        "rsPublishedGrowth": latex.fmt(
+            published["running_error"][pub_sizes[-1]] / published["running_error"][pub_sizes[0]], 1
+        ),
         "rsPublishedTrainEvalShuffled": latex.fmt(published["train_eval_rmse_shuffled"], 4),
         "rsPublishedTrainEvalSorted": latex.fmt(published["train_eval_rmse_sorted"], 4),
-        "rsPublishedDivergenceRatio": latex.fmt(published["train_eval_rmse_sorted"] / published["train_eval_rmse_shuffled"], 1),
+        "rsPublishedDivergenceRatio": latex.fmt(
+            published["train_eval_rmse_sorted"] / published["train_eval_rmse_shuffled"], 1
+        ),
         "rsPublishedWorstVarError": latex.fmt(published["worst_feature_var_error"], 2),
     }
 
     # ---- trained networks: class-sorted versus shuffled ---------------------------------
     metrics = ["inference_accuracy", "train_mode_accuracy", "label_disagreement", "train_eval_rmse"]
     long = trained.melt(id_vars=["normaliser", "batch_size", "order", "seed"], value_vars=metrics, var_name="metric")
-    sorted_summary = stats.summarise_over_seeds(long, ["normaliser", "batch_size", "order", "metric"], "value",
-                                                p["confidence"])
+    sorted_summary = stats.summarise_over_seeds(
+        long, ["normaliser", "batch_size", "order", "metric"], "value", p["confidence"]
+    )
     out["sorted_training"] = sorted_summary
     cells = {(int(r.batch_size), r.order, r.metric): r for r in sorted_summary.itertuples(index=False)}
     for (b, order, metric), r in cells.items():
@@ -227,39 +261,76 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
     for b in sizes:
         sh, so = ema["shuffled"][b], ema["sorted"][b]
         pub = published["running_error"].get(b)
-        rows.append([str(b), str(sh.updates), f4(sh.initial_weight), f4(sh.predicted_error), f4(sh.running_error),
-                     f4(sh.batch_estimate_error), f4(sh.train_eval_rmse), f4(so.train_eval_rmse),
-                     latex.fmt(ratios[b], 1), "--" if pub is None else f"{pub:.4f}"])
+        rows.append(
+            [
+                str(b),
+                str(sh.updates),
+                f4(sh.initial_weight),
+                f4(sh.predicted_error),
+                f4(sh.running_error),
+                f4(sh.batch_estimate_error),
+                f4(sh.train_eval_rmse),
+                f4(so.train_eval_rmse),
+                latex.fmt(ratios[b], 1),
+                "--" if pub is None else f"{pub:.4f}",
+            ]
+        )
     out["table_errors"] = (
-                      ["$b$", "updates", "$k^u$", "predicted", "running", "one batch", "shuffled", "sorted", "ratio",
-                       "publ."],
-                      rows, "rrrrrrrrrr", "Study 3: running-statistics error and train/inference divergence")
-
+        ["$b$", "updates", "$k^u$", "predicted", "running", "one batch", "shuffled", "sorted", "ratio", "publ."],
+        rows,
+        "rrrrrrrrrr",
+        "Study 3: running-statistics error and train/inference divergence",
+    )
 
     def mark(ok):
         return "pass" if bool(ok) else "\\textbf{fail}"
 
-
     rows = []
-    for r in checks.sort_values(["batch_size", "order"], ascending=[True, False], kind="stable").itertuples(index=False):
-        rows.append([str(r.batch_size), r.order,
-                     f"{mark(r.train_mean_pass)} ({r.train_mean:.0e})", f"{mark(r.train_var_pass)} ({r.train_var:.0e})",
-                     mark(r.inference_repeatable_pass), mark(r.shape_pass), f4(r.train_eval_rmse),
-                     f"{mark(r.differential_pass)} ({r.differential_rmse:.3f})"])
+    for r in checks.sort_values(["batch_size", "order"], ascending=[True, False], kind="stable").itertuples(
+        index=False
+    ):
+        rows.append(
+            [
+                str(r.batch_size),
+                r.order,
+                f"{mark(r.train_mean_pass)} ({r.train_mean:.0e})",
+                f"{mark(r.train_var_pass)} ({r.train_var:.0e})",
+                mark(r.inference_repeatable_pass),
+                mark(r.shape_pass),
+                f4(r.train_eval_rmse),
+                f"{mark(r.differential_pass)} ({r.differential_rmse:.3f})",
+            ]
+        )
     out["table_selfchecks"] = (
-                      ["$b$", "order", "mean $\\approx\\beta$", "var $\\approx\\gamma^2$", "repeatable", "shape",
-                       "divergence", "vs.\\ reference"],
-                      rows, "rlllllrl", "Study 5: the four self-checks, the divergence and the differential check")
+        [
+            "$b$",
+            "order",
+            "mean $\\approx\\beta$",
+            "var $\\approx\\gamma^2$",
+            "repeatable",
+            "shape",
+            "divergence",
+            "vs.\\ reference",
+        ],
+        rows,
+        "rlllllrl",
+        "Study 5: the four self-checks, the divergence and the differential check",
+    )
 
     rows = []
     for order in running_stats.ORDERS:
         for b in sizes:
-            rows.append([order, str(b)] + [f4(est[(order, e)][b].running_error) for e in running_stats.ESTIMATORS]
-                        + [f4(est[(order, e)][b].train_eval_rmse) for e in ("ema", "pooled")])
+            rows.append(
+                [order, str(b)]
+                + [f4(est[(order, e)][b].running_error) for e in running_stats.ESTIMATORS]
+                + [f4(est[(order, e)][b].train_eval_rmse) for e in ("ema", "pooled")]
+            )
     out["table_remedies"] = (
-                      ["order", "$b$", "EMA", "bias-corr.", "cumulative", "pooled", "div.\\ EMA", "div.\\ pooled"],
-                      rows, "lrrrrrrr", "Study 3: remedies on the same passes")
-
+        ["order", "$b$", "EMA", "bias-corr.", "cumulative", "pooled", "div.\\ EMA", "div.\\ pooled"],
+        rows,
+        "lrrrrrrr",
+        "Study 3: remedies on the same passes",
+    )
 
     def ms(b, order, metric, digits=3):
         r = cells.get((b, order, metric))
@@ -268,10 +339,13 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         sd = "" if pd.isna(r.sd) else f" $\\pm$ {r.sd:.{digits}f}"
         return f"{r.mean:.{digits}f}{sd}"
 
-
-    rows = [[str(b), order] + [ms(b, order, k) for k in metrics]
-            for b in trained_sizes for order in ("shuffled", "sorted")]
+    rows = [
+        [str(b), order] + [ms(b, order, k) for k in metrics] for b in trained_sizes for order in ("shuffled", "sorted")
+    ]
     out["table_sorted"] = (
-                      ["$b$", "batches", "inference acc.", "training-mode acc.", "label disagreement", "logit RMSE"],
-                      rows, "rlllll", "Study 3 in trained networks: class-sorted versus shuffled training batches")
+        ["$b$", "batches", "inference acc.", "training-mode acc.", "label disagreement", "logit RMSE"],
+        rows,
+        "rlllll",
+        "Study 3 in trained networks: class-sorted versus shuffled training batches",
+    )
     return out

@@ -102,12 +102,17 @@ def run(x: np.ndarray, batches: list[np.ndarray], keep: float, bn=None) -> dict:
     divergence = rms((train_out - inference)[seen])
     differential = rms(inference - intended)
     return {
-        "train_mean": worst_mean, "train_mean_pass": worst_mean <= MEAN_TOL,
-        "train_var": worst_var, "train_var_pass": worst_var <= VAR_TOL,
-        "inference_repeatable": repeat_gap, "inference_repeatable_pass": repeat_gap == 0.0,
-        "shape": float(shape_ok), "shape_pass": bool(shape_ok),
+        "train_mean": worst_mean,
+        "train_mean_pass": worst_mean <= MEAN_TOL,
+        "train_var": worst_var,
+        "train_var_pass": worst_var <= VAR_TOL,
+        "inference_repeatable": repeat_gap,
+        "inference_repeatable_pass": repeat_gap == 0.0,
+        "shape": float(shape_ok),
+        "shape_pass": bool(shape_ok),
         "train_eval_rmse": divergence,
-        "differential_rmse": differential, "differential_pass": differential <= DIFFERENTIAL_TOL,
+        "differential_rmse": differential,
+        "differential_pass": differential <= DIFFERENTIAL_TOL,
     }
 
 

@@ -48,8 +48,7 @@ def summarise_over_seeds(df: pd.DataFrame, by: list[str], value: str, confidence
     for key, group in df.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         mean, sd, lo, hi = seed_interval(group[value].tolist(), confidence)
-        rows.append(dict(zip(by, key)) | {"seeds": len(group), "mean": mean, "sd": sd,
-                                          "ci_low": lo, "ci_high": hi})
+        rows.append(dict(zip(by, key)) | {"seeds": len(group), "mean": mean, "sd": sd, "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(rows)
 
 
@@ -63,8 +62,9 @@ def _resample_means(v, idx, out):
         out[r] = s / n
 
 
-def bootstrap_examples(per_example: np.ndarray, resamples: int, confidence: float,
-                       rng: np.random.Generator, strata=None) -> tuple[float, float]:
+def bootstrap_examples(
+    per_example: np.ndarray, resamples: int, confidence: float, rng: np.random.Generator, strata=None
+) -> tuple[float, float]:
     """Percentile interval for the mean of per-example values, resampling examples.
 
     ``per_example`` holds one value per example (e.g. that example's flip rate over

@@ -95,27 +95,48 @@ rule summarise_batch_size:
     message:
         "Summarising accuracy over seeds for every normaliser and batch size"
     input:
-        cells=expand(rules.evaluate_grid.output.accuracy, zip,
-                     normaliser=[c["normaliser"] for c in grid_cells()],
-                     batch_size=[c["batch_size"] for c in grid_cells()]),
-        remedies=expand(rules.evaluate_remedies.output.accuracy, zip,
-                        normaliser=[c["normaliser"] for c in REMEDY_CELLS],
-                        batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
-        distances=expand(rules.evaluate_remedies.output.distances, zip,
-                         normaliser=[c["normaliser"] for c in REMEDY_CELLS],
-                         batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
-        correct=expand(rules.evaluate_grid.output.correct, zip,
-                       normaliser=[c["normaliser"] for c in grid_cells()],
-                       batch_size=[c["batch_size"] for c in grid_cells()]),
-        remedies_correct=expand(rules.evaluate_remedies.output.correct, zip,
-                                normaliser=[c["normaliser"] for c in REMEDY_CELLS],
-                                batch_size=[c["batch_size"] for c in REMEDY_CELLS]),
-        keep=expand(rules.evaluate_keep.output.accuracy, zip,
-                    normaliser=[c["normaliser"] for c in KEEP_CELLS],
-                    batch_size=[c["batch_size"] for c in KEEP_CELLS]),
-        keep_correct=expand(rules.evaluate_keep.output.correct, zip,
-                            normaliser=[c["normaliser"] for c in KEEP_CELLS],
-                            batch_size=[c["batch_size"] for c in KEEP_CELLS]),
+        cells=expand(
+            rules.evaluate_grid.output.accuracy,
+            zip,
+            normaliser=[c["normaliser"] for c in grid_cells()],
+            batch_size=[c["batch_size"] for c in grid_cells()],
+        ),
+        remedies=expand(
+            rules.evaluate_remedies.output.accuracy,
+            zip,
+            normaliser=[c["normaliser"] for c in REMEDY_CELLS],
+            batch_size=[c["batch_size"] for c in REMEDY_CELLS],
+        ),
+        distances=expand(
+            rules.evaluate_remedies.output.distances,
+            zip,
+            normaliser=[c["normaliser"] for c in REMEDY_CELLS],
+            batch_size=[c["batch_size"] for c in REMEDY_CELLS],
+        ),
+        correct=expand(
+            rules.evaluate_grid.output.correct,
+            zip,
+            normaliser=[c["normaliser"] for c in grid_cells()],
+            batch_size=[c["batch_size"] for c in grid_cells()],
+        ),
+        remedies_correct=expand(
+            rules.evaluate_remedies.output.correct,
+            zip,
+            normaliser=[c["normaliser"] for c in REMEDY_CELLS],
+            batch_size=[c["batch_size"] for c in REMEDY_CELLS],
+        ),
+        keep=expand(
+            rules.evaluate_keep.output.accuracy,
+            zip,
+            normaliser=[c["normaliser"] for c in KEEP_CELLS],
+            batch_size=[c["batch_size"] for c in KEEP_CELLS],
+        ),
+        keep_correct=expand(
+            rules.evaluate_keep.output.correct,
+            zip,
+            normaliser=[c["normaliser"] for c in KEEP_CELLS],
+            batch_size=[c["batch_size"] for c in KEEP_CELLS],
+        ),
         published="workflow/resources/published.yaml",
         code=code("summarise_batch_size.py"),
     output:
@@ -156,8 +177,9 @@ rule figure_batch_size:
         summary=rules.summarise_batch_size.output.summary_table,
         code=code("figure_batch_size.py"),
     output:
-        pdf=report("results/paper/figures/batch_size.pdf", category="Study 2: batch size",
-                   caption="../report/batch_size.rst"),
+        pdf=report(
+            "results/paper/figures/batch_size.pdf", category="Study 2: batch size", caption="../report/batch_size.rst"
+        ),
         png="results/paper/figures/batch_size.png",
     conda:
         CONDA_ENV
@@ -180,8 +202,11 @@ rule figure_batch_size_remedies:
         summary=rules.summarise_batch_size.output.summary_table,
         code=code("figure_batch_size_remedies.py"),
     output:
-        pdf=report("results/paper/figures/batch_size_remedies.pdf", category="Study 2: batch size",
-                   caption="../report/batch_size_remedies.rst"),
+        pdf=report(
+            "results/paper/figures/batch_size_remedies.pdf",
+            category="Study 2: batch size",
+            caption="../report/batch_size_remedies.rst",
+        ),
         png="results/paper/figures/batch_size_remedies.png",
     conda:
         CONDA_ENV

@@ -120,9 +120,12 @@ rule summarise_companions:
     input:
         dependence=rules.probe_companions_dependence.output.probes,
         dependence_keep=rules.probe_companions_dependence_keep.output.probes,
-        cells=expand(rules.probe_companions_grid.output.probes, zip,
-                     normaliser=[c["normaliser"] for c in grid_cells()],
-                     batch_size=[c["batch_size"] for c in grid_cells()]),
+        cells=expand(
+            rules.probe_companions_grid.output.probes,
+            zip,
+            normaliser=[c["normaliser"] for c in grid_cells()],
+            batch_size=[c["batch_size"] for c in grid_cells()],
+        ),
         published="workflow/resources/published.yaml",
         code=code("companions_summarise.py"),
     output:
@@ -163,8 +166,9 @@ rule figure_companions:
         published="workflow/resources/published.yaml",
         code=code("companions_figure.py"),
     output:
-        pdf=report("results/paper/figures/companions.pdf", category="Study 1: companions",
-                   caption="../report/companions.rst"),
+        pdf=report(
+            "results/paper/figures/companions.pdf", category="Study 1: companions", caption="../report/companions.rst"
+        ),
         png="results/paper/figures/companions.png",
     conda:
         CONDA_ENV

@@ -6,7 +6,8 @@ RS_KEEP = 1.0 - config["network"]["momentum"]  # the keep-factor of the trained 
 
 rule population:
     message:
-        "Generating the enumerated population: %d rows x %d features, seed %d" % (RS["rows"], RS["features"], RS["seed"])
+        "Generating the enumerated population: %d rows x %d features, seed %d"
+        % (RS["rows"], RS["features"], RS["seed"])
     input:
         code=code("running_stats_population.py"),
     output:
@@ -31,7 +32,8 @@ rule population:
 
 rule running_stats:
     message:
-        "One batch-norm layer over the population: batch sizes %s, keep-factors %s, shuffled and sorted" % (RS["batch_sizes"], RS["keeps"])
+        "One batch-norm layer over the population: batch sizes %s, keep-factors %s, shuffled and sorted"
+        % (RS["batch_sizes"], RS["keeps"])
     input:
         population=rules.population.output.population,
         code=code("running_stats.py"),
@@ -94,7 +96,9 @@ rule evaluate_sorted:
         # the grid network of the same normaliser and batch size, if the grid has one
         shuffled_weights=lambda wc: (
             expand(rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size)
-            if int(wc.batch_size) in GRID_BATCH_SIZES and wc.normaliser in NORMALISERS else []),
+            if int(wc.batch_size) in GRID_BATCH_SIZES and wc.normaliser in NORMALISERS
+            else []
+        ),
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
@@ -125,9 +129,12 @@ rule summarise_running_stats:
         passes=rules.running_stats.output.passes,
         shuffles=rules.running_stats.output.shuffles,
         checks=rules.running_stats_selfchecks.output.checks,
-        sorted_cells=expand(rules.evaluate_sorted.output.cell, zip,
-                            normaliser=[c["normaliser"] for c in SORTED_CELLS],
-                            batch_size=[c["batch_size"] for c in SORTED_CELLS]),
+        sorted_cells=expand(
+            rules.evaluate_sorted.output.cell,
+            zip,
+            normaliser=[c["normaliser"] for c in SORTED_CELLS],
+            batch_size=[c["batch_size"] for c in SORTED_CELLS],
+        ),
         published="workflow/resources/published.yaml",
         code=code("running_stats_summary.py"),
     output:
@@ -168,8 +175,11 @@ rule figure_running_stats:
         passes=rules.running_stats.output.passes,
         code=code("running_stats_figure.py"),
     output:
-        pdf=report("results/paper/figures/running_stats.pdf", category="Study 3: running statistics",
-                   caption="../report/running_stats.rst"),
+        pdf=report(
+            "results/paper/figures/running_stats.pdf",
+            category="Study 3: running statistics",
+            caption="../report/running_stats.rst",
+        ),
         png="results/paper/figures/running_stats.png",
     params:
         keep=RS_KEEP,

@@ -156,5 +156,3 @@ register(rules.train_dependence_keep)
 register(rules.train_keep, KEEP_CELLS)
 register(rules.train_grid, grid_cells())
 register(rules.train_sorted, SORTED_CELLS)
-
-

@@ -2,16 +2,16 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
+log = start(snakemake, torch=False)
+import pandas as pd
+import yaml
 
-from bnstudy import companions_summary, io, latex  # noqa: E402
+from bnstudy import companions_summary, io, latex
 
-inp, out, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
 probes = pd.concat([io.read_table(f) for f in [inp.dependence, inp.dependence_keep, *inp.cells]], ignore_index=True)
 result = companions_summary.summarise_all(probes, yaml.safe_load(open(inp.published))["companions"], dict(p))
 for name in ("summary_table", "grid_table", "networks_table"):

@@ -2,21 +2,31 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-from bnstudy import evaluation, io, model, recipe  # noqa: E402
+log = start(snakemake, torch=False)
+from bnstudy import evaluation, io, model, recipe
 
-inp, out, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
 stacked, spec, metas = model.load_stack(list(inp.weights))
-b = int(snakemake.wildcards.batch_size)  # noqa: F821
+b = int(snakemake.wildcards.batch_size)
 data = {k: io.read_array(inp[k]) for k in ("x_train", "y_train", "x_test", "y_test")}
 seeds = [int(m["seed"]) for m in metas]
 correct = []
 accuracy, distances = evaluation.remedy_rows(
-    stacked, spec, seeds, data["x_train"], data["y_train"], data["x_test"], data["y_test"], b, p.seed,
-    recipe.Recipe.from_metadata(metas[0]).last_batch, correct=correct)
+    stacked,
+    spec,
+    seeds,
+    data["x_train"],
+    data["y_train"],
+    data["x_test"],
+    data["y_test"],
+    b,
+    p.seed,
+    recipe.Recipe.from_metadata(metas[0]).last_batch,
+    correct=correct,
+)
 cell = {"normaliser": spec.normaliser, "batch_size": b}
 tracked = stacked["1.num_batches_tracked"].reshape(len(metas), -1)[:, 0]  # one count per model
 updates = {int(m["seed"]): int(tracked[i]) for i, m in enumerate(metas)}

@@ -2,22 +2,27 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
+log = start(snakemake, torch=False)
+import pandas as pd
+import yaml
 
-from bnstudy import io, latex, running_stats_report  # noqa: E402
+from bnstudy import io, latex, running_stats_report
 
-inp, out, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
 with open(inp.published) as f:
     published = yaml.safe_load(f)["running_stats"]
 result = running_stats_report.summarise(
-    io.read_table(inp.passes), io.read_table(inp.checks), io.read_array(inp.population),
-    pd.concat([io.read_table(f) for f in inp.sorted_cells], ignore_index=True), io.read_table(inp.shuffles),
-    published, dict(p))
+    io.read_table(inp.passes),
+    io.read_table(inp.checks),
+    io.read_array(inp.population),
+    pd.concat([io.read_table(f) for f in inp.sorted_cells], ignore_index=True),
+    io.read_table(inp.shuffles),
+    published,
+    dict(p),
+)
 io.write_json(out.summary, result["summary"])
 io.write_table(out.sorted_training, result["sorted_training"])
 io.write_table(out.shuffle_summary, result["shuffle_summary"])

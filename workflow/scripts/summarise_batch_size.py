@@ -2,25 +2,37 @@
 
 import sys
 
-sys.path.insert(0, snakemake.scriptdir)  # noqa: F821
-from _setup import start  # noqa: E402
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
 
-log = start(snakemake, torch=False)  # noqa: F821
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
+log = start(snakemake, torch=False)
+import pandas as pd
+import yaml
 
-from bnstudy import batch_size_summary, io, latex  # noqa: E402
+from bnstudy import batch_size_summary, io, latex
 
-inp, out, p = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
-distances = pd.concat([io.read_table(f) for f in inp.distances], ignore_index=True) if inp.distances else \
-    pd.DataFrame(columns=["normaliser", "batch_size", "seed", "statistics", "layer", "mean_distance", "var_distance"])
-correct = pd.concat([io.read_table(f) for f in [*inp.correct, *inp.remedies_correct]]
-                    + [batch_size_summary.kept(io.read_table(f)) for f in inp.keep_correct], ignore_index=True)
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
+distances = (
+    pd.concat([io.read_table(f) for f in inp.distances], ignore_index=True)
+    if inp.distances
+    else pd.DataFrame(
+        columns=["normaliser", "batch_size", "seed", "statistics", "layer", "mean_distance", "var_distance"]
+    )
+)
+correct = pd.concat(
+    [io.read_table(f) for f in [*inp.correct, *inp.remedies_correct]]
+    + [batch_size_summary.kept(io.read_table(f)) for f in inp.keep_correct],
+    ignore_index=True,
+)
 result = batch_size_summary.summarise(
     cells=[io.read_table(f) for f in inp.cells] + [batch_size_summary.kept(io.read_table(f)) for f in inp.keep],
     remedy_runs=[io.read_table(f) for f in inp.remedies],
-    distances=distances, correct=correct, published=yaml.safe_load(open(inp.published))["batch_size"],
-    momentum=p.momentum, confidence=p.confidence)
+    distances=distances,
+    correct=correct,
+    published=yaml.safe_load(open(inp.published))["batch_size"],
+    momentum=p.momentum,
+    confidence=p.confidence,
+)
 for name in ("runs", "summary_table", "distances", "distance_summary", "gains", "paired"):
     io.write_table(out[name], result[name])
 io.write_json(out.summary, result["summary"])
