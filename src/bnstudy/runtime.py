@@ -1,8 +1,10 @@
 """Deterministic compute settings shared by every job.
 
 PyTorch results depend on the number of intra-op threads (reductions are split
-differently), so each job fixes its own thread count from the config, whatever
-``--cores`` Snakemake was given.
+differently), so each job fixes its own thread count: its rule's ``threads:``
+(config ``compute_threads`` for training, 1 elsewhere), whatever ``--cores``
+Snakemake was given. The pipeline's outputs come from the fixed-order kernels and
+are the same bytes for any thread count.
 """
 
 from __future__ import annotations
