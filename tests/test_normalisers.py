@@ -110,6 +110,14 @@ def test_every_kind_has_every_part_and_runs_through_the_pipeline(kind, tiny):
     with torch.no_grad():
         out = net(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(out, inference[0], rtol=1e-4, atol=1e-4)
+    # and in training mode, batch by batch of 8 rows (a copy: PyTorch moves its buffers)
+    import copy
+
+    for start in range(0, 32, 8):
+        live = copy.deepcopy(net).train()
+        with torch.no_grad():
+            out = live(torch.from_numpy(x[start : start + 8])).numpy()
+        np.testing.assert_allclose(out, training[0, start : start + 8], rtol=1e-4, atol=1e-4)
 
     # the functional form (norms.normalise) agrees with the module on the first normaliser
     h = net[0](torch.from_numpy(x)).detach()
