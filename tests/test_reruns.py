@@ -57,7 +57,8 @@ def test_editing_a_module_imported_only_inside_a_function_reruns_its_users(finis
     module.write_text(module.read_text() + "\n# a cosmetic edit\n")
     plan = planned(finished)
     assert plan.get("probe_companions_grid") and plan.get("probe_companions_dependence") == 1, plan
-    assert not {"split", "train_grid", "evaluate_grid", "running_stats", "provenance"} & set(plan), plan
+    # provenance hashes every output, so it follows the probes; nothing upstream runs
+    assert not {"split", "train_grid", "evaluate_grid", "running_stats"} & set(plan), plan
     module = finished / "src" / "bnstudy" / "norms.py"
     module.write_text(module.read_text() + "\n# a cosmetic edit\n")
     plan = planned(finished)
