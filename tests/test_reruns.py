@@ -51,7 +51,7 @@ def test_editing_a_package_module_reruns_the_rules_that_import_it(finished):
     assert not {"split", "train_grid", "train_dependence", "evaluate_grid"} & set(plan), plan
 
 
-def test_editing_a_module_imported_only_inside_a_function_reruns_its_users(finished):
+def test_editing_the_probes_module_reruns_the_probes_and_nothing_upstream(finished):
     """probes is loaded by companions only: editing it re-runs the probes and what follows them."""
     module = finished / "src" / "bnstudy" / "probes.py"
     module.write_text(module.read_text() + "\n# a cosmetic edit\n")
