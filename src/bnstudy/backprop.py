@@ -283,6 +283,22 @@ def _step_sgd(p, g, buf, t, lr, momentum):
 
 
 @numba.njit(**JIT)
+def _views(flat, w_in, h1, h2, c_):
+    """The parts of a flat vector laid out as :func:`layout` says, as views."""
+    w1 = flat[: h1 * w_in].reshape((h1, w_in))
+    o = h1 * w_in
+    b1, g1, be1 = flat[o : o + h1], flat[o + h1 : o + 2 * h1], flat[o + 2 * h1 : o + 3 * h1]
+    o += 3 * h1
+    w2 = flat[o : o + h2 * h1].reshape((h2, h1))
+    o += h2 * h1
+    b2, g2, be2 = flat[o : o + h2], flat[o + h2 : o + 2 * h2], flat[o + 2 * h2 : o + 3 * h2]
+    o += 3 * h2
+    w3 = flat[o : o + c_ * h2].reshape((c_, h2))
+    o += c_ * h2
+    return w1, b1, g1, be1, w2, b2, g2, be2, w3, flat[o : o + c_]
+
+
+@numba.njit(**JIT)
 def train_run(
     kind,
     widths,
@@ -320,39 +336,9 @@ def train_run(
     bmax = 0
     for s in sizes:
         bmax = max(bmax, s)
-    o = 0
-    w1 = p[o : o + h1 * w_in].reshape((h1, w_in))
-    o += h1 * w_in
-    b1 = p[o : o + h1]
-    g1 = p[o + h1 : o + 2 * h1]
-    be1 = p[o + 2 * h1 : o + 3 * h1]
-    o += 3 * h1
-    w2 = p[o : o + h2 * h1].reshape((h2, h1))
-    o += h2 * h1
-    b2 = p[o : o + h2]
-    g2 = p[o + h2 : o + 2 * h2]
-    be2 = p[o + 2 * h2 : o + 3 * h2]
-    o += 3 * h2
-    w3 = p[o : o + c_ * h2].reshape((c_, h2))
-    o += c_ * h2
-    b3 = p[o : o + c_]
+    w1, b1, g1, be1, w2, b2, g2, be2, w3, b3 = _views(p, w_in, h1, h2, c_)
     grad = np.zeros_like(p)
-    q = 0
-    dw1 = grad[q : q + h1 * w_in].reshape((h1, w_in))
-    q += h1 * w_in
-    db1 = grad[q : q + h1]
-    dg1 = grad[q + h1 : q + 2 * h1]
-    dbe1 = grad[q + 2 * h1 : q + 3 * h1]
-    q += 3 * h1
-    dw2 = grad[q : q + h2 * h1].reshape((h2, h1))
-    q += h2 * h1
-    db2 = grad[q : q + h2]
-    dg2 = grad[q + h2 : q + 2 * h2]
-    dbe2 = grad[q + 2 * h2 : q + 3 * h2]
-    q += 3 * h2
-    dw3 = grad[q : q + c_ * h2].reshape((c_, h2))
-    q += c_ * h2
-    db3 = grad[q : q + c_]
+    dw1, db1, dg1, dbe1, dw2, db2, dg2, dbe2, dw3, db3 = _views(grad, w_in, h1, h2, c_)
     state1 = np.zeros_like(p)
     state2 = np.zeros_like(p)
     rm1, rv1, rm2, rv2 = running[0, :h1], running[1, :h1], running[2, :h2], running[3, :h2]
