@@ -5,7 +5,8 @@ inputs: every drawn artist (legends with their markers included) lies inside the
 figure, the figure is made at its printed width with no text under 7 pt on paper,
 each normaliser keeps its registry colour, marker and line style, and saving twice
 gives the same bytes. The built paper's LaTeX log has no overfull or underfull
-box, its pages render to PNG, and no page but the last is mostly empty.
+box, its pages render (pdftoppm), no page but the last ends high on the page (a float
+alone on a page), and the last page holds the end of the references.
 """
 
 from __future__ import annotations
@@ -250,26 +251,46 @@ def test_box_warnings_are_found():
 def check_paper(build_dir, tmp_path):
     log = (build_dir / "main.log").read_text(errors="replace")
     assert box_warnings(log) == []
-    if not shutil.which("pdftoppm"):
-        pytest.fail("pdftoppm missing: apt-get install -y poppler-utils (make tex installs it)")
-    subprocess.run(["pdftoppm", "-r", "30", "-gray", build_dir / "main.pdf", tmp_path / "p"], check=True)
+    if not (shutil.which("pdftoppm") and shutil.which("pdftotext")):
+        pytest.fail("pdftoppm/pdftotext missing: apt-get install -y poppler-utils (make tex installs it)")
+    pdf = build_dir / "main.pdf"
+    subprocess.run(["pdftoppm", "-r", "30", "-gray", pdf, tmp_path / "p"], check=True)
     pages = sorted(tmp_path.glob("p-*.pgm"))
     count = int(re.search(r"Output written on main\.pdf \((\d+) pages?", log).group(1))
     assert len(pages) == count
     for page in pages[:-1]:  # the last page may end early
-        ink = _ink_rows(page)
-        assert ink >= 0.5, f"{page.name}: {ink:.0%} of the text block inked (a float alone on a page?)"
+        span = inked_span(page)
+        assert span >= 0.6, f"{page.name}: content spans {span:.0%} of the text block (a float alone on a page?)"
+    # ... but it holds the end of the text (the last reference), not floats flushed after it
+    text = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True, check=True).stdout
+    last_ref = re.findall(r"^\[\d+\]", text, re.M)[-1]
+    end = subprocess.run(["pdftotext", "-f", str(count), "-l", str(count), pdf, "-"], capture_output=True, text=True)
+    assert last_ref in end.stdout, "the last page holds only floats flushed after the references"
 
 
-def _ink_rows(pgm) -> float:
-    """Share of the page's text-block rows (inside 2.2 cm margins) with a dark pixel."""
+def inked_span(pgm) -> float:
+    """Share of the page's text block (inside 2.2 cm margins) from its first to its last inked row."""
     data = pgm.read_bytes()
     _, w, h, _ = data.split(maxsplit=4)[:4]
     w, h = int(w), int(h)
     img = np.frombuffer(data[-w * h :], dtype=np.uint8).reshape(h, w)
-    margin = round(h * 2.2 / 29.7)
-    block = img[margin : h - margin, round(w * 2.2 / 21) : w - round(w * 2.2 / 21)]
-    return float((block < 128).any(axis=1).mean())
+    my, mx = round(h * 2.2 / 29.7), round(w * 2.2 / 21)
+    block = img[my : h - my, mx : w - mx]
+    rows = np.flatnonzero((block < 200).any(axis=1))
+    return float((rows[-1] - rows[0] + 1) / block.shape[0]) if len(rows) else 0.0
+
+
+def test_inked_span_sees_a_page_with_one_float(tmp_path):
+    """A page whose only content is a block in its top third spans a third of the text block."""
+    w, h = 250, 350
+    img = np.full((h, w), 255, dtype=np.uint8)
+    img[40:130, 40:200] = 0
+    page = tmp_path / "p-1.pgm"
+    page.write_bytes(b"P5 %d %d 255\n" % (w, h) + img.tobytes())
+    assert 0.2 < inked_span(page) < 0.4
+    img[300:310, 40:200] = 0  # text down to the bottom of the block
+    page.write_bytes(b"P5 %d %d 255\n" % (w, h) + img.tobytes())
+    assert inked_span(page) > 0.9
 
 
 @pytest.mark.pipeline
