@@ -406,3 +406,30 @@ def test_mean_in_order_adds_in_the_given_order():
     assert evaluation.mean_in_order([1.0, 1.0, 1e16, -1e16]) == 0.5  # 1 + 1 first: 2 + 1e16 is exact
     with pytest.raises(ValueError):
         evaluation.mean_in_order([])
+
+
+def test_correct_rows_by_hand():
+    rows = evaluation.correct_rows(np.array([[True, False, True], [False, False, True]]), [7, 9], "exact")
+    assert rows == [
+        {"seed": 7, "mode": "exact", "row": 0, "correct": 1},
+        {"seed": 7, "mode": "exact", "row": 1, "correct": 0},
+        {"seed": 7, "mode": "exact", "row": 2, "correct": 1},
+        {"seed": 9, "mode": "exact", "row": 0, "correct": 0},
+        {"seed": 9, "mode": "exact", "row": 1, "correct": 0},
+        {"seed": 9, "mode": "exact", "row": 2, "correct": 1},
+    ]
+    assert all(type(r["seed"]) is int and type(r["correct"]) is int for r in rows)
+
+
+def test_remedy_rows_extend_correct_with_every_row_of_every_remedy_and_seed():
+    stacked = _stack()
+    x, y = _data()
+    correct = [{"seed": -1}]  # extended, not replaced
+    acc, _ = evaluation.remedy_rows(stacked, SPEC, [10, 11, 12], x, y, x, y, 4, seed=0, correct=correct)
+    assert correct[0] == {"seed": -1}
+    table = pd.DataFrame(correct[1:])
+    assert len(table) == 4 * 3 * len(y)
+    for row in acc:
+        rows = table[(table["mode"] == row["mode"]) & (table["seed"] == row["seed"])]
+        assert rows["row"].tolist() == list(range(len(y)))
+        assert rows["correct"].sum() / len(y) == row["accuracy"]

@@ -144,7 +144,9 @@ def distance(name, b, s, layer, kind):
     return 0.1 * (i + 1) + 0.013 * s * (s + 1) + 0.001 * layer * b + (0.0 if kind == "mean" else 0.5 + 0.007 * s)
 
 
-@pytest.fixture(scope="module")
+# Function scope on purpose: mutmut runs, for a mutant, only the tests during which the mutated
+# function ran; a module-scoped result would be computed during the first test alone.
+@pytest.fixture
 def result():
     cells, remedy_runs, distances, correct = inputs()
     return batch_size_summary.summarise(cells, remedy_runs, distances, correct, PUBLISHED, MOMENTUM, CONF)

@@ -130,7 +130,9 @@ def expected_cell(network, seed, design, b, norm="batchnorm", tb=16):
     return out
 
 
-@pytest.fixture(scope="module")
+# Function scope on purpose: mutmut runs, for a mutant, only the tests during which the mutated
+# function ran; a module-scoped result would be computed during the first test alone.
+@pytest.fixture
 def result():
     return companions_summary.summarise_all(PROBES, PUBLISHED, PARAMS)
 

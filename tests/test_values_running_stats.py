@@ -285,7 +285,9 @@ def tables(population):
     return passes, checks, trained, shuffles
 
 
-@pytest.fixture(scope="module")
+# Function scope on purpose: mutmut runs, for a mutant, only the tests during which the mutated
+# function ran; a module-scoped result would be computed during the first test alone.
+@pytest.fixture
 def result(tables, population):
     passes, checks, trained, shuffles = tables
     return running_stats_report.summarise(passes, checks, population, trained, shuffles, PUBLISHED, P)
