@@ -108,6 +108,7 @@ def test_train_mode_logits_match_torchnet_on_the_same_batches_float32():
             torchnet.tensors(stacked), SPEC, torch.from_numpy(x[batches]).expand(3, -1, -1, -1), train=True
         ).numpy()
     np.testing.assert_allclose(ours[:, batches[scored]], theirs[:, scored], rtol=1e-5, atol=1e-5)
+    assert ours.dtype == np.float32 and ours.shape == (3, len(x), 10)
 
 
 def test_train_mode_accuracy_matches_the_plain_module_on_the_same_batches():
@@ -433,3 +434,23 @@ def test_remedy_rows_extend_correct_with_every_row_of_every_remedy_and_seed():
         rows = table[(table["mode"] == row["mode"]) & (table["seed"] == row["seed"])]
         assert rows["row"].tolist() == list(range(len(y)))
         assert rows["correct"].sum() / len(y) == row["accuracy"]
+
+
+def test_remedy_rows_pass_the_last_batch_policy_on():
+    from bnstudy import remedies
+
+    stacked = _stack()
+    x, y = _data()  # 37 rows in batches of 5: two leftover rows to keep or drop
+    for policy in ("keep", "drop"):
+        _, dist = evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 5, seed=0, last_batch=policy)
+        stats = remedies.all_statistics(stacked, SPEC, x, y, 5, 0, policy)
+        want = remedies.distances(stats["cumulative"], stats["exact"], SPEC.eps)
+        got = [r for r in dist if r["statistics"] == "cumulative"]
+        assert [(r["mean_distance"], r["var_distance"]) for r in got] == [
+            (r["mean_distance"], r["var_distance"]) for r in want
+        ]
+    keep = evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 5, seed=0, last_batch="keep")[1]
+    drop = evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 5, seed=0)[1]
+    assert [r["mean_distance"] for r in keep if r["statistics"] == "cumulative"] != [
+        r["mean_distance"] for r in drop if r["statistics"] == "cumulative"
+    ]
