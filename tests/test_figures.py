@@ -163,7 +163,7 @@ def test_normalisers_are_drawn_in_their_registry_style(drawn):
     for ax in fig.axes:
         for line in ax.get_lines():
             entry = by_colour.get(str(line.get_color()).lower())
-            if entry is None or line.get_marker() in figures.FREE_MARKERS + ("x", "_", "|"):  # designs, caps
+            if entry is None or line.get_marker() in figures.FREE_MARKERS + ("_", "|"):  # designs, error bar caps
                 continue
             seen += 1
             assert line.get_marker() in (entry.marker, "None", ""), (name, entry.name, line.get_marker())
@@ -191,7 +191,7 @@ def test_registry_styles_are_distinct_and_other_colours_mean_one_thing():
     styles = [dashes(figures.plt.Line2D([], [], ls=n.linestyle)) for n in reg]
     assert len(set(map(str, styles))) == len(reg), "two normalisers share a line style"
     assert len({n.marker for n in reg}) == len(reg)
-    assert not {n.marker for n in reg} & set(figures.FREE_MARKERS)
+    assert not {n.marker for n in reg} & set(figures.FREE_MARKERS + (figures.PUBLISHED_MARKER,)), "marker taken"
     meaning = list(figures.MEANING.values())
     assert len(set(meaning)) == len(meaning), "one colour has two meanings"
     assert not set(meaning) & {n.colour for n in reg}, "a normaliser's colour has another meaning"

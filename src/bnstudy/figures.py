@@ -68,8 +68,10 @@ MEANING = {
     "pooled": OTHER["contrast"],  # pooled (population) statistics (study 3)
     "one batch": OTHER["dark grey"],  # one batch's own statistics (study 3)
 }
-# Markers that are no normaliser's: for estimators and probe designs.
-FREE_MARKERS = ("P", "X", "*", "h", "p", "<", ">", "8")
+# Markers that are no normaliser's (tests/test_figures.py checks the registry):
+# for estimators (study 2) and probe designs (study 1).
+FREE_MARKERS = ("*", "X", "h", ">")
+PUBLISHED_MARKER = "+"  # in the colour of published values
 
 
 def width(name: str) -> float:

@@ -17,10 +17,10 @@ from . import figures, normalisers
 
 # probe designs other than random companions: label, marker (no normaliser's), x offset at its b
 DESIGNS = {
-    "exact": ("every companion (exact)", "*", 1.0),
-    "own_class": ("one class: own", "P", 1.0),
-    "other_class": ("one class: another", "X", 0.86),
-    "any_class": ("one class: any", "h", 1.16),
+    "exact": ("every companion (exact)", figures.FREE_MARKERS[0], 1.0),
+    "own_class": ("one class: own", figures.FREE_MARKERS[1], 1.0),
+    "other_class": ("one class: another", figures.FREE_MARKERS[2], 0.86),
+    "any_class": ("one class: any", figures.FREE_MARKERS[3], 1.16),
 }
 ROW_HEIGHT = (2.3, 2.0)  # inches: dependence networks and summary; grid panels
 LEGEND_HEIGHT = 0.75
@@ -74,10 +74,13 @@ def _dependence(ax, dep, published):
     _design_points(ax, rows, colour, "flip_rate", "flip_rate_ci_low", "flip_rate_ci_high")
     pub = sorted((published or {}).get("flip_rate", {}).items())
     grey = figures.MEANING["published"]
-    ax.plot([b for b, _ in pub], [v for _, v in pub], "x", ms=6, mew=1.2, color=grey, zorder=5)
+    mark = dict(ls="none", marker=figures.PUBLISHED_MARKER, ms=7, mew=1.3, color=grey, zorder=5)
+    ax.plot([b for b, _ in pub], [v for _, v in pub], **mark)
     same = (published or {}).get("one_class_same_label_b16")
     if same is not None:  # the published one-class design, its class not stated: beside ours from any class
-        ax.plot([16 * DESIGNS["any_class"][2]], [1 - same], "x", ms=6, mew=1.2, color=grey, zorder=5)
+        one = dep.loc[dep["design"] == "any_class", "batch_size"]
+        b = one.iloc[0] if len(one) else 16  # the published figure's one-class batch size
+        ax.plot([b * DESIGNS["any_class"][2]], [1 - same], **mark)
     ax.set_title(f"{dep['seed'].nunique()} dependence networks ({figures.LABELS[bn]}, SGD)")
 
 
@@ -109,7 +112,7 @@ def _grid_panel(ax, grid, norm, sizes):
         r = c[c["design"] == "random"].sort_values("batch_size")
         ax.plot(r["batch_size"], r["mean"], lw=1.0, color=colour, **style)
         _design_points(ax, c, colour, "mean", ms=4)
-    ax.set_title(f"{figures.LABELS[norm]}, grid (mean over seeds)")
+    ax.set_title(f"grid: {figures.LABELS[norm]}")
     ax.set_ylim(bottom=0)
 
 
@@ -124,7 +127,9 @@ def _legend(fig, sizes, dep_networks, first):
     for label, marker, _ in DESIGNS.values():
         handles.append(Line2D([], [], ls="none", marker=marker, ms=5, color=colour))
         labels.append(label)
-    handles.append(Line2D([], [], ls="none", marker="x", ms=6, mew=1.2, color=figures.MEANING["published"]))
+    handles.append(
+        Line2D([], [], ls="none", marker=figures.PUBLISHED_MARKER, ms=7, mew=1.3, color=figures.MEANING["published"])
+    )
     labels.append("published")
     for i, tb in enumerate(sizes):
         handles.append(Line2D([], [], lw=1.0, ms=3, **(style | {"color": figures.shade(colour, i, len(sizes))})))
