@@ -82,13 +82,13 @@ def test_interval_signs_name_the_batch_sizes_whose_paired_interval_excludes_zero
     lo2, hi2 = _paired_ci(_acc("batchnorm", 2), _acc("none", 2))
     lo4, hi4 = _paired_ci(_acc("batchnorm", 4), _acc("none", 4))
     assert hi2 < 0 and lo4 < 0 < hi4  # the inputs are built so: below zero at 2 only
-    assert m["pairedBatchnormVsNoneBelowSizes"] == "2"
-    assert m["pairedBatchnormVsNoneAboveSizes"] == "no batch size"
+    assert m["pairedBatchnormVsNoneBelowSizes"] == "at batch 2"
+    assert m["pairedBatchnormVsNoneAboveSizes"] == "at no batch size"
     lo2, _ = _paired_ci(_acc("batchrenorm", 2), _acc("batchnorm", 2))
     _, hi4 = _paired_ci(_acc("batchrenorm", 4), _acc("batchnorm", 4))
     assert lo2 > 0 and hi4 < 0
-    assert m["pairedBatchrenormVsBatchnormAboveSizes"] == "2"
-    assert m["pairedBatchrenormVsBatchnormBelowSizes"] == "4"
+    assert m["pairedBatchrenormVsBatchnormAboveSizes"] == "at batch 2"
+    assert m["pairedBatchrenormVsBatchnormBelowSizes"] == "at batch 4"
 
 
 def test_least_gain_is_the_batch_size_with_the_smallest_mean_paired_difference(study2):
@@ -140,12 +140,13 @@ def test_remedy_sign_sentence_groups_remedies_alike_and_names_the_others_alone()
             row("exact_vs_ema", 2, 0.01, 0.03),
             row("precise_bn_vs_ema", 2, -0.01, 0.01),
             row("precise_bn_vs_ema", 8, -0.03, -0.01),
+            row("precise_bn_vs_ema", 16, -0.03, -0.02),
         ]
     )
     assert batch_size_summary.remedy_sign_sentence(table) == (
         "the paired intervals of the cumulative average and the exact statistics lie above zero at batch 2 "
         "and below zero at no batch size; "
-        "the paired interval of PreciseBN lies above zero at no batch size and below zero at batch 8"
+        "the paired interval of PreciseBN lies above zero at no batch size and below zero at batches 8 and 16"
     )
     assert batch_size_summary.remedy_sign_sentence(table.iloc[0:0]) == "n/a"
 

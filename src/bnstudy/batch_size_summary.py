@@ -93,11 +93,18 @@ def standard_error_of_difference(sd_a: float, sd_b: float, seeds: int) -> float:
     return math.sqrt(math.fsum([sd_a * sd_a / seeds, sd_b * sd_b / seeds]))
 
 
+def at_batches(sizes: list[str]) -> str:
+    """``at batch 2``, ``at batches 2 and 4``, or ``at no batch size``."""
+    if not sizes:
+        return "at no batch size"
+    return f"at batch{'es' if len(sizes) > 1 else ''} {_words(sizes)}"
+
+
 def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
     """Per comparison of the grid (leftover-row comparisons excluded), in words:
 
-    - ``paired<Comparison>AboveSizes``/``BelowSizes``: the batch sizes whose paired interval
-      lies wholly above / wholly below zero (``no batch size`` if none);
+    - ``paired<Comparison>AboveSizes``/``BelowSizes``: where the paired interval lies wholly
+      above / wholly below zero, as ``at batch 2``, ``at batches 2 and 4`` or ``at no batch size``;
     - ``paired<Comparison>Least{Gain,Ci,Size,Better,Worse}``: the batch size with the smallest
       mean gain (the first of equals), its gain and interval in signed points, and the seeds whose
       McNemar test favours A / B there."""
@@ -107,8 +114,8 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
         g = g.sort_values("batch_size", kind="stable")
         above = [str(int(b)) for b, lo in zip(g.batch_size, g.ci_low) if lo > 0]
         below = [str(int(b)) for b, hi in zip(g.batch_size, g.ci_high) if hi < 0]
-        m[latex.macro_name("paired", name, "above sizes")] = _words(above) if above else "no batch size"
-        m[latex.macro_name("paired", name, "below sizes")] = _words(below) if below else "no batch size"
+        m[latex.macro_name("paired", name, "above sizes")] = at_batches(above)
+        m[latex.macro_name("paired", name, "below sizes")] = at_batches(below)
         least = g.loc[g["gain"].idxmin()]
         stem = ("paired", name, "least")
         m[latex.macro_name(*stem, "gain")] = signed_points(float(least.gain))
@@ -134,7 +141,7 @@ def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
     def sizes(g, above):
         g = g.sort_values("batch_size", kind="stable")
         out = [str(int(b)) for b, lo, hi in zip(g.batch_size, g.ci_low, g.ci_high) if (lo > 0 if above else hi < 0)]
-        return f"at batch {_words(out)}" if out else "at no batch size"
+        return at_batches(out)
 
     groups: dict[tuple[str, str], list[str]] = {}
     for name, label in REMEDY_NAMES.items():
