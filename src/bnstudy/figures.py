@@ -136,7 +136,7 @@ def _band(ax, g, colour, alpha=0.15):
     ax.fill_between(g["batch_size"], g["ci_low"], g["ci_high"], color=colour, alpha=alpha, lw=0)
 
 
-def batch_size(summary: pd.DataFrame, width: float = width("batch_size"), height: float = 2.7):
+def batch_size(summary: pd.DataFrame, width: float = width("batch_size"), height: float = 3.4):
     """Test accuracy against training batch size, every normaliser of ``summary`` in
     inference mode (filled markers) and, for those that use batch statistics, in
     training mode (hollow markers, thin line)."""
@@ -161,7 +161,7 @@ def batch_size(summary: pd.DataFrame, width: float = width("batch_size"), height
     log2_axis(ax, sorted(summary["batch_size"].unique()))
     ax.set_xlabel("training batch size")
     ax.set_ylabel("test accuracy")
-    ax.legend(frameon=False, loc="lower right")
+    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=2.2, columnspacing=0.8)
     return fig
 
 
