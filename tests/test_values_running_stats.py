@@ -373,6 +373,7 @@ def expected_macros(passes, checks, population, trained, shuffles):
     m["rsDivergenceRatioHigh"] = f"{max(ratio.values()):.1f}"
     worst_b = max(SIZES, key=lambda b: ema[("shuffled", b)].worst_var_error)
     worst = ema[("shuffled", worst_b)]
+    assert worst_b != max(SIZES)  # the worst variance error is not at the largest batch
     m["rsWorstVarError"] = f"{worst.worst_var_error:.2f}"
     m["rsWorstVarBatch"] = str(worst_b)
     m["rsWorstVarFeature"] = str(int(worst.worst_var_feature))
@@ -524,7 +525,17 @@ def test_tables_by_value(result, tables):
     assert rows == want
 
     header, rows, align, _ = result["table_selfchecks"]
-    assert align == "rlllllrl" and len(header) == 8
+    assert align == "rlllllrl"
+    assert header == [
+        "$b$",
+        "order",
+        "mean $\\approx\\beta$",
+        "var $\\approx\\gamma^2$",
+        "repeatable",
+        "shape",
+        "divergence",
+        "vs.\\ reference",
+    ]
     want = []
     for b in SIZES:
         for o in ("sorted", "shuffled"):
