@@ -184,7 +184,7 @@ def batch_size_remedies(summary: pd.DataFrame, width: float = width("batch_size_
         if g.empty:
             continue
         marker = MARKERS[bn] if mode == "inference" else FREE_MARKERS[i - 1]
-        style = dict(ls=LINESTYLES[bn], marker=marker, color=colour, mfc="white" if i % 2 else colour)
+        style = dict(ls=LINESTYLES[bn], marker=marker, ms=5, color=colour, mfc="white" if i % 2 else colour)
         ax.plot(g["batch_size"], g["mean"], label=f"{LABELS[bn]}, {label}", lw=1.3 if i == 0 else 0.9, **style)
         if i == 0:
             _band(ax, g, colour, 0.12)
