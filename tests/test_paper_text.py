@@ -49,12 +49,15 @@ def prose(tex: str) -> str:
 
 def typed_numbers(tex: str) -> list[str]:
     """Numbers left in ``tex`` after :func:`prose`: any outside math mode, and in math mode
-    any but the single digits of a formula's structure."""
+    any but the single digits of a formula's structure (a digit assigned to a variable,
+    as in $b=2$, is a typed value)."""
     found = []
     for i, part in enumerate(re.split(r"(?<!\\)\$", prose(tex))):
         in_math = i % 2 == 1
-        for number in re.findall(r"\d+(?:\.\d+)?", part):
-            if not (in_math and number in MATH_DIGITS):
+        for match in re.finditer(r"\d+(?:\.\d+)?", part):
+            number = match.group(0)
+            assigned = re.search(r"[A-Za-z}]\s*=\s*$", part[: match.start()])  # $b=2$: a typed value
+            if not (in_math and number in MATH_DIGITS and not assigned):
                 found.append(f"{number} in {'$' + part + '$' if in_math else part.strip()[:80]!r}")
     return found
 
@@ -66,6 +69,7 @@ def test_sections_type_no_number(path):
 
 def test_typed_numbers_are_found_beside_macros_and_in_math():
     found = typed_numbers(r"at $b=2, 4, 16, 64$ the flip rate is \compFlipMin{} (95\% interval)")
-    assert [f.split()[0] for f in found] == ["4", "16", "64", "95"]
+    assert [f.split()[0] for f in found] == ["2", "4", "16", "64", "95"]
     assert typed_numbers(r"at $b=\compSizeMin$, $1-k^u$ and $\gamma^2$; float64, \ref{sec:2}") == []
+    assert [f.split()[0] for f in typed_numbers(r"at $b=2$ and $r_{\max}=1$, with $\gamma=1$")] == ["2", "1"]
     assert typed_numbers("% a comment with 42\nno number") == []
