@@ -44,7 +44,8 @@ def companion_tables(kinds=normalisers.NAMES, seeds=(0, 1, 2)):
     for seed in seeds:
         for design, b in designs:
             v = min(0.95, _flip("batchnorm", b) * lift.get(design, 1.0) + 0.01 * seed)
-            summary.append(dict(network="dependence", seed=seed, design=design, batch_size=b, flip_rate=v))
+            row = dict(network="dependence", normaliser="batchnorm", seed=seed, design=design, batch_size=b)
+            summary.append(row | dict(flip_rate=v))
     summary = pd.DataFrame(summary).assign(flip_rate_ci_low=lambda t: t.flip_rate * 0.9)
     summary["flip_rate_ci_high"] = summary["flip_rate"] * 1.1
     grid = []

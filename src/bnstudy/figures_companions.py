@@ -57,8 +57,7 @@ def _design_points(ax, rows, colour, value, low=None, high=None, hollow=False, m
             ax.errorbar(o["batch_size"] * dodge, o[value], yerr=err, capsize=2, elinewidth=0.8, **kw)
 
 
-def _dependence(ax, dep, published):
-    bn = "batchnorm"
+def _dependence(ax, dep, published, bn):
     colour, style = figures.COLOURS[bn], dict(ls=figures.LINESTYLES[bn], marker=figures.MARKERS[bn])
     first = dep["seed"].min()
     for seed, rows in dep.groupby("seed"):
@@ -81,7 +80,7 @@ def _dependence(ax, dep, published):
         one = dep.loc[dep["design"] == "any_class", "batch_size"]
         b = one.iloc[0] if len(one) else 16  # the published figure's one-class batch size
         ax.plot([b * DESIGNS["any_class"][2]], [1 - same], **mark)
-    ax.set_title(f"{dep['seed'].nunique()} dependence networks ({figures.LABELS[bn]}, SGD)")
+    ax.set_title(f"{dep['seed'].nunique()} dependence networks ({figures.LABELS[bn]})")
 
 
 def _summary(ax, grid, kinds, sizes, zero):
@@ -116,8 +115,9 @@ def _grid_panel(ax, grid, norm, sizes):
     ax.set_ylim(bottom=0)
 
 
-def _legend(fig, sizes, dep_networks, first):
-    bn, colour = "batchnorm", figures.COLOURS["batchnorm"]
+def _legend(fig, sizes, dep_networks, first, bn):
+    """Keys in the dependence networks' normaliser's colour (the grid panels shade their own)."""
+    colour = figures.COLOURS[bn]
     style = dict(ls=figures.LINESTYLES[bn], marker=figures.MARKERS[bn], color=colour)
     handles = [Line2D([], [], lw=1.6, ms=4, **style)]
     labels = [f"random, seed-{first:g} network"]
@@ -144,17 +144,18 @@ def companions(summary: pd.DataFrame, grid: pd.DataFrame, published: dict | None
     kinds, batch = layout(grid)
     grid = grid[grid["measure"] == "flip_rate"]
     dep = summary[summary["network"] == "dependence"]
+    bn = dep["normaliser"].iloc[0] if "normaliser" in dep and len(dep) else "batchnorm"
     sizes = sorted(grid["train_batch_size"].unique())
     probe = sorted(set(dep.loc[dep["design"] == "random", "batch_size"]) | set(grid["batch_size"]))
     fig = figures.blank(width, sum(ROW_HEIGHT) + LEGEND_HEIGHT)
     n = max(len(batch), 1)
     spec = fig.add_gridspec(2, 3 * n, height_ratios=ROW_HEIGHT)
     ax = fig.add_subplot(spec[0, : 2 * n])
-    _dependence(ax, dep, published)
+    _dependence(ax, dep, published, bn)
     _summary(fig.add_subplot(spec[0, 2 * n :]), grid, kinds, sizes, all_zero(grid))
     panels = [ax]
     for i, norm in enumerate(batch):
-        bx = fig.add_subplot(spec[1, 3 * i : 3 * i + 3], sharey=ax if norm == "batchnorm" else None)
+        bx = fig.add_subplot(spec[1, 3 * i : 3 * i + 3], sharey=ax if norm == bn else None)
         _grid_panel(bx, grid, norm, sizes)
         panels.append(bx)
     for p in panels:
@@ -163,5 +164,5 @@ def companions(summary: pd.DataFrame, grid: pd.DataFrame, published: dict | None
         p.yaxis.set_major_formatter(PercentFormatter(1.0))
         p.set_ylabel("flip rate")
     ax.set_ylim(0, 1)
-    _legend(fig, sizes, dep["seed"].nunique(), dep["seed"].min())
+    _legend(fig, sizes, dep["seed"].nunique(), dep["seed"].min(), bn)
     return fig
