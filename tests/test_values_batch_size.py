@@ -35,6 +35,7 @@ COUNTS = {
     ("batchnorm", "exact"): {2: [5, 6, 4], 8: [7, 8, 8]},
     ("batchnorm", "inference_keep"): {8: [8, 7, 8]},
     ("none", "inference_keep"): {8: [6, 6, 5]},
+    ("batchrenorm", "inference"): {2: [5, 6, 4], 8: [8, 7, 8]},
 }
 # which rows are correct: row i of a network with k correct rows iff (i + offset) % ROWS < k
 OFFSET = {
@@ -48,6 +49,7 @@ OFFSET = {
     ("batchnorm", "exact"): 6,
     ("batchnorm", "inference_keep"): 1,
     ("none", "inference_keep"): 2,
+    ("batchrenorm", "inference"): 4,
 }
 REMEDY_MODES = ("debiased_ema", "cumulative", "precise_bn", "exact")
 UPDATES = {2: [4936, 4936, 4937], 8: [1234, 1235, 1234]}
@@ -75,7 +77,7 @@ MODE_NAME = {
     "exact": "Exact",
     "inference_keep": "InferenceKeep",
 }
-NORM_NAME = {"none": "None", "batchnorm": "Batchnorm"}
+NORM_NAME = {"none": "None", "batchnorm": "Batchnorm", "batchrenorm": "Batchrenorm"}
 
 
 def correct_vector(norm, mode, b, s):
@@ -245,7 +247,7 @@ def test_json_summary_holds_every_cells_mean_sd_and_interval(result):
     expected = expected_cells()
     key = {"inference": "inference", "training": "train_mode"}
     out = result["summary"]
-    assert set(out) == {"none", "batchnorm"}
+    assert set(out) == {"none", "batchnorm", "batchrenorm"}
     for (norm, b, mode), (mean, sd, lo, hi) in expected.items():
         cell = out[norm][str(b)]
         k = key.get(mode, mode)
@@ -367,12 +369,15 @@ def expected_macros():
         base = cells[("batchnorm", b, "inference")][0]
         gap = cells[("none", b, "inference")][0] - base
         m[f"gap{END[b]}"] = pts(gap)
+        renorm = cells[("batchrenorm", b, "inference")][0]
+        m[f"gapClosedBatchrenorm{END[b]}"] = f"{100 * (renorm - base) / gap:.0f}\\%" if gap > 0 else "n/a"
         for mode in REMEDY_MODES:
             gain = cells[("batchnorm", b, mode)][0] - base
             m[f"gain{MODE_NAME[mode]}{END[b]}"] = pts(gain)
             m[f"gapClosed{MODE_NAME[mode]}{END[b]}"] = f"{100 * gain / gap:.0f}\\%" if gap > 0 else "n/a"
     names = {
         "batchnorm_vs_none": "BatchnormVsNone",
+        "batchrenorm_vs_batchnorm": "BatchrenormVsBatchnorm",
         "debiased_ema_vs_ema": "DebiasedEmaVsEma",
         "cumulative_vs_ema": "CumulativeVsEma",
         "precise_bn_vs_ema": "PreciseBnVsEma",
@@ -399,8 +404,9 @@ def expected_macros():
         by_size = {b: gains[(name, b)] for b in SIZES}
         above = [str(b) for b in SIZES if by_size[b]["ci_low"] > 0]
         below = [str(b) for b in SIZES if by_size[b]["ci_high"] < 0]
-        m[f"paired{word}AboveSizes"] = " and ".join(above) or "no batch size"
-        m[f"paired{word}BelowSizes"] = " and ".join(below) or "no batch size"
+        for key, found in (("AboveSizes", above), ("BelowSizes", below)):
+            plural = "es" if len(found) > 1 else ""
+            m[f"paired{word}{key}"] = f"at batch{plural} {' and '.join(found)}" if found else "at no batch size"
         least = min(SIZES, key=lambda b: by_size[b]["gain"])
         e = by_size[least]
         m[f"paired{word}LeastGain"] = spts(e["gain"])
@@ -408,7 +414,7 @@ def expected_macros():
         m[f"paired{word}LeastSize"] = str(least)
         m[f"paired{word}LeastBetter"] = str(e["better"])
         m[f"paired{word}LeastWorse"] = str(e["worse"])
-    assert m["pairedBatchnormVsNoneAboveSizes"] == "8" and m["pairedBatchnormVsNoneBelowSizes"] == "2"
+    assert m["pairedBatchnormVsNoneAboveSizes"] == "at batch 8" and m["pairedBatchnormVsNoneBelowSizes"] == "at batch 2"
     m["remedySignSentence"] = REMEDY_SENTENCE
     weight = (1 - MOMENTUM) ** 1234  # the fewest updates of any network
     assert 1.0e-57 < weight < 1.0e-56
@@ -606,13 +612,18 @@ def test_table_cells_missing_from_the_grid_are_dashes():
     assert rows[0][5] == "--" and rows[1][5] == "--"  # no batch-norm training-mode cell in the grid
     assert rows[1][2] == "0.700" and rows[0][6] == "0.900"
     assert all(r[4] == "--" for r in t["distance_table"][1]) and all(r[2] != "--" for r in t["distance_table"][1])
-    pub = {(r[0], r[1]): r[-1] for r in t["gain_table"][1]}
-    assert pub == {
-        (paired.LABELS["batchnorm_vs_none"], "2"): "--",  # no published none at 2
-        ("", "8"): "+20.0",
-        (paired.LABELS["batchnorm_keep_vs_drop"], "8"): "--",
-        (paired.LABELS["none_keep_vs_drop"], "8"): "--",
-    }
+    pub, label = [], None
+    for r in t["gain_table"][1]:
+        label = r[0] or label
+        pub.append((label, r[1], r[-1]))
+    assert pub == [
+        (paired.LABELS["batchnorm_vs_none"], "2", "--"),  # no published none at 2
+        (paired.LABELS["batchnorm_vs_none"], "8", "+20.0"),
+        (paired.LABELS["batchrenorm_vs_batchnorm"], "2", "--"),
+        (paired.LABELS["batchrenorm_vs_batchnorm"], "8", "--"),
+        (paired.LABELS["batchnorm_keep_vs_drop"], "8", "--"),
+        (paired.LABELS["none_keep_vs_drop"], "8", "--"),
+    ]
 
 
 # ---- the helpers ---------------------------------------------------------------------------

@@ -572,7 +572,8 @@ def test_tables_by_value(result, tables):
     assert rows == want
 
     header, rows, align, _ = result["table_sorted"]
-    assert header[0] == "$b$" and len(header) == 6 and align == "rlllll"
+    assert header == ["$b$", "batches", "inference acc.", "training-mode acc.", "label disagreement", "logit RMSE"]
+    assert align == "rlllll"
     want = []
     for b in (16, 64):
         for o in ("shuffled", "sorted"):
