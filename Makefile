@@ -117,7 +117,8 @@ benchmark: setup
 # Mutation testing (docs/mutation.md; settings in setup.cfg): mutmut, pinned, in its
 # own venv $(MUTATION_VENV) so that the lock stays the project's; that venv sees
 # the project's installed packages through a .pth file. Prints the score per
-# module and fails below 90 % of the non-equivalent mutants killed.
+# module and fails below 90 % of the non-equivalent mutants killed. Only the mutants
+# in scope run (setup.cfg's [mutation-score]). `make mutation CORES=1` on a shared machine.
 MUTATION_VENV ?= $(VENV)/mutation-tools
 MUTMUT         = mutmut==3.8.1
 .PHONY: mutation
@@ -127,7 +128,8 @@ mutation: setup
 	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
 	  > "$$($(MUTATION_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/bnstudy-project.pth"
 	rm -rf mutants
-	$(MUTATION_VENV)/bin/mutmut run --max-children $(CORES) > mutants.log 2>&1 || { tail -c 3000 mutants.log; exit 1; }
+	$(MUTATION_VENV)/bin/mutmut run --max-children $(CORES) $$($(BIN)/python scripts/mutation-score --scope) \
+	  > mutants.log 2>&1 || { tail -c 3000 mutants.log; exit 1; }
 	$(MUTATION_VENV)/bin/python scripts/mutation-score --mutmut $(MUTATION_VENV)/bin/mutmut
 
 # The slurm profile against a real single-node SLURM on 127.0.0.1 (needs root and

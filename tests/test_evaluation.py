@@ -108,6 +108,7 @@ def test_train_mode_logits_match_torchnet_on_the_same_batches_float32():
             torchnet.tensors(stacked), SPEC, torch.from_numpy(x[batches]).expand(3, -1, -1, -1), train=True
         ).numpy()
     np.testing.assert_allclose(ours[:, batches[scored]], theirs[:, scored], rtol=1e-5, atol=1e-5)
+    assert ours.dtype == np.float32 and ours.shape == (3, len(x), 10)
 
 
 def test_train_mode_accuracy_matches_the_plain_module_on_the_same_batches():
@@ -409,3 +410,50 @@ def test_mean_in_order_adds_in_the_given_order():
     assert evaluation.mean_in_order([1.0, 1.0, 1e16, -1e16]) == 0.5  # 1 + 1 first: 2 + 1e16 is exact
     with pytest.raises(ValueError):
         evaluation.mean_in_order([])
+
+
+def test_correct_rows_by_hand():
+    rows = evaluation.correct_rows(np.array([[True, False, True], [False, False, True]]), [7, 9], "exact")
+    assert rows == [
+        {"seed": 7, "mode": "exact", "row": 0, "correct": 1},
+        {"seed": 7, "mode": "exact", "row": 1, "correct": 0},
+        {"seed": 7, "mode": "exact", "row": 2, "correct": 1},
+        {"seed": 9, "mode": "exact", "row": 0, "correct": 0},
+        {"seed": 9, "mode": "exact", "row": 1, "correct": 0},
+        {"seed": 9, "mode": "exact", "row": 2, "correct": 1},
+    ]
+    assert all(type(r["seed"]) is int and type(r["correct"]) is int for r in rows)
+
+
+def test_remedy_rows_extend_correct_with_every_row_of_every_remedy_and_seed():
+    stacked = _stack()
+    x, y = _data()
+    correct = [{"seed": -1}]  # extended, not replaced
+    acc, _ = evaluation.remedy_rows(stacked, SPEC, [10, 11, 12], x, y, x, y, 4, seed=0, correct=correct)
+    assert correct[0] == {"seed": -1}
+    table = pd.DataFrame(correct[1:])
+    assert len(table) == 4 * 3 * len(y)
+    for row in acc:
+        rows = table[(table["mode"] == row["mode"]) & (table["seed"] == row["seed"])]
+        assert rows["row"].tolist() == list(range(len(y)))
+        assert rows["correct"].sum() / len(y) == row["accuracy"]
+
+
+def test_remedy_rows_pass_the_last_batch_policy_on():
+    from bnstudy import remedies
+
+    stacked = _stack()
+    x, y = _data()  # 37 rows in batches of 5: two leftover rows to keep or drop
+    for policy in ("keep", "drop"):
+        _, dist = evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 5, seed=0, last_batch=policy)
+        stats = remedies.all_statistics(stacked, SPEC, x, y, 5, 0, policy)
+        want = remedies.distances(stats["cumulative"], stats["exact"], SPEC.eps)
+        got = [r for r in dist if r["statistics"] == "cumulative"]
+        assert [(r["mean_distance"], r["var_distance"]) for r in got] == [
+            (r["mean_distance"], r["var_distance"]) for r in want
+        ]
+    keep = evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 5, seed=0, last_batch="keep")[1]
+    drop = evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 5, seed=0)[1]
+    assert [r["mean_distance"] for r in keep if r["statistics"] == "cumulative"] != [
+        r["mean_distance"] for r in drop if r["statistics"] == "cumulative"
+    ]

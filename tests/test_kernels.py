@@ -283,7 +283,7 @@ WORKER = r"""
 import hashlib, json, re, sys, warnings
 import numba
 import numpy as np
-from bnstudy import data, kernels, probes
+from bnstudy import data, kernels, probes, tiled
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
 
@@ -312,18 +312,18 @@ for norm in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"):
 a = rng.standard_normal((9, 70)).astype(F32)
 wt = rng.standard_normal((70, 40)).astype(F32)
 out = np.empty((9, 40), F32)
-probes.linear_t_tiled(a, wt, wt[0], out)
+tiled.linear_t_tiled(a, wt, wt[0], out)
 kernels.transpose_into(wt, np.empty((40, 70), F32))
 digests["tiled"] = hashlib.sha256(out.tobytes()).hexdigest()
 
 FMA = re.compile(r"\bv?f(n?)m(add|sub)[0-9a-z]*\b|\bf(n?)ml[as]\b|\bfmadd\b")
 kernels_asm, uncompiled, warned = {}, [], []
 seen = set()
-for module in (kernels, probes):
+for module in (kernels, probes, tiled):
     for name, obj in sorted(vars(module).items()):
         if not isinstance(obj, numba.core.registry.CPUDispatcher) or id(obj) in seen:
             continue
-        if obj.__module__ not in ("bnstudy.kernels", "bnstudy.probes"):
+        if obj.__module__ not in ("bnstudy.kernels", "bnstudy.probes", "bnstudy.tiled"):
             continue
         seen.add(id(obj))
         if not obj.signatures:
@@ -394,11 +394,11 @@ def test_every_kernel_was_compiled_and_inspected(machine_code):
             "bnstudy.kernels.linear_t",
             "bnstudy.kernels.forward_model",
             "bnstudy.probes.probe_design",
-            "bnstudy.probes.linear_t_tiled",
+            "bnstudy.tiled.linear_t_tiled",
         } <= names
         assert all(a["lines"] > 10 for a in report["asm"].values())
         assert report["asm"][
-            "bnstudy.probes.linear_t_tiled"
+            "bnstudy.tiled.linear_t_tiled"
             + next(k.split("linear_t_tiled", 1)[1] for k in report["asm"] if "linear_t_tiled" in k)
         ]["mul"]
 

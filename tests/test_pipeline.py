@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from bnstudy import determinism, manifest
+from bnstudy import determinism, machines, manifest
 from conftest import ROOT, snakemake
 
 EXPECTED = ROOT / "config" / "expected" / "test.manifest.tsv"
@@ -57,7 +57,7 @@ def test_test_config_gives_the_expected_manifest(runs):
 def test_each_run_recorded_its_simulated_machine_outside_the_manifest(runs):
     """The build record (results/provenance/machine.csv) names each run's kernels; no hashed file does."""
     base, manifests, _ = runs
-    envs = determinism.environments()
+    envs = machines.environments()
     for name, env_name in determinism.RUN_ENVIRONMENTS.items():
         record = base / name / "results" / "provenance" / "machine.csv"
         machine = dict(pd.read_csv(record, dtype=str, keep_default_na=False).values)

@@ -5,7 +5,7 @@ import platform
 
 import pytest
 
-from bnstudy import determinism, provenance
+from bnstudy import determinism, machines, provenance
 
 X86_LINUX = platform.system() == "Linux" and platform.machine() == "x86_64" and provenance.LD_SO.exists()
 GLIBC = tuple(int(x) for x in (platform.libc_ver()[1] or "0.0").split(".")[:2])
@@ -21,7 +21,7 @@ KERNEL_VARS = {
 
 @pytest.fixture(scope="module")
 def envs():
-    return determinism.environments()
+    return machines.environments()
 
 
 def test_three_machines_one_per_determinism_run(envs):
@@ -51,7 +51,7 @@ def test_three_machines_one_per_determinism_run(envs):
 
 
 def test_numpy_is_asked_to_disable_only_dispatched_features_this_cpu_has(envs):
-    features, baseline, dispatch = determinism.numpy_cpu()
+    features, baseline, dispatch = machines.numpy_cpu()
     for name in ("avx2", "generic"):
         listed = [f for f in envs[name].get("NPY_DISABLE_CPU_FEATURES", "").split(",") if f]
         assert all(features[f] and f in dispatch and f not in baseline for f in listed), (name, listed)
@@ -61,7 +61,7 @@ def test_numpy_is_asked_to_disable_only_dispatched_features_this_cpu_has(envs):
         for f in dispatch
         if features.get(f)
         and f not in baseline
-        and (f.startswith("AVX512") or f in determinism.GENERIC_NUMPY or f == "X86_V4")
+        and (f.startswith("AVX512") or f in machines.GENERIC_NUMPY or f == "X86_V4")
     }
     assert wide <= generic
     assert not any(
@@ -99,7 +99,7 @@ def test_the_old_usable_spelling_masks_nothing_on_this_glibc():
 
 def test_each_library_selects_the_simulated_machines_kernels(envs):
     """Seen from inside a process started with each environment (as the runs' jobs are)."""
-    generic = determinism.describe_environment(envs["generic"])
+    generic = machines.describe_environment(envs["generic"])
     assert generic["torch CPU kernels"] == "DEFAULT"
     assert generic["Numba target"] == "generic (no AVX/FMA)"
     assert generic["NumPy SIMD"].endswith("dispatched: none") or not any(
@@ -108,7 +108,7 @@ def test_each_library_selects_the_simulated_machines_kernels(envs):
     if "openblas" in generic["BLAS kernels"]:
         assert "Nehalem" in generic["BLAS kernels"]
     assert "NUMBA_CPU_NAME=generic" in generic["kernel-selection variables"]
-    avx2 = determinism.describe_environment(envs["avx2"])
+    avx2 = machines.describe_environment(envs["avx2"])
     assert avx2["torch CPU kernels"] in ("AVX2", "DEFAULT")  # DEFAULT only on a CPU without AVX2
     assert avx2["Numba target"].startswith("haswell") and "avx512f" not in avx2["Numba target"]
     assert "X86_V4" not in avx2["NumPy SIMD"] and "AVX512" not in avx2["NumPy SIMD"]

@@ -8,7 +8,8 @@ import pytest
 from bnstudy import data, kernels, normalisers
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
-from bnstudy.probes import Prober, linear_t_tiled
+from bnstudy.probes import Prober
+from bnstudy.tiled import linear_t_tiled
 
 NORMALISERS = normalisers.NAMES
 LIMITS = {"batchrenorm": (2.0, 0.5)}

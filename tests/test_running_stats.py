@@ -70,9 +70,17 @@ def test_initial_value_keeps_weight_keep_to_the_updates():
 
 
 @pytest.mark.parametrize("order", rs.ORDERS)
-def test_pooled_statistics_are_exact(rows, order):
-    for r in pick(rows, order, "pooled").values():
-        assert r["running_error"] < 1e-10
+def test_pooled_statistics_are_the_seen_rows_moments_against_numpy(x, order):
+    """The pooled estimate's error, recomputed with NumPy from the rows the pass saw: zero when every
+    row is seen (512 rows in batches of 32), the dropped row's effect when one is not (17 rows of 8)."""
+    for population, b in ((x, 32), (x[:17], 8)):
+        (r,) = [r for r in rs.study(population, [b], [], order, 0) if r["estimator"] == "pooled"]
+        seen = np.concatenate(rs.pass_batches(population, b, order, 0))
+        dm = population[seen].mean(0) - population.mean(0)
+        dv = population[seen].var(0) - population.var(0)
+        want = np.sqrt(np.mean(np.concatenate([dm, dv]) ** 2))
+        assert r["running_error"] == pytest.approx(want, rel=1e-9, abs=1e-13)
+        assert (want == pytest.approx(0, abs=1e-13)) == (len(seen) == len(population))
 
 
 def test_cumulative_average_gets_the_mean_exactly_on_equal_batches(rows):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import backprop, batching, kernels, normalisers, plain, torchnet, train
+from bnstudy import backprop, batching, kernels, normalisers, optimisers, plain, torchnet, train
 from bnstudy import model as mlp
 from bnstudy.recipe import Recipe, batch_sizes_per_epoch
 
@@ -91,7 +91,7 @@ def test_gradients_equal_autograd(kind):
     torch.nn.functional.cross_entropy(logits[0], torch.from_numpy(y)).backward()
     offset = 0
     checked = 0
-    for key, shape in backprop.layout(spec.widths):
+    for key, shape in optimisers.layout(spec.widths):
         size = int(np.prod(shape))
         ours = grad[offset : offset + size].reshape(shape)
         offset += size

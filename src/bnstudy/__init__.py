@@ -4,7 +4,9 @@ Modules, one idea each:
 
 - ``fixedmath``   exp, log and integer powers with the same bits on every machine
 - ``kernels``     the network's forward arithmetic, compiled in one fixed order
-- ``backprop``    the compiled training loop: backward pass and optimisers
+- ``gradients``   one layer's training-mode forward pass and the backward passes, compiled
+- ``optimisers``  the flat parameter vector and the Adam and SGD steps, compiled
+- ``backprop``    the compiled training loop: whole runs, step after step
 - ``model``       the MLP: stacks of NumPy arrays, initial weights, PyTorch modules for users
 - ``recipe``      the training recipe and batch renormalisation's schedule
 - ``batching``    the seeded batch order of every epoch
@@ -15,12 +17,14 @@ Modules, one idea each:
 - ``runtime``     threads and named random streams
 - ``data``        the digits split and the enumerated synthetic population
 - ``companions``, ``probes``  companion dependence of training-mode predictions
+- ``tiled``       the probes' Linear layer with its outputs in registers, bit for bit ``linear_t``
 - ``evaluation``, ``remedies`` study 2: accuracy by training batch size, and the remedies
 - ``running_stats``, ``layer``, ``selfchecks``  the running-statistics study
 - ``reference``   an independent NumPy BatchNorm1d
 - ``stats``       bootstrap and seed intervals
 - ``io``          byte-stable, atomic file writing
 - ``manifest``    content hashes of pipeline outputs
+- ``determinism``, ``machines``  the determinism and portability check, and its simulated machines
 - ``codedeps``    the package modules each rule script can load (its code inputs)
 
 Numba caches compiled kernels on disk, but it checks only the source file of the

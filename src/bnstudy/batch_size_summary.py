@@ -93,6 +93,62 @@ def standard_error_of_difference(sd_a: float, sd_b: float, seeds: int) -> float:
     return math.sqrt(math.fsum([sd_a * sd_a / seeds, sd_b * sd_b / seeds]))
 
 
+def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
+    """Per comparison of the grid (leftover-row comparisons excluded), in words:
+
+    - ``paired<Comparison>AboveSizes``/``BelowSizes``: the batch sizes whose paired interval
+      lies wholly above / wholly below zero (``no batch size`` if none);
+    - ``paired<Comparison>Least{Gain,Ci,Size,Better,Worse}``: the batch size with the smallest
+      mean gain (the first of equals), its gain and interval in signed points, and the seeds whose
+      McNemar test favours A / B there."""
+    m = {}
+    grid = pair_summary[~pair_summary.comparison.str.endswith("keep_vs_drop")]
+    for name, g in grid.groupby("comparison", sort=True):
+        g = g.sort_values("batch_size", kind="stable")
+        above = [str(int(b)) for b, lo in zip(g.batch_size, g.ci_low) if lo > 0]
+        below = [str(int(b)) for b, hi in zip(g.batch_size, g.ci_high) if hi < 0]
+        m[latex.macro_name("paired", name, "above sizes")] = _words(above) if above else "no batch size"
+        m[latex.macro_name("paired", name, "below sizes")] = _words(below) if below else "no batch size"
+        least = g.loc[g["gain"].idxmin()]
+        stem = ("paired", name, "least")
+        m[latex.macro_name(*stem, "gain")] = signed_points(float(least.gain))
+        lo, hi = signed_points(float(least.ci_low)), signed_points(float(least.ci_high))
+        m[latex.macro_name(*stem, "ci")] = f"[{lo}, {hi}]"
+        m[latex.macro_name(*stem, "size")] = str(int(least.batch_size))
+        m[latex.macro_name(*stem, "better")] = str(int(least.seeds_a_better))
+        m[latex.macro_name(*stem, "worse")] = str(int(least.seeds_b_better))
+    return m
+
+
+REMEDY_NAMES = {
+    "cumulative_vs_ema": "the cumulative average",
+    "precise_bn_vs_ema": "PreciseBN",
+    "exact_vs_ema": "the exact statistics",
+}
+
+
+def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
+    """In words, at which batch sizes the paired interval of each remedy (minus the trained
+    EMA) lies wholly above and wholly below zero; remedies alike are named together."""
+
+    def sizes(g, above):
+        g = g.sort_values("batch_size", kind="stable")
+        out = [str(int(b)) for b, lo, hi in zip(g.batch_size, g.ci_low, g.ci_high) if (lo > 0 if above else hi < 0)]
+        return f"at batch {_words(out)}" if out else "at no batch size"
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, label in REMEDY_NAMES.items():
+        g = pair_summary[pair_summary.comparison == name]
+        if len(g):
+            groups.setdefault((sizes(g, True), sizes(g, False)), []).append(label)
+    clauses = [
+        f"{'the paired intervals' if len(labels) > 1 else 'the paired interval'} of {_words(labels)} "
+        f"{'lie' if len(labels) > 1 else 'lies'} above zero {above} and below zero {below}"
+        for (above, below), labels in groups.items()
+    ]
+    return "; ".join(clauses) if clauses else "n/a"
+
+
 def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
     """Ours minus published, per published cell in our grid, also in units of our seed sd."""
     rows = []
@@ -148,6 +204,11 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             continue
         gap = ref.mean - base.mean
         m[latex.macro_name("gap", end)] = points(gap)
+        renorm = cell.get(("batchrenorm", b, "inference"))
+        if renorm is not None:
+            m[latex.macro_name("gapClosed", "batchrenorm", end)] = (
+                latex.fmt((renorm.mean - base.mean) / gap, 0, percent=True) if gap > 0 else "n/a"
+            )
         for mode in REMEDIES:
             r = cell.get(("batchnorm", b, mode))
             if r is not None:
@@ -167,6 +228,8 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name(*stem, "lost")] = str(p.b_only)
                 m[latex.macro_name(*stem, "better")] = str(p.seeds_a_better)
                 m[latex.macro_name(*stem, "worse")] = str(p.seeds_b_better)
+    m |= interval_sign_macros(pair_summary)
+    m["remedySignSentence"] = remedy_sign_sentence(pair_summary)
     for p in pair_summary[pair_summary.comparison.str.endswith("keep_vs_drop")].itertuples(index=False):
         stem = ("paired", p.comparison)
         m[latex.macro_name(*stem, "gain")] = signed_points(p.gain)
@@ -228,6 +291,14 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 f"{points(bn.sd, 2)} and {points(no.sd, 2)})"
             )
     m["seDiffPublishedSeedsList"] = _words(se) if se else "n/a (none of those batch sizes is in our grid)"
+    in_se = []
+    for b in sorted(claimed):
+        bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
+        if bn is not None and no is not None:
+            s = standard_error_of_difference(bn.sd, no.sd, int(published["seeds"]))
+            unit = " such standard errors" if not in_se else ""
+            in_se.append(f"{latex.fmt(claimed[b] / s, 1) if s > 0 else 'n/a'}{unit} at batch {b}")
+    m["publishedGainInSeList"] = _words(in_se) if in_se else "n/a"
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
     m["gainCompared"] = str(len(compared))
@@ -256,13 +327,22 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         # their mean of published["seeds"] seeds minus ours of `seeds`, both with our seed sd
         se = float(worst.sd) * math.sqrt(math.fsum([1 / int(published["seeds"]), 1 / seeds]))
         m["pubGapLargestInSe"] = latex.fmt(abs(float(worst.gap)) / se, 1) if se > 0 else "n/a"
-        m |= {"pubBatchnormMin": "n/a", "pubGapBatchnormMinInSd": "n/a", "pubGapBatchnormMinSign": "n/a"}
+        m |= {
+            "pubBatchnormMin": "n/a",
+            "pubGapBatchnormMinInSd": "n/a",
+            "pubGapBatchnormMinSign": "n/a",
+            "pubGapBatchnormMinPoints": "n/a",
+            "pubGapBatchnormMinInSe": "n/a",
+        }
         first = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference") & (gaps.batch_size == sizes[0])]
         if len(first):
             r = first.iloc[0]
             m["pubBatchnormMin"] = latex.fmt(float(r.published))
             m["pubGapBatchnormMinInSd"] = latex.fmt(float(r.gap_in_sd), 1)
             m["pubGapBatchnormMinSign"] = "below" if r.gap < 0 else "above"
+            m["pubGapBatchnormMinPoints"] = points(abs(float(r.gap)))
+            se_min = float(r.sd) * math.sqrt(math.fsum([1 / int(published["seeds"]), 1 / seeds]))
+            m["pubGapBatchnormMinInSe"] = latex.fmt(abs(float(r.gap)) / se_min, 1) if se_min > 0 else "n/a"
     bn = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference")] if len(gaps) else gaps
     for r in bn.itertuples(index=False) if len(bn) else []:
         m[latex.macro_name("pub", "batchnorm", "b", r.batch_size)] = latex.fmt(float(r.published))

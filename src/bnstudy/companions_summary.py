@@ -129,6 +129,72 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
     return m
 
 
+# Per-size macros that the text also quotes at the smallest and the largest probe size, so
+# that the prose names no size: ``compFlipBTwo`` -> ``compFlipMin`` when 2 is the smallest.
+END_STEMS = (
+    "comp flip",
+    "comp flip ci",
+    "comp acc",
+    "comp acc ci",
+    "comp ever",
+    "comp ever ci",
+    "comp net flip_rate",
+    "comp net flip_rate ci",
+    "comp net train_mode_accuracy",
+    "comp net train_mode_accuracy ci",
+    "comp net ever_flipped",
+    "comp net ever_flipped ci",
+    "comp keep flip",
+    "comp keep flip ci",
+)
+
+
+def _words(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def end_macros(m: dict, dep0: pd.DataFrame, over_seeds: pd.DataFrame, one_class_size: int) -> dict:
+    """Macros that name no probe size, from the per-size ones in ``m``.
+
+    - ``compSizeMin``/``compSizeMax``: the smallest and largest random probe size, and each
+      stem of :data:`END_STEMS` at those sizes (``compFlipMin``, ``compNetFlipRateCiMax``...);
+      ``compFlipCiMin``: the bootstrap interval of the flip rate as one ``[low, high]``;
+    - ``compSizeWords`` and ``compFlipList``: every random size and its flip rate, as words
+      (``2, 4, 16 and 64``; ``45.3\\%, ... and 1.4\\%``), in the same order;
+    - ``compExactSize``: the batch size of the every-companion design;
+    - ``compRandomFlipOneClass``: the flip rate with random companions at the one-class batch size
+      (``n/a`` if that size is not probed);
+    - ``compGrid<Norm>Lowest<End>``/``Highest<End>``: lowest and highest grid flip rate over
+      training batch sizes (mean over seeds) at the smallest/largest probe size.
+    """
+    random = dep0[dep0["design"] == "random"].sort_values("batch_size")
+    sizes = [int(b) for b in random["batch_size"]]
+    out = {"compSizeMin": str(sizes[0]), "compSizeMax": str(sizes[-1])}
+    out["compSizeWords"] = _words([str(b) for b in sizes])
+    out["compFlipList"] = _words([_pct(v) for v in random["flip_rate"]])
+    for r in random.itertuples(index=False):
+        ci = f"[{_pct(r.flip_rate_ci_low)}, {_pct(r.flip_rate_ci_high)}]"
+        out[latex.macro_name("comp flip ci b", int(r.batch_size))] = ci
+    m = m | out
+    for end, b in (("min", sizes[0]), ("max", sizes[-1])):
+        for stem in END_STEMS:
+            source = latex.macro_name(stem, "b", b)
+            if source in m:
+                out[latex.macro_name(stem, end)] = m[source]
+    exact = dep0[dep0["design"] == "exact"]
+    out["compExactSize"] = str(int(exact["batch_size"].iloc[0])) if len(exact) else "n/a"
+    at = random[random["batch_size"] == one_class_size]
+    out["compRandomFlipOneClass"] = _pct(float(at["flip_rate"].iloc[0])) if len(at) else "n/a"
+    flips = over_seeds[(over_seeds["measure"] == "flip_rate") & (over_seeds["design"] == "random")]
+    for norm in ("batchnorm", "batchrenorm"):
+        for end, b in (("min", sizes[0]), ("max", sizes[-1])):
+            cell = flips[(flips["normaliser"] == norm) & (flips["batch_size"] == b)]
+            if len(cell):
+                out[latex.macro_name("comp grid", norm, "lowest", end)] = _pct(cell["mean"].min())
+                out[latex.macro_name("comp grid", norm, "highest", end)] = _pct(cell["mean"].max())
+    return out
+
+
 def keep_macros(keep: pd.DataFrame) -> dict:
     """The first dependence network retrained with the leftover rows kept: flip rate with its
     interval per random size, exact rate at b = 2, inference accuracy."""
@@ -250,11 +316,13 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
         }
         for r in dep_networks.itertuples(index=False)
     }
+    all_macros = macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep)
+    all_macros |= end_macros(all_macros, dep0, over_seeds, int(params["one_class_batch_size"]))
     return {
         "summary_table": summary,
         "grid_table": over_seeds,
         "networks_table": dep_networks,
         "summary": result,
-        "macros": macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep),
+        "macros": all_macros,
         "tables": {"table": dependence_table(dep0, published), "networks_latex": networks_table(dep_networks)},
     }

@@ -25,9 +25,25 @@ def _pct(x: float) -> str:
     return f"{100 * x:g}\\%"
 
 
+def digits_shape() -> tuple[int, int, int]:
+    """``(side, features, classes)`` of scikit-learn's handwritten digits: images of
+    ``side x side`` pixels, one feature per pixel, and the number of distinct labels."""
+    from sklearn.datasets import load_digits  # here: only the design macros need it
+
+    digits = load_digits()
+    side = int(digits.images.shape[1])
+    if digits.images.shape[1:] != (side, side):
+        raise ValueError(f"the digits are not square: {digits.images.shape[1:]}")
+    return side, int(digits.data.shape[1]), int(len(set(digits.target.tolist())))
+
+
 def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
     net, grid, dep, rn = config["network"], config["grid"], config["dependence"], config["batchrenorm"]
+    side, features, classes = digits_shape()
     return {
+        "dataSide": str(side),
+        "dataFeatures": str(features),
+        "dataClasses": str(classes),
         "computeThreads": str(config["compute_threads"]),
         "dataRows": fmt(train_rows + test_rows),
         "trainRows": fmt(train_rows),

@@ -58,7 +58,7 @@ class Normaliser:
     label: str
     colour: str
     marker: str
-    linestyle: str
+    linestyle: str | tuple
     batch_statistics: bool
     affine: bool
     kernel: int
@@ -85,7 +85,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         "none",
         OKABE_ITO["black"],
         "o",
-        "-",
+        "-",  # solid
         batch_statistics=False,
         affine=False,
         kernel=NONE,
@@ -97,7 +97,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         "batch norm",
         OKABE_ITO["vermillion"],
         "s",
-        "-",
+        "--",  # dashed
         batch_statistics=True,
         affine=True,
         kernel=BATCH,
@@ -109,7 +109,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         "batch renorm",
         OKABE_ITO["orange"],
         "D",
-        "-",
+        "-.",  # dash-dot
         batch_statistics=True,
         affine=True,
         kernel=RENORM,
@@ -121,7 +121,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         "layer norm",
         OKABE_ITO["blue"],
         "^",
-        "-",
+        ":",  # dotted
         batch_statistics=False,
         affine=True,
         kernel=LAYER,
@@ -133,7 +133,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         "group norm",
         OKABE_ITO["bluish green"],
         "v",
-        "-",
+        (0, (5, 1.5, 1, 1.5, 1, 1.5)),  # dash-dot-dot
         batch_statistics=False,
         affine=True,
         kernel=GROUP,

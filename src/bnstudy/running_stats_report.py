@@ -50,6 +50,12 @@ def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
             r = ema[ema.batch_size == b].iloc[0]
             m[latex.macro_name("rs rep running error", end)] = f4(r["mean"])
             m[latex.macro_name("rs rep running error", end, "ci")] = f"[{f4(r.ci_low)}, {f4(r.ci_high)}]"
+        # every estimator at the smallest and the largest batch, named without the size
+        for r in summary[summary.batch_size.isin([sizes[0], sizes[-1]])].itertuples(index=False):
+            end = "min" if int(r.batch_size) == sizes[0] else "max"
+            name = latex.macro_name("rs rep", r.estimator, r.metric, end)
+            m[name] = f4(r.mean)
+            m[name + "Ci"] = f"[{f4(r.ci_low)}, {f4(r.ci_high)}]"
     return m
 
 

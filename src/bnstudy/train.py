@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import backprop
+from . import backprop, optimisers
 from .batching import epoch_rows, order_generator
 from .kernels import GROUP, KIND, LAYER
 from .model import BATCH_KINDS, NORMS, NetSpec, initial_state, stack
@@ -37,7 +37,7 @@ def step_limits(spec: NetSpec, recipe: Recipe, n: int) -> np.ndarray:
 
 def _flat(spec: NetSpec, state: dict[str, np.ndarray]) -> np.ndarray:
     parts = []
-    for key, shape in backprop.layout(spec.widths):
+    for key, shape in optimisers.layout(spec.widths):
         if key in state:
             parts.append(state[key].reshape(-1))
         else:  # no normaliser: gamma 1 and beta 0, never moved
@@ -47,7 +47,7 @@ def _flat(spec: NetSpec, state: dict[str, np.ndarray]) -> np.ndarray:
 
 def _unflat(spec: NetSpec, flat: np.ndarray, running: np.ndarray, updates: int, like: dict) -> dict:
     state, offset = {}, 0
-    for key, shape in backprop.layout(spec.widths):
+    for key, shape in optimisers.layout(spec.widths):
         size = int(np.prod(shape))
         state[key] = flat[offset : offset + size].reshape(shape).copy()
         offset += size

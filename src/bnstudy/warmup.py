@@ -17,9 +17,24 @@ import numpy as np
 def _dispatchers():
     import numba
 
-    from . import backprop, data, evaluation, fixedmath, kernels, layer, probes, reductions, remedies, stats
+    from . import (
+        backprop,
+        data,
+        evaluation,
+        fixedmath,
+        gradients,
+        kernels,
+        layer,
+        optimisers,
+        probes,
+        reductions,
+        remedies,
+        stats,
+        tiled,
+    )
 
-    for module in (fixedmath, kernels, backprop, probes, evaluation, remedies, layer, reductions, data, stats):
+    modules = (fixedmath, kernels, gradients, optimisers, backprop, tiled, probes, evaluation, remedies, layer)
+    for module in (*modules, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
             if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.__module__ == module.__name__:

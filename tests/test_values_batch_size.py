@@ -1,0 +1,777 @@
+"""Study 2's summary by value: every number of batch_size.json, the macros and the tables on a tiny grid.
+
+The expected values are computed here, independently: means and standard deviations by
+NumPy, t intervals by ``scipy.stats.t.interval`` and ``ttest_rel``, McNemar p-values by
+``scipy.stats.binomtest``, discordant rows by counting, macro names written out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from bnstudy import batch_size_summary, evaluation, paired
+
+ROWS = 8  # test rows per network
+SEEDS = [0, 1, 2]
+SIZES = [2, 8]
+CONF = 0.95
+MOMENTUM = 0.1
+# correct rows out of ROWS per (normaliser, mode) and batch size, seed by seed
+COUNTS = {
+    ("none", "inference"): {2: [8, 7, 8], 8: [5, 6, 4]},
+    ("none", "training"): {2: [7, 7, 8], 8: [5, 5, 4]},
+    ("batchnorm", "inference"): {2: [2, 4, 1], 8: [8, 8, 7]},
+    ("batchnorm", "training"): {2: [1, 0, 2], 8: [7, 8, 6]},
+    ("batchnorm", "debiased_ema"): {2: [2, 4, 2], 8: [8, 8, 7]},
+    ("batchnorm", "cumulative"): {2: [3, 5, 2], 8: [7, 7, 6]},
+    ("batchnorm", "precise_bn"): {2: [8, 8, 7], 8: [8, 8, 8]},
+    ("batchnorm", "exact"): {2: [5, 6, 4], 8: [7, 8, 8]},
+    ("batchnorm", "inference_keep"): {8: [8, 7, 8]},
+    ("none", "inference_keep"): {8: [6, 6, 5]},
+}
+# which rows are correct: row i of a network with k correct rows iff (i + offset) % ROWS < k
+OFFSET = {
+    ("none", "inference"): 0,
+    ("none", "training"): 1,
+    ("batchnorm", "inference"): 0,
+    ("batchnorm", "training"): 2,
+    ("batchnorm", "debiased_ema"): 0,
+    ("batchnorm", "cumulative"): 3,
+    ("batchnorm", "precise_bn"): 5,
+    ("batchnorm", "exact"): 6,
+    ("batchnorm", "inference_keep"): 1,
+    ("none", "inference_keep"): 2,
+}
+REMEDY_MODES = ("debiased_ema", "cumulative", "precise_bn", "exact")
+UPDATES = {2: [4936, 4936, 4937], 8: [1234, 1235, 1234]}
+STATISTICS = ("ema", "debiased_ema", "cumulative", "precise_bn", "exact")
+PUBLISHED = {
+    "seeds": 5,
+    "none": {2: 0.95, 8: 0.70, 16: 0.97},
+    "batchnorm": {2: 0.40, 8: 0.90, 16: 0.98},
+    "batchnorm_training_mode": {2: 0.90, 8: 0.85, 16: 0.95},
+}
+SIZE_NAME = {2: "BTwo", 8: "BEight"}
+# every remedy's paired interval lies above zero at b = 2; only the cumulative average's lies below at 8
+REMEDY_SENTENCE = (
+    "the paired interval of the cumulative average lies above zero at batch 2 and below zero at batch 8; "
+    "the paired intervals of PreciseBN and the exact statistics lie above zero at batch 2 "
+    "and below zero at no batch size"
+)
+END = {2: "Min", 8: "Max"}
+MODE_NAME = {
+    "inference": "Inference",
+    "training": "Training",
+    "debiased_ema": "DebiasedEma",
+    "cumulative": "Cumulative",
+    "precise_bn": "PreciseBn",
+    "exact": "Exact",
+    "inference_keep": "InferenceKeep",
+}
+NORM_NAME = {"none": "None", "batchnorm": "Batchnorm"}
+
+
+def correct_vector(norm, mode, b, s):
+    k = COUNTS[(norm, mode)][b][SEEDS.index(s)]
+    return np.array([(i + OFFSET[(norm, mode)]) % ROWS < k for i in range(ROWS)], dtype=int)
+
+
+def accuracy(norm, mode, b, s):
+    return COUNTS[(norm, mode)][b][SEEDS.index(s)] / ROWS
+
+
+def cells_of(norm, mode):
+    return [(b, s) for b in COUNTS[(norm, mode)] for s in SEEDS]
+
+
+def inputs():
+    """The rule's inputs as the script reads them: grid cells, keep cells (marked by ``kept``),
+    remedy runs with their update counts, distances and per-row correctness."""
+    cells, keep, keep_correct, correct, remedy_runs = [], [], [], [], []
+    for (norm, mode), by_size in COUNTS.items():
+        base_mode = mode.removesuffix("_keep")
+        rows = [
+            {"normaliser": norm, "batch_size": b, "mode": base_mode, "seed": s, "accuracy": accuracy(norm, mode, b, s)}
+            for b, s in cells_of(norm, mode)
+        ]
+        per_row = [
+            {"normaliser": norm, "batch_size": b, "mode": base_mode, "seed": s, "row": i, "correct": int(c)}
+            for b, s in cells_of(norm, mode)
+            for i, c in enumerate(correct_vector(norm, mode, b, s))
+        ]
+        if mode.endswith("_keep"):
+            keep.append(pd.DataFrame(rows))
+            keep_correct.append(pd.DataFrame(per_row))
+        elif mode in REMEDY_MODES:
+            remedy_runs.append(
+                pd.DataFrame([r | {"updates": UPDATES[r["batch_size"]][SEEDS.index(r["seed"])]} for r in rows])
+            )
+            correct.append(pd.DataFrame(per_row))
+        else:
+            cells.append(pd.DataFrame(rows))
+            correct.append(pd.DataFrame(per_row))
+    distances = pd.DataFrame(
+        [
+            {
+                "normaliser": "batchnorm",
+                "batch_size": b,
+                "seed": s,
+                "statistics": name,
+                "layer": layer,
+                "mean_distance": distance(name, b, s, layer, "mean"),
+                "var_distance": distance(name, b, s, layer, "var"),
+            }
+            for s in reversed(SEEDS)  # not in seed order: the summary sorts
+            for b in SIZES
+            for name in STATISTICS
+            for layer in (1, 2)
+        ]
+    )
+    correct = pd.concat(correct + [batch_size_summary.kept(t) for t in keep_correct], ignore_index=True)
+    cells = cells + [batch_size_summary.kept(t) for t in keep]
+    return cells, remedy_runs, distances, correct
+
+
+def distance(name, b, s, layer, kind):
+    i = STATISTICS.index(name)
+    return 0.1 * (i + 1) + 0.013 * s * (s + 1) + 0.001 * layer * b + (0.0 if kind == "mean" else 0.5 + 0.007 * s)
+
+
+# Function scope on purpose: mutmut runs, for a mutant, only the tests during which the mutated
+# function ran; a module-scoped result would be computed during the first test alone.
+@pytest.fixture
+def result():
+    cells, remedy_runs, distances, correct = inputs()
+    return batch_size_summary.summarise(cells, remedy_runs, distances, correct, PUBLISHED, MOMENTUM, CONF)
+
+
+def t_summary(values):
+    v = np.asarray(values, dtype=float)
+    mean, sd = v.mean(), v.std(ddof=1)
+    if sd == 0:
+        return mean, sd, mean, mean
+    lo, hi = sps.t.interval(CONF, len(v) - 1, loc=mean, scale=sd / np.sqrt(len(v)))
+    return mean, sd, lo, hi
+
+
+def expected_cells():
+    return {
+        (norm, b, mode): t_summary([accuracy(norm, mode, b, s) for s in SEEDS])
+        for (norm, mode), by_size in COUNTS.items()
+        for b in by_size
+    }
+
+
+def f3(v):
+    return f"{v:.3f}"
+
+
+def pts(v, digits=1):
+    return f"{100 * v:.{digits}f}"
+
+
+def spts(v):
+    return f"{100 * v:+.2f}"
+
+
+def expected_pairs():
+    """Per comparison, b and seed: (a_only, b_only, McNemar p, accuracy difference)."""
+    out = {}
+    for name, (na, ma), (nb, mb) in paired.COMPARISONS:
+        for b in SIZES:
+            if b not in COUNTS.get((na, ma), {}) or b not in COUNTS.get((nb, mb), {}):
+                continue
+            for s in SEEDS:
+                a, c = correct_vector(na, ma, b, s), correct_vector(nb, mb, b, s)
+                a_only, b_only = int(((a == 1) & (c == 0)).sum()), int(((a == 0) & (c == 1)).sum())
+                p = sps.binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
+                out[(name, b, s)] = (a_only, b_only, p, accuracy(na, ma, b, s) - accuracy(nb, mb, b, s))
+    return out
+
+
+def expected_gains():
+    pairs = expected_pairs()
+    out = {}
+    for name, b in sorted({(k[0], k[1]) for k in pairs}):
+        rows = [pairs[(name, b, s)] for s in SEEDS]
+        diffs = [r[3] for r in rows]
+        mean, sd, lo, hi = t_summary(diffs)
+        significant = [r[2] < 1 - CONF for r in rows]
+        out[(name, b)] = {
+            "gain": mean,
+            "sd": sd,
+            "ci_low": lo,
+            "ci_high": hi,
+            "a_only": sum(r[0] for r in rows),
+            "b_only": sum(r[1] for r in rows),
+            "net_rows": ", ".join(f"{r[0] - r[1]:+d}" for r in rows),
+            "better": sum(sig and r[0] > r[1] for sig, r in zip(significant, rows)),
+            "worse": sum(sig and r[0] < r[1] for sig, r in zip(significant, rows)),
+        }
+    return out
+
+
+# ---- the tidy tables and the JSON summary ---------------------------------------------------
+
+
+def test_the_data_reach_every_branch():
+    """The tiny grid is built to exercise both signs: batch norm loses to none at b=2 and wins at
+    b=8; some seeds are McNemar-significant either way; one cell has no spread."""
+    gains = expected_gains()
+    assert gains[("batchnorm_vs_none", 2)]["worse"] == 2 and gains[("precise_bn_vs_ema", 2)]["better"] == 2
+    assert gains[("batchnorm_vs_none", 2)]["ci_high"] < 0 < gains[("batchnorm_vs_none", 8)]["ci_low"]
+    assert gains[("debiased_ema_vs_ema", 2)]["ci_low"] < 0 < gains[("debiased_ema_vs_ema", 2)]["ci_high"]
+    assert expected_cells()[("batchnorm", 8, "precise_bn")][1] == 0
+
+
+def test_summary_table_is_numpy_mean_sd_and_scipy_t_interval(result):
+    expected = expected_cells()
+    got = result["summary_table"]
+    assert len(got) == len(expected)
+    for r in got.itertuples(index=False):
+        mean, sd, lo, hi = expected[(r.normaliser, r.batch_size, r.mode)]
+        assert r.seeds == 3
+        assert (r.mean, r.sd, r.ci_low, r.ci_high) == pytest.approx((mean, sd, lo, hi), abs=1e-12)
+
+
+def test_json_summary_holds_every_cells_mean_sd_and_interval(result):
+    expected = expected_cells()
+    key = {"inference": "inference", "training": "train_mode"}
+    out = result["summary"]
+    assert set(out) == {"none", "batchnorm"}
+    for (norm, b, mode), (mean, sd, lo, hi) in expected.items():
+        cell = out[norm][str(b)]
+        k = key.get(mode, mode)
+        assert cell[f"{k}_accuracy"] == pytest.approx(mean, abs=1e-12)
+        assert cell[f"{k}_sd"] == pytest.approx(sd, abs=1e-12)
+        assert cell[f"{k}_ci"] == pytest.approx([lo, hi], abs=1e-12)
+        assert cell["seeds"] == 3
+    n_keys = {(n, str(b)): 0 for n, _ in COUNTS for b in SIZES}
+    for norm, mode in COUNTS:
+        for b in COUNTS[(norm, mode)]:
+            n_keys[(norm, str(b))] += 3
+    for (norm, b), n in n_keys.items():
+        assert len(out[norm][b]) == n + 1, (norm, b)  # accuracy, sd, ci per mode, and seeds
+
+
+def test_runs_are_every_network_sorted_with_the_keep_modes_marked(result):
+    runs = result["runs"]
+    expected = sorted(
+        (norm, b, mode, s, accuracy(norm, mode, b, s)) for (norm, mode) in COUNTS for b, s in cells_of(norm, mode)
+    )
+    assert [tuple(r) for r in runs[["normaliser", "batch_size", "mode", "seed", "accuracy"]].to_numpy()] == [
+        tuple(e) for e in expected
+    ]
+    assert list(runs.index) == list(range(len(runs)))
+
+
+def test_distance_summary_is_the_mean_over_seeds(result):
+    d = result["distance_summary"]
+    assert len(d) == len(SIZES) * len(STATISTICS) * 2
+    for r in d.itertuples(index=False):
+        for kind in ("mean", "var"):
+            want = np.mean([distance(r.statistics, r.batch_size, s, r.layer, kind) for s in SEEDS])
+            assert getattr(r, f"{kind}_distance") == pytest.approx(want, abs=1e-15)
+    assert list(d.columns) == ["normaliser", "batch_size", "statistics", "layer", "mean_distance", "var_distance"]
+    dist = result["distances"]
+    assert list(dist.seed.iloc[:3]) == SEEDS  # sorted by keys, then seed
+
+
+def test_summarise_distances_of_no_rows_has_the_columns():
+    empty = pd.DataFrame(columns=batch_size_summary.DISTANCE_KEYS + ["seed", "mean_distance", "var_distance"])
+    out = batch_size_summary.summarise_distances(empty)
+    assert out.empty and list(out.columns) == batch_size_summary.DISTANCE_KEYS + ["mean_distance", "var_distance"]
+
+
+def test_tidy_runs_without_remedies_has_no_updates():
+    cells, _, _, _ = inputs()
+    runs, updates = batch_size_summary.tidy_runs(cells[:1], [])
+    assert updates.empty and list(updates.columns) == ["batch_size", "seed", "updates"]
+    assert len(runs) == len(cells[0])
+
+
+def test_tidy_runs_updates_are_one_row_per_network(result):
+    _, remedy_runs, _, _ = inputs()
+    _, updates = batch_size_summary.tidy_runs([], remedy_runs)
+    got = sorted(map(tuple, updates[["batch_size", "seed", "updates"]].to_numpy().tolist()))
+    assert got == sorted((b, s, UPDATES[b][SEEDS.index(s)]) for b in SIZES for s in SEEDS)
+
+
+# ---- paired comparisons --------------------------------------------------------------------
+
+
+def test_paired_rows_count_discordant_rows_and_mcnemar_by_binomtest(result):
+    expected = expected_pairs()
+    got = result["paired"]
+    assert len(got) == len(expected)
+    for r in got.itertuples(index=False):
+        a_only, b_only, p, diff = expected[(r.comparison, r.batch_size, r.seed)]
+        assert (r.a_only, r.b_only, r.net_rows, r.rows) == (a_only, b_only, a_only - b_only, ROWS)
+        assert r.mcnemar_p == pytest.approx(p, abs=1e-15)
+        assert r.accuracy_a - r.accuracy_b == pytest.approx(diff, abs=1e-15)
+        assert r.net_rows == round(diff * ROWS)
+
+
+def test_gains_are_scipys_paired_t_interval_with_mcnemar_seeds(result):
+    expected = expected_gains()
+    got = result["gains"]
+    assert len(got) == len(expected)
+    for r in got.itertuples(index=False):
+        e = expected[(r.comparison, r.batch_size)]
+        assert (r.gain, r.sd, r.ci_low, r.ci_high) == pytest.approx(
+            (e["gain"], e["sd"], e["ci_low"], e["ci_high"]), abs=1e-12
+        )
+        assert (r.a_only, r.b_only, r.net_rows) == (e["a_only"], e["b_only"], e["net_rows"])
+        assert (r.seeds_a_better, r.seeds_b_better, r.seeds) == (e["better"], e["worse"], 3)
+    # scipy's own paired interval for one of them
+    a = [accuracy("batchnorm", "inference", 2, s) for s in SEEDS]
+    b = [accuracy("none", "inference", 2, s) for s in SEEDS]
+    ci = sps.ttest_rel(a, b).confidence_interval(CONF)
+    row = got[(got.comparison == "batchnorm_vs_none") & (got.batch_size == 2)].iloc[0]
+    assert (row.ci_low, row.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
+
+
+# ---- macros --------------------------------------------------------------------------------
+
+
+def expected_macros():
+    cells = expected_cells()
+    m = {
+        "gridSeeds": "3",
+        "publishedSeeds": "5",
+        "batchMin": "2",
+        "batchMax": "8",
+        "gridBatchCount": "2",
+        "evalConfidence": "95\\%",
+        "mcnemarAlpha": "0.05",
+        "testRowsEvaluated": "8",
+        "rowPoints": "12.50",  # one row of 8 in points
+    }
+    for (norm, b, mode), (mean, sd, lo, hi) in cells.items():
+        stem = MODE_NAME[mode] + NORM_NAME[norm]
+        m[f"acc{stem}{SIZE_NAME[b]}"] = f3(mean)
+        m[f"sd{stem}{SIZE_NAME[b]}"] = f3(sd)
+        end = END[b]
+        m[f"acc{stem}{end}"] = f3(mean)
+        m[f"ci{stem}{end}"] = f"[{f3(lo)}, {f3(hi)}]"
+        m[f"sd{stem}{end}"] = f3(sd)
+        m[f"sdPoints{stem}{end}"] = pts(sd)
+    for b in SIZES:
+        base = cells[("batchnorm", b, "inference")][0]
+        gap = cells[("none", b, "inference")][0] - base
+        m[f"gap{END[b]}"] = pts(gap)
+        for mode in REMEDY_MODES:
+            gain = cells[("batchnorm", b, mode)][0] - base
+            m[f"gain{MODE_NAME[mode]}{END[b]}"] = pts(gain)
+            m[f"gapClosed{MODE_NAME[mode]}{END[b]}"] = f"{100 * gain / gap:.0f}\\%" if gap > 0 else "n/a"
+    names = {
+        "batchnorm_vs_none": "BatchnormVsNone",
+        "debiased_ema_vs_ema": "DebiasedEmaVsEma",
+        "cumulative_vs_ema": "CumulativeVsEma",
+        "precise_bn_vs_ema": "PreciseBnVsEma",
+        "exact_vs_ema": "ExactVsEma",
+        "batchnorm_keep_vs_drop": "BatchnormKeepVsDrop",
+        "none_keep_vs_drop": "NoneKeepVsDrop",
+    }
+    gains = expected_gains()
+    for (name, b), e in gains.items():
+        for stem in (f"paired{names[name]}{END[b]}",) + ((f"paired{names[name]}",) if "keep" in name else ()):
+            m[f"{stem}Gain"] = spts(e["gain"])
+            m[f"{stem}Ci"] = f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]"
+            m[f"{stem}Won"] = str(e["a_only"])
+            m[f"{stem}Lost"] = str(e["b_only"])
+            if stem.endswith(END[b]):
+                m[f"{stem}Better"] = str(e["better"])
+                m[f"{stem}Worse"] = str(e["worse"])
+    m["keepBatchSize"] = "8"
+    # per comparison of the grid: the sizes whose interval lies wholly above / below zero, and the
+    # size with the least gain
+    for name, word in names.items():
+        if "keep" in name:
+            continue
+        by_size = {b: gains[(name, b)] for b in SIZES}
+        above = [str(b) for b in SIZES if by_size[b]["ci_low"] > 0]
+        below = [str(b) for b in SIZES if by_size[b]["ci_high"] < 0]
+        m[f"paired{word}AboveSizes"] = " and ".join(above) or "no batch size"
+        m[f"paired{word}BelowSizes"] = " and ".join(below) or "no batch size"
+        least = min(SIZES, key=lambda b: by_size[b]["gain"])
+        e = by_size[least]
+        m[f"paired{word}LeastGain"] = spts(e["gain"])
+        m[f"paired{word}LeastCi"] = f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]"
+        m[f"paired{word}LeastSize"] = str(least)
+        m[f"paired{word}LeastBetter"] = str(e["better"])
+        m[f"paired{word}LeastWorse"] = str(e["worse"])
+    assert m["pairedBatchnormVsNoneAboveSizes"] == "8" and m["pairedBatchnormVsNoneBelowSizes"] == "2"
+    m["remedySignSentence"] = REMEDY_SENTENCE
+    weight = (1 - MOMENTUM) ** 1234  # the fewest updates of any network
+    assert 1.0e-57 < weight < 1.0e-56
+    m["emaFewestUpdates"] = "1{,}234"
+    m["emaInitialWeightFewest"] = f"\\ensuremath{{{weight / 1e-57:.1f}\\times 10^{{-57}}}}"
+    # debiased EMA moves seed 2 at b = 2 by one row of 8 and nothing else
+    m["debiasedLargestChange"] = "12.5"
+    distance_names = {"ema": "Ema", "precise_bn": "PreciseBn", "cumulative": "Cumulative"}
+    for b in SIZES:
+        for name, word in distance_names.items():
+            for kind in ("mean", "var"):
+                value = np.mean([distance(name, b, s, 2, kind) for s in SEEDS])
+                m[f"{kind}Distance{word}LayerTwo{END[b]}"] = f3(value)
+    inference_sds = [cells[(n, b, "inference")][1] for n in NORM_NAME for b in SIZES]
+    m["sdInferenceMedian"] = pts(np.median(inference_sds), 2)
+    m["sdInferenceLargest"] = pts(max(inference_sds), 2)
+    # published: batch norm beats none at 8 and 16 (0.20 and 0.01), not at 2
+    m["publishedGainBEight"] = "20.0"
+    m["publishedGainBOneSix"] = "1.0"
+    m["publishedGainSizes"] = "8 and 16"
+    sd_bn, sd_none = cells[("batchnorm", 8, "inference")][1], cells[("none", 8, "inference")][1]
+    se = math.sqrt(sd_bn**2 / 5 + sd_none**2 / 5)  # published seeds
+    m["seDiffPublishedSeedsList"] = (
+        f"{pts(se, 2)} points at batch 8 (seed standard deviations {pts(sd_bn, 2)} and {pts(sd_none, 2)})"
+    )
+    m["publishedGainInSeList"] = f"{0.2 / se:.1f} such standard errors at batch 8"
+    m["gainCompared"] = "1"
+    m["gainComparedExcludingZero"] = "1"
+    m["gainComparedSizes"] = "8"
+    m["gainsExcludingZero"] = "2"
+    m["gainsCompared"] = "2"
+    # published gaps: six cells; the largest is batch norm in training mode at b = 2
+    gaps = {}
+    for norm, mode, key in (
+        ("none", "inference", "none"),
+        ("batchnorm", "inference", "batchnorm"),
+        ("batchnorm", "training", "batchnorm_training_mode"),
+    ):
+        for b in SIZES:
+            mean, sd = cells[(norm, b, mode)][:2]
+            gaps[(norm, mode, b)] = (mean - PUBLISHED[key][b], sd)
+    worst = ("batchnorm", "training", 2)
+    assert max(gaps, key=lambda k: abs(gaps[k][0])) == worst
+    gap, sd = gaps[worst]
+    m["pubGapCells"] = "6"
+    m["pubGapLargest"] = pts(abs(gap))
+    m["pubGapLargestSign"] = "below"
+    m["pubGapLargestWhere"] = "batch normalisation, training mode at batch 2"
+    m["pubGapLargestSd"] = pts(sd)
+    m["pubGapLargestInSd"] = f"{abs(gap) / sd:.1f}"
+    m["pubGapMedianInSd"] = f"{np.median([abs(g) / s for g, s in gaps.values()]):.1f}"
+    m["pubGapLargestInSe"] = f"{abs(gap) / (sd * math.sqrt(1 / 5 + 1 / 3)):.1f}"
+    gap_bn2, sd_bn2 = gaps[("batchnorm", "inference", 2)]
+    m["pubBatchnormMin"] = "0.400"
+    m["pubGapBatchnormMinInSd"] = f"{abs(gap_bn2) / sd_bn2:.1f}"
+    m["pubGapBatchnormMinSign"] = "below"
+    m["pubGapBatchnormMinPoints"] = pts(abs(gap_bn2))
+    m["pubGapBatchnormMinInSe"] = f"{abs(gap_bn2) / (sd_bn2 * math.sqrt(1 / 5 + 1 / 3)):.1f}"
+    m["pubBatchnormBTwo"] = "0.400"
+    m["pubBatchnormBEight"] = "0.900"
+    return m
+
+
+def test_every_macro_by_value(result):
+    got, want = result["macros"], expected_macros()
+    assert sorted(set(got) - set(want)) == [] and sorted(set(want) - set(got)) == []
+    for name in sorted(want):
+        assert got[name] == want[name], name
+
+
+def test_the_gap_closed_is_a_share_of_the_gap_and_refused_when_there_is_no_gap(result):
+    m = result["macros"]
+    # b = 2: batch norm 7/24, none 23/24 (gap 16/24); cumulative 10/24 closes 3/16, PreciseBN 23/24 all
+    assert m["gapClosedCumulativeMin"] == "19\\%" and m["gapClosedPreciseBnMin"] == "100\\%"
+    assert m["gainCumulativeMin"] == "12.5" and m["gapMin"] == "66.7"
+    assert m["gapClosedPreciseBnMax"] == "n/a"  # batch norm beats none at b = 8: no gap to close
+
+
+def test_macros_when_no_published_batch_size_is_in_the_grid():
+    cells, remedy_runs, distances, correct = inputs()
+    published = PUBLISHED | {
+        "none": {32: 0.9},
+        "batchnorm": {32: 0.95},
+        "batchnorm_training_mode": {32: 0.5},
+    }
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
+    assert m["gainCompared"] == "0" and m["gainComparedSizes"] == "none" and m["gainComparedExcludingZero"] == "0"
+    assert m["publishedGainSizes"] == "32" and m["publishedGainBThreeTwo"] == "5.0"
+    assert "pubGapCells" not in m and not any(k.startswith("pubBatchnormB") for k in m)
+
+
+def test_published_gap_above_and_the_largest_gap_in_no_training_cell():
+    cells, remedy_runs, distances, correct = inputs()
+    published = PUBLISHED | {"batchnorm_training_mode": {}, "batchnorm": {2: 0.10, 8: 0.90}}
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    # ours at b = 2: 7/24 = 0.2917 against 0.10: the largest gap, above
+    assert m["pubGapCells"] == "4"
+    assert m["pubGapLargestSign"] == "above" and m["pubGapBatchnormMinSign"] == "above"
+    assert m["pubGapLargestWhere"] == "batch normalisation at batch 2"
+    assert m["pubGapLargest"] == pts(7 / 24 - 0.10)
+
+
+# ---- tables --------------------------------------------------------------------------------
+
+
+def test_tables_by_value(result):
+    cells = expected_cells()
+
+    def ours(norm, b, mode):
+        c = cells.get((norm, b, mode))
+        return "--" if c is None else f"{c[0]:.3f} $\\pm$ {c[1]:.3f}"
+
+    t = result["tables"]
+    header, rows, align, _ = t["table"]
+    assert header == ["batch", "none", "publ.", "batch norm", "publ.", "BN, training mode", "publ."]
+    assert align == "rllllll"
+    assert rows == [
+        [
+            str(b),
+            ours("none", b, "inference"),
+            f"{PUBLISHED['none'][b]:.3f}",
+            ours("batchnorm", b, "inference"),
+            f"{PUBLISHED['batchnorm'][b]:.3f}",
+            ours("batchnorm", b, "training"),
+            f"{PUBLISHED['batchnorm_training_mode'][b]:.3f}",
+        ]
+        for b in SIZES
+    ]
+    header, rows, align, _ = t["remedies_table"]
+    assert header == ["batch", "EMA (trained)", "debiased EMA", "cumulative", "PreciseBN", "exact", "none"]
+    assert align == "rllllll"
+    assert rows == [
+        [str(b)] + [ours("batchnorm", b, m) for m in ("inference", *REMEDY_MODES)] + [ours("none", b, "inference")]
+        for b in SIZES
+    ]
+    header, rows, align, _ = t["distance_table"]
+    assert header == ["batch", "layer", "EMA (trained)", "debiased EMA", "cumulative", "PreciseBN"]
+    assert align == "rrllll"
+    want = []
+    for b in SIZES:
+        for layer in (1, 2):
+            row = [str(b) if layer == 1 else "", str(layer)]
+            for name in ("ema", "debiased_ema", "cumulative", "precise_bn"):
+                mean = np.mean([distance(name, b, s, layer, "mean") for s in SEEDS])
+                var = np.mean([distance(name, b, s, layer, "var") for s in SEEDS])
+                row.append(f"{mean:.3f} / {var:.3f}")
+            want.append(row)
+    assert rows == want
+    header, rows, align, _ = t["gain_table"]
+    assert header == [
+        "comparison",
+        "batch",
+        "gain",
+        "paired 95\\% interval",
+        "net rows per seed",
+        "won / lost",
+        "McNemar",
+        "publ.",
+    ]
+    assert align == "lrrlllll"
+    gains = expected_gains()
+    order = [name for name, _, _ in paired.COMPARISONS]
+    want = []
+    for name, b in sorted(gains, key=lambda k: (order.index(k[0]), k[1])):
+        e = gains[(name, b)]
+        pub = (
+            f"{100 * (PUBLISHED['batchnorm'][b] - PUBLISHED['none'][b]):+.1f}" if name == "batchnorm_vs_none" else "--"
+        )
+        first = not want or want[-1][-1] != name
+        want.append(
+            [
+                paired.LABELS[name] if first else "",
+                str(b),
+                spts(e["gain"]),
+                f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]",
+                e["net_rows"],
+                f"{e['a_only']} / {e['b_only']}",
+                f"{e['better']} / {e['worse']}",
+                pub,
+                name,
+            ]
+        )
+    assert rows == [w[:-1] for w in want]
+
+
+def test_table_cells_missing_from_the_grid_are_dashes():
+    cells, remedy_runs, distances, correct = inputs()
+    published = PUBLISHED | {"none": {8: 0.7}, "batchnorm_training_mode": {2: 0.9}}
+    distances = distances[distances.statistics != "cumulative"]
+    cells = [c for c in cells if not (c["normaliser"] == "batchnorm").all() or (c["mode"] != "training").all()]
+    t = batch_size_summary.summarise(cells, [], distances, correct, published, MOMENTUM, CONF)["tables"]
+    rows = t["table"][1]
+    assert rows[0][2] == "--" and rows[1][6] == "--"  # no published none at 2, no training mode at 8
+    assert rows[0][5] == "--" and rows[1][5] == "--"  # no batch-norm training-mode cell in the grid
+    assert rows[1][2] == "0.700" and rows[0][6] == "0.900"
+    assert all(r[4] == "--" for r in t["distance_table"][1]) and all(r[2] != "--" for r in t["distance_table"][1])
+    pub = {(r[0], r[1]): r[-1] for r in t["gain_table"][1]}
+    assert pub == {
+        (paired.LABELS["batchnorm_vs_none"], "2"): "--",  # no published none at 2
+        ("", "8"): "+20.0",
+        (paired.LABELS["batchnorm_keep_vs_drop"], "8"): "--",
+        (paired.LABELS["none_keep_vs_drop"], "8"): "--",
+    }
+
+
+# ---- the helpers ---------------------------------------------------------------------------
+
+
+def test_points_and_signed_points_by_hand():
+    assert batch_size_summary.points(0.12345) == "12.3"
+    assert batch_size_summary.points(0.12345, 2) == "12.35"
+    assert batch_size_summary.points(None) == "n/a" and batch_size_summary.points(float("nan")) == "n/a"
+    assert batch_size_summary.signed_points(0.0123) == "+1.23"
+    assert batch_size_summary.signed_points(-0.0123, 1) == "-1.2"
+    assert batch_size_summary.signed_points(None) == "n/a"
+    assert batch_size_summary.signed_points(float("inf")) == "n/a"
+    assert batch_size_summary.interval(0.1, 0.25) == "[0.100, 0.250]"
+    assert batch_size_summary.interval(0.1, 0.25, 1) == "[0.1, 0.2]"  # 0.25 rounds to even
+
+
+def test_words_and_kept_by_hand():
+    assert batch_size_summary._words(["2"]) == "2"
+    assert batch_size_summary._words(["2", "4"]) == "2 and 4"
+    assert batch_size_summary._words(["2", "4", "16"]) == "2, 4 and 16"
+    t = pd.DataFrame({"mode": ["inference", "training"], "x": [1, 2]})
+    assert batch_size_summary.kept(t)["mode"].tolist() == ["inference_keep", "training_keep"]
+    assert t["mode"].tolist() == ["inference", "training"]  # not in place
+
+
+def test_standard_error_of_difference_by_hand():
+    assert batch_size_summary.standard_error_of_difference(0.3, 0.4, 4) == pytest.approx(0.25, abs=1e-15)
+    assert batch_size_summary.standard_error_of_difference(0.0, 0.6, 9) == pytest.approx(0.2, abs=1e-15)
+
+
+def test_published_gaps_by_hand():
+    Cell = type("Cell", (), {})
+    c = Cell()
+    c.mean, c.sd = 0.9, 0.05
+    z = Cell()
+    z.mean, z.sd = 0.8, 0.0
+    cell = {("none", 2, "inference"): c, ("batchnorm", 2, "training"): z}
+    published = {"none": {2: 0.8, 4: 0.7}, "batchnorm": {2: 0.5}, "batchnorm_training_mode": {"2": 0.85}}
+    gaps = batch_size_summary.published_gaps(cell, published)
+    assert gaps.to_dict("records") == [
+        {
+            "normaliser": "none",
+            "mode": "inference",
+            "batch_size": 2,
+            "ours": 0.9,
+            "published": 0.8,
+            "gap": pytest.approx(0.1, abs=1e-15),
+            "sd": 0.05,
+            "gap_in_sd": pytest.approx(2.0, abs=1e-12),
+        },
+        {
+            "normaliser": "batchnorm",
+            "mode": "training",
+            "batch_size": 2,
+            "ours": 0.8,
+            "published": 0.85,
+            "gap": pytest.approx(-0.05, abs=1e-15),
+            "sd": 0.0,
+            "gap_in_sd": float("inf"),
+        },
+    ]
+
+
+# ---- evaluation's seed statistics: property-based against SciPy ----------------------------
+
+accuracy_values = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(accuracy_values, accuracy_values, st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_gain_interval_is_scipys_welch_interval(a, b, confidence):
+    diff, lo, hi = evaluation.gain_interval(a, b, confidence)
+    assert diff == pytest.approx(np.mean(a) - np.mean(b), abs=1e-12)
+    if np.std(a) == 0 and np.std(b) == 0:
+        return
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    if va + vb < 1e-20:
+        return
+    ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
+    assert (lo, hi) == pytest.approx((ci.low, ci.high), abs=1e-9, rel=1e-9)
+
+
+def test_gain_interval_default_confidence_and_refusals():
+    a, b = [0.9, 0.8, 0.85], [0.7, 0.75, 0.6, 0.65]
+    ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert evaluation.gain_interval(a, b)[1:] == pytest.approx((ci.low, ci.high), abs=1e-12)
+    diff, lo, hi = evaluation.gain_interval([0.9, 0.8], [0.7])
+    assert diff == pytest.approx(0.15) and math.isnan(lo) and math.isnan(hi)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=8),
+    st.sampled_from([0.8, 0.9, 0.95]),
+)
+def test_paired_interval_is_scipys_paired_t_interval(pairs, confidence):
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    r = paired.paired_interval(a, b, confidence)
+    d = np.subtract(a, b)
+    assert r["seeds"] == len(pairs)
+    assert r["gain"] == pytest.approx(d.mean(), abs=1e-12)
+    assert r["sd"] == pytest.approx(d.std(ddof=1), abs=1e-12)
+    if d.std(ddof=1) > 1e-9:
+        lo, hi = sps.t.interval(confidence, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx((lo, hi), abs=1e-9, rel=1e-9)
+
+
+def test_paired_interval_refuses_unpaired_or_empty_sides():
+    with pytest.raises(ValueError, match="as many values on both sides, got 2 and 1"):
+        paired.paired_interval([0.1, 0.2], [0.1], 0.95)
+    with pytest.raises(ValueError):
+        paired.paired_interval([], [], 0.95)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=30))
+def test_mcnemar_counts_and_p_are_binomtests(rows):
+    a, b = [r[0] for r in rows], [r[1] for r in rows]
+    a_only, b_only, p = paired.mcnemar(a, b)
+    assert a_only == sum(x and not y for x, y in rows) and b_only == sum(y and not x for x, y in rows)
+    n = a_only + b_only
+    assert p == (1.0 if n == 0 else pytest.approx(sps.binomtest(a_only, n, 0.5).pvalue, abs=1e-15))
+
+
+def test_mcnemar_refuses_rows_of_another_shape():
+    with pytest.raises(ValueError, match="differ in shape"):
+        paired.mcnemar([1, 0, 1], [1, 0])
+
+
+def test_per_seed_skips_seeds_missing_on_one_side():
+    runs = pd.DataFrame(
+        [
+            {"normaliser": "batchnorm", "mode": "inference", "batch_size": 4, "seed": 0, "accuracy": 0.5},
+            {"normaliser": "batchnorm", "mode": "inference", "batch_size": 4, "seed": 1, "accuracy": 1.0},
+            {"normaliser": "none", "mode": "inference", "batch_size": 4, "seed": 1, "accuracy": 0.5},
+        ]
+    )
+    correct = pd.DataFrame(
+        [
+            {"normaliser": n, "mode": "inference", "batch_size": 4, "seed": s, "row": i, "correct": c}
+            for n, s, cs in (("batchnorm", 0, [1, 0]), ("batchnorm", 1, [1, 1]), ("none", 1, [0, 1]))
+            for i, c in reversed(list(enumerate(cs)))  # rows out of order: paired by row number
+        ]
+    )
+    out = paired.per_seed(runs, correct)
+    assert out.to_dict("records") == [
+        {
+            "comparison": "batchnorm_vs_none",
+            "batch_size": 4,
+            "seed": 1,
+            "accuracy_a": 1.0,
+            "accuracy_b": 0.5,
+            "rows": 2,
+            "a_only": 1,
+            "b_only": 0,
+            "net_rows": 1,
+            "mcnemar_p": 1.0,
+        }
+    ]
+    empty = paired.per_seed(runs[runs.normaliser == "none"], correct)
+    assert empty.empty and list(empty.columns) == list(out.columns)
