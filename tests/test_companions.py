@@ -322,10 +322,8 @@ def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules(results):
     two largest logits are within NEAR_TIE may count differently; the rates agree to
     within those pairs (none, in the runs so far)."""
     torch = pytest.importorskip("torch")
-    from bnstudy import io
-
     # companions.json describes the first dependence network (seed 0 in both configs)
-    from bnstudy import weights
+    from bnstudy import io, weights
 
     net = weights.load_module(results / "runs" / "dependence" / "networks.safetensors", seed=0)
     x = torch.from_numpy(io.read_array(results / "data" / "x_test.npy"))

@@ -327,7 +327,6 @@ def test_remedy_rows_accuracy_is_the_plain_module_with_the_replaced_statistics()
 
 
 def test_load_trained_reads_numpy_and_the_final_renorm_limits(tmp_path):
-    from bnstudy import io
     from bnstudy.recipe import Recipe, renorm_schedule
 
     spec = NetSpec("batchrenorm", widths=(64, 12, 10, 10))

@@ -97,7 +97,9 @@ rule evaluate_sorted:
         ),
         # the grid network of the same normaliser and batch size, if the grid has one
         shuffled_weights=lambda wc: (
-            expand(rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size, block=SEED_BLOCKS)
+            expand(
+                rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size, block=SEED_BLOCKS
+            )
             if int(wc.batch_size) in GRID_BATCH_SIZES and wc.normaliser in NORMALISERS
             else []
         ),
