@@ -322,11 +322,10 @@ def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules(results):
     two largest logits are within NEAR_TIE may count differently; the rates agree to
     within those pairs (none, in the runs so far)."""
     torch = pytest.importorskip("torch")
-    from bnstudy import io
-
     # companions.json describes the first dependence network (seed 0 in both configs)
-    weights = [results / "runs" / "dependence" / "seed0.safetensors"]
-    net = mlp.load_module(weights[0])
+    from bnstudy import io, weights
+
+    net = weights.load_module(results / "runs" / "dependence" / "networks.safetensors", seed=0)
     x = torch.from_numpy(io.read_array(results / "data" / "x_test.npy"))
     examples = io.read_table(results / "companions" / "examples.csv")["example"].tolist()
     state = {k: v.clone() for k, v in net.state_dict().items()}

@@ -1,6 +1,7 @@
 """Bad configs fail before any job runs, fast, with one line naming the key."""
 
 import copy
+import re
 import time
 
 import pytest
@@ -84,7 +85,8 @@ def test_good_test_config_plans_without_error():
 
 
 def test_paper_config_plans_every_grid_training_and_the_dependence_network():
-    """150 grid trainings (5 normalisers x 6 batch sizes x 5 seeds) + study 1's networks, one per seed."""
+    """150 grid networks (5 normalisers x 6 batch sizes x 5 seeds, one block of 5 seeds per
+    file) + study 1's networks, one per seed, in one file."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     result = snakemake("-n", "--forceall", "--quiet", "rules", "--summary", timeout=120)
     planned = [line.split("\t")[0] for line in result.stdout.splitlines()]
@@ -92,8 +94,10 @@ def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     dependence = [p for p in planned if p.startswith("results/runs/dependence/") and p.endswith(".safetensors")]
     expected = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"]) * len(cfg["grid"]["seeds"])
     assert expected == 150
-    assert len(grid) == expected
-    assert len(dependence) == len(cfg["dependence"]["seeds"]) >= 5
+    seeds = [re.search(r"/seeds(\d+)-(\d+)\.safetensors$", p).groups() for p in grid]
+    assert sum(min(int(hi), max(cfg["grid"]["seeds"])) - int(lo) + 1 for lo, hi in seeds) == expected
+    assert dependence == ["results/runs/dependence/networks.safetensors"]
+    assert len(cfg["dependence"]["seeds"]) >= 5
 
 
 # ---- cross-field checks: every one, at its boundary ----------------------------

@@ -327,21 +327,23 @@ def test_remedy_rows_accuracy_is_the_plain_module_with_the_replaced_statistics()
 
 
 def test_load_trained_reads_numpy_and_the_final_renorm_limits(tmp_path):
-    from bnstudy import io
     from bnstudy.recipe import Recipe, renorm_schedule
 
     spec = NetSpec("batchrenorm", widths=(64, 12, 10, 10))
     stacked = _stack(spec, seeds=(0, 1))
     recipe = Recipe(batch_size=4, epochs=3)
-    paths = []
-    for i, state in enumerate(mlp.unstack(stacked)):
-        paths.append(tmp_path / f"seed{i}.safetensors")
-        io.write_weights(paths[-1], state, spec.metadata() | recipe.metadata() | {"seed": str(i)})
+    from bnstudy import weights
+
+    states = mlp.unstack(stacked)
+    paths = [tmp_path / "seeds0-0.safetensors", tmp_path / "seeds1-1.safetensors"]
+    for i, (path, state) in enumerate(zip(paths, states)):
+        weights.write(path, spec, recipe, [i], [state])
     x, y = _data()
     for name, array in (("x", x), ("y", y), ("y_train", np.arange(50))):
         np.save(tmp_path / f"{name}.npy", array)
     cell = evaluation.load_trained(paths, tmp_path / "x.npy", tmp_path / "y.npy", tmp_path / "y_train.npy")
     assert isinstance(cell.x, np.ndarray) and isinstance(cell.y, np.ndarray) and cell.spec == spec
+    assert [m["seed"] for m in cell.metas] == ["0", "1"]
     assert np.array_equal(cell.x, x) and np.array_equal(cell.y, y)
     assert cell.limits == renorm_schedule("batchrenorm", recipe, 50).final
     # (io.write_weights currently stores a 0-d num_batches_tracked as shape [1]: compare values)

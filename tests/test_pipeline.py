@@ -28,7 +28,7 @@ def test_manifest_has_a_row_for_every_rule_output_and_no_logs(runs):
     base, manifests, _ = runs
     table = manifest.read(manifests["cores4"])
     assert list(table.columns) == manifest.COLUMNS
-    assert {"split", "train_grid", "train_dependence", "evaluate_grid", "paper"} <= set(table["rule"])
+    assert {"split", "train_grid", "train_dependence", "evaluate_remedies", "paper"} <= set(table["rule"])
     assert not table["path"].str.contains(r"results/(?:logs|benchmarks)/").any()
     for row in table.itertuples():
         path = base / "cores4" / row.path

@@ -48,7 +48,7 @@ def test_editing_a_package_module_reruns_the_rules_that_import_it(finished):
     module.write_text(module.read_text() + "\n# a cosmetic edit\n")
     plan = planned(finished)
     assert plan.get("figure_batch_size") == 1, plan
-    assert not {"split", "train_grid", "train_dependence", "evaluate_grid"} & set(plan), plan
+    assert not {"split", "train_grid", "train_dependence", "evaluate_remedies"} & set(plan), plan
 
 
 def test_editing_the_probes_module_reruns_the_probes_and_nothing_upstream(finished):
@@ -58,7 +58,7 @@ def test_editing_the_probes_module_reruns_the_probes_and_nothing_upstream(finish
     plan = planned(finished)
     assert plan.get("probe_companions_grid") and plan.get("probe_companions_dependence") == 1, plan
     # provenance hashes every output, so it follows the probes; nothing upstream runs
-    assert not {"split", "train_grid", "evaluate_grid", "running_stats"} & set(plan), plan
+    assert not {"split", "train_grid", "evaluate_remedies", "running_stats"} & set(plan), plan
 
 
 def test_changing_a_training_hyperparameter_reruns_that_training_and_its_dependents(finished):
@@ -66,10 +66,42 @@ def test_changing_a_training_hyperparameter_reruns_that_training_and_its_depende
     cfg["grid"]["lr"] = 2e-3
     (finished / "config" / "test.yaml").write_text(yaml.safe_dump(cfg))
     plan = planned(finished)
-    cells = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"])
+    blocks = {s // cfg["grid"]["seed_block"] for s in cfg["grid"]["seeds"]}
+    cells = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"]) * len(blocks)
     assert plan.get("train_grid") == cells, plan
-    assert plan.get("evaluate_grid") == cells, plan
+    assert plan.get("probe_companions_grid") == cells, plan
     assert not {"split", "train_dependence"} & set(plan), plan
+
+
+def test_changing_batch_renorm_settings_retrains_only_batch_renorm(finished):
+    cfg = yaml.safe_load((finished / "config" / "test.yaml").read_text())
+    assert "batchrenorm" in cfg["normalisers"], "the test config must train batch renorm for this test"
+    cfg["batchrenorm"]["rmax"] = cfg["batchrenorm"]["rmax"] + 1.0
+    (finished / "config" / "test.yaml").write_text(yaml.safe_dump(cfg))
+    plan = planned(finished)
+    blocks = {s // cfg["grid"]["seed_block"] for s in cfg["grid"]["seeds"]}
+    assert plan.get("train_grid") == len(cfg["grid"]["batch_sizes"]) * len(blocks), plan
+    assert not {"split", "train_dependence", "train_keep", "train_dependence_keep"} & set(plan), plan
+
+
+def test_adding_a_seed_trains_only_its_block_and_rewrites_no_weights(finished):
+    """A seed in a new block: one new training job per cell; the existing weights files keep their bytes and mtime."""
+    cfg = yaml.safe_load((finished / "config" / "test.yaml").read_text())
+    block = cfg["grid"]["seed_block"]
+    new = (max(cfg["grid"]["seeds"]) // block + 1) * block  # the first seed of the next block
+    cfg["grid"]["seeds"] = [*cfg["grid"]["seeds"], new]
+    (finished / "config" / "test.yaml").write_text(yaml.safe_dump(cfg))
+    cells = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"])
+    plan = planned(finished)
+    assert plan.get("train_grid") == cells and plan.get("probe_companions_grid") == cells, plan
+    assert not {"split", "train_dependence", "running_stats", "population"} & set(plan), plan
+    runs = sorted((finished / "results" / "runs").rglob("*.safetensors"))
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in runs}
+    result = snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=finished, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in runs} == before
+    added = sorted((finished / "results" / "runs" / "grid").rglob(f"seeds{new}-{new + block - 1}.safetensors"))
+    assert len(added) == cells, added
 
 
 def test_report_builds_with_every_figure_captioned(finished):

@@ -175,9 +175,13 @@ def test_every_job_of_the_slurm_run_went_through_slurm(slurm_run):
 
 def test_slurm_profile_groups_the_evaluation_jobs(slurm_run):
     _, output = slurm_run
-    evaluations = int(re.search(r"^evaluate_grid\s+(\d+)$", output, flags=re.M).group(1))
+    evaluations = sum(
+        int(re.search(rf"^{rule}\s+(\d+)$", output, flags=re.M).group(1))
+        for rule in ("evaluate_remedies", "evaluate_sorted")
+    )
     logs = [log for _, _, log in SUBMITTED.findall(output)]
-    assert not [log for log in logs if "/rule_evaluate_grid/" in log], "evaluate_grid jobs submitted one by one"
+    alone = [log for log in logs if "/rule_evaluate_remedies/" in log or "/rule_evaluate_sorted/" in log]
+    assert not alone, "evaluation jobs submitted one by one"
     grouped = [log for log in logs if "/group_evaluation" in log]
     assert 1 <= len(grouped) < evaluations
 

@@ -276,17 +276,40 @@ class TrainedCell:
     limits: tuple[float, float]  # batch renorm's (rmax, dmax) at the end of training
 
 
+def cell_tables(cell: TrainedCell, batch_size: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """Study 2's tables of one trained cell: ``(accuracy, correct)``.
+
+    ``accuracy``: one row per seed and mode, the inference-mode accuracy and the
+    training-mode accuracy over seeded test batches of ``batch_size``
+    (:func:`train_mode_accuracy`, stream ``seed``); ``correct``: each test row's
+    inference-mode correctness per seed (:func:`correct_rows`).
+    """
+    hits = inference_correct(cell.stacked, cell.spec, cell.x, cell.y)
+    seeds = [int(meta["seed"]) for meta in cell.metas]
+    modes = {
+        "inference": share(hits),
+        "training": train_mode_accuracy(cell.stacked, cell.spec, cell.x, cell.y, batch_size, seed, cell.limits),
+    }
+    head = {"normaliser": cell.spec.normaliser, "batch_size": int(batch_size)}
+    accuracy = [
+        head | {"seed": s, "mode": mode, "accuracy": float(acc[i])}
+        for mode, acc in modes.items()
+        for i, s in enumerate(seeds)
+    ]
+    return accuracy, [head | r for r in correct_rows(hits, seeds, "inference")]
+
+
 def load_trained(weights, x_test, y_test, y_train) -> TrainedCell:
     """Stack the weights files ``weights`` and read the test half (paths as the rules give them).
 
     ``y_train`` is read for its length only: the renorm schedule is a function of
     the number of training steps (:func:`bnstudy.recipe.final_limits`).
     """
+    from . import weights as weights_files
     from .io import read_array
-    from .model import load_stack
     from .recipe import final_limits
 
-    stacked, spec, metas = load_stack(list(weights))
+    stacked, spec, metas = weights_files.read(weights)
     return TrainedCell(
         stacked, spec, metas, read_array(x_test), read_array(y_test), final_limits(metas[0], len(read_array(y_train)))
     )

@@ -1,69 +1,15 @@
 # Study 2: accuracy of every grid network by training batch size.
 
 
-rule evaluate_grid:
-    message:
-        "Evaluating {wildcards.normaliser} networks trained at batch size {wildcards.batch_size}"
-    input:
-        weights=rules.train_grid.output.weights,
-        x_test=rules.split.output.x_test,
-        y_test=rules.split.output.y_test,
-        y_train=rules.split.output.y_train,
-        code=code("evaluate_grid.py"),
-    output:
-        accuracy="results/batch_size/cells/{normaliser}_b{batch_size}.csv",
-        correct="results/batch_size/cells/{normaliser}_b{batch_size}_correct.csv",
-    params:
-        seed=config["batch_size_eval"]["seed"],
-    conda:
-        CONDA_ENV
-    threads: 1
-    resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=5,
-    log:
-        "results/logs/evaluate_grid/{normaliser}_b{batch_size}.log",
-    benchmark:
-        "results/benchmarks/evaluate_grid/{normaliser}_b{batch_size}.tsv"
-    script:
-        "../scripts/evaluate_grid.py"
-
-
-rule evaluate_keep:
-    message:
-        "Evaluating {wildcards.normaliser} networks trained at batch size {wildcards.batch_size}, leftover rows kept"
-    input:
-        weights=rules.train_keep.output.weights,
-        x_test=rules.split.output.x_test,
-        y_test=rules.split.output.y_test,
-        y_train=rules.split.output.y_train,
-        code=code("evaluate_grid.py"),
-    output:
-        accuracy="results/batch_size/keep/{normaliser}_b{batch_size}.csv",
-        correct="results/batch_size/keep/{normaliser}_b{batch_size}_correct.csv",
-    params:
-        seed=config["batch_size_eval"]["seed"],
-    conda:
-        CONDA_ENV
-    threads: 1
-    resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=5,
-    log:
-        "results/logs/evaluate_keep/{normaliser}_b{batch_size}.log",
-    benchmark:
-        "results/benchmarks/evaluate_keep/{normaliser}_b{batch_size}.tsv"
-    script:
-        "../scripts/evaluate_grid.py"
-
-
-REMEDY_CELLS = [c for c in grid_cells() if c["normaliser"] == "batchnorm"]
+REMEDY_CELLS = with_blocks([c for c in grid_cells() if c["normaliser"] == "batchnorm"])
+GRID_JOBS = with_blocks(grid_cells())
+KEEP_JOBS = with_blocks(KEEP_CELLS)
 
 
 rule evaluate_remedies:
     message:
         "Replacing the running statistics of {wildcards.normaliser} networks trained at batch size "
-        "{wildcards.batch_size}: debiased EMA, cumulative average, PreciseBN, exact"
+        "{wildcards.batch_size} (seeds {wildcards.block}): debiased EMA, cumulative average, PreciseBN, exact"
     input:
         weights=rules.train_grid.output.weights,
         x_train=rules.split.output.x_train,
@@ -72,9 +18,9 @@ rule evaluate_remedies:
         y_test=rules.split.output.y_test,
         code=code("evaluate_remedies.py"),
     output:
-        accuracy="results/batch_size/remedies/{normaliser}_b{batch_size}.csv",
-        distances="results/batch_size/remedies/{normaliser}_b{batch_size}_distances.csv",
-        correct="results/batch_size/remedies/{normaliser}_b{batch_size}_correct.csv",
+        accuracy="results/batch_size/remedies/{normaliser}_b{batch_size}_seeds{block}.csv",
+        distances="results/batch_size/remedies/{normaliser}_b{batch_size}_seeds{block}_distances.csv",
+        correct="results/batch_size/remedies/{normaliser}_b{batch_size}_seeds{block}_correct.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
     conda:
@@ -84,9 +30,9 @@ rule evaluate_remedies:
         mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=10,
     log:
-        "results/logs/evaluate_remedies/{normaliser}_b{batch_size}.log",
+        "results/logs/evaluate_remedies/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
-        "results/benchmarks/evaluate_remedies/{normaliser}_b{batch_size}.tsv"
+        "results/benchmarks/evaluate_remedies/{normaliser}_b{batch_size}_seeds{block}.tsv"
     script:
         "../scripts/evaluate_remedies.py"
 
@@ -95,48 +41,13 @@ rule summarise_batch_size:
     message:
         "Summarising accuracy over seeds for every normaliser and batch size"
     input:
-        cells=expand(
-            rules.evaluate_grid.output.accuracy,
-            zip,
-            normaliser=[c["normaliser"] for c in grid_cells()],
-            batch_size=[c["batch_size"] for c in grid_cells()],
-        ),
-        remedies=expand(
-            rules.evaluate_remedies.output.accuracy,
-            zip,
-            normaliser=[c["normaliser"] for c in REMEDY_CELLS],
-            batch_size=[c["batch_size"] for c in REMEDY_CELLS],
-        ),
-        distances=expand(
-            rules.evaluate_remedies.output.distances,
-            zip,
-            normaliser=[c["normaliser"] for c in REMEDY_CELLS],
-            batch_size=[c["batch_size"] for c in REMEDY_CELLS],
-        ),
-        correct=expand(
-            rules.evaluate_grid.output.correct,
-            zip,
-            normaliser=[c["normaliser"] for c in grid_cells()],
-            batch_size=[c["batch_size"] for c in grid_cells()],
-        ),
-        remedies_correct=expand(
-            rules.evaluate_remedies.output.correct,
-            zip,
-            normaliser=[c["normaliser"] for c in REMEDY_CELLS],
-            batch_size=[c["batch_size"] for c in REMEDY_CELLS],
-        ),
-        keep=expand(
-            rules.evaluate_keep.output.accuracy,
-            zip,
-            normaliser=[c["normaliser"] for c in KEEP_CELLS],
-            batch_size=[c["batch_size"] for c in KEEP_CELLS],
-        ),
-        keep_correct=expand(
-            rules.evaluate_keep.output.correct,
-            zip,
-            normaliser=[c["normaliser"] for c in KEEP_CELLS],
-            batch_size=[c["batch_size"] for c in KEEP_CELLS],
-        ),
+        cells=expand_cells(rules.train_grid.output.accuracy, GRID_JOBS),
+        remedies=expand_cells(rules.evaluate_remedies.output.accuracy, REMEDY_CELLS),
+        distances=expand_cells(rules.evaluate_remedies.output.distances, REMEDY_CELLS),
+        correct=expand_cells(rules.train_grid.output.correct, GRID_JOBS),
+        remedies_correct=expand_cells(rules.evaluate_remedies.output.correct, REMEDY_CELLS),
+        keep=expand_cells(rules.train_keep.output.accuracy, KEEP_JOBS),
+        keep_correct=expand_cells(rules.train_keep.output.correct, KEEP_JOBS),
         published="workflow/resources/published.yaml",
         code=code("summarise_batch_size.py"),
     output:
@@ -222,9 +133,7 @@ rule figure_batch_size_remedies:
         "../scripts/figure_batch_size_remedies.py"
 
 
-register(rules.evaluate_grid, grid_cells())
 register(rules.evaluate_remedies, REMEDY_CELLS)
-register(rules.evaluate_keep, KEEP_CELLS)
 register(rules.summarise_batch_size)
 register(rules.figure_batch_size)
 register(rules.figure_batch_size_remedies)

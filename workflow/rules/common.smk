@@ -14,7 +14,9 @@ from snakemake.iocontainers import Wildcards
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from bnstudy.codedeps import code_inputs
 from bnstudy.config import ConfigError, check_cross_fields, describe_schema_error, key_path
-from bnstudy.normalisers import fill_schema
+from bnstudy.normalisers import RENORM, fill_schema
+from bnstudy.normalisers import get as normaliser
+from bnstudy.weights import blocks as seed_blocks
 
 # The config schema, its normaliser lists filled from the registry of normalisers.
 with open(Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml") as _f:
@@ -65,6 +67,9 @@ _check(config, "merged config")
 NORMALISERS = config["normalisers"]
 GRID_BATCH_SIZES = config["grid"]["batch_sizes"]
 SEEDS = config["grid"]["seeds"]
+# Seeds train in fixed blocks (block k: seeds kB..kB+B-1 of grid.seeds), one job per
+# cell and block, so that a new seed trains and evaluates only its own block.
+SEED_BLOCKS = seed_blocks(SEEDS, config["grid"]["seed_block"])
 THREADS = config["compute_threads"]
 # The config with every mapping's keys sorted: params built from it do not change
 # (and re-run jobs) when a config file is only reordered or reformatted.
@@ -154,7 +159,9 @@ def net_params(normaliser):
     return dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"], eps=n["eps"], momentum=n["momentum"])
 
 
-def recipe_params(block, batch_size, order="shuffle"):
+def recipe_params(block, batch_size, kind, order="shuffle"):
+    """The training recipe's params; batch renormalisation's settings only for a normaliser that uses
+    them, so that changing them re-trains only those networks."""
     r = dict(
         optimizer=block["optimizer"],
         lr=block["lr"],
@@ -164,7 +171,9 @@ def recipe_params(block, batch_size, order="shuffle"):
         sgd_momentum=block.get("sgd_momentum", 0.9),
         last_batch=block["last_batch"],
     )
-    return r | {f"renorm_{k}": v for k, v in sorted(config["batchrenorm"].items())}
+    if normaliser(kind).kernel == RENORM:
+        r |= {f"renorm_{k}": v for k, v in sorted(config["batchrenorm"].items())}
+    return r
 
 
 def comp_probe_params(network):
@@ -181,6 +190,20 @@ def comp_probe_params(network):
 
 def grid_cells():
     return [dict(normaliser=n, batch_size=b) for n in NORMALISERS for b in GRID_BATCH_SIZES]
+
+
+def with_blocks(cells):
+    """One job per cell and seed block."""
+    return [c | dict(block=block) for c in cells for block in SEED_BLOCKS]
+
+
+def block_seeds(wildcards):
+    return SEED_BLOCKS[wildcards.block]
+
+
+def expand_cells(pattern, cells):
+    """``pattern`` for every cell (dicts of wildcards), in order."""
+    return [apply_wildcards(str(pattern), c) for c in cells]
 
 
 # Generated parts of the paper, by name: each study's rules file adds its macros,

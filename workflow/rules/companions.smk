@@ -1,5 +1,5 @@
 # Study 1: companion dependence of training-mode predictions, for the dependence
-# network and every network of the grid (one job per grid cell, all its seeds).
+# networks and every network of the grid (one job per grid cell and seed block).
 
 COMP = config["companions"]
 
@@ -88,7 +88,7 @@ rule probe_companions_dependence_keep:
 
 rule probe_companions_grid:
     message:
-        "Probing {wildcards.normaliser} networks trained at batch size {wildcards.batch_size} with companions"
+        "Probing {wildcards.normaliser} networks trained at batch size {wildcards.batch_size} (seeds {wildcards.block}) with companions"
     input:
         weights=rules.train_grid.output.weights,
         x_test=rules.split.output.x_test,
@@ -97,7 +97,7 @@ rule probe_companions_grid:
         examples=rules.companion_examples.output.examples,
         code=code("companions_probe.py"),
     output:
-        probes="results/companions/grid/{normaliser}_b{batch_size}.csv",
+        probes="results/companions/grid/{normaliser}_b{batch_size}_seeds{block}.csv",
     params:
         **comp_probe_params("grid"),
     conda:
@@ -107,9 +107,9 @@ rule probe_companions_grid:
         mem_mb=lambda wc, attempt: 2000 * attempt,
         runtime=60,
     log:
-        "results/logs/probe_companions_grid/{normaliser}_b{batch_size}.log",
+        "results/logs/probe_companions_grid/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
-        "results/benchmarks/probe_companions_grid/{normaliser}_b{batch_size}.tsv"
+        "results/benchmarks/probe_companions_grid/{normaliser}_b{batch_size}_seeds{block}.tsv"
     script:
         "../scripts/companions_probe.py"
 
@@ -120,12 +120,7 @@ rule summarise_companions:
     input:
         dependence=rules.probe_companions_dependence.output.probes,
         dependence_keep=rules.probe_companions_dependence_keep.output.probes,
-        cells=expand(
-            rules.probe_companions_grid.output.probes,
-            zip,
-            normaliser=[c["normaliser"] for c in grid_cells()],
-            batch_size=[c["batch_size"] for c in grid_cells()],
-        ),
+        cells=expand_cells(rules.probe_companions_grid.output.probes, with_blocks(grid_cells())),
         published="workflow/resources/published.yaml",
         code=code("companions_summarise.py"),
     output:
@@ -187,7 +182,7 @@ rule figure_companions:
 register(rules.companion_examples)
 register(rules.probe_companions_dependence)
 register(rules.probe_companions_dependence_keep)
-register(rules.probe_companions_grid, grid_cells())
+register(rules.probe_companions_grid, with_blocks(grid_cells()))
 register(rules.summarise_companions)
 register(rules.figure_companions)
 PAPER_INPUTS["macros_companions"] = rules.summarise_companions.output.macros

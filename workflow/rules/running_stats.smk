@@ -92,10 +92,14 @@ rule evaluate_sorted:
     message:
         "Class-sorted versus shuffled {wildcards.normaliser} networks at batch size {wildcards.batch_size}"
     input:
-        sorted_weights=rules.train_sorted.output.weights,
+        sorted_weights=lambda wc: expand(
+            rules.train_sorted.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size, block=SEED_BLOCKS
+        ),
         # the grid network of the same normaliser and batch size, if the grid has one
         shuffled_weights=lambda wc: (
-            expand(rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size)
+            expand(
+                rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size, block=SEED_BLOCKS
+            )
             if int(wc.batch_size) in GRID_BATCH_SIZES and wc.normaliser in NORMALISERS
             else []
         ),

@@ -1,20 +1,27 @@
-# Training. One job trains all seeds of one (normaliser, batch size) in lockstep.
+# Training. One job trains one seed block of one (normaliser, batch size) cell, all
+# its seeds at once (grid.seed_block), and evaluates what it trained: a new seed
+# trains and evaluates only its own block.
 
 
 rule train_grid:
     message:
-        "Training {wildcards.normaliser} at batch size {wildcards.batch_size}, seeds %s" % SEEDS
+        "Training and evaluating {wildcards.normaliser} at batch size {wildcards.batch_size}, seeds {wildcards.block}"
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
         code=code("train.py"),
     output:
-        weights=expand("results/runs/grid/{{normaliser}}/b{{batch_size}}/seed{seed}.safetensors", seed=SEEDS),
-        epochs="results/runs/grid/{normaliser}/b{batch_size}/epochs.csv",
+        weights="results/runs/grid/{normaliser}/b{batch_size}/seeds{block}.safetensors",
+        epochs="results/runs/grid/{normaliser}/b{batch_size}/seeds{block}_epochs.csv",
+        accuracy="results/batch_size/cells/{normaliser}_b{batch_size}_seeds{block}.csv",
+        correct="results/batch_size/cells/{normaliser}_b{batch_size}_seeds{block}_correct.csv",
     params:
-        seeds=SEEDS,
+        seeds=block_seeds,
         net=lambda wc: net_params(wc.normaliser),
-        recipe=lambda wc: recipe_params(config["grid"], wc.batch_size),
+        recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, wc.normaliser),
+        eval_seed=config["batch_size_eval"]["seed"],
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
@@ -22,27 +29,27 @@ rule train_grid:
         mem_mb=lambda wc, attempt: 1500 * attempt,
         runtime=60,
     log:
-        "results/logs/train_grid/{normaliser}_b{batch_size}.log",
+        "results/logs/train_grid/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
-        "results/benchmarks/train_grid/{normaliser}_b{batch_size}.tsv"
+        "results/benchmarks/train_grid/{normaliser}_b{batch_size}_seeds{block}.tsv"
     script:
         "../scripts/train.py"
 
 
 rule train_sorted:
     message:
-        "Training {wildcards.normaliser} at batch size {wildcards.batch_size} on class-sorted batches"
+        "Training {wildcards.normaliser} at batch size {wildcards.batch_size} on class-sorted batches, seeds {wildcards.block}"
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
         code=code("train.py"),
     output:
-        weights=expand("results/runs/sorted/{{normaliser}}/b{{batch_size}}/seed{seed}.safetensors", seed=SEEDS),
-        epochs="results/runs/sorted/{normaliser}/b{batch_size}/epochs.csv",
+        weights="results/runs/sorted/{normaliser}/b{batch_size}/seeds{block}.safetensors",
+        epochs="results/runs/sorted/{normaliser}/b{batch_size}/seeds{block}_epochs.csv",
     params:
-        seeds=SEEDS,
+        seeds=block_seeds,
         net=lambda wc: net_params(wc.normaliser),
-        recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, order="class_sorted"),
+        recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, wc.normaliser, order="class_sorted"),
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
@@ -50,9 +57,9 @@ rule train_sorted:
         mem_mb=lambda wc, attempt: 1500 * attempt,
         runtime=60,
     log:
-        "results/logs/train_sorted/{normaliser}_b{batch_size}.log",
+        "results/logs/train_sorted/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
-        "results/benchmarks/train_sorted/{normaliser}_b{batch_size}.tsv"
+        "results/benchmarks/train_sorted/{normaliser}_b{batch_size}_seeds{block}.tsv"
     script:
         "../scripts/train.py"
 
@@ -68,12 +75,12 @@ rule train_dependence:
         y=rules.split.output.y_train,
         code=code("train.py"),
     output:
-        weights=[f"results/runs/dependence/seed{s}.safetensors" for s in DEP["seeds"]],
+        weights="results/runs/dependence/networks.safetensors",
         epochs="results/runs/dependence/epochs.csv",
     params:
         seeds=DEP["seeds"],
         net=net_params(DEP["normaliser"]),
-        recipe=recipe_params(DEP, DEP["batch_size"]),
+        recipe=recipe_params(DEP, DEP["batch_size"], DEP["normaliser"]),
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
@@ -94,18 +101,23 @@ KEEP_CELLS = [dict(normaliser=n, batch_size=KEEP["batch_size"]) for n in KEEP["n
 
 rule train_keep:
     message:
-        "Training {wildcards.normaliser} at batch size {wildcards.batch_size} with the leftover rows kept"
+        "Training and evaluating {wildcards.normaliser} at batch size {wildcards.batch_size} with the leftover rows kept, seeds {wildcards.block}"
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
         code=code("train.py"),
     output:
-        weights=expand("results/runs/keep/{{normaliser}}/b{{batch_size}}/seed{seed}.safetensors", seed=SEEDS),
-        epochs="results/runs/keep/{normaliser}/b{batch_size}/epochs.csv",
+        weights="results/runs/keep/{normaliser}/b{batch_size}/seeds{block}.safetensors",
+        epochs="results/runs/keep/{normaliser}/b{batch_size}/seeds{block}_epochs.csv",
+        accuracy="results/batch_size/keep/{normaliser}_b{batch_size}_seeds{block}.csv",
+        correct="results/batch_size/keep/{normaliser}_b{batch_size}_seeds{block}_correct.csv",
     params:
-        seeds=SEEDS,
+        seeds=block_seeds,
         net=lambda wc: net_params(wc.normaliser),
-        recipe=lambda wc: recipe_params(config["grid"] | {"last_batch": "keep"}, wc.batch_size),
+        recipe=lambda wc: recipe_params(config["grid"] | {"last_batch": "keep"}, wc.batch_size, wc.normaliser),
+        eval_seed=config["batch_size_eval"]["seed"],
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
@@ -113,9 +125,9 @@ rule train_keep:
         mem_mb=lambda wc, attempt: 1000 * attempt,
         runtime=30,
     log:
-        "results/logs/train_keep/{normaliser}_b{batch_size}.log",
+        "results/logs/train_keep/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
-        "results/benchmarks/train_keep/{normaliser}_b{batch_size}.tsv"
+        "results/benchmarks/train_keep/{normaliser}_b{batch_size}_seeds{block}.tsv"
     script:
         "../scripts/train.py"
 
@@ -128,12 +140,12 @@ rule train_dependence_keep:
         y=rules.split.output.y_train,
         code=code("train.py"),
     output:
-        weights=[f"results/runs/dependence_keep/seed{DEP['seeds'][0]}.safetensors"],
+        weights="results/runs/dependence_keep/networks.safetensors",
         epochs="results/runs/dependence_keep/epochs.csv",
     params:
         seeds=[DEP["seeds"][0]],
         net=net_params(DEP["normaliser"]),
-        recipe=recipe_params(DEP | {"last_batch": "keep"}, DEP["batch_size"]),
+        recipe=recipe_params(DEP | {"last_batch": "keep"}, DEP["batch_size"], DEP["normaliser"]),
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
@@ -153,6 +165,6 @@ SORTED_CELLS = [dict(normaliser=SORTED["normaliser"], batch_size=b) for b in SOR
 
 register(rules.train_dependence)
 register(rules.train_dependence_keep)
-register(rules.train_keep, KEEP_CELLS)
-register(rules.train_grid, grid_cells())
-register(rules.train_sorted, SORTED_CELLS)
+register(rules.train_keep, with_blocks(KEEP_CELLS))
+register(rules.train_grid, with_blocks(grid_cells()))
+register(rules.train_sorted, with_blocks(SORTED_CELLS))

@@ -10,7 +10,9 @@ def start(snakemake, torch: bool = True):
 
     ``torch=False``: the job does not use PyTorch, which is then not imported.
     """
-    root = Path(snakemake.scriptdir).parents[1]
+    # scriptdir is workflow/rules/../scripts: resolve before going up, or the package would be
+    # imported from wherever the environment installed it instead of this clone's src/.
+    root = Path(snakemake.scriptdir).resolve().parents[1]
     sys.path.insert(0, str(root / "src"))
     Path(snakemake.log[0]).parent.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(

@@ -8,11 +8,10 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy import companions, io, recipe
-from bnstudy import model as mlp
+from bnstudy import companions, io, recipe, weights
 
 inp, p = snakemake.input, snakemake.params
-stacked, spec, metas = mlp.load_stack(inp.weights)
+stacked, spec, metas = weights.read(inp.weights)
 x, y = io.read_array(inp.x_test), io.read_array(inp.y_test)
 limits = recipe.final_limits(metas[0], len(io.read_array(inp.y_train)))  # batch renorm's (rmax, dmax) at the end
 examples = io.read_table(inp.examples)["example"].to_numpy()

@@ -6,10 +6,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import evaluation, io, model, recipe
+from bnstudy import evaluation, io, recipe, weights
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
-stacked, spec, metas = model.load_stack(list(inp.weights))
+stacked, spec, metas = weights.read(inp.weights)
 b = int(snakemake.wildcards.batch_size)
 data = {k: io.read_array(inp[k]) for k in ("x_train", "y_train", "x_test", "y_test")}
 seeds = [int(m["seed"]) for m in metas]

@@ -1,4 +1,5 @@
-"""Rules train_*: train one network per seed; write weights and epoch logs."""
+"""Rules train_*: train one network per seed of a block; write weights, epoch logs and, for the
+grid, study 2's evaluation of what was trained."""
 
 import sys
 
@@ -6,10 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import io, model, train
+from bnstudy import evaluation, io, model, train, weights
 from bnstudy.recipe import Recipe
 
-p = snakemake.params
+p, out = snakemake.params, snakemake.output
 spec = model.NetSpec(
     normaliser=p.net["normaliser"],
     widths=(64, *p.net["hidden"], 10),
@@ -18,13 +19,18 @@ spec = model.NetSpec(
     momentum=p.net["momentum"],
 )
 recipe = Recipe.from_params(p.recipe)
+seeds = [int(s) for s in p.seeds]
 x = io.read_array(snakemake.input.x)
 y = io.read_array(snakemake.input.y)
-log.info("spec %s recipe %s seeds %s", spec, recipe, p.seeds)
-stacked, epochs = train.train_models(spec, recipe, list(p.seeds), x, y, threads=snakemake.threads)
-for seed, state, path in zip(p.seeds, model.unstack(stacked), snakemake.output.weights):
-    meta = spec.metadata() | recipe.metadata() | {"seed": str(seed)}
-    io.write_weights(path, state, meta)
-io.write_table(snakemake.output.epochs, epochs)
-for row in epochs[-len(p.seeds) :]:
+log.info("spec %s recipe %s seeds %s", spec, recipe, seeds)
+stacked, epochs = train.train_models(spec, recipe, seeds, x, y, threads=snakemake.threads)
+weights.write(out.weights, spec, recipe, seeds, model.unstack(stacked))
+io.write_table(out.epochs, epochs)
+for row in epochs[-len(seeds) :]:
     log.info("final epoch: %s", row)
+if "accuracy" in out.keys():  # the grid's cells: evaluate the networks as written
+    cell = evaluation.load_trained([out.weights], snakemake.input.x_test, snakemake.input.y_test, snakemake.input.y)
+    accuracy, correct = evaluation.cell_tables(cell, recipe.batch_size, p.eval_seed)
+    io.write_table(out.accuracy, accuracy)
+    io.write_table(out.correct, correct)
+    log.info("accuracy %s", accuracy)
