@@ -80,33 +80,35 @@ MODE_NAME = {
 NORM_NAME = {"none": "None", "batchnorm": "Batchnorm", "batchrenorm": "Batchrenorm"}
 
 
-def correct_vector(norm, mode, b, s):
-    k = COUNTS[(norm, mode)][b][SEEDS.index(s)]
+def correct_vector(norm, mode, b, s, counts=None):
+    k = (counts or COUNTS)[(norm, mode)][b][SEEDS.index(s)]
     return np.array([(i + OFFSET[(norm, mode)]) % ROWS < k for i in range(ROWS)], dtype=int)
 
 
-def accuracy(norm, mode, b, s):
-    return COUNTS[(norm, mode)][b][SEEDS.index(s)] / ROWS
+def accuracy(norm, mode, b, s, counts=None):
+    return (counts or COUNTS)[(norm, mode)][b][SEEDS.index(s)] / ROWS
 
 
 def cells_of(norm, mode):
     return [(b, s) for b in COUNTS[(norm, mode)] for s in SEEDS]
 
 
-def inputs():
+def inputs(counts=None):
     """The rule's inputs as the script reads them: grid cells, keep cells (marked by ``kept``),
     remedy runs with their update counts, distances and per-row correctness."""
+    counts = counts or COUNTS
     cells, keep, keep_correct, correct, remedy_runs = [], [], [], [], []
-    for (norm, mode), by_size in COUNTS.items():
+    for (norm, mode), by_size in counts.items():
         base_mode = mode.removesuffix("_keep")
         rows = [
-            {"normaliser": norm, "batch_size": b, "mode": base_mode, "seed": s, "accuracy": accuracy(norm, mode, b, s)}
+            {"normaliser": norm, "batch_size": b, "mode": base_mode, "seed": s}
+            | {"accuracy": accuracy(norm, mode, b, s, counts)}
             for b, s in cells_of(norm, mode)
         ]
         per_row = [
             {"normaliser": norm, "batch_size": b, "mode": base_mode, "seed": s, "row": i, "correct": int(c)}
             for b, s in cells_of(norm, mode)
-            for i, c in enumerate(correct_vector(norm, mode, b, s))
+            for i, c in enumerate(correct_vector(norm, mode, b, s, counts))
         ]
         if mode.endswith("_keep"):
             keep.append(pd.DataFrame(rows))
@@ -505,6 +507,37 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
     assert m["gainCompared"] == "0" and m["gainComparedSizes"] == "none" and m["gainComparedExcludingZero"] == "0"
     assert m["publishedGainSizes"] == "32" and m["publishedGainBThreeTwo"] == "5.0"
     assert "pubGapCells" not in m and not any(k.startswith("pubBatchnormB") for k in m)
+
+
+def test_published_gap_of_batch_norm_at_the_smallest_batch_missing_or_without_spread():
+    cells, remedy_runs, distances, correct = inputs()
+    published = PUBLISHED | {"batchnorm": {8: 0.90}}  # none at the smallest batch
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    for name in ("Min", "MinInSd", "MinSign", "MinPoints", "MinInSe"):
+        key = "pubBatchnormMin" if name == "Min" else f"pubGapBatchnorm{name}"
+        assert m[key] == "n/a", key
+    counts = COUNTS | {("batchnorm", "inference"): {2: [3, 3, 3], 8: [8, 8, 7]}}  # no spread at b = 2
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    assert m["pubGapBatchnormMinInSe"] == "n/a" and m["pubGapBatchnormMinInSd"] == "inf"
+    assert m["pubGapBatchnormMinPoints"] == "2.5" and m["pubGapBatchnormMinSign"] == "below"  # 3/8 vs 0.40
+
+
+def test_mcnemar_seeds_count_only_p_below_alpha():
+    """Six discordant rows all one way: p = 2 / 64 = 1/32 exactly. At confidence 31/32, alpha is
+    1/32 too: not below it, so no seed counts; at 0.95 it does."""
+    seeds = pd.DataFrame(
+        [
+            {"comparison": "x", "batch_size": 2, "seed": s, "accuracy_a": 1.0, "accuracy_b": 0.25}
+            | {"rows": 8, "a_only": 6, "b_only": 0, "net_rows": 6, "mcnemar_p": sps.binomtest(6, 6).pvalue}
+            for s in (0, 1)
+        ]
+    )
+    assert seeds.mcnemar_p.iloc[0] == 1 / 32
+    assert paired.summarise(seeds, 31 / 32).iloc[0]["seeds_a_better"] == 0
+    assert paired.summarise(seeds, 0.95).iloc[0]["seeds_a_better"] == 2
+    flipped = seeds.assign(a_only=0, b_only=6, net_rows=-6, accuracy_a=0.25, accuracy_b=1.0)
+    assert paired.summarise(flipped, 31 / 32).iloc[0]["seeds_b_better"] == 0
+    assert paired.summarise(flipped, 0.95).iloc[0]["seeds_b_better"] == 2
 
 
 def test_published_gap_above_and_the_largest_gap_in_no_training_cell():
