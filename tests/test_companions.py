@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import companions, data, kernels, recipe, train
+from bnstudy import companions, data, kernels, normalisers, recipe, train
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
 from bnstudy.runtime import STREAM_PROBE, derive_seed
@@ -28,11 +28,12 @@ def split():
 
 @pytest.fixture(scope="module")
 def trained(split):
-    """Tiny real networks: every normaliser, two seeds, two epochs at batch size 16."""
+    """Tiny real networks: every normaliser, two seeds, two epochs at batch size 16 (ghost batch
+    norm in virtual batches of 8 rows: two per training batch, eight per probe batch of 64)."""
     x, y, _, _ = split
     nets = {}
-    for norm in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"):
-        spec = NetSpec(norm)
+    for norm in normalisers.NAMES:
+        spec = NetSpec(norm, virtual_batch=8)
         rec = recipe.Recipe(batch_size=16, epochs=2)
         stacked, _ = train.train_models(spec, rec, [0, 1], x, y)
         nets[norm] = (stacked, spec, recipe.final_limits(spec.metadata() | rec.metadata(), len(y)))
@@ -135,7 +136,7 @@ def _top_two_gap(z: np.ndarray) -> np.ndarray:
     return top[..., -1] - top[..., -2]
 
 
-@pytest.mark.parametrize("norm", ["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"])
+@pytest.mark.parametrize("norm", normalisers.NAMES)
 def test_probes_agree_with_the_plain_pytorch_loop_on_every_batch(trained, split, norm):
     """Labels equal on every batch, except where a network's two largest logits are within
     NEAR_TIE of each other in either computation (float32 rounding differs between
@@ -199,7 +200,7 @@ def test_pytorch_training_mode_moves_buffers_even_without_gradients(trained, spl
     assert after["1.num_batches_tracked"] == before["1.num_batches_tracked"] + 1
 
 
-@pytest.mark.parametrize("norm", ["batchnorm", "batchrenorm"])
+@pytest.mark.parametrize("norm", normalisers.BATCH_NAMES)
 def test_probing_leaves_running_statistics_identical(trained, split, norm):
     stacked, spec, limits = trained[norm]
     before = {k: v.copy() for k, v in stacked.items()}

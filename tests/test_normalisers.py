@@ -40,13 +40,15 @@ def test_colours_are_okabe_ito_one_per_normaliser_never_reused():
 def test_kernel_codes_come_from_the_registry():
     assert kernels.KIND == normalisers.kernel_codes()
     # a kind may share an existing code when its arithmetic is that kernel's; every code is one the kernels know
-    assert set(kernels.KIND.values()) <= {kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP}
-    assert (kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP) == (
+    codes = (kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP, kernels.GHOST)
+    assert set(kernels.KIND.values()) <= set(codes)
+    assert codes == (
         normalisers.NONE,
         normalisers.BATCH,
         normalisers.RENORM,
         normalisers.LAYER,
         normalisers.GROUP,
+        normalisers.GHOST,
     )
 
 
@@ -62,9 +64,47 @@ def test_consumers_read_the_registry():
     assert schema["definitions"]["batch_normaliser"]["enum"] == list(normalisers.BATCH_NAMES)
 
 
-def test_the_paper_config_studies_every_registered_normaliser():
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    assert tuple(cfg["normalisers"]) == KINDS
+def test_the_test_config_studies_every_registered_normaliser_and_the_paper_config_some():
+    test = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    assert tuple(test["normalisers"]) == KINDS
+    paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    assert [n for n in KINDS if n in paper["normalisers"]] == paper["normalisers"]  # registry order
+
+
+def test_own_settings_come_from_the_kinds_config_section_and_only_its_weights_record_them():
+    cfg = {"ghostbatchnorm": {"virtual_batch": 7}}
+    assert normalisers.spec_settings("ghostbatchnorm", cfg) == {"virtual_batch": 7}
+    assert normalisers.spec_settings("batchnorm", cfg) == {}  # other kinds' parameters stay as they were
+    for entry in normalisers.REGISTRY:
+        assert not entry.setting or hasattr(model.NetSpec(entry.name), entry.setting)
+        for config_file in ("config.yaml", "test.yaml"):
+            config = yaml.safe_load((ROOT / "config" / config_file).read_text())
+            for key in entry.own_settings:  # each in the kind's own section of every config
+                assert isinstance(config[entry.name][key], int), (config_file, entry.name, key)
+    net = {"normaliser": "ghostbatchnorm", "hidden": [12, 10], "groups": 2, "eps": 1e-5, "momentum": 0.1}
+    spec = model.spec_from_params(net | {"virtual_batch": 7})
+    assert spec.virtual_batch == 7 and model.spec_from_metadata(spec.metadata()) == spec
+    with pytest.raises(ValueError, match="virtual_batch"):
+        model.spec_from_params(net)
+    bn = model.spec_from_params(net | {"normaliser": "batchnorm"})
+    assert "virtual_batch" not in bn.metadata() and model.spec_from_metadata(bn.metadata()) == bn
+    assert list(bn.metadata()) == ["normaliser", "widths", "groups", "eps", "momentum"]  # weights files unchanged
+
+
+def test_the_schema_requires_ghost_batch_norms_section_and_virtual_batches_of_two_rows_or_more():
+    import jsonschema
+
+    schema = normalisers.fill_schema(yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text()))
+    validator = jsonschema.Draft202012Validator(schema)
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    assert not list(validator.iter_errors(config))
+    for bad in (1, 2.5, None):
+        config["ghostbatchnorm"]["virtual_batch"] = bad
+        assert list(validator.iter_errors(config)), bad
+    config["ghostbatchnorm"]["virtual_batch"] = 2
+    assert not list(validator.iter_errors(config))
+    del config["ghostbatchnorm"]
+    assert list(validator.iter_errors(config))
 
 
 def test_registry_does_not_import_torch():
@@ -90,7 +130,7 @@ def test_every_kind_has_every_part_and_runs_through_the_pipeline(kind, tiny):
         assert getattr(entry, field), f"{kind}: no {field}"
     assert isinstance(entry.batch_statistics, bool) and isinstance(entry.kernel, int)
     assert not entry.batch_statistics or entry.affine, "batch statistics come with running statistics and gamma/beta"
-    spec = model.NetSpec(kind)
+    spec = model.NetSpec(kind, virtual_batch=3)  # ghost batch norm: batches of 8 in virtual batches of 3 and 5
     x, y = tiny
 
     # a tiny training run (the compiled loop), then the kernels' forward in both modes
@@ -126,3 +166,13 @@ def test_every_kind_has_every_part_and_runs_through_the_pipeline(kind, tiny):
         got = norms.normalise(kind, h.unsqueeze(0), p, train=False, eps=spec.eps, groups=spec.groups)
         want = net[1](h)
     np.testing.assert_allclose(got.squeeze(0).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    # and in training mode, on a batch of 8 rows, running statistics moved alike
+    live = copy.deepcopy(net).train()
+    p = {k: torch.from_numpy(v.copy()) for k, v in model.norm_params(stacked, "1").items()}
+    settings = dict(eps=spec.eps, momentum=spec.momentum, groups=spec.groups, virtual_batch=spec.virtual_batch)
+    with torch.no_grad():
+        got = norms.normalise(kind, h[None, :8], p, train=True, update=entry.batch_statistics, **settings)
+        want = live[1](h[:8])
+    np.testing.assert_allclose(got.squeeze(0).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    for name, buffer in live[1].named_buffers():
+        np.testing.assert_allclose(p[name].squeeze(0).numpy(), buffer.numpy(), rtol=1e-6, atol=1e-6, err_msg=name)

@@ -13,6 +13,7 @@ from bnstudy.tiled import linear_t_tiled
 
 NORMALISERS = normalisers.NAMES
 LIMITS = {"batchrenorm": (2.0, 0.5)}
+SETTINGS = dict(virtual_batch=5)  # ghost batch norm: batches of 16 in virtual batches of 5, 5 and 6
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -27,7 +28,7 @@ def x_test():
 def network(norm: str, seeds=(0, 1, 2)) -> dict:
     """Initial weights with normaliser parameters and running statistics far from their defaults,
     so that batch statistics, renorm's clipping and the affine parameters all matter."""
-    stacked = mlp.initial_stack(NetSpec(norm), list(seeds))
+    stacked = mlp.initial_stack(NetSpec(norm, **SETTINGS), list(seeds))
     rng = np.random.default_rng(7)
     for key, value in stacked.items():
         if key.endswith(".weight") and key[0] in mlp.NORMS:
@@ -93,7 +94,7 @@ def test_tiled_linear_adds_in_k_order_from_the_bias():
 @pytest.mark.parametrize("norm", NORMALISERS)
 @pytest.mark.parametrize("b", [2, 3, 16, 64])
 def test_probe_logits_and_labels_are_kernels_logits_of_row_zero_bit_for_bit(x_test, norm, b):
-    stacked, spec, limits = network(norm), NetSpec(norm), LIMITS.get(norm, (1.0, 0.0))
+    stacked, spec, limits = network(norm), NetSpec(norm, **SETTINGS), LIMITS.get(norm, (1.0, 0.0))
     batches = batches_of(len(x_test), b, 37, seed=b)
     labels, z = Prober(stacked, spec, x_test, limits, rows=50).labels(batches, logits=True)  # several chunks
     full = kernels.logits(stacked, spec, x_test[batches.ravel()], train=True, batch=b, limits=limits)
@@ -102,9 +103,9 @@ def test_probe_logits_and_labels_are_kernels_logits_of_row_zero_bit_for_bit(x_te
     assert np.array_equal(labels, row0.argmax(-1))
 
 
-@pytest.mark.parametrize("norm", ["batchnorm", "batchrenorm", "groupnorm"])
+@pytest.mark.parametrize("norm", ["batchnorm", "batchrenorm", "groupnorm", "ghostbatchnorm"])
 def test_labels_do_not_depend_on_how_batches_are_chunked(x_test, norm):
-    stacked, spec, limits = network(norm), NetSpec(norm), LIMITS.get(norm, (1.0, 0.0))
+    stacked, spec, limits = network(norm), NetSpec(norm, **SETTINGS), LIMITS.get(norm, (1.0, 0.0))
     for b in (2, 5, 64):
         batches = batches_of(len(x_test), b, 41, seed=b)
         results = [
@@ -126,6 +127,23 @@ def test_batch_statistics_come_from_every_row_of_the_batch(x_test):
         _, z1 = prober.labels(batches, logits=True)
         _, z2 = prober.labels(swapped, logits=True)
         assert (not np.array_equal(z1, z2)) == moves, norm
+
+
+def test_ghost_batch_norm_row_zero_sees_the_companions_of_its_virtual_batch_only(x_test):
+    """Virtual batches of 5 rows: in a batch of 16, row 0's statistics come from rows 0-4."""
+    batches = batches_of(len(x_test), 16, 30, seed=2)
+    prober = Prober(network("ghostbatchnorm"), NetSpec("ghostbatchnorm", **SETTINGS), x_test)
+    _, z = prober.labels(batches, logits=True)
+    for column, moves in ((4, True), (5, False), (15, False)):
+        swapped = batches.copy()
+        swapped[:, column] = (swapped[:, column] + 1) % len(x_test)
+        while True:  # keep the rows of each batch distinct
+            clash = np.array([len(set(row)) < len(row) for row in swapped])
+            if not clash.any():
+                break
+            swapped[clash, column] = (swapped[clash, column] + 1) % len(x_test)
+        _, z2 = prober.labels(swapped, logits=True)
+        assert (not np.array_equal(z, z2)) == moves, column
 
 
 def test_probing_reads_the_stack_and_never_writes_it(x_test):

@@ -3,6 +3,7 @@
 Modules, one idea each:
 
 - ``fixedmath``   exp, log and integer powers with the same bits on every machine
+- ``blocks``      the building blocks of the compiled arithmetic (Linear, batch statistics, normalisations)
 - ``kernels``     the network's forward arithmetic, compiled in one fixed order
 - ``gradients``   one layer's training-mode forward pass and the backward passes, compiled
 - ``optimisers``  the flat parameter vector and the Adam and SGD steps, compiled
@@ -13,7 +14,7 @@ Modules, one idea each:
 - ``train``       one run of a recipe per seed, through the compiled loop
 - ``plain``       the plain PyTorch loop, the independent reference (tests, benchmark)
 - ``torchnet``    the network as PyTorch functions on stacks (the tests' reference)
-- ``norms``       normalisers as PyTorch functions (and the BatchRenorm1d module)
+- ``norms``       normalisers as PyTorch functions (and the BatchRenorm1d, GhostBatchNorm1d modules)
 - ``runtime``     threads and named random streams
 - ``data``        the digits split and the enumerated synthetic population
 - ``companions``, ``probes``  companion dependence of training-mode predictions

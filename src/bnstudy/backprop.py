@@ -3,7 +3,7 @@
 :func:`train_run` trains one network for every epoch of its recipe in one
 compiled call (no Python per step). Each step gathers its batch's rows, then:
 
-1. forward, training mode: :func:`bnstudy.kernels.linear_t` for each Linear and
+1. forward, training mode: :func:`bnstudy.blocks.linear_t` for each Linear and
    :func:`bnstudy.gradients.norm_forward` for each normaliser and ReLU (which
    keeps what backward needs and moves the running statistics);
 2. the loss and its gradient at the logits (:func:`bnstudy.gradients.loss_and_grad`);
@@ -23,9 +23,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .blocks import linear_t, transpose_into, virtual_batches
 from .fixedmath import JIT
 from .gradients import linear_backward, loss_and_grad, norm_backward, norm_forward
-from .kernels import linear_t, transpose_into
+from .normalisers import GHOST
 from .optimisers import ADAM, SGD, step_adam, step_sgd, views
 
 __all__ = ["ADAM", "SGD", "train_run"]
@@ -43,7 +44,7 @@ def train_run(
     sizes,
     limits,
     eps,
-    groups,
+    setting,
     momentum,
     optimizer,
     lr,
@@ -62,8 +63,10 @@ def train_run(
     ``F = max(widths[1], widths[2])``), ``updates`` their update count so far.
     Epoch ``e`` feeds the rows ``rows[e]`` in consecutive batches of
     ``sizes``; step ``s`` (counted over the run) uses batch renorm's limits
-    ``limits[s]``. ``momentum < 0`` means None (cumulative average). Writes each
-    epoch's mean batch loss and correctly labelled rows; returns the update count.
+    ``limits[s]``. ``momentum < 0`` means None (cumulative average); ``setting``
+    is the kind's integer (:func:`bnstudy.kernels.setting`). Writes each epoch's
+    mean batch loss and correctly labelled rows; returns the update count (ghost
+    batch norm: one per virtual batch).
     """
     w_in, h1, h2, c_ = widths[0], widths[1], widths[2], widths[3]
     bmax = 0
@@ -93,8 +96,12 @@ def train_run(
     da1 = np.empty((bmax, h1), np.float32)
     dh1 = np.empty((bmax, h1), np.float32)
     none = np.empty((bmax, 0), np.float32)
-    rstd1 = np.empty((bmax, groups), np.float32)
-    rstd2 = np.empty((bmax, groups), np.float32)
+    if kind == GHOST:  # invstd of each virtual batch
+        rstd1 = np.empty((virtual_batches(bmax, setting), h1), np.float32)
+        rstd2 = np.empty((virtual_batches(bmax, setting), h2), np.float32)
+    else:  # layer and group norm: invstd of each row and group
+        rstd1 = np.empty((bmax, setting), np.float32)
+        rstd2 = np.empty((bmax, setting), np.float32)
     st1 = np.empty((5, h1), np.float32)  # mean, var, invstd, r, d of layer 1
     st2 = np.empty((5, h2), np.float32)
     st1[3, :] = 1
@@ -130,7 +137,7 @@ def train_run(
                 rm1,
                 rv1,
                 eps,
-                groups,
+                setting,
                 momentum,
                 updates,
                 rmax,
@@ -154,7 +161,7 @@ def train_run(
                 rm2,
                 rv2,
                 eps,
-                groups,
+                setting,
                 momentum,
                 updates,
                 rmax,
@@ -168,14 +175,16 @@ def train_run(
                 xh2,
                 rstd2,
             )
+            if kind == GHOST:  # one update per virtual batch
+                updates += virtual_batches(n, setting) - 1
             linear_t(a2[:n], w3t, b3, z)
             batch_loss, batch_correct = loss_and_grad(z, yb, n, dz)
             loss += batch_loss
             correct += batch_correct
             linear_backward(dz, a2, n, w3, dw3, db3, da2, a2)
-            norm_backward(kind, da2, n, g2, st2[2], st2[3], st2[4], xh2, rstd2, groups, dh2, dg2, dbe2)
+            norm_backward(kind, da2, n, g2, st2[2], st2[3], st2[4], xh2, rstd2, setting, dh2, dg2, dbe2)
             linear_backward(dh2, a1, n, w2, dw2, db2, da1, a1)
-            norm_backward(kind, da1, n, g1, st1[2], st1[3], st1[4], xh1, rstd1, groups, dh1, dg1, dbe1)
+            norm_backward(kind, da1, n, g1, st1[2], st1[3], st1[4], xh1, rstd1, setting, dh1, dg1, dbe1)
             linear_backward(dh1, xb, n, w1, dw1, db1, none, xb)
             step += 1
             if optimizer == ADAM:

@@ -21,12 +21,15 @@ With ``B`` rows in the batch and ``D = d loss / d logits``:
   ``dh = invstd * (dxhat - sum(dxhat) / B - xhat * (sum(dxhat * xhat) / B))``,
   ``dgamma = sum(dz * xhat)`` (renorm: ``sum(dz * (xhat * r + d))``),
   ``dbeta = sum(dz)``; ``r`` and ``d`` are constants (Ioffe 2017);
+- ghost batch norm: batch norm's formula within each virtual batch (``B`` its
+  rows), virtual batches in order; ``dgamma``/``dbeta`` summed over all rows;
 - layer and group norm (per row and group, sums over features in order): the same
   formula with the group's statistics; ``dgamma``/``dbeta`` summed over rows;
 - running statistics (batch norms; :func:`norm_forward`, after the layer's
   forward pass), PyTorch's rule: ``running = (1 - f) * running + f * batch`` with
   the unbiased batch variance ``var * B / (B - 1)``; ``f`` is the momentum, or
   ``1 / t`` at the ``t``-th update when the momentum is None (cumulative average).
+  Ghost batch norm updates once per virtual batch, in order, each an update of its own.
 """
 
 from __future__ import annotations
@@ -34,18 +37,17 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .fixedmath import JIT, exp, log
-from .kernels import (
-    BATCH,
-    GROUP,
-    LAYER,
-    NONE,
-    RENORM,
+from .blocks import (
     batch_moments,
     batch_norm_rows,
+    batch_statistics,
     renorm_rd,
     row_norm,
+    virtual_batch,
+    virtual_batches,
 )
+from .fixedmath import JIT, exp, log
+from .normalisers import GHOST, GROUP, LAYER, NONE, RENORM
 
 
 @numba.njit(**JIT)
@@ -58,7 +60,7 @@ def norm_forward(
     rm,
     rv,
     eps,
-    groups,
+    setting,
     momentum,
     update_count,
     rmax,
@@ -73,27 +75,38 @@ def norm_forward(
     rstd,
 ):
     """Training-mode normaliser + ReLU of rows ``0 .. n-1``; saves what backward needs and
-    moves the running statistics (batch norms)."""
+    moves the running statistics (batch norms).
+
+    Ghost batch norm: each virtual batch in turn (``setting`` rows, the last to the
+    end) is normalised and then moves the running statistics, as the
+    ``update_count + v``-th update; its ``invstd`` goes to row ``v`` of ``rstd``.
+    """
     f_ = h.shape[1]
-    if kind == BATCH or kind == RENORM:
-        batch_moments(h, 0, n, mean, var)
-        for f in range(f_):
-            invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
-        if kind == RENORM:  # from the running statistics before this step's update
-            renorm_rd(mean, var, rm, rv, eps, rmax, dmax, r, d)
-        batch_norm_rows(h, 0, n, mean, invstd, gamma, beta, r, d, kind == RENORM, True, out, 0, xhat)
-        if momentum < 0:  # None: cumulative average
-            factor = np.float32(1) / np.float32(update_count)
-        else:
-            factor = momentum
-        keep = np.float32(1) - factor
-        correction = np.float32(n) / np.float32(n - 1)
-        for f in range(f_):
-            rm[f] = keep * rm[f] + factor * mean[f]
-            rv[f] = keep * rv[f] + factor * (var[f] * correction)
+    if batch_statistics(kind):
+        parts = virtual_batches(n, setting) if kind == GHOST else 1
+        for v in range(parts):
+            lo, rows = virtual_batch(n, setting, parts, v)
+            batch_moments(h, lo, rows, mean, var)
+            for f in range(f_):
+                invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
+            if kind == GHOST:
+                for f in range(f_):
+                    rstd[v, f] = invstd[f]
+            if kind == RENORM:  # from the running statistics before this step's update
+                renorm_rd(mean, var, rm, rv, eps, rmax, dmax, r, d)
+            batch_norm_rows(h, lo, rows, mean, invstd, gamma, beta, r, d, kind == RENORM, True, out, lo, xhat)
+            if momentum < 0:  # None: cumulative average
+                factor = np.float32(1) / np.float32(update_count + v)
+            else:
+                factor = momentum
+            keep = np.float32(1) - factor
+            correction = np.float32(rows) / np.float32(rows - 1)
+            for f in range(f_):
+                rm[f] = keep * rm[f] + factor * mean[f]
+                rv[f] = keep * rv[f] + factor * (var[f] * correction)
     elif kind == LAYER or kind == GROUP:
         for i in range(n):
-            row_norm(h, i, groups, eps, gamma, beta, True, out, xhat, rstd)
+            row_norm(h, i, setting, eps, gamma, beta, True, out, xhat, rstd)
     else:
         for i in range(n):
             for f in range(f_):
@@ -102,8 +115,12 @@ def norm_forward(
 
 
 @numba.njit(**JIT)
-def norm_backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, groups, dh, dgamma, dbeta):
-    """``dh`` from ``dz`` (the gradient at the normaliser's output, ReLU already applied)."""
+def norm_backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, setting, dh, dgamma, dbeta):
+    """``dh`` from ``dz`` (the gradient at the normaliser's output, ReLU already applied).
+
+    Ghost batch norm: batch norm's formula within each virtual batch (its rows, its
+    ``invstd`` from row ``v`` of ``rstd``), virtual batches in order.
+    """
     f_ = dz.shape[1]
     if kind == NONE:
         for i in range(n):
@@ -122,23 +139,32 @@ def norm_backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, groups, dh, dgam
                 dgamma[f] += g * (xhat[i, f] * r[f] + d[f])
             else:
                 dgamma[f] += g * xhat[i, f]
-    if kind == BATCH or kind == RENORM:
-        count = np.float32(n)
+    if batch_statistics(kind):
+        parts = virtual_batches(n, setting) if kind == GHOST else 1
         sum1 = np.zeros(f_, np.float32)
         sum2 = np.zeros(f_, np.float32)
-        for i in range(n):
+        for v in range(parts):
+            lo, rows = virtual_batch(n, setting, parts, v)
+            count = np.float32(rows)
+            scale = rstd[v] if kind == GHOST else invstd
+            if v > 0:
+                for f in range(f_):
+                    sum1[f] = 0
+                    sum2[f] = 0
+            for i in range(lo, lo + rows):
+                for f in range(f_):
+                    dx = dz[i, f] * gamma[f] * r[f] if renorm else dz[i, f] * gamma[f]
+                    dh[i, f] = dx
+                    sum1[f] += dx
+                    sum2[f] += dx * xhat[i, f]
             for f in range(f_):
-                dx = dz[i, f] * gamma[f] * r[f] if renorm else dz[i, f] * gamma[f]
-                dh[i, f] = dx
-                sum1[f] += dx
-                sum2[f] += dx * xhat[i, f]
-        for f in range(f_):
-            sum1[f] = sum1[f] / count
-            sum2[f] = sum2[f] / count
-        for i in range(n):
-            for f in range(f_):
-                dh[i, f] = invstd[f] * (dh[i, f] - sum1[f] - xhat[i, f] * sum2[f])
+                sum1[f] = sum1[f] / count
+                sum2[f] = sum2[f] / count
+            for i in range(lo, lo + rows):
+                for f in range(f_):
+                    dh[i, f] = scale[f] * (dh[i, f] - sum1[f] - xhat[i, f] * sum2[f])
     else:
+        groups = setting
         size = f_ // groups
         count = np.float32(size)
         for i in range(n):

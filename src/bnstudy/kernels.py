@@ -14,7 +14,7 @@ One model's parameters are 2-D arrays in PyTorch's layout (``weight`` is
 ``(out, in)``). The canonical operations, per output element:
 
 - Linear: ``h[i, o] = bias[o] + sum_k a[i, k] * W[o, k]``, the sum from ``k = 0``
-  upwards, starting from the bias (:func:`linear_t`, given ``W^T``).
+  upwards, starting from the bias (:func:`bnstudy.blocks.linear_t`, given ``W^T``).
 - Batch statistics of a batch of ``n`` rows, per feature: ``mean = (sum over rows
   in row order) / n``; ``var = (sum of (h - mean)**2 in row order) / n`` (biased);
   ``invstd = 1 / sqrt(var + eps)``.
@@ -23,12 +23,21 @@ One model's parameters are 2-D arrays in PyTorch's layout (``weight`` is
   ``r = clip(sqrt(var + eps) / sigma, 1/rmax, rmax)``,
   ``d = clip((mean - running_mean) / sigma, -dmax, dmax)``,
   ``y = (xhat * r + d) * gamma + beta``.
-- Batch norm and renorm, inference mode: ``invstd = 1 / sqrt(running_var + eps)``,
-  ``y = ((h - running_mean) * invstd) * gamma + beta``.
+- Ghost batch norm (Hoffer, Hubara & Soudry 2017), training mode: a batch of ``n``
+  rows is cut into ``max(1, n // g)`` consecutive virtual batches of ``g`` rows (the
+  kind's setting), the last running to the batch's end (so it takes the
+  remainder, and a batch of at most ``2g - 1`` rows is one virtual batch: batch
+  norm); each is normalised as batch norm with its own statistics, in order.
+- Batch norm, renorm and ghost batch norm, inference mode:
+  ``invstd = 1 / sqrt(running_var + eps)``, ``y = ((h - running_mean) * invstd) * gamma + beta``.
 - Layer and group norm (per row, per group of ``F / groups`` consecutive
   features, in feature order): the same mean, biased variance and ``invstd``;
   ``y = xhat * gamma + beta``.
 - ReLU: ``max(y, 0)`` (``y`` if ``y > 0``, else 0).
+
+Besides its code (:data:`KIND`), a kind hands the kernels one integer, its
+``setting`` (:func:`setting`): group norm's groups (layer norm: 1), ghost batch
+norm's rows per virtual batch, else 1.
 
 A *stack* holds ``M`` models of one network: arrays with a leading model axis and
 the keys of the module's ``state_dict`` (see :mod:`bnstudy.model`).
@@ -39,8 +48,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from . import normalisers
+from .blocks import (
+    batch_moments,
+    batch_norm_rows,
+    batch_statistics,
+    linear_t,
+    renorm_rd,
+    row_norm,
+    virtual_batch,
+    virtual_batches,
+)
 from .fixedmath import JIT
 from .normalisers import BATCH as BATCH
+from .normalisers import GHOST as GHOST
 from .normalisers import GROUP as GROUP
 from .normalisers import LAYER as LAYER
 from .normalisers import NONE as NONE
@@ -51,141 +72,14 @@ from .normalisers import kernel_codes
 KIND = kernel_codes()
 
 
-# ---- building blocks (one model, 2-D arrays) -----------------------------------
+# ---- the normalisers and the network (one model) ---------------------------------
 
 
 @numba.njit(**JIT)
-def transpose_into(w, wt):
-    """``wt[k, o] = w[o, k]``."""
-    for o in range(w.shape[0]):
-        for k in range(w.shape[1]):
-            wt[k, o] = w[o, k]
-
-
-@numba.njit(**JIT)
-def linear_t(a, wt, bias, out):
-    """``out[i] = bias + a[i] @ wt`` for every row ``i``; ``wt`` is ``W^T``, ``(in, out)``.
-
-    Rows go four at a time (each weight row is loaded once for four rows); every
-    output is the bias plus the products added in ``k`` order, whatever the grouping.
-    """
-    n, kk = a.shape
-    oo = wt.shape[1]
-    i = 0
-    while i + 4 <= n:
-        for o in range(oo):
-            out[i, o] = bias[o]
-            out[i + 1, o] = bias[o]
-            out[i + 2, o] = bias[o]
-            out[i + 3, o] = bias[o]
-        for k in range(kk):
-            a0, a1, a2, a3 = a[i, k], a[i + 1, k], a[i + 2, k], a[i + 3, k]
-            w = wt[k]
-            for o in range(oo):
-                out[i, o] += a0 * w[o]
-                out[i + 1, o] += a1 * w[o]
-                out[i + 2, o] += a2 * w[o]
-                out[i + 3, o] += a3 * w[o]
-        i += 4
-    while i < n:
-        for o in range(oo):
-            out[i, o] = bias[o]
-        for k in range(kk):
-            a0 = a[i, k]
-            w = wt[k]
-            for o in range(oo):
-                out[i, o] += a0 * w[o]
-        i += 1
-
-
-@numba.njit(**JIT)
-def batch_moments(h, start, n, mean, var):
-    """Mean and biased variance per feature of rows ``start .. start + n - 1`` of ``h``."""
-    f_ = h.shape[1]
-    count = np.float32(n)
-    for f in range(f_):
-        mean[f] = 0
-    for r in range(start, start + n):
-        for f in range(f_):
-            mean[f] += h[r, f]
-    for f in range(f_):
-        mean[f] = mean[f] / count
-        var[f] = 0
-    for r in range(start, start + n):
-        for f in range(f_):
-            dev = h[r, f] - mean[f]
-            var[f] += dev * dev
-    for f in range(f_):
-        var[f] = var[f] / count
-
-
-@numba.njit(**JIT)
-def renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d):
-    """Batch renorm's ``r`` and ``d`` per feature (constants: no gradient flows through them)."""
-    low = np.float32(1.0) / rmax
-    for f in range(mean.shape[0]):
-        sigma = np.sqrt(running_var[f] + eps)
-        r[f] = min(max(np.sqrt(var[f] + eps) / sigma, low), rmax)
-        d[f] = min(max((mean[f] - running_mean[f]) / sigma, -dmax), dmax)
-
-
-@numba.njit(**JIT)
-def batch_norm_rows(h, start, n, mean, invstd, gamma, beta, r, d, renorm, relu, out, out_start, xhat):
-    """Normalise rows ``start ..`` of ``h`` with per-feature ``mean``/``invstd`` into ``out``
-    from row ``out_start``; ``xhat`` (same rows as ``out``, or a 0-row array) keeps ``xhat``."""
-    f_ = h.shape[1]
-    keep = xhat.shape[0] > 0
-    for j in range(n):
-        for f in range(f_):
-            xh = (h[start + j, f] - mean[f]) * invstd[f]
-            if keep:
-                xhat[out_start + j, f] = xh
-            if renorm:
-                y = (xh * r[f] + d[f]) * gamma[f] + beta[f]
-            else:
-                y = xh * gamma[f] + beta[f]
-            if relu and not y > 0:
-                y = np.float32(0)
-            out[out_start + j, f] = y
-
-
-@numba.njit(**JIT)
-def row_norm(h, i, groups, eps, gamma, beta, relu, out, xhat, rstd):
-    """Layer/group norm of row ``i`` of ``h`` into ``out[i]``; keeps ``xhat[i]`` and
-    ``rstd[i, g]`` when those arrays have rows (pass 0-row arrays otherwise)."""
-    f_ = h.shape[1]
-    size = f_ // groups
-    count = np.float32(size)
-    keep = xhat.shape[0] > 0
-    for g in range(groups):
-        lo = g * size
-        mean = np.float32(0)
-        for f in range(lo, lo + size):
-            mean += h[i, f]
-        mean = mean / count
-        var = np.float32(0)
-        for f in range(lo, lo + size):
-            dev = h[i, f] - mean
-            var += dev * dev
-        var = var / count
-        inv = np.float32(1) / np.sqrt(var + eps)
-        if keep:
-            rstd[i, g] = inv
-        for f in range(lo, lo + size):
-            xh = (h[i, f] - mean) * inv
-            if keep:
-                xhat[i, f] = xh
-            y = xh * gamma[f] + beta[f]
-            if relu and not y > 0:
-                y = np.float32(0)
-            out[i, f] = y
-
-
-@numba.njit(**JIT)
-def norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, groups, relu, out):
+def norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, setting, relu, out):
     """Inference-mode normaliser (and ReLU) of every row of ``h`` into ``out``."""
     n, f_ = h.shape
-    if kind == BATCH or kind == RENORM:
+    if batch_statistics(kind):
         invstd = np.empty(f_, np.float32)
         for f in range(f_):
             invstd[f] = np.float32(1) / np.sqrt(running_var[f] + eps)
@@ -194,7 +88,7 @@ def norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, groups,
     elif kind == LAYER or kind == GROUP:
         none = np.empty((0, f_), np.float32)
         for i in range(n):
-            row_norm(h, i, groups, eps, gamma, beta, relu, out, none, none)
+            row_norm(h, i, setting, eps, gamma, beta, relu, out, none, none)
     else:
         for i in range(n):
             for f in range(f_):
@@ -203,26 +97,31 @@ def norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, groups,
 
 
 @numba.njit(**JIT)
-def norm_train(kind, h, batch, gamma, beta, running_mean, running_var, eps, groups, rmax, dmax, relu, out):
+def norm_train(kind, h, batch, gamma, beta, running_mean, running_var, eps, setting, rmax, dmax, relu, out):
     """Training-mode normaliser (and ReLU) of ``h``, whose rows are consecutive batches of
-    ``batch`` rows; running statistics are read (batch renorm), never written."""
+    ``batch`` rows (ghost batch norm: each cut into its virtual batches, in order);
+    running statistics are read (batch renorm), never written."""
     n, f_ = h.shape
     none = np.empty((0, f_), np.float32)
-    if kind == BATCH or kind == RENORM:
+    if batch_statistics(kind):
         mean = np.empty(f_, np.float32)
         var = np.empty(f_, np.float32)
         invstd = np.empty(f_, np.float32)
         r = np.empty(f_, np.float32)
         d = np.empty(f_, np.float32)
+        parts = virtual_batches(batch, setting) if kind == GHOST else 1
         for start in range(0, n, batch):
-            batch_moments(h, start, batch, mean, var)
-            for f in range(f_):
-                invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
-            if kind == RENORM:
-                renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d)
-            batch_norm_rows(h, start, batch, mean, invstd, gamma, beta, r, d, kind == RENORM, relu, out, start, none)
+            for v in range(parts):
+                lo, rows = virtual_batch(batch, setting, parts, v)
+                lo += start
+                batch_moments(h, lo, rows, mean, var)
+                for f in range(f_):
+                    invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
+                if kind == RENORM:
+                    renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d)
+                batch_norm_rows(h, lo, rows, mean, invstd, gamma, beta, r, d, kind == RENORM, relu, out, lo, none)
     else:
-        norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, groups, relu, out)
+        norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, setting, relu, out)
 
 
 @numba.njit(**JIT)
@@ -246,7 +145,7 @@ def forward_model(
     batch,
     train,
     eps,
-    groups,
+    setting,
     rmax,
     dmax,
     pre1,
@@ -262,14 +161,14 @@ def forward_model(
     """
     linear_t(x, w1t, b1, pre1)
     if train:
-        norm_train(kind, pre1, batch, g1, be1, rm1, rv1, eps, groups, rmax, dmax, True, out1)
+        norm_train(kind, pre1, batch, g1, be1, rm1, rv1, eps, setting, rmax, dmax, True, out1)
     else:
-        norm_inference(kind, pre1, g1, be1, rm1, rv1, eps, groups, True, out1)
+        norm_inference(kind, pre1, g1, be1, rm1, rv1, eps, setting, True, out1)
     linear_t(out1, w2t, b2, pre2)
     if train:
-        norm_train(kind, pre2, batch, g2, be2, rm2, rv2, eps, groups, rmax, dmax, True, out2)
+        norm_train(kind, pre2, batch, g2, be2, rm2, rv2, eps, setting, rmax, dmax, True, out2)
     else:
-        norm_inference(kind, pre2, g2, be2, rm2, rv2, eps, groups, True, out2)
+        norm_inference(kind, pre2, g2, be2, rm2, rv2, eps, setting, True, out2)
     linear_t(out2, w3t, b3, logits)
 
 
@@ -285,6 +184,16 @@ def argmax_rows(logits, out):
 
 
 # ---- stacks ------------------------------------------------------------------------
+
+
+def setting(spec) -> int:
+    """The integer the kernels receive with ``spec``'s kind: its registered ``setting``
+    field of ``spec`` (group norm's groups, ghost batch norm's virtual batch), else 1."""
+    field = normalisers.get(spec.normaliser).setting
+    value = int(getattr(spec, field)) if field else 1
+    if KIND[spec.normaliser] == GHOST and value < 2:
+        raise ValueError(f"ghost batch norm needs virtual batches of at least 2 rows, got {value}")
+    return value
 
 
 def transposed(stacked: dict, key: str) -> np.ndarray:
@@ -329,7 +238,6 @@ def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: in
         raise ValueError(f"training mode needs batches of >= 2 rows that tile the {n} rows; got {batch}")
     m, h1, h2, c = arrays[0].shape[0], arrays[0].shape[2], arrays[6].shape[2], arrays[12].shape[2]
     kind = KIND[spec.normaliser]
-    groups = spec.groups if kind == GROUP else 1
     out = np.empty((m, n, c), np.float32)
     pre1, out1 = np.empty((n, h1), np.float32), np.empty((n, h1), np.float32)
     pre2, out2 = np.empty((n, h2), np.float32), np.empty((n, h2), np.float32)
@@ -341,7 +249,7 @@ def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: in
             batch if train else 1,
             train,
             np.float32(spec.eps),
-            groups,
+            setting(spec),
             np.float32(limits[0]),
             np.float32(limits[1]),
             pre1,

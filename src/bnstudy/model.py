@@ -36,14 +36,26 @@ AFFINE_KINDS = normalisers.AFFINE_NAMES
 
 @dataclass(frozen=True)
 class NetSpec:
+    """One network: its normaliser and every setting of it.
+
+    ``virtual_batch`` is ghost batch norm's rows per virtual batch (a setting only
+    that kind reads, see :mod:`bnstudy.normalisers`' ``own_settings``).
+    """
+
     normaliser: str
     widths: tuple[int, ...] = (64, 128, 128, 10)
     groups: int = 8
     eps: float = 1e-5
     momentum: float | None = 0.1
+    virtual_batch: int = 16
 
     def metadata(self) -> dict[str, str]:
-        return {k: str(v) for k, v in asdict(self).items()}
+        """Every field as a string, without the settings of other kinds (a weights file
+        records the settings its network reads)."""
+        others = {k for n in normalisers.REGISTRY for k in n.own_settings} - set(
+            normalisers.get(self.normaliser).own_settings
+        )
+        return {k: str(v) for k, v in asdict(self).items() if k not in others}
 
 
 def initial_state(spec: NetSpec, seed: int) -> dict[str, np.ndarray]:
@@ -126,7 +138,26 @@ def spec_from_metadata(meta: dict[str, str]) -> NetSpec:
     """The :class:`NetSpec` recorded in a weights file's metadata."""
     momentum = None if meta["momentum"] == "None" else float(meta["momentum"])
     widths = tuple(int(w) for w in meta["widths"].strip("()").split(","))
-    return NetSpec(meta["normaliser"], widths, int(meta["groups"]), float(meta["eps"]), momentum)
+    own = {k: int(meta[k]) for k in normalisers.get(meta["normaliser"]).own_settings}
+    return NetSpec(meta["normaliser"], widths, int(meta["groups"]), float(meta["eps"]), momentum, **own)
+
+
+def spec_from_params(net: dict) -> NetSpec:
+    """The :class:`NetSpec` of a rule's network parameters (values as given): ``normaliser``,
+    ``hidden``, ``groups``, ``eps``, ``momentum`` and the normaliser's own settings
+    (:func:`bnstudy.normalisers.spec_settings`), which it must carry."""
+    own = normalisers.get(net["normaliser"]).own_settings
+    missing = [k for k in own if k not in net]
+    if missing:
+        raise ValueError(f"network parameters of {net['normaliser']} lack its settings {missing}")
+    return NetSpec(
+        normaliser=net["normaliser"],
+        widths=(64, *net["hidden"], 10),
+        groups=net["groups"],
+        eps=net["eps"],
+        momentum=net["momentum"],
+        **{k: net[k] for k in own},
+    )
 
 
 def load_stack(paths) -> tuple[dict[str, np.ndarray], NetSpec, list[dict[str, str]]]:

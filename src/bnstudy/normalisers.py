@@ -10,11 +10,18 @@ Each :class:`Normaliser` names everything the rest of the code asks about a kind
   the batch (and so keeps running statistics for inference mode);
 - ``affine``: whether it has a learned per-feature scale and shift (gamma, beta);
 - ``kernel``: its code in the compiled kernels (:mod:`bnstudy.kernels`,
-  :mod:`bnstudy.backprop`, :mod:`bnstudy.probes` branch on these integers);
+  :mod:`bnstudy.gradients`, :mod:`bnstudy.backprop`, :mod:`bnstudy.probes` branch
+  on these integers);
+- ``setting``: the :class:`bnstudy.model.NetSpec` field holding the one integer the
+  compiled kernels receive besides the code (group norm's ``groups``, ghost batch
+  norm's ``virtual_batch``), or empty (the kernels then get 1);
+- ``own_settings``: the ``NetSpec`` fields the kind alone reads, from its own
+  section of the config (``config[name]``, :func:`spec_settings`); only its
+  weights files record them;
 - ``module``: ``"module:function"`` of its ``torch.nn.Module`` factory for users,
   ``factory(spec, features)`` (:func:`bnstudy.model.build_module` calls it);
 - ``functional``: ``"module:function"`` of its PyTorch function of a stack of
-  models, ``f(h, p, *, train, update, eps, momentum, groups, limits)``
+  models, ``f(h, p, *, train, update, eps, momentum, groups, limits, virtual_batch)``
   (:func:`bnstudy.norms.normalise` calls it; the tests' reference).
 
 The factories and functions are named, not imported, so that this module (read by
@@ -25,7 +32,8 @@ resolved on first use (:meth:`Normaliser.module_factory`,
 Adding a normaliser: declare it in :data:`REGISTRY` (with a new kernel code and
 the kernels' branches for it, or the code of a kind whose arithmetic it shares),
 write its module factory and functional form, list it in the config's
-``normalisers``, and run ``tests/test_normalisers.py``, which takes every
+``normalisers`` (with its own config section and schema entry if it has
+``own_settings``), and run ``tests/test_normalisers.py``, which takes every
 registered kind through every part and through a tiny training run.
 """
 
@@ -35,10 +43,10 @@ import importlib
 from dataclasses import dataclass
 
 # Kernel codes: the compiled kernels branch on these integers.
-NONE, BATCH, RENORM, LAYER, GROUP = 0, 1, 2, 3, 4
+NONE, BATCH, RENORM, LAYER, GROUP, GHOST = 0, 1, 2, 3, 4, 5
 
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart with any
-# colour-vision deficiency. Five go to the normalisers below; the rest, with
+# colour-vision deficiency. Six go to the normalisers below; the rest, with
 # greys, are for other meanings (:data:`OTHER_COLOURS`).
 OKABE_ITO = {
     "black": "#000000",
@@ -64,6 +72,8 @@ class Normaliser:
     kernel: int
     module: str
     functional: str
+    setting: str = ""
+    own_settings: tuple[str, ...] = ()
 
     def module_factory(self):
         """``factory(spec, features) -> torch.nn.Module`` (imports PyTorch)."""
@@ -139,6 +149,21 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=GROUP,
         module="bnstudy.norms:group_norm_module",
         functional="bnstudy.norms:group_norm",
+        setting="groups",
+    ),
+    Normaliser(
+        "ghostbatchnorm",
+        "ghost batch norm",
+        OKABE_ITO["yellow"],
+        "P",
+        (0, (8, 2)),  # long dashes
+        batch_statistics=True,
+        affine=True,
+        kernel=GHOST,
+        module="bnstudy.norms:ghost_batch_norm_module",
+        functional="bnstudy.norms:ghost_batch_norm",
+        setting="virtual_batch",
+        own_settings=("virtual_batch",),
     ),
 )
 
@@ -166,6 +191,13 @@ def get(name: str) -> Normaliser:
 def kernel_codes() -> dict[str, int]:
     """``{name: kernel code}`` (:data:`bnstudy.kernels.KIND`)."""
     return {n.name: n.kernel for n in REGISTRY}
+
+
+def spec_settings(name: str, config: dict) -> dict:
+    """The ``NetSpec`` settings kind ``name`` reads from its own config section
+    (``config[name]``): what the rules add to its network parameters; ``{}`` for the
+    kinds without one, whose parameters then stay as they were."""
+    return {key: config[name][key] for key in get(name).own_settings}
 
 
 def colours() -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Normalisers as functions of a stack of models.
+"""Normalisers as functions of a stack of models, and the modules PyTorch lacks.
 
 A hidden activation ``h`` has shape ``(M, ..., B, F)``: ``M`` models, optional
 extra leading axes (e.g. many probe batches of one model), ``B`` rows of a batch
@@ -19,6 +19,14 @@ corrects towards the running ones::
 
 with ``sigma = sqrt(var + eps)``. With ``rmax = 1, dmax = 0`` it is batch norm; with
 unclipped ``r, d`` it equals the inference-mode function.
+
+Ghost batch norm (Hoffer, Hubara & Soudry, 2017) is batch norm over virtual
+batches: in training mode a batch of ``B`` rows is cut into ``max(1, B // g)``
+consecutive virtual batches of ``g`` rows, the last running to the batch's end (it
+takes the remainder; a batch of fewer than ``2g`` rows is one virtual batch), and
+each is batch-normalised with its own mean and biased variance; the running
+statistics move once per virtual batch, in order, as batch norm moves them.
+Inference mode is batch norm's.
 """
 
 from __future__ import annotations
@@ -55,7 +63,7 @@ def _affine(y: torch.Tensor, h: torch.Tensor, p: dict) -> torch.Tensor:
 
 
 # ---- functional forms (named by the registry, bnstudy.normalisers) -------------
-# f(h, p, *, train, update, eps, momentum, groups, limits); see normalise().
+# f(h, p, *, train, update, eps, momentum, groups, limits, virtual_batch); see normalise().
 
 
 def identity(h, p, **_):
@@ -96,6 +104,25 @@ def batch_renorm(h, p, *, train, update=False, eps=1e-5, momentum=0.1, limits=(1
     return _batch(h, p, train=train, update=update, eps=eps, momentum=momentum, limits=limits, renorm=True)
 
 
+def virtual_batch_bounds(n: int, size: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` rows of each virtual batch of a batch of ``n`` rows (ghost batch norm)."""
+    parts = max(1, n // size)
+    starts = [v * size for v in range(parts)]
+    return list(zip(starts, starts[1:] + [n]))
+
+
+def ghost_batch_norm(h, p, *, train, update=False, eps=1e-5, momentum=0.1, virtual_batch=None, **_):
+    if not train:
+        return batch_norm(h, p, train=False, eps=eps)
+    if virtual_batch is None or virtual_batch < 2:
+        raise ValueError(f"ghost batch norm needs virtual batches of at least 2 rows, got {virtual_batch}")
+    parts = [
+        batch_norm(h[..., lo:hi, :], p, train=True, update=update, eps=eps, momentum=momentum)
+        for lo, hi in virtual_batch_bounds(h.shape[-2], virtual_batch)
+    ]
+    return torch.cat(parts, dim=-2)
+
+
 def layer_norm(h, p, *, eps=1e-5, **_):
     mean = h.mean(dim=-1, keepdim=True)
     var = h.var(dim=-1, unbiased=False, keepdim=True)
@@ -120,15 +147,27 @@ def normalise(
     momentum: float | None = 0.1,
     groups: int = 1,
     limits: tuple[float, float] = (1.0, 0.0),
+    virtual_batch: int | None = None,
 ) -> torch.Tensor:
     """Apply normaliser ``kind`` (its registered functional form) with parameters/buffers ``p`` to ``h``.
 
     ``train`` selects batch statistics (training mode) or running statistics
     (inference mode); ``update`` additionally moves the running statistics, and is
-    only allowed for plain ``(M, B, F)`` input.
+    only allowed for plain ``(M, B, F)`` input. ``virtual_batch``: ghost batch
+    norm's rows per virtual batch (needed in training mode).
     """
     form = normalisers.get(kind).functional_form()
-    return form(h, p, train=train, update=update, eps=eps, momentum=momentum, groups=groups, limits=limits)
+    return form(
+        h,
+        p,
+        train=train,
+        update=update,
+        eps=eps,
+        momentum=momentum,
+        groups=groups,
+        limits=limits,
+        virtual_batch=virtual_batch,
+    )
 
 
 # ---- module factories for users (named by the registry) -----------------------
@@ -145,6 +184,10 @@ def batch_norm_module(spec, features):
 
 def batch_renorm_module(spec, features):
     return BatchRenorm1d(features, eps=spec.eps, momentum=spec.momentum)
+
+
+def ghost_batch_norm_module(spec, features):
+    return GhostBatchNorm1d(features, spec.virtual_batch, eps=spec.eps, momentum=spec.momentum)
 
 
 def layer_norm_module(spec, features):
@@ -191,3 +234,29 @@ class BatchRenorm1d(torch.nn.Module):
             limits=(self.rmax, self.dmax),
         )
         return y.squeeze(0)
+
+
+class GhostBatchNorm1d(torch.nn.BatchNorm1d):
+    """Ghost batch norm as a PyTorch module: ``BatchNorm1d`` over virtual batches.
+
+    The same parameters, buffers and inference mode as ``BatchNorm1d``; in training
+    mode the batch (dimension 0) is cut into virtual batches of ``virtual_batch``
+    rows (:func:`virtual_batch_bounds`) and ``BatchNorm1d`` runs on each in turn,
+    so each normalises with its own statistics and moves the running statistics
+    (and ``num_batches_tracked``) once.
+    """
+
+    def __init__(self, features: int, virtual_batch: int, eps: float = 1e-5, momentum: float | None = 0.1):
+        if virtual_batch < 2:
+            raise ValueError(f"ghost batch norm needs virtual batches of at least 2 rows, got {virtual_batch}")
+        super().__init__(features, eps=eps, momentum=momentum)
+        self.virtual_batch = virtual_batch
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", virtual_batch={self.virtual_batch}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return super().forward(x)
+        forward = super().forward  # one BatchNorm1d step per virtual batch, in order
+        return torch.cat([forward(x[lo:hi]) for lo, hi in virtual_batch_bounds(len(x), self.virtual_batch)])

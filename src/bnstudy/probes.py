@@ -7,19 +7,20 @@ batches of ``b`` rows, as test-row indices) through every model of a stack:
 
 1. the first layer depends on the row alone, so it is computed once per test row
    and model before any probe (:func:`first_layer_into`, with
-   :func:`bnstudy.kernels.linear_t`) and gathered into each batch; so is the first
+   :func:`bnstudy.blocks.linear_t`) and gathered into each batch; so is the first
    normaliser when it normalises each row by itself (layer and group norm, and the
    ReLU of ``none``: ``kernels.norm_train`` of every test row);
 2. batch norm and renorm: the first normaliser in training mode over each batch,
-   with the statistics of its ``b`` rows; ReLU;
+   with the statistics of its ``b`` rows (ghost batch norm: of row 0's virtual
+   batch, the batch's first ``s`` rows, and only those rows go on); ReLU;
 3. the second Linear for every row of every batch (with layer or group norm, or
    none, only row 0's: each row is normalised by itself, so no companion can change
    row 0's label, and the other rows are not computed);
-4. the second normaliser: batch statistics from all ``b`` rows, but only row 0 is
+4. the second normaliser: batch statistics from all ``b`` rows (ghost: ``s``), but only row 0 is
    normalised (no other row's value is needed); ReLU;
 5. the output layer for row 0, and its label: the index of the first largest logit.
 
-Every step is one of :mod:`bnstudy.kernels`' building blocks (``batch_moments``,
+Every step is one of :mod:`bnstudy.blocks`' building blocks (``batch_moments``,
 ``renorm_rd``, ``batch_norm_rows``, ``row_norm``, ``linear_t``, ``argmax_rows``),
 called on the same values in the same order as :func:`bnstudy.kernels.logits`
 with ``train=True, batch=b`` calls them on that batch; ``invstd = 1 / sqrt(var +
@@ -39,24 +40,22 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .fixedmath import JIT
-from .kernels import (
-    BATCH,
-    GROUP,
-    KIND,
-    LAYER,
-    RENORM,
-    argmax_rows,
+from .blocks import (
     batch_moments,
     batch_norm_rows,
+    batch_statistics,
     linear_t,
-    norm_train,
     renorm_rd,
     row_norm,
-    stack_arrays,
+    virtual_batch,
+    virtual_batches,
 )
+from .fixedmath import JIT
+from .kernels import KIND, argmax_rows, norm_train, setting, stack_arrays
+from .normalisers import BATCH_NAMES, GHOST, GROUP, LAYER, RENORM
 from .tiled import aligned_copy, linear_t_tiled
 
+BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)
 
 
@@ -105,7 +104,7 @@ def probe_design(
     w3t,
     b3,
     eps,
-    groups,
+    setting,
     rmax,
     dmax,
     chunk,
@@ -115,17 +114,27 @@ def probe_design(
     """Training-mode labels of row 0 of every batch, for every model, into ``labels`` ``(M, K)``.
 
     ``first`` ``(M, N, H1)`` is the first hidden layer of every test row: its
-    pre-normalisation value for batch norm and renorm, whose statistics come from the
+    pre-normalisation value for the kinds with batch statistics, which come from the
     batch; its output (normaliser and ReLU) for the others, which normalise each row
     by itself. ``batches`` ``(K, b)`` are row indices into it; the parameters are a
-    stack's (``(M, ...)``, weights as ``W^T``). ``row_logits`` ``(M, K, C)`` receives
-    row 0's logits too, unless it has no rows. ``chunk`` batches go through together.
+    stack's (``(M, ...)``, weights as ``W^T``); ``setting`` is the kind's integer
+    (:func:`bnstudy.kernels.setting`). ``row_logits`` ``(M, K, C)`` receives row 0's
+    logits too, unless it has no rows. ``chunk`` batches go through together.
+
+    Ghost batch norm normalises row 0 with the statistics of its virtual batch, the
+    batch's first ``s`` rows (:func:`bnstudy.blocks.virtual_batch`), and no other row
+    reaches it: only those ``s`` rows of each batch are computed, as batch norm on a
+    batch of ``s`` rows.
     """
     n_models = first.shape[0]
     h1, h2 = first.shape[2], w2t.shape[2]
     k_all, b = batches.shape
-    rows = chunk * b
-    batch_kind = kind == BATCH or kind == RENORM
+    if kind == GHOST:  # row 0's virtual batch: the batch's first s rows
+        s = virtual_batch(b, setting, virtual_batches(b, setting), 0)[1]
+    else:
+        s = b
+    rows = chunk * s
+    batch_kind = batch_statistics(kind)
     renorm = kind == RENORM
     gathered = np.empty((rows if batch_kind else 0, h1), np.float32)
     act1 = np.empty((rows, h1), np.float32)
@@ -142,19 +151,19 @@ def probe_design(
         src = first[m]
         for k0 in range(0, k_all, chunk):
             kn = min(chunk, k_all - k0)
-            n = kn * b
+            n = kn * s
             if batch_kind:
-                # the batches' rows, batch after batch, then the first normaliser in training
-                # mode (statistics of each batch) and ReLU
+                # the batches' rows (the first s of each), batch after batch, then the first
+                # normaliser in training mode (statistics of those rows) and ReLU
                 for j in range(kn):
-                    for i in range(b):
+                    for i in range(s):
                         row = src[batches[k0 + j, i]]
                         for f in range(h1):
-                            gathered[j * b + i, f] = row[f]
+                            gathered[j * s + i, f] = row[f]
                 for j in range(kn):
-                    _batch_stats(kind, gathered, j * b, b, rm1[m], rv1[m], eps, rmax, dmax, mean, var, invstd, r, d)
+                    _batch_stats(kind, gathered, j * s, s, rm1[m], rv1[m], eps, rmax, dmax, mean, var, invstd, r, d)
                     batch_norm_rows(
-                        gathered, j * b, b, mean, invstd, g1[m], be1[m], r, d, renorm, True, act1, j * b, none1
+                        gathered, j * s, s, mean, invstd, g1[m], be1[m], r, d, renorm, True, act1, j * s, none1
                     )
             else:
                 # normalised per row already, so no companion can reach row 0: row 0 of each
@@ -166,14 +175,14 @@ def probe_design(
                         act1[j, f] = row[f]
             # second Linear, every row that matters
             linear_t_tiled(act1[:n], w2t[m], b2[m], hid2[:n])
-            # second normaliser: statistics from all b rows, row 0 normalised
+            # second normaliser: statistics from all s rows, row 0 normalised
             if batch_kind:
                 for j in range(kn):
-                    _batch_stats(kind, hid2, j * b, b, rm2[m], rv2[m], eps, rmax, dmax, mean, var, invstd, r, d)
-                    batch_norm_rows(hid2, j * b, 1, mean, invstd, g2[m], be2[m], r, d, renorm, True, act2, j, none2)
+                    _batch_stats(kind, hid2, j * s, s, rm2[m], rv2[m], eps, rmax, dmax, mean, var, invstd, r, d)
+                    batch_norm_rows(hid2, j * s, 1, mean, invstd, g2[m], be2[m], r, d, renorm, True, act2, j, none2)
             elif kind == LAYER or kind == GROUP:
                 for j in range(kn):  # row_norm writes row j of its output: a scratch, then act2
-                    row_norm(hid2, j, groups, eps, g2[m], be2[m], True, act1, none2, none2)
+                    row_norm(hid2, j, setting, eps, g2[m], be2[m], True, act1, none2, none2)
                     for f in range(h2):
                         act2[j, f] = act1[j, f]
             else:
@@ -202,13 +211,13 @@ class Prober:
         self.models = w1t.shape[0]
         self.rows = len(x)
         self.kind = KIND[spec.normaliser]
-        self.groups = spec.groups if self.kind == GROUP else 1
+        self.setting = setting(spec)
         self.eps = np.float32(spec.eps)
         self.rmax, self.dmax = np.float32(limits[0]), np.float32(limits[1])
         self.rows_per_chunk = int(rows)
         self.first = np.empty((self.models, self.rows, w1t.shape[2]), np.float32)
         first_layer_into(np.ascontiguousarray(x, dtype=np.float32), w1t, b1, self.first)
-        if self.kind not in (BATCH, RENORM):  # normalised row by row: once per test row, not per batch
+        if self.kind not in BATCH_CODES:  # normalised row by row: once per test row, not per batch
             pre, (g1, be1, rm1, rv1) = self.first.copy(), self._norm1
             for m in range(self.models):
                 norm_train(
@@ -220,7 +229,7 @@ class Prober:
                     rm1[m],
                     rv1[m],
                     self.eps,
-                    self.groups,
+                    self.setting,
                     self.rmax,
                     self.dmax,
                     True,
@@ -231,7 +240,7 @@ class Prober:
         """Training-mode labels ``(M, K)`` of row 0 of each of the ``(K, b)`` batches;
         with ``logits``, also row 0's logits ``(M, K, C)``: ``(labels, logits)``."""
         batches = np.ascontiguousarray(batches, dtype=np.int64)
-        if batches.ndim != 2 or (batches.shape[1] < 2 and self.kind in (BATCH, RENORM)):
+        if batches.ndim != 2 or (batches.shape[1] < 2 and self.kind in BATCH_CODES):
             raise ValueError(f"batches must be (K, b) with b >= 2 for batch statistics, got {batches.shape}")
         if batches.size and (batches.min() < 0 or batches.max() >= self.rows):
             raise ValueError(f"row indices must lie in [0, {self.rows})")
@@ -250,7 +259,7 @@ class Prober:
                 self._w3t,
                 self._b3,
                 self.eps,
-                self.groups,
+                self.setting,
                 self.rmax,
                 self.dmax,
                 max(1, min(len(batches), self.rows_per_chunk // batches.shape[1])),

@@ -1,10 +1,10 @@
-"""The Linear layer with its outputs held in registers: :func:`bnstudy.kernels.linear_t`, bit for bit.
+"""The Linear layer with its outputs held in registers: :func:`bnstudy.blocks.linear_t`, bit for bit.
 
 The companion probes (:mod:`bnstudy.probes`) push many rows through the second
 Linear; :func:`linear_t_tiled` does that arithmetic with tiles of outputs kept in
 vector registers, each output computed exactly as ``linear_t`` computes it.
 
-``kernels.linear_t`` keeps its outputs in memory: every product added is a load and a
+``blocks.linear_t`` keeps its outputs in memory: every product added is a load and a
 store of the output, and the stores bound its speed at about half of what the
 core's multipliers and adders can do. ``linear_t_tiled`` keeps a tile of 4 rows x 16
 outputs in eight 8-lane registers while k runs from 0 to the end, and stores each
@@ -25,8 +25,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
+from .blocks import linear_t
 from .fixedmath import JIT
-from .kernels import linear_t
 
 _LANES = 8
 _VEC = ir.VectorType(ir.FloatType(), _LANES)
@@ -111,7 +111,7 @@ def _add_product(typingctx, c, x, w):
 
 @numba.njit(**JIT)
 def linear_t_tiled(a, wt, bias, out):
-    """:func:`bnstudy.kernels.linear_t`, bit for bit, with the outputs in registers.
+    """:func:`bnstudy.blocks.linear_t`, bit for bit, with the outputs in registers.
 
     Tiles of 4 rows x 16 outputs (row groups in order, all outputs of a group before
     the next); outputs past the last multiple of 16 one at a time, rows past the last

@@ -44,6 +44,7 @@ def hidden(
         momentum=spec.momentum,
         groups=spec.groups,
         limits=limits,
+        virtual_batch=spec.virtual_batch,
     )
     return torch.relu(h)
 

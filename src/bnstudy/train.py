@@ -18,7 +18,7 @@ import numpy as np
 
 from . import backprop, optimisers
 from .batching import epoch_rows, order_generator
-from .kernels import GROUP, KIND, LAYER
+from .kernels import KIND, setting
 from .model import BATCH_KINDS, NORMS, NetSpec, initial_state, stack
 from .recipe import Recipe, batch_sizes_per_epoch, renorm_schedule
 
@@ -77,7 +77,6 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
     running = np.zeros((4, width), np.float32)
     running[1] = running[3] = 1.0
     kind = KIND[spec.normaliser]
-    groups = spec.groups if kind == GROUP else 1
     momentum = -1.0 if spec.momentum is None else spec.momentum
     loss = np.zeros(recipe.epochs, np.float64)
     correct = np.zeros(recipe.epochs, np.int64)
@@ -92,7 +91,7 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
         sizes,
         step_limits(spec, recipe, len(y)),
         np.float32(spec.eps),
-        groups if kind in (GROUP, LAYER) else 1,
+        setting(spec),
         np.float32(momentum),
         backprop.ADAM if recipe.optimizer == "adam" else backprop.SGD,
         float(recipe.lr),
