@@ -497,3 +497,9 @@ def test_keep_macros_by_hand():
         "compKeepInferenceAcc": "0.875",
     }
     assert companions_summary.keep_macros(keep.iloc[:0]) == {}
+
+
+def test_words_by_hand():
+    assert companions_summary._words(["2"]) == "2"
+    assert companions_summary._words(["2", "4"]) == "2 and 4"
+    assert companions_summary._words(["2", "4", "16", "64"]) == "2, 4, 16 and 64"
