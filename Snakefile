@@ -49,7 +49,7 @@ localrules:
 # the package's on-disk cache; on a cluster, jobs on nodes of another CPU model
 # compile their own.
 onstart:
-    shell(f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.warmup")
+    shell(f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.warmup --jobs {workflow.cores or 1}")
 
 
 rule all:

@@ -41,52 +41,102 @@ def _dispatchers():
                 yield f"{module.__name__}.{name}", obj
 
 
-def compile_all() -> list[str]:
-    """Run every study computation on tiny inputs; return ``"kernel: signatures"`` lines."""
-    from . import (
-        companions,
-        data,
-        evaluation,
-        kernels,
-        model,
-        normalisers,
-        remedies,
-        running_stats,
-        selfchecks,
-        stats,
-        train,
-    )
-    from .recipe import Recipe
-
+def _inputs():
     rng = np.random.default_rng(0)
     x = (rng.random((40, 64)) * 2 - 1).astype(np.float32)
     y = np.arange(40, dtype=np.int64) % 10
+    return x, y
+
+
+def _training() -> None:
+    """Training, and the remedies (which need a network whose running statistics were updated)."""
+    from . import evaluation, kernels, model, normalisers, remedies, train
+    from .recipe import Recipe
+
+    x, y = _inputs()
+    for kind in normalisers.NAMES:
+        spec = model.NetSpec(kind)
+        stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+        kernels.predict(stacked, spec, x)
+        if kind == "batchnorm":
+            remedies.all_statistics(stacked, spec, x, y, 4, 0)
+            evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)
+
+
+def _evaluation() -> None:
+    from . import evaluation, model, normalisers
+
+    x, y = _inputs()
+    for kind in normalisers.NAMES:
+        spec = model.NetSpec(kind)
+        stacked = model.initial_stack(spec, [0])
+        evaluation.train_mode_accuracy(stacked, spec, x, y, 4, 0)
+        evaluation.trained_divergence(stacked, spec, x, y, 4, 0)
+
+
+def _probes() -> None:
+    from . import companions, model, normalisers
+
+    x, y = _inputs()
+    for kind in normalisers.NAMES:
+        spec = model.NetSpec(kind)
+        stacked = model.initial_stack(spec, [0])
+        companions.probe_network(
+            stacked, spec, x, y, [0], batch_sizes=[2, 4], batches_per_example=2, one_class_batch_size=2, seed=0
+        )
+
+
+def _population() -> None:
+    from . import data, running_stats, selfchecks, stats
+
+    rng = np.random.default_rng(0)
     data.standardisation(rng.random((6, 3)))
     population = data.synthetic_population(0, rows=32, features=5)
     running_stats.study(population, [8], [0.9], "shuffled", 0)
     selfchecks.table(population, [8], 0.9, 0)
     stats.bootstrap_examples(np.array([0.0, 1.0]), 4, 0.95, rng)
-    for kind in normalisers.NAMES:
-        spec = model.NetSpec(kind)
-        stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
-        kernels.predict(stacked, spec, x)
-        evaluation.train_mode_accuracy(stacked, spec, x, y, 4, 0)
-        evaluation.trained_divergence(stacked, spec, x, y, 4, 0)
-        companions.probe_network(
-            stacked, spec, x, y, [0], batch_sizes=[2, 4], batches_per_example=2, one_class_batch_size=2, seed=0
-        )
-        if kind == "batchnorm":
-            remedies.all_statistics(stacked, spec, x, y, 4, 0)
-            evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)
-    return [f"{name}: {len(d.signatures)} signature(s)" for name, d in _dispatchers()]
 
 
-def main() -> None:
+# Independent parts, longest first: ``--jobs N`` compiles them in N processes at once.
+PARTS = (_training, _probes, _evaluation, _population)
+
+
+def compile_all(part: int = 0, parts: int = 1) -> list[str]:
+    """Run every study computation on tiny inputs (parts ``part``, ``part + parts``, ... of
+    :data:`PARTS`); return ``"kernel: signatures"`` lines of the kernels compiled here."""
+    for task in PARTS[part::parts]:
+        task()
+    return [f"{name}: {len(d.signatures)} signature(s)" for name, d in _dispatchers() if d.signatures]
+
+
+def main(argv=None) -> None:
+    import argparse
+    import os
+    import subprocess
+    import sys
     import time
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1, help="processes compiling at once (capped at the CPUs)")
+    parser.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--parts", type=int, default=1, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
     start = time.monotonic()
-    lines = compile_all()
-    print(f"bnstudy: {len(lines)} kernels ready in {time.monotonic() - start:.1f} s", flush=True)
+    jobs = max(1, min(args.jobs, len(PARTS), os.cpu_count() or 1))
+    if jobs > 1 and args.parts == 1:
+        # each part in its own process; Numba's cache writes are atomic renames, so the
+        # kernels two parts share are written whole by whichever finishes first
+        procs = [
+            subprocess.Popen([sys.executable, "-m", "bnstudy.warmup", "--part", str(i), "--parts", str(jobs)])
+            for i in range(jobs)
+        ]
+        if any(p.wait() for p in procs):
+            raise SystemExit("bnstudy: compiling the kernels failed")
+        print(f"bnstudy: kernels ready in {time.monotonic() - start:.1f} s ({jobs} processes)", flush=True)
+        return
+    lines = compile_all(args.part, args.parts)
+    if args.parts == 1:
+        print(f"bnstudy: {len(lines)} kernels ready in {time.monotonic() - start:.1f} s", flush=True)
 
 
 if __name__ == "__main__":
