@@ -19,6 +19,7 @@ def _dispatchers():
 
     from . import (
         backprop,
+        blocks,
         data,
         evaluation,
         fixedmath,
@@ -33,8 +34,8 @@ def _dispatchers():
         tiled,
     )
 
-    modules = (fixedmath, kernels, gradients, optimisers, backprop, tiled, probes, evaluation, remedies, layer)
-    for module in (*modules, reductions, data, stats):
+    modules = (fixedmath, blocks, kernels, gradients, optimisers, backprop, tiled, probes)
+    for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
             if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.__module__ == module.__name__:
