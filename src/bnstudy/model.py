@@ -158,25 +158,3 @@ def spec_from_params(net: dict) -> NetSpec:
         momentum=net["momentum"],
         **{k: net[k] for k in own},
     )
-
-
-def load_stack(paths) -> tuple[dict[str, np.ndarray], NetSpec, list[dict[str, str]]]:
-    """Stack the weights files ``paths`` (same spec) for evaluation, as NumPy arrays."""
-    from .io import read_metadata, read_weights
-
-    metas = [read_metadata(p) for p in paths]
-    specs = {spec_from_metadata(m) for m in metas}
-    if len(specs) != 1:
-        raise ValueError(f"weights of different networks cannot be stacked: {specs}")
-    return stack([read_weights(p) for p in paths]), specs.pop(), metas
-
-
-def load_module(path):
-    """A weights file as a ready ``torch.nn.Sequential`` in inference mode."""
-    import torch
-
-    from .io import read_metadata, read_weights
-
-    net = build_module(spec_from_metadata(read_metadata(path)))
-    net.load_state_dict({k: torch.from_numpy(v) for k, v in read_weights(path).items()})
-    return net.eval()

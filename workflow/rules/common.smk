@@ -14,7 +14,7 @@ from snakemake.iocontainers import Wildcards
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from bnstudy.codedeps import code_inputs
 from bnstudy.config import ConfigError, check_cross_fields, describe_schema_error, key_path
-from bnstudy.normalisers import RENORM, fill_schema
+from bnstudy.normalisers import RENORM, fill_schema, spec_settings
 from bnstudy.normalisers import get as normaliser
 from bnstudy.weights import blocks as seed_blocks
 
@@ -155,8 +155,11 @@ def dag_order(registry, jobs):
 
 
 def net_params(normaliser):
+    """The network's params: the shared ones, and the settings only this normaliser reads (from its own
+    config section, e.g. ghost batch norm's virtual batch), so that changing them re-trains only it."""
     n = config["network"]
-    return dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"], eps=n["eps"], momentum=n["momentum"])
+    shared = dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"], eps=n["eps"], momentum=n["momentum"])
+    return shared | spec_settings(normaliser, config)
 
 
 def recipe_params(block, batch_size, kind, order="shuffle"):

@@ -11,13 +11,7 @@ from bnstudy import evaluation, io, model, train, weights
 from bnstudy.recipe import Recipe
 
 p, out = snakemake.params, snakemake.output
-spec = model.NetSpec(
-    normaliser=p.net["normaliser"],
-    widths=(64, *p.net["hidden"], 10),
-    groups=p.net["groups"],
-    eps=p.net["eps"],
-    momentum=p.net["momentum"],
-)
+spec = model.spec_from_params(p.net)
 recipe = Recipe.from_params(p.recipe)
 seeds = [int(s) for s in p.seeds]
 x = io.read_array(snakemake.input.x)
