@@ -251,6 +251,40 @@ def _probe(trained, split, norm, per_class=1):
     )
 
 
+def test_probe_counts_are_flips_against_inference_and_hits_of_the_true_label(trained, split):
+    """Each row's counts recomputed from the labels of its batches: flips against the example's
+    inference-mode label, correct against its true label (they differ for a misclassified example)."""
+    stacked, spec, limits = trained["batchnorm"]
+    _, _, x, y = split
+    inference_all = kernels.predict(stacked, spec, x)[0]
+    wrong, right = np.flatnonzero(inference_all != y)[:2], np.flatnonzero(inference_all == y)[:2]
+    assert len(wrong) == 2
+    examples = np.sort(np.concatenate([wrong, right]))
+    rows = companions.probe_network(
+        stacked,
+        spec,
+        x,
+        y,
+        examples,
+        batch_sizes=[2, 4],
+        batches_per_example=6,
+        one_class_batch_size=4,
+        seed=0,
+        limits=limits,
+    )
+    inference = kernels.predict(stacked, spec, x[examples])
+    assert len(rows) == 2 * len(examples) * 6  # models x examples x (random 2, 4, exact, three one-class)
+    for r in rows:
+        j = list(examples).index(r["example"])
+        plans = {(d, b): q for d, b, q in companions.example_plans(y, r["example"], [2, 4], 6, 4, 0)}
+        labels = companions.batch_predictions(stacked, spec, x, plans[(r["design"], r["batch_size"])], limits)
+        labels = labels[r["model"]]
+        assert r["batches"] == len(labels)
+        assert r["label"] == y[r["example"]] and r["inference_label"] == inference[r["model"], j]
+        assert r["flips"] == int((labels != inference[r["model"], j]).sum())
+        assert r["correct"] == int((labels == y[r["example"]]).sum())
+
+
 @pytest.mark.parametrize("norm", ["none", "layernorm", "groupnorm"])
 def test_controls_flip_rate_is_exactly_zero_on_trained_weights(trained, split, norm):
     rows = _probe(trained, split, norm)
