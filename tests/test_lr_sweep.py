@@ -75,11 +75,15 @@ def test_rate_table_means_and_interval_by_hand():
 
 
 def test_best_rates_use_validation_break_ties_low_and_name_edges():
-    best = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs_table(), 0.95)).set_index(["normaliser", "batch_size"])
+    best = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs_table(), 0.95)).set_index(
+        ["normaliser", "batch_size"]
+    )
     assert best.loc[("none", 2)].lr == 1e-3 and best.loc[("none", 2)].edge == "lowest"
     assert best.loc[("none", 8)].lr == 1e-2 and best.loc[("none", 8)].edge == "inside"  # tie, lower rate
     assert best.loc[("batchnorm", 2)].lr == 1e-1 and best.loc[("batchnorm", 2)].edge == "highest"
     assert best.loc[("batchnorm", 8)].lr == 1e-2
+    assert best.loc[("batchnorm", 8)].margin == pytest.approx(0.9533333333333333 - 0.9, abs=1e-12)
+    assert best.loc[("none", 8)].margin == 0.0  # the tie
     # the test accuracy reported is the chosen rate's, though 1e-1 scores higher on test
     assert best.loc[("none", 2)].test_mean == pytest.approx(0.6, abs=1e-15)
 
@@ -107,11 +111,16 @@ def test_verdict_and_rate_text():
 
 
 def test_report_macros_and_tables_follow_the_choice():
-    out = lr_sweep_report.report(runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5))
+    out = lr_sweep_report.report(
+        runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5)
+    )
     m = out["macros"]
     assert m["lrBestBatchnormBTwo"] == "$1 \\times 10^{-1}$"
     assert m["lrBestNoneBTwo"] == "$1 \\times 10^{-3}$"
     assert m["lrPairedBestMinGain"] == "+25.00"
+    assert m["lrDeficitAnswer"] == "does not survive"  # batch norm ahead at the smallest batch
+    assert m["lrBestBatchnormMin"] == m["lrBestBatchnormBTwo"] and m["lrBestNoneMax"] == "$1 \\times 10^{-2}$"
+    assert m["lrAccGridNoneMin"] == "60.0" and m["lrAccNoneMin"] == "60.0"
     assert m["lrEdgeCells"] == "batch norm at batch 2 (highest) and none at batch 2 (lowest)"
     # at the grid's rate 1e-2 both sides: batch norm minus none = +0.05 every seed at b 2
     assert m["lrPairedGridMinGain"] == "+5.00"

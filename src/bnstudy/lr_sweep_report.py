@@ -35,7 +35,8 @@ def rate_table(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
 
 def best_rates(rates: pd.DataFrame) -> pd.DataFrame:
     """Per normaliser and batch size the rate with the highest mean validation accuracy (of equals,
-    the lowest rate), and where it lies in the swept list: ``lowest``, ``highest`` or ``inside``."""
+    the lowest rate), where it lies in the swept list (``lowest``, ``highest`` or ``inside``), and
+    its ``margin``: its mean validation accuracy minus the next best rate's."""
     out = []
     for (norm, b), g in rates.groupby(["normaliser", "batch_size"], sort=True):
         g = g.sort_values("lr")
@@ -43,7 +44,8 @@ def best_rates(rates: pd.DataFrame) -> pd.DataFrame:
         best = g[g.validation_mean == top].iloc[0]
         lr = float(best.lr)
         edge = "lowest" if lr == g.lr.min() else "highest" if lr == g.lr.max() else "inside"
-        out.append({"normaliser": norm, "batch_size": int(b), "lr": lr, "edge": edge} | _test(best))
+        margin = float(top - g.validation_mean.drop(best.name).max()) if len(g) > 1 else float("nan")
+        out.append({"normaliser": norm, "batch_size": int(b), "lr": lr, "edge": edge, "margin": margin} | _test(best))
     return pd.DataFrame(out)
 
 
@@ -136,6 +138,7 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
         "lrGridSeeds": str(int(design["grid_seeds"])),
         "lrBatchMin": str(sizes[0]),
         "lrBatchMax": str(sizes[-1]),
+        "lrBatchCount": str(len(sizes)),
     }
     for row in best.itertuples(index=False):
         stem = (row.normaliser, "b", row.batch_size)
@@ -166,11 +169,15 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
         f"{labels[r.normaliser]} at batch {r.batch_size} ({r.edge})" for r in best.itertuples() if r.edge != "inside"
     ]
     m["lrEdgeCells"] = _words(edges) if edges else "no cell"
+    margins = best[best.edge != "inside"].margin
+    m["lrEdgeMargin"] = _points(float(margins.max()), 2) if len(margins) else "n/a"
     m["lrEdgeCount"] = str(len(edges))
     m["lrValidationRowPoints"] = _points(1 / int(design["validation_rows"]), 2)
     for norm in ("none", "batchnorm"):
         chosen, fixed = (t[t.normaliser == norm].validation_mean.to_numpy() for t in (best, grid))
         m[latex.macro_name("lr validation lift", norm)] = _points(float(np.max(chosen - fixed)), 2)
+        chosen, fixed = (t[t.normaliser == norm].test_mean.to_numpy() for t in (best, grid))
+        m[latex.macro_name("lr below grid", norm)] = str(int(np.count_nonzero(chosen < fixed)))
         for name, table in (("best", best), ("grid", grid)):
             means = table[table.normaliser == norm].test_mean
             m[latex.macro_name("lr range", norm, name)] = _points(means.max() - means.min())

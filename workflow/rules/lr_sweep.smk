@@ -33,8 +33,7 @@ rule lr_sweep_split:
 
 rule train_lr_sweep:
     message:
-        "Training {wildcards.normaliser} at every batch size x learning rate %s x seed %s"
-        % (LR["lrs"], LR["seeds"])
+        "Training {wildcards.normaliser} at every batch size x learning rate %s x seed %s" % (LR["lrs"], LR["seeds"])
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
@@ -50,9 +49,7 @@ rule train_lr_sweep:
         lrs=LR["lrs"],
         batch_sizes=GRID_BATCH_SIZES,
         net=lambda wc: net_params(wc.normaliser),
-        recipe=lambda wc: recipe_params(
-            config["grid"] | {"epochs": LR["epochs"]}, GRID_BATCH_SIZES[0], wc.normaliser
-        ),
+        recipe=lambda wc: recipe_params(config["grid"] | {"epochs": LR["epochs"]}, GRID_BATCH_SIZES[0], wc.normaliser),
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
