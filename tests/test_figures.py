@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import figures, normalisers
+from bnstudy import figures, lr_sweep_report, normalisers
 from bnstudy.figures_companions import DESIGNS, all_zero, companions, layout
 from bnstudy.figures_running_stats import running_stats
 from conftest import ROOT
@@ -95,6 +95,21 @@ def passes_table(keeps=(0.5, 0.9, 0.99)):
     return pd.DataFrame(rows)
 
 
+def lr_sweep_figure():
+    from bnstudy import figures_lr_sweep
+
+    rows = [
+        dict(normaliser=n, batch_size=b, lr=lr, seed=s, validation_accuracy=0.9 + 0.01 * s - lr, test_accuracy=0.9 - lr)
+        | {"final_loss": 0.1}
+        for n in ("none", "batchnorm")
+        for b in (2, 8, 64)
+        for lr in (1e-4, 1e-3, 1e-2)
+        for s in range(3)
+    ]
+    rates = lr_sweep_report.rate_table(pd.DataFrame(rows), 0.95)
+    return figures_lr_sweep.lr_sweep(lr_sweep_report.best_rates(rates), rates, 1e-3)
+
+
 def build(name):
     if name == "companions":
         return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
@@ -104,6 +119,8 @@ def build(name):
         return figures.batch_size_remedies(batch_size_summary())
     if name == "running_stats":
         return running_stats(passes_table(), 0.9)
+    if name == "lr_sweep":
+        return lr_sweep_figure()
     raise KeyError(name)
 
 

@@ -79,3 +79,20 @@ def test_rerun_after_completion_plans_nothing(runs):
     result = snakemake("-n", "--configfile", "config/test.yaml", cwd=base / "cores4", timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_lr_sweep_runs_on_the_test_config_and_is_hashed(runs, test_config):
+    """The learning-rate sweep's rules run, their outputs are in the manifest, and its summary
+    chooses one swept rate per normaliser and grid batch size."""
+    import json
+
+    base, manifests, _ = runs
+    table = manifest.read(manifests["cores1"])
+    assert {"lr_sweep_split", "train_lr_sweep", "summarise_lr_sweep", "figure_lr_sweep"} <= set(table["rule"])
+    assert "results/summary/lr_sweep.json" in set(table["path"])
+    summary = json.loads((base / "cores1" / "results" / "summary" / "lr_sweep.json").read_text())
+    sweep = test_config["lr_sweep"]
+    for norm in sweep["normalisers"]:
+        cells = summary["best"][norm]
+        assert sorted(map(int, cells)) == sorted(test_config["grid"]["batch_sizes"])
+        assert all(cell["lr"] in sweep["lrs"] and cell["seeds"] == len(sweep["seeds"]) for cell in cells.values())

@@ -123,3 +123,17 @@ def check_cross_fields(config: dict) -> None:
                 f"config error: {key}: {b} exceeds the {n_train} training rows "
                 f"({sum(DIGITS_CLASS_COUNTS)} - split.test_size {test_size})"
             )
+    _check_lr_sweep(config)
+
+
+def _check_lr_sweep(config: dict) -> None:
+    """The learning-rate sweep compares batch norm with none, against the grid's rate."""
+    lr = config["lr_sweep"]
+    for name in ("none", "batchnorm"):
+        if name not in lr["normalisers"]:
+            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is missing (batch norm minus none)")
+    for name in lr["normalisers"]:
+        if name not in config["normalisers"]:
+            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is not a grid normaliser (normalisers)")
+    if config["grid"]["lr"] not in lr["lrs"]:
+        raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")

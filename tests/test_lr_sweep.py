@@ -1,0 +1,173 @@
+"""The learning-rate sweep: validation split, choice of rate, paired differences, by value."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from bnstudy import lr_sweep, lr_sweep_report
+from bnstudy.config import ConfigError, check_cross_fields
+
+LABELS = {"none": "none", "batchnorm": "batch norm"}
+
+
+def test_validation_split_is_stratified_disjoint_sorted_and_seeded():
+    y = np.array([0] * 10 + [1] * 10 + [2] * 5)
+    fit, val = lr_sweep.validation_split(y, 0.2, 0)
+    assert sorted(np.concatenate([fit, val]).tolist()) == list(range(len(y)))
+    assert list(fit) == sorted(fit) and list(val) == sorted(val)
+    assert np.bincount(y[val], minlength=3).tolist() == [2, 2, 1]  # 20% of each class
+    again, _ = lr_sweep.validation_split(y, 0.2, 0)
+    assert np.array_equal(fit, again)
+    assert any(not np.array_equal(lr_sweep.validation_split(y, 0.2, s)[1], val) for s in range(1, 6))
+
+
+def test_split_table_round_trips():
+    fit, val = np.array([0, 2, 3]), np.array([1, 4])
+    table = lr_sweep.split_table(fit, val)
+    assert table["row"].tolist() == [0, 1, 2, 3, 4]
+    assert table["subset"].tolist() == ["fit", "validation", "fit", "fit", "validation"]
+    back = lr_sweep.read_split(table)
+    assert back[0].tolist() == [0, 2, 3] and back[1].tolist() == [1, 4]
+
+
+def runs_table():
+    """Two normalisers, batch sizes 2 and 8, rates 1e-3 / 1e-2 / 1e-1, seeds 0-2."""
+    val = {  # (norm, b, lr): validation accuracies of seeds 0, 1, 2
+        ("none", 2, 1e-3): [0.90, 0.92, 0.94],  # mean 0.92, best at b 2 (lowest rate)
+        ("none", 2, 1e-2): [0.80, 0.82, 0.84],
+        ("none", 2, 1e-1): [0.50, 0.50, 0.50],
+        ("none", 8, 1e-3): [0.80, 0.80, 0.80],
+        ("none", 8, 1e-2): [0.85, 0.85, 0.85],  # tie with 1e-1: the lower rate wins
+        ("none", 8, 1e-1): [0.85, 0.85, 0.85],
+        ("batchnorm", 2, 1e-3): [0.70, 0.70, 0.70],
+        ("batchnorm", 2, 1e-2): [0.75, 0.75, 0.75],
+        ("batchnorm", 2, 1e-1): [0.80, 0.81, 0.82],  # best at the highest rate
+        ("batchnorm", 8, 1e-3): [0.90, 0.90, 0.90],
+        ("batchnorm", 8, 1e-2): [0.95, 0.95, 0.96],  # best inside
+        ("batchnorm", 8, 1e-1): [0.60, 0.60, 0.60],
+    }
+    rows = []
+    for (norm, b, lr), accs in val.items():
+        for seed, v in enumerate(accs):
+            # test accuracy: a value that does not follow validation, so a choice on test would differ
+            test = 0.5 + 0.1 * seed + (0.2 if lr == 1e-1 else 0.0) + (0.05 if norm == "batchnorm" else 0.0)
+            rows.append(
+                dict(normaliser=norm, batch_size=b, lr=lr, seed=seed, validation_accuracy=v)
+                | {"test_accuracy": test, "final_loss": 0.1}
+            )
+    return pd.DataFrame(rows).sample(frac=1, random_state=0)  # any row order
+
+
+def test_rate_table_means_and_interval_by_hand():
+    rates = lr_sweep_report.rate_table(runs_table(), 0.95)
+    row = rates[(rates.normaliser == "none") & (rates.batch_size == 2) & (rates.lr == 1e-3)].iloc[0]
+    assert row.validation_mean == pytest.approx(0.92, abs=1e-15)
+    test = [0.5, 0.6, 0.7]
+    assert row.test_mean == pytest.approx(0.6, abs=1e-15)
+    half = sps.t.ppf(0.975, 2) * np.std(test, ddof=1) / np.sqrt(3)
+    assert (row.test_ci_low, row.test_ci_high) == pytest.approx((0.6 - half, 0.6 + half), abs=1e-12)
+    assert len(rates) == 12 and set(rates.seeds) == {3}
+
+
+def test_best_rates_use_validation_break_ties_low_and_name_edges():
+    best = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs_table(), 0.95)).set_index(
+        ["normaliser", "batch_size"]
+    )
+    assert best.loc[("none", 2)].lr == 1e-3 and best.loc[("none", 2)].edge == "lowest"
+    assert best.loc[("none", 8)].lr == 1e-2 and best.loc[("none", 8)].edge == "inside"  # tie, lower rate
+    assert best.loc[("batchnorm", 2)].lr == 1e-1 and best.loc[("batchnorm", 2)].edge == "highest"
+    assert best.loc[("batchnorm", 8)].lr == 1e-2
+    assert best.loc[("batchnorm", 8)].margin == pytest.approx(0.9533333333333333 - 0.9, abs=1e-12)
+    assert best.loc[("none", 8)].margin == 0.0  # the tie
+    # the test accuracy reported is the chosen rate's, though 1e-1 scores higher on test
+    assert best.loc[("none", 2)].test_mean == pytest.approx(0.6, abs=1e-15)
+
+
+def test_paired_differences_take_each_side_at_its_own_rate():
+    runs = runs_table()
+    best = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs, 0.95))
+    paired = lr_sweep_report.paired_at(runs, best, "batchnorm", "none", 0.95).set_index("batch_size")
+    # b 2: batch norm at 1e-1 (test 0.75, 0.85, 0.95) minus none at 1e-3 (0.5, 0.6, 0.7): +0.25 each seed
+    assert paired.loc[2].gain == pytest.approx(0.25, abs=1e-12)
+    assert paired.loc[2].lr_a == 1e-1 and paired.loc[2].lr_b == 1e-3
+    a = [0.55, 0.65, 0.75]  # b 8: batch norm at 1e-2
+    b = [0.5, 0.6, 0.7]  # none at 1e-2
+    ci = sps.ttest_rel(a, b).confidence_interval(0.95) if np.ptp(np.subtract(a, b)) > 0 else None
+    assert paired.loc[8].gain == pytest.approx(0.05, abs=1e-12)
+    assert ci is None or paired.loc[8].ci_low == pytest.approx(ci.low)
+
+
+def test_verdict_and_rate_text():
+    assert lr_sweep_report.verdict(-0.03, -0.01) == "lies wholly below zero"
+    assert lr_sweep_report.verdict(0.01, 0.03) == "lies wholly above zero"
+    assert lr_sweep_report.verdict(-0.01, 0.01) == "contains zero"
+    assert lr_sweep_report.rate_tex(3e-4) == "$3 \\times 10^{-4}$"
+    assert lr_sweep_report.rate_tex(1e-2) == "$1 \\times 10^{-2}$"
+
+
+def test_report_macros_and_tables_follow_the_choice():
+    out = lr_sweep_report.report(
+        runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5)
+    )
+    m = out["macros"]
+    assert m["lrBestBatchnormBTwo"] == "$1 \\times 10^{-1}$"
+    assert m["lrBestNoneBTwo"] == "$1 \\times 10^{-3}$"
+    assert m["lrPairedBestMinGain"] == "+25.00"
+    assert m["lrDeficitAnswer"] == "does not survive"  # batch norm ahead at the smallest batch
+    assert m["lrBestBatchnormMin"] == m["lrBestBatchnormBTwo"] and m["lrBestNoneMax"] == "$1 \\times 10^{-2}$"
+    assert m["lrAccGridNoneMin"] == "60.0" and m["lrAccNoneMin"] == "60.0"
+    assert m["lrEdgeCells"] == "batch norm at batch 2 (highest) and none at batch 2 (lowest)"
+    # at the grid's rate 1e-2 both sides: batch norm minus none = +0.05 every seed at b 2
+    assert m["lrPairedGridMinGain"] == "+5.00"
+    assert out["summary"]["best"]["none"]["8"]["lr"] == 1e-2
+    header, rows, align, _ = out["tables"]["validation_table"]
+    assert rows[0][:2] == ["none", "2"] and rows[0][2] == "\\textbf{92.0}"
+    assert len(header) == len(align) == 5
+
+
+def test_sweep_trains_on_the_fit_rows_and_scores_each_split(configured):
+    from bnstudy import evaluation, model, train
+    from bnstudy.recipe import Recipe
+
+    rng = np.random.default_rng(0)
+    x = rng.random((30, 64)).astype(np.float32)
+    y = np.arange(30) % 3
+    fit, val = np.arange(0, 30, 3).tolist() + np.arange(1, 30, 3).tolist(), np.arange(2, 30, 3)
+    fit = np.sort(np.array(fit))
+    spec = model.NetSpec(normaliser="batchnorm", widths=(64, 8, 8, 10), groups=2, eps=1e-5, momentum=0.1)
+    recipe = Recipe(epochs=1)
+    runs, epochs = lr_sweep.sweep(spec, recipe, [4], [1e-3, 1e-1], [0, 1], x, y, fit, val, x[:6], y[:6])
+    assert runs[["lr", "seed"]].values.tolist() == [[1e-3, 0], [1e-3, 1], [1e-1, 0], [1e-1, 1]]
+    stacked, _ = train.train_models(spec, Recipe(epochs=1, batch_size=4, lr=1e-1), [0, 1], x[fit], y[fit])
+    want = evaluation.inference_accuracy(stacked, spec, x[val], y[val])
+    assert runs.validation_accuracy.tolist()[2:] == want.tolist()
+    want_test = evaluation.inference_accuracy(stacked, spec, x[:6], y[:6])
+    assert runs.test_accuracy.tolist()[2:] == want_test.tolist()
+    assert len(epochs) == 4 and set(epochs.lr) == {1e-3, 1e-1}
+
+
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("normalisers", ["batchnorm", "layernorm"], "none is missing"),
+        ("lrs", [3e-4, 3e-3], "grid.lr"),
+    ],
+)
+def test_cross_field_checks_of_the_sweep(test_config, key, value, words):
+    check_cross_fields(test_config)
+    cfg = copy.deepcopy(test_config)
+    cfg["lr_sweep"][key] = value
+    with pytest.raises(ConfigError, match=words):
+        check_cross_fields(cfg)
+
+
+def test_sweep_normalisers_must_be_grid_normalisers(test_config):
+    cfg = copy.deepcopy(test_config)
+    cfg["normalisers"] = ["none", "layernorm"]
+    with pytest.raises(ConfigError, match="batchnorm is not a grid normaliser"):
+        check_cross_fields(cfg)

@@ -1,0 +1,138 @@
+# Learning rate against batch size: Adam's rate swept at every grid batch size, chosen per
+# cell on a validation split carved from the training half, scored on the test half.
+
+LR = config["lr_sweep"]
+LR_CELLS = [dict(normaliser=n) for n in LR["normalisers"]]
+
+
+rule lr_sweep_split:
+    message:
+        "Carving a stratified validation split (%s of the rows, seed %d) from the training half"
+        % (LR["validation_fraction"], LR["validation_seed"])
+    input:
+        y=rules.split.output.y_train,
+        code=code("lr_sweep_split.py"),
+    output:
+        split="results/data/lr_sweep_validation.csv",
+    params:
+        fraction=LR["validation_fraction"],
+        seed=LR["validation_seed"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/lr_sweep_split.log",
+    benchmark:
+        "results/benchmarks/lr_sweep_split.tsv"
+    script:
+        "../scripts/lr_sweep_split.py"
+
+
+rule train_lr_sweep:
+    message:
+        "Training {wildcards.normaliser} at every batch size x learning rate %s x seed %s" % (LR["lrs"], LR["seeds"])
+    input:
+        x=rules.split.output.x_train,
+        y=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        split=rules.lr_sweep_split.output.split,
+        code=code("lr_sweep_train.py"),
+    output:
+        runs="results/lr_sweep/runs/{normaliser}.csv",
+        epochs="results/lr_sweep/runs/{normaliser}_epochs.csv",
+    params:
+        seeds=LR["seeds"],
+        lrs=LR["lrs"],
+        batch_sizes=GRID_BATCH_SIZES,
+        net=lambda wc: net_params(wc.normaliser),
+        recipe=lambda wc: recipe_params(config["grid"] | {"epochs": LR["epochs"]}, GRID_BATCH_SIZES[0], wc.normaliser),
+    conda:
+        CONDA_ENV
+    threads: THREADS  # config compute_threads: seeds trained at once
+    resources:
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=30,
+    log:
+        "results/logs/train_lr_sweep/{normaliser}.log",
+    benchmark:
+        "results/benchmarks/train_lr_sweep/{normaliser}.tsv"
+    script:
+        "../scripts/lr_sweep_train.py"
+
+
+rule summarise_lr_sweep:
+    message:
+        "Summarising the learning-rate sweep: chosen rates, accuracy at them, batch norm minus none"
+    input:
+        runs=expand_cells(rules.train_lr_sweep.output.runs, LR_CELLS),
+        split=rules.lr_sweep_split.output.split,
+        code=code("lr_sweep_summarise.py"),
+    output:
+        rates="results/lr_sweep/rates.csv",
+        best="results/lr_sweep/best.csv",
+        paired="results/lr_sweep/paired.csv",
+        summary="results/summary/lr_sweep.json",
+        macros="results/paper/macros/lr_sweep.tex",
+        table="results/paper/tables/lr_sweep.tex",
+        validation_table="results/paper/tables/lr_sweep_validation.tex",
+    params:
+        grid_lr=config["grid"]["lr"],
+        confidence=config["batch_size_eval"]["confidence"],
+        epochs=LR["epochs"],
+        grid_seeds=len(SEEDS),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/summarise_lr_sweep.log",
+    benchmark:
+        "results/benchmarks/summarise_lr_sweep.tsv"
+    script:
+        "../scripts/lr_sweep_summarise.py"
+
+
+rule figure_lr_sweep:
+    message:
+        "Drawing accuracy against batch size at each cell's chosen learning rate"
+    input:
+        best=rules.summarise_lr_sweep.output.best,
+        rates=rules.summarise_lr_sweep.output.rates,
+        code=code("lr_sweep_figure.py"),
+    output:
+        pdf=report(
+            "results/paper/figures/lr_sweep.pdf",
+            category="Learning rate against batch size",
+            caption="../report/lr_sweep.rst",
+        ),
+        png="results/paper/figures/lr_sweep.png",
+    params:
+        grid_lr=config["grid"]["lr"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/figure_lr_sweep.log",
+    benchmark:
+        "results/benchmarks/figure_lr_sweep.tsv"
+    script:
+        "../scripts/lr_sweep_figure.py"
+
+
+register(rules.lr_sweep_split)
+register(rules.train_lr_sweep, LR_CELLS)
+register(rules.summarise_lr_sweep)
+register(rules.figure_lr_sweep)
+PAPER_INPUTS["macros_lr_sweep"] = rules.summarise_lr_sweep.output.macros
+PAPER_INPUTS["table_lr_sweep"] = rules.summarise_lr_sweep.output.table
+PAPER_INPUTS["table_lr_sweep_validation"] = rules.summarise_lr_sweep.output.validation_table
+PAPER_INPUTS["figure_lr_sweep"] = rules.figure_lr_sweep.output.pdf

@@ -1,0 +1,38 @@
+"""Rule train_lr_sweep: one normaliser at every batch size x learning rate x seed, trained on the
+training half minus the validation rows, scored in inference mode on the validation rows and the test half."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
+
+log = start(snakemake, torch=False)
+from bnstudy import io, lr_sweep, model
+from bnstudy.recipe import Recipe
+
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
+spec = model.NetSpec(
+    normaliser=p.net["normaliser"],
+    widths=(64, *p.net["hidden"], 10),
+    groups=p.net["groups"],
+    eps=p.net["eps"],
+    momentum=p.net["momentum"],
+)
+fit, validation = lr_sweep.read_split(io.read_table(inp.split))
+runs, epochs = lr_sweep.sweep(
+    spec,
+    Recipe.from_params(p.recipe),
+    p.batch_sizes,
+    p.lrs,
+    [int(s) for s in p.seeds],
+    io.read_array(inp.x),
+    io.read_array(inp.y),
+    fit,
+    validation,
+    io.read_array(inp.x_test),
+    io.read_array(inp.y_test),
+    threads=snakemake.threads,
+)
+io.write_table(out.runs, runs)
+io.write_table(out.epochs, epochs)
+log.info("runs %s", runs.to_dict("records"))
