@@ -297,6 +297,25 @@ def probe_network(
 # ---- summaries -------------------------------------------------------------------
 
 
+def probe_files(paths, network: str, x, y, train_rows: int, examples, *, seed: int, **design) -> list[dict]:
+    """:func:`probe_network` for every network in the weights files ``paths``, file by file: one
+    row per model, example and design, led by ``network``, ``normaliser``, ``train_batch_size`` and
+    ``seed``. ``train_rows`` fixes batch renorm's final (rmax, dmax); ``design`` is the keyword
+    arguments of :func:`probe_network` (``batch_sizes``, ``batches_per_example``, ``one_class_batch_size``)."""
+    from . import weights
+    from .recipe import final_limits
+
+    out = []
+    for path in [paths] if isinstance(paths, str) else list(paths):
+        stacked, spec, metas = weights.read(path)
+        limits = final_limits(metas[0], train_rows)
+        for row in probe_network(stacked, spec, x, y, examples, seed=seed, limits=limits, **design):
+            model = row.pop("model")
+            head = {"network": network, "normaliser": spec.normaliser, "train_batch_size": int(metas[0]["batch_size"])}
+            out.append(head | {"seed": int(metas[model]["seed"])} | row)
+    return out
+
+
 def summarise(per_example, resamples: int, confidence: float, seed: int) -> list[dict]:
     """Flip rate, training-mode accuracy and ever-flipped share per (network, seed, design, b).
 

@@ -1,7 +1,10 @@
 # Study 1: companion dependence of training-mode predictions, for the dependence
-# networks and every network of the grid (one job per grid cell and seed block).
+# networks and every network of the grid (one job per normaliser and seed block).
 
 COMP = config["companions"]
+# One probe job per normaliser and seed block, over every grid batch size (a job's
+# start-up costs more CPU than probing a network without batch statistics).
+PROBE_JOBS = with_blocks([dict(normaliser=n) for n in NORMALISERS])
 
 
 rule companion_examples:
@@ -88,16 +91,18 @@ rule probe_companions_dependence_keep:
 
 rule probe_companions_grid:
     message:
-        "Probing {wildcards.normaliser} networks trained at batch size {wildcards.batch_size} (seeds {wildcards.block}) with companions"
+        "Probing {wildcards.normaliser} networks of every grid batch size (seeds {wildcards.block}) with companions"
     input:
-        weights=rules.train_grid.output.weights,
+        weights=lambda wc: expand(
+            rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=GRID_BATCH_SIZES, block=wc.block
+        ),
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
         examples=rules.companion_examples.output.examples,
         code=code("companions_probe.py"),
     output:
-        probes="results/companions/grid/{normaliser}_b{batch_size}_seeds{block}.csv",
+        probes="results/companions/grid/{normaliser}_seeds{block}.csv",
     params:
         **comp_probe_params("grid"),
     conda:
@@ -105,11 +110,11 @@ rule probe_companions_grid:
     threads: 1
     resources:
         mem_mb=lambda wc, attempt: 2000 * attempt,
-        runtime=60,
+        runtime=120,
     log:
-        "results/logs/probe_companions_grid/{normaliser}_b{batch_size}_seeds{block}.log",
+        "results/logs/probe_companions_grid/{normaliser}_seeds{block}.log",
     benchmark:
-        "results/benchmarks/probe_companions_grid/{normaliser}_b{batch_size}_seeds{block}.tsv"
+        "results/benchmarks/probe_companions_grid/{normaliser}_seeds{block}.tsv"
     script:
         "../scripts/companions_probe.py"
 
@@ -120,7 +125,7 @@ rule summarise_companions:
     input:
         dependence=rules.probe_companions_dependence.output.probes,
         dependence_keep=rules.probe_companions_dependence_keep.output.probes,
-        cells=expand_cells(rules.probe_companions_grid.output.probes, with_blocks(grid_cells())),
+        cells=expand_cells(rules.probe_companions_grid.output.probes, PROBE_JOBS),
         published="workflow/resources/published.yaml",
         code=code("companions_summarise.py"),
     output:
@@ -182,7 +187,7 @@ rule figure_companions:
 register(rules.companion_examples)
 register(rules.probe_companions_dependence)
 register(rules.probe_companions_dependence_keep)
-register(rules.probe_companions_grid, with_blocks(grid_cells()))
+register(rules.probe_companions_grid, PROBE_JOBS)
 register(rules.summarise_companions)
 register(rules.figure_companions)
 PAPER_INPUTS["macros_companions"] = rules.summarise_companions.output.macros
