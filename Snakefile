@@ -21,6 +21,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/batch_size.smk"
 include: "workflow/rules/companions.smk"
 include: "workflow/rules/running_stats.smk"
+include: "workflow/rules/serving.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
@@ -37,6 +38,8 @@ localrules:
     figure_companions,
     summarise_running_stats,
     figure_running_stats,
+    summarise_serving,
+    figure_serving,
     design_macros,
     provenance,
     paper,

@@ -28,7 +28,7 @@ from .io import atomic_path  # noqa: E402
 PAGE_WIDTH_CM, MARGIN_CM = 21.0, 2.2
 LINEWIDTH = (PAGE_WIDTH_CM - 2 * MARGIN_CM) / 2.54  # inches
 # width of each figure in the paper, as a fraction of \linewidth (its \includegraphics)
-PRINTED_WIDTH = {"companions": 1.0, "batch_size": 0.6, "batch_size_remedies": 0.6, "running_stats": 1.0}
+PRINTED_WIDTH = {"companions": 1.0, "batch_size": 0.6, "batch_size_remedies": 0.6, "running_stats": 1.0, "serving": 1.0}
 MIN_FONT_PT = 7
 
 STYLE = {

@@ -29,11 +29,12 @@ def _dispatchers():
         probes,
         reductions,
         remedies,
+        serving,
         stats,
         tiled,
     )
 
-    modules = (fixedmath, kernels, gradients, optimisers, backprop, tiled, probes, evaluation, remedies, layer)
+    modules = (fixedmath, kernels, gradients, optimisers, backprop, tiled, probes, evaluation, remedies, layer, serving)
     for module in (*modules, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
@@ -53,6 +54,7 @@ def compile_all() -> list[str]:
         remedies,
         running_stats,
         selfchecks,
+        serving,
         stats,
         train,
     )
@@ -78,6 +80,7 @@ def compile_all() -> list[str]:
         if kind == "batchnorm":
             remedies.all_statistics(stacked, spec, x, y, 4, 0)
             evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)
+            serving.serve_stack(stacked, spec, x, serving.stream_batches(serving.stream_rows(y, "sorted", 0), 40, 4))
     return [f"{name}: {len(d.signatures)} signature(s)" for name, d in _dispatchers()]
 
 
