@@ -222,6 +222,7 @@ def serve_cell(cell, batch_size: int, seed: int, passes: int = 1) -> tuple[list[
                 head
                 | {
                     "seed": s,
+                    "test_rows": len(cell.y),
                     "served": int(batches.size),
                     "stream_accuracy": float(hits[i] / np.float64(batches.size)),
                     "inference_before": float(before[i]),

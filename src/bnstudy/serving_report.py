@@ -28,15 +28,23 @@ def percent(value: float) -> str:
 
 
 def macros(summary: dict, settings: dict) -> dict[str, str]:
-    """``{name: TeX}``: the settings, per training batch size and stream, and ranges over batch sizes."""
+    """``{name: TeX}``: the settings, per training batch size and stream, and ranges over batch sizes.
+
+    ``settings``: ``batch_size``, ``passes``, ``batches`` and ``served`` (rows) per pass,
+    ``test_rows``, ``momentum``, ``confidence``.
+    """
     m = {
         "servingBatchSize": latex.fmt(int(settings["batch_size"])),
         "servingPasses": latex.fmt(int(settings["passes"])),
+        "servingPassPhrase": "one pass" if int(settings["passes"]) == 1 else f"{int(settings['passes'])} passes",
         "servingBatches": latex.fmt(int(settings["batches"])),
         "servingRows": latex.fmt(int(settings["served"])),
         "servingMomentum": f"{settings['momentum']:g}",
         "servingConfidence": latex.fmt(settings["confidence"], 0, percent=True),
         "servingCells": latex.fmt(len(summary)),
+        "servingTestRows": latex.fmt(int(settings["test_rows"])),
+        # weight the trained running statistics keep after the stream: (1 - momentum) ** updates
+        "servingTrainedWeight": f"{(1.0 - settings['momentum']) ** (settings['batches'] * settings['passes']):.2g}",
     }
     seeds = {c[s][k]["seeds"] for c in summary.values() for s in STREAMS for k in c[s]}
     m["servingSeeds"] = latex.fmt(int(min(seeds)))
@@ -67,8 +75,14 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
             means = [cell[stream][key]["mean"] for cell in summary.values()]
             m[latex.macro_name("serving", stream, measure, "min")] = form(min(means))
             m[latex.macro_name("serving", stream, measure, "max")] = form(max(means))
-    excluded = [cell["sorted"]["inference_change"]["ci"][1] < 0 for cell in summary.values()]
-    m["servingSortedLossCells"] = latex.fmt(sum(excluded))
+    gaps = [cell["sorted_minus_random"]["stream_accuracy"] for cell in summary.values()]
+    m["servingSortedMinusRandomServedMin"] = points(min(g["mean"] for g in gaps))
+    m["servingSortedMinusRandomServedMax"] = points(max(g["mean"] for g in gaps))
+    m["servingSortedMinusRandomServedLossCells"] = latex.fmt(sum(g["ci"][1] < 0 for g in gaps))
+    for stream in STREAMS:
+        cis = [cell[stream]["inference_change"]["ci"] for cell in summary.values()]
+        m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))
+        m[latex.macro_name("serving", stream, "gain", "cells")] = latex.fmt(sum(lo > 0 for lo, _ in cis))
     return m
 
 

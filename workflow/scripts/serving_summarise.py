@@ -11,7 +11,8 @@ from bnstudy import io, latex, serving, serving_report
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 networks = io.read_table(inp.networks).to_dict("records")
 summary = serving.summarise(networks, p.confidence)
-served = int(networks[0]["served"])
+test_rows = int(networks[0]["test_rows"])
+per_pass = test_rows // p.batch_size  # batches per pass; the leftover rows are not served
 settings = {
     "normaliser": p.normaliser,
     "batch_size": p.batch_size,
@@ -19,8 +20,9 @@ settings = {
     "seed": p.seed,
     "momentum": p.momentum,
     "confidence": p.confidence,
-    "served": served,
-    "batches": served // p.batch_size,
+    "test_rows": test_rows,
+    "served": per_pass * p.batch_size,
+    "batches": per_pass,
 }
 io.write_json(out.summary, {"settings": settings, "by_train_batch_size": summary})
 io.write_table(out.along, serving.along_means(io.read_table(inp.along).to_dict("records")))
