@@ -22,6 +22,7 @@ include: "workflow/rules/batch_size.smk"
 include: "workflow/rules/companions.smk"
 include: "workflow/rules/running_stats.smk"
 include: "workflow/rules/lr_sweep.smk"
+include: "workflow/rules/serving.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
@@ -40,6 +41,8 @@ localrules:
     figure_running_stats,
     summarise_lr_sweep,
     figure_lr_sweep,
+    summarise_serving,
+    figure_serving,
     design_macros,
     provenance,
     paper,

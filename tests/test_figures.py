@@ -22,6 +22,7 @@ import pytest
 from bnstudy import figures, lr_sweep_report, normalisers
 from bnstudy.figures_companions import DESIGNS, all_zero, companions, layout
 from bnstudy.figures_running_stats import running_stats
+from bnstudy.figures_serving import serving
 from conftest import ROOT
 
 SIZES = [2, 4, 16, 64]
@@ -110,6 +111,16 @@ def lr_sweep_figure():
     return figures_lr_sweep.lr_sweep(lr_sweep_report.best_rates(rates), rates, 1e-3)
 
 
+def along_table(sizes=(2, 16, 64), batches=56):
+    rows = []
+    for b in sizes:
+        for stream in ("random", "sorted"):
+            for p in range(batches):
+                v = 0.9 - 0.1 / b if stream == "random" else 0.15 + 0.4 * (p % 6 == 5)
+                rows.append(dict(train_batch_size=b, stream=stream, position=p, accuracy=v))
+    return pd.DataFrame(rows)
+
+
 def build(name):
     if name == "companions":
         return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
@@ -121,6 +132,8 @@ def build(name):
         return running_stats(passes_table(), 0.9)
     if name == "lr_sweep":
         return lr_sweep_figure()
+    if name == "serving":
+        return serving(along_table(), 0.97)
     raise KeyError(name)
 
 

@@ -124,6 +124,7 @@ def check_cross_fields(config: dict) -> None:
                 f"({sum(DIGITS_CLASS_COUNTS)} - split.test_size {test_size})"
             )
     _check_lr_sweep(config)
+    _check_serving(config)
 
 
 def _check_lr_sweep(config: dict) -> None:
@@ -137,3 +138,18 @@ def _check_lr_sweep(config: dict) -> None:
             raise ConfigError(f"config error: lr_sweep.normalisers: {name} is not a grid normaliser (normalisers)")
     if config["grid"]["lr"] not in lr["lrs"]:
         raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")
+
+
+def _check_serving(config: dict) -> None:
+    """The served networks are grid networks; a served batch fits in the test half."""
+    s = config["serving"]
+    if s["normaliser"] not in config["normalisers"]:
+        raise ConfigError(f"config error: serving.normaliser: {s['normaliser']} is not one of normalisers")
+    for i, b in enumerate(s["train_batch_sizes"]):
+        if b not in config["grid"]["batch_sizes"]:
+            raise ConfigError(f"config error: serving.train_batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
+    if s["batch_size"] > config["split"]["test_size"]:
+        raise ConfigError(
+            f"config error: serving.batch_size: {s['batch_size']} is larger than the test half "
+            f"(split.test_size {config['split']['test_size']})"
+        )

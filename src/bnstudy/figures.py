@@ -34,6 +34,7 @@ PRINTED_WIDTH = {
     "batch_size_remedies": 0.6,
     "running_stats": 1.0,
     "lr_sweep": 0.6,
+    "serving": 1.0,
 }
 MIN_FONT_PT = 7
 

@@ -30,11 +30,12 @@ def _dispatchers():
         probes,
         reductions,
         remedies,
+        serving,
         stats,
         tiled,
     )
 
-    modules = (fixedmath, blocks, kernels, gradients, optimisers, backprop, tiled, probes)
+    modules = (fixedmath, blocks, kernels, gradients, optimisers, backprop, tiled, probes, serving)
     for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
@@ -51,7 +52,7 @@ def _inputs():
 
 def _training() -> None:
     """Training, and the remedies (which need a network whose running statistics were updated)."""
-    from . import evaluation, kernels, model, normalisers, remedies, train
+    from . import evaluation, kernels, model, normalisers, remedies, serving, train
     from .recipe import Recipe
 
     x, y = _inputs()
@@ -62,6 +63,7 @@ def _training() -> None:
         if kind == "batchnorm":
             remedies.all_statistics(stacked, spec, x, y, 4, 0)
             evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)
+            serving.serve_stack(stacked, spec, x, serving.stream_batches(serving.stream_rows(y, "sorted", 0), 40, 4))
 
 
 def _evaluation() -> None:

@@ -1,0 +1,119 @@
+"""The serving study's paper parts: macros for every number in its section, and its table.
+
+Input: the summary of :func:`bnstudy.serving.summarise`. Accuracies print as
+percentages, differences as signed percentage points, the movement of the running
+statistics with two decimals; intervals as ``[low, high]``.
+"""
+
+from __future__ import annotations
+
+from . import latex
+from .serving import STREAMS
+
+DIGITS = 1  # decimals of percentages and percentage points
+
+
+def points(value: float) -> str:
+    """A signed difference of shares in percentage points, in math mode: ``$+1.2$``."""
+    return f"${100 * value:+.{DIGITS}f}$"
+
+
+def interval_points(entry: dict) -> str:
+    lo, hi = entry["ci"]
+    return f"[{points(lo)}, {points(hi)}]"
+
+
+def percent(value: float) -> str:
+    return latex.fmt(value, DIGITS, percent=True)
+
+
+def macros(summary: dict, settings: dict) -> dict[str, str]:
+    """``{name: TeX}``: the settings, per training batch size and stream, and ranges over batch sizes.
+
+    ``settings``: ``batch_size``, ``passes``, ``batches`` and ``served`` (rows) per pass,
+    ``test_rows``, ``momentum``, ``confidence``.
+    """
+    m = {
+        "servingBatchSize": latex.fmt(int(settings["batch_size"])),
+        "servingPasses": latex.fmt(int(settings["passes"])),
+        "servingPassPhrase": "one pass" if int(settings["passes"]) == 1 else f"{int(settings['passes'])} passes",
+        "servingBatches": latex.fmt(int(settings["batches"])),
+        "servingRows": latex.fmt(int(settings["served"])),
+        "servingMomentum": f"{settings['momentum']:g}",
+        "servingConfidence": latex.fmt(settings["confidence"], 0, percent=True),
+        "servingCells": latex.fmt(len(summary)),
+        "servingTestRows": latex.fmt(int(settings["test_rows"])),
+        # weight the trained running statistics keep after the stream: (1 - momentum) ** updates
+        "servingTrainedWeight": f"{(1.0 - settings['momentum']) ** (settings['batches'] * settings['passes']):.2g}",
+    }
+    seeds = {c[s][k]["seeds"] for c in summary.values() for s in STREAMS for k in c[s]}
+    m["servingSeeds"] = latex.fmt(int(min(seeds)))
+    for b, cell in summary.items():
+        for stream in STREAMS:
+            e = cell[stream]
+            name = lambda *parts: latex.macro_name("serving", stream, *parts, "b", b)  # noqa: E731
+            m[name("served")] = percent(e["stream_accuracy"]["mean"])
+            m[name("before")] = percent(e["inference_before"]["mean"])
+            m[name("after")] = percent(e["inference_after"]["mean"])
+            m[name("change")] = points(e["inference_change"]["mean"])
+            m[name("change", "ci")] = interval_points(e["inference_change"])
+            m[name("shift")] = latex.fmt(e["mean_shift"]["mean"], 2)
+            m[name("var", "change")] = latex.fmt(e["var_change"]["mean"], 2)
+        d = cell["sorted_minus_random"]
+        m[latex.macro_name("serving", "sorted", "minus", "random", "served", "b", b)] = points(
+            d["stream_accuracy"]["mean"]
+        )
+        m[latex.macro_name("serving", "sorted", "minus", "random", "served", "ci", "b", b)] = interval_points(
+            d["stream_accuracy"]
+        )
+    for stream in STREAMS:
+        for measure, key, form in (
+            ("served", "stream_accuracy", percent),
+            ("change", "inference_change", points),
+            ("shift", "mean_shift", lambda v: latex.fmt(v, 2)),
+        ):
+            means = [cell[stream][key]["mean"] for cell in summary.values()]
+            m[latex.macro_name("serving", stream, measure, "min")] = form(min(means))
+            m[latex.macro_name("serving", stream, measure, "max")] = form(max(means))
+    gaps = [cell["sorted_minus_random"]["stream_accuracy"] for cell in summary.values()]
+    m["servingSortedMinusRandomServedMin"] = points(min(g["mean"] for g in gaps))
+    m["servingSortedMinusRandomServedMax"] = points(max(g["mean"] for g in gaps))
+    m["servingSortedMinusRandomServedLossCells"] = latex.fmt(sum(g["ci"][1] < 0 for g in gaps))
+    for stream in STREAMS:
+        cis = [cell[stream]["inference_change"]["ci"] for cell in summary.values()]
+        m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))
+        m[latex.macro_name("serving", stream, "gain", "cells")] = latex.fmt(sum(lo > 0 for lo, _ in cis))
+    return m
+
+
+def table_rows(summary: dict) -> list[list[str]]:
+    """One row per training batch size: inference accuracy before, its change after each stream
+    (with interval), and the training-mode accuracy over each stream."""
+    rows = []
+    for b, cell in sorted(summary.items(), key=lambda kv: int(kv[0])):
+        r, s = cell["random"], cell["sorted"]
+        rows.append(
+            [
+                str(int(b)),
+                percent(r["inference_before"]["mean"]),
+                f"{points(r['inference_change']['mean'])} {interval_points(r['inference_change'])}",
+                f"{points(s['inference_change']['mean'])} {interval_points(s['inference_change'])}",
+                percent(r["stream_accuracy"]["mean"]),
+                percent(s["stream_accuracy"]["mean"]),
+            ]
+        )
+    return rows
+
+
+HEADER = [
+    "$b_{\\mathrm{train}}$",
+    "before",
+    "change, random",
+    "change, sorted",
+    "served, random",
+    "served, sorted",
+]
+
+
+def write_table(path, summary: dict) -> None:
+    latex.write_table(path, HEADER, table_rows(summary), "rrrrrr", "serving: inference accuracy before/after, served")

@@ -1,0 +1,113 @@
+# Training-mode serving with live running statistics (issue 17, item 3): test
+# batches streamed through the batch-norm grid networks in training mode, their
+# running statistics moved after every batch.
+
+SERVE = config["serving"]
+
+
+rule serve_stream:
+    message:
+        "Serving a random and a class-sorted stream of %d-row batches through the %s grid networks in training mode"
+        % (SERVE["batch_size"], SERVE["normaliser"])
+    input:
+        weights=expand(
+            rules.train_grid.output.weights,
+            normaliser=SERVE["normaliser"],
+            batch_size=SERVE["train_batch_sizes"],
+            block=SEED_BLOCKS,
+        ),
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        y_train=rules.split.output.y_train,
+        code=code("serving_stream.py"),
+    output:
+        networks="results/serving/networks.csv",
+        along="results/serving/along.csv",
+    params:
+        train_batch_sizes=SERVE["train_batch_sizes"],
+        batch_size=SERVE["batch_size"],
+        passes=SERVE["passes"],
+        seed=SERVE["seed"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=10,
+    log:
+        "results/logs/serve_stream.log",
+    benchmark:
+        "results/benchmarks/serve_stream.tsv"
+    script:
+        "../scripts/serving_stream.py"
+
+
+rule summarise_serving:
+    message:
+        "Summarising the serving study: JSON, macros, table"
+    input:
+        networks=rules.serve_stream.output.networks,
+        along=rules.serve_stream.output.along,
+        code=code("serving_summarise.py"),
+    output:
+        summary="results/summary/serving.json",
+        along="results/serving/along_mean.csv",
+        macros="results/paper/macros/serving.tex",
+        table="results/paper/tables/serving.tex",
+    params:
+        normaliser=SERVE["normaliser"],
+        batch_size=SERVE["batch_size"],
+        passes=SERVE["passes"],
+        seed=SERVE["seed"],
+        momentum=config["network"]["momentum"],
+        confidence=SERVE["confidence"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/summarise_serving.log",
+    benchmark:
+        "results/benchmarks/summarise_serving.tsv"
+    script:
+        "../scripts/serving_summarise.py"
+
+
+rule figure_serving:
+    message:
+        "Drawing training-mode accuracy along the served streams"
+    input:
+        summary=rules.summarise_serving.output.summary,
+        along=rules.summarise_serving.output.along,
+        code=code("serving_figure.py"),
+    output:
+        pdf=report(
+            "results/paper/figures/serving.pdf",
+            category="Serving with live running statistics",
+            caption="../report/serving.rst",
+        ),
+        png="results/paper/figures/serving.png",
+    params:
+        normaliser=SERVE["normaliser"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/figure_serving.log",
+    benchmark:
+        "results/benchmarks/figure_serving.tsv"
+    script:
+        "../scripts/serving_figure.py"
+
+
+register(rules.serve_stream)
+register(rules.summarise_serving)
+register(rules.figure_serving)
+PAPER_INPUTS["macros_serving"] = rules.summarise_serving.output.macros
+PAPER_INPUTS["table_serving"] = rules.summarise_serving.output.table
+PAPER_INPUTS["figure_serving"] = rules.figure_serving.output.pdf

@@ -1,0 +1,21 @@
+"""Rule serve_stream: the random and the class-sorted stream through every served grid network."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
+
+log = start(snakemake, torch=False)
+from bnstudy import evaluation, io, serving
+
+inp, p = snakemake.input, snakemake.params
+networks, along = [], []
+for b in p.train_batch_sizes:
+    paths = [w for w in inp.weights if f"/b{b}/" in w]
+    cell = evaluation.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
+    rows, positions = serving.serve_cell(cell, p.batch_size, p.seed, p.passes)
+    networks += rows
+    along += positions
+    log.info("trained at b=%d: %s", b, rows)
+io.write_table(snakemake.output.networks, networks)
+io.write_table(snakemake.output.along, along)

@@ -1,0 +1,32 @@
+"""Rule summarise_serving: the serving study's summary JSON, macros, table and mean stream."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
+
+log = start(snakemake, torch=False)
+from bnstudy import io, latex, serving, serving_report
+
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
+networks = io.read_table(inp.networks).to_dict("records")
+summary = serving.summarise(networks, p.confidence)
+test_rows = int(networks[0]["test_rows"])
+per_pass = test_rows // p.batch_size  # batches per pass; the leftover rows are not served
+settings = {
+    "normaliser": p.normaliser,
+    "batch_size": p.batch_size,
+    "passes": p.passes,
+    "seed": p.seed,
+    "momentum": p.momentum,
+    "confidence": p.confidence,
+    "test_rows": test_rows,
+    "served": per_pass * p.batch_size,
+    "batches": per_pass,
+}
+io.write_json(out.summary, {"settings": settings, "by_train_batch_size": summary})
+io.write_table(out.along, serving.along_means(io.read_table(inp.along).to_dict("records")))
+macros = serving_report.macros(summary, settings)
+latex.write_macros(out.macros, macros, "Training-mode serving with live running statistics")
+serving_report.write_table(out.table, summary)
+log.info("macros: %d", len(macros))
