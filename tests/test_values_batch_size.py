@@ -819,3 +819,44 @@ def test_per_seed_skips_seeds_missing_on_one_side():
     ]
     empty = paired.per_seed(runs[runs.normaliser == "none"], correct)
     assert empty.empty and list(empty.columns) == list(out.columns)
+
+
+def test_at_batches_by_hand():
+    assert batch_size_summary.at_batches([]) == "at no batch size"
+    assert batch_size_summary.at_batches(["2"]) == "at batch 2"
+    assert batch_size_summary.at_batches(["2", "8"]) == "at batches 2 and 8"
+    assert batch_size_summary.at_batches(["2", "4", "8"]) == "at batches 2, 4 and 8"
+
+
+def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
+    # batch norm and none alike at b = 8, seed by seed: every paired difference 0, interval [0, 0]
+    same = COUNTS[("none", "inference")][8]
+    counts = COUNTS | {("batchnorm", "inference"): {2: [2, 4, 1], 8: list(same)}}
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    assert m["pairedBatchnormVsNoneMaxCi"] == "[+0.00, +0.00]"
+    assert m["gainComparedExcludingZero"] == "0"  # an interval touching zero does not exclude it
+    # no spread in either cell at b = 8: the standard error of the difference is 0
+    counts = COUNTS | {
+        ("batchnorm", "inference"): {2: [2, 4, 1], 8: [8, 8, 8]},
+        ("none", "inference"): {2: [8, 7, 8], 8: [5, 5, 5]},
+    }
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    assert m["publishedGainInSeList"] == "n/a such standard errors at batch 8"
+
+
+def test_table_comments():
+    t = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF)["tables"]
+    assert {k: v[3] for k, v in t.items()} == {
+        "table": "Study 2: ours (mean $\\pm$ sd over seeds) beside the published values",
+        "remedies_table": "Batch norm's inference-mode accuracy under each set of running statistics",
+        "distance_table": "Distance to the exact training-half statistics: mean shift / variance log-ratio (RMS)",
+        "gain_table": "Paired differences in inference-mode accuracy, points; rows; McNemar seeds",
+    }
+
+
+def test_gain_interval_adds_both_sides_in_float64():
+    a = np.full(3, 0.1, dtype=np.float32) + np.array([0, 1e-3, 2e-3], dtype=np.float32)
+    b = np.array([0.1, 0.2, 0.3], dtype=np.float32)
+    want = evaluation.gain_interval(a.astype(np.float64), b.astype(np.float64))
+    assert evaluation.gain_interval(a, b) == want
+    assert evaluation.gain_interval(b, a) == (-want[0], -want[2], -want[1])

@@ -503,3 +503,23 @@ def test_words_by_hand():
     assert companions_summary._words(["2"]) == "2"
     assert companions_summary._words(["2", "4"]) == "2 and 4"
     assert companions_summary._words(["2", "4", "16", "64"]) == "2, 4, 16 and 64"
+
+
+def test_exact_rate_on_the_ends_of_a_zero_width_interval_is_inside():
+    """Every example of the first network flips in half its random b = 2 probes (interval [0.5, 0.5])
+    and in half its exact pairs: the exact rate equals both ends, and is inside."""
+    probes = PROBES.copy()
+    first = (probes.network == "dependence") & (probes.seed == 1)
+    random2 = first & (probes.design == "random") & (probes.batch_size == 2)
+    exact = first & (probes.design == "exact")
+    probes.loc[random2, ["batches", "flips"]] = [8, 4]
+    probes.loc[exact, ["batches", "flips"]] = [2, 1]
+    r = companions_summary.summarise_all(probes, PUBLISHED, PARAMS)
+    assert r["summary"]["2"]["flip_ci"] == [0.5, 0.5] and r["summary"]["exact_flip_rate_b2"] == 0.5
+    assert r["macros"]["compExactInInterval"] == "inside"
+
+
+def test_table_comments():
+    r = companions_summary.summarise_all(PROBES, PUBLISHED, PARAMS)["tables"]
+    assert r["table"][3] == "Study 1: first dependence network, ours beside the published values"
+    assert r["networks_latex"][3] == "Study 1: mean over the dependence networks, t interval over networks"

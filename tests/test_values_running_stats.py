@@ -614,3 +614,13 @@ def test_shuffle_table_cell_missing_is_a_dash(result):
     summary = result["shuffle_summary"]
     header, rows, _, _ = running_stats_report.shuffle_table(summary[summary.estimator != "pooled"])
     assert all(r[4] == "--" for r in rows) and all(r[2] != "--" for r in rows)
+
+
+def test_table_comments(result):
+    assert {k: result[k][3] for k in result if k.startswith("table_")} == {
+        "table_shuffles": "Study 3 over replicate shuffles: mean [interval]",
+        "table_errors": "Study 3: running-statistics error and train/inference divergence",
+        "table_selfchecks": "Study 5: the four self-checks, the divergence and the differential check",
+        "table_remedies": "Study 3: remedies on the same passes",
+        "table_sorted": "Study 3 in trained networks: class-sorted versus shuffled training batches",
+    }
