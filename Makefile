@@ -75,11 +75,11 @@ figures: setup
 	$(BIN)/snakemake --cores $(CORES) figures
 
 test: setup lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not paper_config"
 
 # Unit tests only (no pipeline runs, no TeX needed).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not pipeline and not slurm"
+	$(BIN)/python -m pytest -q -m "not pipeline and not slurm and not paper_config"
 
 # ruff (lint and format) and snakefmt, configured in pyproject.toml, then Snakemake's
 # own linter; no TeX needed. `make format` rewrites what `ruff format`/snakefmt would.
@@ -110,6 +110,7 @@ portability: setup
 verify: setup
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/python -m bnstudy.manifest verify --expected config/expected/paper.manifest.tsv --results results
+	$(BIN)/python -m pytest -q -m paper_config
 
 benchmark: setup
 	$(BIN)/python -m bnstudy.benchmark

@@ -133,7 +133,12 @@ BOUNDARIES = {
         88,
         "companions.one_class_batch_size",
     ),
-    "grid batch within the training rows": (["grid", "batch_sizes"], [4, 898], [4, 899], "grid.batch_sizes[1]"),
+    "grid batch within the training rows": (
+        ["grid", "batch_sizes"],
+        [4, 16, 898],
+        [4, 16, 899],
+        "grid.batch_sizes[2]",
+    ),
     "dependence batch within the training rows": (["dependence", "batch_size"], 898, 899, "dependence.batch_size"),
     "sorted-training batch within the training rows": (
         ["sorted_training", "batch_sizes"],
