@@ -306,7 +306,7 @@ def probe_files(paths, network: str, x, y, train_rows: int, examples, *, seed: i
     from .recipe import final_limits
 
     out = []
-    for path in [paths] if isinstance(paths, str) else list(paths):
+    for path in weights.as_paths(paths):
         stacked, spec, metas = weights.read(path)
         limits = final_limits(metas[0], train_rows)
         for row in probe_network(stacked, spec, x, y, examples, seed=seed, limits=limits, **design):

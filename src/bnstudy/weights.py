@@ -55,6 +55,11 @@ def write(path, spec, recipe, seeds, states) -> None:
     write_weights(path, tensors, meta)
 
 
+def as_paths(paths) -> list:
+    """One weights path, or several, as a list of paths."""
+    return [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else list(paths)
+
+
 def _seeds(meta: dict[str, str]) -> list[int]:
     return [int(s) for s in meta["seeds"].split(",")]
 
@@ -68,7 +73,7 @@ def read(paths) -> tuple[dict[str, np.ndarray], object, list[dict[str, str]]]:
     from .model import spec_from_metadata, stack
 
     states, metas = [], []
-    for path in [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else list(paths):
+    for path in as_paths(paths):
         meta = read_metadata(path)
         tensors = read_weights(path)
         for s in _seeds(meta):
