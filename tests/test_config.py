@@ -11,7 +11,9 @@ from bnstudy.config import (
     DIGITS_CLASS_COUNTS,
     ConfigError,
     check_cross_fields,
+    load_schema,
     split_class_counts,
+    validate,
 )
 from conftest import ROOT, snakemake
 
@@ -62,8 +64,37 @@ BAD = {
 }
 
 
+@pytest.fixture(scope="module")
+def schema():
+    return load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def validation_error(cfg, schema):
+    try:
+        validate(cfg, schema)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_config_fails_fast_with_one_line_naming_the_key(case, test_config, tmp_path):
+def test_bad_config_is_rejected_with_one_line_naming_the_key(case, test_config, schema):
+    """Every bad value, through the workflow's own check (bnstudy.config.validate)."""
+    path, value, key = BAD[case]
+    assert validation_error(test_config, schema) is None
+    message = validation_error(mutate(test_config, path, value), schema)
+    assert message is not None, f"{case} passed"
+    assert message.startswith(f"config error: {key}"), message
+    assert "\n" not in message
+
+
+# One case per kind of check (schema, cross-field), end to end: Snakemake stops
+# before any job with the validator's line as its last word.
+END_TO_END = ["misspelled key", "wrong type of a list item", "grid batch beyond the training rows"]
+
+
+@pytest.mark.parametrize("case", END_TO_END)
+def test_bad_config_fails_fast_with_one_line_naming_the_key(case, test_config, schema, tmp_path):
     path, value, key = BAD[case]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(mutate(test_config, path, value)))
@@ -74,9 +105,19 @@ def test_bad_config_fails_fast_with_one_line_naming_the_key(case, test_config, t
     errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
     assert len(errors) == 1, result.stderr
     assert errors[0] == result.stderr.strip().splitlines()[-1], "the error line is the last word"
+    assert errors[0] == f"{validation_error(mutate(test_config, path, value), schema)} [{bad}]"
     assert errors[0].startswith(f"config error: {key}"), errors[0]
     assert "Traceback" not in result.stderr
     assert elapsed < 10, f"took {elapsed:.1f} s"
+
+
+def test_every_bad_case_names_a_key_of_the_config(test_config):
+    """The BAD table itself: each case changes a key the test config has (or deletes one)."""
+    for case, (path, _, _) in BAD.items():
+        node = test_config
+        for p in path[:-1]:
+            node = node[p]
+        assert path[-1] in node or case == "misspelled key", case
 
 
 def test_good_test_config_plans_without_error():
