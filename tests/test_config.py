@@ -78,7 +78,7 @@ def validation_error(cfg, schema):
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_config_is_rejected_with_one_line_naming_the_key(case, test_config, schema):
+def test_each_bad_value_is_rejected_with_one_line_naming_the_key(case, test_config, schema):
     """Every bad value, through the workflow's own check (bnstudy.config.validate)."""
     path, value, key = BAD[case]
     assert validation_error(test_config, schema) is None
@@ -93,6 +93,7 @@ def test_bad_config_is_rejected_with_one_line_naming_the_key(case, test_config, 
 END_TO_END = ["misspelled key", "wrong type of a list item", "grid batch beyond the training rows"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", END_TO_END)
 def test_bad_config_fails_fast_with_one_line_naming_the_key(case, test_config, schema, tmp_path):
     path, value, key = BAD[case]
@@ -120,11 +121,13 @@ def test_every_bad_case_names_a_key_of_the_config(test_config):
         assert path[-1] in node or case == "misspelled key", case
 
 
+@pytest.mark.slow
 def test_good_test_config_plans_without_error():
     result = snakemake("-n", "--configfile", "config/test.yaml", timeout=60)
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     """150 grid networks (5 normalisers x 6 batch sizes x 5 seeds, one block of 5 seeds per
     file) + study 1's networks, one per seed, in one file."""
@@ -286,6 +289,7 @@ def test_split_class_counts_by_hand():
     assert split_class_counts(899, 0)[1] == [89, 91, 88, 92, 91, 91, 91, 89, 87, 90]
 
 
+@pytest.mark.slow
 def test_test_size_100_is_rejected_before_any_job_with_one_line(test_config, tmp_path):
     """100 test rows pass the schema but leave 10 rows per class: the one-class batches of 16 cannot be drawn."""
     bad = tmp_path / "bad.yaml"

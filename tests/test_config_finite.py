@@ -43,6 +43,7 @@ def test_non_finite_number_is_rejected_with_one_line(case, test_config):
     assert "\n" not in message
 
 
+@pytest.mark.slow
 def test_non_finite_number_stops_snakemake_before_any_job(test_config, tmp_path):
     path, literal, key = CASES["lr .nan"]
     bad = tmp_path / "bad.yaml"
