@@ -128,7 +128,8 @@ def first_gradient(spec, recipe, seed: int, x, y) -> dict:
     sgd = replace(recipe, epochs=1, optimizer="sgd", lr=1.0, sgd_momentum=0.0)
     after, _ = train.train_one(spec, sgd, seed, x[rows], y[rows])
     before = initial_state(spec, seed)
-    return {k: (before[k] - v if "running" not in k and k in before else v) for k, v in after.items()}
+    moved = [k for k in after if np.issubdtype(after[k].dtype, np.floating) and "running" not in k]
+    return {k: before[k] - v if k in moved else v for k, v in after.items()}
 
 
 def first_batch(y, recipe, seed: int) -> np.ndarray:
