@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
+from scipy import stats
 
-from bnstudy import accumulation, plain, train
+from bnstudy import accumulation, accumulation_report, plain, train
 from bnstudy import model as mlp
 from bnstudy.recipe import Recipe
 
@@ -193,3 +195,80 @@ def test_differences_by_seed_and_micro_batch():
     assert rows[1]["label_disagreement"] == 0.0 and rows[3]["label_disagreement"] == 0.5
     assert np.isnan(rows[0]["label_disagreement"])
     assert rows[3]["parameters"] == 2.0 and rows[3]["running"] == 1.0 and rows[3]["scale"] == 0.0
+
+
+# ---- the summary --------------------------------------------------------------------------
+
+
+def _runs_and_grid():
+    """Two seeds, micro-batch 2, batch 8: accuracies chosen so every mean and difference is known."""
+    acc = {"accumulate": (0.80, 0.84), "ghost": (0.81, 0.83)}
+    runs = [
+        {"variant": v, "micro_batch": 2, "seed": s, "mode": mode, "accuracy": a[i] - (0.2 if mode == "training" else 0)}
+        for v, a in acc.items()
+        for mode in ("inference", "training")
+        for i, s in enumerate((0, 1))
+    ]
+    grid = [
+        {"normaliser": "batchnorm", "batch_size": b, "seed": s, "mode": mode, "accuracy": a + 0.01 * s}
+        for b, a in ((8, 0.95), (2, 0.85))
+        for mode in ("inference", "training")
+        for s in (0, 1)
+    ]
+    diffs = []
+    for s in (0, 1):
+        base = {"micro_batch": 2, "seed": s}
+        diffs.append(base | dict(after="first_step", parameters=1e-6 * (s + 1), pre_norm_biases=0.0, running=0.0))
+        diffs[-1] |= dict(scale=10.0, label_disagreement=float("nan"))
+        diffs.append(base | dict(after="run", parameters=0.1 + s, pre_norm_biases=0.05, running=0.3, scale=1.2))
+        diffs[-1]["label_disagreement"] = 0.1 * (s + 1)
+    return pd.DataFrame(runs), pd.DataFrame(grid), pd.DataFrame(diffs)
+
+
+def test_report_means_pairs_and_closeness_by_hand():
+    runs, grid, diffs = _runs_and_grid()
+    out = accumulation_report.report(runs, grid, diffs, 8, [2], 0.95, 3, 100)
+    cells = out["cells"].set_index(["config", "mode"])
+    assert cells.loc[("accumulate", "inference"), "mean"] == pytest.approx(0.82)
+    assert cells.loc[("large", "training"), "mean"] == pytest.approx(0.955)
+    assert cells.loc[("small", "inference"), "mean"] == pytest.approx(0.855)
+    # paired by seed: accumulate - large = (0.80 - 0.95, 0.84 - 0.96) = (-0.15, -0.12)
+    pair = out["paired"].set_index(["comparison", "mode"])
+    row = pair.loc[("accumulate_vs_large", "inference")]
+    t = stats.t.ppf(0.975, 1)
+    assert row.gain == pytest.approx(-0.135) and row.sd == pytest.approx(np.std([-0.15, -0.12], ddof=1))
+    assert row.ci_high == pytest.approx(-0.135 + t * row.sd / np.sqrt(2))
+    assert pair.loc[("ghost_vs_accumulate", "training"), "gain"] == pytest.approx(0.0)
+    close = out["closeness"].iloc[0]
+    assert close.first_relative == pytest.approx(2e-7) and close.run_parameters == pytest.approx(1.1)
+    assert close.run_disagreement == pytest.approx(0.15) and close.run_disagreement_max == pytest.approx(0.2)
+    m = out["macros"]
+    assert m["accumAccumulateInferenceMin"] == "82.0" and m["accumLargeInferenceMax"] == "95.5"
+    assert m["accumAccumulateMinusLargeInferenceMin"] == "-13.50"
+    assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == "contains zero"  # two seeds: t = 12.7
+    assert m["accumFirstRelative"] == "$2 \\times 10^{-7}$" and m["accumFirstRunning"] == "identical, bit for bit"
+    assert m["accumPartsMin"] == "4" and m["accumStepsLarge"] == "12" and m["accumStepsSmallMin"] == "50"
+    assert m["accumRunDisagreementMin"] == "15.0" and m["accumRunDisagreementWorstMin"] == "20.0"
+    assert m["accumNetworks"] == "4" and m["accumGhostComparisons"] == "2"
+    summary = out["summary"]
+    assert summary["accuracy"]["2"]["ghost"]["inference"]["mean"] == pytest.approx(0.82)
+    assert summary["paired"]["2"]["accumulate_vs_small"]["inference"]["gain"] == pytest.approx(-0.035)
+    header, rows, align, _ = out["latex_table"]
+    assert len(header) == len(align) == len(rows[0]) and [r[1] for r in rows][0] == "batch 8"
+    assert rows[0][-1].startswith("$+13.50$")  # the large batch minus accumulation
+    assert rows[1][-1] == "--"
+
+
+def test_report_refuses_a_missing_grid_cell():
+    runs, grid, diffs = _runs_and_grid()
+    with pytest.raises(ValueError, match="batch 2"):
+        accumulation_report.report(runs, grid[grid.batch_size != 2], diffs, 8, [2], 0.95, 3, 100)
+
+
+def test_ghost_differences_outside_zero_are_named():
+    runs, grid, diffs = _runs_and_grid()
+    ghost, acc = ((runs.variant == v) & (runs["mode"] == "training") for v in ("ghost", "accumulate"))
+    runs.loc[ghost, "accuracy"] = runs.loc[acc, "accuracy"].to_numpy() + 0.05  # the same gain on both seeds
+    m = accumulation_report.report(runs, grid, diffs, 8, [2], 0.95, 3, 100)["macros"]
+    assert m["accumGhostResolved"] == "training mode at micro-batch 2"
+    assert accumulation_report.sci_tex(0.0) == "$0$" and accumulation_report.verdict(-1, 1) == "contains zero"
