@@ -424,3 +424,29 @@ def test_approximate_mode_draws_nothing_when_the_shares_are_whole():
         sk_mode(np.array([2, 2]), 2, sk_rng)
         ours = _approximate_mode(np.array([1, 1, 1, 1, 1]), 2, ours_rng)
         assert ours.tolist() == sk_mode(np.array([1, 1, 1, 1, 1]), 2, sk_rng).tolist()
+
+
+def test_accumulation_sizes_are_grid_batch_sizes_and_micro_batches_divide_the_step(test_config):
+    assert cross_field_error(test_config) is None
+    assert cross_field_error(mutate(test_config, ["accumulation", "micro_batches"], [4, 8])) == (
+        "config error: accumulation.micro_batches[1]: 8 is not one of grid.batch_sizes"
+    )
+    assert cross_field_error(mutate(test_config, ["accumulation", "batch_size"], 8)) == (
+        "config error: accumulation.batch_size: 8 is not one of grid.batch_sizes"
+    )
+    wide = mutate(test_config, ["grid", "batch_sizes"], [4, 6, 12, 16])
+    assert cross_field_error(mutate(wide, ["accumulation", "micro_batches"], [4])) is None
+    assert cross_field_error(mutate(wide, ["accumulation", "micro_batches"], [4, 6])) == (
+        "config error: accumulation.micro_batches[1]: 6 does not divide accumulation.batch_size 16 "
+        "into two or more micro-batches"
+    )
+    assert cross_field_error(mutate(wide, ["accumulation", "micro_batches"], [16])).startswith(
+        "config error: accumulation.micro_batches[0]: 16 does not divide"
+    )
+    for name in ("ghostbatchnorm", "batchrenorm", "groupnorm"):  # in the test grid, but not batch norm
+        message = cross_field_error(mutate(test_config, ["accumulation", "normaliser"], name))
+        assert message == f"config error: accumulation.normaliser: {name} is not a grid normaliser computing batch norm"
+    from bnstudy.config import _check_accumulation  # batch norm not trained by the grid (other checks fire first)
+
+    with pytest.raises(ConfigError, match="accumulation.normaliser: batchnorm is not a grid normaliser"):
+        _check_accumulation(mutate(test_config, ["normalisers"], ["none", "layernorm"]))
