@@ -85,3 +85,44 @@ def test_networks_trained_with_leftover_rows_kept_pair_with_the_grids_by_seed():
     )
     r = paired.per_seed(runs, correct).set_index("comparison").loc["batchnorm_keep_vs_drop"]
     assert (r.a_only, r.b_only, r.net_rows) == (2, 1, 1)
+
+
+def test_mcnemar_reads_0_1_numbers_as_correct_and_wrong():
+    """Any 0/1 vector is a vector of correct rows: integers, floats (a column read back with a
+    missing value becomes float), lists, not only booleans."""
+    a = np.array([1, 1, 1, 0, 0, 1, 1, 0, 1, 1])
+    b = np.array([1, 0, 0, 1, 0, 0, 0, 0, 1, 0])
+    expected = paired.mcnemar(a.astype(bool), b.astype(bool))
+    assert expected[:2] == (5, 1)
+    assert paired.mcnemar(a, b) == expected
+    assert paired.mcnemar(a.astype(float), b.astype(float)) == expected
+    assert paired.mcnemar(list(b.astype(float)), list(a.astype(float)))[:2] == (1, 5)
+
+
+def test_summary_keeps_the_comparisons_in_the_order_they_come():
+    """Rows follow the order of the comparisons in the per-seed table (the paper's table order),
+    not an alphabetical or numeric sort, and each row pools its seeds whatever their order."""
+    rows = []
+    for name, b in [("zeta_vs_none", 16), ("alpha_vs_none", 2), ("zeta_vs_none", 4)]:
+        for seed, (acc_a, acc_b) in [(1, (0.9, 0.8)), (0, (0.7, 0.75))]:
+            rows.append(
+                dict(
+                    comparison=name,
+                    batch_size=b,
+                    seed=seed,
+                    accuracy_a=acc_a,
+                    accuracy_b=acc_b,
+                    a_only=3,
+                    b_only=1,
+                    net_rows=2,
+                    mcnemar_p=0.5,
+                )
+            )
+    out = paired.summarise(pd.DataFrame(rows), 0.95)
+    assert list(zip(out.comparison, out.batch_size)) == [
+        ("zeta_vs_none", 16),
+        ("alpha_vs_none", 2),
+        ("zeta_vs_none", 4),
+    ]
+    assert out.gain.tolist() == pytest.approx([0.025] * 3, abs=1e-12)
+    assert out.a_only.tolist() == [6, 6, 6]
