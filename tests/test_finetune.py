@@ -256,6 +256,11 @@ def test_macros_and_table_print_the_summary():
     assert m["finetuneRateOne"] == "$1 \\times 10^{-3}$" and m["finetuneRates"] == m["finetuneRateOne"]
     assert m["finetuneRateOneClassSortedLiveChange"] == "$-12.0$"  # (-15 - 9 - 12) / 3 points
     assert m["finetuneRateOneShuffleFrozenMinusLive"] == "$+3.7$"
+    assert m["finetuneRateOneShuffleFrozenMinusLiveVerdict"] == "contains zero"  # +3.7 [-2.1, +9.4]
+    assert m["finetuneRateOneClassSortedFrozenMinusLiveVerdict"] == "lies wholly above zero"  # +11.3 [+5.1, +17.6]
+    assert m["finetuneRateOneClassSortedLiveChangeVerdict"] == "lies wholly below zero"
+    assert m["finetuneRateOneLiveSortedMinusShuffleVerdict"] == "lies wholly below zero"  # -0.10, -0.07, -0.05
+    assert m["finetuneRateOneFrozenSortedMinusShuffleVerdict"] == "contains zero"  # -0.01, +0.01, +0.01
     assert m["finetuneRateOneShuffleLiveVarToExact"] == "0.40" and m["finetuneRateOneShuffleFrozenVarToStart"] == "0.00"
     assert m["finetuneStartInference"] == "95.0\\%" and m["finetuneSeeds"] == "3" and m["finetuneRows"] == "600"
     assert m["finetuneTrainedWeight"] == "$2 \\times 10^{-14}$"  # 0.9 ** 300

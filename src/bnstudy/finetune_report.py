@@ -13,7 +13,7 @@ import math
 
 from . import latex
 from .finetune import MODES, STREAMS
-from .lr_sweep_report import rate_tex
+from .lr_sweep_report import rate_tex, verdict
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -163,19 +163,25 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
                 m[name("after")] = percent(e["inference_after"]["mean"])
                 m[name("change")] = points(e["inference_change"]["mean"])
                 m[name("change", "ci")] = interval_points(e["inference_change"])
+                m[name("change", "verdict")] = verdict(*e["inference_change"]["ci"])
                 m[name("train", "mode")] = percent(e["train_mode_after"]["mean"])
                 m[name("recomputed")] = percent(e["recomputed_after"]["mean"])
                 m[name("recomputed", "gain")] = points(e["recomputed_gain"]["mean"])
                 m[name("recomputed", "gain", "ci")] = interval_points(e["recomputed_gain"])
+                m[name("recomputed", "gain", "verdict")] = verdict(*e["recomputed_gain"]["ci"])
                 for k in ("mean_to_exact", "var_to_exact", "mean_to_start", "var_to_start"):
                     m[name(k)] = distance(e[k]["mean"])
             d = cell[s]["frozen_minus_live"]["inference_after"]
             m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live")] = points(d["mean"])
             m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live", "ci")] = interval_points(d)
+            m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live", "verdict")] = verdict(*d["ci"])
         for mode in MODES:
             d = cell["class_sorted_minus_shuffle"][mode]
             m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle")] = points(d["mean"])
             m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle", "ci")] = interval_points(d)
+            m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle", "verdict")] = verdict(
+                *d["ci"]
+            )
     return m
 
 
