@@ -266,7 +266,7 @@ def test_macros_and_table_print_the_summary():
     assert m["finetuneTrainedWeight"] == "$2 \\times 10^{-14}$"  # 0.9 ** 300
     assert finetune_report.points(-0.00049) == "$0.0$" and finetune_report.points(0.0123) == "$+1.2$"
     rows = finetune_report.table_rows(summary)
-    assert [r[1] for r in rows] == ["random batches", "one-class batches"]
+    assert [r[1] for r in rows] == ["random", "one-class"]
     assert all(len(r) == len(finetune_report.HEADER) for r in rows)
     assert rows[1][2].startswith("$-12.0$ [")
 

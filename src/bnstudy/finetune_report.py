@@ -29,6 +29,7 @@ LEVELS = (
 )
 START = ("inference_before", "train_mode_before", "start_mean_to_exact", "start_var_to_exact")
 STREAM_WORDS = {"shuffle": "random batches", "class_sorted": "one-class batches"}
+TABLE_WORDS = {"shuffle": "random", "class_sorted": "one-class"}
 
 
 def level(values, confidence: float) -> dict:
@@ -199,7 +200,7 @@ def table_rows(summary: dict) -> list[list[str]]:
             change = [e[mode]["inference_change"] for mode in MODES]
             d = e["frozen_minus_live"]["inference_after"]
             rows.append(
-                [rate_tex(float(rate)), STREAM_WORDS[s]]
+                [rate_tex(float(rate)), TABLE_WORDS[s]]
                 + [f"{points(c['mean'])} {interval_points(c)}" for c in change]
                 + [f"{points(d['mean'])} {interval_points(d)}", percent(e["live"]["recomputed_after"]["mean"])]
             )
