@@ -79,7 +79,7 @@ test: setup lint
 
 # Unit tests only (no pipeline runs, no TeX needed).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not pipeline and not slurm and not paper_config"
+	$(BIN)/python -m pytest -q -m "not pipeline and not slurm and not paper_config and not slow"
 
 # ruff (lint and format) and snakefmt, configured in pyproject.toml, then Snakemake's
 # own linter; no TeX needed. `make format` rewrites what `ruff format`/snakefmt would.

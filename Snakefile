@@ -23,6 +23,7 @@ include: "workflow/rules/companions.smk"
 include: "workflow/rules/running_stats.smk"
 include: "workflow/rules/lr_sweep.smk"
 include: "workflow/rules/serving.smk"
+include: "workflow/rules/accumulation.smk"
 include: "workflow/rules/finetune.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
@@ -44,6 +45,8 @@ localrules:
     figure_lr_sweep,
     summarise_serving,
     figure_serving,
+    summarise_accumulation,
+    figure_accumulation,
     summarise_finetune,
     figure_finetune,
     design_macros,

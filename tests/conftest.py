@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -56,10 +57,69 @@ def configured():
 
 def pytest_configure(config):
     """One compute thread in the test process, as in every pipeline job."""
-    import os
+    _watch_process_starts()
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+
+
+# ---- what make test-fast leaves out ------------------------------------------------
+# make test-fast runs `-m "not pipeline and not slurm and not paper_config and not slow"`:
+# unit tests in this process only. A test that uses the pipeline runs is marked
+# pipeline here, whatever its module says; a test of the fast suite that starts a
+# process fails and asks to be marked slow, so the fast suite stays fast.
+PIPELINE_FIXTURES = {"runs"}
+OUT_OF_FAST = {"pipeline", "slurm", "paper_config", "slow"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.pipeline)
+
+
+_CURRENT = {}  # the test being run, and the processes it started
+
+
+def _record(what):
+    if "item" in _CURRENT:
+        _CURRENT["started"].append(what)
+
+
+def _watch_process_starts():
+    """Record every process a test starts (subprocess and os.fork), module fixtures included."""
+    if getattr(os.fork, "records_starts", False):  # pytest.main run again in this process
+        return
+    execute_child = subprocess.Popen._execute_child
+    fork = os.fork
+
+    def recording_execute_child(self, args, *rest, **kwargs):
+        _record(repr(args))
+        return execute_child(self, args, *rest, **kwargs)
+
+    def recording_fork():
+        _record("os.fork()")
+        return fork()
+
+    recording_fork.records_starts = True
+    subprocess.Popen._execute_child = recording_execute_child
+    os.fork = recording_fork
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _CURRENT.update(item=item, started=[])
+    yield
+    _CURRENT.clear()
+
+
+def _started_a_process(item, report):
+    """The failure text when a test of the fast suite started a process, else None."""
+    if report.when != "teardown" or _CURRENT.get("item") is not item or not _CURRENT["started"]:
+        return None
+    if OUT_OF_FAST & {m.name for m in item.iter_markers()}:
+        return None
+    return f"a test of the fast suite started a process ({_CURRENT['started'][0]}): mark it slow"
 
 
 # ---- no silent skips in CI -------------------------------------------------------
@@ -75,10 +135,13 @@ CI_ALLOWED_SKIPS = (
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    import os
-
     outcome = yield
     report = outcome.get_result()
+    spawned = _started_a_process(item, report)
+    if spawned is not None:
+        report.outcome = "failed"
+        report.longrepr = spawned
+        return
     if os.environ.get("BNSTUDY_CI") != "1" or not report.skipped or hasattr(report, "wasxfail"):
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)

@@ -14,6 +14,8 @@ import yaml
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the workflow's rules read in their own process
+
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 # jobs of seconds: run where Snakemake runs, never queued
 # Bookkeeping that takes seconds; besides these, every study's summary and figure rules

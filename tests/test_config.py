@@ -11,7 +11,9 @@ from bnstudy.config import (
     DIGITS_CLASS_COUNTS,
     ConfigError,
     check_cross_fields,
+    load_schema,
     split_class_counts,
+    validate,
 )
 from conftest import ROOT, snakemake
 
@@ -62,8 +64,38 @@ BAD = {
 }
 
 
+@pytest.fixture(scope="module")
+def schema():
+    return load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def validation_error(cfg, schema):
+    try:
+        validate(cfg, schema)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_config_fails_fast_with_one_line_naming_the_key(case, test_config, tmp_path):
+def test_each_bad_value_is_rejected_with_one_line_naming_the_key(case, test_config, schema):
+    """Every bad value, through the workflow's own check (bnstudy.config.validate)."""
+    path, value, key = BAD[case]
+    assert validation_error(test_config, schema) is None
+    message = validation_error(mutate(test_config, path, value), schema)
+    assert message is not None, f"{case} passed"
+    assert message.startswith(f"config error: {key}"), message
+    assert "\n" not in message
+
+
+# One case per kind of check (schema, cross-field), end to end: Snakemake stops
+# before any job with the validator's line as its last word.
+END_TO_END = ["misspelled key", "wrong type of a list item", "grid batch beyond the training rows"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", END_TO_END)
+def test_bad_config_fails_fast_with_one_line_naming_the_key(case, test_config, schema, tmp_path):
     path, value, key = BAD[case]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(mutate(test_config, path, value)))
@@ -74,16 +106,28 @@ def test_bad_config_fails_fast_with_one_line_naming_the_key(case, test_config, t
     errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
     assert len(errors) == 1, result.stderr
     assert errors[0] == result.stderr.strip().splitlines()[-1], "the error line is the last word"
+    assert errors[0] == f"{validation_error(mutate(test_config, path, value), schema)} [{bad}]"
     assert errors[0].startswith(f"config error: {key}"), errors[0]
     assert "Traceback" not in result.stderr
     assert elapsed < 10, f"took {elapsed:.1f} s"
 
 
+def test_every_bad_case_names_a_key_of_the_config(test_config):
+    """The BAD table itself: each case changes a key the test config has (or deletes one)."""
+    for case, (path, _, _) in BAD.items():
+        node = test_config
+        for p in path[:-1]:
+            node = node[p]
+        assert path[-1] in node or case == "misspelled key", case
+
+
+@pytest.mark.slow
 def test_good_test_config_plans_without_error():
     result = snakemake("-n", "--configfile", "config/test.yaml", timeout=60)
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     """150 grid networks (5 normalisers x 6 batch sizes x 5 seeds, one block of 5 seeds per
     file) + study 1's networks, one per seed, in one file."""
@@ -245,6 +289,7 @@ def test_split_class_counts_by_hand():
     assert split_class_counts(899, 0)[1] == [89, 91, 88, 92, 91, 91, 91, 89, 87, 90]
 
 
+@pytest.mark.slow
 def test_test_size_100_is_rejected_before_any_job_with_one_line(test_config, tmp_path):
     """100 test rows pass the schema but leave 10 rows per class: the one-class batches of 16 cannot be drawn."""
     bad = tmp_path / "bad.yaml"
@@ -379,6 +424,32 @@ def test_approximate_mode_draws_nothing_when_the_shares_are_whole():
         sk_mode(np.array([2, 2]), 2, sk_rng)
         ours = _approximate_mode(np.array([1, 1, 1, 1, 1]), 2, ours_rng)
         assert ours.tolist() == sk_mode(np.array([1, 1, 1, 1, 1]), 2, sk_rng).tolist()
+
+
+def test_accumulation_sizes_are_grid_batch_sizes_and_micro_batches_divide_the_step(test_config):
+    assert cross_field_error(test_config) is None
+    assert cross_field_error(mutate(test_config, ["accumulation", "micro_batches"], [4, 8])) == (
+        "config error: accumulation.micro_batches[1]: 8 is not one of grid.batch_sizes"
+    )
+    assert cross_field_error(mutate(test_config, ["accumulation", "batch_size"], 8)) == (
+        "config error: accumulation.batch_size: 8 is not one of grid.batch_sizes"
+    )
+    wide = mutate(test_config, ["grid", "batch_sizes"], [4, 6, 12, 16])
+    assert cross_field_error(mutate(wide, ["accumulation", "micro_batches"], [4])) is None
+    assert cross_field_error(mutate(wide, ["accumulation", "micro_batches"], [4, 6])) == (
+        "config error: accumulation.micro_batches[1]: 6 does not divide accumulation.batch_size 16 "
+        "into two or more micro-batches"
+    )
+    assert cross_field_error(mutate(wide, ["accumulation", "micro_batches"], [16])).startswith(
+        "config error: accumulation.micro_batches[0]: 16 does not divide"
+    )
+    for name in ("ghostbatchnorm", "batchrenorm", "groupnorm"):  # in the test grid, but not batch norm
+        message = cross_field_error(mutate(test_config, ["accumulation", "normaliser"], name))
+        assert message == f"config error: accumulation.normaliser: {name} is not a grid normaliser computing batch norm"
+    from bnstudy.config import _check_accumulation  # batch norm not trained by the grid (other checks fire first)
+
+    with pytest.raises(ConfigError, match="accumulation.normaliser: batchnorm is not a grid normaliser"):
+        _check_accumulation(mutate(test_config, ["normalisers"], ["none", "layernorm"]))
 
 
 @pytest.mark.parametrize(

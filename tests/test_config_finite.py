@@ -1,8 +1,9 @@
 """NaN and infinite numbers in a config fail like any other bad value: one line naming the key.
 
 JSON Schema's number checks let NaN pass (every comparison with it is false) and
-infinity pass an open upper bound; workflow/rules/common.smk rejects both before
-the schema, through the same config-error path as tests/test_config.py.
+infinity pass an open upper bound; bnstudy.config.validate (the workflow's check)
+rejects both before the schema, through the same config-error path as
+tests/test_config.py.
 """
 
 import copy
@@ -10,7 +11,8 @@ import copy
 import pytest
 import yaml
 
-from conftest import snakemake
+from bnstudy.config import ConfigError, load_schema, validate
+from conftest import ROOT, snakemake
 
 CASES = {
     "lr .nan": (["grid", "lr"], ".nan", "grid.lr"),
@@ -20,16 +22,32 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_non_finite_number_is_rejected_with_one_line(case, test_config, tmp_path):
-    path, literal, key = CASES[case]
+def bad_text(test_config, path, literal):
     cfg = copy.deepcopy(test_config)
     node = cfg
     for p in path[:-1]:
         node = node[p]
     node[path[-1]] = "PLACEHOLDER"
+    return yaml.safe_dump(cfg).replace("PLACEHOLDER", literal)  # YAML's own .nan / .inf
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_non_finite_number_is_rejected_with_one_line(case, test_config):
+    path, literal, key = CASES[case]
+    schema = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    with pytest.raises(ConfigError) as raised:
+        validate(yaml.safe_load(bad_text(test_config, path, literal)), schema)
+    message = str(raised.value)
+    assert message.startswith(f"config error: {key}: "), message
+    assert message.endswith("is not a finite number")
+    assert "\n" not in message
+
+
+@pytest.mark.slow
+def test_non_finite_number_stops_snakemake_before_any_job(test_config, tmp_path):
+    path, literal, key = CASES["lr .nan"]
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(cfg).replace("PLACEHOLDER", literal))  # YAML's own .nan / .inf
+    bad.write_text(bad_text(test_config, path, literal))
     result = snakemake("-n", "--configfile", str(bad), timeout=60)
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]

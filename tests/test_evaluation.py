@@ -284,6 +284,7 @@ def test_evaluation_leaves_the_stack_untouched():
         assert stacked[k].tobytes() == before[k].tobytes(), k
 
 
+@pytest.mark.slow
 def test_evaluation_and_remedies_do_not_import_pytorch():
     src = str(ROOT / "src")
     code = f"import sys; sys.path.insert(0, {src!r}); import bnstudy.evaluation, bnstudy.remedies; "

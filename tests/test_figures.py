@@ -122,6 +122,16 @@ def along_table(sizes=(2, 16, 64), batches=56):
     return pd.DataFrame(rows)
 
 
+def accumulation_cells(micro=(2, 4)):
+    rows = []
+    for m in micro:
+        for i, config in enumerate(("large", "accumulate", "ghost", "small")):
+            for mode in ("inference", "training"):
+                v = 0.97 - (0.1 / m) * (i > 0) - (0.2 if mode == "training" and i > 0 else 0.0)
+                rows.append(dict(micro_batch=m, config=config, mode=mode, seeds=5, mean=v, sd=0.01))
+    return pd.DataFrame(rows).assign(ci_low=lambda t: t["mean"] - 0.02, ci_high=lambda t: t["mean"] + 0.02)
+
+
 def finetune_table(rates=(1e-4, 1e-3), steps=(0, 25, 50, 300)):
     rows = []
     for lr in rates:
@@ -147,6 +157,10 @@ def build(name):
         return lr_sweep_figure()
     if name == "serving":
         return serving(along_table(), 0.97)
+    if name == "accumulation":
+        from bnstudy.figures_accumulation import accumulation
+
+        return accumulation(accumulation_cells(), 64)
     if name == "finetune":
         return finetune(finetune_table(), {"inference_accuracy": 0.97, "var_to_exact": 0.03})
     raise KeyError(name)

@@ -87,7 +87,7 @@ def test_frozen_gradient_equals_autograd_through_batchnorm1d_in_eval_mode():
     backprop.train_run(
         kernels.BATCH, np.array(WIDTHS, np.int64), flat, running, x, y, np.arange(12, dtype=np.int64)[None],
         np.array([12], np.int64), np.array([[1.0, 0.0]], np.float32), np.float32(spec.eps), 1, np.float32(0.1),
-        backprop.SGD, 1.0, 0.9, 0.999, 1e-8, 0.0, 7, np.zeros(1), np.zeros(1, np.int64), True,
+        backprop.SGD, 1.0, 0.9, 0.999, 1e-8, 0.0, 7, np.zeros(1), np.zeros(1, np.int64), 1, True,
     )  # fmt: skip
     assert running.tobytes() == kept.tobytes(), "frozen: the running statistics are never written"
     net = _module(state, spec).eval()

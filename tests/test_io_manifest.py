@@ -28,6 +28,7 @@ def test_weights_are_byte_identical_when_written_twice(tmp_path):
     assert b"pickle" not in (tmp_path / "a.safetensors").read_bytes()
 
 
+@pytest.mark.slow
 def test_weights_are_byte_identical_across_processes(tmp_path):
     """Header order must not depend on per-process hash seeds (safetensors' own writer's does)."""
     code = textwrap.dedent(f"""
@@ -82,6 +83,7 @@ def test_a_failed_write_leaves_no_file_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_process_killed_mid_write_leaves_no_file_that_looks_finished(tmp_path):
     """SIGKILL while writing: the target path never holds a partial file."""
     target = tmp_path / "big.npy"
@@ -213,6 +215,7 @@ def test_compare_names_the_first_rule_and_the_values_that_moved(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_verify_says_identical_or_names_the_first_differing_rule_and_pinned_values(tmp_path):
     expected = tmp_path / "config" / "expected" / "t.manifest.tsv"
     expected.parent.mkdir(parents=True)

@@ -401,6 +401,7 @@ def machine_code(tmp_path_factory):
     return reports
 
 
+@pytest.mark.slow
 def test_every_kernel_was_compiled_and_inspected(machine_code):
     for cpu, report in machine_code.items():
         assert not report["uncompiled"], f"{cpu}: no call compiles {report['uncompiled']}: add one to WORKER"
@@ -419,6 +420,7 @@ def test_every_kernel_was_compiled_and_inspected(machine_code):
         ]["mul"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _host_has_fma(), reason="this CPU has no FMA: a contraction could not show")
 def test_no_fused_multiply_add_in_any_kernel(machine_code):
     """The host has FMA, so LLVM would use it if it were allowed to contract a * b + c."""
@@ -428,6 +430,7 @@ def test_no_fused_multiply_add_in_any_kernel(machine_code):
     assert not fused, fused
 
 
+@pytest.mark.slow
 def test_generic_cpu_gives_the_same_bytes_as_this_one(machine_code):
     host, generic = machine_code["host"], machine_code["generic"]
     assert not any(a["ymm"] for a in generic["asm"].values())  # the generic target really was used

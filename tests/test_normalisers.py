@@ -107,6 +107,7 @@ def test_the_schema_requires_ghost_batch_norms_section_and_virtual_batches_of_tw
     assert list(validator.iter_errors(config))
 
 
+@pytest.mark.slow
 def test_registry_does_not_import_torch():
     code = "import sys; import bnstudy.normalisers, bnstudy.kernels, bnstudy.model; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

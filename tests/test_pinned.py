@@ -68,6 +68,7 @@ def _cli(*args):
     )
 
 
+@pytest.mark.slow
 def test_a_missing_pins_file_is_one_clear_line_not_a_traceback(tmp_path):
     results = _results_with(tmp_path, {"acc": "0.975"})
     out = _cli("check", "--results", str(results), "--pins", str(tmp_path / "none.yaml"))
@@ -76,6 +77,7 @@ def test_a_missing_pins_file_is_one_clear_line_not_a_traceback(tmp_path):
     assert out.stdout.startswith(f"no pins file {tmp_path / 'none.yaml'}: ") and "pinned update" in out.stdout
 
 
+@pytest.mark.slow
 def test_an_old_per_machine_pins_file_is_one_clear_line(tmp_path):
     results = _results_with(tmp_path, {"acc": "0.975"})
     old = tmp_path / "old.yaml"

@@ -96,3 +96,22 @@ def test_lr_sweep_runs_on_the_test_config_and_is_hashed(runs, test_config):
         cells = summary["best"][norm]
         assert sorted(map(int, cells)) == sorted(test_config["grid"]["batch_sizes"])
         assert all(cell["lr"] in sweep["lrs"] and cell["seeds"] == len(sweep["seeds"]) for cell in cells.values())
+
+
+def test_accumulation_runs_on_the_test_config_and_is_hashed(runs, test_config):
+    """The accumulation study's rules run, their outputs are in the manifest, and its summary holds
+    every configuration for every micro-batch over the grid's seeds."""
+    import json
+
+    base, manifests, _ = runs
+    table = manifest.read(manifests["cores1"])
+    assert {"train_accumulation", "summarise_accumulation", "figure_accumulation"} <= set(table["rule"])
+    assert "results/summary/accumulation.json" in set(table["path"])
+    summary = json.loads((base / "cores1" / "results" / "summary" / "accumulation.json").read_text())
+    acc = test_config["accumulation"]
+    assert summary["micro_batches"] == sorted(acc["micro_batches"]) and summary["batch_size"] == acc["batch_size"]
+    for m in acc["micro_batches"]:
+        cells = summary["accuracy"][str(m)]
+        assert set(cells) == {"large", "accumulate", "ghost", "small"}
+        assert all(c[mode]["seeds"] == len(test_config["grid"]["seeds"]) for c in cells.values() for mode in c)
+        assert summary["accumulate_vs_ghost"][str(m)]["first_running"] == 0.0

@@ -7,6 +7,8 @@ import pytest
 
 from bnstudy import determinism, machines, provenance
 
+pytestmark = pytest.mark.slow  # processes started as simulated machines
+
 X86_LINUX = platform.system() == "Linux" and platform.machine() == "x86_64" and provenance.LD_SO.exists()
 GLIBC = tuple(int(x) for x in (platform.libc_ver()[1] or "0.0").split(".")[:2])
 KERNEL_VARS = {

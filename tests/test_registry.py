@@ -15,6 +15,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # Snakemake's DAG in its own process
+
 # Outputs deliberately not hashed (logs and benchmark files are not outputs and
 # are never hashed either):
 NOT_HASHED = {

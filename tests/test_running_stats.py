@@ -251,6 +251,7 @@ def test_study_reports_keep_to_the_updates_as_initial_weight(rows):
             assert r["initial_weight"] == pytest.approx(r["keep"] ** r["updates"], rel=1e-14)
 
 
+@pytest.mark.slow
 def test_importing_the_study_modules_does_not_load_torch():
     import subprocess
     import sys

@@ -11,6 +11,8 @@ import pytest
 
 from bnstudy.codedeps import code_inputs, module_closure
 
+pytestmark = pytest.mark.slow  # rule scripts in their own processes
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS_DIR = ROOT / "workflow" / "scripts"
 SCRIPTS = sorted(p for p in SCRIPTS_DIR.glob("*.py") if p.name != "_setup.py")

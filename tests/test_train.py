@@ -245,11 +245,13 @@ def test_epoch_log_is_the_mean_batch_loss_and_row_accuracy():
     assert log[0]["train_accuracy"] == (z.argmax(1) == target).double().mean().item()
 
 
+@pytest.mark.slow
 def test_training_does_not_import_pytorch():
     code = "import sys, bnstudy.train, bnstudy.kernels, bnstudy.model; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ | {"PYTHONPATH": f"{ROOT}/src"})
 
 
+@pytest.mark.slow
 def test_the_same_bits_on_a_generic_x86_cpu():
     """Compiled for this CPU and for generic x86-64 (no AVX, no FMA): the same bytes."""
     code = (

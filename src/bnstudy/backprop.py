@@ -55,6 +55,7 @@ def train_run(
     updates,
     epoch_loss,
     epoch_correct,
+    accumulate=1,
     frozen=False,
 ):
     """Train one model in place over ``rows.shape[0]`` epochs.
@@ -69,6 +70,12 @@ def train_run(
     mean batch loss and correctly labelled rows; returns the update count (ghost
     batch norm: one per virtual batch).
 
+    ``accumulate`` (``k``): each batch of ``n`` rows runs as ``k`` consecutive micro-batches of
+    ``n // k`` rows (``n`` divisible by ``k``), each its own forward (normalised over the
+    micro-batch, one running-statistics update) and backward; their gradients are added in
+    micro-batch order from zero, divided by ``k``, and take one optimiser step. The batch's loss
+    is the mean of its micro-batches' losses. ``k = 1``: one batch, one step, as without it.
+
     The run starts from the given ``p``, ``running`` and ``updates`` and from a fresh
     optimiser state (Adam's moments zero, step 1 first). With ``frozen``, the
     normalisation layers of a batch-statistics kind stay in inference mode while the
@@ -76,6 +83,10 @@ def train_run(
     statistics normalise and are never written (the returned count still counts the steps).
     """
     w_in, h1, h2, c_ = widths[0], widths[1], widths[2], widths[3]
+    steps = sizes.shape[0]
+    if accumulate > 1:  # micro-batches in place of batches; one step per `accumulate` of them
+        sizes = np.repeat(sizes // accumulate, accumulate)
+    total = np.zeros_like(p)
     bmax = 0
     for s in sizes:
         bmax = max(bmax, s)
@@ -188,18 +199,26 @@ def train_run(
                 updates += virtual_batches(n, setting) - 1
             linear_t(a2[:n], w3t, b3, z)
             batch_loss, batch_correct = loss_and_grad(z, yb, n, dz)
-            loss += batch_loss
+            loss += batch_loss / accumulate
             correct += batch_correct
             linear_backward(dz, a2, n, w3, dw3, db3, da2, a2)
             norm_backward(kind, da2, n, g2, st2[2], st2[3], st2[4], xh2, rstd2, setting, dh2, dg2, dbe2)
             linear_backward(dh2, a1, n, w2, dw2, db2, da1, a1)
             norm_backward(kind, da1, n, g1, st1[2], st1[3], st1[4], xh1, rstd1, setting, dh1, dg1, dbe1)
             linear_backward(dh1, xb, n, w1, dw1, db1, none, xb)
+            if accumulate > 1:  # add this micro-batch's gradient; step after the last one
+                for i in range(p.shape[0]):
+                    total[i] += grad[i]
+                if (s + 1) % accumulate != 0:
+                    continue
+                for i in range(p.shape[0]):
+                    grad[i] = total[i] / np.float32(accumulate)
+                    total[i] = 0
             step += 1
             if optimizer == ADAM:
                 step_adam(p, grad, state1, state2, step, lr, beta1, beta2, adam_eps)
             else:
                 step_sgd(p, grad, state1, step, lr, sgd_momentum)
-        epoch_loss[e] = loss / sizes.shape[0]
+        epoch_loss[e] = loss / steps
         epoch_correct[e] = correct
     return updates

@@ -1,6 +1,16 @@
-"""Configuration checks that JSON Schema cannot express, with one-line messages."""
+"""Configuration checks, with one-line messages: :func:`validate` runs them all.
+
+A config passes, in this order: every number finite (JSON Schema accepts NaN and
+infinities), the schema (``workflow/schemas/config.schema.yaml``, its normaliser
+lists filled from the registry by :func:`load_schema`), then the rules between keys
+that JSON Schema cannot express (:func:`check_cross_fields`). The workflow calls
+:func:`validate` on each ``--configfile`` and on the merged config before any job.
+"""
 
 from __future__ import annotations
+
+import math
+from pathlib import Path
 
 import numpy as np
 
@@ -31,6 +41,44 @@ def describe_schema_error(error) -> str:
     if error.validator == "uniqueItems":
         return f"config error: {key_path(path)}: duplicate values in {error.instance}"
     return f"config error: {key_path(path)}: {error.message}"
+
+
+def non_finite(node, path=()):
+    """The key path (a tuple) of the first NaN or infinite number in ``node``, or None."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return path
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = non_finite(value, path + (key,))
+        if found is not None:
+            return found
+    return None
+
+
+def load_schema(path: str | Path) -> dict:
+    """The config schema at ``path``, its normaliser lists filled from the registry."""
+    import yaml
+
+    from .normalisers import fill_schema
+
+    return fill_schema(yaml.safe_load(Path(path).read_text()))
+
+
+def validate(config: dict, schema: dict) -> None:
+    """Every check a config must pass before any job; raises :class:`ConfigError` with one line
+    (``config error: <key>: ...``) for the first failure."""
+    import jsonschema
+
+    bad = non_finite(config)
+    if bad is not None:
+        value = config
+        for key in bad:
+            value = value[key]
+        raise ConfigError(f"config error: {key_path(bad)}: {value} is not a finite number")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is not None:
+        raise ConfigError(describe_schema_error(error))
+    check_cross_fields(config)
 
 
 def _approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.RandomState) -> np.ndarray:
@@ -125,6 +173,7 @@ def check_cross_fields(config: dict) -> None:
             )
     _check_lr_sweep(config)
     _check_serving(config)
+    _check_accumulation(config)
     _check_finetune(config)
 
 
@@ -154,6 +203,31 @@ def _check_serving(config: dict) -> None:
             f"config error: serving.batch_size: {s['batch_size']} is larger than the test half "
             f"(split.test_size {config['split']['test_size']})"
         )
+
+
+def _check_accumulation(config: dict) -> None:
+    """Accumulation is compared with the grid's batch-norm networks at the step's batch and at each
+    micro-batch, and with ghost batch norm in virtual batches of the micro-batch (batch norm's
+    arithmetic in groups): the normaliser is a grid normaliser computing plain batch norm, both
+    sizes are grid batch sizes, and each micro-batch divides the batch into two or more."""
+    from .normalisers import BATCH, get
+
+    a = config["accumulation"]
+    if a["normaliser"] not in config["normalisers"] or get(a["normaliser"]).kernel != BATCH:
+        raise ConfigError(
+            f"config error: accumulation.normaliser: {a['normaliser']} is not a grid normaliser computing batch norm"
+        )
+    sizes = config["grid"]["batch_sizes"]
+    if a["batch_size"] not in sizes:
+        raise ConfigError(f"config error: accumulation.batch_size: {a['batch_size']} is not one of grid.batch_sizes")
+    for i, m in enumerate(a["micro_batches"]):
+        if m not in sizes:
+            raise ConfigError(f"config error: accumulation.micro_batches[{i}]: {m} is not one of grid.batch_sizes")
+        if m >= a["batch_size"] or a["batch_size"] % m:
+            raise ConfigError(
+                f"config error: accumulation.micro_batches[{i}]: {m} does not divide accumulation.batch_size "
+                f"{a['batch_size']} into two or more micro-batches"
+            )
 
 
 def _check_finetune(config: dict) -> None:

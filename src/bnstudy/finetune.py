@@ -109,6 +109,7 @@ def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool)
         start,
         np.zeros(1, np.float64),
         np.zeros(1, np.int64),
+        1,  # accumulate: one batch, one step
         bool(frozen),
     )
     return train._unflat(spec, flat, running, start if frozen else updates, state)

@@ -26,7 +26,10 @@ def optimizer(params, recipe: Recipe):
 
 
 def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x, y) -> torch.nn.Sequential:
-    """Train the network of ``seed`` one batch at a time; returns the module (training mode)."""
+    """Train the network of ``seed`` one batch at a time; returns the module (training mode).
+
+    With ``recipe.accumulate`` = k > 1 each batch is cut into k consecutive micro-batches, each
+    loss divided by k and backpropagated into the summed gradients, then one optimiser step."""
     xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
     yt = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
     net = mlp.build_module(spec, seed)
@@ -41,10 +44,12 @@ def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x, y) -> torch.nn.Sequ
                 rmax, dmax = schedule.limits(step)
                 for layer in mlp.NORMS:
                     net[int(layer)].rmax, net[int(layer)].dmax = rmax, dmax
-            index = torch.from_numpy(idx)
-            loss = F.cross_entropy(net(xt[index]), yt[index])
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            k = recipe.accumulate  # micro-batches: loss / k, backward k times, one step
+            for part in np.split(idx, k) if k > 1 else [idx]:
+                index = torch.from_numpy(part)
+                loss = F.cross_entropy(net(xt[index]), yt[index])
+                (loss / k if k > 1 else loss).backward()
             opt.step()
             step += 1
     return net

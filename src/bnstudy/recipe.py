@@ -26,6 +26,8 @@ class Recipe:
     renorm_warmup: float = 0.05
     renorm_rmax_full: float = 0.4
     renorm_dmax_full: float = 0.25
+    # gradient accumulation: micro-batches per optimiser step (batch_size rows split evenly)
+    accumulate: int = 1
 
     @classmethod
     def from_params(cls, params: dict) -> Recipe:
@@ -38,7 +40,12 @@ class Recipe:
         return cls(**{f.name: type(f.default)(meta[f.name]) for f in fields(cls) if f.name in meta})
 
     def metadata(self) -> dict[str, str]:
-        return {k: str(v) for k, v in asdict(self).items()}
+        """Every field as a string; ``accumulate`` only when it is not 1 (weights files of runs
+        without accumulation are as they were before it existed)."""
+        meta = {k: str(v) for k, v in asdict(self).items()}
+        if self.accumulate == 1:
+            del meta["accumulate"]
+        return meta
 
 
 def batch_sizes_per_epoch(n: int, batch_size: int, last_batch: str = "drop") -> list[int]:

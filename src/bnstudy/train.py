@@ -72,6 +72,11 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
         [epoch_rows(rng, y, recipe.batch_size, recipe.order, recipe.last_batch) for _ in range(recipe.epochs)]
     )
     sizes = np.array(batch_sizes_per_epoch(len(y), recipe.batch_size, recipe.last_batch), np.int64)
+    if recipe.accumulate < 1 or np.any(sizes % recipe.accumulate) or np.any(sizes < 2 * recipe.accumulate):
+        raise ValueError(
+            f"batches of {sorted(set(sizes.tolist()))} rows do not split into "
+            f"{recipe.accumulate} micro-batches of 2 or more rows"
+        )
     flat = _flat(spec, initial)
     width = max(spec.widths[1], spec.widths[2])
     running = np.zeros((4, width), np.float32)
@@ -102,6 +107,7 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
         0,
         loss,
         correct,
+        int(recipe.accumulate),
     )
     state = _unflat(spec, flat, running, updates if spec.normaliser in BATCH_KINDS else 0, initial)
     seen = int(sizes.sum())

@@ -1,26 +1,24 @@
 # Shared helpers: config checks, the wildcard grid, and the output registry that
 # feeds the hash manifest and the paper.
 import json
-import math
 import re
 import sys
 from pathlib import Path
 
-import jsonschema
 import yaml
 from snakemake.io import apply_wildcards
 from snakemake.iocontainers import Wildcards
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from bnstudy.codedeps import code_inputs
-from bnstudy.config import ConfigError, check_cross_fields, describe_schema_error, key_path
-from bnstudy.normalisers import RENORM, fill_schema, spec_settings
+from bnstudy.config import ConfigError, load_schema
+from bnstudy.config import validate as validate_config
+from bnstudy.normalisers import RENORM, spec_settings
 from bnstudy.normalisers import get as normaliser
 from bnstudy.weights import blocks as seed_blocks
 
 # The config schema, its normaliser lists filled from the registry of normalisers.
-with open(Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml") as _f:
-    SCHEMA = fill_schema(yaml.safe_load(_f))
+SCHEMA = load_schema(Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
 
 def _fail(message):
@@ -29,30 +27,9 @@ def _fail(message):
     sys.exit(1)
 
 
-def _non_finite(node, path=()):
-    """The key path of the first NaN or infinite number in ``node`` (JSON Schema accepts them)."""
-    if isinstance(node, float) and not math.isfinite(node):
-        return path
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        found = _non_finite(value, path + (key,))
-        if found is not None:
-            return found
-    return None
-
-
 def _check(cfg, source):
-    bad = _non_finite(cfg)
-    if bad is not None:
-        value = cfg
-        for key in bad:
-            value = value[key]
-        _fail(f"config error: {key_path(bad)}: {value} is not a finite number [{source}]")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(cfg))
-    if error is not None:
-        _fail(describe_schema_error(error) + f" [{source}]")
     try:
-        check_cross_fields(cfg)
+        validate_config(cfg, SCHEMA)
     except ConfigError as e:
         _fail(f"{e} [{source}]")
 

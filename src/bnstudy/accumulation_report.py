@@ -1,0 +1,278 @@
+"""The accumulation study's summary: accuracy of every configuration with intervals over seeds,
+paired differences, how close accumulation and ghost batch norm come, JSON, macros and a table.
+
+Configurations, per micro-batch ``m`` (``B`` the step's batch):
+
+- ``large``: the grid's batch-norm networks at batch ``B`` (same initial weights and batch order);
+- ``accumulate``: batch norm in micro-batches of ``m``, ``B / m`` of them accumulated per step;
+- ``ghost``: ghost batch norm with virtual batch ``m`` at batch ``B``;
+- ``small``: the grid's batch-norm networks at batch ``m`` (same initial weights).
+
+Means over seeds and Student-t intervals are :func:`bnstudy.stats.seed_interval`, paired
+differences (by seed) :func:`bnstudy.paired.paired_interval`; accuracies are shares of test rows.
+Nothing here depends on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import latex
+from .paired import paired_interval
+from .stats import seed_interval
+
+CONFIGS = ("large", "accumulate", "ghost", "small")
+MODES = ("inference", "training")
+# (name, A, B): A - B, paired by seed
+COMPARISONS = (
+    ("accumulate_vs_large", "accumulate", "large"),
+    ("accumulate_vs_small", "accumulate", "small"),
+    ("ghost_vs_accumulate", "ghost", "accumulate"),
+)
+
+
+def long_table(runs: pd.DataFrame, grid: pd.DataFrame, batch_size: int, micro_batches) -> pd.DataFrame:
+    """One row per micro-batch, configuration, mode and seed: the study's ``runs`` (variant,
+    micro_batch, seed, mode, accuracy) with the grid's accuracy rows (normaliser, batch_size,
+    seed, mode, accuracy) at ``batch_size`` (``large``) and at each micro-batch (``small``)."""
+    rows = [runs[["variant", "micro_batch", "seed", "mode", "accuracy"]].rename(columns={"variant": "config"})]
+    for m in micro_batches:
+        for config, b in (("large", batch_size), ("small", m)):
+            g = grid[grid.batch_size == int(b)]
+            if g.empty:
+                raise ValueError(f"no grid networks at batch {b}")
+            rows.append(
+                g.assign(config=config, micro_batch=int(m))[["config", "micro_batch", "seed", "mode", "accuracy"]]
+            )
+    out = pd.concat(rows, ignore_index=True)
+    out["micro_batch"] = out.micro_batch.astype(int)
+    out["seed"] = out.seed.astype(int)
+    order = {c: i for i, c in enumerate(CONFIGS)}
+    out = out.assign(_c=out.config.map(order), _m=out["mode"].map({m: i for i, m in enumerate(MODES)}))
+    return out.sort_values(["micro_batch", "_c", "_m", "seed"]).drop(columns=["_c", "_m"]).reset_index(drop=True)
+
+
+def cell_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per micro-batch, configuration and mode: seeds, mean, sd and Student-t interval (seeds ascending)."""
+    out = []
+    for (m, config, mode), g in table.groupby(["micro_batch", "config", "mode"], sort=False):
+        mean, sd, lo, hi = seed_interval(g.sort_values("seed").accuracy.tolist(), confidence)
+        out.append({"micro_batch": int(m), "config": config, "mode": mode, "seeds": len(g)} | _stats(mean, sd, lo, hi))
+    return pd.DataFrame(out)
+
+
+def _stats(mean, sd, lo, hi) -> dict:
+    return {"mean": mean, "sd": sd, "ci_low": lo, "ci_high": hi}
+
+
+def paired_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per micro-batch, comparison and mode: ``A - B`` paired by seed (the seeds both sides have)."""
+    out = []
+    for m in sorted(table.micro_batch.unique()):
+        for name, a, b in COMPARISONS:
+            for mode in MODES:
+                sides = [
+                    table[(table.micro_batch == m) & (table.config == c) & (table["mode"] == mode)].set_index("seed")
+                    for c in (a, b)
+                ]
+                seeds = sorted(set(sides[0].index) & set(sides[1].index))
+                if not seeds:
+                    raise ValueError(f"no common seeds for {name} at micro-batch {m}")
+                row = paired_interval(
+                    [sides[0].accuracy[s] for s in seeds], [sides[1].accuracy[s] for s in seeds], confidence
+                )
+                out.append({"micro_batch": int(m), "comparison": name, "mode": mode} | row)
+    return pd.DataFrame(out)
+
+
+def closeness(differences: pd.DataFrame) -> pd.DataFrame:
+    """Per micro-batch: the first step's largest gradient difference relative to the largest
+    gradient (max over seeds), its largest running-statistics difference, and after the run the
+    largest parameter difference (pre-normaliser biases apart, and those), running-statistics
+    difference (max over seeds) and the mean share of test rows labelled differently."""
+    out = []
+    for m, g in differences.groupby("micro_batch", sort=True):
+        first, run = g[g.after == "first_step"], g[g.after == "run"]
+        out.append(
+            {
+                "micro_batch": int(m),
+                "first_relative": float(max(first.parameters / first.scale)),
+                "first_bias": float(first.pre_norm_biases.max()),
+                "first_running": float(first.running.max()),
+                "run_parameters": float(run.parameters.max()),
+                "run_biases": float(run.pre_norm_biases.max()),
+                "run_running": float(run.running.max()),
+                "run_scale": float(run.scale.max()),
+                "run_disagreement": math.fsum(run.label_disagreement) / len(run),
+                "run_disagreement_max": float(run.label_disagreement.max()),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def sci_tex(v: float) -> str:
+    """``2.4e-07`` as ``$2 \\times 10^{-7}$`` (one significant digit); zero as ``$0$``."""
+    if v == 0:
+        return "$0$"
+    mantissa, exponent = f"{v:.0e}".split("e")
+    return f"${mantissa} \\times 10^{{{int(exponent)}}}$"
+
+
+def _points(v, digits=1):
+    return latex.fmt(100 * v, digits) if np.isfinite(v) else "n/a"
+
+
+def _signed(v, digits=2):
+    return f"{100 * v:+.{digits}f}" if np.isfinite(v) else "n/a"
+
+
+def _ci(lo, hi, signed=False):
+    f = _signed if signed else _points
+    return f"[{f(lo)}, {f(hi)}]"
+
+
+def verdict(lo: float, hi: float) -> str:
+    if hi < 0:
+        return "lies wholly below zero"
+    if lo > 0:
+        return "lies wholly above zero"
+    return "contains zero"
+
+
+def _words(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def report(runs, grid, differences, batch_size: int, micro_batches, confidence: float, epochs: int, train_rows: int):
+    """Everything the summary rule writes: the long and the paired tables, the JSON summary,
+    macros and a LaTeX table. ``epochs`` and ``train_rows`` (the training half) give the steps."""
+    micro = sorted(int(m) for m in micro_batches)
+    table = long_table(runs, grid, batch_size, micro)
+    cells = cell_table(table, confidence)
+    paired = paired_table(table, confidence)
+    close = closeness(differences)
+    seeds = sorted(int(s) for s in table.seed.unique())
+    steps = train_rows // batch_size
+    m_ = {
+        "accumBatch": str(batch_size),
+        "accumMicroBatches": _words([str(m) for m in micro]),
+        "accumMicroMin": str(micro[0]),
+        "accumMicroMax": str(micro[-1]),
+        "accumSeeds": str(len(seeds)),
+        "accumEpochs": str(epochs),
+        "accumStepsLarge": latex.fmt(steps),
+        "accumNetworks": str(2 * len(micro) * len(seeds)),
+    }
+    cell = cells.set_index(["micro_batch", "config", "mode"])
+    pair = paired.set_index(["micro_batch", "comparison", "mode"])
+    near = close.set_index("micro_batch")
+    for where, m in (("min", micro[0]), ("max", micro[-1])):
+        m_[latex.macro_name("accum parts", where)] = str(batch_size // m)
+        m_[latex.macro_name("accum steps small", where)] = latex.fmt(train_rows // m)
+        for config in CONFIGS:
+            for mode in MODES:
+                r = cell.loc[(m, config, mode)]
+                m_[latex.macro_name("accum", config, mode, where)] = _points(r["mean"])
+                m_[latex.macro_name("accum ci", config, mode, where)] = _ci(r.ci_low, r.ci_high)
+        for name, _, _ in COMPARISONS:
+            for mode in MODES:
+                r = pair.loc[(m, name, mode)]
+                stem = name.replace("_vs_", " minus ")
+                m_[latex.macro_name("accum", stem, mode, where)] = _signed(r.gain)
+                m_[latex.macro_name("accum", stem, mode, where, "ci")] = _ci(r.ci_low, r.ci_high, signed=True)
+                m_[latex.macro_name("accum", stem, mode, where, "verdict")] = verdict(r.ci_low, r.ci_high)
+        c = near.loc[m]
+        m_[latex.macro_name("accum first relative", where)] = sci_tex(c.first_relative)
+        m_[latex.macro_name("accum run parameters", where)] = latex.fmt(c.run_parameters, 2)
+        m_[latex.macro_name("accum run running", where)] = latex.fmt(c.run_running, 2)
+        m_[latex.macro_name("accum run disagreement", where)] = _points(c.run_disagreement)
+        m_[latex.macro_name("accum run disagreement worst", where)] = _points(c.run_disagreement_max)
+    m_["accumFirstRelative"] = sci_tex(float(close.first_relative.max()))
+    first_running = float(close.first_running.max())
+    m_["accumFirstRunning"] = "identical, bit for bit" if first_running == 0 else f"within {sci_tex(first_running)}"
+    resolved = [
+        f"{mode} mode at micro-batch {m}"
+        for (m, name, mode), r in pair.iterrows()
+        if name == "ghost_vs_accumulate" and (r.ci_low > 0 or r.ci_high < 0)
+    ]
+    m_["accumGhostResolved"] = _words(resolved) if resolved else "none"
+    m_["accumGhostComparisons"] = str(len(MODES) * len(micro))
+    summary = {
+        "batch_size": batch_size,
+        "micro_batches": micro,
+        "seeds": seeds,
+        "confidence": confidence,
+        "accuracy": {
+            str(m): {c: {mode: _cell_json(cell.loc[(m, c, mode)]) for mode in MODES} for c in CONFIGS} for m in micro
+        },
+        "paired": {
+            str(m): {
+                name: {mode: _pair_json(pair.loc[(m, name, mode)]) for mode in MODES} for name, _, _ in COMPARISONS
+            }
+            for m in micro
+        },
+        "accumulate_vs_ghost": {
+            str(int(r.micro_batch)): {k: float(getattr(r, k)) for k in close.columns if k != "micro_batch"}
+            for r in close.itertuples()
+        },
+    }
+    return {
+        "table": table,
+        "cells": cells,
+        "paired": paired,
+        "closeness": close,
+        "summary": summary,
+        "macros": m_,
+        "latex_table": latex_table(cells, paired, batch_size, micro),
+    }
+
+
+def _cell_json(r) -> dict:
+    return {
+        "seeds": int(r.seeds),
+        "mean": float(r["mean"]),
+        "sd": float(r.sd),
+        "ci": [float(r.ci_low), float(r.ci_high)],
+    }
+
+
+def _pair_json(r) -> dict:
+    return {"seeds": int(r.seeds), "gain": float(r.gain), "sd": float(r.sd), "ci": [float(r.ci_low), float(r.ci_high)]}
+
+
+def config_label(config: str, batch_size: int, m: int) -> str:
+    """A configuration in words (table rows, figure ticks)."""
+    return {
+        "large": f"batch {batch_size}",
+        "accumulate": f"{batch_size // m} $\\times$ {m}, accumulated",
+        "ghost": f"ghost, virtual {m}",
+        "small": f"batch {m}",
+    }[config]
+
+
+def latex_table(cells: pd.DataFrame, paired: pd.DataFrame, batch_size: int, micro) -> tuple:
+    """``(header, rows, align, comment)``: per micro-batch and configuration the test accuracy in
+    both modes (mean $\\pm$ sd, points) and, in inference mode, minus accumulation paired by seed."""
+    cell = cells.set_index(["micro_batch", "config", "mode"])
+    pair = paired.set_index(["micro_batch", "comparison", "mode"])
+    rows = []
+    for m in micro:
+        for config in CONFIGS:
+            row = [str(m), config_label(config, batch_size, m)]
+            for mode in MODES:
+                r = cell.loc[(m, config, mode)]
+                row.append(f"{_points(r['mean'])} $\\pm$ {_points(r.sd)}")
+            if config == "accumulate":
+                row.append("--")
+            else:
+                name = {"large": "accumulate_vs_large", "small": "accumulate_vs_small", "ghost": "ghost_vs_accumulate"}
+                r = pair.loc[(m, name[config], "inference")]
+                sign = -1 if config != "ghost" else 1  # the row's configuration minus accumulation
+                lo, hi = sorted((sign * r.ci_low, sign * r.ci_high))
+                row.append(f"${_signed(sign * r.gain)}$ ${_ci(lo, hi, signed=True)}$")
+            rows.append(row)
+    header = ["micro-batch", "training", "inference mode", "training mode", "$-$ accumulated (inference)"]
+    return header, rows, "rlllr", "accuracy by configuration, and minus accumulation paired by seed"

@@ -1,0 +1,120 @@
+# Gradient accumulation and ghost batch norm (issue 17, item 4): batch norm trained in
+# micro-batches accumulated to one step of a grid batch, ghost batch norm with the
+# micro-batch as virtual batch, against the grid's networks at both batch sizes.
+
+from bnstudy.accumulation import KINDS as ACC_KINDS
+from bnstudy.accumulation import variant_name
+
+ACC = config["accumulation"]
+ACC_VARIANTS = [variant_name(k, m) for m in ACC["micro_batches"] for k in ACC_KINDS]
+# the grid's cells compared with: the step's batch and every micro-batch
+ACC_GRID = [dict(normaliser=ACC["normaliser"], batch_size=b) for b in [ACC["batch_size"], *ACC["micro_batches"]]]
+
+
+rule train_accumulation:
+    message:
+        "Training %s in micro-batches of %s accumulated to %d rows, and ghost batch norm, seeds {wildcards.block}"
+        % (ACC["normaliser"], ACC["micro_batches"], ACC["batch_size"])
+    input:
+        x=rules.split.output.x_train,
+        y=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        code=code("accumulation_train.py"),
+    output:
+        weights=expand("results/runs/accumulation/{variant}/seeds{{block}}.safetensors", variant=ACC_VARIANTS),
+        epochs="results/accumulation/runs/seeds{block}_epochs.csv",
+        accuracy="results/accumulation/runs/seeds{block}.csv",
+        differences="results/accumulation/runs/seeds{block}_differences.csv",
+    params:
+        seeds=block_seeds,
+        variants=ACC_VARIANTS,
+        micro_batches=ACC["micro_batches"],
+        net=net_params(ACC["normaliser"]),
+        recipe=recipe_params(config["grid"], ACC["batch_size"], ACC["normaliser"]),
+        eval_seed=config["batch_size_eval"]["seed"],
+    conda:
+        CONDA_ENV
+    threads: THREADS  # config compute_threads: seeds trained at once
+    resources:
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=30,
+    log:
+        "results/logs/train_accumulation/seeds{block}.log",
+    benchmark:
+        "results/benchmarks/train_accumulation/seeds{block}.tsv"
+    script:
+        "../scripts/accumulation_train.py"
+
+
+rule summarise_accumulation:
+    message:
+        "Summarising the accumulation study: accuracy, paired differences, accumulation against ghost batch norm"
+    input:
+        runs=expand(rules.train_accumulation.output.accuracy, block=SEED_BLOCKS),
+        differences=expand(rules.train_accumulation.output.differences, block=SEED_BLOCKS),
+        grid=expand_cells(rules.train_grid.output.accuracy, with_blocks(ACC_GRID)),
+        y=rules.split.output.y_train,
+        code=code("accumulation_summarise.py"),
+    output:
+        table="results/accumulation/accuracy.csv",
+        cells="results/accumulation/cells.csv",
+        paired="results/accumulation/paired.csv",
+        closeness="results/accumulation/closeness.csv",
+        summary="results/summary/accumulation.json",
+        macros="results/paper/macros/accumulation.tex",
+        latex_table="results/paper/tables/accumulation.tex",
+    params:
+        batch_size=ACC["batch_size"],
+        micro_batches=ACC["micro_batches"],
+        confidence=config["batch_size_eval"]["confidence"],
+        epochs=config["grid"]["epochs"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/summarise_accumulation.log",
+    benchmark:
+        "results/benchmarks/summarise_accumulation.tsv"
+    script:
+        "../scripts/accumulation_summarise.py"
+
+
+rule figure_accumulation:
+    message:
+        "Drawing the accuracy of accumulation, ghost batch norm and the grid's batches"
+    input:
+        cells=rules.summarise_accumulation.output.cells,
+        code=code("accumulation_figure.py"),
+    output:
+        pdf=report(
+            "results/paper/figures/accumulation.pdf",
+            category="Gradient accumulation and ghost batch norm",
+            caption="../report/accumulation.rst",
+        ),
+        png="results/paper/figures/accumulation.png",
+    params:
+        batch_size=ACC["batch_size"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/figure_accumulation.log",
+    benchmark:
+        "results/benchmarks/figure_accumulation.tsv"
+    script:
+        "../scripts/accumulation_figure.py"
+
+
+register(rules.train_accumulation, [dict(block=b) for b in SEED_BLOCKS])
+register(rules.summarise_accumulation)
+register(rules.figure_accumulation)
+PAPER_INPUTS["macros_accumulation"] = rules.summarise_accumulation.output.macros
+PAPER_INPUTS["table_accumulation"] = rules.summarise_accumulation.output.latex_table
+PAPER_INPUTS["figure_accumulation"] = rules.figure_accumulation.output.pdf

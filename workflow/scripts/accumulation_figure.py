@@ -1,0 +1,13 @@
+"""Rule figure_accumulation: accuracy of every configuration per micro-batch (bnstudy.figures_accumulation)."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
+
+log = start(snakemake, torch=False)
+from bnstudy import figures, figures_accumulation, io
+
+fig = figures_accumulation.accumulation(io.read_table(snakemake.input.cells), snakemake.params.batch_size)
+figures.save(fig, snakemake.output.pdf, snakemake.output.png)
+log.info("figure written")

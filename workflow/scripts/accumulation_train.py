@@ -1,0 +1,38 @@
+"""Rule train_accumulation: batch norm accumulating micro-batches and ghost batch norm in virtual
+batches of the micro-batch, one seed block; weights, epoch logs, accuracy in both modes, and how far
+the two variants lie apart (bnstudy.accumulation)."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
+
+log = start(snakemake, torch=False)
+from bnstudy import accumulation, io, model, weights
+from bnstudy.recipe import Recipe
+
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
+spec = model.spec_from_params(p.net)
+recipe = Recipe.from_params(p.recipe)
+seeds = [int(s) for s in p.seeds]
+stacks, logs, accuracy, differences = accumulation.train_block(
+    spec,
+    recipe,
+    p.micro_batches,
+    seeds,
+    io.read_array(inp.x),
+    io.read_array(inp.y),
+    io.read_array(inp.x_test),
+    io.read_array(inp.y_test),
+    p.eval_seed,
+    threads=snakemake.threads,
+)
+if list(stacks) != list(p.variants):
+    raise RuntimeError(f"variants {list(stacks)} are not the rule's {list(p.variants)}")
+for path, (v_spec, v_recipe, stacked) in zip(out.weights, stacks.values()):
+    weights.write(path, v_spec, v_recipe, seeds, model.unstack(stacked))
+io.write_table(out.epochs, logs)
+io.write_table(out.accuracy, accuracy)
+io.write_table(out.differences, differences)
+log.info("accuracy %s", accuracy)
+log.info("differences %s", differences)
