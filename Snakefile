@@ -24,6 +24,7 @@ include: "workflow/rules/running_stats.smk"
 include: "workflow/rules/lr_sweep.smk"
 include: "workflow/rules/serving.smk"
 include: "workflow/rules/accumulation.smk"
+include: "workflow/rules/finetune.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
@@ -46,6 +47,8 @@ localrules:
     figure_serving,
     summarise_accumulation,
     figure_accumulation,
+    summarise_finetune,
+    figure_finetune,
     design_macros,
     provenance,
     paper,

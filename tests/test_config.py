@@ -450,3 +450,30 @@ def test_accumulation_sizes_are_grid_batch_sizes_and_micro_batches_divide_the_st
 
     with pytest.raises(ConfigError, match="accumulation.normaliser: batchnorm is not a grid normaliser"):
         _check_accumulation(mutate(test_config, ["normalisers"], ["none", "layernorm"]))
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("source_batch_size", 8, "config error: finetune.source_batch_size: 8 is not one of grid.batch_sizes"),
+        ("batch_size", 899, "config error: finetune.batch_size: 899 is larger than the training half (898 rows)"),
+        ("every", 21, "config error: finetune.every: 21 is more than finetune.steps 20"),
+        ("normalisers", ["none", "layernorm"], "config error: finetune: batchnorm (the fine-tuned networks) is not"),
+    ],
+)
+def test_finetune_config_cross_checks(test_config, key, value, message):
+    from bnstudy.config import ConfigError, check_cross_fields
+
+    check_cross_fields(test_config)
+    test_config["finetune"]["batch_size"] = 898  # the whole training half is one batch: allowed
+    test_config["finetune"]["every"] = test_config["finetune"]["steps"]  # measured once, at the end: allowed
+    check_cross_fields(test_config)
+    if key == "normalisers":  # lr_sweep needs batch norm too and is checked first: this check alone
+        from bnstudy.config import _check_finetune as check_cross_fields
+
+        test_config["normalisers"] = value
+    else:
+        test_config["finetune"][key] = value
+    with pytest.raises(ConfigError) as e:
+        check_cross_fields(test_config)
+    assert str(e.value).startswith(message), str(e.value)

@@ -21,6 +21,7 @@ import pytest
 
 from bnstudy import figures, lr_sweep_report, normalisers
 from bnstudy.figures_companions import DESIGNS, all_zero, companions, layout
+from bnstudy.figures_finetune import finetune
 from bnstudy.figures_running_stats import running_stats
 from bnstudy.figures_serving import serving
 from conftest import ROOT
@@ -131,6 +132,18 @@ def accumulation_cells(micro=(2, 4)):
     return pd.DataFrame(rows).assign(ci_low=lambda t: t["mean"] - 0.02, ci_high=lambda t: t["mean"] + 0.02)
 
 
+def finetune_table(rates=(1e-4, 1e-3), steps=(0, 25, 50, 300)):
+    rows = []
+    for lr in rates:
+        for stream in ("shuffle", "class_sorted"):
+            for mode in ("live", "frozen"):
+                for k in steps:
+                    acc = 0.97 - (0.01 if mode == "live" and k else 0.0) - 20 * lr * k / 300
+                    var = 0.03 + (0.5 if mode == "live" and k else 0.001 * k * lr * 1e3)
+                    rows.append(dict(lr=lr, stream=stream, mode=mode, step=k, inference_accuracy=acc, var_to_exact=var))
+    return pd.DataFrame(rows)
+
+
 def build(name):
     if name == "companions":
         return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
@@ -148,6 +161,8 @@ def build(name):
         from bnstudy.figures_accumulation import accumulation
 
         return accumulation(accumulation_cells(), 64)
+    if name == "finetune":
+        return finetune(finetune_table(), {"inference_accuracy": 0.97, "var_to_exact": 0.03})
     raise KeyError(name)
 
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .blocks import linear_t, transpose_into, virtual_batches
+from .blocks import batch_statistics, linear_t, transpose_into, virtual_batches
 from .fixedmath import JIT
-from .gradients import linear_backward, loss_and_grad, norm_backward, norm_forward
+from .gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
 from .normalisers import GHOST
 from .optimisers import ADAM, SGD, step_adam, step_sgd, views
 
@@ -56,6 +56,7 @@ def train_run(
     epoch_loss,
     epoch_correct,
     accumulate=1,
+    frozen=False,
 ):
     """Train one model in place over ``rows.shape[0]`` epochs.
 
@@ -74,6 +75,12 @@ def train_run(
     micro-batch, one running-statistics update) and backward; their gradients are added in
     micro-batch order from zero, divided by ``k``, and take one optimiser step. The batch's loss
     is the mean of its micro-batches' losses. ``k = 1``: one batch, one step, as without it.
+
+    The run starts from the given ``p``, ``running`` and ``updates`` and from a fresh
+    optimiser state (Adam's moments zero, step 1 first). With ``frozen``, the
+    normalisation layers of a batch-statistics kind stay in inference mode while the
+    weights, gamma and beta train (:data:`bnstudy.gradients.FROZEN`): the running
+    statistics normalise and are never written (the returned count still counts the steps).
     """
     w_in, h1, h2, c_ = widths[0], widths[1], widths[2], widths[3]
     steps = sizes.shape[0]
@@ -119,6 +126,8 @@ def train_run(
     st1[4, :] = 0
     st2[3, :] = 1
     st2[4, :] = 0
+    if frozen and batch_statistics(kind):  # the statistics frozen: inference-mode normalisation, no update
+        kind = FROZEN
     step = 0
     for e in range(rows.shape[0]):
         pos = 0

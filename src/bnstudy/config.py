@@ -174,6 +174,7 @@ def check_cross_fields(config: dict) -> None:
     _check_lr_sweep(config)
     _check_serving(config)
     _check_accumulation(config)
+    _check_finetune(config)
 
 
 def _check_lr_sweep(config: dict) -> None:
@@ -227,3 +228,22 @@ def _check_accumulation(config: dict) -> None:
                 f"config error: accumulation.micro_batches[{i}]: {m} does not divide accumulation.batch_size "
                 f"{a['batch_size']} into two or more micro-batches"
             )
+
+
+def _check_finetune(config: dict) -> None:
+    """The fine-tuned networks are batch-norm grid networks; a batch fits in the training half;
+    the networks are measured at least once along the fine-tuning."""
+    t = config["finetune"]
+    if "batchnorm" not in config["normalisers"]:
+        raise ConfigError("config error: finetune: batchnorm (the fine-tuned networks) is not one of normalisers")
+    if t["source_batch_size"] not in config["grid"]["batch_sizes"]:
+        raise ConfigError(
+            f"config error: finetune.source_batch_size: {t['source_batch_size']} is not one of grid.batch_sizes"
+        )
+    train_rows = sum(DIGITS_CLASS_COUNTS) - config["split"]["test_size"]
+    if t["batch_size"] > train_rows:
+        raise ConfigError(
+            f"config error: finetune.batch_size: {t['batch_size']} is larger than the training half ({train_rows} rows)"
+        )
+    if t["every"] > t["steps"]:
+        raise ConfigError(f"config error: finetune.every: {t['every']} is more than finetune.steps {t['steps']}")

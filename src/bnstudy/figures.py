@@ -36,6 +36,7 @@ PRINTED_WIDTH = {
     "lr_sweep": 0.6,
     "serving": 1.0,
     "accumulation": 1.0,
+    "finetune": 1.0,
 }
 MIN_FONT_PT = 7
 

@@ -30,6 +30,14 @@ With ``B`` rows in the batch and ``D = d loss / d logits``:
   the unbiased batch variance ``var * B / (B - 1)``; ``f`` is the momentum, or
   ``1 / t`` at the ``t``-th update when the momentum is None (cumulative average).
   Ghost batch norm updates once per virtual batch, in order, each an update of its own.
+- a batch-statistics layer kept in inference mode while the rest trains (code
+  :data:`FROZEN`, :func:`frozen_forward` and :func:`frozen_backward`; fine-tuning
+  with the statistics frozen): ``invstd = 1 / sqrt(running_var + eps)``,
+  ``xhat = (h - running_mean) * invstd``, ``y = xhat * gamma + beta``, the
+  inference-mode arithmetic of :mod:`bnstudy.kernels` bit for bit; the running
+  statistics are read, never written. Backward through this constant affine map:
+  ``dh = dz * (gamma * invstd)``, ``dgamma = sum(dz * xhat)``, ``dbeta = sum(dz)``
+  (sums over rows in order).
 """
 
 from __future__ import annotations
@@ -48,6 +56,36 @@ from .blocks import (
 )
 from .fixedmath import JIT, exp, log
 from .normalisers import GHOST, GROUP, LAYER, NONE, RENORM
+
+# Not a normaliser: the code :func:`norm_forward` and :func:`norm_backward` receive for a
+# batch-statistics layer kept in inference mode while the network trains (bnstudy.finetune).
+FROZEN = -1
+
+
+@numba.njit(**JIT)
+def frozen_forward(h, n, gamma, beta, rm, rv, eps, invstd, out, xhat):
+    """Rows ``0 .. n-1`` normalised with the running statistics ``rm``/``rv`` (inference mode),
+    then ReLU; keeps ``invstd`` and ``xhat`` for :func:`frozen_backward`. ``rm``/``rv`` are not written."""
+    for f in range(h.shape[1]):
+        invstd[f] = np.float32(1) / np.sqrt(rv[f] + eps)
+    batch_norm_rows(h, 0, n, rm, invstd, gamma, beta, invstd, invstd, False, True, out, 0, xhat)
+
+
+@numba.njit(**JIT)
+def frozen_backward(dz, n, gamma, invstd, xhat, dh, dgamma, dbeta):
+    """Backward through the constant affine map of :func:`frozen_forward` (ReLU already applied to ``dz``)."""
+    f_ = dz.shape[1]
+    scale = np.empty(f_, np.float32)
+    for f in range(f_):
+        dgamma[f] = 0
+        dbeta[f] = 0
+        scale[f] = gamma[f] * invstd[f]
+    for i in range(n):
+        for f in range(f_):
+            g = dz[i, f]
+            dbeta[f] += g
+            dgamma[f] += g * xhat[i, f]
+            dh[i, f] = g * scale[f]
 
 
 @numba.njit(**JIT)
@@ -82,7 +120,9 @@ def norm_forward(
     ``update_count + v``-th update; its ``invstd`` goes to row ``v`` of ``rstd``.
     """
     f_ = h.shape[1]
-    if batch_statistics(kind):
+    if kind == FROZEN:
+        frozen_forward(h, n, gamma, beta, rm, rv, eps, invstd, out, xhat)
+    elif batch_statistics(kind):
         parts = virtual_batches(n, setting) if kind == GHOST else 1
         for v in range(parts):
             lo, rows = virtual_batch(n, setting, parts, v)
@@ -126,6 +166,9 @@ def norm_backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, setting, dh, dga
         for i in range(n):
             for f in range(f_):
                 dh[i, f] = dz[i, f]
+        return
+    if kind == FROZEN:
+        frozen_backward(dz, n, gamma, invstd, xhat, dh, dgamma, dbeta)
         return
     for f in range(f_):
         dgamma[f] = 0

@@ -52,7 +52,7 @@ def _inputs():
 
 def _training() -> None:
     """Training, and the remedies (which need a network whose running statistics were updated)."""
-    from . import evaluation, kernels, model, normalisers, remedies, serving, train
+    from . import evaluation, finetune, kernels, model, normalisers, remedies, serving, train
     from .recipe import Recipe
 
     x, y = _inputs()
@@ -64,6 +64,7 @@ def _training() -> None:
             remedies.all_statistics(stacked, spec, x, y, 4, 0)
             evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)
             serving.serve_stack(stacked, spec, x, serving.stream_batches(serving.stream_rows(y, "sorted", 0), 40, 4))
+            finetune.run(model.unstack(stacked)[0], spec, x, y, np.arange(8), 2, 1e-3, True)  # train_run(frozen=...)
 
 
 def _evaluation() -> None:

@@ -1,0 +1,211 @@
+"""The fine-tuning study's summary over seeds, its macros and its table.
+
+Input: the per-network rows of :func:`bnstudy.finetune.finetune_cell`. Levels are
+means over seeds with Student-t intervals (:func:`bnstudy.stats.seed_interval`);
+comparisons are paired by seed (:func:`bnstudy.paired.paired_interval`: the same
+starting network and the same batch stream on both sides). Accuracies print as
+percentages, differences as signed percentage points, distances with two decimals.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import latex
+from .finetune import MODES, STREAMS
+from .lr_sweep_report import rate_tex, verdict
+from .paired import paired_interval
+from .stats import seed_interval
+
+DIGITS = 1  # decimals of percentages and percentage points
+LEVELS = (
+    "inference_after",
+    "train_mode_after",
+    "recomputed_after",
+    "mean_to_exact",
+    "var_to_exact",
+    "mean_to_start",
+    "var_to_start",
+)
+START = ("inference_before", "train_mode_before", "start_mean_to_exact", "start_var_to_exact")
+STREAM_WORDS = {"shuffle": "random batches", "class_sorted": "one-class batches"}
+TABLE_WORDS = {"shuffle": "random", "class_sorted": "one-class"}
+
+
+def level(values, confidence: float) -> dict:
+    mean, sd, lo, hi = seed_interval([float(v) for v in values], confidence)
+    return {"mean": mean, "sd": sd, "ci": [lo, hi], "seeds": len(values)}
+
+
+def paired(a, b, confidence: float) -> dict:
+    """``a - b`` seed by seed: ``{"mean", "sd", "ci", "seeds"}``."""
+    p = paired_interval(a, b, confidence)
+    return {"mean": p["gain"], "sd": p["sd"], "ci": [p["ci_low"], p["ci_high"]], "seeds": p["seeds"]}
+
+
+def rate_key(lr: float) -> str:
+    return f"{float(lr):g}"
+
+
+def summarise(networks: list[dict], confidence: float) -> dict:
+    """``{"start": {...}, "by_rate": {rate: {stream: {mode: {...}, "frozen_minus_live": ...},
+    "class_sorted_minus_shuffle": {mode: ...}}}}`` over seeds (see the module's docstring)."""
+    rows = sorted(networks, key=lambda r: int(r["seed"]))
+    first = {}
+    for r in rows:
+        first.setdefault(int(r["seed"]), r)
+    out: dict = {"start": {m: level([r[m] for r in first.values()], confidence) for m in START}, "by_rate": {}}
+    for lr in sorted({float(r["lr"]) for r in rows}):
+        cell = {}
+        get = {(s, m): [r for r in rows if float(r["lr"]) == lr and r["stream"] == s and r["mode"] == m]
+               for s in STREAMS for m in MODES}  # fmt: skip
+        for s in STREAMS:
+            entry: dict = {}
+            for m in MODES:
+                g = get[(s, m)]
+                col = lambda k: [r[k] for r in g]  # noqa: E731
+                e = {k: level(col(k), confidence) for k in LEVELS}
+                e["inference_change"] = paired(col("inference_after"), col("inference_before"), confidence)
+                e["train_mode_change"] = paired(col("train_mode_after"), col("train_mode_before"), confidence)
+                e["recomputed_gain"] = paired(col("recomputed_after"), col("inference_after"), confidence)
+                entry[m] = e
+            live, frozen = get[(s, "live")], get[(s, "frozen")]
+            entry["frozen_minus_live"] = {
+                k: paired([r[k] for r in frozen], [r[k] for r in live], confidence)
+                for k in ("inference_after", "train_mode_after")
+            }
+            cell[s] = entry
+        cell["class_sorted_minus_shuffle"] = {
+            m: paired(
+                [r["inference_after"] for r in get[("class_sorted", m)]],
+                [r["inference_after"] for r in get[("shuffle", m)]],
+                confidence,
+            )
+            for m in MODES
+        }
+        out["by_rate"][rate_key(lr)] = cell
+    return out
+
+
+def along_means(along: list[dict]) -> list[dict]:
+    """Mean over seeds at each step: rows ``lr, stream, mode, step`` and each measure (``math.fsum``)."""
+    groups: dict = {}
+    for r in along:
+        key = (float(r["lr"]), STREAMS.index(r["stream"]), MODES.index(r["mode"]), int(r["step"]))
+        groups.setdefault(key, []).append(r)
+    measures = ("inference_accuracy", "mean_to_exact", "var_to_exact")
+    return [
+        {"lr": lr, "stream": STREAMS[s], "mode": MODES[m], "step": k}
+        | {v: math.fsum(r[v] for r in g) / len(g) for v in measures}
+        for (lr, s, m, k), g in sorted(groups.items())
+    ]
+
+
+# ---- paper parts -------------------------------------------------------------------------
+
+
+def points(value: float) -> str:
+    """A signed difference of shares in percentage points, in math mode: ``$+1.2$`` (``$0.0$``
+    for a value that rounds to zero, of either sign)."""
+    text = f"{100 * value:+.{DIGITS}f}"
+    return "$" + (text[1:] if float(text) == 0 else text) + "$"
+
+
+def interval_points(entry: dict) -> str:
+    lo, hi = entry["ci"]
+    return f"[{points(lo)}, {points(hi)}]"
+
+
+def percent(value: float) -> str:
+    return latex.fmt(value, DIGITS, percent=True)
+
+
+def distance(value: float) -> str:
+    return latex.fmt(value, 2)
+
+
+def _rates(summary: dict) -> list[str]:
+    return sorted(summary["by_rate"], key=float)
+
+
+def macros(summary: dict, settings: dict) -> dict[str, str]:
+    """``{name: TeX}``: the settings, the starting networks, and per rate (``RateOne``, ...,
+    in increasing order), stream and mode every level and paired difference of the section."""
+    rates = _rates(summary)
+    m = {
+        "finetuneSourceBatchSize": latex.fmt(int(settings["source_batch_size"])),
+        "finetuneBatchSize": latex.fmt(int(settings["batch_size"])),
+        "finetuneSteps": latex.fmt(int(settings["steps"])),
+        "finetuneEvery": latex.fmt(int(settings["every"])),
+        "finetuneRows": latex.fmt(int(settings["steps"]) * int(settings["batch_size"])),
+        "finetuneTrainRows": latex.fmt(int(settings["train_rows"])),
+        "finetuneMomentum": f"{settings['momentum']:g}",
+        "finetuneConfidence": latex.fmt(settings["confidence"], 0, percent=True),
+        "finetuneRateCount": latex.fmt(len(rates)),
+        "finetuneSeeds": latex.fmt(int(summary["start"]["inference_before"]["seeds"])),
+        # weight the trained running statistics keep after a live run: (1 - momentum) ** steps
+        "finetuneTrainedWeight": rate_tex((1.0 - settings["momentum"]) ** int(settings["steps"])),
+        "finetuneRates": " and ".join([", ".join(rate_tex(float(r)) for r in rates[:-1]), rate_tex(float(rates[-1]))])
+        if len(rates) > 1
+        else rate_tex(float(rates[0])),
+    }
+    start = summary["start"]
+    m["finetuneStartInference"] = percent(start["inference_before"]["mean"])
+    m["finetuneStartTrainMode"] = percent(start["train_mode_before"]["mean"])
+    m["finetuneStartMeanToExact"] = distance(start["start_mean_to_exact"]["mean"])
+    m["finetuneStartVarToExact"] = distance(start["start_var_to_exact"]["mean"])
+    for i, rate in enumerate(rates, start=1):
+        cell = summary["by_rate"][rate]
+        m[latex.macro_name("finetune", "rate", i)] = rate_tex(float(rate))
+        for s in STREAMS:
+            for mode in MODES:
+                e = cell[s][mode]
+                name = lambda *parts: latex.macro_name("finetune", "rate", i, s, mode, *parts)  # noqa: E731
+                m[name("after")] = percent(e["inference_after"]["mean"])
+                m[name("change")] = points(e["inference_change"]["mean"])
+                m[name("change", "ci")] = interval_points(e["inference_change"])
+                m[name("change", "verdict")] = verdict(*e["inference_change"]["ci"])
+                m[name("train", "mode")] = percent(e["train_mode_after"]["mean"])
+                m[name("recomputed")] = percent(e["recomputed_after"]["mean"])
+                m[name("recomputed", "gain")] = points(e["recomputed_gain"]["mean"])
+                m[name("recomputed", "gain", "ci")] = interval_points(e["recomputed_gain"])
+                m[name("recomputed", "gain", "verdict")] = verdict(*e["recomputed_gain"]["ci"])
+                for k in ("mean_to_exact", "var_to_exact", "mean_to_start", "var_to_start"):
+                    m[name(k)] = distance(e[k]["mean"])
+            d = cell[s]["frozen_minus_live"]["inference_after"]
+            m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live")] = points(d["mean"])
+            m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live", "ci")] = interval_points(d)
+            m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live", "verdict")] = verdict(*d["ci"])
+        for mode in MODES:
+            d = cell["class_sorted_minus_shuffle"][mode]
+            m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle")] = points(d["mean"])
+            m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle", "ci")] = interval_points(d)
+            m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle", "verdict")] = verdict(
+                *d["ci"]
+            )
+    return m
+
+
+HEADER = ["rate", "batches", "change, live", "change, frozen", "frozen $-$ live", "live, recomputed"]
+
+
+def table_rows(summary: dict) -> list[list[str]]:
+    """One row per rate and stream: the inference-mode accuracy's change after fine-tuning live
+    and frozen, frozen minus live (each with its interval), and the live networks' accuracy
+    with the exact statistics recomputed."""
+    rows = []
+    for rate in _rates(summary):
+        for s in STREAMS:
+            e = summary["by_rate"][rate][s]
+            change = [e[mode]["inference_change"] for mode in MODES]
+            d = e["frozen_minus_live"]["inference_after"]
+            rows.append(
+                [rate_tex(float(rate)), TABLE_WORDS[s]]
+                + [f"{points(c['mean'])} {interval_points(c)}" for c in change]
+                + [f"{points(d['mean'])} {interval_points(d)}", percent(e["live"]["recomputed_after"]["mean"])]
+            )
+    return rows
+
+
+def write_table(path, summary: dict) -> None:
+    latex.write_table(path, HEADER, table_rows(summary), "llrrrr", "fine-tuning: inference accuracy change")

@@ -1,0 +1,293 @@
+"""Fine-tuning in small batches (bnstudy.finetune, bnstudy.finetune_report): the frozen-statistics
+mode of the training loop against PyTorch's BatchNorm1d in eval mode inside a training loop
+(autograd, torch.optim.Adam), the live mode's running statistics against PyTorch's training mode,
+the batch streams, the summary's intervals by hand, the macros and table, the figure's
+inputs, and the rules' outputs in the test config's manifest."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats as sps
+
+from bnstudy import backprop, finetune, finetune_report, gradients, kernels, model, train
+
+WIDTHS = (6, 5, 4, 3)
+
+
+def _state(seed=0, tracked=7, momentum=0.1):
+    """A tiny batch-norm network with non-trivial affine parameters and running statistics."""
+    spec = model.NetSpec("batchnorm", WIDTHS, groups=1, eps=1e-5, momentum=momentum)
+    rng = np.random.default_rng(seed)
+    state = model.initial_state(spec, seed)
+    for layer in model.NORMS:
+        f = state[f"{layer}.weight"].shape[0]
+        state[f"{layer}.weight"] = (0.5 + rng.random(f)).astype(np.float32)
+        state[f"{layer}.bias"] = (rng.random(f) - 0.5).astype(np.float32)
+        state[f"{layer}.running_mean"] = (rng.random(f) - 0.5).astype(np.float32)
+        state[f"{layer}.running_var"] = (0.5 + rng.random(f)).astype(np.float32)
+        state[f"{layer}.num_batches_tracked"] = np.array(tracked, np.int64)
+    return state, spec
+
+
+def _data(n=30, seed=1):
+    rng = np.random.default_rng(seed)
+    return (rng.random((n, WIDTHS[0])) * 4 - 2).astype(np.float32), np.arange(n, dtype=np.int64) % 3
+
+
+def _module(state, spec):
+    net = model.build_module(spec)
+    net.load_state_dict({k: torch.from_numpy(np.array(v, copy=True)) for k, v in state.items()})
+    return net
+
+
+def _torch_finetune(state, spec, x, y, rows, b, lr, frozen):
+    """PyTorch's loop: the module in eval mode (frozen) or training mode, autograd, torch.optim.Adam."""
+    net = _module(state, spec)
+    net.eval() if frozen else net.train()
+    opt = torch.optim.Adam(net.parameters(), lr=lr, foreach=False)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    for k in range(len(rows) // b):
+        idx = torch.from_numpy(rows[k * b : (k + 1) * b])
+        loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return {k: v.numpy() for k, v in net.state_dict().items()}
+
+
+def test_frozen_forward_is_the_inference_kernel_bit_for_bit():
+    state, spec = _state()
+    rng = np.random.default_rng(2)
+    h = (rng.random((7, 5)) * 6 - 3).astype(np.float32)
+    g, be, rm, rv = (state[f"1.{k}"] for k in ("weight", "bias", "running_mean", "running_var"))
+    out, xhat, invstd = np.empty_like(h), np.empty_like(h), np.empty(5, np.float32)
+    gradients.frozen_forward(h, 7, g, be, rm, rv, np.float32(spec.eps), invstd, out, xhat)
+    want = np.empty_like(h)
+    kernels.norm_inference(kernels.BATCH, h, g, be, rm, rv, np.float32(spec.eps), 1, True, want)
+    assert out.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(invstd, np.float32(1) / np.sqrt(rv + np.float32(spec.eps)))
+    assert (rm.tobytes(), rv.tobytes()) == (state["1.running_mean"].tobytes(), state["1.running_var"].tobytes())
+
+
+def test_frozen_gradient_equals_autograd_through_batchnorm1d_in_eval_mode():
+    """One SGD step of lr 1 on a batch: p0 - p1 is the gradient, against autograd on the eval-mode module."""
+    state, spec = _state(seed=3)
+    x, y = _data(12)
+    flat = train._flat(spec, state)
+    before = flat.copy()
+    running = np.zeros((4, 5), np.float32)
+    for i, layer in enumerate(model.NORMS):
+        running[2 * i, : WIDTHS[i + 1]] = state[f"{layer}.running_mean"]
+        running[2 * i + 1, : WIDTHS[i + 1]] = state[f"{layer}.running_var"]
+    kept = running.copy()
+    backprop.train_run(
+        kernels.BATCH, np.array(WIDTHS, np.int64), flat, running, x, y, np.arange(12, dtype=np.int64)[None],
+        np.array([12], np.int64), np.array([[1.0, 0.0]], np.float32), np.float32(spec.eps), 1, np.float32(0.1),
+        backprop.SGD, 1.0, 0.9, 0.999, 1e-8, 0.0, 7, np.zeros(1), np.zeros(1, np.int64), 1, True,
+    )  # fmt: skip
+    assert running.tobytes() == kept.tobytes(), "frozen: the running statistics are never written"
+    net = _module(state, spec).eval()
+    torch.nn.functional.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+    grads = dict(net.named_parameters())
+    offset = 0
+    for key, shape in finetune.train.optimisers.layout(WIDTHS):
+        size = int(np.prod(shape))
+        ours = (before - flat)[offset : offset + size].reshape(shape)
+        offset += size
+        theirs = grads[key].grad.numpy()
+        assert np.abs(theirs).max() > 0, key  # every parameter learns, the Linear before the norm included
+        np.testing.assert_allclose(ours, theirs, atol=1e-6 + 1e-5 * float(np.abs(theirs).max()), err_msg=key)
+
+
+@pytest.mark.parametrize("b", [2, 3])
+def test_frozen_adam_finetuning_agrees_with_pytorch_eval_mode_in_a_training_loop(b):
+    state, spec = _state(seed=4)
+    x, y = _data()
+    rows = finetune.stream_rows(y, "shuffle", 0, 0, 12, b)
+    ours = finetune.run(state, spec, x, y, rows, b, 1e-2, frozen=True)
+    theirs = _torch_finetune(state, spec, x, y, rows, b, 1e-2, frozen=True)
+    for key, value in theirs.items():
+        if "running" in key or "num_batches" in key:  # eval mode: never written, on either side
+            assert ours[key].tobytes() == state[key].tobytes() and np.array_equal(value, state[key]), key
+        else:
+            assert np.abs(ours[key] - state[key]).max() > 1e-3, key  # it did learn
+            np.testing.assert_allclose(ours[key], value, atol=2e-5, err_msg=key)
+
+
+def test_live_finetuning_moves_the_running_statistics_as_pytorchs_training_mode():
+    """Learning rate 0: the weights stay, bit for bit; the running statistics follow every batch."""
+    state, spec = _state(seed=5)
+    x, y = _data()
+    rows = finetune.stream_rows(y, "class_sorted", 0, 0, 9, 2)
+    ours = finetune.run(state, spec, x, y, rows, 2, 0.0, frozen=False)
+    theirs = _torch_finetune(state, spec, x, y, rows, 2, 0.0, frozen=False)
+    for key, value in theirs.items():
+        if "running" in key:
+            assert ours[key].tobytes() != state[key].tobytes(), key
+            np.testing.assert_allclose(ours[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
+        elif "num_batches" in key:
+            assert int(ours[key]) == int(value) == 7 + 9
+        else:
+            assert ours[key].tobytes() == state[key].tobytes(), key
+
+
+def test_a_run_starts_from_the_given_network_and_the_path_is_made_of_prefix_runs():
+    state, spec = _state(seed=6)
+    x, y = _data()
+    rows = finetune.stream_rows(y, "shuffle", 1, 0, 7, 2)
+    assert finetune.marks(7, 3) == [0, 3, 6, 7]
+    path = finetune.finetune_runs(state, spec, x, y, rows, 2, 1e-3, False, 3)
+    assert len(path) == 4 and path[0] is state
+    for k, s in zip((3, 6, 7), path[1:]):
+        want = finetune.run(state, spec, x, y, rows[: 2 * k], 2, 1e-3, False)
+        assert all(s[key].tobytes() == want[key].tobytes() for key in want), k
+    assert int(path[-1]["1.num_batches_tracked"]) == 7 + 7
+    frozen = finetune.finetune_runs(state, spec, x, y, rows, 2, 1e-3, True, 3)
+    assert int(frozen[-1]["1.num_batches_tracked"]) == 7  # frozen: no update counted
+    assert not np.array_equal(path[-1]["0.weight"], frozen[-1]["0.weight"])
+
+
+def test_finetuning_refuses_another_normaliser():
+    spec = model.NetSpec("layernorm", WIDTHS, groups=1)
+    x, y = _data()
+    with pytest.raises(ValueError, match="batch norm"):
+        finetune.run(model.initial_state(spec, 0), spec, x, y, np.arange(4), 2, 1e-3, False)
+
+
+def test_streams_are_seeded_epochs_random_or_one_class_batches():
+    y = np.repeat(np.arange(10), 90)[np.random.default_rng(0).permutation(900)]
+    shuffled = finetune.stream_rows(y, "shuffle", 0, 3, 450, 2)
+    assert len(shuffled) == 900 and sorted(shuffled) == list(range(900))  # one epoch: every row once
+    assert np.array_equal(shuffled, finetune.stream_rows(y, "shuffle", 0, 3, 450, 2))
+    assert not np.array_equal(shuffled, finetune.stream_rows(y, "shuffle", 0, 4, 450, 2))  # another network
+    assert not np.array_equal(shuffled, finetune.stream_rows(y, "shuffle", 1, 3, 450, 2))  # another seed
+    longer = finetune.stream_rows(y, "shuffle", 0, 3, 500, 2)
+    assert np.array_equal(longer[:900], shuffled) and len(longer) == 1000  # the next epoch follows
+    sorted_ = finetune.stream_rows(y, "class_sorted", 0, 3, 450, 2).reshape(-1, 2)
+    classes = y[sorted_]
+    assert (classes[:, 0] == classes[:, 1]).all()  # 90 rows per class: every batch holds one class
+    assert (np.diff(classes[:, 0]) < 0).any()  # the batches in a random order, not sorted
+    random_same = y[shuffled.reshape(-1, 2)]
+    assert (random_same[:, 0] == random_same[:, 1]).mean() < 0.3
+    with pytest.raises(ValueError, match="stream"):
+        finetune.stream_rows(y, "sorted", 0, 0, 4, 2)
+
+
+def _networks():
+    rows = []
+    base = {"steps": 4, "train_mode_before": 0.5, "start_mean_to_exact": 0.01, "start_var_to_exact": 0.02}
+    after = {
+        (0.001, "shuffle", "live"): [0.90, 0.92, 0.89],
+        (0.001, "shuffle", "frozen"): [0.95, 0.93, 0.94],
+        (0.001, "class_sorted", "live"): [0.80, 0.85, 0.84],
+        (0.001, "class_sorted", "frozen"): [0.94, 0.94, 0.95],
+    }
+    before = [0.95, 0.94, 0.96]
+    for (lr, stream, mode), values in after.items():
+        for seed, v in enumerate(values):
+            rows.append(
+                {"seed": seed, "lr": lr, "stream": stream, "mode": mode, "inference_before": before[seed]}
+                | base
+                | {
+                    "inference_after": v,
+                    "train_mode_after": 0.5 + 0.1 * (mode == "live"),
+                    "recomputed_after": v + 0.01 * (mode == "live"),
+                    "mean_to_exact": 0.1,
+                    "var_to_exact": 0.4 if mode == "live" else 0.05,
+                    "mean_to_start": 0.1 * (mode == "live"),
+                    "var_to_start": 0.3 * (mode == "live"),
+                }
+            )
+    return rows[::-1]  # any order
+
+
+def _t_interval(d):
+    mean = math.fsum(d) / len(d)
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in d) / (len(d) - 1))
+    half = sps.t.ppf(0.975, len(d) - 1) * sd / math.sqrt(len(d))
+    return mean, mean - half, mean + half
+
+
+def test_summary_intervals_are_student_t_over_seeds_paired_by_seed():
+    summary = finetune_report.summarise(_networks(), 0.95)
+    cell = summary["by_rate"]["0.001"]
+    change = cell["class_sorted"]["live"]["inference_change"]
+    mean, lo, hi = _t_interval([0.80 - 0.95, 0.85 - 0.94, 0.84 - 0.96])
+    assert change["mean"] == pytest.approx(mean, abs=1e-15) and change["ci"] == pytest.approx([lo, hi], abs=1e-12)
+    gap = cell["shuffle"]["frozen_minus_live"]["inference_after"]
+    mean, lo, hi = _t_interval([0.05, 0.01, 0.05])
+    assert gap["mean"] == pytest.approx(mean, abs=1e-15) and gap["ci"] == pytest.approx([lo, hi], abs=1e-12)
+    sorted_gap = cell["class_sorted_minus_shuffle"]["live"]
+    assert sorted_gap["mean"] == pytest.approx(-0.22 / 3, abs=1e-12)
+    assert cell["shuffle"]["live"]["recomputed_gain"]["mean"] == pytest.approx(0.01, abs=1e-12)
+    assert cell["shuffle"]["live"]["var_to_exact"]["mean"] == pytest.approx(0.4)
+    assert (
+        summary["start"]["inference_before"]["mean"] == pytest.approx(0.95)
+        and summary["start"]["inference_before"]["seeds"] == 3
+    )
+
+
+def test_along_means_average_the_seeds_per_step():
+    along = [
+        dict(lr=lr, stream=s, mode=m, seed=seed, step=k, inference_accuracy=0.25 * (seed + k), mean_to_exact=k,
+             var_to_exact=seed)
+        for lr in (1e-3, 1e-4) for s in ("class_sorted", "shuffle") for m in ("frozen", "live")
+        for seed in (0, 1) for k in (2, 0)
+    ]  # fmt: skip
+    means = finetune_report.along_means(along)
+    assert [(r["lr"], r["stream"], r["mode"], r["step"]) for r in means[:3]] == [
+        (1e-4, "shuffle", "live", 0),
+        (1e-4, "shuffle", "live", 2),
+        (1e-4, "shuffle", "frozen", 0),
+    ]
+    assert [r["inference_accuracy"] for r in means[:2]] == [0.125, 0.625] and means[0]["var_to_exact"] == 0.5
+    assert len(means) == 16
+
+
+def test_macros_and_table_print_the_summary():
+    summary = finetune_report.summarise(_networks(), 0.95)
+    settings = dict(source_batch_size=64, batch_size=2, steps=300, every=25, train_rows=898, momentum=0.1,
+                    confidence=0.95)  # fmt: skip
+    m = finetune_report.macros(summary, settings)
+    assert m["finetuneRateOne"] == "$1 \\times 10^{-3}$" and m["finetuneRates"] == m["finetuneRateOne"]
+    assert m["finetuneRateOneClassSortedLiveChange"] == "$-12.0$"  # (-15 - 9 - 12) / 3 points
+    assert m["finetuneRateOneShuffleFrozenMinusLive"] == "$+3.7$"
+    assert m["finetuneRateOneShuffleFrozenMinusLiveVerdict"] == "contains zero"  # +3.7 [-2.1, +9.4]
+    assert m["finetuneRateOneClassSortedFrozenMinusLiveVerdict"] == "lies wholly above zero"  # +11.3 [+5.1, +17.6]
+    assert m["finetuneRateOneClassSortedLiveChangeVerdict"] == "lies wholly below zero"
+    assert m["finetuneRateOneLiveSortedMinusShuffleVerdict"] == "lies wholly below zero"  # -0.10, -0.07, -0.05
+    assert m["finetuneRateOneFrozenSortedMinusShuffleVerdict"] == "contains zero"  # -0.01, +0.01, +0.01
+    assert m["finetuneRateOneShuffleLiveVarToExact"] == "0.40" and m["finetuneRateOneShuffleFrozenVarToStart"] == "0.00"
+    assert m["finetuneStartInference"] == "95.0\\%" and m["finetuneSeeds"] == "3" and m["finetuneRows"] == "600"
+    assert m["finetuneTrainedWeight"] == "$2 \\times 10^{-14}$"  # 0.9 ** 300
+    assert finetune_report.points(-0.00049) == "$0.0$" and finetune_report.points(0.0123) == "$+1.2$"
+    rows = finetune_report.table_rows(summary)
+    assert [r[1] for r in rows] == ["random", "one-class"]
+    assert all(len(r) == len(finetune_report.HEADER) for r in rows)
+    assert rows[1][2].startswith("$-12.0$ [")
+
+
+def test_finetune_outputs_are_built_and_in_the_manifest(runs):
+    from bnstudy import io, manifest
+
+    base, manifests, _ = runs
+    paths = set(manifest.read(manifests["cores1"])["path"])
+    for path in (
+        "results/finetune/networks.csv",
+        "results/finetune/along.csv",
+        "results/finetune/along_mean.csv",
+        "results/summary/finetune.json",
+        "results/paper/macros/finetune.tex",
+        "results/paper/tables/finetune.tex",
+        "results/paper/figures/finetune.pdf",
+    ):
+        assert path in paths, path
+    summary = io.read_json(manifests["cores1"].parent / "summary" / "finetune.json")
+    for cell in summary["by_rate"].values():
+        for stream in finetune.STREAMS:
+            assert cell[stream]["frozen"]["var_to_start"]["mean"] == 0  # frozen: the statistics never move
+            assert cell[stream]["live"]["var_to_start"]["mean"] > 0

@@ -1,0 +1,116 @@
+# Fine-tuning in small batches (issue 17, item 5): the batch-norm grid networks of one
+# batch size fine-tuned in small batches, random or one-class, with the normalisation
+# layers live (training mode) or frozen (inference mode).
+
+TUNE = config["finetune"]
+
+
+rule finetune:
+    message:
+        "Fine-tuning the batchnorm grid networks of b=%d for %d steps in batches of %d, live and frozen"
+        % (TUNE["source_batch_size"], TUNE["steps"], TUNE["batch_size"])
+    input:
+        weights=expand(
+            rules.train_grid.output.weights,
+            normaliser="batchnorm",
+            batch_size=TUNE["source_batch_size"],
+            block=SEED_BLOCKS,
+        ),
+        x_train=rules.split.output.x_train,
+        y_train=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        code=code("finetune_run.py"),
+    output:
+        networks="results/finetune/networks.csv",
+        along="results/finetune/along.csv",
+    params:
+        batch_size=TUNE["batch_size"],
+        steps=TUNE["steps"],
+        lrs=TUNE["lrs"],
+        every=TUNE["every"],
+        seed=TUNE["seed"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=10,
+    log:
+        "results/logs/finetune.log",
+    benchmark:
+        "results/benchmarks/finetune.tsv"
+    script:
+        "../scripts/finetune_run.py"
+
+
+rule summarise_finetune:
+    message:
+        "Summarising the fine-tuning study: JSON, macros, table"
+    input:
+        networks=rules.finetune.output.networks,
+        along=rules.finetune.output.along,
+        y_train=rules.split.output.y_train,
+        code=code("finetune_summarise.py"),
+    output:
+        summary="results/summary/finetune.json",
+        along="results/finetune/along_mean.csv",
+        macros="results/paper/macros/finetune.tex",
+        table="results/paper/tables/finetune.tex",
+    params:
+        source_batch_size=TUNE["source_batch_size"],
+        batch_size=TUNE["batch_size"],
+        steps=TUNE["steps"],
+        lrs=TUNE["lrs"],
+        every=TUNE["every"],
+        seed=TUNE["seed"],
+        momentum=config["network"]["momentum"],
+        confidence=TUNE["confidence"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/summarise_finetune.log",
+    benchmark:
+        "results/benchmarks/summarise_finetune.tsv"
+    script:
+        "../scripts/finetune_summarise.py"
+
+
+rule figure_finetune:
+    message:
+        "Drawing the networks along the fine-tuning"
+    input:
+        summary=rules.summarise_finetune.output.summary,
+        along=rules.summarise_finetune.output.along,
+        code=code("finetune_figure.py"),
+    output:
+        pdf=report(
+            "results/paper/figures/finetune.pdf",
+            category="Fine-tuning in small batches",
+            caption="../report/finetune.rst",
+        ),
+        png="results/paper/figures/finetune.png",
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/figure_finetune.log",
+    benchmark:
+        "results/benchmarks/figure_finetune.tsv"
+    script:
+        "../scripts/finetune_figure.py"
+
+
+register(rules.finetune)
+register(rules.summarise_finetune)
+register(rules.figure_finetune)
+PAPER_INPUTS["macros_finetune"] = rules.summarise_finetune.output.macros
+PAPER_INPUTS["table_finetune"] = rules.summarise_finetune.output.table
+PAPER_INPUTS["figure_finetune"] = rules.figure_finetune.output.pdf

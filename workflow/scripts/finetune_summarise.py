@@ -1,0 +1,32 @@
+"""Rule summarise_finetune: the fine-tuning study's summary JSON, macros, table and mean path."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
+
+log = start(snakemake, torch=False)
+from bnstudy import finetune_report, io, latex
+
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
+networks = io.read_table(inp.networks).to_dict("records")
+summary = finetune_report.summarise(networks, p.confidence)
+settings = {
+    "normaliser": "batchnorm",
+    "source_batch_size": p.source_batch_size,
+    "batch_size": p.batch_size,
+    "steps": p.steps,
+    "lrs": list(p.lrs),
+    "every": p.every,
+    "seed": p.seed,
+    "momentum": p.momentum,
+    "confidence": p.confidence,
+    "train_rows": len(io.read_array(inp.y_train)),
+    "optimizer_state": "fresh Adam state at the start of every fine-tuning",
+}
+io.write_json(out.summary, {"settings": settings} | summary)
+io.write_table(out.along, finetune_report.along_means(io.read_table(inp.along).to_dict("records")))
+macros = finetune_report.macros(summary, settings)
+latex.write_macros(out.macros, macros, "Fine-tuning in small batches")
+finetune_report.write_table(out.table, summary)
+log.info("macros: %d", len(macros))
