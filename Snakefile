@@ -23,6 +23,7 @@ include: "workflow/rules/companions.smk"
 include: "workflow/rules/running_stats.smk"
 include: "workflow/rules/lr_sweep.smk"
 include: "workflow/rules/serving.smk"
+include: "workflow/rules/conv.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
@@ -43,6 +44,8 @@ localrules:
     figure_lr_sweep,
     summarise_serving,
     figure_serving,
+    summarise_conv,
+    figure_conv,
     design_macros,
     provenance,
     paper,

@@ -35,6 +35,7 @@ PRINTED_WIDTH = {
     "running_stats": 1.0,
     "lr_sweep": 0.6,
     "serving": 1.0,
+    "conv": 1.0,
 }
 MIN_FONT_PT = 7
 
