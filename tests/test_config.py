@@ -379,3 +379,26 @@ def test_approximate_mode_draws_nothing_when_the_shares_are_whole():
         sk_mode(np.array([2, 2]), 2, sk_rng)
         ours = _approximate_mode(np.array([1, 1, 1, 1, 1]), 2, ours_rng)
         assert ours.tolist() == sk_mode(np.array([1, 1, 1, 1, 1]), 2, sk_rng).tolist()
+
+
+@pytest.mark.parametrize(
+    "path, ok, bad, key",
+    [
+        (["conv", "normalisers"], ["none", "batchnorm"], ["none", "groupnorm"], "conv.normalisers"),
+        (["conv", "batch_sizes"], [4], [4, 8], "conv.batch_sizes[1]"),
+        (["conv", "groups"], 4, 3, "conv.groups"),
+    ],
+)
+def test_conv_cross_field_check_accepts_a_fit_and_rejects_a_misfit(test_config, path, ok, bad, key):
+    """The CNN is compared with none (study 1 needs batch norm), sits beside grid cells of the MLP,
+    and its group norm's groups divide both channel counts."""
+    assert cross_field_error(mutate(test_config, path, ok)) is None
+    message = cross_field_error(mutate(test_config, path, bad))
+    assert message is not None and message.startswith(f"config error: {key}: "), message
+
+
+def test_conv_normaliser_outside_the_grid_is_rejected(test_config):
+    cfg = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
+    assert (
+        cross_field_error(cfg) == "config error: conv.normalisers[2]: groupnorm is not a grid normaliser (normalisers)"
+    )
