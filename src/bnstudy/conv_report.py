@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import latex
+from .conv import SIDE, P
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -166,7 +167,10 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
         "convExactExamples": latex.fmt(int(design["exact_examples"])),
         "convExactPerClass": latex.fmt(int(design["exact_per_class"])),
         "convPairs": latex.fmt(int(design["pairs"])),
-        "convPositionValues": latex.fmt(2 * 64),
+        "convPositionValues": latex.fmt(2 * P),
+        "convPositions": str(P),
+        "convImageSide": str(SIDE),
+        "convKernel": "3",
     }
     for where, b in (("min", sizes[0]), ("max", sizes[-1])):
         for model in ("cnn", "mlp"):
@@ -198,6 +202,9 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
             m[latex.macro_name("conv loss", norm, where)] = latex.fmt(
                 float(cell.loc[("cnn", norm, b, "final_loss")]["mean"]), 2
             )  # noqa: E501
+        for model in ("cnn", "mlp"):  # inference minus training mode, batch norm (points)
+            inf, train = (cell.loc[(model, "batchnorm", b, k)]["mean"] for k in MEASURES)
+            m[latex.macro_name("conv gap", model, where)] = _pts(inf - train)
         exact = ("cnn", "batchnorm", b, "exact_flip_rate"), ("mlp", "batchnorm", b, "exact_flip_rate")
         if all(k in cell.index for k in exact):
             m[latex.macro_name("conv flip compare", where)] = compare(cell.loc[exact[0]], cell.loc[exact[1]])
