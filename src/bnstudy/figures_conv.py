@@ -45,10 +45,10 @@ def conv(side: pd.DataFrame, fig_width: float | None = None):
             "batchnorm",
             "inference_accuracy",
             f"{name}, inference",
-            ls="-",
+            ls=LINESTYLES["batchnorm"],
             marker=MARKERS["batchnorm"],
             color=bn,
-        )  # noqa: E501
+        )
         _line(
             bx,
             side,
@@ -59,7 +59,7 @@ def conv(side: pd.DataFrame, fig_width: float | None = None):
             ls=":",
             marker=FREE_MARKERS[1],
             color=bn,
-        )  # noqa: E501
+        )
         for design, marker, label in FLIPS:
             text = f"{name}, {label}" if model == "cnn" or design == "exact" else None
             _line(cx, side, model, "batchnorm", f"{design}_flip_rate", text, ls="-", marker=marker, color=bn)
