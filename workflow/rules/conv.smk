@@ -4,11 +4,12 @@
 
 CONV = config["conv"]
 CONV_CELLS = [dict(normaliser=n) for n in CONV["normalisers"]]
-
-
-def conv_spec_params():
-    n = config["network"]
-    return dict(channels=CONV["channels"], groups=CONV["groups"], eps=n["eps"], momentum=n["momentum"])
+CONV_SPEC = dict(
+    channels=CONV["channels"],
+    groups=CONV["groups"],
+    eps=config["network"]["eps"],
+    momentum=config["network"]["momentum"],
+)
 
 
 rule train_conv:
@@ -26,7 +27,7 @@ rule train_conv:
         runs="results/conv/{normaliser}_runs.csv",
         epochs="results/conv/{normaliser}_epochs.csv",
     params:
-        spec=conv_spec_params(),
+        spec=CONV_SPEC,
         recipe=lambda wc: recipe_params(config["grid"] | {"epochs": CONV["epochs"]}, CONV["batch_sizes"][0], "none"),
         batch_sizes=CONV["batch_sizes"],
         seeds=CONV["seeds"],
@@ -58,7 +59,7 @@ rule probe_conv:
         probes="results/conv/probes.csv",
         rates="results/conv/flip_rates.csv",
     params:
-        spec=conv_spec_params(),
+        spec=CONV_SPEC,
         batch_sizes=CONV["batch_sizes"],
         seeds=CONV["seeds"],
         seed=CONV["probe"]["seed"],
