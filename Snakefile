@@ -25,6 +25,7 @@ include: "workflow/rules/lr_sweep.smk"
 include: "workflow/rules/serving.smk"
 include: "workflow/rules/accumulation.smk"
 include: "workflow/rules/finetune.smk"
+include: "workflow/rules/conv.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
@@ -49,6 +50,8 @@ localrules:
     figure_accumulation,
     summarise_finetune,
     figure_finetune,
+    summarise_conv,
+    figure_conv,
     design_macros,
     provenance,
     paper,

@@ -477,3 +477,26 @@ def test_finetune_config_cross_checks(test_config, key, value, message):
     with pytest.raises(ConfigError) as e:
         check_cross_fields(test_config)
     assert str(e.value).startswith(message), str(e.value)
+
+
+@pytest.mark.parametrize(
+    "path, ok, bad, key",
+    [
+        (["conv", "normalisers"], ["none", "batchnorm"], ["none", "groupnorm"], "conv.normalisers"),
+        (["conv", "batch_sizes"], [4], [4, 8], "conv.batch_sizes[1]"),
+        (["conv", "groups"], 4, 3, "conv.groups"),
+    ],
+)
+def test_conv_cross_field_check_accepts_a_fit_and_rejects_a_misfit(test_config, path, ok, bad, key):
+    """The CNN is compared with none (study 1 needs batch norm), sits beside grid cells of the MLP,
+    and its group norm's groups divide both channel counts."""
+    assert cross_field_error(mutate(test_config, path, ok)) is None
+    message = cross_field_error(mutate(test_config, path, bad))
+    assert message is not None and message.startswith(f"config error: {key}: "), message
+
+
+def test_conv_normaliser_outside_the_grid_is_rejected(test_config):
+    cfg = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
+    assert (
+        cross_field_error(cfg) == "config error: conv.normalisers[2]: groupnorm is not a grid normaliser (normalisers)"
+    )

@@ -175,6 +175,7 @@ def check_cross_fields(config: dict) -> None:
     _check_serving(config)
     _check_accumulation(config)
     _check_finetune(config)
+    _check_conv(config)
 
 
 def _check_lr_sweep(config: dict) -> None:
@@ -247,3 +248,22 @@ def _check_finetune(config: dict) -> None:
         )
     if t["every"] > t["steps"]:
         raise ConfigError(f"config error: finetune.every: {t['every']} is more than finetune.steps {t['steps']}")
+
+
+def _check_conv(config: dict) -> None:
+    """The CNN is compared with none and beside the MLP's grid cells; its groups divide its channels."""
+    c = config["conv"]
+    for name in ("none", "batchnorm"):
+        if name not in c["normalisers"]:
+            raise ConfigError(f"config error: conv.normalisers: {name} is missing (against none; study 1)")
+    for i, name in enumerate(c["normalisers"]):
+        if name not in config["normalisers"]:
+            raise ConfigError(f"config error: conv.normalisers[{i}]: {name} is not a grid normaliser (normalisers)")
+    for i, b in enumerate(c["batch_sizes"]):
+        if b not in config["grid"]["batch_sizes"]:
+            raise ConfigError(f"config error: conv.batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
+    for i, ch in enumerate(c["channels"]):
+        if ch % c["groups"]:
+            raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide conv.channels[{i}] {ch}")
+    if config["grid"]["optimizer"] != "adam":
+        raise ConfigError("config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam")

@@ -37,6 +37,7 @@ PRINTED_WIDTH = {
     "serving": 1.0,
     "accumulation": 1.0,
     "finetune": 1.0,
+    "conv": 1.0,
 }
 MIN_FONT_PT = 7
 

@@ -20,6 +20,8 @@ def _dispatchers():
     from . import (
         backprop,
         blocks,
+        conv,
+        conv_train,
         data,
         evaluation,
         fixedmath,
@@ -35,7 +37,7 @@ def _dispatchers():
         tiled,
     )
 
-    modules = (fixedmath, blocks, kernels, gradients, optimisers, backprop, tiled, probes, serving)
+    modules = (fixedmath, blocks, kernels, gradients, optimisers, backprop, tiled, probes, serving, conv, conv_train)
     for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
@@ -90,6 +92,20 @@ def _probes() -> None:
         )
 
 
+def _conv() -> None:
+    """The convolutional network: training, both modes of its forward pass, the pair probes."""
+    from . import conv_study, conv_train
+    from .recipe import Recipe
+
+    x, y = _inputs()
+    for kind in ("none", "batchnorm", "groupnorm", "layernorm"):
+        spec = conv_train.ConvSpec(kind, (4, 8), 2)
+        weights, _, _ = conv_study.train_normaliser(spec, Recipe(batch_size=4, epochs=1), [4], [0], x, y, x, y, 0)
+        if kind == "batchnorm":
+            pairs = conv_study.companion_pairs([0], y, 1, np.array([0]), 0)
+            conv_study.probe(weights, spec, [4], [0], x, y, pairs)
+
+
 def _population() -> None:
     from . import data, running_stats, selfchecks, stats
 
@@ -102,7 +118,7 @@ def _population() -> None:
 
 
 # Independent parts, longest first: ``--jobs N`` compiles them in N processes at once.
-PARTS = (_training, _probes, _evaluation, _population)
+PARTS = (_training, _conv, _probes, _evaluation, _population)
 
 
 def compile_all(part: int = 0, parts: int = 1) -> list[str]:

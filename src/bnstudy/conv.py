@@ -1,0 +1,237 @@
+"""The small convolutional network's arithmetic, compiled, in one fixed order (one model).
+
+The network (:mod:`bnstudy.conv_train`) reads a digit as an 8x8 image of one
+channel: conv 3x3 (padding 1) -> normaliser -> ReLU -> conv 3x3 (padding 1) ->
+normaliser -> ReLU -> global average pool -> linear. Activations are 2-D float32
+arrays with one row per (example, position), examples in order and within an
+example the ``P = 64`` positions in row-major order (``p = 8 * row + column``),
+one column per channel. The discipline is :mod:`bnstudy.kernels`' (no fast-math,
+no FMA, every reduction in the order stated here, vectorised only across
+independent outputs), and every step reuses its kernels where it can:
+
+- convolution = :func:`im2col` then :func:`bnstudy.blocks.linear_t`: the patch
+  matrix has a row per (example, position) and a column per ``(in channel, ky,
+  kx)``, ``column = 9 * channel + 3 * ky + kx`` (PyTorch's weight layout
+  ``(out, in, 3, 3)`` flattened), holding the input at ``(row + ky - 1, column +
+  kx - 1)`` or 0 outside the image; so each output is the bias plus the products
+  added in column order. Backward: :func:`bnstudy.gradients.linear_backward` on
+  the patches, then :func:`col2im`, which adds each patch gradient into the input
+  position it was copied from, patch rows in order and within a row columns in order;
+- batch norm 2d = :mod:`bnstudy.kernels`' batch norm over the rows of a batch
+  (statistics per channel over examples x positions, rows in order; the running
+  variance's unbiased correction uses the ``B * P`` values, as PyTorch);
+- layer and group norm over (channels of a group x positions) per example
+  (:func:`spatial_norm`, :func:`spatial_norm_backward`): groups of ``C / groups``
+  consecutive channels (layer norm: one group); per example and group, ``mean``
+  = (sum over positions in order, within a position the group's channels in
+  order) / count, biased ``var`` the same sum of squared deviations / count,
+  ``invstd = 1 / sqrt(var + eps)``, ``y = xhat * gamma[c] + beta[c]``; backward
+  ``dh = invstd * (dxhat - sum(dxhat) / count - xhat * sum(dxhat * xhat) / count)``
+  (same order), ``dgamma``/``dbeta`` summed over all rows in order;
+- global average pool (:func:`average_pool`): per example and channel the
+  positions' values added in order, divided by ``P``; backward ``dz / P`` to every
+  position (then the ReLU mask).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .blocks import batch_statistics, linear_t
+from .fixedmath import JIT
+from .kernels import norm_inference, norm_train
+from .normalisers import GROUP, LAYER
+
+SIDE = 8
+P = SIDE * SIDE  # positions per image
+
+
+@numba.njit(**JIT)
+def im2col(a, n_ex, out):
+    """Patches of ``a`` (``(n_ex * P, C)``) into ``out`` (``(n_ex * P, 9 * C)``), zero padded."""
+    c_ = a.shape[1]
+    for n in range(n_ex):
+        base = n * P
+        for y in range(SIDE):
+            for x in range(SIDE):
+                r = base + y * SIDE + x
+                for c in range(c_):
+                    for ky in range(3):
+                        yy = y + ky - 1
+                        for kx in range(3):
+                            xx = x + kx - 1
+                            col = 9 * c + 3 * ky + kx
+                            if 0 <= yy < SIDE and 0 <= xx < SIDE:
+                                out[r, col] = a[base + yy * SIDE + xx, c]
+                            else:
+                                out[r, col] = np.float32(0)
+
+
+@numba.njit(**JIT)
+def col2im(d, n_ex, out):
+    """The input gradient ``out`` (``(n_ex * P, C)``) from patch gradients ``d``
+    (``(n_ex * P, 9 * C)``): zeroed, then each patch entry added into the position it
+    was copied from, patch rows in order, within a row columns in order."""
+    c_ = out.shape[1]
+    for r in range(n_ex * P):
+        for c in range(c_):
+            out[r, c] = 0
+    for n in range(n_ex):
+        base = n * P
+        for y in range(SIDE):
+            for x in range(SIDE):
+                r = base + y * SIDE + x
+                for c in range(c_):
+                    for ky in range(3):
+                        yy = y + ky - 1
+                        for kx in range(3):
+                            xx = x + kx - 1
+                            if 0 <= yy < SIDE and 0 <= xx < SIDE:
+                                out[base + yy * SIDE + xx, c] += d[r, 9 * c + 3 * ky + kx]
+
+
+@numba.njit(**JIT)
+def spatial_norm(h, n_ex, groups, eps, gamma, beta, relu, out, xhat, rstd):
+    """Group norm (layer norm: ``groups = 1``) of each example's rows of ``h`` into ``out``;
+    keeps ``xhat`` and ``rstd[n, g]`` when those arrays have rows."""
+    c_ = h.shape[1]
+    size = c_ // groups
+    count = np.float32(size * P)
+    keep = xhat.shape[0] > 0
+    for n in range(n_ex):
+        base = n * P
+        for g in range(groups):
+            lo = g * size
+            mean = np.float32(0)
+            for p in range(P):
+                for c in range(lo, lo + size):
+                    mean += h[base + p, c]
+            mean = mean / count
+            var = np.float32(0)
+            for p in range(P):
+                for c in range(lo, lo + size):
+                    dev = h[base + p, c] - mean
+                    var += dev * dev
+            var = var / count
+            inv = np.float32(1) / np.sqrt(var + eps)
+            if keep:
+                rstd[n, g] = inv
+            for p in range(P):
+                for c in range(lo, lo + size):
+                    xh = (h[base + p, c] - mean) * inv
+                    if keep:
+                        xhat[base + p, c] = xh
+                    y = xh * gamma[c] + beta[c]
+                    if relu and not y > 0:
+                        y = np.float32(0)
+                    out[base + p, c] = y
+
+
+@numba.njit(**JIT)
+def spatial_norm_backward(dz, n_ex, groups, gamma, xhat, rstd, dh, dgamma, dbeta):
+    """``dh`` from ``dz`` (the gradient at the normaliser's output, ReLU mask applied)."""
+    c_ = dz.shape[1]
+    rows = n_ex * P
+    for c in range(c_):
+        dgamma[c] = 0
+        dbeta[c] = 0
+    for r in range(rows):
+        for c in range(c_):
+            g = dz[r, c]
+            dbeta[c] += g
+            dgamma[c] += g * xhat[r, c]
+    size = c_ // groups
+    count = np.float32(size * P)
+    for n in range(n_ex):
+        base = n * P
+        for g in range(groups):
+            lo = g * size
+            s1 = np.float32(0)
+            s2 = np.float32(0)
+            for p in range(P):
+                for c in range(lo, lo + size):
+                    dx = dz[base + p, c] * gamma[c]
+                    dh[base + p, c] = dx
+                    s1 += dx
+                    s2 += dx * xhat[base + p, c]
+            s1 = s1 / count
+            s2 = s2 / count
+            inv = rstd[n, g]
+            for p in range(P):
+                for c in range(lo, lo + size):
+                    dh[base + p, c] = inv * (dh[base + p, c] - s1 - xhat[base + p, c] * s2)
+
+
+@numba.njit(**JIT)
+def average_pool(a, n_ex, out):
+    """``out[n, c]`` = (sum of ``a``'s positions of example ``n`` in order) / ``P``."""
+    c_ = a.shape[1]
+    for n in range(n_ex):
+        for c in range(c_):
+            out[n, c] = 0
+        for p in range(P):
+            for c in range(c_):
+                out[n, c] += a[n * P + p, c]
+        for c in range(c_):
+            out[n, c] = out[n, c] / np.float32(P)
+
+
+@numba.njit(**JIT)
+def norm_layer(kind, h, n_ex, batch, train, gamma, beta, rm, rv, eps, setting, out):
+    """One normaliser + ReLU, forward, of ``n_ex`` examples' rows; training mode on
+    consecutive batches of ``batch`` examples; running statistics never written."""
+    if kind == LAYER or kind == GROUP:
+        none = np.empty((0, h.shape[1]), np.float32)
+        rstd = np.empty((0, setting), np.float32)
+        spatial_norm(h, n_ex, setting, eps, gamma, beta, True, out, none, rstd)
+    elif train and batch_statistics(kind):
+        norm_train(kind, h, batch * P, gamma, beta, rm, rv, eps, 1, np.float32(1), np.float32(0), True, out)
+    else:
+        norm_inference(kind, h, gamma, beta, rm, rv, eps, 1, True, out)
+
+
+@numba.njit(**JIT)
+def forward_model(
+    kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, x, n_ex, batch, train, eps, setting, logits
+):
+    """One model's logits for ``n_ex`` images ``x`` (``(n_ex * P, 1)``): inference mode, or
+    training mode on consecutive batches of ``batch`` images (running statistics read-only)."""
+    c1, c2 = w1t.shape[1], w2t.shape[1]
+    rows = n_ex * P
+    patches1 = np.empty((rows, 9), np.float32)
+    pre1 = np.empty((rows, c1), np.float32)
+    a1 = np.empty((rows, c1), np.float32)
+    patches2 = np.empty((rows, 9 * c1), np.float32)
+    pre2 = np.empty((rows, c2), np.float32)
+    a2 = np.empty((rows, c2), np.float32)
+    pooled = np.empty((n_ex, c2), np.float32)
+    im2col(x, n_ex, patches1)
+    linear_t(patches1, w1t, b1, pre1)
+    norm_layer(kind, pre1, n_ex, batch, train, g1, be1, rm1, rv1, eps, setting, a1)
+    im2col(a1, n_ex, patches2)
+    linear_t(patches2, w2t, b2, pre2)
+    norm_layer(kind, pre2, n_ex, batch, train, g2, be2, rm2, rv2, eps, setting, a2)
+    average_pool(a2, n_ex, pooled)
+    linear_t(pooled, w3t, b3, logits)
+
+
+@numba.njit(**JIT)
+def pair_labels(kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, x, pairs, eps, setting, out):
+    """Training-mode label of image ``pairs[k, 0]`` of ``x`` (``(N * P, 1)``) in a batch of two
+    with image ``pairs[k, 1]`` (first largest logit), for every ``k`` in order."""
+    xb = np.empty((2 * P, 1), np.float32)
+    z = np.empty((2, w3t.shape[1]), np.float32)
+    for k in range(pairs.shape[0]):
+        for j in range(2):
+            src = pairs[k, j] * P
+            for q in range(P):
+                xb[j * P + q, 0] = x[src + q, 0]
+        forward_model(
+            kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, xb, 2, 2, True, eps, setting, z
+        )
+        best = 0
+        for c in range(1, z.shape[1]):
+            if z[0, c] > z[0, best]:
+                best = c
+        out[k] = best

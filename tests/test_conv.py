@@ -1,0 +1,283 @@
+"""The convolutional network: its compiled kernels by value and against PyTorch, its training
+loop against autograd and torch.optim.Adam, and the study's probes and summaries on tiny inputs."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bnstudy import conv, conv_report, conv_study, conv_train
+from bnstudy.recipe import Recipe
+
+KINDS = ("none", "batchnorm", "groupnorm", "layernorm")
+
+
+def images(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, 64))).astype(np.float32), (np.arange(n) % 10).astype(np.int64)
+
+
+def rows(img):
+    """``(N, C, 8, 8)`` to the kernels' ``(N * 64, C)``."""
+    n, c = img.shape[:2]
+    return np.ascontiguousarray(img.transpose(0, 2, 3, 1).reshape(n * 64, c))
+
+
+def test_im2col_holds_each_padded_neighbourhood_in_column_order():
+    rng = np.random.default_rng(1)
+    img = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    out = np.empty((128, 27), np.float32)
+    conv.im2col(rows(img), 2, out)
+    padded = np.pad(img, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    for n, y, x in [(0, 0, 0), (1, 7, 7), (1, 3, 5), (0, 0, 6)]:
+        expect = padded[n, :, y : y + 3, x : x + 3].reshape(-1)  # (channel, ky, kx)
+        assert np.array_equal(out[n * 64 + 8 * y + x], expect)
+
+
+def test_col2im_is_the_adjoint_of_im2col():
+    """<im2col(a), d> = <a, col2im(d)> for any a, d (checked in float64)."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((128, 3)).astype(np.float32)
+    d = rng.standard_normal((128, 27)).astype(np.float32)
+    patches = np.empty((128, 27), np.float32)
+    back = np.empty((128, 3), np.float32)
+    conv.im2col(a, 2, patches)
+    conv.col2im(d, 2, back)
+    lhs = np.sum(patches.astype(np.float64) * d)
+    rhs = np.sum(a.astype(np.float64) * back)
+    assert lhs == pytest.approx(rhs, rel=1e-5)
+    # and a corner receives exactly the four patches that read it: (0,0) from (0,0),(0,1),(1,0),(1,1)
+    ones = np.ones((128, 27), np.float32)
+    conv.col2im(ones, 2, back)
+    assert back[0, 0] == 4 and back[9, 0] == 9 and back[63, 2] == 4
+
+
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    img = rng.standard_normal((3, 8, 8, 8)).astype(np.float32) * 2 + 1
+    gamma = rng.uniform(0.5, 1.5, 8).astype(np.float32)
+    beta = rng.standard_normal(8).astype(np.float32)
+    upstream = rng.standard_normal((3, 8, 8, 8)).astype(np.float32)
+    h = rows(img)
+    out, xhat = np.empty_like(h), np.empty_like(h)
+    rstd = np.empty((3, groups), np.float32)
+    conv.spatial_norm(h, 3, groups, np.float32(1e-5), gamma, beta, False, out, xhat, rstd)
+    t = torch.from_numpy(img).requires_grad_()
+    gn = torch.nn.GroupNorm(groups, 8, eps=1e-5)
+    with torch.no_grad():
+        gn.weight.copy_(torch.from_numpy(gamma))
+        gn.bias.copy_(torch.from_numpy(beta))
+    y = gn(t)
+    y.backward(torch.from_numpy(upstream))
+    np.testing.assert_allclose(out, rows(y.detach().numpy()), rtol=1e-5, atol=1e-5)
+    dh, dg, db = np.empty_like(h), np.empty(8, np.float32), np.empty(8, np.float32)
+    conv.spatial_norm_backward(rows(upstream), 3, groups, gamma, xhat, rstd, dh, dg, db)
+    np.testing.assert_allclose(dh, rows(t.grad.numpy()), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dg, gn.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(db, gn.bias.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _grad_parts(spec, flat):
+    out, offset = {}, 0
+    for key, shape in conv_train.layout(spec):
+        size = int(np.prod(shape))
+        out[key] = flat[offset : offset + size].reshape(shape)
+        offset += size
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_first_gradient_is_autograds(kind):
+    """The compiled backward pass gives PyTorch's gradient (each tensor to 1e-5 of its largest entry)."""
+    conv_torch = pytest.importorskip("bnstudy.conv_torch")
+    x, y = images(24)
+    spec = conv_train.ConvSpec(kind, (4, 8), 2)
+    n = sum(int(np.prod(s)) for _, s in conv_train.layout(spec))
+    grad = np.zeros(n, np.float32)
+    conv_train.train_one(spec, Recipe(batch_size=8, epochs=1), 0, x, y, first_grad=grad)
+    first = conv_train.epoch_rows(conv_train.order_generator(0), y, 8)[:8]
+    ref = conv_torch.first_gradient(spec, 0, x[first], y[first])
+    mine = _grad_parts(spec, grad)
+    assert set(ref) <= set(mine)
+    for key, r in ref.items():
+        scale = max(np.abs(r).max(), np.abs(ref[key.split(".")[0] + ".weight"]).max())
+        assert np.abs(mine[key] - r).max() <= 1e-5 * scale, key
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_training_and_logits_agree_with_the_plain_pytorch_loop(kind):
+    """Three epochs of Adam agree with torch.optim.Adam; the trained network's logits agree with the
+    module's in inference mode and in training mode (batches of 4, running statistics untouched)."""
+    torch = pytest.importorskip("torch")
+    conv_torch = pytest.importorskip("bnstudy.conv_torch")
+    x, y = images(40)
+    spec = conv_train.ConvSpec(kind, (4, 8), 2)
+    recipe = Recipe(batch_size=8, epochs=3)
+    stacked, _ = conv_train.train_models(spec, recipe, [0], x, y)
+    net = conv_torch.train_plain(spec, recipe, 0, x, y)
+    theirs = {k: v.numpy() for k, v in net.state_dict().items()}
+    ours = {k: v[0] for k, v in stacked.items()}
+    assert set(ours) == set(theirs)
+    if kind == "batchnorm":  # a bias before batch norm has a zero gradient up to rounding, which Adam
+        for key in ("0.bias", "3.bias", "1.running_mean", "4.running_mean"):  # scales up into steps
+            del ours[key], theirs[key]  # (and the running means follow the bias): see the one-step test
+    for key, v in ours.items():
+        np.testing.assert_allclose(v, theirs[key], rtol=1e-3, atol=2e-4, err_msg=key)
+    state = {k: v[0] for k, v in stacked.items()}
+    ref = conv_torch.build_module(spec, state=state)
+    with torch.no_grad():
+        inference = ref.eval()(conv_torch.images(x)).numpy()
+        ref.train()
+        for m in ref.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.momentum = 0.0  # training mode, running statistics left as they are
+        training = np.concatenate([ref(conv_torch.images(x[i : i + 4])).numpy() for i in range(0, 40, 4)])
+    np.testing.assert_allclose(conv_train.logits(stacked, spec, x)[0], inference, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        conv_train.logits(stacked, spec, x, train=True, batch=4)[0], training, rtol=1e-4, atol=1e-4
+    )
+
+
+@pytest.mark.parametrize("kind", ["batchnorm", "groupnorm"])
+def test_one_step_moves_every_tensor_as_pytorch_does(kind):
+    """One batch, one Adam step: every tensor, running statistics included."""
+    pytest.importorskip("torch")
+    conv_torch = pytest.importorskip("bnstudy.conv_torch")
+    x, y = images(8)
+    spec = conv_train.ConvSpec(kind, (4, 8), 2)
+    recipe = Recipe(batch_size=8, epochs=1)
+    stacked, _ = conv_train.train_models(spec, recipe, [0], x, y)
+    theirs = conv_torch.train_plain(spec, recipe, 0, x, y).state_dict()
+    assert set(stacked) == set(theirs)
+    for key, v in stacked.items():
+        if kind == "batchnorm" and key in ("0.bias", "3.bias"):  # zero gradient up to rounding: Adam's
+            continue  # step is lr times the sign of rounding noise (the running means precede it)
+        np.testing.assert_allclose(v[0], theirs[key].numpy(), rtol=1e-5, atol=1e-6, err_msg=key)
+    if kind == "batchnorm":
+        assert not np.allclose(stacked["1.running_mean"][0], 0)
+
+
+def test_training_is_the_same_bytes_for_any_thread_count_and_repeat():
+    x, y = images(32)
+    spec = conv_train.ConvSpec("batchnorm", (4, 8), 2)
+    a, log_a = conv_train.train_models(spec, Recipe(batch_size=4, epochs=2), [0, 1], x, y, threads=1)
+    b, log_b = conv_train.train_models(spec, Recipe(batch_size=4, epochs=2), [1, 0], x, y, threads=2)
+    for key in a:
+        assert a[key][0].tobytes() == b[key][1].tobytes() and a[key][1].tobytes() == b[key][0].tobytes(), key
+    assert not np.array_equal(a["0.weight"][0], a["0.weight"][1])
+    assert a["1.running_var"][0].tobytes() != np.ones(4, np.float32).tobytes()  # the statistics moved
+
+
+def test_initial_weights_follow_pytorchs_default_bounds():
+    spec = conv_train.ConvSpec("batchnorm", (16, 32), 4)
+    state = conv_train.initial_state(spec, 0)
+    assert list(state)[:3] == ["0.weight", "0.bias", "1.weight"] and list(state)[-2:] == ["8.weight", "8.bias"]
+    for key, fan_in in (("0.weight", 9), ("3.weight", 9 * 16), ("8.weight", 32)):
+        w = state[key]
+        assert np.abs(w).max() <= 1 / np.sqrt(fan_in) and np.abs(w).max() > 0.9 / np.sqrt(fan_in), key
+    assert "1.weight" not in conv_train.initial_state(conv_train.ConvSpec("none"), 0)
+    assert np.array_equal(state["0.weight"], conv_train.initial_state(spec, 0)["0.weight"])
+
+
+def test_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
+    x, y = images(12)
+    spec = conv_train.ConvSpec("batchnorm", (4, 8), 2)
+    stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=2), [0], x, y)
+    pairs = np.array([[0, 1], [3, 7], [7, 3], [5, 11]], np.int64)
+    got = np.empty(4, np.int64)
+    flat = np.ascontiguousarray(x.reshape(-1, 1))
+    conv.pair_labels(spec.kind(), *conv_train.model_arrays(stacked, spec, 0), flat, pairs, np.float32(1e-5), 1, got)
+    for k, (a, b) in enumerate(pairs):
+        z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
+        assert got[k] == int(np.argmax(z[0]))
+
+
+def test_row_normalisers_never_flip_with_their_companion():
+    """Group and layer norm (and none) normalise each image alone: the built-in control."""
+    x, y = images(24)
+    examples = np.array([0, 1, 2, 3])
+    pairs = conv_study.companion_pairs(examples, y, 3, np.array([1]), 0)
+    for kind in ("none", "groupnorm", "layernorm"):
+        spec = conv_train.ConvSpec(kind, (4, 8), 2)
+        weights, _, _ = conv_study.train_normaliser(spec, Recipe(batch_size=4, epochs=1), [4], [0], x, y, x, y, 0)
+        probes = conv_study.probe(weights, spec, [4], [0], x, y, pairs)
+        assert probes.flips.sum() == 0, kind
+
+
+def test_companion_pairs_draw_from_the_right_pools_and_enumerate_exactly():
+    y = np.array([0, 1, 0, 1, 2, 0, 2, 1, 0, 2])
+    pairs = conv_study.companion_pairs([0, 4], y, 6, np.array([4]), seed=0)
+    assert (pairs.example != pairs.companion).all()
+    own = pairs[pairs.design == "own_class"]
+    other = pairs[pairs.design == "other_class"]
+    assert (y[own.example] == y[own.companion]).all() and (y[other.example] != y[other.companion]).all()
+    assert pairs.groupby(["design", "example"]).size().drop("exact").eq(6).all()
+    assert sorted(pairs[pairs.design == "exact"].companion) == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+    again = conv_study.companion_pairs([0, 4], y, 6, np.array([4]), seed=0)
+    assert again.equals(pairs)
+    assert not conv_study.companion_pairs([0, 4], y, 6, np.array([4]), seed=1).equals(pairs)
+
+
+def test_exact_subset_takes_so_many_per_class():
+    examples = np.arange(20)
+    labels = examples % 4
+    chosen = conv_study.exact_subset(examples, labels, 2, 0)
+    assert len(chosen) == 8 and sorted(np.bincount(labels[chosen])) == [2, 2, 2, 2]
+    assert list(chosen) == sorted(chosen)
+
+
+def test_flip_rates_are_means_over_examples_of_their_shares():
+    probes = pd.DataFrame(
+        [
+            dict(batch_size=2, seed=0, design="random", example=0, batches=4, flips=1, correct=3, inference_correct=1),
+            dict(batch_size=2, seed=0, design="random", example=1, batches=2, flips=0, correct=0, inference_correct=0),
+        ]
+    )
+    r = conv_study.flip_rates(probes).iloc[0]
+    assert r.flip_rate == pytest.approx(0.125) and r.train_mode_accuracy == pytest.approx(0.375)
+    assert r.ever_flipped == 0.5 and r.examples == 2
+
+
+def test_against_none_pairs_by_seed():
+    runs = pd.DataFrame(
+        [
+            dict(normaliser=n, batch_size=2, seed=s, inference_accuracy=acc, train_mode_accuracy=tr, final_loss=0.1)
+            for n, s, acc, tr in [
+                ("none", 0, 0.90, 0.90), ("none", 1, 0.80, 0.80), ("none", 2, 0.70, 0.70),
+                ("batchnorm", 0, 0.95, 0.60), ("batchnorm", 1, 0.84, 0.50), ("batchnorm", 2, 0.76, 0.40),
+            ]
+        ]
+    )  # fmt: skip
+    paired = conv_report.against_none(runs, 0.95).set_index("measure")
+    assert paired.loc["inference_accuracy"].gain == pytest.approx(0.05)
+    assert paired.loc["inference_accuracy"].sd == pytest.approx(0.01)
+    assert paired.loc["train_mode_accuracy"].gain == pytest.approx(-0.30)
+    assert paired.loc["train_mode_accuracy"].ci_high < 0
+    assert conv_report.verdict(-0.3, -0.1) == "lies wholly below zero"
+    assert conv_report.verdict(-0.3, 0.1) == "contains zero"
+    assert conv_report.verdict(0.1, 0.3) == "lies wholly above zero"
+
+
+def test_compare_reads_where_one_interval_lies_against_another():
+    a = pd.Series({"ci_low": 0.1, "ci_high": 0.2})
+    assert conv_report.compare(a, pd.Series({"ci_low": 0.25, "ci_high": 0.3})) == "below"
+    assert conv_report.compare(a, pd.Series({"ci_low": 0.0, "ci_high": 0.05})) == "above"
+    assert conv_report.compare(a, pd.Series({"ci_low": 0.15, "ci_high": 0.3})) == "overlapping"
+
+
+def test_mlp_rows_read_both_summaries():
+    cell = {"inference_accuracy": 0.9, "inference_ci": [0.8, 1.0], "inference_sd": 0.05, "seeds": 5}
+    cell |= {"train_mode_accuracy": 0.6, "train_mode_ci": [0.5, 0.7], "train_mode_sd": 0.04}
+    grid = pd.DataFrame(
+        [
+            dict(normaliser="batchnorm", train_batch_size=2, design="exact", batch_size=2, seeds=5, mean=0.4)
+            | dict(sd=0.01, ci_low=0.39, ci_high=0.41, measure="flip_rate"),
+            dict(normaliser="batchnorm", train_batch_size=2, design="random", batch_size=16, seeds=5, mean=0.1)
+            | dict(sd=0.01, ci_low=0.09, ci_high=0.11, measure="flip_rate"),
+        ]
+    )
+    out = conv_report.mlp_rows({"batchnorm": {"2": cell}}, grid, ["batchnorm"], [2]).set_index("measure")
+    assert out.loc["train_mode_accuracy"]["mean"] == 0.6 and out.loc["train_mode_accuracy"].ci_low == 0.5
+    assert out.loc["exact_flip_rate"]["mean"] == 0.4
+    assert "random_flip_rate" not in out.index  # the MLP's random design at batch 16 is not a batch of two

@@ -1,0 +1,154 @@
+# Convolutional networks (issue 17, item 1): a small CNN on the digits as 8x8 images, every
+# normaliser of `conv` at its batch sizes and seeds (one job per normaliser), study 2 on every
+# network and study 1 at batches of two on the batch-norm networks, beside the MLP's numbers.
+
+CONV = config["conv"]
+CONV_CELLS = [dict(normaliser=n) for n in CONV["normalisers"]]
+CONV_SPEC = dict(
+    channels=CONV["channels"],
+    groups=CONV["groups"],
+    eps=config["network"]["eps"],
+    momentum=config["network"]["momentum"],
+)
+
+
+rule train_conv:
+    message:
+        "Training the convolutional network with {wildcards.normaliser} at batch sizes %s x seeds %s"
+        % (CONV["batch_sizes"], CONV["seeds"])
+    input:
+        x=rules.split.output.x_train,
+        y=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        code=code("conv_fit.py"),
+    output:
+        weights="results/conv/{normaliser}.safetensors",
+        runs="results/conv/{normaliser}_runs.csv",
+        epochs="results/conv/{normaliser}_epochs.csv",
+    params:
+        spec=CONV_SPEC,
+        recipe=lambda wc: recipe_params(config["grid"] | {"epochs": CONV["epochs"]}, CONV["batch_sizes"][0], "none"),
+        batch_sizes=CONV["batch_sizes"],
+        seeds=CONV["seeds"],
+        eval_seed=config["batch_size_eval"]["seed"],
+    conda:
+        CONDA_ENV
+    threads: THREADS  # config compute_threads: seeds trained at once
+    resources:
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=30,
+    log:
+        "results/logs/train_conv/{normaliser}.log",
+    benchmark:
+        "results/benchmarks/train_conv/{normaliser}.tsv"
+    script:
+        "../scripts/conv_fit.py"
+
+
+rule probe_conv:
+    message:
+        "Probing the batch-norm convolutional networks with companions at batches of two"
+    input:
+        weights=expand(rules.train_conv.output.weights, normaliser="batchnorm"),
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        examples=rules.companion_examples.output.examples,
+        code=code("conv_probe.py"),
+    output:
+        probes="results/conv/probes.csv",
+        rates="results/conv/flip_rates.csv",
+    params:
+        spec=CONV_SPEC,
+        batch_sizes=CONV["batch_sizes"],
+        seeds=CONV["seeds"],
+        seed=CONV["probe"]["seed"],
+        draws=CONV["probe"]["draws"],
+        exact_per_class=CONV["probe"]["exact_per_class"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 1000 * attempt,
+        runtime=30,
+    log:
+        "results/logs/probe_conv.log",
+    benchmark:
+        "results/benchmarks/probe_conv.tsv"
+    script:
+        "../scripts/conv_probe.py"
+
+
+rule summarise_conv:
+    message:
+        "Summarising the convolutional network beside the MLP"
+    input:
+        runs=expand_cells(rules.train_conv.output.runs, CONV_CELLS),
+        rates=rules.probe_conv.output.rates,
+        probes=rules.probe_conv.output.probes,
+        mlp=rules.summarise_batch_size.output.summary,
+        mlp_flips=rules.summarise_companions.output.grid_table,
+        code=code("conv_summarise.py"),
+    output:
+        side="results/conv/side_by_side.csv",
+        paired="results/conv/minus_none.csv",
+        summary="results/summary/conv.json",
+        macros="results/paper/macros/conv.tex",
+        table="results/paper/tables/conv.tex",
+    params:
+        confidence=config["batch_size_eval"]["confidence"],
+        channels=CONV["channels"],
+        groups=CONV["groups"],
+        epochs=CONV["epochs"],
+        lr=config["grid"]["lr"],
+        draws=CONV["probe"]["draws"],
+        exact_per_class=CONV["probe"]["exact_per_class"],
+        mlp_seeds=len(SEEDS),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/summarise_conv.log",
+    benchmark:
+        "results/benchmarks/summarise_conv.tsv"
+    script:
+        "../scripts/conv_summarise.py"
+
+
+rule figure_conv:
+    message:
+        "Drawing the convolutional network beside the MLP"
+    input:
+        side=rules.summarise_conv.output.side,
+        code=code("conv_figure.py"),
+    output:
+        pdf=report(
+            "results/paper/figures/conv.pdf",
+            category="Convolutional networks",
+            caption="../report/conv.rst",
+        ),
+        png="results/paper/figures/conv.png",
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 500 * attempt,
+        runtime=5,
+    log:
+        "results/logs/figure_conv.log",
+    benchmark:
+        "results/benchmarks/figure_conv.tsv"
+    script:
+        "../scripts/conv_figure.py"
+
+
+register(rules.train_conv, CONV_CELLS)
+register(rules.probe_conv)
+register(rules.summarise_conv)
+register(rules.figure_conv)
+PAPER_INPUTS["macros_conv"] = rules.summarise_conv.output.macros
+PAPER_INPUTS["table_conv"] = rules.summarise_conv.output.table
+PAPER_INPUTS["figure_conv"] = rules.figure_conv.output.pdf

@@ -1,0 +1,38 @@
+"""Rule train_conv: one normaliser's convolutional networks at every batch size x seed, scored on
+the test half in inference mode and in training mode (bnstudy.conv_study.train_normaliser)."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+from _setup import start
+
+log = start(snakemake, torch=False)
+from bnstudy import conv_study, conv_train, io
+from bnstudy.recipe import Recipe
+
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
+spec = conv_train.ConvSpec(
+    normaliser=snakemake.wildcards.normaliser,
+    channels=tuple(int(c) for c in p.spec["channels"]),
+    groups=int(p.spec["groups"]),
+    eps=float(p.spec["eps"]),
+    momentum=float(p.spec["momentum"]),
+)
+seeds = [int(s) for s in p.seeds]
+weights, runs, epochs = conv_study.train_normaliser(
+    spec,
+    Recipe.from_params(p.recipe),
+    [int(b) for b in p.batch_sizes],
+    seeds,
+    io.read_array(inp.x),
+    io.read_array(inp.y),
+    io.read_array(inp.x_test),
+    io.read_array(inp.y_test),
+    int(p.eval_seed),
+    threads=snakemake.threads,
+)
+meta = {k: str(v) for k, v in vars(spec).items()} | {"recipe": str(p.recipe), "seeds": str(seeds)}
+io.write_weights(out.weights, weights, meta)
+io.write_table(out.runs, runs)
+io.write_table(out.epochs, epochs)
+log.info("runs %s", runs.to_dict("records"))
