@@ -457,3 +457,46 @@ def test_remedy_rows_pass_the_last_batch_policy_on():
     assert [r["mean_distance"] for r in keep if r["statistics"] == "cumulative"] != [
         r["mean_distance"] for r in drop if r["statistics"] == "cumulative"
     ]
+
+
+def test_labels_are_int64_row_indices():
+    z = np.array([[[0.1, 0.9, 0.9], [2.0, -1.0, 0.0]]], np.float32)
+    out = evaluation.labels(z)
+    assert out.dtype == np.int64 and out.tolist() == [[1, 0]]  # the first largest logit
+
+
+def test_refusals_name_what_was_given():
+    with pytest.raises(ValueError, match=r"2 <= batch_size <= n rows; got 1 for 5"):
+        evaluation.test_batches(5, 1, seed=0)
+    with pytest.raises(ValueError, match=r"non-empty 1-D sequence, got shape \(0,\)"):
+        evaluation.mean_in_order([])
+
+
+def test_training_mode_accuracy_and_divergence_pass_batch_renorms_limits_on():
+    spec = NetSpec("batchrenorm", widths=(64, 12, 10, 10))
+    stacked = _stack(spec)
+    x, y = _data()
+    limits = (1.5, 0.5)
+    z = evaluation.train_mode_logits(stacked, spec, x, 5, seed=0, limits=limits)
+    want = evaluation.share(evaluation.labels(z) == y[None, :])
+    default = evaluation.share(evaluation.labels(evaluation.train_mode_logits(stacked, spec, x, 5, seed=0)) == y)
+    assert not np.array_equal(want, default)  # the limits change some label, so passing them on shows
+    assert evaluation.train_mode_accuracy(stacked, spec, x, y, 5, seed=0, limits=limits).tolist() == want.tolist()
+    div = evaluation.trained_divergence(stacked, spec, x, y, 5, seed=0, limits=limits)
+    assert div["train_mode_accuracy"].tolist() == want.tolist()
+
+
+def test_remedy_distances_use_the_networks_eps():
+    from dataclasses import replace
+
+    from bnstudy import remedies
+
+    spec = replace(SPEC, eps=0.5)  # far from the default: the variance distance moves with it
+    stacked = _stack()
+    x, y = _data()
+    _, dist = evaluation.remedy_rows(stacked, spec, [0, 1, 2], x, y, x, y, 5, seed=0)
+    stats = remedies.all_statistics(stacked, spec, x, y, 5, 0, "drop")
+    want = remedies.distances(stats["cumulative"], stats["exact"], 0.5)
+    other = remedies.distances(stats["cumulative"], stats["exact"], SPEC.eps)
+    got = [r["var_distance"] for r in dist if r["statistics"] == "cumulative"]
+    assert got == [r["var_distance"] for r in want] != [r["var_distance"] for r in other]

@@ -267,3 +267,12 @@ def test_importing_the_study_modules_does_not_load_torch():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
+
+
+def test_sorted_pass_keeps_tied_rows_in_their_original_order():
+    """Sorting by one feature is stable: rows with equal values keep the order they come in."""
+    x = np.zeros((40, 3), np.float32)
+    x[:, 1] = np.repeat([2.0, 1.0, 0.0, 1.0], 10)  # ties within each run of ten
+    order = np.concatenate(rs.pass_batches(x, 8, "sorted", 0, sort_feature=1))
+    want = [*range(20, 30), *range(10, 20), *range(30, 40), *range(0, 10)]
+    assert order.tolist() == want

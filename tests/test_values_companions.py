@@ -523,3 +523,22 @@ def test_table_comments():
     r = companions_summary.summarise_all(PROBES, PUBLISHED, PARAMS)["tables"]
     assert r["table"][3] == "Study 1: first dependence network, ours beside the published values"
     assert r["networks_latex"][3] == "Study 1: mean over the dependence networks, t interval over networks"
+
+
+def test_summarise_a_cell_of_one_example():
+    """A cell with a single example (one probed row) is summarised from that row alone."""
+    rows = pd.DataFrame(
+        [
+            {"network": "n", "normaliser": "batchnorm", "train_batch_size": 8, "seed": 0, "example": 3}
+            | {"label": 2, "inference_label": 2, "design": "random", "batch_size": 2}
+            | {"batches": 5, "flips": 2, "correct": 4}
+        ]
+    )
+    (r,) = companions.summarise(rows, 20, 0.9, 0)
+    assert r["examples"] == 1 and r["batches_per_example"] == 5
+    assert (r["flip_rate"], r["train_mode_accuracy"], r["ever_flipped"], r["inference_accuracy"]) == (
+        0.4,
+        0.8,
+        1.0,
+        1.0,
+    )
