@@ -246,6 +246,7 @@ def test_group_checks_apply_to_every_width_and_only_with_group_norm(test_config)
         "group norm would output a constant"
     )
     no_gn = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
+    no_gn = mutate(no_gn, ["conv", "normalisers"], ["none", "batchnorm"])  # the CNN's too
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 5)) is None
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 128)) is None
 
