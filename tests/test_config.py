@@ -61,6 +61,11 @@ BAD = {
     "companion batch beyond the test half": (["companions", "batch_sizes"], [2, 900], "companions.batch_sizes"),
     "running-stats batch beyond its rows": (["running_stats", "batch_sizes"], [8, 513], "running_stats.batch_sizes"),
     "sort feature beyond the features": (["running_stats", "sort_feature"], 16, "running_stats.sort_feature"),
+    "CNN normaliser without a 2-d form": (
+        ["conv", "normalisers"],
+        ["none", "batchnorm", "batchrenorm"],
+        "conv.normalisers[2]",
+    ),
 }
 
 

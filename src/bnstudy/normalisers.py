@@ -74,6 +74,7 @@ class Normaliser:
     functional: str
     setting: str = ""
     own_settings: tuple[str, ...] = ()
+    conv: bool = False  # has a 2-d form in the convolutional network (bnstudy.conv, conv_train)
 
     def module_factory(self):
         """``factory(spec, features) -> torch.nn.Module`` (imports PyTorch)."""
@@ -101,6 +102,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=NONE,
         module="bnstudy.norms:identity_module",
         functional="bnstudy.norms:identity",
+        conv=True,
     ),
     Normaliser(
         "batchnorm",
@@ -113,6 +115,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=BATCH,
         module="bnstudy.norms:batch_norm_module",
         functional="bnstudy.norms:batch_norm",
+        conv=True,
     ),
     Normaliser(
         "batchrenorm",
@@ -137,6 +140,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=LAYER,
         module="bnstudy.norms:layer_norm_module",
         functional="bnstudy.norms:layer_norm",
+        conv=True,
     ),
     Normaliser(
         "groupnorm",
@@ -149,6 +153,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=GROUP,
         module="bnstudy.norms:group_norm_module",
         functional="bnstudy.norms:group_norm",
+        conv=True,
         setting="groups",
     ),
     Normaliser(
@@ -178,6 +183,7 @@ OTHER_COLOURS = {
 BY_NAME = {n.name: n for n in REGISTRY}
 NAMES = tuple(BY_NAME)
 BATCH_NAMES = tuple(n.name for n in REGISTRY if n.batch_statistics)
+CONV_NAMES = tuple(n.name for n in REGISTRY if n.conv)
 AFFINE_NAMES = tuple(n.name for n in REGISTRY if n.affine)
 
 
@@ -220,10 +226,12 @@ def fill_schema(schema: dict) -> dict:
     """The config schema with its normaliser lists filled from the registry.
 
     ``definitions.normaliser`` (any registered kind) and
-    ``definitions.batch_normaliser`` (kinds that use batch statistics) get their
-    ``enum`` here; the schema file does not list names.
+    ``definitions.batch_normaliser`` (kinds that use batch statistics) and
+    ``definitions.conv_normaliser`` (kinds with a form in the convolutional network)
+    get their ``enum`` here; the schema file does not list names.
     """
     defs = schema.setdefault("definitions", {})
     defs.setdefault("normaliser", {"type": "string"})["enum"] = list(NAMES)
     defs.setdefault("batch_normaliser", {"type": "string"})["enum"] = list(BATCH_NAMES)
+    defs.setdefault("conv_normaliser", {"type": "string"})["enum"] = list(CONV_NAMES)
     return schema
