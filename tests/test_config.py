@@ -506,3 +506,10 @@ def test_conv_normaliser_outside_the_grid_is_rejected(test_config):
     assert (
         cross_field_error(cfg) == "config error: conv.normalisers[2]: groupnorm is not a grid normaliser (normalisers)"
     )
+
+
+def test_the_cnn_needs_the_grids_adam(test_config):
+    """The CNN trains with the grid's optimiser, and its compiled loop has Adam only."""
+    assert cross_field_error(mutate(test_config, ["grid", "optimizer"], "sgd")) == (
+        "config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam"
+    )
