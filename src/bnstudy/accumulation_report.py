@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import latex
+from .latex import verdict
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -132,14 +133,6 @@ def _signed(v, digits=2):
 def _ci(lo, hi, signed=False):
     f = _signed if signed else _points
     return f"[{f(lo)}, {f(hi)}]"
-
-
-def verdict(lo: float, hi: float) -> str:
-    if hi < 0:
-        return "lies wholly below zero"
-    if lo > 0:
-        return "lies wholly above zero"
-    return "contains zero"
 
 
 def _words(items: list[str]) -> str:

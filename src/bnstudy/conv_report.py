@@ -16,6 +16,7 @@ import pandas as pd
 
 from . import latex
 from .conv import SIDE, P
+from .latex import verdict
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -111,14 +112,6 @@ def _ci(lo, hi, signed=False) -> str:
     if signed:
         return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo == lo else "[n/a]"
     return f"[{_pts(lo)}, {_pts(hi)}]"
-
-
-def verdict(lo: float, hi: float) -> str:
-    if hi < 0:
-        return "lies wholly below zero"
-    if lo > 0:
-        return "lies wholly above zero"
-    return "contains zero"
 
 
 def compare(a: pd.Series, b: pd.Series) -> str:

@@ -74,3 +74,12 @@ def escape(text: str) -> str:
         "^": r"\textasciicircum{}",
     }
     return "".join(table.get(ch, ch) for ch in str(text))
+
+
+def verdict(lo: float, hi: float) -> str:
+    """Where an interval lies with respect to zero, in words."""
+    if hi < 0:
+        return "lies wholly below zero"
+    if lo > 0:
+        return "lies wholly above zero"
+    return "contains zero"

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import latex
+from .latex import verdict
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -73,15 +74,6 @@ def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confiden
         row = paired_interval([sides[0][s] for s in seeds], [sides[1][s] for s in seeds], confidence)
         out.append({"batch_size": size, "lr_a": float(lr[(a, size)]), "lr_b": float(lr[(b, size)])} | row)
     return pd.DataFrame(out)
-
-
-def verdict(lo: float, hi: float) -> str:
-    """Where a paired interval lies, in words."""
-    if hi < 0:
-        return "lies wholly below zero"
-    if lo > 0:
-        return "lies wholly above zero"
-    return "contains zero"
 
 
 def rate_tex(lr: float) -> str:
