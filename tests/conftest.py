@@ -1,6 +1,10 @@
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,21 +15,61 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def snakemake(*args, cwd=ROOT, timeout=None, check=False):
-    """Run Snakemake with this interpreter; return the CompletedProcess."""
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=check,
-    )
+    """Run Snakemake with this interpreter; return the CompletedProcess, with ``cpu_seconds``:
+    the CPU time Snakemake and the processes it waited for used (a measure of its work that,
+    unlike wall time, does not grow when other processes share the machine)."""
+    cmd = [sys.executable, "-m", "snakemake", *args]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True)
+        timed_out = threading.Event()
+
+        def kill():
+            timed_out.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, kill) if timeout else None
+        if timer:
+            timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            if timer:
+                timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if timed_out.is_set():
+            raise subprocess.TimeoutExpired(cmd, timeout)
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
+    if check:
+        result.check_returncode()
+    result.cpu_seconds = usage.ru_utime + usage.ru_stime
+    return result
 
 
 @pytest.fixture
 def test_config():
     with open(ROOT / "config" / "test.yaml") as f:
         return yaml.safe_load(f)
+
+
+# ---- the pipeline runs, started in the background ---------------------------------
+# The determinism runs of the test config (and, with a cluster, tests/test_slurm.py's
+# SLURM run) are processes of their own. They start as soon as collection ends if a
+# selected test needs them, and the tests that wait for them run last, so the unit
+# tests run meanwhile instead of leaving cores idle. BACKGROUND: fixture name -> what
+# its starter returned.
+BACKGROUND = {}
+
+
+def _start_runs(tmp_path_factory):
+    from bnstudy import determinism
+
+    base = tmp_path_factory.mktemp("determinism")
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="determinism-runs")
+    future = pool.submit(determinism.run_all, ROOT, "config/test.yaml", base)
+    pool.shutdown(wait=False)
+    return base, future
 
 
 @pytest.fixture(scope="session")
@@ -36,15 +80,46 @@ def runs(tmp_path_factory):
     and resumed as a machine without AVX/FMA (generic): see bnstudy.determinism.
     Returns ``(base, manifests, times)``; each run's directory is ``base/<name>``.
     """
-    from bnstudy import determinism
-
-    base = tmp_path_factory.mktemp("determinism")
+    if "runs" not in BACKGROUND:
+        BACKGROUND["runs"] = _start_runs(tmp_path_factory)
+    base, future = BACKGROUND["runs"]
     try:
-        manifests, times = determinism.run_all(ROOT, "config/test.yaml", base)
+        manifests, times = future.result()
     except subprocess.CalledProcessError as e:
         logs = "\n".join(p.read_text()[-3000:] for p in base.glob("*.log"))
         pytest.fail(f"a pipeline run failed: {e.cmd}\n{logs}")
     return base, manifests, times
+
+
+def _waits_for(item, name) -> bool:
+    return name in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_finish(session):
+    """Start the runs the selected tests need (see BACKGROUND)."""
+    if session.config.option.collectonly or not session.items:
+        return
+    factory = session.config._tmp_path_factory
+    if any(_waits_for(item, "runs") for item in session.items):
+        BACKGROUND["runs"] = _start_runs(factory)
+    cluster = [item for item in session.items if _waits_for(item, "cluster_runs")]
+    if cluster:  # tests/test_slurm.py starts its run, if there is a cluster to run it on
+        BACKGROUND["cluster_runs"] = cluster[0].module.start_in_background(factory)
+
+
+def pytest_sessionfinish(session):
+    """Stop runs still under way (a session ended early: -x, an interrupt)."""
+    from bnstudy import determinism
+
+    determinism.stop_all()
+    started = BACKGROUND.get("cluster_runs")
+    if started is not None and started[-1].poll() is None:  # interrupted: Snakemake cancels its jobs
+        proc = started[-1]
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
@@ -76,13 +151,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.pipeline)
+    # the tests that wait for the background runs, or use the cluster they keep busy, go last
+    items.sort(key=lambda item: _waits_for(item, "runs") or _waits_for(item, "cluster"))
 
 
 _CURRENT = {}  # the test being run, and the processes it started
 
 
 def _record(what):
-    if "item" in _CURRENT:
+    # only the test's own thread: the background runs' threads start processes of their own
+    if "item" in _CURRENT and threading.get_ident() == _CURRENT["thread"]:
         _CURRENT["started"].append(what)
 
 
@@ -108,7 +186,7 @@ def _watch_process_starts():
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    _CURRENT.update(item=item, started=[])
+    _CURRENT.update(item=item, started=[], thread=threading.get_ident())
     yield
     _CURRENT.clear()
 

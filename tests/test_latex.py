@@ -85,3 +85,54 @@ def test_escape_every_special_character():
     )
     assert latex.escape("plain text 1.0") == "plain text 1.0"
     assert latex.escape(3.5) == "3.5"
+
+
+def test_points_and_signed_points_by_hand():
+    assert latex.points(0.12345) == "12.3"
+    assert latex.points(0.12345, 2) == "12.35"
+    assert latex.points(1) == "100.0"  # an integer share prints as a share, not as a count
+    assert latex.points(None) == "n/a" and latex.points(float("nan")) == "n/a"
+    assert latex.points(float("inf")) == "n/a"
+    assert latex.signed_points(0.0123) == "+1.23"
+    assert latex.signed_points(-0.0123, 1) == "-1.2"
+    assert latex.signed_points(0.0) == "+0.00"
+    assert latex.signed_points(None) == "n/a"
+    assert latex.signed_points(float("inf")) == "n/a"
+
+
+def test_points_interval_by_hand():
+    assert latex.points_interval(0.1, 0.25) == "[10.0, 25.0]"
+    assert latex.points_interval(0.1, 0.25, digits=2) == "[10.00, 25.00]"
+    assert latex.points_interval(-0.0123, 0.004) == "[-1.2, 0.4]"
+    assert latex.points_interval(-0.0123, 0.004, signed=True) == "[-1.23, +0.40]"
+    assert latex.points_interval(-0.0123, 0.004, signed=True, digits=1) == "[-1.2, +0.4]"
+    assert latex.points_interval(float("nan"), float("nan"), signed=True) == "[n/a, n/a]"
+
+
+@pytest.mark.parametrize(
+    "items, text",
+    [
+        ([], ""),
+        (["2"], "2"),
+        (["2", "4"], "2 and 4"),
+        (["2", "4", "16"], "2, 4 and 16"),
+        (("a", "b", "c", "d"), "a, b, c and d"),
+    ],
+)
+def test_words_by_hand(items, text):
+    assert latex.words(items) == text
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (3e-4, "$3 \\times 10^{-4}$"),
+        (1e-2, "$1 \\times 10^{-2}$"),
+        (2.4e-7, "$2 \\times 10^{-7}$"),
+        (0.0, "$0$"),
+        (5e3, "$5 \\times 10^{3}$"),
+        (-2e-3, "$-2 \\times 10^{-3}$"),
+    ],
+)
+def test_power_of_ten_by_hand(value, text):
+    assert latex.power_of_ten(value) == text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -41,19 +42,21 @@ def imports(tree: ast.Module) -> list[str]:
     return lines
 
 
-def after_imports(script: Path, expression: str) -> str:
-    """What ``expression`` prints in a fresh interpreter after the script's import statements."""
+@functools.cache
+def loaded_after_imports(script: Path) -> frozenset[str]:
+    """The modules loaded in a fresh interpreter after the script's import statements
+    (one interpreter per script, shared by the tests that read it)."""
     code = "\n".join(
         [
             "import sys",
             f"sys.path.insert(0, {str(ROOT / 'src')!r})",
             *imports(ast.parse(script.read_text())),
-            f"print({expression})",
+            "print(' '.join(sys.modules))",
         ]
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
+    return frozenset(result.stdout.split())
 
 
 WITHOUT_TORCH = [p for p in SCRIPTS if without_torch(start_call(ast.parse(p.read_text())))]
@@ -66,8 +69,8 @@ def test_every_script_starts_once_and_most_figure_and_table_scripts_skip_pytorch
 
 @pytest.mark.parametrize("script", WITHOUT_TORCH, ids=lambda p: p.stem)
 def test_script_started_without_pytorch_does_not_import_it(script):
-    loads_torch = after_imports(script, "'torch' in sys.modules")
-    assert loads_torch == "False", f"{script.name} starts with torch=False but its imports load torch"
+    loaded = loaded_after_imports(script)
+    assert "torch" not in loaded, f"{script.name} starts with torch=False but its imports load torch"
 
 
 def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_load():
@@ -116,7 +119,5 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
 def test_modules_a_script_loads_on_import_are_among_its_code_inputs(script):
     """The static reading is checked against what importing the script's imports really loads."""
-    loaded = set(
-        after_imports(script, "' '.join(m.split('.')[1] for m in sys.modules if m.startswith('bnstudy.'))").split()
-    )
+    loaded = {m.split(".")[1] for m in loaded_after_imports(script) if m.startswith("bnstudy.")}
     assert loaded and loaded <= set(module_closure(script, ROOT / "src" / "bnstudy"))

@@ -662,22 +662,12 @@ def test_table_cells_missing_from_the_grid_are_dashes():
 # ---- the helpers ---------------------------------------------------------------------------
 
 
-def test_points_and_signed_points_by_hand():
-    assert batch_size_summary.points(0.12345) == "12.3"
-    assert batch_size_summary.points(0.12345, 2) == "12.35"
-    assert batch_size_summary.points(None) == "n/a" and batch_size_summary.points(float("nan")) == "n/a"
-    assert batch_size_summary.signed_points(0.0123) == "+1.23"
-    assert batch_size_summary.signed_points(-0.0123, 1) == "-1.2"
-    assert batch_size_summary.signed_points(None) == "n/a"
-    assert batch_size_summary.signed_points(float("inf")) == "n/a"
+def test_interval_by_hand():
     assert batch_size_summary.interval(0.1, 0.25) == "[0.100, 0.250]"
     assert batch_size_summary.interval(0.1, 0.25, 1) == "[0.1, 0.2]"  # 0.25 rounds to even
 
 
-def test_words_and_kept_by_hand():
-    assert batch_size_summary._words(["2"]) == "2"
-    assert batch_size_summary._words(["2", "4"]) == "2 and 4"
-    assert batch_size_summary._words(["2", "4", "16"]) == "2, 4 and 16"
+def test_kept_by_hand():
     t = pd.DataFrame({"mode": ["inference", "training"], "x": [1, 2]})
     assert batch_size_summary.kept(t)["mode"].tolist() == ["inference_keep", "training_keep"]
     assert t["mode"].tolist() == ["inference", "training"]  # not in place

@@ -499,12 +499,6 @@ def test_keep_macros_by_hand():
     assert companions_summary.keep_macros(keep.iloc[:0]) == {}
 
 
-def test_words_by_hand():
-    assert companions_summary._words(["2"]) == "2"
-    assert companions_summary._words(["2", "4"]) == "2 and 4"
-    assert companions_summary._words(["2", "4", "16", "64"]) == "2, 4, 16 and 64"
-
-
 def test_exact_rate_on_the_ends_of_a_zero_width_interval_is_inside():
     """Every example of the first network flips in half its random b = 2 probes (interval [0.5, 0.5])
     and in half its exact pairs: the exact rate equals both ends, and is inside."""

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from . import latex
-from .latex import verdict
+from .latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -114,31 +113,6 @@ def closeness(differences: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def sci_tex(v: float) -> str:
-    """``2.4e-07`` as ``$2 \\times 10^{-7}$`` (one significant digit); zero as ``$0$``."""
-    if v == 0:
-        return "$0$"
-    mantissa, exponent = f"{v:.0e}".split("e")
-    return f"${mantissa} \\times 10^{{{int(exponent)}}}$"
-
-
-def _points(v, digits=1):
-    return latex.fmt(100 * v, digits) if np.isfinite(v) else "n/a"
-
-
-def _signed(v, digits=2):
-    return f"{100 * v:+.{digits}f}" if np.isfinite(v) else "n/a"
-
-
-def _ci(lo, hi, signed=False):
-    f = _signed if signed else _points
-    return f"[{f(lo)}, {f(hi)}]"
-
-
-def _words(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def report(runs, grid, differences, batch_size: int, micro_batches, confidence: float, epochs: int, train_rows: int):
     """Everything the summary rule writes: the long and the paired tables, the JSON summary,
     macros and a LaTeX table. ``epochs`` and ``train_rows`` (the training half) give the steps."""
@@ -151,7 +125,7 @@ def report(runs, grid, differences, batch_size: int, micro_batches, confidence: 
     steps = train_rows // batch_size
     m_ = {
         "accumBatch": str(batch_size),
-        "accumMicroBatches": _words([str(m) for m in micro]),
+        "accumMicroBatches": words([str(m) for m in micro]),
         "accumMicroMin": str(micro[0]),
         "accumMicroMax": str(micro[-1]),
         "accumSeeds": str(len(seeds)),
@@ -168,30 +142,33 @@ def report(runs, grid, differences, batch_size: int, micro_batches, confidence: 
         for config in CONFIGS:
             for mode in MODES:
                 r = cell.loc[(m, config, mode)]
-                m_[latex.macro_name("accum", config, mode, where)] = _points(r["mean"])
-                m_[latex.macro_name("accum ci", config, mode, where)] = _ci(r.ci_low, r.ci_high)
+                m_[latex.macro_name("accum", config, mode, where)] = points(r["mean"])
+                m_[latex.macro_name("accum ci", config, mode, where)] = points_interval(r.ci_low, r.ci_high)
         for name, _, _ in COMPARISONS:
             for mode in MODES:
                 r = pair.loc[(m, name, mode)]
                 stem = name.replace("_vs_", " minus ")
-                m_[latex.macro_name("accum", stem, mode, where)] = _signed(r.gain)
-                m_[latex.macro_name("accum", stem, mode, where, "ci")] = _ci(r.ci_low, r.ci_high, signed=True)
+                m_[latex.macro_name("accum", stem, mode, where)] = signed_points(r.gain)
+                ci = points_interval(r.ci_low, r.ci_high, signed=True)
+                m_[latex.macro_name("accum", stem, mode, where, "ci")] = ci
                 m_[latex.macro_name("accum", stem, mode, where, "verdict")] = verdict(r.ci_low, r.ci_high)
         c = near.loc[m]
-        m_[latex.macro_name("accum first relative", where)] = sci_tex(c.first_relative)
+        m_[latex.macro_name("accum first relative", where)] = power_of_ten(c.first_relative)
         m_[latex.macro_name("accum run parameters", where)] = latex.fmt(c.run_parameters, 2)
         m_[latex.macro_name("accum run running", where)] = latex.fmt(c.run_running, 2)
-        m_[latex.macro_name("accum run disagreement", where)] = _points(c.run_disagreement)
-        m_[latex.macro_name("accum run disagreement worst", where)] = _points(c.run_disagreement_max)
-    m_["accumFirstRelative"] = sci_tex(float(close.first_relative.max()))
+        m_[latex.macro_name("accum run disagreement", where)] = points(c.run_disagreement)
+        m_[latex.macro_name("accum run disagreement worst", where)] = points(c.run_disagreement_max)
+    m_["accumFirstRelative"] = power_of_ten(float(close.first_relative.max()))
     first_running = float(close.first_running.max())
-    m_["accumFirstRunning"] = "identical, bit for bit" if first_running == 0 else f"within {sci_tex(first_running)}"
+    m_["accumFirstRunning"] = (
+        "identical, bit for bit" if first_running == 0 else f"within {power_of_ten(first_running)}"
+    )
     resolved = [
         f"{mode} mode at micro-batch {m}"
         for (m, name, mode), r in pair.iterrows()
         if name == "ghost_vs_accumulate" and (r.ci_low > 0 or r.ci_high < 0)
     ]
-    m_["accumGhostResolved"] = _words(resolved) if resolved else "none"
+    m_["accumGhostResolved"] = words(resolved) if resolved else "none"
     m_["accumGhostComparisons"] = str(len(MODES) * len(micro))
     summary = {
         "batch_size": batch_size,
@@ -257,7 +234,7 @@ def latex_table(cells: pd.DataFrame, paired: pd.DataFrame, batch_size: int, micr
             row = [str(m), config_label(config, batch_size, m)]
             for mode in MODES:
                 r = cell.loc[(m, config, mode)]
-                row.append(f"{_points(r['mean'])} $\\pm$ {_points(r.sd)}")
+                row.append(f"{points(r['mean'])} $\\pm$ {points(r.sd)}")
             if config == "accumulate":
                 row.append("--")
             else:
@@ -265,7 +242,7 @@ def latex_table(cells: pd.DataFrame, paired: pd.DataFrame, batch_size: int, micr
                 r = pair.loc[(m, name[config], "inference")]
                 sign = -1 if config != "ghost" else 1  # the row's configuration minus accumulation
                 lo, hi = sorted((sign * r.ci_low, sign * r.ci_high))
-                row.append(f"${_signed(sign * r.gain)}$ ${_ci(lo, hi, signed=True)}$")
+                row.append(f"${signed_points(sign * r.gain)}$ ${points_interval(lo, hi, signed=True)}$")
             rows.append(row)
     header = ["micro-batch", "training", "inference mode", "training mode", "$-$ accumulated (inference)"]
     return header, rows, "rlllr", "accuracy by configuration, and minus accumulation paired by seed"

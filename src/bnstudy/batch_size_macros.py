@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from . import latex
 from .fixedmath import powi
+from .latex import points, points_interval, signed_points, words
 
 KEYS = ["normaliser", "batch_size", "mode", "seed"]
 DISTANCE_KEYS = ["normaliser", "batch_size", "statistics", "layer"]
@@ -38,20 +38,8 @@ PUBLISHED_COLUMNS = [
 ]
 
 
-def points(v, digits=1):
-    return latex.fmt(100 * v, digits) if v is not None and np.isfinite(v) else "n/a"
-
-
-def signed_points(v, digits=2):
-    return f"{100 * v:+.{digits}f}" if v is not None and np.isfinite(v) else "n/a"
-
-
 def interval(lo, hi, digits=3):
     return f"[{latex.fmt(lo, digits)}, {latex.fmt(hi, digits)}]"
-
-
-def _words(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def standard_error_of_difference(sd_a: float, sd_b: float, seeds: int) -> float:
@@ -64,7 +52,7 @@ def at_batches(sizes: list[str]) -> str:
     """``at batch 2``, ``at batches 2 and 4``, or ``at no batch size``."""
     if not sizes:
         return "at no batch size"
-    return f"at batch{'es' if len(sizes) > 1 else ''} {_words(sizes)}"
+    return f"at batch{'es' if len(sizes) > 1 else ''} {words(sizes)}"
 
 
 def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
@@ -116,7 +104,7 @@ def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
         if len(g):
             groups.setdefault((sizes(g, True), sizes(g, False)), []).append(label)
     clauses = [
-        f"{'the paired intervals' if len(labels) > 1 else 'the paired interval'} of {_words(labels)} "
+        f"{'the paired intervals' if len(labels) > 1 else 'the paired interval'} of {words(labels)} "
         f"{'lie' if len(labels) > 1 else 'lies'} above zero {above} and below zero {below}"
         for (above, below), labels in groups.items()
     ]
@@ -197,7 +185,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             if p.batch_size == size:
                 stem = ("paired", p.comparison, end)
                 m[latex.macro_name(*stem, "gain")] = signed_points(p.gain)
-                m[latex.macro_name(*stem, "ci")] = f"[{signed_points(p.ci_low)}, {signed_points(p.ci_high)}]"
+                m[latex.macro_name(*stem, "ci")] = points_interval(p.ci_low, p.ci_high, signed=True)
                 m[latex.macro_name(*stem, "won")] = str(p.a_only)
                 m[latex.macro_name(*stem, "lost")] = str(p.b_only)
                 m[latex.macro_name(*stem, "better")] = str(p.seeds_a_better)
@@ -207,7 +195,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     for p in pair_summary[pair_summary.comparison.str.endswith("keep_vs_drop")].itertuples(index=False):
         stem = ("paired", p.comparison)
         m[latex.macro_name(*stem, "gain")] = signed_points(p.gain)
-        m[latex.macro_name(*stem, "ci")] = f"[{signed_points(p.ci_low)}, {signed_points(p.ci_high)}]"
+        m[latex.macro_name(*stem, "ci")] = points_interval(p.ci_low, p.ci_high, signed=True)
         m[latex.macro_name(*stem, "won")] = str(p.a_only)
         m[latex.macro_name(*stem, "lost")] = str(p.b_only)
         m["keepBatchSize"] = str(p.batch_size)
@@ -254,7 +242,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     }
     for b, g in claimed.items():
         m[latex.macro_name("publishedGain", "b", b)] = points(g)
-    m["publishedGainSizes"] = _words([str(b) for b in sorted(claimed)])
+    m["publishedGainSizes"] = words([str(b) for b in sorted(claimed)])
     se = []
     for b in sorted(claimed):
         bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
@@ -264,7 +252,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 f"{points(s, 2)} points at batch {b} (seed standard deviations "
                 f"{points(bn.sd, 2)} and {points(no.sd, 2)})"
             )
-    m["seDiffPublishedSeedsList"] = _words(se) if se else "n/a (none of those batch sizes is in our grid)"
+    m["seDiffPublishedSeedsList"] = words(se) if se else "n/a (none of those batch sizes is in our grid)"
     in_se = []
     for b in sorted(claimed):
         bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
@@ -272,7 +260,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             s = standard_error_of_difference(bn.sd, no.sd, int(published["seeds"]))
             unit = " such standard errors" if not in_se else ""
             in_se.append(f"{latex.fmt(claimed[b] / s, 1) if s > 0 else 'n/a'}{unit} at batch {b}")
-    m["publishedGainInSeList"] = _words(in_se) if in_se else "n/a"
+    m["publishedGainInSeList"] = words(in_se) if in_se else "n/a"
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
     m["gainCompared"] = str(len(compared))

@@ -22,17 +22,15 @@ from .batch_size_macros import (  # noqa: F401 (the summary's names, imported fr
     REMEDIES,
     REMEDY_COLUMNS,
     REMEDY_NAMES,
-    _words,
     at_batches,
     interval,
     interval_sign_macros,
     macros,
-    points,
     published_gaps,
     remedy_sign_sentence,
-    signed_points,
     standard_error_of_difference,
 )
+from .latex import points_interval, signed_points
 
 
 def kept(table: pd.DataFrame) -> pd.DataFrame:
@@ -145,7 +143,7 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
                 paired.LABELS[p.comparison] if p.comparison != previous else "",
                 str(p.batch_size),
                 signed_points(p.gain),
-                f"[{signed_points(p.ci_low)}, {signed_points(p.ci_high)}]",
+                points_interval(p.ci_low, p.ci_high, signed=True),
                 p.net_rows,
                 f"{p.a_only} / {p.b_only}",
                 f"{p.seeds_a_better} / {p.seeds_b_better}",

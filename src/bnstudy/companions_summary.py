@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import companions, latex, stats
+from .latex import words
 from .model import BATCH_KINDS
 
 MEASURES = ("flip_rate", "train_mode_accuracy", "ever_flipped")
@@ -149,10 +150,6 @@ END_STEMS = (
 )
 
 
-def _words(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def end_macros(m: dict, dep0: pd.DataFrame, over_seeds: pd.DataFrame, one_class_size: int) -> dict:
     """Macros that name no probe size, from the per-size ones in ``m``.
 
@@ -170,8 +167,8 @@ def end_macros(m: dict, dep0: pd.DataFrame, over_seeds: pd.DataFrame, one_class_
     random = dep0[dep0["design"] == "random"].sort_values("batch_size")
     sizes = [int(b) for b in random["batch_size"]]
     out = {"compSizeMin": str(sizes[0]), "compSizeMax": str(sizes[-1])}
-    out["compSizeWords"] = _words([str(b) for b in sizes])
-    out["compFlipList"] = _words([_pct(v) for v in random["flip_rate"]])
+    out["compSizeWords"] = words([str(b) for b in sizes])
+    out["compFlipList"] = words([_pct(v) for v in random["flip_rate"]])
     for r in random.itertuples(index=False):
         ci = f"[{_pct(r.flip_rate_ci_low)}, {_pct(r.flip_rate_ci_high)}]"
         out[latex.macro_name("comp flip ci b", int(r.batch_size))] = ci

@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import latex
 from .conv import SIDE, P
-from .latex import verdict
+from .latex import points, points_interval, signed_points, verdict, words
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -104,16 +104,6 @@ def mlp_rows(batch_size_json: dict, companions_grid: pd.DataFrame, normalisers, 
     return pd.DataFrame(out)
 
 
-def _pts(v, digits=1) -> str:
-    return latex.fmt(100 * float(v), digits) if v == v else "n/a"
-
-
-def _ci(lo, hi, signed=False) -> str:
-    if signed:
-        return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo == lo else "[n/a]"
-    return f"[{_pts(lo)}, {_pts(hi)}]"
-
-
 def compare(a: pd.Series, b: pd.Series) -> str:
     """How interval ``a`` (ci_low, ci_high) lies against interval ``b``, in words."""
     if a.ci_high < b.ci_low:
@@ -121,12 +111,6 @@ def compare(a: pd.Series, b: pd.Series) -> str:
     if a.ci_low > b.ci_high:
         return "above"
     return "overlapping"
-
-
-def _words(items: list[str]) -> str:
-    if not items:
-        return ""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: dict) -> dict:
@@ -150,7 +134,7 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
         "convEpochs": str(design["epochs"]),
         "convSeeds": str(len(seeds)),
         "convMlpSeeds": str(design["mlp_seeds"]),
-        "convBatchSizes": _words([str(b) for b in sizes]),
+        "convBatchSizes": words([str(b) for b in sizes]),
         "convBatchMin": str(sizes[0]),
         "convBatchMax": str(sizes[-1]),
         "convNetworks": latex.fmt(len(runs)),
@@ -172,24 +156,28 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
                     key = (model, norm, b, measure)
                     if key in cell.index:
                         r = cell.loc[key]
-                        m[latex.macro_name("conv", model, norm, short, where)] = _pts(r["mean"])
-                        m[latex.macro_name("conv", model, norm, short, where, "ci")] = _ci(r.ci_low, r.ci_high)
+                        m[latex.macro_name("conv", model, norm, short, where)] = points(r["mean"])
+                        m[latex.macro_name("conv", model, norm, short, where, "ci")] = points_interval(
+                            r.ci_low, r.ci_high
+                        )
             for design_name in FLIP_DESIGNS:
                 key = (model, "batchnorm", b, f"{design_name}_flip_rate")
                 if key in cell.index:
                     r = cell.loc[key]
-                    m[latex.macro_name("conv", model, "flip", design_name, where)] = _pts(r["mean"])
-                    m[latex.macro_name("conv", model, "flip", design_name, where, "ci")] = _ci(r.ci_low, r.ci_high)
+                    m[latex.macro_name("conv", model, "flip", design_name, where)] = points(r["mean"])
+                    name = latex.macro_name("conv", model, "flip", design_name, where, "ci")
+                    m[name] = points_interval(r.ci_low, r.ci_high)
             key = (model, "batchnorm", b, "exact_train_mode_accuracy")
             if key in cell.index:
-                m[latex.macro_name("conv", model, "exact acc", where)] = _pts(cell.loc[key]["mean"])
+                m[latex.macro_name("conv", model, "exact acc", where)] = points(cell.loc[key]["mean"])
         for norm in norms:
             if norm == "none":
                 continue
             for measure, short in (("inference_accuracy", "inf"), ("train_mode_accuracy", "train")):
                 r = pair.loc[(norm, b, measure)]
-                m[latex.macro_name("conv gain", norm, short, where)] = f"{100 * r.gain:+.1f}"
-                m[latex.macro_name("conv gain", norm, short, where, "ci")] = _ci(r.ci_low, r.ci_high, signed=True)
+                m[latex.macro_name("conv gain", norm, short, where)] = signed_points(r.gain, 1)
+                ci = points_interval(r.ci_low, r.ci_high, signed=True, digits=1)
+                m[latex.macro_name("conv gain", norm, short, where, "ci")] = ci
                 m[latex.macro_name("conv gain", norm, short, where, "verdict")] = verdict(r.ci_low, r.ci_high)
         for norm in norms:
             m[latex.macro_name("conv loss", norm, where)] = latex.fmt(
@@ -197,12 +185,12 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
             )  # noqa: E501
         for model in ("cnn", "mlp"):  # inference minus training mode, batch norm (points)
             inf, train = (cell.loc[(model, "batchnorm", b, k)]["mean"] for k in MEASURES)
-            m[latex.macro_name("conv gap", model, where)] = _pts(inf - train)
+            m[latex.macro_name("conv gap", model, where)] = points(inf - train)
         exact = ("cnn", "batchnorm", b, "exact_flip_rate"), ("mlp", "batchnorm", b, "exact_flip_rate")
         if all(k in cell.index for k in exact):
             m[latex.macro_name("conv flip compare", where)] = compare(cell.loc[exact[0]], cell.loc[exact[1]])
     below = [str(b) for b in sizes if pair.loc[("batchnorm", b, "train_mode_accuracy")].ci_high < 0]
-    m["convBatchnormTrainBelowNone"] = _words(below) if below else "none"
+    m["convBatchnormTrainBelowNone"] = words(below) if below else "none"
     summary = {
         "confidence": confidence,
         "seeds": seeds,
@@ -244,9 +232,9 @@ def table(side: pd.DataFrame, sizes, norms, labels: dict[str, str]):
             row = [str(b), name]
             for norm in order:
                 key = (model, norm, b, "inference_accuracy")
-                row.append(_pts(cell[key]) if key in cell.index else "--")
+                row.append(points(cell[key]) if key in cell.index else "--")
             for key in ((model, "batchnorm", b, "train_mode_accuracy"), (model, "batchnorm", b, "exact_flip_rate")):
-                row.append(_pts(cell[key]) if key in cell.index else "--")
+                row.append(points(cell[key]) if key in cell.index else "--")
             rows.append(row)
     header = ["batch", "network"] + [labels[n] for n in order] + ["BN, training mode", "BN flips, $b = 2$"]
     return header, rows, "rl" + "r" * (len(order) + 2), "CNN beside the MLP: accuracy (points) and flip rate (%)"

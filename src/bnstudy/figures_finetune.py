@@ -16,7 +16,8 @@ import pandas as pd
 
 from . import figures
 from .finetune import MODES, STREAMS
-from .finetune_report import STREAM_WORDS, rate_tex
+from .finetune_report import STREAM_WORDS
+from .latex import power_of_ten
 
 MODE_STYLE = {"live": "-", "frozen": ":"}
 SHADES = {"shuffle": 1, "class_sorted": 3}  # of 4 shades of the colour: lighter, darker
@@ -49,7 +50,7 @@ def finetune(along: pd.DataFrame, start: dict, normaliser: str = "batchnorm", wi
             ax.grid(True, lw=0.3, alpha=0.5)
             if j == 0:
                 ax.set_ylabel(label)
-        axes[0][j].set_title(f"learning rate {rate_tex(lr)}")
+        axes[0][j].set_title(f"learning rate {power_of_ten(lr)}")
         axes[-1][j].set_xlabel("fine-tuning step")
     fig.legend(*axes[0][0].get_legend_handles_labels(), frameon=False, loc="outside lower center", ncol=3)
     return fig

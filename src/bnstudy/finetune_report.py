@@ -13,7 +13,7 @@ import math
 
 from . import latex
 from .finetune import MODES, STREAMS
-from .lr_sweep_report import rate_tex, verdict
+from .latex import power_of_ten, verdict, words
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -144,10 +144,8 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
         "finetuneRateCount": latex.fmt(len(rates)),
         "finetuneSeeds": latex.fmt(int(summary["start"]["inference_before"]["seeds"])),
         # weight the trained running statistics keep after a live run: (1 - momentum) ** steps
-        "finetuneTrainedWeight": rate_tex((1.0 - settings["momentum"]) ** int(settings["steps"])),
-        "finetuneRates": " and ".join([", ".join(rate_tex(float(r)) for r in rates[:-1]), rate_tex(float(rates[-1]))])
-        if len(rates) > 1
-        else rate_tex(float(rates[0])),
+        "finetuneTrainedWeight": power_of_ten((1.0 - settings["momentum"]) ** int(settings["steps"])),
+        "finetuneRates": words([power_of_ten(float(r)) for r in rates]),
     }
     start = summary["start"]
     m["finetuneStartInference"] = percent(start["inference_before"]["mean"])
@@ -156,7 +154,7 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
     m["finetuneStartVarToExact"] = distance(start["start_var_to_exact"]["mean"])
     for i, rate in enumerate(rates, start=1):
         cell = summary["by_rate"][rate]
-        m[latex.macro_name("finetune", "rate", i)] = rate_tex(float(rate))
+        m[latex.macro_name("finetune", "rate", i)] = power_of_ten(float(rate))
         for s in STREAMS:
             for mode in MODES:
                 e = cell[s][mode]
@@ -200,7 +198,7 @@ def table_rows(summary: dict) -> list[list[str]]:
             change = [e[mode]["inference_change"] for mode in MODES]
             d = e["frozen_minus_live"]["inference_after"]
             rows.append(
-                [rate_tex(float(rate)), TABLE_WORDS[s]]
+                [power_of_ten(float(rate)), TABLE_WORDS[s]]
                 + [f"{points(c['mean'])} {interval_points(c)}" for c in change]
                 + [f"{points(d['mean'])} {interval_points(d)}", percent(e["live"]["recomputed_after"]["mean"])]
             )

@@ -83,3 +83,45 @@ def verdict(lo: float, hi: float) -> str:
     if lo > 0:
         return "lies wholly above zero"
     return "contains zero"
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def points(value, digits: int = 1) -> str:
+    """A share in percent, without the sign: ``0.8431`` -> ``84.3``; ``n/a`` for a missing
+    or non-finite value."""
+    return fmt(100 * float(value), digits) if _finite(value) else "n/a"
+
+
+def signed_points(value, digits: int = 2) -> str:
+    """A difference of shares in signed percentage points: ``0.0123`` -> ``+1.23``; ``n/a``
+    for a missing or non-finite value."""
+    return f"{100 * value:+.{digits}f}" if _finite(value) else "n/a"
+
+
+def points_interval(lo, hi, signed: bool = False, digits: int | None = None) -> str:
+    """``[lo, hi]`` in percent (signed: in signed percentage points), ``digits`` decimals
+    (by default those of :func:`points` or :func:`signed_points`)."""
+    f = signed_points if signed else points
+    if digits is None:
+        return f"[{f(lo)}, {f(hi)}]"
+    return f"[{f(lo, digits)}, {f(hi, digits)}]"
+
+
+def words(items) -> str:
+    """A list in prose: ``2``; ``2 and 4``; ``2, 4 and 16``; empty for none."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def power_of_ten(value: float) -> str:
+    """One significant digit times a power of ten, in math mode: ``3e-4`` ->
+    ``$3 \\times 10^{-4}$``; zero as ``$0$``."""
+    if value == 0:
+        return "$0$"
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"${mantissa} \\times 10^{{{int(exponent)}}}$"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import latex
-from .latex import verdict
+from .latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from .paired import paired_interval
 from .stats import seed_interval
 
@@ -76,31 +76,6 @@ def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confiden
     return pd.DataFrame(out)
 
 
-def rate_tex(lr: float) -> str:
-    """``1e-3`` as ``$1 \\times 10^{-3}$``; ``3e-4`` as ``$3 \\times 10^{-4}$``."""
-    mantissa, exponent = f"{lr:.0e}".split("e")
-    return f"${mantissa} \\times 10^{{{int(exponent)}}}$"
-
-
-def _points(v, digits=1):
-    return latex.fmt(100 * v, digits) if np.isfinite(v) else "n/a"
-
-
-def _signed(v, digits=2):
-    return f"{100 * v:+.{digits}f}" if np.isfinite(v) else "n/a"
-
-
-def _ci(lo, hi, signed=False):
-    f = _signed if signed else _points
-    return f"[{f(lo)}, {f(hi)}]"
-
-
-def _words(items: list[str]) -> str:
-    if not items:
-        return ""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[str, str], design: dict) -> dict:
     """Everything the summary rule writes: tables (rates, best, paired), the JSON summary, macros
     and two LaTeX tables. ``labels``: each normaliser's name in prose; ``design``: rows and config
@@ -117,13 +92,13 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
     lrs = sorted(float(v) for v in runs.lr.unique())
     seeds = sorted(int(s) for s in runs.seed.unique())
     m = {
-        "lrSweepRates": _words([rate_tex(v) for v in lrs]),
+        "lrSweepRates": words([power_of_ten(v) for v in lrs]),
         "lrSweepRateCount": str(len(lrs)),
         "lrSweepSeeds": str(len(seeds)),
         "lrSweepNetworks": latex.fmt(len(runs)),
-        "lrGridRate": rate_tex(grid_lr),
-        "lrRateLowest": rate_tex(lrs[0]),
-        "lrRateSecond": rate_tex(lrs[1]),
+        "lrGridRate": power_of_ten(grid_lr),
+        "lrRateLowest": power_of_ten(lrs[0]),
+        "lrRateSecond": power_of_ten(lrs[1]),
         "lrFitRows": latex.fmt(int(design["fit_rows"])),
         "lrValidationRows": latex.fmt(int(design["validation_rows"])),
         "lrSweepEpochs": str(int(design["epochs"])),
@@ -134,24 +109,24 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
     }
     for row in best.itertuples(index=False):
         stem = (row.normaliser, "b", row.batch_size)
-        m[latex.macro_name("lr best", *stem)] = rate_tex(row.lr)
-        m[latex.macro_name("lr acc", *stem)] = _points(row.test_mean)
-        m[latex.macro_name("lr ci", *stem)] = _ci(row.test_ci_low, row.test_ci_high)
+        m[latex.macro_name("lr best", *stem)] = power_of_ten(row.lr)
+        m[latex.macro_name("lr acc", *stem)] = points(row.test_mean)
+        m[latex.macro_name("lr ci", *stem)] = points_interval(row.test_ci_low, row.test_ci_high)
     for norm in ("none", "batchnorm"):  # at the smallest and the largest batch size, whatever the grid
         for where, size in (("min", sizes[0]), ("max", sizes[-1])):
             for name, table in (("", best), ("grid", grid)):
                 r = table[(table.normaliser == norm) & (table.batch_size == size)].iloc[0]
-                m[latex.macro_name("lr acc", name, norm, where)] = _points(r.test_mean)
-                m[latex.macro_name("lr ci", name, norm, where)] = _ci(r.test_ci_low, r.test_ci_high)
-            m[latex.macro_name("lr best", norm, where)] = rate_tex(best_lr(best, norm, size))
+                m[latex.macro_name("lr acc", name, norm, where)] = points(r.test_mean)
+                m[latex.macro_name("lr ci", name, norm, where)] = points_interval(r.test_ci_low, r.test_ci_high)
+            m[latex.macro_name("lr best", norm, where)] = power_of_ten(best_lr(best, norm, size))
     first = paired_best.iloc[0]
     m["lrDeficitAnswer"] = (
         "survives" if first.ci_high < 0 else "is no longer resolved" if first.gain < 0 else "does not survive"
     )
     for name, table in (("best", paired_best), ("grid", paired_grid)):
         first = table.iloc[0]
-        m[latex.macro_name("lr paired", name, "min gain")] = _signed(first.gain)
-        m[latex.macro_name("lr paired", name, "min ci")] = _ci(first.ci_low, first.ci_high, signed=True)
+        m[latex.macro_name("lr paired", name, "min gain")] = signed_points(first.gain)
+        m[latex.macro_name("lr paired", name, "min ci")] = points_interval(first.ci_low, first.ci_high, signed=True)
         m[latex.macro_name("lr paired", name, "min verdict")] = verdict(first.ci_low, first.ci_high)
         below = [str(int(r.batch_size)) for r in table.itertuples() if r.ci_high < 0]
         above = [str(int(r.batch_size)) for r in table.itertuples() if r.ci_low > 0]
@@ -160,19 +135,19 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
     edges = [
         f"{labels[r.normaliser]} at batch {r.batch_size} ({r.edge})" for r in best.itertuples() if r.edge != "inside"
     ]
-    m["lrEdgeCells"] = _words(edges) if edges else "no cell"
+    m["lrEdgeCells"] = words(edges) if edges else "no cell"
     margins = best[best.edge != "inside"].margin
-    m["lrEdgeMargin"] = _points(float(margins.max()), 2) if len(margins) else "n/a"
+    m["lrEdgeMargin"] = points(float(margins.max()), 2) if len(margins) else "n/a"
     m["lrEdgeCount"] = str(len(edges))
-    m["lrValidationRowPoints"] = _points(1 / int(design["validation_rows"]), 2)
+    m["lrValidationRowPoints"] = points(1 / int(design["validation_rows"]), 2)
     for norm in ("none", "batchnorm"):
         chosen, fixed = (t[t.normaliser == norm].validation_mean.to_numpy() for t in (best, grid))
-        m[latex.macro_name("lr validation lift", norm)] = _points(float(np.max(chosen - fixed)), 2)
+        m[latex.macro_name("lr validation lift", norm)] = points(float(np.max(chosen - fixed)), 2)
         chosen, fixed = (t[t.normaliser == norm].test_mean.to_numpy() for t in (best, grid))
         m[latex.macro_name("lr below grid", norm)] = str(int(np.count_nonzero(chosen < fixed)))
         for name, table in (("best", best), ("grid", grid)):
             means = table[table.normaliser == norm].test_mean
-            m[latex.macro_name("lr range", norm, name)] = _points(means.max() - means.min())
+            m[latex.macro_name("lr range", norm, name)] = points(means.max() - means.min())
     summary = {
         "grid_lr": grid_lr,
         "lrs": lrs,
@@ -235,9 +210,10 @@ def best_table(best: pd.DataFrame, paired_best: pd.DataFrame, paired_grid: pd.Da
         row = [str(b)]
         for norm in ("none", "batchnorm"):
             r = cell.loc[(norm, b)]
-            row += [rate_tex(r.lr), f"{_points(r.test_mean)} $\\pm$ {_points(r.test_sd)}"]
+            row += [power_of_ten(r.lr), f"{points(r.test_mean)} $\\pm$ {points(r.test_sd)}"]
         for t in (pb, pg):
-            row.append(f"${_signed(t.loc[b].gain)}$ ${_ci(t.loc[b].ci_low, t.loc[b].ci_high, signed=True)}$")
+            p = t.loc[b]
+            row.append(f"${signed_points(p.gain)}$ ${points_interval(p.ci_low, p.ci_high, signed=True)}$")
         rows.append(row)
     header = ["batch", "none: rate", "accuracy", "BN: rate", "accuracy", "BN $-$ none", "at the grid's rate"]
     return header, rows, "r" + "ll" * 2 + "ll", "learning rate chosen on the validation split, per cell"
@@ -253,10 +229,10 @@ def validation_table(rates: pd.DataFrame, best: pd.DataFrame, labels: dict[str, 
         by = g.set_index("lr")["validation_mean"]
         cells = []
         for lr in lrs:
-            text = _points(by[lr]) if lr in by.index else "--"
+            text = points(by[lr]) if lr in by.index else "--"
             cells.append(f"\\textbf{{{text}}}" if lr == chosen[(norm, b)] else text)
         rows.append([labels[norm], str(int(b))] + cells)
     order = {"none": 0, "batchnorm": 1}
     rows.sort(key=lambda r: (order.get(next(k for k, v in labels.items() if v == r[0]), 2), int(r[1])))
-    header = ["normaliser", "batch"] + [rate_tex(v) for v in lrs]
+    header = ["normaliser", "batch"] + [power_of_ten(v) for v in lrs]
     return header, rows, "lr" + "r" * len(lrs), "mean validation accuracy by learning rate"
