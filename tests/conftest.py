@@ -91,6 +91,17 @@ def runs(tmp_path_factory):
     return base, manifests, times
 
 
+def hashed_outputs(runs, paths) -> Path:
+    """Check that each of ``paths`` is in the native run's manifest; return that run's ``results/``."""
+    from bnstudy import manifest
+
+    _, manifests, _ = runs
+    hashed = set(manifest.read(manifests["cores1"])["path"])
+    missing = [p for p in paths if p not in hashed]
+    assert not missing, f"not in the manifest: {missing}"
+    return manifests["cores1"].parent
+
+
 def _waits_for(item, name) -> bool:
     return name in getattr(item, "fixturenames", ())
 

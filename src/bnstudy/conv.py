@@ -47,25 +47,34 @@ SIDE = 8
 P = SIDE * SIDE  # positions per image
 
 
+def _sources() -> np.ndarray:
+    """``SOURCE[p, 3 * ky + kx]``: the position a 3x3 patch centred on position ``p`` reads
+    at offset ``(ky - 1, kx - 1)``, or -1 where that falls outside the image (padding)."""
+    src = np.full((P, 9), -1, np.int64)
+    for y in range(SIDE):
+        for x in range(SIDE):
+            for ky in range(3):
+                for kx in range(3):
+                    yy, xx = y + ky - 1, x + kx - 1
+                    if 0 <= yy < SIDE and 0 <= xx < SIDE:
+                        src[y * SIDE + x, 3 * ky + kx] = yy * SIDE + xx
+    return src
+
+
+SOURCE = _sources()
+
+
 @numba.njit(**JIT)
 def im2col(a, n_ex, out):
     """Patches of ``a`` (``(n_ex * P, C)``) into ``out`` (``(n_ex * P, 9 * C)``), zero padded."""
     c_ = a.shape[1]
     for n in range(n_ex):
         base = n * P
-        for y in range(SIDE):
-            for x in range(SIDE):
-                r = base + y * SIDE + x
-                for c in range(c_):
-                    for ky in range(3):
-                        yy = y + ky - 1
-                        for kx in range(3):
-                            xx = x + kx - 1
-                            col = 9 * c + 3 * ky + kx
-                            if 0 <= yy < SIDE and 0 <= xx < SIDE:
-                                out[r, col] = a[base + yy * SIDE + xx, c]
-                            else:
-                                out[r, col] = np.float32(0)
+        for p in range(P):
+            for c in range(c_):
+                for k in range(9):
+                    s = SOURCE[p, k]
+                    out[base + p, 9 * c + k] = a[base + s, c] if s >= 0 else np.float32(0)
 
 
 @numba.njit(**JIT)
@@ -79,16 +88,12 @@ def col2im(d, n_ex, out):
             out[r, c] = 0
     for n in range(n_ex):
         base = n * P
-        for y in range(SIDE):
-            for x in range(SIDE):
-                r = base + y * SIDE + x
-                for c in range(c_):
-                    for ky in range(3):
-                        yy = y + ky - 1
-                        for kx in range(3):
-                            xx = x + kx - 1
-                            if 0 <= yy < SIDE and 0 <= xx < SIDE:
-                                out[base + yy * SIDE + xx, c] += d[r, 9 * c + 3 * ky + kx]
+        for p in range(P):
+            for c in range(c_):
+                for k in range(9):
+                    s = SOURCE[p, k]
+                    if s >= 0:
+                        out[base + s, c] += d[base + p, 9 * c + k]
 
 
 @numba.njit(**JIT)
