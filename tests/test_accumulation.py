@@ -165,8 +165,15 @@ def test_parameter_distance_splits_parameters_biases_and_running_statistics():
     b["1.num_batches_tracked"] = np.array(9, np.int64)
     assert accumulation.parameter_distance(a, b) == {"parameters": 0.5, "pre_norm_biases": 0.25, "running": 2.0}
     assert accumulation.largest(b) == 0.5
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"differ in keys: \['0.bias', '1.num_batches_tracked', '1.running_mean'\]"):
         accumulation.parameter_distance(a, {"0.weight": a["0.weight"]})
+    # no key of a kind: a distance of zero
+    only = {"0.weight": a["0.weight"]}
+    assert accumulation.parameter_distance(only, {"0.weight": b["0.weight"]}) == {
+        "parameters": 0.5,
+        "pre_norm_biases": 0.0,
+        "running": 0.0,
+    }
 
 
 def test_variants_and_their_names():
@@ -178,7 +185,7 @@ def test_variants_and_their_names():
     for bad in ([3], [64], [1]):
         with pytest.raises(ValueError):
             accumulation.variants(spec, recipe, bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"unknown variant 'other'; expected one of \('accumulate', 'ghost'\)"):
         accumulation.variant_name("other", 2)
 
 
@@ -195,6 +202,8 @@ def test_differences_by_seed_and_micro_batch():
     assert rows[1]["label_disagreement"] == 0.0 and rows[3]["label_disagreement"] == 0.5
     assert np.isnan(rows[0]["label_disagreement"])
     assert rows[3]["parameters"] == 2.0 and rows[3]["running"] == 1.0 and rows[3]["scale"] == 0.0
+    assert all(list(r) == accumulation.DIFFERENCE_COLUMNS for r in rows)
+    assert [r["micro_batch"] for r in rows] == [2, 2, 2, 2]
 
 
 # ---- the summary --------------------------------------------------------------------------

@@ -136,3 +136,10 @@ def test_words_by_hand(items, text):
 )
 def test_power_of_ten_by_hand(value, text):
     assert latex.power_of_ten(value) == text
+
+
+def test_verdict_at_the_boundaries():
+    assert latex.verdict(-0.2, -0.1) == "lies wholly below zero"
+    assert latex.verdict(0.1, 0.2) == "lies wholly above zero"
+    assert latex.verdict(-0.1, 0.0) == "contains zero"  # an end at zero: zero is in the interval
+    assert latex.verdict(0.0, 0.1) == "contains zero"

@@ -185,6 +185,13 @@ def test_weighted_column_sums_by_hand():
     assert out.tolist() == [1.0, -0.5]
     out = reductions.weighted_column_sums(np.array([2, 3]), np.array([[1, 2], [3, 4]], dtype=np.int32))
     assert out.tolist() == [11.0, 16.0] and out.dtype == np.float64
+    # float32 inputs are widened before they are multiplied: float64 products, not float32 ones
+    w32 = np.array([0.1, 0.7, 1.3], np.float32)
+    a32 = np.array([[1.1], [2.3], [3.7]], np.float32)
+    p = [float(w32[i]) * float(a32[i, 0]) for i in range(3)]  # float64 products
+    assert reductions.weighted_column_sums(w32, a32).tolist() == [(p[0] + p[1]) + p[2]]  # added in row order
+    p32 = [float(np.float32(w32[i] * a32[i, 0])) for i in range(3)]  # what float32 products would give
+    assert (p32[0] + p32[1]) + p32[2] != (p[0] + p[1]) + p[2]
     with pytest.raises(ValueError, match="do not match"):
         reductions.weighted_column_sums(np.ones(2), np.ones((3, 2)))
     with pytest.raises(ValueError, match="do not match"):

@@ -61,6 +61,22 @@ def test_batch_estimate_error_by_hand():
     assert r.updates == 2
 
 
+def test_batch_estimate_error_sums_batch_by_batch():
+    """The squares are added batch by batch (its mean errors, then its variance errors), the
+    documented order: here adding all the mean errors first would give another last bit."""
+    # three batches of 2, one feature; truth mu 0, sigma2 2: mean errors 0, 1, 1, variance errors 1e8, 0, 0
+    r = _result([[0.0], [1.0], [1.0]], [[5e7 + 1.0], [1.0], [1.0]], [2, 2, 2])
+    squares = [0.0, 1e16, 1.0, 0.0, 1.0, 0.0]  # batch by batch
+    total = 0.0
+    for s in squares:
+        total += s
+    other = 0.0
+    for s in [0.0, 1.0, 1.0, 1e16, 0.0, 0.0]:  # every mean error first
+        other += s
+    assert total != other
+    assert rs.batch_estimate_error(r, np.array([0.0]), np.array([2.0])) == math.sqrt(total / 6)
+
+
 def test_variance_decomposition_by_hand_with_unequal_batches():
     # rows (0, 2) and (4, 4, 4, 8): weights 1/3 and 2/3
     r = _result([[1.0], [5.0]], [[1.0], [3.0]], [2, 4])

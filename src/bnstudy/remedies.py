@@ -157,10 +157,6 @@ def _root_means(a, out):
 # ---- statistics ----------------------------------------------------------------
 
 
-def _models(stacked) -> int:
-    return next(iter(stacked.values())).shape[0]
-
-
 def running_statistics(stacked) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The stack's own running statistics, ``{layer: (running_mean, running_var)}`` (copies)."""
     return {

@@ -1,0 +1,546 @@
+"""The accumulation study's summary by value (bnstudy.accumulation_report): the long table, the
+cells, the paired differences and the closeness rows against frames built here, the complete
+JSON summary, the complete macro dict and every header, row and alignment of the LaTeX table,
+all computed here from small hand-made accuracies (shares of 997 test rows) with Student-t
+intervals written out, numbers printed with f-strings written out here."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from bnstudy import accumulation_report as ar
+
+ROWS = 997  # accuracies are counts of rows / ROWS: no value prints on a rounding tie
+CONFIGS = ("large", "accumulate", "ghost", "small")
+MODES = ("inference", "training")
+COMPARISONS = (
+    ("accumulate_vs_large", "accumulate", "large"),
+    ("accumulate_vs_small", "accumulate", "small"),
+    ("ghost_vs_accumulate", "ghost", "accumulate"),
+)
+CLOSE_COLUMNS = (
+    "first_relative",
+    "first_bias",
+    "first_running",
+    "run_parameters",
+    "run_biases",
+    "run_running",
+    "run_scale",
+    "run_disagreement",
+    "run_disagreement_max",
+)
+
+
+# ---- numbers written out here -------------------------------------------------------------
+
+
+def _interval(values, confidence):
+    """Mean, sd (ddof 1), Student-t interval of the mean."""
+    v = np.asarray(values, dtype=float)
+    n = len(v)
+    mean = float(v.mean())
+    sd = float(np.std(v, ddof=1))
+    half = float(sps.t.ppf(1 - (1 - confidence) / 2, n - 1)) * sd / math.sqrt(n)
+    return mean, sd, mean - half, mean + half
+
+
+def _p(x):  # points
+    return f"{100 * x:.1f}"
+
+
+def _s(x):  # signed points
+    return f"{100 * x:+.2f}"
+
+
+def _verdict(lo, hi):
+    if hi < 0:
+        return "lies wholly below zero"
+    if lo > 0:
+        return "lies wholly above zero"
+    return "contains zero"
+
+
+def _cap(text):
+    return "".join(w[0].upper() + w[1:] for w in text.split())
+
+
+def _thousands(n):
+    return f"{n:,}".replace(",", "{,}")
+
+
+def _same(actual, expected, where="summary"):
+    """Equal structure, key order and types; floats to 1e-12."""
+    if isinstance(expected, dict):
+        assert type(actual) is dict, where
+        assert list(actual) == list(expected), where
+        for k in expected:
+            _same(actual[k], expected[k], f"{where}[{k!r}]")
+    elif isinstance(expected, list):
+        assert type(actual) is list and len(actual) == len(expected), where
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _same(a, e, f"{where}[{i}]")
+    elif isinstance(expected, float):
+        assert type(actual) is float, where
+        assert actual == pytest.approx(expected, rel=1e-12, abs=1e-15), where
+    else:
+        assert type(actual) is type(expected) and actual == expected, where
+
+
+# ---- inputs -------------------------------------------------------------------------------
+
+
+def _frames(acc, grid_acc, diffs, rng_seed):
+    """``acc[(m, variant, mode)] = {seed: count}`` for the study's runs (micro-batch and seed
+    as floats, as a table read back may hold them), ``grid_acc[(b, mode)] = {seed: count}``;
+    rows shuffled, an unused column on each side."""
+    rng = np.random.default_rng(rng_seed)
+    runs = [
+        {"extra": "x", "variant": v, "micro_batch": float(m), "seed": float(s), "mode": mode, "accuracy": c / ROWS}
+        for (m, v, mode), by_seed in acc.items()
+        for s, c in by_seed.items()
+    ]
+    grid = [
+        {"normaliser": "batchnorm", "batch_size": b, "seed": s, "mode": mode, "accuracy": c / ROWS, "extra": 1}
+        for (b, mode), by_seed in grid_acc.items()
+        for s, c in by_seed.items()
+    ]
+    runs, grid, diffs = pd.DataFrame(runs), pd.DataFrame(grid), pd.DataFrame(diffs)
+    return (
+        runs.iloc[rng.permutation(len(runs))].reset_index(drop=True),
+        grid.iloc[rng.permutation(len(grid))].reset_index(drop=True),
+        diffs.iloc[rng.permutation(len(diffs))].reset_index(drop=True),
+    )
+
+
+def _values(acc, grid_acc, batch, micro):
+    """``{(m, config, mode): {seed: accuracy}}`` for every configuration."""
+    out = {}
+    for m in micro:
+        for mode in MODES:
+            out[(m, "large", mode)] = {s: c / ROWS for s, c in grid_acc[(batch, mode)].items()}
+            out[(m, "accumulate", mode)] = {s: c / ROWS for s, c in acc[(m, "accumulate", mode)].items()}
+            out[(m, "ghost", mode)] = {s: c / ROWS for s, c in acc[(m, "ghost", mode)].items()}
+            out[(m, "small", mode)] = {s: c / ROWS for s, c in grid_acc[(m, mode)].items()}
+    return out
+
+
+def _diff(m, seed, after, parameters, biases, running, scale, disagreement):
+    return {
+        "micro_batch": m,
+        "seed": seed,
+        "after": after,
+        "parameters": parameters,
+        "pre_norm_biases": biases,
+        "running": running,
+        "scale": scale,
+        "label_disagreement": disagreement,
+    }
+
+
+# Two micro-batches (3 and 5, given unsorted), three seeds, batch 24, confidence 0.9.
+SEEDS = (2, 5, 9)
+LARGE = {"inference": (900, 910, 905), "training": (880, 884, 890)}
+TWO = {
+    # micro-batch 3
+    (3, "small", "inference"): (820, 790, 805),
+    (3, "small", "training"): (600, 640, 611),
+    (3, "accumulate", "inference"): (895, 912, 899),  # - large: (-5, 2, -6), contains zero
+    (3, "accumulate", "training"): (870, 893, 871),
+    (3, "ghost", "inference"): (896, 911, 901),  # - accumulate: (1, -1, 2), contains zero
+    (3, "ghost", "training"): (873, 897, 876),  # - accumulate: (3, 4, 5), wholly above zero
+    # micro-batch 5
+    (5, "small", "inference"): (850, 862, 841),  # accumulate - small: (10, 9, 25), contains zero
+    (5, "small", "training"): (700, 731, 690),
+    (5, "accumulate", "inference"): (860, 871, 866),  # - large: (-40, -39, -39), wholly below zero
+    (5, "accumulate", "training"): (881, 886, 893),  # - large: (1, 2, 3), wholly above zero
+    (5, "ghost", "inference"): (853, 863, 860),  # - accumulate: (-7, -8, -6), wholly below zero
+    (5, "ghost", "training"): (881, 886, 893),  # - accumulate: (0, 0, 0): an interval [0, 0]
+}
+
+
+def _two_micro_batches():
+    acc = {(m, v, mode): dict(zip(SEEDS, c)) for (m, v, mode), c in TWO.items() if v != "small"}
+    grid_acc = {(24, mode): dict(zip(SEEDS, c)) for mode, c in LARGE.items()}
+    grid_acc |= {(m, mode): dict(zip(SEEDS, c)) for (m, v, mode), c in TWO.items() if v == "small"}
+    grid_acc[(8, "inference")] = {2: 1, 5: 2, 9: 3}  # a batch the study does not use
+    grid_acc[(8, "training")] = {2: 4, 5: 5, 9: 6}
+    nan = float("nan")
+    diffs = [
+        # first step: parameters / scale = (2e-7, 1.5e-7, 6e-7) at 3, (2e-7, 5e-7, 1e-7) at 5
+        _diff(3, 2, "first_step", 2e-6, 0.0, 0.0, 10.0, nan),
+        _diff(3, 5, "first_step", 6e-6, 2e-9, 0.0, 40.0, nan),
+        _diff(3, 9, "first_step", 3e-6, 1e-9, 0.0, 5.0, nan),
+        _diff(5, 2, "first_step", 4e-6, 5e-9, 0.0, 20.0, nan),
+        _diff(5, 5, "first_step", 1e-6, 0.0, 3e-8, 2.0, nan),
+        _diff(5, 9, "first_step", 9e-6, 4e-9, 1e-8, 90.0, nan),
+        _diff(3, 2, "run", 0.123, 0.02, 0.503, 1.5, 0.011),
+        _diff(3, 5, "run", 0.314, 0.01, 0.251, 2.5, 0.023),
+        _diff(3, 9, "run", 0.071, 0.04, 0.756, 0.5, 0.005),
+        _diff(5, 2, "run", 0.207, 0.03, 0.418, 3.25, 0.031),
+        _diff(5, 5, "run", 0.093, 0.06, 0.122, 1.75, 0.017),
+        _diff(5, 9, "run", 0.151, 0.05, 0.364, 2.5, 0.046),
+    ]
+    return acc, grid_acc, diffs
+
+
+# ---- expected outputs, built here ---------------------------------------------------------
+
+
+def _expected_table(values, micro):
+    rows = [
+        {"config": c, "micro_batch": m, "seed": s, "mode": mode, "accuracy": values[(m, c, mode)][s]}
+        for m in micro
+        for c in CONFIGS
+        for mode in MODES
+        for s in sorted(values[(m, c, mode)])
+    ]
+    return pd.DataFrame(rows)
+
+
+def _cells(values, micro, confidence):
+    out = {}
+    for m in micro:
+        for c in CONFIGS:
+            for mode in MODES:
+                v = values[(m, c, mode)]
+                out[(m, c, mode)] = (len(v), *_interval([v[s] for s in sorted(v)], confidence))
+    return out
+
+
+def _pairs(values, micro, confidence):
+    out = {}
+    for m in micro:
+        for name, a, b in COMPARISONS:
+            for mode in MODES:
+                va, vb = values[(m, a, mode)], values[(m, b, mode)]
+                seeds = sorted(set(va) & set(vb))
+                d = [va[s] - vb[s] for s in seeds]
+                out[(m, name, mode)] = (len(d), *_interval(d, confidence))
+    return out
+
+
+def _closeness(diffs):
+    out = {}
+    for m in sorted({d["micro_batch"] for d in diffs}):
+        first = [d for d in diffs if d["micro_batch"] == m and d["after"] == "first_step"]
+        run = [d for d in diffs if d["micro_batch"] == m and d["after"] == "run"]
+        out[m] = {
+            "first_relative": max(d["parameters"] / d["scale"] for d in first),
+            "first_bias": max(d["pre_norm_biases"] for d in first),
+            "first_running": max(d["running"] for d in first),
+            "run_parameters": max(d["parameters"] for d in run),
+            "run_biases": max(d["pre_norm_biases"] for d in run),
+            "run_running": max(d["running"] for d in run),
+            "run_scale": max(d["scale"] for d in run),
+            "run_disagreement": sum(d["label_disagreement"] for d in run) / len(run),
+            "run_disagreement_max": max(d["label_disagreement"] for d in run),
+        }
+    return out
+
+
+def _frame_of(d, keys):
+    return pd.DataFrame(
+        [dict(zip(keys, k)) | dict(zip(("seeds", "x", "sd", "ci_low", "ci_high"), v)) for k, v in d.items()]
+    )
+
+
+def _label(config, batch, m):
+    return {
+        "large": f"batch {batch}",
+        "accumulate": f"{batch // m} $\\times$ {m}, accumulated",
+        "ghost": f"ghost, virtual {m}",
+        "small": f"batch {m}",
+    }[config]
+
+
+def _expected_latex(values, cells, micro, batch, confidence):
+    rows = []
+    for m in micro:
+        for c in CONFIGS:
+            row = [str(m), _label(c, batch, m)]
+            for mode in MODES:
+                _, mean, sd, _, _ = cells[(m, c, mode)]
+                row.append(f"{_p(mean)} $\\pm$ {_p(sd)}")
+            if c == "accumulate":
+                row.append("--")
+            else:
+                # the row's configuration minus accumulation, by seed, inference mode
+                va, vb = values[(m, c, "inference")], values[(m, "accumulate", "inference")]
+                seeds = sorted(set(va) & set(vb))
+                gain, _, lo, hi = _interval([va[s] - vb[s] for s in seeds], confidence)
+                row.append(f"${_s(gain)}$ $[{_s(lo)}, {_s(hi)}]$")
+            rows.append(row)
+    header = ["micro-batch", "training", "inference mode", "training mode", "$-$ accumulated (inference)"]
+    return header, rows, "rlllr", "accuracy by configuration, and minus accumulation paired by seed"
+
+
+def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close):
+    def cell(k):
+        n, mean, sd, lo, hi = cells[k]
+        return {"seeds": n, "mean": mean, "sd": sd, "ci": [lo, hi]}
+
+    def pair(k):
+        n, gain, sd, lo, hi = pairs[k]
+        return {"seeds": n, "gain": gain, "sd": sd, "ci": [lo, hi]}
+
+    return {
+        "batch_size": batch,
+        "micro_batches": list(micro),
+        "seeds": list(seeds),
+        "confidence": confidence,
+        "accuracy": {str(m): {c: {mode: cell((m, c, mode)) for mode in MODES} for c in CONFIGS} for m in micro},
+        "paired": {
+            str(m): {name: {mode: pair((m, name, mode)) for mode in MODES} for name, _, _ in COMPARISONS}
+            for m in micro
+        },
+        "accumulate_vs_ghost": {str(m): dict(close[m]) for m in micro},
+    }
+
+
+def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close, tens):
+    """The macros of one end of the micro-batches; ``tens`` the first-step relative difference
+    as the test writes it out (``$6 \\times 10^{-7}$``)."""
+    w = where.capitalize()
+    out = {f"accumParts{w}": str(batch // m), f"accumStepsSmall{w}": _thousands(train_rows // m)}
+    for c in CONFIGS:
+        for mode in MODES:
+            _, mean, _, lo, hi = cells[(m, c, mode)]
+            out[f"accum{_cap(c)}{_cap(mode)}{w}"] = _p(mean)
+            out[f"accumCi{_cap(c)}{_cap(mode)}{w}"] = f"[{_p(lo)}, {_p(hi)}]"
+    for name, _, _ in COMPARISONS:
+        stem = _cap(name.replace("_vs_", " minus "))
+        for mode in MODES:
+            _, gain, _, lo, hi = pairs[(m, name, mode)]
+            out[f"accum{stem}{_cap(mode)}{w}"] = _s(gain)
+            out[f"accum{stem}{_cap(mode)}{w}Ci"] = f"[{_s(lo)}, {_s(hi)}]"
+            out[f"accum{stem}{_cap(mode)}{w}Verdict"] = _verdict(lo, hi)
+    c = close[m]
+    out[f"accumFirstRelative{w}"] = tens
+    out[f"accumRunParameters{w}"] = f"{c['run_parameters']:.2f}"
+    out[f"accumRunRunning{w}"] = f"{c['run_running']:.2f}"
+    out[f"accumRunDisagreement{w}"] = _p(c["run_disagreement"])
+    out[f"accumRunDisagreementWorst{w}"] = _p(c["run_disagreement_max"])
+    return out
+
+
+# ---- two micro-batches, three seeds --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two():
+    acc, grid_acc, diffs = _two_micro_batches()
+    runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=3)
+    out = ar.report(runs, grid, d, 24, [5, 3], 0.9, 7, 25001)
+    values = _values(acc, grid_acc, 24, (3, 5))
+    return out, values, diffs
+
+
+def test_long_table_holds_every_configuration_sorted_with_integer_seeds(two):
+    out, values, _ = two
+    expected = _expected_table(values, (3, 5))
+    assert len(expected) == 2 * 4 * 2 * 3
+    pd.testing.assert_frame_equal(out["table"], expected, check_exact=True)
+    assert out["table"].micro_batch.dtype == np.int64 and out["table"].seed.dtype == np.int64
+
+
+def test_cells_are_student_t_intervals_over_seeds_in_configuration_order(two):
+    out, values, _ = two
+    cells = _cells(values, (3, 5), 0.9)
+    expected = _frame_of(cells, ("micro_batch", "config", "mode")).rename(columns={"x": "mean"})
+    pd.testing.assert_frame_equal(out["cells"], expected, rtol=1e-12)
+    # one by hand: accumulation at 3 in inference mode, (895, 912, 899) / 997
+    v = np.array([895, 912, 899]) / ROWS
+    half = sps.t.ppf(0.95, 2) * np.std(v, ddof=1) / math.sqrt(3)
+    row = out["cells"].iloc[2]
+    assert (row.micro_batch, row.config, row["mode"], row.seeds) == (3, "accumulate", "inference", 3)
+    assert row.ci_low == pytest.approx(v.mean() - half, rel=1e-12)
+    assert row.ci_high == pytest.approx(v.mean() + half, rel=1e-12)
+
+
+def test_paired_rows_are_differences_by_seed_per_comparison_and_mode(two):
+    out, values, _ = two
+    pairs = _pairs(values, (3, 5), 0.9)
+    expected = _frame_of(pairs, ("micro_batch", "comparison", "mode")).rename(columns={"x": "gain"})
+    pd.testing.assert_frame_equal(out["paired"], expected, rtol=1e-12, atol=1e-15)
+    p = out["paired"].set_index(["micro_batch", "comparison", "mode"])
+    assert p.loc[(5, "accumulate_vs_large", "inference"), "ci_high"] < 0
+    assert p.loc[(5, "accumulate_vs_large", "training"), "ci_low"] > 0
+    assert p.loc[(5, "ghost_vs_accumulate", "training")].tolist() == [3, 0.0, 0.0, 0.0, 0.0]
+    assert p.loc[(3, "accumulate_vs_large", "inference"), "gain"] == pytest.approx(-3 / ROWS)
+
+
+def test_closeness_per_micro_batch_against_the_differences(two):
+    out, _, diffs = two
+    close = _closeness(diffs)
+    expected = pd.DataFrame([{"micro_batch": m} | c for m, c in close.items()])
+    pd.testing.assert_frame_equal(out["closeness"], expected, rtol=1e-12)
+    # by hand: the largest ratio, not the ratio of the largest values
+    assert out["closeness"].first_relative.tolist() == pytest.approx([6e-7, 5e-7])
+    assert out["closeness"].run_disagreement.tolist() == pytest.approx([0.013, 0.094 / 3])
+
+
+def test_summary_json_is_complete(two):
+    out, values, diffs = two
+    cells, pairs, close = _cells(values, (3, 5), 0.9), _pairs(values, (3, 5), 0.9), _closeness(diffs)
+    _same(out["summary"], _expected_summary(24, (3, 5), SEEDS, 0.9, cells, pairs, close))
+    assert list(out) == ["table", "cells", "paired", "closeness", "summary", "macros", "latex_table"]
+
+
+def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
+    out, values, diffs = two
+    cells, pairs, close = _cells(values, (3, 5), 0.9), _pairs(values, (3, 5), 0.9), _closeness(diffs)
+    expected = {
+        "accumBatch": "24",
+        "accumMicroBatches": "3 and 5",
+        "accumMicroMin": "3",
+        "accumMicroMax": "5",
+        "accumSeeds": "3",
+        "accumEpochs": "7",
+        "accumStepsLarge": "1{,}041",  # 25001 // 24
+        "accumNetworks": "12",  # two trained variants x two micro-batches x three seeds
+    }
+    expected |= _expected_macros_per_micro("min", 3, 24, 25001, cells, pairs, close, "$6 \\times 10^{-7}$")
+    expected |= _expected_macros_per_micro("max", 5, 24, 25001, cells, pairs, close, "$5 \\times 10^{-7}$")
+    expected |= {
+        "accumFirstRelative": "$6 \\times 10^{-7}$",
+        "accumFirstRunning": "within $3 \\times 10^{-8}$",
+        "accumGhostResolved": "training mode at micro-batch 3 and inference mode at micro-batch 5",
+        "accumGhostComparisons": "4",
+    }
+    m = out["macros"]
+    assert m == expected
+    # a few written out in full
+    assert m["accumPartsMin"] == "8" and m["accumPartsMax"] == "4"
+    assert m["accumStepsSmallMin"] == "8{,}333" and m["accumStepsSmallMax"] == "5{,}000"
+    assert m["accumAccumulateMinusLargeInferenceMaxVerdict"] == "lies wholly below zero"
+    assert m["accumAccumulateMinusLargeTrainingMaxVerdict"] == "lies wholly above zero"
+    assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == "contains zero"
+    assert m["accumGhostMinusAccumulateTrainingMax"] == "+0.00"
+    assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "[+0.00, +0.00]"
+    assert m["accumGhostMinusAccumulateTrainingMaxVerdict"] == "contains zero"
+    assert m["accumAccumulateMinusLargeInferenceMax"] == f"{100 * (-118 / 3) / ROWS:+.2f}" == "-3.95"
+    assert m["accumRunParametersMin"] == "0.31" and m["accumRunRunningMin"] == "0.76"
+    assert m["accumRunDisagreementMin"] == "1.3" and m["accumRunDisagreementWorstMax"] == "4.6"
+    assert m["accumLargeInferenceMin"] == m["accumLargeInferenceMax"] == "90.8"  # 905 / 997
+
+
+def test_latex_table_every_row_header_and_alignment(two):
+    out, values, _ = two
+    cells = _cells(values, (3, 5), 0.9)
+    assert out["latex_table"] == _expected_latex(values, cells, (3, 5), 24, 0.9)
+    header, rows, align, _ = out["latex_table"]
+    assert len(rows) == 8 and all(len(r) == len(header) == len(align) for r in rows)
+    assert [r[1] for r in rows[:4]] == ["batch 24", "8 $\\times$ 3, accumulated", "ghost, virtual 3", "batch 3"]
+    # large minus accumulation at 5: (40, 39, 39) rows, the interval wholly above zero
+    assert rows[4][-1] == "$+3.95$ $[+3.85, +4.04]$"
+
+
+# ---- one micro-batch, a ghost seed more, nothing resolved ----------------------------------
+
+
+def _one_micro_batch():
+    seeds = (1, 4)
+    acc = {
+        (2, "accumulate", "inference"): dict(zip(seeds, (700, 720))),
+        (2, "accumulate", "training"): dict(zip(seeds, (650, 668))),
+        # ghost has seed 6 too: its cell counts three seeds, its pair two
+        (2, "ghost", "inference"): {1: 705, 4: 713, 6: 500},
+        (2, "ghost", "training"): {1: 640, 4: 671, 6: 400},
+    }
+    grid_acc = {
+        (10, "inference"): dict(zip(seeds, (760, 731))),
+        (10, "training"): dict(zip(seeds, (742, 716))),
+        (2, "inference"): dict(zip(seeds, (610, 655))),
+        (2, "training"): dict(zip(seeds, (420, 481))),
+    }
+    diffs = [
+        _diff(2, 1, "first_step", 0.0, 0.0, 0.0, 3.0, float("nan")),
+        _diff(2, 4, "first_step", 0.0, 0.0, 0.0, 4.0, float("nan")),
+        _diff(2, 1, "run", 0.0449, 0.002, 0.0151, 0.8, 0.0),
+        _diff(2, 4, "run", 0.0312, 0.001, 0.0049, 0.9, 0.012),
+    ]
+    return acc, grid_acc, diffs
+
+
+def test_one_micro_batch_identical_first_step_and_nothing_resolved():
+    acc, grid_acc, diffs = _one_micro_batch()
+    runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=8)
+    out = ar.report(runs, grid, d, 10, [2], 0.95, 2, 999)
+    values = _values(acc, grid_acc, 10, (2,))
+    cells, pairs, close = _cells(values, (2,), 0.95), _pairs(values, (2,), 0.95), _closeness(diffs)
+    assert cells[(2, "ghost", "inference")][0] == 3 and pairs[(2, "ghost_vs_accumulate", "inference")][0] == 2
+    pd.testing.assert_frame_equal(out["table"], _expected_table(values, (2,)), check_exact=True)
+    expected_cells = _frame_of(cells, ("micro_batch", "config", "mode")).rename(columns={"x": "mean"})
+    pd.testing.assert_frame_equal(out["cells"], expected_cells, rtol=1e-12)
+    expected_pairs = _frame_of(pairs, ("micro_batch", "comparison", "mode")).rename(columns={"x": "gain"})
+    pd.testing.assert_frame_equal(out["paired"], expected_pairs, rtol=1e-12)
+    _same(out["summary"], _expected_summary(10, (2,), (1, 4, 6), 0.95, cells, pairs, close))
+    expected = {
+        "accumBatch": "10",
+        "accumMicroBatches": "2",
+        "accumMicroMin": "2",
+        "accumMicroMax": "2",
+        "accumSeeds": "3",
+        "accumEpochs": "2",
+        "accumStepsLarge": "99",
+        "accumNetworks": "6",
+    }
+    for where in ("min", "max"):  # one micro-batch: both ends are the same
+        expected |= _expected_macros_per_micro(where, 2, 10, 999, cells, pairs, close, "$0$")
+    expected |= {
+        "accumFirstRelative": "$0$",
+        "accumFirstRunning": "identical, bit for bit",
+        "accumGhostResolved": "none",
+        "accumGhostComparisons": "2",
+    }
+    assert out["macros"] == expected
+    assert out["macros"]["accumStepsSmallMin"] == "499" and out["macros"]["accumPartsMax"] == "5"
+    assert out["macros"]["accumRunDisagreementMin"] == "0.6" and out["macros"]["accumRunRunningMax"] == "0.02"
+    assert out["latex_table"] == _expected_latex(values, cells, (2,), 10, 0.95)
+
+
+# ---- the parts on their own ----------------------------------------------------------------
+
+
+def test_config_labels_in_words():
+    assert ar.config_label("large", 24, 5) == "batch 24"
+    assert ar.config_label("accumulate", 24, 5) == "4 $\\times$ 5, accumulated"
+    assert ar.config_label("ghost", 24, 5) == "ghost, virtual 5"
+    assert ar.config_label("small", 24, 5) == "batch 5"
+    with pytest.raises(KeyError):
+        ar.config_label("other", 24, 5)
+
+
+def test_long_table_names_the_missing_large_batch():
+    acc, grid_acc, diffs = _two_micro_batches()
+    runs, grid, _ = _frames(acc, grid_acc, diffs, rng_seed=1)
+    with pytest.raises(ValueError, match=r"^no grid networks at batch 24$"):
+        ar.long_table(runs, grid[grid.batch_size != 24], 24, [3, 5])
+    with pytest.raises(ValueError, match=r"^no grid networks at batch 5$"):
+        ar.long_table(runs, grid[grid.batch_size != 5], 24, [3, 5])
+
+
+def test_paired_table_refuses_a_comparison_without_common_seeds():
+    table = pd.DataFrame(
+        [
+            {"config": c, "micro_batch": 2, "seed": s, "mode": mode, "accuracy": 0.5}
+            for c, s in (("large", 1), ("accumulate", 2), ("ghost", 2), ("small", 2))
+            for mode in MODES
+        ]
+    )
+    with pytest.raises(ValueError, match=r"^no common seeds for accumulate_vs_large at micro-batch 2$"):
+        ar.paired_table(table, 0.95)
+
+
+def test_cell_and_pair_json_keys_and_types():
+    r = pd.Series({"seeds": np.int64(3), "mean": 0.25, "sd": 0.5, "ci_low": -0.125, "ci_high": 0.625})
+    assert ar._cell_json(r) == {"seeds": 3, "mean": 0.25, "sd": 0.5, "ci": [-0.125, 0.625]}
+    p = pd.Series({"seeds": np.int64(2), "gain": -0.75, "sd": 0.0625, "ci_low": -1.5, "ci_high": 0.375})
+    assert ar._pair_json(p) == {"seeds": 2, "gain": -0.75, "sd": 0.0625, "ci": [-1.5, 0.375]}
+    assert type(ar._cell_json(r)["seeds"]) is int and type(ar._pair_json(p)["gain"]) is float
+    assert ar._stats(1, 2, 3, 4) == {"mean": 1, "sd": 2, "ci_low": 3, "ci_high": 4}

@@ -1,0 +1,434 @@
+"""The fine-tuning report by value (bnstudy.finetune_report, bnstudy.finetune._layer_mean): the
+whole summary against Student-t intervals computed here over seeds, the complete macro dict
+and table rows of a hand-built summary against names and texts written out here, the table
+file's text, and the per-model layer means of distance rows."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from bnstudy import finetune, finetune_report
+
+SEEDS = (0, 1, 2, 3)
+CONFIDENCE = 0.9  # not the default 0.95 of seed_interval, so a dropped confidence shows
+RATES = (1e-05, 0.001)  # keys "1e-05" and "0.001": their string order is not their numeric order
+STREAM_LIST = ("shuffle", "class_sorted")
+MODE_LIST = ("live", "frozen")
+MEASURES = (
+    "inference_after",
+    "train_mode_after",
+    "recomputed_after",
+    "mean_to_exact",
+    "var_to_exact",
+    "mean_to_start",
+    "var_to_start",
+)
+START_MEASURES = ("inference_before", "train_mode_before", "start_mean_to_exact", "start_var_to_exact")
+
+
+# ---- the summary over seeds -------------------------------------------------------------
+
+
+def _interval(values, confidence):
+    """Mean, sd (ddof 1) and the Student-t interval, written out here."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = sps.t.ppf(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
+    return {"mean": mean, "sd": sd, "ci": [mean - half, mean + half], "seeds": n}
+
+
+def _networks():
+    """Per rate, stream, mode and seed one row; every value distinct, the rows in no particular order."""
+    rng = np.random.default_rng(11)
+    start = {
+        seed: {
+            "inference_before": 0.9 + 0.01 * seed + 0.001 * seed**2,
+            "train_mode_before": 0.6 - 0.02 * seed + 0.003 * seed**2,
+            "start_mean_to_exact": 0.05 + 0.004 * seed**2,
+            "start_var_to_exact": 0.2 - 0.01 * seed + 0.002 * seed**3,
+        }
+        for seed in SEEDS
+    }
+    rows = []
+    for lr in RATES:
+        for stream in STREAM_LIST:
+            for mode in MODE_LIST:
+                for seed in SEEDS:
+                    rows.append(
+                        {"seed": seed, "lr": lr, "stream": stream, "mode": mode, "steps": 7}
+                        | start[seed]
+                        | {k: float(rng.uniform(0.05, 0.95)) for k in MEASURES}
+                    )
+    order = np.random.default_rng(12).permutation(len(rows))
+    return [rows[i] for i in order]
+
+
+def _expected_summary(networks, confidence):
+    def pick(lr, stream, mode):
+        g = [r for r in networks if r["lr"] == lr and r["stream"] == stream and r["mode"] == mode]
+        return sorted(g, key=lambda r: r["seed"])
+
+    def diff(a, b):
+        return _interval([x - y for x, y in zip(a, b)], confidence)
+
+    first = {}
+    for r in sorted(networks, key=lambda r: r["seed"]):
+        first.setdefault(r["seed"], r)
+    out = {"start": {k: _interval([first[s][k] for s in SEEDS], confidence) for k in START_MEASURES}, "by_rate": {}}
+    for lr, key in zip(RATES, ("1e-05", "0.001")):
+        cell = {}
+        for stream in STREAM_LIST:
+            entry = {}
+            for mode in MODE_LIST:
+                g = pick(lr, stream, mode)
+                col = {k: [r[k] for r in g] for k in MEASURES + START_MEASURES}
+                e = {k: _interval(col[k], confidence) for k in MEASURES}
+                e["inference_change"] = diff(col["inference_after"], col["inference_before"])
+                e["train_mode_change"] = diff(col["train_mode_after"], col["train_mode_before"])
+                e["recomputed_gain"] = diff(col["recomputed_after"], col["inference_after"])
+                entry[mode] = e
+            live, frozen = pick(lr, stream, "live"), pick(lr, stream, "frozen")
+            entry["frozen_minus_live"] = {
+                "inference_after": diff([r["inference_after"] for r in frozen], [r["inference_after"] for r in live]),
+                "train_mode_after": diff(
+                    [r["train_mode_after"] for r in frozen], [r["train_mode_after"] for r in live]
+                ),
+            }
+            cell[stream] = entry
+        cell["class_sorted_minus_shuffle"] = {
+            mode: diff(
+                [r["inference_after"] for r in pick(lr, "class_sorted", mode)],
+                [r["inference_after"] for r in pick(lr, "shuffle", mode)],
+            )
+            for mode in MODE_LIST
+        }
+        out["by_rate"][key] = cell
+    return out
+
+
+def _flat(obj, prefix=()):
+    """A nested dict of lists and numbers as ``{path: value}``."""
+    if isinstance(obj, dict):
+        return {p: v for k, sub in obj.items() for p, v in _flat(sub, prefix + (k,)).items()}
+    if isinstance(obj, list):
+        return {p: v for i, sub in enumerate(obj) for p, v in _flat(sub, prefix + (i,)).items()}
+    return {prefix: obj}
+
+
+def test_summarise_gives_every_level_and_paired_difference_as_student_t_over_seeds():
+    networks = _networks()
+    got = _flat(finetune_report.summarise(networks, CONFIDENCE))
+    want = _flat(_expected_summary(networks, CONFIDENCE))
+    assert sorted(got, key=str) == sorted(want, key=str)  # the same keys, "sd", "seeds", "train_mode_change" included
+    for path, value in want.items():
+        if path[-1] == "seeds":
+            assert got[path] == value == len(SEEDS) and isinstance(got[path], int), path
+        else:
+            assert got[path] == pytest.approx(value, rel=1e-12, abs=1e-14), path
+    # the inputs are not degenerate: some differences' intervals lie wholly below or above zero, others contain it
+    ends = [(want[p[:-1] + (0,)], want[p[:-1] + (1,)]) for p in want if p[-1] == 1 and p[-2] == "ci"]
+    assert {"below" if hi < 0 else "above" if lo > 0 else "zero" for lo, hi in ends} == {"below", "above", "zero"}
+
+
+def test_summarise_keys_the_rates_by_their_shortest_float_text_in_increasing_order():
+    summary = finetune_report.summarise(_networks(), CONFIDENCE)
+    assert list(summary["by_rate"]) == ["1e-05", "0.001"]
+    assert list(summary["start"]) == list(START_MEASURES)
+    assert list(summary["by_rate"]["0.001"]) == ["shuffle", "class_sorted", "class_sorted_minus_shuffle"]
+    assert [finetune_report.rate_key(v) for v in (1e-05, 0.0003, "0.001", 0.1)] == ["1e-05", "0.0003", "0.001", "0.1"]
+
+
+def test_level_and_paired_return_mean_sd_interval_and_seed_count():
+    values = [0.81, 0.77, 0.9, 0.62, 0.7]
+    other = [0.8, 0.71, 0.93, 0.6, 0.61]
+    got = finetune_report.level(values, 0.8)
+    want = _interval(values, 0.8)
+    assert list(got) == ["mean", "sd", "ci", "seeds"] and got["seeds"] == 5
+    assert [got["mean"], got["sd"], *got["ci"]] == pytest.approx([want["mean"], want["sd"], *want["ci"]], rel=1e-13)
+    got = finetune_report.paired(values, other, 0.8)
+    want = _interval([a - b for a, b in zip(values, other)], 0.8)
+    assert list(got) == ["mean", "sd", "ci", "seeds"] and got["seeds"] == 5
+    assert [got["mean"], got["sd"], *got["ci"]] == pytest.approx([want["mean"], want["sd"], *want["ci"]], rel=1e-12)
+    assert got["ci"][0] < 0 < got["ci"][1] and want["mean"] > 0
+
+
+# ---- macros and table of a hand-built summary -----------------------------------------------
+
+# rate key -> its number in increasing order and its power-of-ten text, written out
+RATE_TEXT = {
+    "0.001": ("Three", "$1 \\times 10^{-3}$"),
+    "1e-05": ("One", "$1 \\times 10^{-5}$"),
+    "0.0003": ("Two", "$3 \\times 10^{-4}$"),
+}
+STREAM_NAME = {"shuffle": "Shuffle", "class_sorted": "ClassSorted"}
+MODE_NAME = {"live": "Live", "frozen": "Frozen"}
+SETTINGS = dict(source_batch_size=1234, batch_size=3, steps=7, every=2, train_rows=5678, momentum=0.05, confidence=0.9)
+
+
+def _hand_summary():
+    """A summary whose every number differs: levels ``0.0123 k``, differences cycling through an
+    interval below zero, one above and one containing zero; one difference rounds to ``-0.0``."""
+    counter = itertools.count(1)
+
+    def level():
+        k = next(counter)
+        return {"mean": 0.0123 * k, "sd": 0.001 * k, "ci": [0.0123 * k - 0.004, 0.0123 * k + 0.005], "seeds": 4}
+
+    def diff():
+        k = next(counter)
+        shape = k % 3
+        if shape == 0:  # wholly below zero
+            mean = -0.0071 * k
+            return {"mean": mean, "sd": 0.002 * k, "ci": [mean - 0.0029 * k, -0.0011 * k], "seeds": 4}
+        if shape == 1:  # wholly above zero
+            mean = 0.0071 * k
+            return {"mean": mean, "sd": 0.002 * k, "ci": [0.0013 * k, mean + 0.0031 * k], "seeds": 4}
+        return {"mean": -0.0071 * k, "sd": 0.002 * k, "ci": [-0.0017 * k, 0.0019 * k], "seeds": 4}
+
+    start = {k: level() for k in START_MEASURES}
+    for i, k in enumerate(START_MEASURES):
+        start[k]["seeds"] = 4 + i  # only inference_before's count is the seed count
+    by_rate = {}
+    for rate in ("0.001", "1e-05", "0.0003"):  # neither in string nor in numeric order
+        cell = {}
+        for s in STREAM_LIST:
+            entry = {}
+            for m in MODE_LIST:
+                e = {k: level() for k in MEASURES}
+                e |= {k: diff() for k in ("inference_change", "train_mode_change", "recomputed_gain")}
+                entry[m] = e
+            entry["frozen_minus_live"] = {"inference_after": diff(), "train_mode_after": diff()}
+            cell[s] = entry
+        cell["class_sorted_minus_shuffle"] = {m: diff() for m in MODE_LIST}
+        by_rate[rate] = cell
+    # a change that rounds to zero from below, with an interval end that does too
+    by_rate["1e-05"]["shuffle"]["live"]["inference_change"] = {
+        "mean": -0.0004,
+        "sd": 0.01,
+        "ci": [-0.02, 0.00004],
+        "seeds": 4,
+    }
+    return {"start": start, "by_rate": by_rate}
+
+
+def _pct(v):
+    return f"{100 * v:.1f}\\%"
+
+
+def _pts(v):
+    text = f"{100 * v:+.1f}"
+    return "$0.0$" if text in ("+0.0", "-0.0") else f"${text}$"
+
+
+def _ci(e):
+    return f"[{_pts(e['ci'][0])}, {_pts(e['ci'][1])}]"
+
+
+def _verdict(e):
+    lo, hi = e["ci"]
+    return "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
+
+
+def _expected_macros(summary):
+    m = {
+        "finetuneSourceBatchSize": "1{,}234",
+        "finetuneBatchSize": "3",
+        "finetuneSteps": "7",
+        "finetuneEvery": "2",
+        "finetuneRows": "21",
+        "finetuneTrainRows": "5{,}678",
+        "finetuneMomentum": "0.05",
+        "finetuneConfidence": "90\\%",
+        "finetuneRateCount": "3",
+        "finetuneSeeds": "4",
+        "finetuneTrainedWeight": "$7 \\times 10^{-1}$",  # 0.95 ** 7 = 0.698
+        "finetuneRates": "$1 \\times 10^{-5}$, $3 \\times 10^{-4}$ and $1 \\times 10^{-3}$",
+    }
+    start = summary["start"]
+    m["finetuneStartInference"] = _pct(start["inference_before"]["mean"])
+    m["finetuneStartTrainMode"] = _pct(start["train_mode_before"]["mean"])
+    m["finetuneStartMeanToExact"] = f"{start['start_mean_to_exact']['mean']:.2f}"
+    m["finetuneStartVarToExact"] = f"{start['start_var_to_exact']['mean']:.2f}"
+    for rate, (number, text) in RATE_TEXT.items():
+        cell = summary["by_rate"][rate]
+        r = f"finetuneRate{number}"
+        m[r] = text
+        for s, sname in STREAM_NAME.items():
+            for mode, mname in MODE_NAME.items():
+                e = cell[s][mode]
+                p = f"{r}{sname}{mname}"
+                m[f"{p}After"] = _pct(e["inference_after"]["mean"])
+                m[f"{p}Change"] = _pts(e["inference_change"]["mean"])
+                m[f"{p}ChangeCi"] = _ci(e["inference_change"])
+                m[f"{p}ChangeVerdict"] = _verdict(e["inference_change"])
+                m[f"{p}TrainMode"] = _pct(e["train_mode_after"]["mean"])
+                m[f"{p}Recomputed"] = _pct(e["recomputed_after"]["mean"])
+                m[f"{p}RecomputedGain"] = _pts(e["recomputed_gain"]["mean"])
+                m[f"{p}RecomputedGainCi"] = _ci(e["recomputed_gain"])
+                m[f"{p}RecomputedGainVerdict"] = _verdict(e["recomputed_gain"])
+                m[f"{p}MeanToExact"] = f"{e['mean_to_exact']['mean']:.2f}"
+                m[f"{p}VarToExact"] = f"{e['var_to_exact']['mean']:.2f}"
+                m[f"{p}MeanToStart"] = f"{e['mean_to_start']['mean']:.2f}"
+                m[f"{p}VarToStart"] = f"{e['var_to_start']['mean']:.2f}"
+            d = cell[s]["frozen_minus_live"]["inference_after"]
+            m[f"{r}{sname}FrozenMinusLive"] = _pts(d["mean"])
+            m[f"{r}{sname}FrozenMinusLiveCi"] = _ci(d)
+            m[f"{r}{sname}FrozenMinusLiveVerdict"] = _verdict(d)
+        for mode, mname in MODE_NAME.items():
+            d = cell["class_sorted_minus_shuffle"][mode]
+            m[f"{r}{mname}SortedMinusShuffle"] = _pts(d["mean"])
+            m[f"{r}{mname}SortedMinusShuffleCi"] = _ci(d)
+            m[f"{r}{mname}SortedMinusShuffleVerdict"] = _verdict(d)
+    return m
+
+
+def test_macros_are_the_complete_dict_of_names_and_texts():
+    summary = _hand_summary()
+    got = finetune_report.macros(summary, SETTINGS)
+    want = _expected_macros(summary)
+    assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 3 + 2 * 3)
+    assert set(got) == set(want)
+    assert got == want
+
+
+def test_hand_summary_reaches_every_verdict_and_the_zero_point_text():
+    want = _expected_macros(_hand_summary())
+    assert want["finetuneRateOneShuffleLiveChange"] == "$0.0$"
+    assert want["finetuneRateOneShuffleLiveChangeCi"] == "[$-2.0$, $0.0$]"
+    verdicts = {v for k, v in want.items() if k.endswith("Verdict")}
+    assert verdicts == {"lies wholly below zero", "lies wholly above zero", "contains zero"}
+    texts = [v for k, v in want.items() if k.startswith("finetuneRate") and not k.endswith("Verdict")]
+    assert len(set(texts)) > 0.9 * len(texts)  # the numbers differ, so a swapped field shows
+
+
+def test_macros_print_the_settings_of_another_study():
+    """Other settings, one rate: the settings' macros follow them."""
+    summary = _hand_summary()
+    summary["by_rate"] = {"0.0003": summary["by_rate"]["0.0003"]}
+    settings = dict(source_batch_size=64, batch_size=5, steps=40, every=10, train_rows=898, momentum=0.2,
+                    confidence=0.99)  # fmt: skip
+    got = finetune_report.macros(summary, settings)
+    assert {k: got[k] for k in _expected_macros(_hand_summary()) if not k.startswith("finetuneRate")} | {
+        "finetuneRateCount": got["finetuneRateCount"],
+        "finetuneRates": got["finetuneRates"],
+        "finetuneRateOne": got["finetuneRateOne"],
+    } == {
+        "finetuneSourceBatchSize": "64",
+        "finetuneBatchSize": "5",
+        "finetuneSteps": "40",
+        "finetuneEvery": "10",
+        "finetuneRows": "200",
+        "finetuneTrainRows": "898",
+        "finetuneMomentum": "0.2",
+        "finetuneConfidence": "99\\%",
+        "finetuneRateCount": "1",
+        "finetuneSeeds": "4",
+        "finetuneTrainedWeight": "$1 \\times 10^{-4}$",  # 0.8 ** 40 = 1.33e-4
+        "finetuneRates": "$3 \\times 10^{-4}$",
+        "finetuneRateOne": "$3 \\times 10^{-4}$",
+        "finetuneStartInference": _pct(summary["start"]["inference_before"]["mean"]),
+        "finetuneStartTrainMode": _pct(summary["start"]["train_mode_before"]["mean"]),
+        "finetuneStartMeanToExact": f"{summary['start']['start_mean_to_exact']['mean']:.2f}",
+        "finetuneStartVarToExact": f"{summary['start']['start_var_to_exact']['mean']:.2f}",
+    }
+    assert not any(k.startswith(("finetuneRateTwo", "finetuneRateThree")) for k in got)
+
+
+def _expected_rows(summary):
+    rows = []
+    for rate in ("1e-05", "0.0003", "0.001"):
+        for s, words in (("shuffle", "random"), ("class_sorted", "one-class")):
+            e = summary["by_rate"][rate][s]
+            live, frozen = e["live"]["inference_change"], e["frozen"]["inference_change"]
+            d = e["frozen_minus_live"]["inference_after"]
+            rows.append(
+                [
+                    RATE_TEXT[rate][1],
+                    words,
+                    f"{_pts(live['mean'])} {_ci(live)}",
+                    f"{_pts(frozen['mean'])} {_ci(frozen)}",
+                    f"{_pts(d['mean'])} {_ci(d)}",
+                    _pct(e["live"]["recomputed_after"]["mean"]),
+                ]
+            )
+    return rows
+
+
+def test_table_rows_are_one_per_rate_and_stream_in_increasing_rate_order():
+    summary = _hand_summary()
+    got = finetune_report.table_rows(summary)
+    assert got == _expected_rows(summary)
+    assert got[0][2] == "$0.0$ [$-2.0$, $0.0$]"
+
+
+def test_write_table_writes_the_booktabs_tabular_of_the_rows(tmp_path):
+    summary = _hand_summary()
+    path = tmp_path / "finetune.tex"
+    finetune_report.write_table(path, summary)
+    body = "".join(" & ".join(r) + " \\\\\n" for r in _expected_rows(summary))
+    want = (
+        "% fine-tuning: inference accuracy change\n"
+        "\\begin{tabular}{llrrrr}\n"
+        "\\toprule\n"
+        "rate & batches & change, live & change, frozen & frozen $-$ live & live, recomputed \\\\\n"
+        "\\midrule\n" + body + "\\bottomrule\n"
+        "\\end{tabular}\n"
+    )
+    assert path.read_text(encoding="utf-8") == want
+    assert body.count("\n") == 6
+
+
+def test_rates_are_ordered_by_value_not_by_text():
+    summary = _hand_summary()
+    assert finetune_report._rates(summary) == ["1e-05", "0.0003", "0.001"]
+
+
+def test_points_percent_and_distance_texts():
+    assert [finetune_report.points(v) for v in (0.0123, -0.0456, -0.0004, 0.0004, 0.0)] == [
+        "$+1.2$",
+        "$-4.6$",
+        "$0.0$",
+        "$0.0$",
+        "$0.0$",
+    ]
+    assert finetune_report.interval_points({"ci": [-0.0871, 0.0312]}) == "[$-8.7$, $+3.1$]"
+    assert finetune_report.percent(0.8437) == "84.4\\%" and finetune_report.distance(0.127) == "0.13"
+
+
+# ---- per-model layer means ---------------------------------------------------------------------
+
+
+def test_layer_mean_averages_each_models_layers_per_distance():
+    rows = [
+        {"model": 1, "layer": 1, "mean_distance": 0.5, "var_distance": 4.0},
+        {"model": 0, "layer": 1, "mean_distance": 0.25, "var_distance": 1.0},
+        {"model": 2, "layer": 1, "mean_distance": 1e16, "var_distance": 9.0},
+        {"model": 0, "layer": 2, "mean_distance": 0.75, "var_distance": 2.5},
+        {"model": 1, "layer": 2, "mean_distance": 1.5, "var_distance": 8.0},
+        {"model": 2, "layer": 2, "mean_distance": 3.0, "var_distance": 6.0},
+        {"model": 2, "layer": 3, "mean_distance": -1e16, "var_distance": 0.0},
+    ]
+    got = finetune._layer_mean(rows, 3)
+    assert list(got) == ["mean_distance", "var_distance"]
+    # model 0: (0.25 + 0.75) / 2, model 1: (0.5 + 1.5) / 2, model 2: (1e16 + 3 - 1e16) / 3 summed exactly
+    assert isinstance(got["mean_distance"], np.ndarray) and got["mean_distance"].dtype == np.float64
+    assert got["mean_distance"].tolist() == [0.5, 1.0, 1.0]
+    assert got["var_distance"].tolist() == [1.75, 6.0, 5.0]
+
+
+def test_layer_mean_of_one_model_uses_only_its_rows():
+    rows = [
+        {"model": 0, "layer": 1, "mean_distance": 0.2, "var_distance": 0.6},
+        {"model": 1, "layer": 1, "mean_distance": 7.0, "var_distance": 9.0},
+        {"model": 0, "layer": 2, "mean_distance": 0.4, "var_distance": 0.9},
+    ]
+    got = finetune._layer_mean(rows, 1)
+    assert got["mean_distance"].tolist() == [(0.2 + 0.4) / 2]
+    assert got["var_distance"].tolist() == [(0.6 + 0.9) / 2]
+    assert got["mean_distance"].shape == got["var_distance"].shape == (1,)
