@@ -14,7 +14,6 @@ from bnstudy import lr_sweep_report
 from bnstudy.latex import macro_name
 
 LABELS = {"none": "plain", "batchnorm": "batch norm"}
-SEEDS = [7, 1, 4]  # rows are given in this seed order; the report sorts them
 NOISE = {"none": [0.0, 0.02, 0.04], "batchnorm": [0.01, 0.02, 0.06]}  # test offsets of seeds 1, 4, 7
 DESIGN = {"fit_rows": 12000.0, "validation_rows": 250.0, "epochs": 30.0, "grid_seeds": 5.0}
 
@@ -335,6 +334,7 @@ def test_report_data_frames_hold_every_rate_the_chosen_ones_and_both_pairings():
         assert row.seeds == 3
     p = out["paired"]
     assert list(p.columns) == ["batch_size", "lr_a", "lr_b", "seeds", "gain", "sd", "ci_low", "ci_high", "rates"]
+    assert p.index.tolist() == list(range(6))
     assert p.rates.tolist() == ["best"] * 3 + ["grid"] * 3 and p.batch_size.tolist() == [2, 4, 16] * 2
     want = [pb[s] for s in (2, 4, 16)] + [pg[s] for s in (2, 4, 16)]
     for row, w in zip(p.itertuples(), want):
@@ -407,6 +407,7 @@ def test_best_rates_margin_is_nan_for_one_rate_and_a_difference_for_two():
     assert lr_sweep_report.best_lr(best, "none", 4) == 1e-3 and lr_sweep_report.best_lr(best, "none", 2) == 1e-2
     grid = lr_sweep_report.at_rate(rates, 1e-2)
     assert grid.batch_size.tolist() == [2, 4] and grid.index.tolist() == [0, 1]
+    assert list(grid.columns) == list(rates.columns)
     assert grid.validation_mean.tolist() == pytest.approx([0.7, 1.6 / 3], abs=1e-12)
 
 
@@ -414,8 +415,8 @@ def test_paired_at_pairs_only_the_seeds_both_sides_share_at_each_sides_rate():
     rows = []
     for norm, lr, seeds, accs in (
         ("batchnorm", 1e-1, (5, 2, 9, 3), (0.9, 0.6, 0.8, 0.55)),  # seed 3 has no partner
-        ("batchnorm", 1e-2, (5, 2, 9), (0.1, 0.1, 0.1)),
-        ("none", 1e-2, (9, 5, 2), (0.5, 0.7, 0.4)),
+        ("batchnorm", 1e-2, (5, 2, 9, 6), (0.1, 0.1, 0.1, 0.1)),
+        ("none", 1e-2, (9, 6, 5, 2), (0.5, 0.3, 0.7, 0.4)),  # only none has seed 6
         ("none", 1e-1, (9, 5, 2), (0.2, 0.2, 0.2)),
     ):
         for s, a in zip(seeds, accs):
@@ -434,22 +435,27 @@ def test_paired_at_pairs_only_the_seeds_both_sides_share_at_each_sides_rate():
 def test_validation_table_orders_none_then_batch_norm_then_others_and_marks_missing_rates():
     sweep = {
         ("layernorm", 2, 1e-3): ([0.51, 0.52, 0.53], 0.5),
+        ("groupnorm", 2, 1e-2): ([0.21, 0.22, 0.23], 0.5),
+        ("groupnorm", 1, 1e-3): ([0.11, 0.12, 0.13], 0.5),
         ("none", 4, 1e-3): ([0.61, 0.62, 0.63], 0.5),
         ("none", 4, 1e-2): ([0.71, 0.72, 0.73], 0.5),
         ("none", 2, 1e-2): ([0.41, 0.42, 0.43], 0.5),
         ("batchnorm", 2, 1e-3): ([0.81, 0.82, 0.83], 0.5),
         ("batchnorm", 2, 1e-2): ([0.31, 0.32, 0.33], 0.5),
     }
-    noise = {n: [0.0, 0.01, 0.03] for n in ("none", "batchnorm", "layernorm")}
-    labels = {"batchnorm": "BN", "layernorm": "LN", "none": "no norm"}
+    noise = {n: [0.0, 0.01, 0.03] for n in ("none", "batchnorm", "layernorm", "groupnorm")}
+    labels = {"batchnorm": "BN", "layernorm": "LN", "none": "no norm", "groupnorm": "GN"}
     rates = lr_sweep_report.rate_table(runs_from(sweep, noise), 0.95)
     best = lr_sweep_report.best_rates(rates)
-    header, rows, align, comment = lr_sweep_report.validation_table(rates, best, labels)
+    # rows in any order: the others after batch norm, by batch size, then by name
+    header, rows, align, comment = lr_sweep_report.validation_table(rates.iloc[::-1], best, labels)
     assert header == ["normaliser", "batch", "$1 \\times 10^{-3}$", "$1 \\times 10^{-2}$"]
     assert rows == [
         ["no norm", "2", "--", "\\textbf{42.0}"],
         ["no norm", "4", "62.0", "\\textbf{72.0}"],
         ["BN", "2", "\\textbf{82.0}", "32.0"],
+        ["GN", "1", "\\textbf{12.0}", "--"],
+        ["GN", "2", "--", "\\textbf{22.0}"],
         ["LN", "2", "\\textbf{52.0}", "--"],
     ]
     assert align == "lrrr" and comment == "mean validation accuracy by learning rate"
