@@ -295,8 +295,7 @@ def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close):
         "confidence": confidence,
         "accuracy": {str(m): {c: {mode: cell((m, c, mode)) for mode in MODES} for c in CONFIGS} for m in micro},
         "paired": {
-            str(m): {name: {mode: pair((m, name, mode)) for mode in MODES} for name, _, _ in COMPARISONS}
-            for m in micro
+            str(m): {name: {mode: pair((m, name, mode)) for mode in MODES} for name, _, _ in COMPARISONS} for m in micro
         },
         "accumulate_vs_ghost": {str(m): dict(close[m]) for m in micro},
     }
@@ -335,6 +334,7 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
 def two():
     acc, grid_acc, diffs = _two_micro_batches()
     runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=3)
+    d = d.sort_values("micro_batch", ascending=False, kind="stable")  # micro-batch 5 comes first
     out = ar.report(runs, grid, d, 24, [5, 3], 0.9, 7, 25001)
     values = _values(acc, grid_acc, 24, (3, 5))
     return out, values, diffs
