@@ -106,6 +106,8 @@ def test_remedies_refuse_other_normalisers_with_one_message():
         remedies.exact_statistics(stack, other, _x())
     with pytest.raises(ValueError, match=message):
         remedies.all_statistics(stack, other, _x(), np.arange(12) % 3, batch_size=4, seed=0)
+    with pytest.raises(ValueError, match=message):
+        remedies.training_mode_layer_inputs(stack, other, _x(), np.arange(12).reshape(3, 4))
 
 
 # ---- (d) exact statistics: the rows are rounded to float32 first ---------------------
