@@ -144,6 +144,54 @@ def test_summarise_keys_the_rates_by_their_shortest_float_text_in_increasing_ord
     assert [finetune_report.rate_key(v) for v in (1e-05, 0.0003, "0.001", 0.1)] == ["1e-05", "0.0003", "0.001", "0.1"]
 
 
+def _without(networks, **where):
+    return [r for r in networks if not all(r[k] == v for k, v in where.items())]
+
+
+def test_summarise_refuses_sides_that_hold_different_seeds():
+    """A seed missing on each side of a paired difference would pair two different networks."""
+    networks = _without(_without(_networks(), lr=0.001, stream="shuffle", mode="live", seed=1), lr=0.001,
+                        stream="shuffle", mode="frozen", seed=2)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^lr 0\.001, shuffle: frozen - live: the two sides hold different "
+                       r"seeds: \[0, 1, 3\] and \[0, 2, 3\]$"):  # fmt: skip
+        finetune_report.summarise(networks, CONFIDENCE)
+    networks = _without(_without(_networks(), lr=1e-05, stream="shuffle", mode="frozen", seed=0), lr=1e-05,
+                        stream="class_sorted", mode="frozen", seed=3)  # fmt: skip
+    networks = _without(_without(networks, lr=1e-05, stream="shuffle", mode="live", seed=0), lr=1e-05,
+                        stream="class_sorted", mode="live", seed=3)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^lr 1e-05, live: one-class - random: the two sides hold different "
+                       r"seeds: \[0, 1, 2\] and \[1, 2, 3\]$"):  # fmt: skip
+        finetune_report.summarise(networks, CONFIDENCE)
+
+
+def test_summarise_refuses_a_seed_twice_in_one_cell():
+    networks = _networks()
+    twice = next(r for r in networks if r["lr"] == 0.001 and r["stream"] == "class_sorted" and r["mode"] == "frozen")
+    with pytest.raises(ValueError, match=r"^lr 0\.001, class_sorted, frozen: a seed appears more than once: "):
+        finetune_report.summarise(networks + [dict(twice)], CONFIDENCE)
+
+
+def test_summarise_refuses_a_seed_whose_rows_start_from_different_levels():
+    networks = _networks()
+    moved = next(r for r in networks if r["seed"] == 2 and r["lr"] == 1e-05 and r["mode"] == "frozen")
+    for key in START_MEASURES:
+        changed = [dict(r) for r in networks]
+        next(r for r in changed if r == moved)[key] += 1e-9
+        with pytest.raises(ValueError, match="^seed 2: the start levels differ between its rows$"):
+            finetune_report.summarise(changed, CONFIDENCE)
+
+
+def test_seed_rows_sorts_by_seed_and_paired_rows_pairs_by_seed():
+    rows = [{"seed": s, "a": a} for s, a in ((3, 0.5), (10, 0.25), (2, 0.75))]
+    assert [r["seed"] for r in finetune_report.seed_rows(rows, "x")] == [2, 3, 10]  # by number, not text
+    other = [{"seed": s, "a": a} for s, a in ((10, 0.5), (2, 0.5), (3, 0.125))]
+    got = finetune_report.paired_rows(rows, other, "a", 0.8, "x")
+    want = _interval([0.75 - 0.5, 0.5 - 0.125, 0.25 - 0.5], 0.8)
+    assert got["seeds"] == 3 and [got["mean"], got["sd"], *got["ci"]] == pytest.approx(
+        [want["mean"], want["sd"], *want["ci"]], rel=1e-12
+    )
+
+
 def test_level_and_paired_return_mean_sd_interval_and_seed_count():
     values = [0.81, 0.77, 0.9, 0.62, 0.7]
     other = [0.8, 0.71, 0.93, 0.6, 0.61]

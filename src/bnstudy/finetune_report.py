@@ -43,6 +43,26 @@ def paired(a, b, confidence: float) -> dict:
     return {"mean": p["gain"], "sd": p["sd"], "ci": [p["ci_low"], p["ci_high"]], "seeds": p["seeds"]}
 
 
+def seed_rows(rows: list[dict], what: str) -> list[dict]:
+    """``rows`` sorted by seed; a ValueError naming ``what`` if a seed appears twice."""
+    rows = sorted(rows, key=lambda r: int(r["seed"]))
+    seeds = [int(r["seed"]) for r in rows]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{what}: a seed appears more than once: {seeds}")
+    return rows
+
+
+def paired_rows(a: list[dict], b: list[dict], key: str, confidence: float, what: str) -> dict:
+    """:func:`paired` of ``key`` between two cells' rows, matched by seed: a ValueError naming
+    ``what`` unless both cells hold the same seeds (a seed missing on each side would
+    otherwise pair two different networks)."""
+    a, b = seed_rows(a, what), seed_rows(b, what)
+    if [int(r["seed"]) for r in a] != [int(r["seed"]) for r in b]:
+        sa, sb = [int(r["seed"]) for r in a], [int(r["seed"]) for r in b]
+        raise ValueError(f"{what}: the two sides hold different seeds: {sa} and {sb}")
+    return paired([r[key] for r in a], [r[key] for r in b], confidence)
+
+
 def rate_key(lr: float) -> str:
     return f"{float(lr):g}"
 
@@ -53,7 +73,9 @@ def summarise(networks: list[dict], confidence: float) -> dict:
     rows = sorted(networks, key=lambda r: int(r["seed"]))
     first = {}
     for r in rows:
-        first.setdefault(int(r["seed"]), r)
+        start = first.setdefault(int(r["seed"]), r)
+        if any(r[m] != start[m] for m in START):  # every run of a seed starts from the same network
+            raise ValueError(f"seed {r['seed']}: the start levels differ between its rows")
     out: dict = {"start": {m: level([r[m] for r in first.values()], confidence) for m in START}, "by_rate": {}}
     for lr in sorted({float(r["lr"]) for r in rows}):
         cell = {}
@@ -62,7 +84,7 @@ def summarise(networks: list[dict], confidence: float) -> dict:
         for s in STREAMS:
             entry: dict = {}
             for m in MODES:
-                g = get[(s, m)]
+                g = seed_rows(get[(s, m)], f"lr {rate_key(lr)}, {s}, {m}")
                 col = lambda k: [r[k] for r in g]  # noqa: E731
                 e = {k: level(col(k), confidence) for k in LEVELS}
                 e["inference_change"] = paired(col("inference_after"), col("inference_before"), confidence)
@@ -71,15 +93,17 @@ def summarise(networks: list[dict], confidence: float) -> dict:
                 entry[m] = e
             live, frozen = get[(s, "live")], get[(s, "frozen")]
             entry["frozen_minus_live"] = {
-                k: paired([r[k] for r in frozen], [r[k] for r in live], confidence)
+                k: paired_rows(frozen, live, k, confidence, f"lr {rate_key(lr)}, {s}: frozen - live")
                 for k in ("inference_after", "train_mode_after")
             }
             cell[s] = entry
         cell["class_sorted_minus_shuffle"] = {
-            m: paired(
-                [r["inference_after"] for r in get[("class_sorted", m)]],
-                [r["inference_after"] for r in get[("shuffle", m)]],
+            m: paired_rows(
+                get[("class_sorted", m)],
+                get[("shuffle", m)],
+                "inference_after",
                 confidence,
+                f"lr {rate_key(lr)}, {m}: one-class - random",
             )
             for m in MODES
         }
