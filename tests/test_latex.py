@@ -100,6 +100,14 @@ def test_points_and_signed_points_by_hand():
     assert latex.signed_points(float("inf")) == "n/a"
 
 
+def test_math_points_are_signed_in_math_mode_and_unsigned_at_a_rounded_zero():
+    cases = {0.0123: "$+1.2$", -0.0456: "$-4.6$", -0.00049: "$0.0$", 0.00049: "$0.0$", 0.0: "$0.0$", 0.0005: "$+0.1$"}
+    assert {v: latex.math_points(v) for v in cases} == cases
+    assert latex.math_points(-0.00049, 2) == "$-0.05$" and latex.math_points(-0.000049, 2) == "$0.00$"
+    assert latex.math_points_interval({"ci": [-0.0871, 0.0312], "mean": 0.5}) == "[$-8.7$, $+3.1$]"
+    assert latex.math_points_interval({"ci": [-0.0004, 0.01234]}, 2) == "[$-0.04$, $+1.23$]"
+
+
 def test_points_interval_by_hand():
     assert latex.points_interval(0.1, 0.25) == "[10.0, 25.0]"
     assert latex.points_interval(0.1, 0.25, digits=2) == "[10.00, 25.00]"

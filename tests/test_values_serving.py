@@ -328,7 +328,7 @@ PER_CELL = {
     "servingRandomServedBOneSix": "88.8\\%",
     "servingRandomBeforeBOneSix": "95.0\\%",
     "servingRandomAfterBOneSix": "95.0\\%",
-    "servingRandomChangeBOneSix": "$-0.0$",
+    "servingRandomChangeBOneSix": "$0.0$",
     "servingRandomChangeCiBOneSix": "[$-0.3$, $+0.2$]",
     "servingRandomShiftBOneSix": "0.07",
     "servingRandomVarChangeBOneSix": "0.33",
@@ -336,7 +336,7 @@ PER_CELL = {
     "servingRandomBeforeBOneTwoEight": "96.1\\%",
     "servingRandomAfterBOneTwoEight": "96.6\\%",
     "servingRandomChangeBOneTwoEight": "$+0.5$",
-    "servingRandomChangeCiBOneTwoEight": "[$+0.0$, $+0.9$]",
+    "servingRandomChangeCiBOneTwoEight": "[$0.0$, $+0.9$]",
     "servingRandomShiftBOneTwoEight": "0.03",
     "servingRandomVarChangeBOneTwoEight": "0.15",
     # sorted
@@ -351,7 +351,7 @@ PER_CELL = {
     "servingSortedBeforeBOneSix": "95.1\\%",
     "servingSortedAfterBOneSix": "93.7\\%",
     "servingSortedChangeBOneSix": "$-1.3$",
-    "servingSortedChangeCiBOneSix": "[$-2.7$, $+0.0$]",
+    "servingSortedChangeCiBOneSix": "[$-2.7$, $0.0$]",
     "servingSortedShiftBOneSix": "0.30",
     "servingSortedVarChangeBOneSix": "0.81",
     "servingSortedServedBOneTwoEight": "89.1\\%",
@@ -365,7 +365,7 @@ PER_CELL = {
     "servingSortedMinusRandomServedBFour": "$-63.7$",
     "servingSortedMinusRandomServedCiBFour": "[$-70.1$, $-57.3$]",
     "servingSortedMinusRandomServedBOneSix": "$-30.1$",
-    "servingSortedMinusRandomServedCiBOneSix": "[$-60.2$, $+0.0$]",
+    "servingSortedMinusRandomServedCiBOneSix": "[$-60.2$, $0.0$]",
     "servingSortedMinusRandomServedBOneTwoEight": "$-2.1$",
     "servingSortedMinusRandomServedCiBOneTwoEight": "[$-5.3$, $+1.0$]",
 }
@@ -373,7 +373,7 @@ PER_CELL = {
 RANGES = {
     "servingRandomServedMin": "85.1\\%",
     "servingRandomServedMax": "91.2\\%",
-    "servingRandomChangeMin": "$-0.0$",
+    "servingRandomChangeMin": "$0.0$",
     "servingRandomChangeMax": "$+1.2$",
     "servingRandomShiftMin": "0.03",
     "servingRandomShiftMax": "0.12",
@@ -470,8 +470,8 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
 
 def test_points_percent_and_intervals_by_hand():
     assert serving_report.points(0.0123) == "$+1.2$"
-    assert serving_report.points(-0.00049) == "$-0.0$"
-    assert serving_report.points(0.0) == "$+0.0$"
+    assert serving_report.points(-0.00049) == "$0.0$"
+    assert serving_report.points(0.0) == "$0.0$"
     assert serving_report.points(-0.4567) == "$-45.7$"
     assert serving_report.percent(0.8512) == "85.1\\%"
     assert serving_report.percent(1.0) == "100.0\\%"
@@ -480,8 +480,8 @@ def test_points_percent_and_intervals_by_hand():
 
 ROWS = [
     ["4", "94.4\\%", "$+1.2$ [$+0.7$, $+1.8$]", "$-7.0$ [$-9.1$, $-5.0$]", "85.1\\%", "21.4\\%"],
-    ["16", "95.0\\%", "$-0.0$ [$-0.3$, $+0.2$]", "$-1.3$ [$-2.7$, $+0.0$]", "88.8\\%", "58.6\\%"],
-    ["128", "96.1\\%", "$+0.5$ [$+0.0$, $+0.9$]", "$+1.8$ [$+1.0$, $+2.5$]", "91.2\\%", "89.1\\%"],
+    ["16", "95.0\\%", "$0.0$ [$-0.3$, $+0.2$]", "$-1.3$ [$-2.7$, $0.0$]", "88.8\\%", "58.6\\%"],
+    ["128", "96.1\\%", "$+0.5$ [$0.0$, $+0.9$]", "$+1.8$ [$+1.0$, $+2.5$]", "91.2\\%", "89.1\\%"],
 ]
 
 

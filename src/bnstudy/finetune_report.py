@@ -13,6 +13,8 @@ import math
 
 from . import latex
 from .finetune import MODES, STREAMS
+from .latex import math_points as points
+from .latex import math_points_interval as interval_points
 from .latex import power_of_ten, verdict, words
 from .paired import paired_interval
 from .stats import seed_interval
@@ -126,18 +128,6 @@ def along_means(along: list[dict]) -> list[dict]:
 
 
 # ---- paper parts -------------------------------------------------------------------------
-
-
-def points(value: float) -> str:
-    """A signed difference of shares in percentage points, in math mode: ``$+1.2$`` (``$0.0$``
-    for a value that rounds to zero, of either sign)."""
-    text = f"{100 * value:+.{DIGITS}f}"
-    return "$" + (text[1:] if float(text) == 0 else text) + "$"
-
-
-def interval_points(entry: dict) -> str:
-    lo, hi = entry["ci"]
-    return f"[{points(lo)}, {points(hi)}]"
 
 
 def percent(value: float) -> str:

@@ -101,6 +101,19 @@ def signed_points(value, digits: int = 2) -> str:
     return f"{100 * value:+.{digits}f}" if _finite(value) else "n/a"
 
 
+def math_points(value, digits: int = 1) -> str:
+    """A difference of shares in signed percentage points, in math mode: ``0.0123`` ->
+    ``$+1.2$``; a value that rounds to zero, of either sign, prints unsigned: ``$0.0$``."""
+    text = f"{100 * value:+.{digits}f}"
+    return "$" + (text[1:] if float(text) == 0 else text) + "$"
+
+
+def math_points_interval(entry: dict, digits: int = 1) -> str:
+    """``entry["ci"]`` as ``[$-8.7$, $+3.1$]`` (:func:`math_points`)."""
+    lo, hi = entry["ci"]
+    return f"[{math_points(lo, digits)}, {math_points(hi, digits)}]"
+
+
 def points_interval(lo, hi, signed: bool = False, digits: int | None = None) -> str:
     """``[lo, hi]`` in percent (signed: in signed percentage points), ``digits`` decimals
     (by default those of :func:`points` or :func:`signed_points`)."""

@@ -8,19 +8,11 @@ statistics with two decimals; intervals as ``[low, high]``.
 from __future__ import annotations
 
 from . import latex
+from .latex import math_points as points
+from .latex import math_points_interval as interval_points
 from .serving import STREAMS
 
 DIGITS = 1  # decimals of percentages and percentage points
-
-
-def points(value: float) -> str:
-    """A signed difference of shares in percentage points, in math mode: ``$+1.2$``."""
-    return f"${100 * value:+.{DIGITS}f}$"
-
-
-def interval_points(entry: dict) -> str:
-    lo, hi = entry["ci"]
-    return f"[{points(lo)}, {points(hi)}]"
 
 
 def percent(value: float) -> str:
