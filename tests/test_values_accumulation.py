@@ -525,6 +525,16 @@ def test_long_table_names_the_missing_large_batch():
         ar.long_table(runs, grid[grid.batch_size != 5], 24, [3, 5])
 
 
+def test_long_table_refuses_grid_rows_of_two_normalisers():
+    """Another normaliser's network of the same seed would be counted as a second network of that seed."""
+    acc, grid_acc, diffs = _two_micro_batches()
+    runs, grid, _ = _frames(acc, grid_acc, diffs, rng_seed=1)
+    assert set(grid.normaliser) == {"batchnorm"}
+    other = pd.concat([grid, grid.assign(normaliser="layernorm")], ignore_index=True)
+    with pytest.raises(ValueError, match=r"^grid rows of more than one normaliser: \['batchnorm', 'layernorm'\]$"):
+        ar.long_table(runs, other, 24, [3, 5])
+
+
 def test_paired_table_refuses_a_comparison_without_common_seeds():
     table = pd.DataFrame(
         [

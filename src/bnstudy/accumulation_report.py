@@ -38,6 +38,9 @@ def long_table(runs: pd.DataFrame, grid: pd.DataFrame, batch_size: int, micro_ba
     """One row per micro-batch, configuration, mode and seed: the study's ``runs`` (variant,
     micro_batch, seed, mode, accuracy) with the grid's accuracy rows (normaliser, batch_size,
     seed, mode, accuracy) at ``batch_size`` (``large``) and at each micro-batch (``small``)."""
+    norms = sorted(set(grid["normaliser"]))
+    if len(norms) > 1:  # two normalisers' networks of one seed would be taken for two seeds' networks
+        raise ValueError(f"grid rows of more than one normaliser: {norms}")
     rows = [runs[["variant", "micro_batch", "seed", "mode", "accuracy"]].rename(columns={"variant": "config"})]
     for m in micro_batches:
         for config, b in (("large", batch_size), ("small", m)):
