@@ -246,7 +246,15 @@ def test_accumulation_ghost_interval_ending_at_zero_is_not_resolved():
     for b in (batch, *micro):
         for mode in ("inference", "training"):
             for s in seeds:
-                grid.append({"batch_size": b, "seed": s, "mode": mode, "accuracy": 0.6 + 0.01 * b + 0.03 * s})
+                grid.append(
+                    {
+                        "normaliser": "batchnorm",
+                        "batch_size": b,
+                        "seed": s,
+                        "mode": mode,
+                        "accuracy": 0.6 + 0.01 * b + 0.03 * s,
+                    }
+                )
     differences = pd.DataFrame(
         [
             {"micro_batch": m, "seed": s, "after": after, "parameters": 1e-6, "pre_norm_biases": 1e-7}
