@@ -2,6 +2,7 @@
 
 import os
 import platform
+import sys
 
 import pytest
 
@@ -124,3 +125,18 @@ def test_runs_compile_into_their_own_copy_not_this_checkouts_numba_cache(monkeyp
     assert "NUMBA_CACHE_DIR" not in env and env["NUMBA_CPU_NAME"] == "generic"
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/chosen")  # chosen by the user: kept
     assert determinism.run_environment()["NUMBA_CACHE_DIR"] == "/somewhere/chosen"
+
+
+def test_the_serial_run_keeps_its_priority_and_the_runs_with_parallel_jobs_run_niced(tmp_path):
+    """The runs share the machine: the single-core run at normal priority, the others at the lowest;
+    a run started at a niceness really runs at it (``nice`` execs Snakemake in the same process)."""
+    assert set(determinism.NICENESS) == set(determinism.RUNS)
+    assert determinism.NICENESS == {"cores1": 0, "cores4": 19, "killed-resumed": 19}
+    assert determinism.niced(["python", "-V"], 0) == ["python", "-V"]
+    assert determinism.niced(["python", "-V"], 19) == ["nice", "-n", "19", "python", "-V"]
+    log = tmp_path / "log"
+    with open(log, "w") as out:
+        cmd = ["-c", "import os; print(os.nice(0), os.getpgid(0) == os.getpid())"]
+        proc = determinism._start([sys.executable, *cmd], tmp_path, out, None, 19)
+        determinism._wait(proc)
+    assert log.read_text() == "19 True\n"  # at the niceness, in its own process group (killpg reaches it)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from bnstudy.determinism import copy_workflow
+from bnstudy.determinism import NICENESS, copy_workflow, niced
 
 pytestmark = pytest.mark.slurm
 
@@ -40,7 +40,8 @@ CONFIG = "config/test.yaml"
 # three such intervals, so finished jobs remain visible. SLURM's logs of
 # successful jobs are kept for the checks.
 CLUSTER_ARGS = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
-RUN_TIMEOUT = 30 * 60  # the whole test config on the cluster
+RUN_TIMEOUT = 45 * 60  # the whole test config on the cluster, at low priority beside the other runs
+BACKGROUND_NICENESS = max(NICENESS.values())
 FAILURE_TIMEOUT = 3 * 60  # a single failing job must be reported well within this
 # "Job 3 has been submitted with SLURM jobid 17 (log: ...)."; group jobs are named by a UUID
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
@@ -72,11 +73,12 @@ def cluster():
         pytest.skip(problem)
 
 
-def start_snakemake(workdir: Path, args: list[str], log: Path) -> subprocess.Popen:
-    """Start Snakemake with this interpreter in ``workdir``, output to ``log``."""
+def start_snakemake(workdir: Path, args: list[str], log: Path, niceness: int = 0) -> subprocess.Popen:
+    """Start Snakemake with this interpreter in ``workdir``, output to ``log``; at ``niceness``
+    (its SLURM jobs too: scripts/slurm-local's cluster propagates the submitter's niceness)."""
     with open(log, "w") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "snakemake", *args],
+            niced([sys.executable, "-m", "snakemake", *args], niceness),
             cwd=workdir,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -127,7 +129,8 @@ def start_in_background(tmp_path_factory):
     remote = copy_workflow(ROOT, tmp_path_factory.mktemp("slurm"))
     log = remote / "snakemake.log"
     args = ["--configfile", CONFIG, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS]
-    return remote, log, time.monotonic(), start_snakemake(remote, args, log)
+    # at the determinism runs' low priority (bnstudy.determinism.NICENESS): it runs beside them
+    return remote, log, time.monotonic(), start_snakemake(remote, args, log, BACKGROUND_NICENESS)
 
 
 @pytest.fixture(scope="module")
