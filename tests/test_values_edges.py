@@ -25,6 +25,7 @@ from bnstudy import (
 )
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
+from float32_by_hand import exact_by_hand
 
 
 def pct(v):
@@ -339,45 +340,6 @@ def test_published_gain_sizes_leave_out_a_tie_between_batchnorm_and_none():
 SPEC = NetSpec("batchnorm", widths=(6, 4, 3, 3))
 
 
-def _linear32(a, w, bias):
-    """``bias + sum_k a[:, k] * W[:, k]`` in float32, the bias first, then ``k = 0, 1, ...``."""
-    out = np.broadcast_to(bias.astype(np.float32), (a.shape[0], w.shape[0])).copy()
-    for k in range(a.shape[1]):
-        out = out + a[:, k : k + 1] * w[:, k]
-    return out
-
-
-def _moments64(h):
-    """Mean and biased variance per feature in float64, rows added in order 0, 1, ..."""
-    s = np.zeros(h.shape[1], np.float64)
-    for r in range(h.shape[0]):
-        s = s + h[r].astype(np.float64)
-    mean = s / h.shape[0]
-    s = np.zeros(h.shape[1], np.float64)
-    for r in range(h.shape[0]):
-        d = h[r].astype(np.float64) - mean
-        s = s + d * d
-    return mean, s / h.shape[0]
-
-
-def _exact_by_hand(stacked, x, eps):
-    eps = np.float32(eps)
-    out = {layer: ([], []) for layer in mlp.NORMS}
-    for i in range(stacked["0.weight"].shape[0]):
-        pre1 = _linear32(x, stacked["0.weight"][i], stacked["0.bias"][i])
-        mean1, var1 = _moments64(pre1)
-        mean32, var32 = mean1.astype(np.float32), var1.astype(np.float32)
-        invstd = np.float32(1) / np.sqrt(var32 + eps)
-        y = ((pre1 - mean32) * invstd) * stacked["1.weight"][i] + stacked["1.bias"][i]
-        out1 = np.where(y > 0, y, np.float32(0)).astype(np.float32)
-        pre2 = _linear32(out1, stacked["3.weight"][i], stacked["3.bias"][i])
-        mean2, var2 = _moments64(pre2)
-        for layer, (mean, var) in zip(mlp.NORMS, ((mean1, var1), (mean2, var2))):
-            out[layer][0].append(mean.astype(np.float32))
-            out[layer][1].append(var.astype(np.float32))
-    return {layer: (np.stack(means), np.stack(variances)) for layer, (means, variances) in out.items()}
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_exact_statistics_bit_for_bit_against_a_float32_computation(seed):
     """Layer 1 in float32 with its exact statistics rounded to float32, layer 2's input a float32
@@ -389,7 +351,7 @@ def test_exact_statistics_bit_for_bit_against_a_float32_computation(seed):
     stacked["1.bias"] = (0.3 * rng.standard_normal(stacked["1.bias"].shape)).astype(np.float32)
     x = (rng.standard_normal((13, 6)) * 2 + 0.5).astype(np.float32)
     got = remedies.exact_statistics(stacked, SPEC, x)
-    want = _exact_by_hand({k: np.asarray(v, np.float32) for k, v in stacked.items()}, x, SPEC.eps)
+    want = exact_by_hand({k: np.asarray(v, np.float32) for k, v in stacked.items()}, x, SPEC.eps)
     assert list(got) == list(mlp.NORMS)
     for layer in mlp.NORMS:
         for g, w in zip(got[layer], want[layer]):

@@ -17,6 +17,7 @@ from bnstudy import model as mlp
 from bnstudy.latex import macro_name
 from bnstudy.model import NetSpec
 from bnstudy.runtime import derive_seed
+from float32_by_hand import exact_by_hand, linear32
 
 # ---- fine-tuning streams: the exact seeded rows ----------------------------------------------
 
@@ -110,15 +111,6 @@ def test_training_mode_pass_refuses_batches_under_two_rows_or_none_with_one_mess
         assert str(info.value) == "a training-mode pass needs batches of at least 2 rows"
 
 
-def _linear32(a, w, bias):
-    """``bias + sum_k a[:, k] * W[:, k]`` in float32: the bias, then ``k = 0, 1, ...``."""
-    a, w = np.asarray(a, np.float32), np.asarray(w, np.float32)
-    out = np.broadcast_to(np.asarray(bias, np.float32), (a.shape[0], w.shape[0])).copy()
-    for k in range(a.shape[1]):
-        out = out + a[:, k : k + 1] * w[:, k]
-    return out
-
-
 def _batch_norm32(h, gamma, beta, eps):
     """Training-mode batch norm and ReLU of one batch, float32 throughout, rows added in order."""
     n = np.float32(h.shape[0])
@@ -141,12 +133,12 @@ def _training_inputs_by_hand(stacked, x, batches, eps):
     eps = np.float32(eps)
     pre1s, pre2s = [], []
     for i in range(stacked["0.weight"].shape[0]):
-        pre1 = _linear32(x32, stacked["0.weight"][i], stacked["0.bias"][i])
+        pre1 = linear32(x32, stacked["0.weight"][i], stacked["0.bias"][i])
         out1, start = [], 0
         for b in batches:
             out1.append(_batch_norm32(pre1[start : start + len(b)], stacked["1.weight"][i], stacked["1.bias"][i], eps))
             start += len(b)
-        pre2s.append(_linear32(np.concatenate(out1), stacked["3.weight"][i], stacked["3.bias"][i]))
+        pre2s.append(linear32(np.concatenate(out1), stacked["3.weight"][i], stacked["3.bias"][i]))
         pre1s.append(pre1)
     return np.stack(pre1s), np.stack(pre2s)
 
@@ -168,44 +160,12 @@ def test_training_mode_layer_inputs_from_float64_rows_are_float32_arithmetic_bit
         assert inputs[layer].tobytes() == same[layer].tobytes()
 
 
-def _moments64(h):
-    s = np.zeros(h.shape[1], np.float64)
-    for r in range(h.shape[0]):
-        s = s + h[r].astype(np.float64)
-    mean = s / h.shape[0]
-    s = np.zeros(h.shape[1], np.float64)
-    for r in range(h.shape[0]):
-        d = h[r].astype(np.float64) - mean
-        s = s + d * d
-    return mean, s / h.shape[0]
-
-
-def _exact_by_hand(stacked, x, eps):
-    """Layer 1 in float32, its statistics in float64 rounded to float32, layer 1 in inference
-    mode with them (float32), layer 2's input in float32, its statistics in float64."""
-    x32, eps = np.asarray(x).astype(np.float32), np.float32(eps)
-    out = {layer: ([], []) for layer in mlp.NORMS}
-    for i in range(stacked["0.weight"].shape[0]):
-        pre1 = _linear32(x32, stacked["0.weight"][i], stacked["0.bias"][i])
-        mean1, var1 = _moments64(pre1)
-        mean32, var32 = mean1.astype(np.float32), var1.astype(np.float32)
-        invstd = np.float32(1) / np.sqrt(var32 + eps)
-        y = ((pre1 - mean32) * invstd) * stacked["1.weight"][i] + stacked["1.bias"][i]
-        out1 = np.where(y > 0, y, np.float32(0)).astype(np.float32)
-        pre2 = _linear32(out1, stacked["3.weight"][i], stacked["3.bias"][i])
-        mean2, var2 = _moments64(pre2)
-        for layer, (mean, var) in zip(mlp.NORMS, ((mean1, var1), (mean2, var2))):
-            out[layer][0].append(mean.astype(np.float32))
-            out[layer][1].append(var.astype(np.float32))
-    return {layer: (np.stack(a), np.stack(b)) for layer, (a, b) in out.items()}
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_exact_statistics_of_float64_rows_are_float32_arithmetic_bit_for_bit(seed):
     stacked = _stack(WIDE, seeds=(0, 1, 2, 3), seed=seed)
     x = _x64(23, 7, seed + 20)
     got = remedies.exact_statistics(stacked, WIDE, x)
-    want = _exact_by_hand(stacked, x, WIDE.eps)
+    want = exact_by_hand(stacked, x, WIDE.eps)
     assert list(got) == list(mlp.NORMS)
     for layer in mlp.NORMS:
         for g, w in zip(got[layer], want[layer]):
