@@ -59,8 +59,8 @@ def paired_rows(a: list[dict], b: list[dict], key: str, confidence: float, what:
     ``what`` unless both cells hold the same seeds (a seed missing on each side would
     otherwise pair two different networks)."""
     a, b = seed_rows(a, what), seed_rows(b, what)
-    if [int(r["seed"]) for r in a] != [int(r["seed"]) for r in b]:
-        sa, sb = [int(r["seed"]) for r in a], [int(r["seed"]) for r in b]
+    sa, sb = [int(r["seed"]) for r in a], [int(r["seed"]) for r in b]
+    if sa != sb:
         raise ValueError(f"{what}: the two sides hold different seeds: {sa} and {sb}")
     return paired([r[key] for r in a], [r[key] for r in b], confidence)
 
