@@ -8,6 +8,7 @@ NumPy, t intervals by ``scipy.stats.t.interval`` and ``ttest_rel``, McNemar p-va
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from bnstudy import batch_size_summary, evaluation, paired
+from bnstudy import batch_size_macros, batch_size_summary, evaluation, paired
 
 ROWS = 8  # test rows per network
 SEEDS = [0, 1, 2]
@@ -52,7 +53,7 @@ OFFSET = {
     ("batchrenorm", "inference"): 4,
 }
 REMEDY_MODES = ("debiased_ema", "cumulative", "precise_bn", "exact")
-UPDATES = {2: [4936, 4936, 4937], 8: [1234, 1235, 1234]}
+UPDATES = {2: [4936, 4936, 4937], 4: [2468, 2467, 2468], 8: [1234, 1235, 1234]}
 STATISTICS = ("ema", "debiased_ema", "cumulative", "precise_bn", "exact")
 PUBLISHED = {
     "seeds": 5,
@@ -89,8 +90,8 @@ def accuracy(norm, mode, b, s, counts=None):
     return (counts or COUNTS)[(norm, mode)][b][SEEDS.index(s)] / ROWS
 
 
-def cells_of(norm, mode):
-    return [(b, s) for b in COUNTS[(norm, mode)] for s in SEEDS]
+def cells_of(norm, mode, counts=None):
+    return [(b, s) for b in (counts or COUNTS)[(norm, mode)] for s in SEEDS]
 
 
 def inputs(counts=None):
@@ -103,11 +104,11 @@ def inputs(counts=None):
         rows = [
             {"normaliser": norm, "batch_size": b, "mode": base_mode, "seed": s}
             | {"accuracy": accuracy(norm, mode, b, s, counts)}
-            for b, s in cells_of(norm, mode)
+            for b, s in cells_of(norm, mode, counts)
         ]
         per_row = [
             {"normaliser": norm, "batch_size": b, "mode": base_mode, "seed": s, "row": i, "correct": int(c)}
-            for b, s in cells_of(norm, mode)
+            for b, s in cells_of(norm, mode, counts)
             for i, c in enumerate(correct_vector(norm, mode, b, s, counts))
         ]
         if mode.endswith("_keep"):
@@ -133,7 +134,7 @@ def inputs(counts=None):
                 "var_distance": distance(name, b, s, layer, "var"),
             }
             for s in reversed(SEEDS)  # not in seed order: the summary sorts
-            for b in SIZES
+            for b in sorted({b for by_size in counts.values() for b in by_size})
             for name in STATISTICS
             for layer in (1, 2)
         ]
@@ -551,6 +552,83 @@ def test_published_gap_above_and_the_largest_gap_in_no_training_cell():
     assert m["pubGapLargest"] == pts(7 / 24 - 0.10)
 
 
+# a third batch size between the two ends: every grid cell at b = 4, batch norm against none
+# within a row either way (its paired interval holds zero)
+MIDDLE = {
+    ("none", "inference"): [7, 6, 7],
+    ("none", "training"): [6, 7, 6],
+    ("batchnorm", "inference"): [6, 7, 5],
+    ("batchnorm", "training"): [5, 4, 6],
+    ("batchnorm", "debiased_ema"): [6, 7, 5],
+    ("batchnorm", "cumulative"): [6, 6, 6],
+    ("batchnorm", "precise_bn"): [7, 8, 7],
+    ("batchnorm", "exact"): [7, 7, 6],
+    ("batchrenorm", "inference"): [7, 6, 8],
+}
+
+
+def with_middle_size():
+    return {key: by_size | ({4: MIDDLE[key]} if key in MIDDLE else {}) for key, by_size in COUNTS.items()}
+
+
+def test_a_middle_batch_size_leaves_every_smallest_and_largest_batch_macro_as_it_was():
+    """The ``Min``/``Max`` macros are those of the smallest and the largest batch size, not of the
+    second; the lists over sizes name every size that qualifies."""
+    two = expected_macros()
+    published = PUBLISHED | {"none": PUBLISHED["none"] | {4: 0.80}, "batchnorm": PUBLISHED["batchnorm"] | {4: 0.85}}
+    m = batch_size_summary.summarise(*inputs(with_middle_size()), published, MOMENTUM, CONF)["macros"]
+    ends = sorted(name for name in two if re.search("M(in|ax)([A-Z]|$)", name))
+    assert len(ends) > 60 and "batchMax" in ends and "gapMax" in ends and "pairedBatchnormVsNoneMaxCi" in ends
+    assert {name: m[name] for name in ends} == {name: two[name] for name in ends}
+    assert m["gridBatchCount"] == "3" and m["accInferenceBatchnormBFour"] == f3(18 / 24)
+    # batch norm minus none at b = 4: -1, +1, -2 rows of 8: an interval holding zero
+    assert m["gainsCompared"] == "3" and m["gainsExcludingZero"] == "2"
+    # published: batch norm beats none at 4, 8 and 16; ours has 4 and 8
+    assert m["publishedGainSizes"] == "4, 8 and 16" and m["gainComparedSizes"] == "4, 8"
+    counts = with_middle_size()
+    sd = {
+        (n, b): t_summary([accuracy(n, "inference", b, s, counts) for s in SEEDS])[1]
+        for n in ("batchnorm", "none")
+        for b in (4, 8)
+    }
+    se = {b: math.sqrt(sd[("batchnorm", b)] ** 2 / 5 + sd[("none", b)] ** 2 / 5) for b in (4, 8)}
+    in_se = f"{0.05 / se[4]:.1f} such standard errors at batch 4 and {0.2 / se[8]:.1f} at batch 8"
+    assert m["publishedGainInSeList"] == in_se
+
+
+def test_a_cell_missing_at_one_end_drops_that_ends_gap_only():
+    counts = COUNTS | {("none", "inference"): {8: COUNTS[("none", "inference")][8]}}  # none not run at b = 2
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    assert "gapMin" not in m and "gainCumulativeMin" not in m
+    want = expected_macros()
+    assert m["gapMax"] == want["gapMax"] and m["gainCumulativeMax"] == want["gainCumulativeMax"]
+    counts = COUNTS | {("none", "inference"): {2: COUNTS[("none", "inference")][2]}}  # nor at b = 8
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    assert "gapMax" not in m and m["gapMin"] == expected_macros()["gapMin"]
+    # the published gain is claimed at 8 and 16; neither is in the grid with both normalisers
+    assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
+    assert m["publishedGainInSeList"] == "n/a"
+
+
+def test_rows_evaluated_from_one_paired_row_and_from_none(result):
+    cells, remedy_runs, _, _ = inputs()
+    _, updates = batch_size_summary.tidy_runs(cells, remedy_runs)
+    args = [result["runs"], result["summary_table"], updates, result["distance_summary"]]
+    rest = [result["gains"], PUBLISHED, MOMENTUM, CONF]
+    one = batch_size_macros.macros(*args, result["paired"].iloc[:1], *rest)
+    assert one["testRowsEvaluated"] == "8" and one["rowPoints"] == "12.50"
+    none = batch_size_macros.macros(*args, result["paired"].iloc[:0], *rest)
+    assert none["testRowsEvaluated"] == "n/a" and "rowPoints" not in none
+
+
+def test_the_largest_published_gap_of_no_normaliser_is_named_in_words():
+    cells, remedy_runs, distances, correct = inputs()
+    published = PUBLISHED | {"none": {2: 0.10, 8: 0.70, 16: 0.97}}  # ours 23/24 at b = 2
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    assert m["pubGapLargestWhere"] == "no normaliser at batch 2" and m["pubGapLargestSign"] == "above"
+    assert m["pubGapLargest"] == pts(23 / 24 - 0.10)
+
+
 # ---- tables --------------------------------------------------------------------------------
 
 
@@ -826,6 +904,7 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
     m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
     assert m["pairedBatchnormVsNoneMaxCi"] == "[+0.00, +0.00]"
     assert m["gainComparedExcludingZero"] == "0"  # an interval touching zero does not exclude it
+    assert m["gainsExcludingZero"] == "1"  # of b = 2 and b = 8, only b = 2's excludes zero
     # no spread in either cell at b = 8: the standard error of the difference is 0
     counts = COUNTS | {
         ("batchnorm", "inference"): {2: [2, 4, 1], 8: [8, 8, 8]},

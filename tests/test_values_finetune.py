@@ -190,6 +190,10 @@ def test_seed_rows_sorts_by_seed_and_paired_rows_pairs_by_seed():
     assert got["seeds"] == 3 and [got["mean"], got["sd"], *got["ci"]] == pytest.approx(
         [want["mean"], want["sd"], *want["ci"]], rel=1e-12
     )
+    twice = [*other, {"seed": 2, "a": 0.0}]
+    for a, b in ((twice, rows), (rows, twice)):  # either side's duplicate is named with ``what``
+        with pytest.raises(ValueError, match=r"^cell x: a seed appears more than once: \[2, 2, 3, 10\]$"):
+            finetune_report.paired_rows(a, b, "a", 0.8, "cell x")
 
 
 def test_level_and_paired_return_mean_sd_interval_and_seed_count():
