@@ -536,3 +536,37 @@ def test_summarise_a_cell_of_one_example():
         1.0,
         1.0,
     )
+
+
+def test_networks_table_holds_each_measures_t_interval_over_the_dependence_networks(result):
+    """The ``networks_table`` frame the rule writes: one row per design, b and measure."""
+    table = result["networks_table"]
+    assert len(table) == len(DESIGN_PLANS) * len(companions_summary.MEASURES)
+    for design, b, _ in DESIGN_PLANS:
+        for measure in companions_summary.MEASURES:
+            row = table[(table.design == design) & (table.batch_size == b) & (table.measure == measure)]
+            v = np.array([expected_cell("dependence", s, design, b)[measure] for s in (1, 2, 4)])
+            lo, hi = sps.t.interval(CONF, 2, loc=v.mean(), scale=sps.sem(v)) if v.std() > 0 else (v.mean(),) * 2
+            assert len(row) == 1 and int(row.seeds.iloc[0]) == 3
+            got = [float(row[c].iloc[0]) for c in ("mean", "ci_low", "ci_high")]
+            assert got == pytest.approx([v.mean(), max(lo, 0.0), min(hi, 1.0)], abs=1e-12)
+
+
+def test_macros_without_the_exact_design_say_n_a():
+    m = companions_summary.summarise_all(PROBES[PROBES.design != "exact"], PUBLISHED, PARAMS)["macros"]
+    assert m["compExactBatches"] == "n/a" and m["compExactFlip"] == "n/a"
+    m = companions_summary.summarise_all(PROBES, PUBLISHED, PARAMS)["macros"]
+    assert m["compExactBatches"] == str(N_TEST - 1) and m["compExactFlip"] != "n/a"
+
+
+def test_dependence_table_without_a_published_measure_shows_dashes(result):
+    """A measure missing from the published values altogether: its column is all dashes."""
+    dep = result["summary_table"]
+    dep0 = dep[(dep.network == "dependence") & (dep.seed == 1)]
+    header, rows = companions_summary.dependence_table(dep0, PUBLISHED)[:2]
+    assert header[3:5] == ["train-mode acc. [CI]", "publ."]
+    assert [r[4] for r in rows[:2]] == ["0.540", "--"]  # published at b = 2 only
+    published = {k: v for k, v in PUBLISHED.items() if k != "train_mode_accuracy"}
+    header, rows = companions_summary.dependence_table(dep0, published)[:2]
+    assert [r[4] for r in rows] == ["--"] * len(rows)
+    assert [r[2] for r in rows[:2]] == ["45.0\\%", "20.0\\%"]  # the other columns as before
