@@ -930,3 +930,31 @@ def test_gain_interval_adds_both_sides_in_float64():
     want = evaluation.gain_interval(a.astype(np.float64), b.astype(np.float64))
     assert evaluation.gain_interval(a, b) == want
     assert evaluation.gain_interval(b, a) == (-want[0], -want[2], -want[1])
+
+
+def test_the_largest_published_gap_in_a_cell_without_spread_has_no_standard_error():
+    # batch norm in training mode at b = 2, the largest gap, now the same 1 row of 8 on every seed
+    counts = COUNTS | {("batchnorm", "training"): {2: [1, 1, 1], 8: [7, 8, 6]}}
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    assert m["pubGapLargestWhere"] == "batch normalisation, training mode at batch 2"
+    assert m["pubGapLargestSd"] == "0.0" and m["pubGapLargestInSe"] == "n/a"
+
+
+def test_a_published_size_outside_the_grid_listed_first_changes_nothing(result):
+    published = {
+        key: ({16: value.pop(16)} | value if isinstance(value, dict) else value)
+        for key, value in ((k, dict(v) if isinstance(v, dict) else v) for k, v in PUBLISHED.items())
+    }
+    assert [list(v)[0] for v in published.values() if isinstance(v, dict)] == [16, 16, 16]
+    m = batch_size_summary.summarise(*inputs(), published, MOMENTUM, CONF)["macros"]
+    assert m == result["macros"]
+
+
+def test_a_remedy_interval_of_exactly_zero_lies_neither_above_nor_below():
+    # the cumulative average scores as the trained EMA at b = 2, seed by seed: its interval is [0, 0]
+    counts = COUNTS | {("batchnorm", "cumulative"): {2: [2, 4, 1], 8: [7, 7, 6]}}
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    assert m["pairedCumulativeVsEmaMinCi"] == "[+0.00, +0.00]"
+    assert m["remedySignSentence"].startswith(
+        "the paired interval of the cumulative average lies above zero at no batch size and below zero at batch 8; "
+    )
