@@ -16,6 +16,7 @@ from bnstudy import latex
         (("x", "0123456789"), "xZeroOneTwoThreeFourFiveSixSevenEightNine"),
         (("batchnorm", "b64", "seed 3"), "batchnormBSixFourSeedThree"),
         (("a", "", "--", "b"), "aB"),
+        (("gain", "_at b=2"), "gainAtBTwo"),  # a part that starts with a separator keeps its words
         (("aBc",), "aBc"),
     ],
 )

@@ -68,3 +68,8 @@ def test_bootstrap_interval_narrows_with_more_examples_and_is_reproducible():
     assert a == stats.bootstrap_examples(large, 500, 0.95, np.random.default_rng(2))
     # a 95% interval of a mean of uniforms over 400 examples: about +-1.96 * 0.2887 / 20
     assert w_large == pytest.approx(2 * 1.96 * 0.2887 / 20, rel=0.15)
+
+
+def test_bootstrap_refuses_strata_of_another_length():
+    with pytest.raises(ValueError, match="^2 strata for 3 examples$"):
+        stats.bootstrap_examples(np.zeros(3), 10, 0.95, np.random.default_rng(0), strata=[0, 1])

@@ -330,7 +330,9 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
 # ---- two micro-batches, three seeds --------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+# Function scope on purpose: mutmut runs, for a mutant, only the tests during which the mutated
+# function ran; a module-scoped report would be computed during the first test alone.
+@pytest.fixture
 def two():
     acc, grid_acc, diffs = _two_micro_batches()
     runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=3)

@@ -275,6 +275,7 @@ def test_runs_are_every_network_sorted_with_the_keep_modes_marked(result):
         tuple(e) for e in expected
     ]
     assert list(runs.index) == list(range(len(runs)))
+    assert list(runs.columns) == ["normaliser", "batch_size", "mode", "seed", "accuracy"]  # runs.csv's, no index
 
 
 def test_distance_summary_is_the_mean_over_seeds(result):
