@@ -484,8 +484,11 @@ def test_self_checks_all_passing_are_said_so(tables, population):
 def test_trained_macros_of_a_missing_metric_are_na(tables, population):
     passes, checks, trained, shuffles = tables
     trained = trained[~((trained.order == "sorted") & (trained.batch_size == 16))]
-    m = running_stats_report.summarise(passes, checks, population, trained, shuffles, PUBLISHED, P)["macros"]
+    out = running_stats_report.summarise(passes, checks, population, trained, shuffles, PUBLISHED, P)
+    m = out["macros"]
     assert m["rsTrainedSortedInferenceAccuracy"] == "n/a" and m["rsTrainedShuffledInferenceAccuracy"] != "n/a"
+    rows = out["table_sorted"][1]
+    assert rows[1] == ["16", "sorted", "--", "--", "--", "--"] and "--" not in rows[0]
 
 
 def test_shuffle_summary_is_the_t_interval_over_shuffles(result, tables):
@@ -640,3 +643,40 @@ def test_table_comments(result):
         "table_remedies": "Study 3: remedies on the same passes",
         "table_sorted": "Study 3 in trained networks: class-sorted versus shuffled training batches",
     }
+
+
+def test_differential_passes_are_counted_per_order(tables, population):
+    passes, checks, trained, shuffles = tables
+    checks = checks.assign(
+        differential_pass=(checks.order == "sorted") | (checks.batch_size == checks.batch_size.min())
+    )
+    m = running_stats_report.summarise(passes, checks, population, trained, shuffles, PUBLISHED, P)["macros"]
+    sizes = checks.batch_size.nunique()
+    assert (m["rsDifferentialPassesSorted"], m["rsDifferentialPassesShuffled"]) == (str(sizes), "1")
+
+
+def test_population_variances_exactly_on_the_thresholds_are_counted(tables, population):
+    """A feature of variance exactly 5 is at least 5; one of exactly 0.5 is at most 0.5."""
+    passes, checks, trained, shuffles = tables
+    x = np.array(population, dtype=np.float64, copy=True)
+    n = len(x)
+    assert n % 4 == 0
+    x[:, 0] = np.tile([1.0, 3.0, -1.0, -3.0], n // 4)  # mean 0, mean square (1 + 9 + 1 + 9) / 4 = 5
+    x[:, 1] = np.tile([1.0, -1.0, 0.0, 0.0], n // 4)  # mean 0, mean square 2 / 4 = 0.5
+    _, sigma2 = rs.population_stats(x.astype(population.dtype))
+    assert (sigma2[0], sigma2[1]) == (5.0, 0.5)
+    m = running_stats_report.summarise(passes, checks, x.astype(population.dtype), trained, shuffles, PUBLISHED, P)[
+        "macros"
+    ]
+    assert m["rsPopVarAboveFive"] == str(int((sigma2 >= 5.0).sum())) and int(m["rsPopVarAboveFive"]) >= 1
+    assert m["rsPopVarBelowHalf"] == str(int((sigma2 <= 0.5).sum())) and int(m["rsPopVarBelowHalf"]) >= 1
+    assert int(m["rsPopVarAboveFive"]) == int((sigma2 > 5.0).sum()) + 1
+    assert int(m["rsPopVarBelowHalf"]) == int((sigma2 < 0.5).sum()) + 1
+
+
+def test_trained_networks_columns_beside_the_metrics_are_not_summarised(result, tables, population):
+    passes, checks, trained, shuffles = tables
+    wider = trained.assign(epochs=3)
+    out = running_stats_report.summarise(passes, checks, population, wider, shuffles, PUBLISHED, P)
+    pd.testing.assert_frame_equal(out["sorted_training"], result["sorted_training"])
+    assert out["macros"] == result["macros"]
