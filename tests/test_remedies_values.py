@@ -68,6 +68,11 @@ def test_with_statistics_copies_keeps_dtype_and_shape():
     again = remedies.with_statistics(stacked, {"1": (np.ones((m, f)), var)})
     var[...] = 5.0
     assert again["1.running_var"].tolist() == [[-1.0] * f] * m
+    # statistics already of the stored dtype and shape are copied too, not taken as they are
+    var32 = np.full((m, f), 2.0, np.float32)
+    third = remedies.with_statistics(stacked, {"1": (mean, var32)})
+    var32[...] = 7.0
+    assert third["1.running_var"].tolist() == [[2.0] * f] * m
 
 
 # ---- (a) debiased EMA by hand -------------------------------------------------------
