@@ -378,6 +378,10 @@ def test_max_gap_sign_and_size_follow_the_published_rates():
         published = PUBLISHED | {"flip_rate": {s: ours[s] for s in SIZES} | {b: ours[b] + shift}}
         m = companions_summary.summarise_all(PROBES, published, PARAMS)["macros"]
         assert (m["compMaxGapSize"], m["compMaxGapSign"], m["compMaxGapPoints"]) == (str(b), sign, "50.0")
+    # a largest gap of half a point: the sign is the gap's, whatever its size
+    published = PUBLISHED | {"flip_rate": {s: ours[s] for s in SIZES} | {4: ours[4] - 0.005}}
+    m = companions_summary.summarise_all(PROBES, published, PARAMS)["macros"]
+    assert (m["compMaxGapSize"], m["compMaxGapSign"], m["compMaxGapPoints"]) == ("4", "above", "0.5")
 
 
 def test_exact_rate_inside_and_outside_the_sampled_interval():
