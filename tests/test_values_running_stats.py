@@ -663,11 +663,10 @@ def test_population_variances_exactly_on_the_thresholds_are_counted(tables, popu
     assert n % 4 == 0
     x[:, 0] = np.tile([1.0, 3.0, -1.0, -3.0], n // 4)  # mean 0, mean square (1 + 9 + 1 + 9) / 4 = 5
     x[:, 1] = np.tile([1.0, -1.0, 0.0, 0.0], n // 4)  # mean 0, mean square 2 / 4 = 0.5
-    _, sigma2 = rs.population_stats(x.astype(population.dtype))
+    x = x.astype(population.dtype)
+    _, sigma2 = rs.population_stats(x)
     assert (sigma2[0], sigma2[1]) == (5.0, 0.5)
-    m = running_stats_report.summarise(passes, checks, x.astype(population.dtype), trained, shuffles, PUBLISHED, P)[
-        "macros"
-    ]
+    m = running_stats_report.summarise(passes, checks, x, trained, shuffles, PUBLISHED, P)["macros"]
     assert m["rsPopVarAboveFive"] == str(int((sigma2 >= 5.0).sum())) and int(m["rsPopVarAboveFive"]) >= 1
     assert m["rsPopVarBelowHalf"] == str(int((sigma2 <= 0.5).sum())) and int(m["rsPopVarBelowHalf"]) >= 1
     assert int(m["rsPopVarAboveFive"]) == int((sigma2 > 5.0).sum()) + 1
