@@ -37,7 +37,7 @@ def rules(configfile: str) -> dict:
             out[rule.name] = {
                 "threads": _value(res.get("_cores"), 1),
                 "mem_mb": [_value(res.get("mem_mb"), a) for a in (1, 2)] if "mem_mb" in res else None,
-                "runtime": _value(res.get("runtime"), 1) if "runtime" in res else None,
+                "runtime": [_value(res.get("runtime"), a) for a in (1, 2)] if "runtime" in res else None,
                 "local": rule.name in workflow._localrules,
                 "has_output": bool(rule.output),
             }

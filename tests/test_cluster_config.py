@@ -48,13 +48,14 @@ def test_profile_sets_no_threads_or_resources_of_its_own():
     assert profile["retries"] >= 1
 
 
-def test_every_rule_states_memory_scaled_by_attempt_and_a_runtime(rules):
+def test_every_rule_states_memory_and_runtime_scaled_by_attempt(rules):
     for name, rule in rules.items():
         if not rule["has_output"]:
             continue
         first, second = rule["mem_mb"]
         assert second == 2 * first > 0, f"{name}: mem_mb must grow with the attempt, got {first}, {second}"
-        assert rule["runtime"] and rule["runtime"] > 0, name
+        first, second = rule["runtime"]
+        assert second == 2 * first > 0, f"{name}: runtime must grow with the attempt, got {first}, {second}"
 
 
 def test_short_jobs_are_local_rules(rules):

@@ -267,3 +267,82 @@ def _check_conv(config: dict) -> None:
             raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide conv.channels[{i}] {ch}")
     if config["grid"]["optimizer"] != "adam":
         raise ConfigError("config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam")
+
+
+# ---- reading a config file ------------------------------------------------------
+
+
+def load_file(path: str | Path) -> dict:
+    """The mapping in the YAML (or JSON) file at ``path``, read strictly.
+
+    Refused with a one-line :class:`ConfigError` naming the file and line: a YAML
+    syntax error, an empty file or one whose top level is not a mapping, and a key
+    given twice in one mapping (PyYAML, and so Snakemake, silently keep the later
+    value). Snakemake itself reads ``--configfile`` files before the Snakefile runs
+    and reports a syntax error without file or line; ``python -m bnstudy.config
+    check FILE`` (run by ``make plan`` and ``make paper CONFIG=FILE``) says where.
+    """
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(
+                    f"config error: {path}:{key_node.start_mark.line + 1}: key '{key}' is given twice "
+                    f"(first on line {seen[key] + 1}); YAML keeps only the later value"
+                )
+            seen[key] = key_node.start_mark.line
+        return loader.construct_mapping(node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config error: {path}: cannot be read ({e.__class__.__name__}: {e})") from None
+    try:
+        data = yaml.load(text, Loader=StrictLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = " ".join(str(e.problem or e.context or "not valid YAML").split())
+        raise ConfigError(f"config error: {where}: YAML syntax error: {problem}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config error: {path}: not valid YAML ({' '.join(str(e).split())})") from None
+    if data is None:
+        raise ConfigError(f"config error: {path}: the file is empty; a config is a YAML mapping of keys")
+    if not isinstance(data, dict):
+        raise ConfigError(f"config error: {path}:1: the top level is a {type(data).__name__}, not a mapping of keys")
+    return data
+
+
+def main(argv=None) -> int:
+    """``python -m bnstudy.config check FILE...``: each file read strictly and checked against the schema."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m bnstudy.config", description=main.__doc__)
+    parser.add_argument("command", choices=["check"])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument(
+        "--schema", type=Path, default=Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml"
+    )
+    args = parser.parse_args(argv)
+    schema = load_schema(args.schema)
+    for path in args.files:
+        try:
+            validate(load_file(path), schema)
+        except ConfigError as e:
+            message = str(e)
+            print(message if str(path) in message else f"{message} [{path}]", file=sys.stderr)
+            return 1
+        print(f"{path}: valid")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -37,8 +37,8 @@ rule train_accumulation:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=30,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(30),
     log:
         "results/logs/train_accumulation/seeds{block}.log",
     benchmark:
@@ -73,8 +73,8 @@ rule summarise_accumulation:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/summarise_accumulation.log",
     benchmark:
@@ -102,8 +102,8 @@ rule figure_accumulation:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_accumulation.log",
     benchmark:

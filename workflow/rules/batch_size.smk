@@ -27,8 +27,8 @@ rule evaluate_remedies:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=10,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
     log:
         "results/logs/evaluate_remedies/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
@@ -71,8 +71,8 @@ rule summarise_batch_size:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/summarise_batch_size.log",
     benchmark:
@@ -96,8 +96,8 @@ rule figure_batch_size:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_batch_size.log",
     benchmark:
@@ -123,8 +123,8 @@ rule figure_batch_size_remedies:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_batch_size_remedies.log",
     benchmark:

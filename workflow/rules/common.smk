@@ -5,13 +5,13 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
 from snakemake.io import apply_wildcards
 from snakemake.iocontainers import Wildcards
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from bnstudy.codedeps import code_inputs
 from bnstudy.config import ConfigError, load_schema
+from bnstudy.config import load_file as load_config_file
 from bnstudy.config import validate as validate_config
 from bnstudy.normalisers import RENORM, spec_settings
 from bnstudy.normalisers import get as normaliser
@@ -36,9 +36,13 @@ def _check(cfg, source):
 
 # Every --configfile must be a complete experiment on its own (a missing key is
 # an error, not silently taken from config/config.yaml); then the merged config.
-for _path in workflow.overwrite_configfiles:
-    with open(_path) as _f:
-        _check(yaml.safe_load(_f) or {}, _path)
+# Each file is read strictly (a key given twice, which YAML would silently
+# resolve to the later value, is refused with its line: bnstudy.config.load_file).
+for _path in workflow.overwrite_configfiles or [Path(workflow.basedir) / "config" / "config.yaml"]:
+    try:
+        _check(load_config_file(_path), _path)
+    except ConfigError as e:
+        _fail(str(e))
 _check(config, "merged config")
 
 NORMALISERS = config["normalisers"]
@@ -61,6 +65,14 @@ CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 # file itself).
 def code(script):
     return code_inputs(script, Path(workflow.basedir))
+
+
+# ---- cluster resources -----------------------------------------------------
+# Each rule's memory (MB) and run time (minutes, = sbatch --time) for its first
+# attempt; a job killed for either is retried (profiles/slurm: retries) with
+# twice, then three times as much.
+def per_attempt(first):
+    return lambda wc, attempt: first * attempt
 
 
 # ---- output registry -------------------------------------------------------

@@ -23,8 +23,8 @@ rule companion_examples:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/companion_examples.log",
     benchmark:
@@ -51,8 +51,8 @@ rule probe_companions_dependence:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
-        runtime=30,
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
     log:
         "results/logs/probe_companions_dependence.log",
     benchmark:
@@ -79,8 +79,8 @@ rule probe_companions_dependence_keep:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
-        runtime=30,
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
     log:
         "results/logs/probe_companions_dependence_keep.log",
     benchmark:
@@ -109,8 +109,8 @@ rule probe_companions_grid:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
-        runtime=120,
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(120),
     log:
         "results/logs/probe_companions_grid/{normaliser}_seeds{block}.log",
     benchmark:
@@ -147,8 +147,8 @@ rule summarise_companions:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=10,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
     log:
         "results/logs/summarise_companions.log",
     benchmark:
@@ -174,8 +174,8 @@ rule figure_companions:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_companions.log",
     benchmark:

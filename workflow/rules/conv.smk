@@ -36,8 +36,8 @@ rule train_conv:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=30,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(30),
     log:
         "results/logs/train_conv/{normaliser}.log",
     benchmark:
@@ -69,8 +69,8 @@ rule probe_conv:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=30,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(30),
     log:
         "results/logs/probe_conv.log",
     benchmark:
@@ -108,8 +108,8 @@ rule summarise_conv:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/summarise_conv.log",
     benchmark:
@@ -135,8 +135,8 @@ rule figure_conv:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_conv.log",
     benchmark:

@@ -17,8 +17,8 @@ rule split:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(5),
     log:
         "results/logs/split.log",
     benchmark:

@@ -34,8 +34,8 @@ rule finetune:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=10,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
     log:
         "results/logs/finetune.log",
     benchmark:
@@ -70,8 +70,8 @@ rule summarise_finetune:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/summarise_finetune.log",
     benchmark:
@@ -98,8 +98,8 @@ rule figure_finetune:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_finetune.log",
     benchmark:

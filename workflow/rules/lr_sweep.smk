@@ -21,8 +21,8 @@ rule lr_sweep_split:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/lr_sweep_split.log",
     benchmark:
@@ -54,8 +54,8 @@ rule train_lr_sweep:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=30,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(30),
     log:
         "results/logs/train_lr_sweep/{normaliser}.log",
     benchmark:
@@ -88,8 +88,8 @@ rule summarise_lr_sweep:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/summarise_lr_sweep.log",
     benchmark:
@@ -118,8 +118,8 @@ rule figure_lr_sweep:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_lr_sweep.log",
     benchmark:

@@ -20,8 +20,8 @@ rule manifest:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/manifest.log",
     benchmark:
@@ -43,8 +43,8 @@ rule runtimes:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/runtimes.log",
     script:

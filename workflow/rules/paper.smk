@@ -16,8 +16,8 @@ rule design_macros:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/design_macros.log",
     benchmark:
@@ -47,8 +47,8 @@ rule provenance:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/provenance.log",
         machine="results/provenance/machine.csv",  # the build record: not hashed
@@ -79,8 +79,8 @@ rule paper:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=15,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(15),
     log:
         "results/logs/paper.log",
     benchmark:

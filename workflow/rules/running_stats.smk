@@ -20,8 +20,8 @@ rule population:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/population.log",
     benchmark:
@@ -51,8 +51,8 @@ rule running_stats:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=10,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
     log:
         "results/logs/running_stats.log",
     benchmark:
@@ -78,8 +78,8 @@ rule running_stats_selfchecks:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=10,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
     log:
         "results/logs/running_stats_selfchecks.log",
     benchmark:
@@ -115,8 +115,8 @@ rule evaluate_sorted:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(5),
     log:
         "results/logs/evaluate_sorted/{normaliser}_b{batch_size}.log",
     benchmark:
@@ -162,8 +162,8 @@ rule summarise_running_stats:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/summarise_running_stats.log",
     benchmark:
@@ -191,8 +191,8 @@ rule figure_running_stats:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_running_stats.log",
     benchmark:

@@ -32,8 +32,8 @@ rule serve_stream:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=10,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
     log:
         "results/logs/serve_stream.log",
     benchmark:
@@ -65,8 +65,8 @@ rule summarise_serving:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/summarise_serving.log",
     benchmark:
@@ -95,8 +95,8 @@ rule figure_serving:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=lambda wc, attempt: 500 * attempt,
-        runtime=5,
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
     log:
         "results/logs/figure_serving.log",
     benchmark:

@@ -26,8 +26,8 @@ rule train_grid:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1500 * attempt,
-        runtime=60,
+        mem_mb=per_attempt(1500),
+        runtime=per_attempt(60),
     log:
         "results/logs/train_grid/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
@@ -54,8 +54,8 @@ rule train_sorted:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1500 * attempt,
-        runtime=60,
+        mem_mb=per_attempt(1500),
+        runtime=per_attempt(60),
     log:
         "results/logs/train_sorted/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
@@ -85,8 +85,8 @@ rule train_dependence:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=20,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(20),
     log:
         "results/logs/train_dependence.log",
     benchmark:
@@ -122,8 +122,8 @@ rule train_keep:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=30,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(30),
     log:
         "results/logs/train_keep/{normaliser}_b{batch_size}_seeds{block}.log",
     benchmark:
@@ -150,8 +150,8 @@ rule train_dependence_keep:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=lambda wc, attempt: 1000 * attempt,
-        runtime=15,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(15),
     log:
         "results/logs/train_dependence_keep.log",
     benchmark:
