@@ -15,6 +15,12 @@ STAMP     = $(VENV)/.installed
 LOCK      = requirements/lock.txt
 PIP_VERSION = 26.3
 PIP_TOOLS   = pip-tools==7.6.2
+# An extra package index for the locked install. Not needed on the project's
+# machines (pip finds the CPU build of torch on local disk); elsewhere torch's CPU
+# build (2.13.0+cpu, the lock's sha256) comes from PyTorch's CPU index:
+#   make EXTRA_INDEX=https://download.pytorch.org/whl/cpu
+EXTRA_INDEX ?=
+PIP_EXTRA   = $(if $(EXTRA_INDEX),--extra-index-url $(EXTRA_INDEX))
 LOCK_VENV  ?= $(VENV)/lock-tools
 
 .PHONY: all setup tex lock paper figures test test-fast lint format determinism benchmark slurm-test report clean
@@ -27,7 +33,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install --quiet "pip==$(PIP_VERSION)"
 	# every dependency (extras test and slurm included) at the version and sha256 in
 	# the lock; torch is 2.13.0's CPU build (a looser spec pulls a multi-GB CUDA build)
-	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --require-hashes $(PIP_EXTRA) -r $(LOCK)
 	# then the project itself, its dependencies being all in place already
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
