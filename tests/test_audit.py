@@ -1,0 +1,403 @@
+"""The audit (bnstudy.audit) on small networks built here: probes, designs, statistics, errors, outputs.
+
+Fast: every network is a few hundred parameters, every data set a few hundred rows.
+The pipeline's own networks are audited in tests/test_audit_pipeline.py, a ResNet-18
+and the command in processes in tests/test_audit_slow.py.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from bnstudy.audit import AuditError, audit, cli, designs
+from bnstudy.audit.engine import Engine, naive_labels
+from bnstudy.audit.layers import find_normalisers, probe_copy, set_group
+from bnstudy.audit.report import figure_png, html_report, to_dict
+from bnstudy.norms import BatchRenorm1d, GhostBatchNorm1d
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def warmed(net, x, steps=4, batch=16):
+    """``net`` after a few training-mode passes (running statistics away from 0 and 1), in eval mode."""
+    g = torch.Generator().manual_seed(1)
+    net.train()
+    with torch.no_grad():
+        for _ in range(steps):
+            net(x[torch.randperm(len(x), generator=g)[:batch]])
+    return net.eval()
+
+
+def mlp(norm, features=6, hidden=12, classes=4, seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(features, hidden), norm(hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, classes)
+    )
+
+
+def cnn(norm2d, dims=2, seed=0):
+    torch.manual_seed(seed)
+    conv = {1: torch.nn.Conv1d, 2: torch.nn.Conv2d, 3: torch.nn.Conv3d}[dims]
+    pool = {1: torch.nn.AdaptiveAvgPool1d, 2: torch.nn.AdaptiveAvgPool2d, 3: torch.nn.AdaptiveAvgPool3d}[dims]
+    return torch.nn.Sequential(
+        conv(1, 4, 3, padding=1), norm2d(4), torch.nn.ReLU(), pool(1), torch.nn.Flatten(), torch.nn.Linear(4, 3)
+    )
+
+
+def data(n=120, shape=(6,), classes=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, *shape, generator=g)
+    y = torch.randint(0, classes, (n,), generator=g).numpy()
+    return x, y
+
+
+def renorm(f):
+    layer = BatchRenorm1d(f)
+    layer.rmax, layer.dmax = 1.5, 0.5
+    return layer
+
+
+NETWORKS = {
+    "BatchNorm1d": lambda: (mlp(torch.nn.BatchNorm1d), data()),
+    "BatchNorm1d (N, C, L)": lambda: (cnn(torch.nn.BatchNorm1d, 1), data(shape=(1, 5), classes=3)),
+    "BatchNorm2d": lambda: (cnn(torch.nn.BatchNorm2d, 2), data(shape=(1, 5, 5), classes=3)),
+    "BatchNorm3d": lambda: (cnn(torch.nn.BatchNorm3d, 3), data(shape=(1, 3, 3, 3), classes=3)),
+    "SyncBatchNorm": lambda: (cnn(torch.nn.SyncBatchNorm, 2), data(shape=(1, 5, 5), classes=3)),
+    "BatchRenorm1d": lambda: (mlp(renorm), data()),
+    "GhostBatchNorm1d": lambda: (mlp(lambda f: GhostBatchNorm1d(f, 4)), data()),
+}
+
+
+@pytest.mark.parametrize("name", list(NETWORKS))
+@pytest.mark.parametrize("b", [2, 5, 12])
+def test_probe_batches_in_one_pass_give_the_labels_of_one_pass_per_batch(name, b):
+    """Every row of many probe batches in one forward pass gets the label the plain module in
+    training mode gives it in its own batch, one batch per pass; logits agree to float rounding."""
+    net, (x, _) = NETWORKS[name]()
+    net = warmed(net, x)
+    batches, _ = designs.rounds(np.arange(len(x)), b, 2, designs.generator(0, "random", b))
+    engine = Engine(net, x, chunk_rows=64)
+    fast = engine.train_labels(batches)
+    slow = naive_labels(net, x, batches, first_only=False)
+    # logits of both paths: the plain module in training mode, batch by batch, against the copy
+    copy_net, wrappers = probe_copy(net)
+    set_group(wrappers, b)
+    with torch.no_grad():
+        z_fast = copy_net(x[torch.as_tensor(batches.reshape(-1))]).reshape(len(batches), b, -1)
+    plain = warmed(NETWORKS[name]()[0], x)
+    for n in find_normalisers(plain):
+        n.module.train()
+    if name == "BatchRenorm1d":
+        for n in find_normalisers(plain):
+            n.module.rmax, n.module.dmax = 1.5, 0.5
+    saved = {k: v.clone() for k, v in plain.named_buffers()}
+    z_slow = []
+    with torch.no_grad():
+        for bt in batches[:3]:  # training mode moves the running statistics: restored after each batch
+            z_slow.append(plain(x[torch.as_tensor(bt)]))
+            plain.load_state_dict(saved, strict=False)
+    z_slow = torch.stack(z_slow)
+    assert torch.allclose(z_fast[:3], z_slow, rtol=1e-4, atol=1e-5)
+    top = torch.sort(z_fast, dim=-1).values
+    near_tie = (top[..., -1] - top[..., -2] < 1e-4).numpy()
+    assert ((fast != slow) & ~near_tie).sum() == 0
+    assert (fast == slow).mean() > 0.99
+
+
+def test_the_audited_module_is_left_as_it_was():
+    net, (x, y) = NETWORKS["BatchRenorm1d"]()
+    net = warmed(net, x)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    audit(net, x, y, batch_sizes=(2, 8), probes=2, exact_sample=4, resamples=50)
+    after = net.state_dict()
+    assert not net.training and all(not m.training for m in net.modules())
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert (net[1].rmax, net[1].dmax) == (1.5, 0.5)
+
+
+@pytest.mark.parametrize("n, b", [(40, 2), (41, 4), (37, 16), (16, 16)])
+def test_every_example_gets_exactly_k_probes_with_distinct_companions(n, b):
+    pool = np.arange(100, 100 + n)
+    batches, counted = designs.rounds(pool, b, 3, designs.generator(0, "random", b))
+    assert batches.shape[1] == b and counted.shape == batches.shape
+    assert all(len(set(bt)) == b for bt in batches)  # no example is its own companion
+    assert set(batches.reshape(-1)) <= set(pool)
+    counts = np.bincount(batches[counted] - 100, minlength=n)
+    assert (counts == 3).all()
+    assert counted.sum() == 3 * n and (~counted).sum() == 3 * ((-n) % b)
+
+
+def test_random_companions_are_uniform_over_the_other_rows():
+    """Each row's companions over many rounds: every other row about equally often (chi-square)."""
+    from scipy import stats
+
+    n, b, k = 13, 4, 3000
+    batches, counted = designs.rounds(np.arange(n), b, k, designs.generator(1, "random", b))
+    seen = np.zeros(n)
+    for bt, ct in zip(batches, counted):
+        if ct[list(bt).index(0)] if 0 in bt else False:
+            for j in bt:
+                if j != 0:
+                    seen[j] += 1
+    assert seen[0] == 0
+    assert stats.chisquare(seen[1:]).pvalue > 1e-3
+
+
+def test_exact_pairs_pair_each_sampled_example_with_every_other_row_once():
+    pool = np.arange(30)
+    sample = np.array([3, 7, 20])
+    pairs, counted = designs.exact_pairs(sample, pool)
+    assert len(pairs) == designs.exact_pair_count(3, 30) == 3 * 29 - 3
+    assert len({frozenset(p) for p in pairs.tolist()}) == len(pairs)
+    for e in sample:
+        mine = pairs[counted & (pairs == e)]
+        assert len(mine) == 29
+        partners = {int(p[1 - list(p).index(e)]) for p in pairs if e in p}
+        assert partners == set(range(30)) - {int(e)}
+
+
+def test_exact_design_matches_the_plain_loop_example_by_example():
+    net, (x, y) = NETWORKS["BatchNorm1d"]()
+    net = warmed(net, x)
+    r = audit(net, x, y, batch_sizes=(2,), probes=1, exact_sample=8, resamples=50, designs_wanted=("exact",))
+    engine = Engine(net, x)
+    inference = engine.inference_labels()
+    for row in r.per_example:
+        e = row["example"]
+        pairs = np.array([[e, j] for j in range(len(x)) if j != e])
+        flips = int((naive_labels(net, x, pairs) != inference[e]).sum())
+        assert row["probes"] == len(x) - 1 and row["flips"] == flips
+    ex = r.flip(2, "exact")
+    assert ex["flip_rate"] == pytest.approx(math.fsum(p["flips"] / p["probes"] for p in r.per_example) / 8)
+
+
+@pytest.mark.parametrize(
+    "norm",
+    [
+        lambda f: torch.nn.GroupNorm(3, f),
+        lambda f: torch.nn.LayerNorm(f),
+        lambda f: torch.nn.Sequential(
+            torch.nn.Unflatten(1, (f // 2, 2)), torch.nn.InstanceNorm1d(f // 2, affine=True), torch.nn.Flatten()
+        ),
+    ],
+    ids=["group", "layer", "instance"],
+)
+def test_batch_free_normalisers_never_flip(norm):
+    net = mlp(norm).eval()
+    x, y = data()
+    r = audit(net, x, y, groups=np.arange(len(x)) % 3, batch_sizes=(2, 16), probes=3, exact_sample=5, resamples=50)
+    assert r.batch_free
+    assert {f["design"] for f in r.flips} == {"random", "label", "group", "exact"}
+    assert all(f["flips"] == 0 and f["flip_rate"] == 0.0 and f["probes"] > 0 for f in r.flips)
+    assert "no label can depend on its companions; measured: 0 of" in r.summary()
+    assert r.accuracy["recomputed"] is None
+
+
+def test_running_statistics_never_updated_are_flagged_and_the_remedy_recomputes_them():
+    net, (x, y) = NETWORKS["BatchNorm2d"]()
+    x = x * 3 + 2  # data far from mean 0, variance 1
+    fresh = net.eval()  # never trained: running mean 0, variance 1, no update
+    r = audit(fresh, x, y, batch_sizes=(4,), probes=2, exact_sample=0, resamples=50)
+    (layer,) = [row for row in r.layers if row["batch_statistics"]]
+    assert layer["never_updated"] and layer["updates"] == 0 and layer["stale"]
+    assert any("never updated" in f["text"] for f in r.findings())
+    trained = warmed(NETWORKS["BatchNorm2d"]()[0], x, steps=200, batch=64)
+    (layer,) = [
+        row for row in audit(trained, x, y, batch_sizes=(4,), probes=1, exact_sample=0).layers if "channels" in row
+    ]
+    assert not layer["never_updated"] and layer["updates"] == 200
+
+
+def test_exact_statistics_are_layer_by_layer_and_chunking_does_not_change_them():
+    """The second layer's statistics are of its input with the first layer at *its* exact statistics."""
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(6, 10),
+        torch.nn.BatchNorm1d(10),
+        torch.nn.ReLU(),
+        torch.nn.Linear(10, 7),
+        torch.nn.BatchNorm1d(7),
+    )
+    x, _ = data(n=301)
+    net = warmed(net, x)
+    whole = Engine(net, x, chunk_rows=4096).exact_statistics(x)
+    chunked = Engine(net, x, chunk_rows=37).exact_statistics(x)
+    with torch.no_grad():
+        h1 = net[0](x).double()
+        m1, v1 = h1.mean(0), h1.var(0, unbiased=False)
+        bn1 = torch.nn.functional.batch_norm(
+            net[0](x), m1.float(), v1.float(), net[1].weight, net[1].bias, False, 0.0, net[1].eps
+        )
+        h2 = net[3](torch.relu(bn1)).double()
+    for (name, (m, v)), (em, ev) in zip(whole.items(), [(m1, v1), (h2.mean(0), h2.var(0, unbiased=False))]):
+        assert np.allclose(m, em.numpy(), rtol=1e-6, atol=1e-6) and np.allclose(v, ev.numpy(), rtol=1e-5)
+        assert np.allclose(m, chunked[name][0], rtol=1e-6, atol=1e-6)
+        assert np.allclose(v, chunked[name][1], rtol=1e-6, atol=1e-7)
+    assert list(whole) == ["1", "4"]
+
+
+def test_recomputed_statistics_give_the_inference_labels_of_a_network_holding_them():
+    net, (x, y) = NETWORKS["BatchNorm1d"]()
+    net = warmed(net, x, steps=2, batch=4)  # noisy running statistics
+    r = audit(net, x, y, batch_sizes=(2,), probes=1, exact_sample=0, resamples=50)
+    stats = Engine(net, x).exact_statistics(x)
+    fixed = warmed(NETWORKS["BatchNorm1d"]()[0], x, steps=2, batch=4)
+    fixed[1].running_mean.copy_(torch.as_tensor(stats["1"][0]))
+    fixed[1].running_var.copy_(torch.as_tensor(stats["1"][1]))
+    with torch.no_grad():
+        expected = (fixed(x).argmax(-1).numpy() == y).mean()
+        running = (net(x).argmax(-1).numpy() == y).mean()
+    assert r.accuracy["recomputed"] == pytest.approx(expected) and r.accuracy["running"] == pytest.approx(running)
+    assert r.accuracy["gain"] == pytest.approx(expected - running)
+    assert r.accuracy["gain_ci_low"] <= r.accuracy["gain"] <= r.accuracy["gain_ci_high"]
+
+
+def test_one_group_batches_hold_one_group_and_small_groups_are_said():
+    net, (x, y) = NETWORKS["BatchNorm1d"]()
+    net = warmed(net, x)
+    groups = np.where(np.arange(len(x)) < 10, 0, 1 + np.arange(len(x)) % 2)  # group 0 has 10 rows
+    r = audit(net, x, y, groups=groups, batch_sizes=(4, 16), probes=2, exact_sample=0, resamples=50)
+    g16 = r.flip(16, "group")
+    assert g16["examples"] == len(x) - 10 and g16["probes"] == 2 * (len(x) - 10)
+    assert any("10 rows in groups smaller than 16 not probed" in n for n in r.notes)
+    probed = {p["example"] for p in r.per_example if p["design"] == "group" and p["batch_size"] == 16}
+    assert probed == set(range(10, len(x)))
+
+
+def test_intervals_findings_and_outputs():
+    net, (x, y) = NETWORKS["BatchNorm2d"]()
+    net = warmed(net, x)
+    r = audit(net, x, y, batch_sizes=(2, 16), serving_batch=8, probes=4, exact_sample=6, resamples=200)
+    assert r.settings["batch_sizes"] == [2, 8, 16]
+    for f in r.flips:
+        assert f["ci_low"] <= f["flip_rate"] <= f["ci_high"]
+    serving = r.flip(8)
+    text = r.summary()
+    assert f"At your serving batch of 8, {100 * serving['flip_rate']:.1f}% of labels depend on the companions" in text
+    assert f"[{100 * serving['ci_low']:.1f}%, {100 * serving['ci_high']:.1f}%]" in text
+    d = json.loads(json.dumps(to_dict(r)))
+    assert d["flips"][0]["flip_rate"] == r.flips[0]["flip_rate"] and d["findings"]
+    png = figure_png(r)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    page = html_report(r)
+    assert "data:image/png;base64," in page and "At your serving batch of 8" in page
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    net, (x, y) = NETWORKS["BatchNorm1d"]()
+    audit(warmed(net, x), x, y, batch_sizes=(4,), probes=2, exact_sample=0, resamples=20, progress=True)
+    out, err = capsys.readouterr()
+    assert out == "" and "100.0%" in err and "rows" in err
+
+
+# ---- errors: one line each ------------------------------------------------------------
+
+
+def test_bad_inputs_are_refused_in_one_line():
+    net, (x, y) = NETWORKS["BatchNorm1d"]()
+    net = warmed(net, x)
+    plain = torch.nn.Sequential(torch.nn.Linear(6, 4))
+    cases = [
+        (lambda: audit(plain, x), "the model has no normalisation layer"),
+        (lambda: audit(net, x[:, :5]), "the model does not accept inputs of shape (120, 5)"),
+        (lambda: audit(net, x, y[:-1]), "labels: 119 values of shape (119,) for 120 input rows"),
+        (lambda: audit(net, x, y + 10), "labels: range 10..13 does not fit the model's 4 classes"),
+        (lambda: audit(net, x, groups=np.arange(3)), "groups: 3 values"),
+        (lambda: audit(net, torch.where(torch.arange(120)[:, None] == 7, float("nan"), x)), "first at row 7"),
+        (lambda: audit(net, x, batch_sizes=(1, 4)), "batch sizes must be at least 2"),
+        (lambda: audit(mlp(lambda f: torch.nn.BatchNorm1d(f, track_running_stats=False)), x), "keeps no running"),
+        (lambda: audit(net, x, stats_x=x[:, :3]), "statistics inputs have rows of shape (3,)"),
+    ]
+    for call, message in cases:
+        with pytest.raises(AuditError) as e:
+            call()
+        assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_command_refuses_bad_files_in_one_line(tmp_path, capsys):
+    net, (x, y) = NETWORKS["BatchNorm1d"]()
+    torch.save(net, tmp_path / "pickled.pt")  # a whole pickled module: never loaded
+    torch.save(net.state_dict(), tmp_path / "state.pt")
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object))
+    np.savez(tmp_path / "d.npz", inputs=x.numpy(), labels=y[:-2])
+    (tmp_path / "fake.safetensors").write_bytes(b"not a safetensors file at all")
+    (tmp_path / "notes.txt").write_text("hello")
+    cases = [
+        (["--model", str(tmp_path / "pickled.pt"), "--data", str(tmp_path / "x.npy")], "not TorchScript"),
+        (["--model", str(tmp_path / "missing.pt"), "--data", str(tmp_path / "x.npy")], "missing.pt: no such file"),
+        (["--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "notes.txt"), "--data", "x"], "notes.txt"),
+        (
+            ["--model", "test_audit:mlp_factory", "--data", str(tmp_path / "objects.npy")],
+            "objects.npy: not a valid .npy",
+        ),
+        (["--model", "test_audit:mlp_factory", "--data", str(tmp_path / "d.npz")], "d.npz: 118 labels for 120 input"),
+        (["--model", "test_audit:mlp_factory", "--data", str(tmp_path / "fake.safetensors")], "not a valid .safet"),
+        (["--model", "test_audit:mlp_factory", "--data", str(tmp_path / "notes.txt")], "must be .npy, .npz or"),
+        (["--model", "no_such_module:f", "--data", str(tmp_path / "x.npy")], "no_such_module:f: cannot import"),
+        (["--model", str(tmp_path / "notes.txt"), "--data", str(tmp_path / "x.npy")], "not a TorchScript file"),
+        (
+            ["--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "pickled.pt"), "--data", "x"],
+            "not a safetensors or weights-only state_dict file",
+        ),
+        (
+            ["--model", "test_audit:cnn_factory", "--weights", str(tmp_path / "state.pt"), "--data", "x"],
+            "weights do not fit test_audit:cnn_factory",
+        ),
+    ]
+    for argv, message in cases:
+        assert cli.main(["audit", *argv, "--quiet"]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("bnstudy audit: error: ") and message in err and err.count("\n") == 1, (argv, err)
+
+
+def mlp_factory():
+    return mlp(torch.nn.BatchNorm1d)
+
+
+def cnn_factory():
+    return cnn(torch.nn.BatchNorm2d)
+
+
+def test_the_command_on_torchscript_and_on_a_factory_with_safetensors_weights(tmp_path, capsys):
+    """Both ways in give the same audit; --fail-above sets the exit status; JSON, figure and HTML are written."""
+    from safetensors.torch import save_file
+
+    net, (x, y) = NETWORKS["BatchNorm1d"]()
+    net = warmed(net, x)
+    torch.jit.save(torch.jit.script(net), tmp_path / "net.pt")
+    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, tmp_path / "net.safetensors")
+    np.savez(tmp_path / "d.npz", x=x.numpy(), y=y, groups=np.arange(len(y)) % 3)
+    common = ["--data", str(tmp_path / "d.npz"), "--batch-sizes", "2", "4", "--probes", "3", "--quiet"]
+    common += ["--exact-sample", "4", "--resamples", "100"]
+    out = {}
+    for name, model in (("script", ["--model", str(tmp_path / "net.pt")]), ("factory", [])):
+        if name == "factory":
+            model = ["--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "net.safetensors")]
+        j = tmp_path / f"{name}.json"
+        assert cli.main(["audit", *model, *common, "--json", str(j)]) == 0
+        out[name] = json.loads(j.read_text())
+    capsys.readouterr()
+    assert out["script"]["settings"]["torchscript"] and not out["factory"]["settings"]["torchscript"]
+    for a, b in zip(out["script"]["flips"], out["factory"]["flips"]):
+        assert (a["design"], a["batch_size"], a["examples"]) == (b["design"], b["batch_size"], b["examples"])
+        assert abs(a["flips"] - b["flips"]) <= 1  # labels equal but at a logit tie
+    rate = out["factory"]["flips"][0]["flip_rate"]
+    assert out["factory"]["flips"][0]["batch_size"] == 2 and rate > 0.05
+    argv = ["audit", "--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "net.safetensors"), *common]
+    assert cli.main([*argv, "--fail-above", str(rate - 1e-9), "--at", "2"]) == 1
+    assert "FAIL: flip rate" in capsys.readouterr().err
+    paths = ["--figure", str(tmp_path / "f.png"), "--html", str(tmp_path / "r.html")]
+    assert cli.main([*argv, "--fail-above", str(rate), "--at", "2", *paths]) == 0
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG" and "base64," in (tmp_path / "r.html").read_text()
+    assert cli.main([*argv, "--fail-above", "0.1"]) == 2
+    assert "--fail-above needs --at B or --serving-batch B" in capsys.readouterr().err
