@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -233,17 +234,23 @@ def test_verify_says_identical_or_names_the_first_differing_rule_and_pinned_valu
     pins.write_text(yaml.safe_dump({"config": "t", "values": {"eval:acc": {"value": 0.857, "tolerance": 0.001}}}))
     identical, lines = manifest.verify(expected, bad.parent)  # the pins file found beside the expected
     assert not identical
-    assert lines[0] == (f"DIFFERENT from {expected}: first rule in DAG order: evaluate; 1 of its files differ")
-    assert lines[1].startswith("  results/eval/summary.json: sha256 ")
-    assert lines[2] == f"pinned values ({pins.resolve()}):"
-    assert lines[3].startswith("  DRIFT: eval:acc: moved from 0.857 to 0.843")
+    assert lines[0] == (
+        f"NOT IDENTICAL to {expected}: 1 different from the expected bytes, 1 missing (in 2 rules, DAG order):"
+    )
+    assert lines[1:3] == ["evaluate: 1 file", lines[2]]
+    assert lines[2].startswith("  results/eval/summary.json: different from the expected bytes (bytes 14 -> 14, ")
+    assert lines[3:5] == ["paper: 1 file", "  paper/main.pdf: missing"]
+    assert lines[5] == "repair: make repair CONFIG=config/t.yaml re-creates these files (docs/verify.md)"
+    assert lines[6] == f"pinned values ({pins.resolve()}):"
+    assert lines[7].startswith("  DRIFT: eval:acc: moved from 0.857 to 0.843")
     assert manifest.main(["verify", "--expected", str(expected), "--results", str(bad.parent)]) == 1
 
 
 def test_verify_without_an_expected_manifest_says_how_to_create_it(tmp_path):
     good = _run_dir(tmp_path / "good", FILES)
-    identical, [line] = manifest.verify(tmp_path / "none.manifest.tsv", good.parent)
+    identical, [line, checked] = manifest.verify(tmp_path / "none.manifest.tsv", good.parent)
     assert not identical and "python -m bnstudy.manifest expected --results" in line
+    assert checked == f"every file is as {good} records it"
 
 
 def test_expected_writes_the_manifest_and_lists_the_rules_that_changed(tmp_path):
@@ -254,3 +261,165 @@ def test_expected_writes_the_manifest_and_lists_the_rules_that_changed(tmp_path)
     moved = _run_dir(tmp_path / "moved", [FILES[0], (*FILES[1][:2], '{"acc": 0.843}'), *FILES[2:]])
     assert manifest.write_expected(moved.parent, out) == (4, ["  evaluate: 1 files"])
     assert manifest.verify(out, moved.parent)[0]
+
+
+# ---- the files on disk: missing, damaged, different ------------------------------
+
+
+def _expected_of(tmp_path, manifest_path):
+    expected = tmp_path / "config" / "expected" / "t.manifest.tsv"
+    expected.parent.mkdir(parents=True, exist_ok=True)
+    expected.write_bytes(manifest_path.read_bytes())
+    return expected
+
+
+def _problems(expected, results):
+    problems, notes = manifest.check_files(expected, results)
+    assert notes == []
+    return dict(zip(problems["path"], problems["problem"]))
+
+
+def test_verify_hashes_the_files_and_names_each_missing_or_changed_one_by_rule(tmp_path):
+    """What is on disk, not the manifest written at build time: a truncated, an edited and a deleted
+    file are each named, under their rule, in DAG order; the build's manifest still says identical."""
+    built = _run_dir(tmp_path / "wf", FILES)
+    expected = _expected_of(tmp_path, built)
+    root = built.parents[1]
+    assert manifest.verify(expected, built.parent) == (True, ["identical: 4 files"])
+    summary = root / "results/eval/summary.json"
+    summary.write_bytes(summary.read_bytes()[:5])  # truncated
+    (root / "paper/main.pdf").write_text("%PDF edited")
+    (root / "results/data/y.csv").unlink()
+    assert built.read_bytes() == expected.read_bytes()  # the manifests alone would say identical
+    assert _problems(expected, built.parent) == {
+        "results/data/y.csv": manifest.MISSING,
+        "results/eval/summary.json": manifest.CHANGED,
+        "paper/main.pdf": manifest.CHANGED,
+    }
+    identical, lines = manifest.verify(expected, built.parent)
+    assert not identical
+    assert lines[0] == (f"NOT IDENTICAL to {expected}: 1 missing, 2 changed after its build (in 3 rules, DAG order):")
+    assert lines[1:3] == ["split: 1 file", "  results/data/y.csv: missing"]
+    assert lines[3] == "evaluate: 1 file"
+    assert lines[4].startswith("  results/eval/summary.json: changed after its build (bytes 14 -> 5, sha256 ")
+    assert lines[5] == "paper: 1 file"
+    assert lines[6].startswith("  paper/main.pdf: changed after its build (bytes 6 -> 11, ")
+    assert lines[7] == "repair: make repair CONFIG=config/t.yaml re-creates these files (docs/verify.md)"
+    assert len(lines) == 8
+
+
+def test_verify_names_a_lost_or_damaged_build_manifest(tmp_path):
+    built = _run_dir(tmp_path / "wf", FILES)
+    expected = _expected_of(tmp_path, built)
+    text = built.read_text()
+    built.write_text(text.replace(manifest.sha256(tmp_path / "wf/results/eval/table.csv"), "0" * 64))
+    assert _problems(expected, built.parent) == {"results/manifest.tsv": manifest.CHANGED}
+    built.write_text(text[: len(text) // 2])  # cut inside a row
+    assert _problems(expected, built.parent) == {"results/manifest.tsv": manifest.CHANGED}
+    built.write_bytes(b"\xff\xfe not a table")
+    assert _problems(expected, built.parent)["results/manifest.tsv"].startswith("unreadable")
+    built.unlink()
+    problems, _ = manifest.check_files(expected, built.parent)
+    assert problems.to_dict("records") == [
+        {
+            "rule": "manifest",
+            "wildcards": "",
+            "path": "results/manifest.tsv",
+            "problem": manifest.MISSING,
+            "detail": "the build did not finish, or its manifest was lost",
+        }
+    ]  # every file still checked against the expected manifest: all whole
+    (tmp_path / "wf/results/eval/table.csv").write_text("x")
+    assert _problems(expected, built.parent) == {
+        "results/eval/table.csv": manifest.DIFFERENT,
+        "results/manifest.tsv": manifest.MISSING,
+    }
+
+
+def test_verify_tells_a_build_of_other_bytes_from_damage_and_lists_unexpected_outputs(tmp_path):
+    expected = _expected_of(tmp_path, _run_dir(tmp_path / "ref", FILES))
+    other = _run_dir(tmp_path / "wf", [*FILES[:3], (*FILES[3][:2], "%PDF other"), ("extra", "results/x.csv", "x\n")])
+    assert _problems(expected, other.parent) == {
+        "paper/main.pdf": manifest.DIFFERENT,  # the build recorded these bytes: not damaged after it
+        "results/x.csv": manifest.UNEXPECTED,
+    }
+    identical, lines = manifest.verify(expected, other.parent)
+    assert not identical and lines[-1] == (
+        "repair: make repair CONFIG=config/t.yaml re-creates the missing, changed and different files (docs/verify.md)"
+    )
+    rows_only = _run_dir(tmp_path / "rows", [FILES[1], FILES[0], *FILES[2:]])  # same files, other order
+    assert _problems(expected, rows_only.parent) == {"results/manifest.tsv": manifest.DIFFERENT}
+
+
+def test_config_and_expected_manifest_and_repair_command_name_each_other():
+    assert manifest.expected_for_config("config/config.yaml") == Path("config/expected/paper.manifest.tsv")
+    assert manifest.expected_for_config("config/test.yaml") == Path("config/expected/test.manifest.tsv")
+    assert manifest.config_for_expected("config/expected/paper.manifest.tsv") == Path("config/config.yaml")
+    assert manifest.config_for_expected("config/expected/test.manifest.tsv") == Path("config/test.yaml")
+    assert manifest.repair_command("config/expected/paper.manifest.tsv") == "make repair"
+    assert manifest.repair_command("config/expected/test.manifest.tsv") == "make repair CONFIG=config/test.yaml"
+
+
+# ---- readers name a bad file --------------------------------------------------------
+
+
+def _outputs(tmp_path):
+    io.write_weights(tmp_path / "w.safetensors", {"a": np.arange(64, dtype=np.float32)}, {"seed": "0"})
+    io.write_array(tmp_path / "a.npy", np.arange(64, dtype=np.float32))
+    io.write_table(tmp_path / "t.csv", pd.DataFrame({"x": [0.5, 1.5, 2.5], "name": ["a", "b", "c"]}))
+    io.write_json(tmp_path / "j.json", {"acc": [0.5, 0.25], "n": 3})
+    return {
+        "w.safetensors": (io.read_weights, io.read_metadata),
+        "a.npy": (io.read_array,),
+        "t.csv": (io.read_table,),
+        "j.json": (io.read_json,),
+    }
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbled", "missing"])
+def test_readers_raise_one_line_naming_the_file_and_the_repair(tmp_path, damage):
+    for name, readers in _outputs(tmp_path).items():
+        path = tmp_path / name
+        data = path.read_bytes()
+        if damage == "truncated":
+            path.write_bytes(data[: len(data) // 2 + 3])
+        elif damage == "empty":
+            path.write_bytes(b"")
+        elif damage == "garbled":
+            path.write_bytes(b"\x93NUMPY\x01\x00{'descr" if name == "a.npy" else bytes(range(256)) * 2)
+        else:
+            path.unlink()
+        for reader in readers:
+            with pytest.raises(io.DamagedOutput) as caught:
+                reader(path)
+            message = str(caught.value)
+            assert message.startswith(f"bnstudy: {path}: ") and "\n" not in message, message
+            assert ("missing output" if damage == "missing" else "damaged output (") in message, message
+            assert "`make repair` re-creates it" in message
+            assert isinstance(caught.value, ValueError) and caught.value.code == message  # exits with the line
+
+
+def test_readers_read_whole_outputs_as_before(tmp_path):
+    readers = _outputs(tmp_path)
+    assert io.read_metadata(tmp_path / "w.safetensors") == {"seed": "0"}
+    assert set(readers) == {"w.safetensors", "a.npy", "t.csv", "j.json"}
+    np.testing.assert_array_equal(io.read_weights(tmp_path / "w.safetensors")["a"], np.arange(64, dtype=np.float32))
+    np.testing.assert_array_equal(io.read_array(tmp_path / "a.npy"), np.arange(64, dtype=np.float32))
+    assert io.read_table(tmp_path / "t.csv")["name"].tolist() == ["a", "b", "c"]
+    assert io.read_json(tmp_path / "j.json") == {"acc": [0.5, 0.25], "n": 3}
+
+
+@pytest.mark.slow
+def test_a_rule_script_reading_a_damaged_output_ends_with_one_line(tmp_path):
+    """Uncaught, as in a rule script: the line on stderr, exit status 1, no traceback."""
+    io.write_weights(tmp_path / "w.safetensors", {"a": np.arange(64, dtype=np.float32)}, {"seed": "0"})
+    data = (tmp_path / "w.safetensors").read_bytes()
+    (tmp_path / "w.safetensors").write_bytes(data[: len(data) // 2])
+    code = f"import sys; sys.path.insert(0, {str(Path(io.__file__).parents[1])!r}); from bnstudy import io; "
+    code += "io.read_weights('w.safetensors')"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        "bnstudy: w.safetensors: damaged output (Error while deserializing header: incomplete metadata, "
+        "file not fully covered); " + io.REPAIR
+    ]

@@ -5,6 +5,10 @@ no pickles, sorted keys, fixed float formatting) and writes through a temporary
 file in the target directory that is renamed into place only when complete, so an
 interrupted job never leaves a half-written file that looks finished.
 
+The readers say which file is bad: a missing, truncated or corrupt output raises
+:class:`DamagedOutput`, whose message is one line naming the file and the repair
+command; uncaught in a rule script, it ends the job with that line and exit status 1.
+
 Nothing here imports PyTorch: weights are read and written as NumPy arrays.
 """
 
@@ -18,6 +22,43 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+REPAIR = "`make repair` re-creates it (CONFIG=config/test.yaml for a test-config build; docs/verify.md)"
+
+
+class DamagedOutput(SystemExit, ValueError):
+    """An output file that is missing, truncated or corrupt.
+
+    Its message is one line: the file, what is wrong with it, and the repair command. A
+    ``SystemExit`` so that a rule script that does not catch it ends with that line on
+    stderr and exit status 1, not a library traceback; a ``ValueError`` so that callers
+    catching bad values catch it too.
+    """
+
+    def __init__(self, path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"bnstudy: {path}: {reason}; {REPAIR}")
+
+    def __str__(self) -> str:
+        return str(self.code)
+
+
+def _why(err: BaseException) -> str:
+    """An exception's message on one short line."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+@contextlib.contextmanager
+def _reading(path, *errors: type[BaseException]):
+    """Turn a missing file, or any of ``errors`` while reading ``path``, into :class:`DamagedOutput`."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise DamagedOutput(path, "missing output") from None
+    except errors as err:
+        raise DamagedOutput(path, f"damaged output ({_why(err)})") from None
 
 
 def _umask() -> int:
@@ -73,8 +114,9 @@ def write_json(path, obj) -> None:
 
 
 def read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    with _reading(path, ValueError, OSError):  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
 
 
 def write_table(path, table: pd.DataFrame | list[dict]) -> None:
@@ -84,7 +126,14 @@ def write_table(path, table: pd.DataFrame | list[dict]) -> None:
 
 
 def read_table(path) -> pd.DataFrame:
-    return pd.read_csv(path)
+    """A CSV table; one written by :func:`write_table` ends with a line end, so one that does not was cut short."""
+    with _reading(path, ValueError, OSError, pd.errors.ParserError):  # EmptyDataError is a ValueError
+        with open(path, "rb") as f:
+            if f.seek(0, os.SEEK_END) > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    raise ValueError("truncated: its last line has no line end")
+        return pd.read_csv(path)
 
 
 _DTYPES = {
@@ -133,16 +182,19 @@ def write_weights(path, state: dict, metadata: dict[str, str]) -> None:
 
 def read_weights(path) -> dict[str, np.ndarray]:
     """A weights file's tensors as NumPy arrays (no PyTorch needed)."""
+    from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
-    return load_file(str(path))
+    with _reading(path, SafetensorError, ValueError, OSError):
+        return load_file(str(path))
 
 
 def read_metadata(path) -> dict[str, str]:
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
-    with safe_open(str(path), framework="np") as f:
-        return dict(f.metadata() or {})
+    with _reading(path, SafetensorError, ValueError, OSError):
+        with safe_open(str(path), framework="np") as f:
+            return dict(f.metadata() or {})
 
 
 def write_array(path, array: np.ndarray) -> None:
@@ -153,4 +205,5 @@ def write_array(path, array: np.ndarray) -> None:
 
 
 def read_array(path) -> np.ndarray:
-    return np.load(path, allow_pickle=False)
+    with _reading(path, ValueError, EOFError, OSError, SyntaxError):  # SyntaxError: a garbled header
+        return np.load(path, allow_pickle=False)

@@ -224,40 +224,290 @@ def pinned_drift(results: Path, pins: Path, limit: int = MAX_LINES) -> list[str]
     return lines
 
 
-def verify(expected, results, pins=None) -> tuple[bool, list[str]]:
-    """Compare the build in ``results`` (its ``manifest.tsv``) with an expected manifest.
+# ---- what is on disk ----------------------------------------------------------
 
-    Returns ``(identical, lines)``: ``'identical: N files'``, or the first rule in
-    DAG order whose files differ, the files, and (if ``pins``, by default the
-    config's pins file, exists) the pinned values that moved.
+MISSING = "missing"
+CHANGED = "changed after its build"
+DIFFERENT = "different from the expected bytes"
+UNEXPECTED = "not in the expected manifest"
+MANIFEST = "results/manifest.tsv"  # the build's own manifest, relative to the workflow directory
+
+
+def expected_for_config(configfile) -> Path:
+    """The expected manifest of a config file: ``config/config.yaml`` (the paper) ->
+    ``config/expected/paper.manifest.tsv``, ``config/X.yaml`` -> ``config/expected/X.manifest.tsv``."""
+    configfile = Path(configfile)
+    name = "paper" if configfile.stem == "config" else configfile.stem
+    return configfile.parent / "expected" / f"{name}.manifest.tsv"
+
+
+def config_for_expected(expected) -> Path:
+    """The config file of an expected manifest (the inverse of :func:`expected_for_config`)."""
+    expected = Path(expected)
+    name = expected.name.split(".manifest")[0]
+    return expected.parent.parent / ("config.yaml" if name == "paper" else f"{name}.yaml")
+
+
+def repair_command(expected) -> str:
+    """The command that re-creates a build's missing or damaged outputs (``make repair``)."""
+    config = config_for_expected(expected)
+    return "make repair" if config.name == "config.yaml" else f"make repair CONFIG=config/{config.name}"
+
+
+def _read_manifest(path: Path) -> tuple[pd.DataFrame | None, str | None]:
+    """A manifest file's table, or ``None`` and why it cannot be used."""
+    if not path.is_file():
+        return None, MISSING
+    try:
+        table = read(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        return None, f"unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    if list(table.columns) != COLUMNS:
+        return None, "unreadable (not a manifest: its columns are " + ",".join(map(str, table.columns)) + ")"
+    return table, None
+
+
+def disk_hashes(paths, root) -> dict[str, tuple[int, str] | None]:
+    """``(bytes, sha256)`` of each of ``paths`` (relative to ``root``) as it is on disk; ``None`` if missing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(path):
+        full = Path(root) / path
+        try:
+            return full.stat().st_size, sha256(full)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    paths = list(dict.fromkeys(paths))
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # hashlib releases the GIL
+        return dict(zip(paths, pool.map(one, paths)))
+
+
+def check_files(expected, results) -> tuple[pd.DataFrame, list[str]]:
+    """Hash every output the build's manifest (``results/manifest.tsv``) or the expected one lists, as
+    it is on disk now, and compare it with both.
+
+    Returns ``(problems, notes)``: one row per bad file (``rule``, ``wildcards``, ``path``,
+    ``problem``, ``detail``), in DAG order, with ``problem`` one of :data:`MISSING`, :data:`CHANGED`
+    (its bytes are not those its build recorded), :data:`DIFFERENT` (the build recorded other bytes
+    than the expected ones) or :data:`UNEXPECTED`; the build's manifest itself is a row when it is
+    missing, unreadable or not the expected bytes while every file is. ``notes``: lines about
+    manifests that could not be compared with (a missing expected manifest).
     """
     expected, results = Path(expected), Path(results)
-    built = results / "manifest.tsv"
-    if not expected.is_file():
-        return False, [
-            f"no expected manifest {expected}: after a build, create it with "
+    root = results.parent
+    built_path = results / "manifest.tsv"
+    exp, exp_why = _read_manifest(expected)
+    built, built_why = _read_manifest(built_path)
+    notes = []
+    if exp is None:
+        notes.append(
+            f"no expected manifest {expected} ({exp_why}): after a build, create it with "
             f"python -m bnstudy.manifest expected --results {results} --out {expected}"
-        ]
-    if not built.is_file():
-        return False, [f"no manifest {built}: the build did not finish (snakemake writes it last)"]
-    exp, got = read(expected), read(built)
-    if expected.read_bytes() == built.read_bytes():
-        return True, [f"identical: {len(got)} files"]
-    diff = first_difference(exp, got)
-    if diff.empty:
-        return False, [
-            f"same {len(got)} files and hashes as {expected}, but the rows differ "
-            "(their order, rule or wildcards: the workflow changed)"
-        ]
+        )
+    tables = [t for t in (exp, built) if t is not None]
+    rows = pd.concat(tables).drop_duplicates("path", keep="first") if tables else pd.DataFrame(columns=COLUMNS)
+    disk = disk_hashes(rows["path"], root)
+    want_built = dict(zip(built["path"], built["sha256"])) if built is not None else {}
+    want_exp = dict(zip(exp["path"], exp["sha256"])) if exp is not None else {}
+    size_built = dict(zip(built["path"], built["bytes"])) if built is not None else {}
+    size_exp = dict(zip(exp["path"], exp["bytes"])) if exp is not None else {}
+    problems = []
+    manifest_stale = []  # files whose bytes are the expected ones but not those the build's manifest records
+    for row in rows.to_dict("records"):
+        path, here = row["path"], disk[row["path"]]
+        b, e = want_built.get(path), want_exp.get(path)
+        if here is None:
+            problem, detail = MISSING, ""
+        elif b is not None and here[1] != b and e is not None and here[1] == e:
+            manifest_stale.append(path)
+            continue
+        elif b is not None and here[1] != b:
+            problem, detail = CHANGED, f"bytes {size_built[path]} -> {here[0]}, sha256 {b[:12]} -> {here[1][:12]}"
+        elif e is not None and here[1] != e:
+            problem, detail = DIFFERENT, f"bytes {size_exp[path]} -> {here[0]}, sha256 {e[:12]} -> {here[1][:12]}"
+        elif exp is not None and e is None:
+            problem, detail = UNEXPECTED, ""
+        else:
+            continue
+        problems.append(
+            {"rule": row["rule"], "wildcards": row["wildcards"], "path": path, "problem": problem, "detail": detail}
+        )
+    if built is None:
+        problems.append(
+            {
+                "rule": "manifest",
+                "wildcards": "",
+                "path": MANIFEST,
+                "problem": built_why,
+                "detail": "the build did not finish, or its manifest was lost",
+            }
+        )
+    elif manifest_stale:
+        problems.append(
+            {
+                "rule": "manifest",
+                "wildcards": "",
+                "path": MANIFEST,
+                "problem": CHANGED,
+                "detail": f"it records other bytes than the files' (first: {manifest_stale[0]})",
+            }
+        )
+    elif exp is not None and not problems and built_path.read_bytes() != expected.read_bytes():
+        problems.append(
+            {
+                "rule": "manifest",
+                "wildcards": "",
+                "path": MANIFEST,
+                "problem": DIFFERENT,
+                "detail": "every file is as expected, but the rows differ (their order, rule or "
+                "wildcards: the workflow changed, or the manifest was edited)",
+            }
+        )
+    return pd.DataFrame(problems, columns=["rule", "wildcards", "path", "problem", "detail"]), notes
+
+
+def describe_problems(problems: pd.DataFrame) -> list[str]:
+    """The bad files by rule (in DAG order): a line per rule, then a line per file."""
+    lines = []
+    for rule, files in problems.groupby("rule", sort=False):
+        lines.append(f"{rule}: {len(files)} file{'s' if len(files) > 1 else ''}")
+        for row in files.to_dict("records"):
+            wildcards = f" [{row['wildcards']}]" if row["wildcards"] else ""
+            detail = f" ({row['detail']})" if row["detail"] else ""
+            lines.append(f"  {row['path']}{wildcards}: {row['problem']}{detail}")
+    return lines
+
+
+def verify(expected, results, pins=None) -> tuple[bool, list[str]]:
+    """Check the build in ``results`` file by file: hash what is on disk and compare it with the
+    build's own manifest (``results/manifest.tsv``) and with the expected manifest.
+
+    Returns ``(identical, lines)``: ``'identical: N files'``, or a headline, the bad files by
+    rule in DAG order (:func:`check_files`), the command that repairs them and (if ``pins``, by
+    default the config's pins file, exists) the pinned values that moved.
+    """
+    expected, results = Path(expected), Path(results)
+    problems, notes = check_files(expected, results)
+    if problems.empty and not notes:
+        return True, [f"identical: {len(read(expected))} files"]
+    if problems.empty:
+        return False, [*notes, f"every file is as {results / 'manifest.tsv'} records it"]
+    counts = problems["problem"].value_counts(sort=False)
     lines = [
-        f"DIFFERENT from {expected}: first rule in DAG order: {difference_rule(diff)}; {len(diff)} of its files differ"
+        *notes,
+        f"NOT IDENTICAL to {expected}: "
+        + ", ".join(f"{n} {how}" for how, n in counts.items())
+        + f" (in {problems['rule'].nunique()} rule{'s' if problems['rule'].nunique() > 1 else ''}, DAG order):",
     ]
-    lines += describe_files(diff, "expected", "build")
+    lines += describe_problems(problems)
+    repairable = problems["problem"] != UNEXPECTED
+    if repairable.any():
+        lines.append(
+            f"repair: {repair_command(expected)} re-creates "
+            + ("these files" if repairable.all() else "the missing, changed and different files")
+            + " (docs/verify.md)"
+        )
     pins = Path(pins) if pins is not None else pins_for(expected)
-    if pins.is_file() and (results / "paper" / "macros").is_dir():
+    if (problems["problem"] == DIFFERENT).any() and pins.is_file() and (results / "paper" / "macros").is_dir():
         lines.append(f"pinned values ({pins}):")
         lines += ["  " + line for line in pinned_drift(results, pins)]
     return False, lines
+
+
+# ---- repair ------------------------------------------------------------------
+
+
+def _snakemake(root: Path, configfile: Path, *args, capture: bool = False) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(configfile), *map(str, args)]
+    return subprocess.run(cmd, cwd=root, text=True, capture_output=capture)
+
+
+def planned(root, configfile, *args) -> dict[str, int]:
+    """The jobs a dry run of Snakemake in ``root`` plans, by rule (empty: nothing to be done)."""
+    import re
+
+    result = _snakemake(Path(root), Path(configfile), "-n", *args, capture=True)
+    text = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise RuntimeError(f"snakemake -n failed: {text.strip().splitlines()[-1] if text.strip() else ''}")
+    if "Job stats:" not in text:
+        return {}
+    table = text.split("Job stats:")[1].split("total")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
+
+
+# Every rerun trigger but mtime: a file re-created with the same bytes is newer than what was built
+# from it, and only the mtime trigger would re-run that.
+TRIGGERS_BUT_MTIME = ("code", "params", "input", "software-env")
+
+
+def repair(configfile, expected=None, results="results", cores: int = 2, say=print) -> int:
+    """Re-create exactly the missing or damaged outputs of the build in ``results``, then verify it.
+
+    1. :func:`check_files` names the bad files (missing, changed after their build, or other
+       bytes than the expected ones).
+    2. ``snakemake --force <those files>``: their jobs, and nothing downstream, run again (as
+       targets, the files' consumers are not part of the run).
+    3. If every re-created file has its recorded bytes again, what was built from it is still
+       right, only older than it: when a dry run with every rerun trigger but ``mtime`` plans
+       nothing (no other change is pending), ``snakemake --touch`` marks those jobs up to date
+       instead of running them. Otherwise (other bytes, or other changes) ``snakemake`` rebuilds
+       what depends on them.
+    4. :func:`verify`; returns its exit status (0: identical).
+    """
+    results = Path(results)
+    root = results.parent
+    configfile = Path(configfile).resolve()
+    expected = Path(expected) if expected is not None else expected_for_config(configfile)
+    problems, notes = check_files(expected, results)
+    bad = problems[problems["problem"] != UNEXPECTED]
+    if bad.empty:
+        identical, lines = verify(expected, results)
+        say("\n".join(["nothing to repair", *lines]))
+        return 0 if identical else 1
+    say(f"repairing {len(bad)} files of {bad['rule'].nunique()} rules:")
+    for line in describe_problems(bad):
+        say(line)
+    targets = bad["path"].tolist()
+    if _snakemake(root, configfile, "--cores", cores, "-q", "--force", "--", *targets).returncode != 0:
+        say(
+            "repair: re-creating them failed (Snakemake's message above); a run killed earlier may need "
+            f"snakemake --unlock --configfile {configfile} first"
+        )
+        return 1
+    exp, _ = _read_manifest(expected)
+    built, _ = _read_manifest(results / "manifest.tsv")
+    want = {}
+    for table in (built, exp):  # the expected bytes where there are any, else those the build recorded
+        if table is not None:
+            want |= dict(zip(table["path"], table["sha256"]))
+    now = disk_hashes(targets, root)
+    other = [p for p in targets if p in want and (now[p] is None or now[p][1] != want[p])]
+    if other:
+        say(
+            f"{len(other)} re-created files have other bytes than recorded (first: {other[0]}): "
+            "rebuilding what depends on them"
+        )
+        follow = ["--cores", cores, "-q"]
+    else:
+        pending = planned(root, configfile, "--rerun-triggers", *TRIGGERS_BUT_MTIME)
+        if pending:
+            say(
+                "every re-created file has its recorded bytes, but other changes are pending ("
+                + ", ".join(f"{rule} {n}" for rule, n in pending.items())
+                + "): building them"
+            )
+            follow = ["--cores", cores, "-q"]
+        else:
+            say("every re-created file has its recorded bytes: marking what was built from them up to date")
+            follow = ["--cores", 1, "-q", "--touch"]
+    if _snakemake(root, configfile, *follow).returncode != 0:
+        say("repair: snakemake " + " ".join(map(str, follow)) + " failed (Snakemake's message above)")
+        return 1
+    identical, lines = verify(expected, results)
+    say("\n".join(lines))
+    return 0 if identical else 1
 
 
 def write_expected(results, out) -> tuple[int, list[str]]:
@@ -284,18 +534,27 @@ def write_expected(results, out) -> tuple[int, list[str]]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="action", required=True)
-    v = sub.add_parser("verify", help="compare a build's manifest with the expected one")
-    v.add_argument("--expected", default="config/expected/paper.manifest.tsv")
+    v = sub.add_parser("verify", help="hash the build's files; compare them with its manifest and the expected one")
+    v.add_argument("--expected", default=None, help="expected manifest (default: the config's)")
+    v.add_argument("--configfile", default="config/config.yaml", help="the build's config (names its expected)")
     v.add_argument("--results", default="results")
     v.add_argument("--pins", default=None, help="pins file (default: config/pinned/<name>.yaml beside the expected)")
+    r = sub.add_parser("repair", help="re-create the missing or damaged outputs of a build, then verify it")
+    r.add_argument("--configfile", default="config/config.yaml")
+    r.add_argument("--expected", default=None, help="expected manifest (default: the config's)")
+    r.add_argument("--results", default="results")
+    r.add_argument("--cores", type=int, default=2)
     e = sub.add_parser("expected", help="write the expected manifest from a finished build")
     e.add_argument("--results", default="results")
     e.add_argument("--out", default="config/expected/paper.manifest.tsv")
     args = parser.parse_args(argv)
     if args.action == "verify":
-        identical, lines = verify(args.expected, args.results, args.pins)
+        expected = args.expected or expected_for_config(args.configfile)
+        identical, lines = verify(expected, args.results, args.pins)
         print("\n".join(lines))
         return 0 if identical else 1
+    if args.action == "repair":
+        return repair(args.configfile, args.expected, args.results, args.cores)
     try:
         rows, changes = write_expected(args.results, args.out)
     except FileNotFoundError as err:
