@@ -1,0 +1,102 @@
+"""A damaged kernel cache heals in the warm-up: one line says so, the kernel is compiled afresh."""
+
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from bnstudy import warmup
+from conftest import ROOT
+
+
+def _entry(root, name, overloads, damage=None):
+    """A kernel's cache files as Numba writes them: an index (two pickles) and a data file per overload."""
+    index = pickle.dumps("0.61.0") + pickle.dumps((("stamp", 1), {f"sig{i}": f"{name}.{i}.nbc" for i in overloads}))
+    (root / f"{name}.nbi").write_bytes(index)
+    for i in overloads:
+        (root / f"{name}.{i}.nbc").write_bytes(pickle.dumps((f"library {i}", b"\x00" * 300), protocol=5))
+    if damage is not None:
+        path = root / damage
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def test_heal_removes_the_entries_of_kernels_with_an_unreadable_file_and_says_so_in_one_line(tmp_path):
+    root = tmp_path / "numba-0123" / "bnstudy_abc"
+    root.mkdir(parents=True)
+    _entry(root, "kernels.predict-10.py311", [1, 2])
+    _entry(root, "blocks.norm-20.py311", [1, 2, 3], damage="blocks.norm-20.py311.2.nbc")
+    _entry(root, "stats.boot-30.py311", [1], damage="stats.boot-30.py311.nbi")
+    leftover = root / "kernels.predict-10.py311.nbi.tmp.0123abcd"  # another run writing: not Numba's to load
+    leftover.write_bytes(b"\x80")
+    assert warmup.unreadable(root / "kernels.predict-10.py311.nbi") is None
+    assert warmup.unreadable(root / "kernels.predict-10.py311.1.nbc") is None
+    assert warmup.unreadable(root / "blocks.norm-20.py311.2.nbc").startswith("ValueError: ")
+    [line] = warmup.heal_cache(tmp_path / "numba-0123")
+    assert line.startswith(f"bnstudy: damaged kernel cache in {tmp_path / 'numba-0123'}: 2 unreadable file(s) (first ")
+    assert line.endswith("removed the entries of 2 kernel(s), compiling them afresh")
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        [
+            "kernels.predict-10.py311.nbi",
+            "kernels.predict-10.py311.1.nbc",
+            "kernels.predict-10.py311.2.nbc",
+            leftover.name,
+        ]
+    )
+    assert warmup.heal_cache(tmp_path / "numba-0123") == []  # healthy now
+    assert warmup.heal_cache(tmp_path / "absent") == []
+
+
+def test_an_index_of_the_wrong_shape_is_unreadable(tmp_path):
+    (tmp_path / "f-1.py311.nbi").write_bytes(pickle.dumps("0.61.0"))  # the version only
+    (tmp_path / "f-1.py311.1.nbc").write_bytes(pickle.dumps(1) + pickle.dumps(2))
+    assert "1 pickle(s) where an index has 2" in warmup.unreadable(tmp_path / "f-1.py311.nbi")
+    assert "2 pickles where a data file has 1" in warmup.unreadable(tmp_path / "f-1.py311.1.nbc")
+
+
+KERNEL_CALL = (
+    "import numpy as np; from bnstudy import stats; "
+    "print(stats.bootstrap_examples(np.array([0.0, 1.0, 1.0]), 8, 0.95, np.random.default_rng(0)))"
+)
+
+
+@pytest.mark.slow
+def test_warm_up_heals_a_truncated_cache_and_jobs_load_kernels_again(tmp_path):
+    """The warm-up's cheapest part (the population study's kernels) in a cache of its own; every
+    cache file truncated, as a full disk or a killed copy leaves them: a kernel call fails on it,
+    the warm-up says so in one line, removes it and compiles afresh, and the call works again."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT / "src"))
+    part = [
+        sys.executable,
+        "-m",
+        "bnstudy.warmup",
+        "--part",
+        str(len(warmup.PARTS) - 1),
+        "--parts",
+        str(len(warmup.PARTS)),
+    ]
+    assert warmup.PARTS[-1] is warmup._population
+
+    def run(cmd):
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+    first = run(part)
+    assert first.returncode == 0, first.stderr
+    good = run([sys.executable, "-c", KERNEL_CALL])
+    assert good.returncode == 0, good.stderr
+    files = [p for p in (tmp_path / "cache").rglob("*") if p.suffix in warmup.CACHE_SUFFIXES]
+    assert any(p.name.startswith("stats._resample_means") for p in files), files
+    for path in files:
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    broken = run([sys.executable, "-c", KERNEL_CALL])
+    assert broken.returncode != 0 and "UnpicklingError: pickle data was truncated" in broken.stderr
+    healed = run(part)
+    assert healed.returncode == 0, healed.stderr
+    [line] = [line for line in healed.stdout.splitlines() + healed.stderr.splitlines() if line.strip()]
+    assert line.startswith(f"bnstudy: damaged kernel cache in {tmp_path / 'cache'}: {len(files)} unreadable file(s)")
+    again = run([sys.executable, "-c", KERNEL_CALL])
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == good.stdout
+    quiet = run(part)
+    assert quiet.returncode == 0 and "damaged" not in quiet.stdout + quiet.stderr
