@@ -23,7 +23,7 @@ EXTRA_INDEX ?=
 PIP_EXTRA   = $(if $(EXTRA_INDEX),--extra-index-url $(EXTRA_INDEX))
 LOCK_VENV  ?= $(VENV)/lock-tools
 
-.PHONY: all setup tex lock paper figures test test-fast lint format determinism benchmark slurm-test report clean
+.PHONY: all setup tex lock paper figures test test-fast lint format determinism benchmark slurm-test report browser clean
 
 all: paper
 
@@ -38,7 +38,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-setup: $(STAMP) tex
+setup: $(STAMP) tex browser
 
 # TeX: latexmk and TeX Live from apt when missing. Elsewhere install latexmk and a
 # TeX Live with the LaTeX 'recommended' and 'extra' collections by hand.
@@ -50,6 +50,18 @@ tex:
 	    latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended poppler-utils >/dev/null; \
 	else \
 	  echo "error: latexmk/pdflatex missing and apt-get unavailable: install latexmk and TeX Live (recommended + extra) by hand"; exit 1; \
+	fi
+
+# Chromium, in which tests/test_report.py opens the HTML report, from apt when missing.
+# Not needed to build the paper or the report: without apt a warning, and that test skips
+# (in CI, BNSTUDY_CI=1, the skip fails); install Chromium or Google Chrome by hand.
+browser:
+	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  echo "installing chromium with apt-get (the report's test opens the report in it)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	else \
+	  echo "warning: no chromium and apt-get unavailable: install Chromium or Google Chrome by hand, or tests/test_report.py's browser check skips"; \
 	fi
 
 # Regenerate the lock from pyproject.toml (not run by `make`; needs PyPI). Uses
@@ -146,8 +158,10 @@ slurm-test: setup
 	scripts/slurm-local start && $(BIN)/python -m pytest -q -rP -m slurm; \
 	  status=$$?; scripts/slurm-local stop; exit $$status
 
-report: setup
-	$(BIN)/snakemake --report results/report.html
+# The HTML report of the finished build, after the paper (which `make paper` builds or brings
+# up to date first): one self-contained page, every figure, table, summary and the paper embedded.
+report: paper
+	$(BIN)/snakemake $(if $(CONFIG),--configfile $(CONFIG)) --report results/report.html
 
 clean:
 	rm -rf results paper/main.pdf .snakemake

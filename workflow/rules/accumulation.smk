@@ -61,9 +61,21 @@ rule summarise_accumulation:
         cells="results/accumulation/cells.csv",
         paired="results/accumulation/paired.csv",
         closeness="results/accumulation/closeness.csv",
-        summary="results/summary/accumulation.json",
+        summary=report(
+            "results/summary/accumulation.json",
+            category="Study 6 - Gradient accumulation and ghost batch norm",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         macros="results/paper/macros/accumulation.tex",
-        latex_table="results/paper/tables/accumulation.tex",
+        latex_table=report(
+            "results/paper/tables/accumulation.tex",
+            category="Study 6 - Gradient accumulation and ghost batch norm",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "accuracy of each way of training, in both modes; paired differences"},
+        ),
     params:
         batch_size=ACC["batch_size"],
         micro_batches=ACC["micro_batches"],
@@ -92,10 +104,26 @@ rule figure_accumulation:
     output:
         pdf=report(
             "results/paper/figures/accumulation.pdf",
-            category="Gradient accumulation and ghost batch norm",
+            category="Study 6 - Gradient accumulation and ghost batch norm",
+            subcategory="Figure: accuracy by way of training",
             caption="../report/accumulation.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in (ACC["normaliser"], "ghostbatchnorm")),
+                "panels": f"one panel per micro-batch size: {', '.join(str(m) for m in ACC['micro_batches'])} rows",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/accumulation.png",
+        png=report(
+            "results/paper/figures/accumulation.png",
+            category="Study 6 - Gradient accumulation and ghost batch norm",
+            subcategory="Figure: accuracy by way of training",
+            caption="../report/accumulation.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in (ACC["normaliser"], "ghostbatchnorm")),
+                "panels": f"one panel per micro-batch size: {', '.join(str(m) for m in ACC['micro_batches'])} rows",
+                "format": "raster (PNG)",
+            },
+        ),
     params:
         batch_size=ACC["batch_size"],
     conda:

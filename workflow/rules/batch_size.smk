@@ -57,12 +57,42 @@ rule summarise_batch_size:
         distance_summary="results/batch_size/distance_summary.csv",
         gains="results/batch_size/gains.csv",
         paired="results/batch_size/paired_seeds.csv",
-        summary="results/summary/batch_size.json",
+        summary=report(
+            "results/summary/batch_size.json",
+            category="Study 2 - Training batch size",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         macros="results/paper/macros/batch_size.tex",
-        table="results/paper/tables/batch_size.tex",
-        remedies_table="results/paper/tables/batch_size_remedies.tex",
-        distance_table="results/paper/tables/batch_size_distances.tex",
-        gain_table="results/paper/tables/batch_size_gains.tex",
+        table=report(
+            "results/paper/tables/batch_size.tex",
+            category="Study 2 - Training batch size",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "accuracy by normaliser and batch size, beside the published values"},
+        ),
+        remedies_table=report(
+            "results/paper/tables/batch_size_remedies.tex",
+            category="Study 2 - Training batch size",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "batch norm in inference mode with each replacement of its running statistics"},
+        ),
+        distance_table=report(
+            "results/paper/tables/batch_size_distances.tex",
+            category="Study 2 - Training batch size",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "distance of each set of running statistics to the exact statistics"},
+        ),
+        gain_table=report(
+            "results/paper/tables/batch_size_gains.tex",
+            category="Study 2 - Training batch size",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "paired accuracy differences, with intervals and McNemar tests"},
+        ),
     params:
         confidence=config["batch_size_eval"]["confidence"],
         momentum=config["network"]["momentum"],
@@ -89,9 +119,27 @@ rule figure_batch_size:
         code=code("figure_batch_size.py"),
     output:
         pdf=report(
-            "results/paper/figures/batch_size.pdf", category="Study 2: batch size", caption="../report/batch_size.rst"
+            "results/paper/figures/batch_size.pdf",
+            category="Study 2 - Training batch size",
+            subcategory="Figure: accuracy by training batch size",
+            caption="../report/batch_size.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
+                "panels": "one, a line per normaliser and mode",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/batch_size.png",
+        png=report(
+            "results/paper/figures/batch_size.png",
+            category="Study 2 - Training batch size",
+            subcategory="Figure: accuracy by training batch size",
+            caption="../report/batch_size.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
+                "panels": "one, a line per normaliser and mode",
+                "format": "raster (PNG)",
+            },
+        ),
     conda:
         CONDA_ENV
     threads: 1
@@ -115,10 +163,26 @@ rule figure_batch_size_remedies:
     output:
         pdf=report(
             "results/paper/figures/batch_size_remedies.pdf",
-            category="Study 2: batch size",
+            category="Study 2 - Training batch size",
+            subcategory="Figure: running-statistics remedies",
             caption="../report/batch_size_remedies.rst",
+            labels={
+                "normalisers": "batch norm; none for reference",
+                "panels": "one, a line per set of running statistics",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/batch_size_remedies.png",
+        png=report(
+            "results/paper/figures/batch_size_remedies.png",
+            category="Study 2 - Training batch size",
+            subcategory="Figure: running-statistics remedies",
+            caption="../report/batch_size_remedies.rst",
+            labels={
+                "normalisers": "batch norm; none for reference",
+                "panels": "one, a line per set of running statistics",
+                "format": "raster (PNG)",
+            },
+        ),
     conda:
         CONDA_ENV
     threads: 1

@@ -131,11 +131,29 @@ rule summarise_companions:
     output:
         summary_table="results/companions/summary.csv",
         grid_table="results/companions/grid_over_seeds.csv",
-        summary="results/summary/companions.json",
+        summary=report(
+            "results/summary/companions.json",
+            category="Study 1 - Companion dependence",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         macros="results/paper/macros/companions.tex",
-        table="results/paper/tables/companions.tex",
+        table=report(
+            "results/paper/tables/companions.tex",
+            category="Study 1 - Companion dependence",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "first dependence network: flip rate, training-mode accuracy, share of examples flipped"},
+        ),
         networks_table="results/companions/dependence_over_networks.csv",
-        networks_latex="results/paper/tables/companions_networks.tex",
+        networks_latex=report(
+            "results/paper/tables/companions_networks.tex",
+            category="Study 1 - Companion dependence",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "every dependence network: means with an interval over networks"},
+        ),
     params:
         seed=COMP["seed"],
         resamples=COMP["bootstrap_resamples"],
@@ -167,9 +185,29 @@ rule figure_companions:
         code=code("companions_figure.py"),
     output:
         pdf=report(
-            "results/paper/figures/companions.pdf", category="Study 1: companions", caption="../report/companions.rst"
+            "results/paper/figures/companions.pdf",
+            category="Study 1 - Companion dependence",
+            subcategory="Figure: flip rate by probe batch size",
+            caption="../report/companions.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
+                "panels": f"dependence networks ({normaliser(config['dependence']['normaliser']).label}); every normaliser; "
+                f"one panel per normaliser with batch statistics: {', '.join(normaliser(n).label for n in NORMALISERS if normaliser(n).batch_statistics)}",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/companions.png",
+        png=report(
+            "results/paper/figures/companions.png",
+            category="Study 1 - Companion dependence",
+            subcategory="Figure: flip rate by probe batch size",
+            caption="../report/companions.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
+                "panels": f"dependence networks ({normaliser(config['dependence']['normaliser']).label}); every normaliser; "
+                f"one panel per normaliser with batch statistics: {', '.join(normaliser(n).label for n in NORMALISERS if normaliser(n).batch_statistics)}",
+                "format": "raster (PNG)",
+            },
+        ),
     conda:
         CONDA_ENV
     threads: 1

@@ -92,9 +92,21 @@ rule summarise_conv:
     output:
         side="results/conv/side_by_side.csv",
         paired="results/conv/minus_none.csv",
-        summary="results/summary/conv.json",
+        summary=report(
+            "results/summary/conv.json",
+            category="Study 8 - Convolutional networks",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         macros="results/paper/macros/conv.tex",
-        table="results/paper/tables/conv.tex",
+        table=report(
+            "results/paper/tables/conv.tex",
+            category="Study 8 - Convolutional networks",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "the CNN beside the MLP: accuracy in both modes, flip rate at b = 2"},
+        ),
     params:
         confidence=config["batch_size_eval"]["confidence"],
         channels=CONV["channels"],
@@ -127,10 +139,26 @@ rule figure_conv:
     output:
         pdf=report(
             "results/paper/figures/conv.pdf",
-            category="Convolutional networks",
+            category="Study 8 - Convolutional networks",
+            subcategory="Figure: the CNN beside the MLP",
             caption="../report/conv.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in CONV["normalisers"]),
+                "panels": "(a) accuracy of every normaliser; (b) batch norm in both modes; (c) batch norm's flip rate",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/conv.png",
+        png=report(
+            "results/paper/figures/conv.png",
+            category="Study 8 - Convolutional networks",
+            subcategory="Figure: the CNN beside the MLP",
+            caption="../report/conv.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in CONV["normalisers"]),
+                "panels": "(a) accuracy of every normaliser; (b) batch norm in both modes; (c) batch norm's flip rate",
+                "format": "raster (PNG)",
+            },
+        ),
     conda:
         CONDA_ENV
     threads: 1

@@ -53,10 +53,22 @@ rule summarise_finetune:
         y_train=rules.split.output.y_train,
         code=code("finetune_summarise.py"),
     output:
-        summary="results/summary/finetune.json",
+        summary=report(
+            "results/summary/finetune.json",
+            category="Study 7 - Fine-tuning in small batches",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         along="results/finetune/along_mean.csv",
         macros="results/paper/macros/finetune.tex",
-        table="results/paper/tables/finetune.tex",
+        table=report(
+            "results/paper/tables/finetune.tex",
+            category="Study 7 - Fine-tuning in small batches",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "change of accuracy after fine-tuning, live and frozen"},
+        ),
     params:
         source_batch_size=TUNE["source_batch_size"],
         batch_size=TUNE["batch_size"],
@@ -90,10 +102,26 @@ rule figure_finetune:
     output:
         pdf=report(
             "results/paper/figures/finetune.pdf",
-            category="Fine-tuning in small batches",
+            category="Study 7 - Fine-tuning in small batches",
+            subcategory="Figure: accuracy and statistics along the fine-tuning",
             caption="../report/finetune.rst",
+            labels={
+                "normalisers": "batch norm",
+                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/finetune.png",
+        png=report(
+            "results/paper/figures/finetune.png",
+            category="Study 7 - Fine-tuning in small batches",
+            subcategory="Figure: accuracy and statistics along the fine-tuning",
+            caption="../report/finetune.rst",
+            labels={
+                "normalisers": "batch norm",
+                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics",
+                "format": "raster (PNG)",
+            },
+        ),
     conda:
         CONDA_ENV
     threads: 1

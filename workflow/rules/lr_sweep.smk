@@ -75,10 +75,28 @@ rule summarise_lr_sweep:
         rates="results/lr_sweep/rates.csv",
         best="results/lr_sweep/best.csv",
         paired="results/lr_sweep/paired.csv",
-        summary="results/summary/lr_sweep.json",
+        summary=report(
+            "results/summary/lr_sweep.json",
+            category="Study 4 - Learning rate against batch size",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         macros="results/paper/macros/lr_sweep.tex",
-        table="results/paper/tables/lr_sweep.tex",
-        validation_table="results/paper/tables/lr_sweep_validation.tex",
+        table=report(
+            "results/paper/tables/lr_sweep.tex",
+            category="Study 4 - Learning rate against batch size",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "each cell at its chosen learning rate; batch norm minus none"},
+        ),
+        validation_table=report(
+            "results/paper/tables/lr_sweep_validation.tex",
+            category="Study 4 - Learning rate against batch size",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "validation accuracy of every normaliser, batch size and learning rate"},
+        ),
     params:
         grid_lr=config["grid"]["lr"],
         confidence=config["batch_size_eval"]["confidence"],
@@ -108,10 +126,26 @@ rule figure_lr_sweep:
     output:
         pdf=report(
             "results/paper/figures/lr_sweep.pdf",
-            category="Learning rate against batch size",
+            category="Study 4 - Learning rate against batch size",
+            subcategory="Figure: accuracy at the chosen learning rate",
             caption="../report/lr_sweep.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in LR["normalisers"]),
+                "panels": "test accuracy, a line per normaliser; the chosen rate of each cell",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/lr_sweep.png",
+        png=report(
+            "results/paper/figures/lr_sweep.png",
+            category="Study 4 - Learning rate against batch size",
+            subcategory="Figure: accuracy at the chosen learning rate",
+            caption="../report/lr_sweep.rst",
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in LR["normalisers"]),
+                "panels": "test accuracy, a line per normaliser; the chosen rate of each cell",
+                "format": "raster (PNG)",
+            },
+        ),
     params:
         grid_lr=config["grid"]["lr"],
     conda:

@@ -38,7 +38,13 @@ rule runtimes:
         benchmarks=BENCHMARKS,
         code=code("runtimes.py"),
     output:
-        runtimes=report("results/provenance/runtimes.csv", category="Provenance", caption="../report/runtimes.rst"),
+        runtimes=report(
+            "results/provenance/runtimes.csv",
+            category="Provenance",
+            subcategory="Runtimes",
+            caption="../report/runtimes.rst",
+            labels={"file": "per-rule runtimes of this build (CSV, not hashed)"},
+        ),
     conda:
         CONDA_ENV
     threads: 1

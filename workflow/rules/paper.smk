@@ -39,7 +39,13 @@ rule provenance:
     output:
         analysis_manifest="results/provenance/analysis_manifest.tsv",
         macros="results/paper/macros/provenance.tex",
-        table="results/paper/tables/provenance.tex",
+        table=report(
+            "results/paper/tables/provenance.tex",
+            category="Provenance",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "software and compute settings of this build"},
+        ),
     params:
         entries=dag_order(REGISTRY, REGISTERED_JOBS),
         config=CANONICAL_CONFIG,
@@ -72,7 +78,9 @@ rule paper:
         sections=sorted(str(p) for p in Path("paper/sections").glob("*.tex")),
         code=code("build_paper.py"),
     output:
-        pdf="paper/main.pdf",
+        pdf=report(
+            "paper/main.pdf", category="Paper", caption="../report/paper.rst", labels={"file": "the paper (PDF)"}
+        ),
     params:
         generated=lambda wc: sorted((k, str(v)) for k, v in PAPER_INPUTS.items()),
     conda:

@@ -142,15 +142,51 @@ rule summarise_running_stats:
         published="workflow/resources/published.yaml",
         code=code("running_stats_summary.py"),
     output:
-        summary="results/summary/running_stats.json",
+        summary=report(
+            "results/summary/running_stats.json",
+            category="Study 3 - Running statistics",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         sorted_training="results/running_stats/sorted_training.csv",
         macros="results/paper/macros/running_stats.tex",
-        table_errors="results/paper/tables/running_stats.tex",
-        table_selfchecks="results/paper/tables/running_stats_selfchecks.tex",
-        table_remedies="results/paper/tables/running_stats_remedies.tex",
-        table_sorted="results/paper/tables/running_stats_sorted.tex",
+        table_errors=report(
+            "results/paper/tables/running_stats.tex",
+            category="Study 3 - Running statistics",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "error of the running statistics after one pass; train/inference RMSE"},
+        ),
+        table_selfchecks=report(
+            "results/paper/tables/running_stats_selfchecks.tex",
+            category="Study 3 - Running statistics",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "the layer's self-checks and the differential check, every pass"},
+        ),
+        table_remedies=report(
+            "results/paper/tables/running_stats_remedies.tex",
+            category="Study 3 - Running statistics",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "remedies on the same passes"},
+        ),
+        table_sorted=report(
+            "results/paper/tables/running_stats_sorted.tex",
+            category="Study 3 - Running statistics",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "batch-norm networks trained on shuffled or class-sorted batches"},
+        ),
         shuffle_summary="results/running_stats/shuffles_summary.csv",
-        table_shuffles="results/paper/tables/running_stats_shuffles.tex",
+        table_shuffles=report(
+            "results/paper/tables/running_stats_shuffles.tex",
+            category="Study 3 - Running statistics",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "the shuffled pass over repeated seeded shuffles"},
+        ),
     params:
         keep=RS_KEEP,
         confidence=RS["confidence"],
@@ -181,10 +217,26 @@ rule figure_running_stats:
     output:
         pdf=report(
             "results/paper/figures/running_stats.pdf",
-            category="Study 3: running statistics",
+            category="Study 3 - Running statistics",
+            subcategory="Figure: running-statistics error by batch size",
             caption="../report/running_stats.rst",
+            labels={
+                "normalisers": "batch norm (one layer on an enumerated population)",
+                "panels": "shuffled batches: error of the running statistics; train/inference RMSE, shuffled and sorted",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/running_stats.png",
+        png=report(
+            "results/paper/figures/running_stats.png",
+            category="Study 3 - Running statistics",
+            subcategory="Figure: running-statistics error by batch size",
+            caption="../report/running_stats.rst",
+            labels={
+                "normalisers": "batch norm (one layer on an enumerated population)",
+                "panels": "shuffled batches: error of the running statistics; train/inference RMSE, shuffled and sorted",
+                "format": "raster (PNG)",
+            },
+        ),
     params:
         keep=RS_KEEP,
     conda:

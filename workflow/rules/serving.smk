@@ -50,10 +50,22 @@ rule summarise_serving:
         along=rules.serve_stream.output.along,
         code=code("serving_summarise.py"),
     output:
-        summary="results/summary/serving.json",
+        summary=report(
+            "results/summary/serving.json",
+            category="Study 5 - Serving with live running statistics",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the study's numbers (JSON)"},
+        ),
         along="results/serving/along_mean.csv",
         macros="results/paper/macros/serving.tex",
-        table="results/paper/tables/serving.tex",
+        table=report(
+            "results/paper/tables/serving.tex",
+            category="Study 5 - Serving with live running statistics",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "accuracy before and along the stream, by training batch size"},
+        ),
     params:
         normaliser=SERVE["normaliser"],
         batch_size=SERVE["batch_size"],
@@ -85,10 +97,26 @@ rule figure_serving:
     output:
         pdf=report(
             "results/paper/figures/serving.pdf",
-            category="Serving with live running statistics",
+            category="Study 5 - Serving with live running statistics",
+            subcategory="Figure: accuracy along the served stream",
             caption="../report/serving.rst",
+            labels={
+                "normalisers": normaliser(SERVE["normaliser"]).label,
+                "panels": "random stream; class-sorted stream",
+                "format": "vector (PDF)",
+            },
         ),
-        png="results/paper/figures/serving.png",
+        png=report(
+            "results/paper/figures/serving.png",
+            category="Study 5 - Serving with live running statistics",
+            subcategory="Figure: accuracy along the served stream",
+            caption="../report/serving.rst",
+            labels={
+                "normalisers": normaliser(SERVE["normaliser"]).label,
+                "panels": "random stream; class-sorted stream",
+                "format": "raster (PNG)",
+            },
+        ),
     params:
         normaliser=SERVE["normaliser"],
     conda:
