@@ -83,3 +83,17 @@ def test_the_exclusions_are_outputs_of_the_dag(dag):
     """Each exclusion still names a real output (a renamed file must not leave a stale exemption)."""
     outputs = {path for job in dag["jobs"] for path in job["output"]}
     assert NOT_HASHED <= outputs
+
+
+def test_no_figure_job_has_a_compiled_module_among_its_inputs(dag):
+    """Snakemake's DAG itself: editing a kernel module (an input of the jobs that compute with
+    it) leaves every figure job's own inputs unchanged (tests/test_code_inputs.py: why)."""
+    from test_code_inputs import compiled_modules
+
+    compiled = {f"src/bnstudy/{m}.py" for m in compiled_modules()}
+    figures = [job for job in dag["jobs"] if job["rule"].startswith("figure_")]
+    assert len({job["rule"] for job in figures}) >= 8
+    loaded = {job["rule"]: sorted(compiled & set(job["input"])) for job in figures}
+    assert not any(loaded.values()), loaded
+    kernel_jobs = {job["rule"] for job in dag["jobs"] if "src/bnstudy/kernels.py" in job["input"]}
+    assert {"train_grid", "probe_companions_grid", "evaluate_remedies"} <= kernel_jobs

@@ -20,11 +20,12 @@ import math
 import pandas as pd
 
 from . import latex
+from .designs import ACCUMULATION_CONFIGS
 from .latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from .paired import paired_interval
 from .stats import seed_interval
 
-CONFIGS = ("large", "accumulate", "ghost", "small")
+CONFIGS = ACCUMULATION_CONFIGS
 MODES = ("inference", "training")
 # (name, A, B): A - B, paired by seed
 COMPARISONS = (

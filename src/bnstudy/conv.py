@@ -39,12 +39,13 @@ import numba
 import numpy as np
 
 from .blocks import batch_statistics, linear_t
+from .designs import CONV_POSITIONS, CONV_SIDE
 from .fixedmath import JIT
 from .kernels import norm_inference, norm_train
 from .normalisers import GROUP, LAYER
 
-SIDE = 8
-P = SIDE * SIDE  # positions per image
+SIDE = CONV_SIDE
+P = CONV_POSITIONS  # positions per image
 
 
 def _sources() -> np.ndarray:

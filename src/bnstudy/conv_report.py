@@ -15,7 +15,8 @@ from __future__ import annotations
 import pandas as pd
 
 from . import latex
-from .conv import SIDE, P
+from .designs import CONV_POSITIONS as P
+from .designs import CONV_SIDE as SIDE
 from .latex import points, points_interval, signed_points, verdict, words
 from .paired import paired_interval
 from .stats import seed_interval

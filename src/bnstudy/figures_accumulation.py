@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .accumulation_report import CONFIGS
+from .designs import ACCUMULATION_CONFIGS as CONFIGS
 from .figures import COLOURS, MARKERS, new, width
 
 KIND = {"large": "batchnorm", "accumulate": "batchnorm", "ghost": "ghostbatchnorm", "small": "batchnorm"}

@@ -15,8 +15,9 @@ from __future__ import annotations
 import pandas as pd
 
 from . import figures
-from .finetune import MODES, STREAMS
-from .finetune_report import STREAM_WORDS
+from .designs import FINETUNE_MODES as MODES
+from .designs import FINETUNE_STREAM_WORDS as STREAM_WORDS
+from .designs import FINETUNE_STREAMS as STREAMS
 from .latex import power_of_ten
 
 MODE_STYLE = {"live": "-", "frozen": ":"}

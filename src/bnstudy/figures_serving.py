@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import figures
-from .serving import STREAMS
+from .designs import SERVING_STREAMS as STREAMS
 
 TITLES = {"random": "random stream", "sorted": "class-sorted stream"}
 

@@ -43,14 +43,15 @@ import math
 import numpy as np
 
 from . import backprop, kernels, remedies, train
-from .batching import ORDERS, epoch_rows
+from .batching import epoch_rows
+from .designs import FINETUNE_MODES, FINETUNE_STREAMS
 from .evaluation import inference_accuracy, train_mode_accuracy
 from .model import NORMS, stack, unstack
 from .runtime import derive_seed
 
 STREAM_FINETUNE = 18  # the batch streams of this study (issue 17, item 5)
-STREAMS = ORDERS  # ("shuffle", "class_sorted")
-MODES = ("live", "frozen")
+STREAMS = FINETUNE_STREAMS  # every order of bnstudy.batching.ORDERS
+MODES = FINETUNE_MODES
 
 
 def stream_rows(y, stream: str, seed: int, network_seed: int, steps: int, batch_size: int) -> np.ndarray:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 from . import latex
-from .finetune import MODES, STREAMS
+from .designs import FINETUNE_MODES as MODES
+from .designs import FINETUNE_STREAM_WORDS
+from .designs import FINETUNE_STREAMS as STREAMS
 from .latex import math_points as points
 from .latex import math_points_interval as interval_points
 from .latex import power_of_ten, verdict, words
@@ -30,7 +32,7 @@ LEVELS = (
     "var_to_start",
 )
 START = ("inference_before", "train_mode_before", "start_mean_to_exact", "start_var_to_exact")
-STREAM_WORDS = {"shuffle": "random batches", "class_sorted": "one-class batches"}
+STREAM_WORDS = FINETUNE_STREAM_WORDS
 TABLE_WORDS = {"shuffle": "random", "class_sorted": "one-class"}
 
 

@@ -37,13 +37,14 @@ import numba
 import numpy as np
 
 from . import kernels
+from .designs import SERVING_STREAMS
 from .fixedmath import JIT
 from .gradients import norm_forward
 from .kernels import argmax_rows, linear_t
 from .runtime import derive_seed
 
 STREAM_SERVING = 17  # the random stream of this study (issue 17, item 3)
-STREAMS = ("random", "sorted")
+STREAMS = SERVING_STREAMS
 LAYERS = ("1", "4")
 
 

@@ -8,9 +8,9 @@ statistics with two decimals; intervals as ``[low, high]``.
 from __future__ import annotations
 
 from . import latex
+from .designs import SERVING_STREAMS as STREAMS
 from .latex import math_points as points
 from .latex import math_points_interval as interval_points
-from .serving import STREAMS
 
 DIGITS = 1  # decimals of percentages and percentage points
 
