@@ -23,6 +23,8 @@ Modules, one idea each:
 - ``running_stats``, ``layer``, ``selfchecks``  the running-statistics study
 - ``reference``   an independent NumPy BatchNorm1d
 - ``stats``       bootstrap and seed intervals
+- ``designs``     the studies' shared names and sizes (pure Python: what reports and figures import)
+- ``config``      the config's checks, and the strict reading of a config file
 - ``io``          byte-stable, atomic file writing
 - ``manifest``    content hashes of pipeline outputs
 - ``determinism``, ``machines``  the determinism and portability check, and its simulated machines
