@@ -15,7 +15,14 @@ repeat, on the digits training half of the paper's split:
   through :func:`bnstudy.companions.batch_logits_loop` (a plain ``nn.Sequential``
   in training mode, one batch at a time), on the models trained above at the
   largest batch size; then the random designs one by one (the ratio grows as the
-  batch shrinks: the loop's cost is per batch, the probes' cost per row).
+  batch shrinks: the loop's cost is per batch, the probes' cost per row);
+- the audit (:mod:`bnstudy.audit`, PyTorch): probes per second of its random design
+  at b = 2, 4, 16, 64 (every row of a batch a probe, many batches per forward pass)
+  against the naive loop, one forward pass of the plain module per example and batch
+  (:func:`bnstudy.audit.engine.naive_labels`, row 0's label), on the MLP trained
+  above and on the study's small convolutional network (its initial weights, running
+  statistics moved by a few training-mode batches); the loop is timed on the first
+  ``--audit-loop-batches`` batches of each size. Threads: 1, as everywhere here.
 
 Each figure is the median over ``--repeats`` repeats of wall-clock time
 (``time.perf_counter``) and of this process's CPU time (``time.process_time``;
@@ -114,6 +121,64 @@ def bench_companions(stacked, spec, x, plans, repeats: int):
     return median_pair(loop), median_pair(fast), agreement(ref, out)
 
 
+def audit_module(spec, stacked):
+    """The first model of ``stacked`` as a ``torch.nn.Sequential`` in eval mode."""
+    import torch
+
+    from .model import build_module, unstack
+
+    net = build_module(spec)
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in unstack(stacked)[0].items()})
+    return net.eval()
+
+
+def conv_module(x_test):
+    """The study's small convolutional network with batch norm, running statistics moved by five
+    training-mode batches of 64 test images (the audit needs statistics, not a trained network)."""
+    import torch
+
+    from .conv_torch import build_module, images
+    from .conv_train import ConvSpec
+
+    net = build_module(ConvSpec("batchnorm"), seed=0).train()
+    xs = images(x_test)
+    with torch.no_grad():
+        for i in range(5):
+            net(xs[64 * i : 64 * i + 64])
+    return net.eval(), xs
+
+
+def bench_audit(net, x, sizes, probes: int, loop_batches: int, repeats: int):
+    """Probes per second (wall, CPU) of the audit's random design and of the naive loop, per size.
+
+    The audit side: :meth:`bnstudy.audit.engine.Engine.train_labels` on ``probes`` rounds
+    of batches over all rows (every row a probe); the loop: the first ``loop_batches`` of
+    those batches, one forward pass each, one probe (row 0) each. Returns ``{b: (audit,
+    loop, agreement)}``, ``agreement`` the share of the loop's probes whose label the
+    audit gives row 0 of the same batch.
+    """
+    import torch
+
+    from .audit import designs
+    from .audit.engine import Engine, naive_labels
+
+    xt = torch.as_tensor(x)
+    engine = Engine(net, xt)
+    out = {}
+    for b in sizes:
+        batches, counted = designs.rounds(np.arange(len(xt)), b, probes, designs.generator(0, "random", b))
+        fast, slow = [], []
+        for _ in range(repeats):
+            labels, wall, cpu = timed(engine.train_labels, batches)
+            n = int(counted.sum())
+            fast.append((n / wall, n / cpu))
+            ref, wall, cpu = timed(naive_labels, net, xt, batches[:loop_batches])
+            slow.append((len(ref) / wall, len(ref) / cpu))
+        agree = float((labels[: len(ref), 0] == ref).mean())
+        out[b] = (median_pair(fast), median_pair(slow), agree)
+    return out
+
+
 def row(label: str, slow, fast, unit: str) -> str:
     return (
         f"{label:<34} {slow[0]:9.3f} {fast[0]:9.4f} {slow[0] / fast[0]:7.1f}x"
@@ -136,6 +201,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--probe-batches", type=int, default=200, help="random and one-class batches per design (the paper config: 200)"
     )
+    parser.add_argument("--audit-probes", type=int, default=20, help="the audit's probes per example and size")
+    parser.add_argument("--audit-loop-batches", type=int, default=300, help="batches the naive loop is timed on")
+    parser.add_argument("--audit-only", action="store_true", help="only the audit's rows (trains one cell, untimed)")
     args = parser.parse_args(argv)
 
     runtime.configure(1)
@@ -152,8 +220,15 @@ def main(argv=None) -> int:
         f"per cell, {args.repeats} repeats, torch {torch.__version__} ({torch.get_num_threads()} thread), "
         f"numba {numba.__version__}"
     )
-    print(f"{'':<34} {'wall: plain':>9} {'compiled':>9} {'ratio':>8}   {'CPU: plain':>9} {'compiled':>9} {'ratio':>8}")
     stacked = {}  # the trained models, by batch size: probed below
+    if args.audit_only:
+        from .train import train_models
+
+        b = max(args.batch_sizes)
+        stacked[b], _ = train_models(spec, Recipe(batch_size=b, epochs=args.epochs), seeds[:1], x, y)
+        audit_rows(args, spec, stacked[b], x_test)
+        return 0
+    print(f"{'':<34} {'wall: plain':>9} {'compiled':>9} {'ratio':>8}   {'CPU: plain':>9} {'compiled':>9} {'ratio':>8}")
     for b in args.batch_sizes:
         plain, compiled, stacked[b] = bench_training(spec, x, y, b, args.epochs, seeds, args.repeats)
         print(row(f"training, batch {b} (per model-run)", plain, compiled, "seconds"))
@@ -184,9 +259,29 @@ def main(argv=None) -> int:
         if label.startswith("random"):
             loop, fast, agree = bench_companions(net, spec, x_test, [(label, batches)], args.repeats)
             print(row(f"  of which {label}", loop, fast, f"seconds, {len(batches)} batches, {same(agree)}"))
+    audit_rows(args, spec, net, x_test)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MiB")
     return 0
+
+
+def audit_rows(args, spec, stacked, x_test) -> None:
+    """The audit's rows: probes per second against the naive loop, per size, MLP and CNN."""
+    sizes = (2, 4, 16, 64)
+    print(
+        f"{'audit (probes/s)':<34} {'wall: loop':>9} {'audit':>9} {'ratio':>8}"
+        f"   {'CPU: loop':>9} {'audit':>9} {'ratio':>8}"
+    )
+    cnn, images = conv_module(x_test)
+    for name, net, x in (("MLP", audit_module(spec, stacked), x_test), ("CNN", cnn, images)):
+        for b, (fast, slow, agree) in bench_audit(
+            net, x, sizes, args.audit_probes, args.audit_loop_batches, args.repeats
+        ).items():
+            print(
+                f"{f'  {name}, random b={b}':<34} {slow[0]:9.0f} {fast[0]:9.0f} {fast[0] / slow[0]:7.1f}x"
+                f"   {slow[1]:9.0f} {fast[1]:9.0f} {fast[1] / slow[1]:7.1f}x   probes/s, "
+                f"{len(x) * args.audit_probes} probes; row 0 labels agree {100 * agree:.2f}%"
+            )
 
 
 if __name__ == "__main__":
