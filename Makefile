@@ -9,6 +9,10 @@ PYTHON   ?= python3.11
 VENV     ?= .venv
 BIN       = $(VENV)/bin
 CORES    ?= 4
+# The config `make plan` plans and `make paper` checks first (bnstudy.config check, then
+# bnstudy.plan's budget: over a CPU-week is refused unless ALLOW_BUDGET=1).
+CONFIG   ?= config/config.yaml
+ALLOW_BUDGET ?=
 STAMP     = $(VENV)/.installed
 # Every Python dependency at an exact version with its sha256 (Linux x86-64,
 # CPython 3.11; torch is 2.13.0's CPU build). See requirements/README.md.
@@ -86,7 +90,16 @@ lock:
 	@echo "$(LOCK): $$(grep -c '^[a-z0-9]' $(LOCK)) packages pinned"
 
 paper: setup
+	$(BIN)/python -m bnstudy.config check $(CONFIG)
+	$(BIN)/python -m bnstudy.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
 	$(BIN)/snakemake --cores $(CORES)
+
+# What CONFIG would build: jobs by rule, jobs that would run now, estimated CPU time from
+# workflow/resources/cpu_seconds.tsv; over a CPU-week fails unless ALLOW_BUDGET=1.
+.PHONY: plan
+plan: $(STAMP)
+	$(BIN)/python -m bnstudy.config check $(CONFIG)
+	$(BIN)/python -m bnstudy.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
 
 # Regenerate only the figures (and what they need).
 figures: setup

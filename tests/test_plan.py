@@ -1,0 +1,288 @@
+"""bnstudy.plan: the planned jobs, the cost model's arithmetic, and the budget's refusal."""
+
+import re
+import sys
+
+import pytest
+import yaml
+
+from bnstudy import plan
+from bnstudy.plan import Cost, Job, Plan
+from conftest import ROOT, snakemake
+
+PAPER = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+# ---- CPU time from a benchmark file ---------------------------------------------------
+
+
+def test_job_cpu_scales_by_wall_time_over_the_last_sample():
+    # short jobs: sampled every 0.5 s, the last sample at 4.0 s of 4.45 s
+    assert plan.job_cpu(4.45, 1.0) == pytest.approx(4.45 / 4.0)
+    assert plan.job_cpu(4.0, 1.0) == pytest.approx(1.0)
+    # after 15 s, every 30 s: last samples at 15 s, then 45 s
+    assert plan.job_cpu(25.0, 3.0) == pytest.approx(3.0 * 25 / 15)
+    assert plan.job_cpu(44.9, 3.0) == pytest.approx(3.0 * 44.9 / 15)
+    assert plan.job_cpu(50.0, 9.0) == pytest.approx(9.0 * 50 / 45)
+    # no sample but the first: the file's figure as it is
+    assert plan.job_cpu(0.3, 0.2) == pytest.approx(0.2)
+
+
+# ---- work per job ------------------------------------------------------------------------
+
+
+def test_epoch_steps_counts_steps_and_rows():
+    assert plan.epoch_steps(898, 2) == pytest.approx(449 + 898 / 25)
+    assert plan.epoch_steps(898, 64) == pytest.approx(14 + 898 / 25)  # 898 = 14 x 64 + 2 dropped
+    assert plan.epoch_steps(898, 64, "keep") == pytest.approx(15 + 898 / 25)  # the 2 leftover rows kept
+    assert plan.epoch_steps(897, 64, "keep") == pytest.approx(14 + 897 / 25)  # 1 leftover row: dropped
+
+
+def test_training_work_is_seeds_times_epochs_times_step_equivalents():
+    params = {"seeds": [0, 1, 2, 3, 4], "recipe": {"epochs": 20, "batch_size": 2, "last_batch": "drop"}}
+    assert PAPER["split"]["test_size"] == 899  # 898 training rows
+    assert plan.work_of("train_grid", params, {}, PAPER) == pytest.approx(5 * 20 * (449 + 898 / 25))
+    params["recipe"]["epochs"] = 10**12
+    assert plan.work_of("train_grid", params, {}, PAPER) == pytest.approx(5e12 * (449 + 898 / 25))
+
+
+def test_companion_probe_work_counts_probe_rows():
+    params = {"batch_sizes": [2, 4, 16, 64], "batches_per_example": 200, "one_class_batch_size": 16}
+    # one example: 200 batches of each size, every pair (898 companions), 3 x 200 one-class of 16
+    per_example = 200 * (2 + 4 + 16 + 64) + 2 * 898 + 3 * 200 * 16
+    examples = 10 * PAPER["companions"]["examples_per_class"]
+    grid = plan.work_of("probe_companions_grid", params, {"block": "0-4"}, PAPER)
+    assert grid == pytest.approx(5 * 6 * examples * per_example)  # 5 seeds x 6 batch sizes
+    dependence = plan.work_of("probe_companions_dependence", params, {}, PAPER)
+    assert dependence == pytest.approx(5 * examples * per_example)
+    # without 2 among the sizes, no pairs
+    params["batch_sizes"] = [4]
+    assert plan.work_of("probe_companions_dependence_keep", params, {}, PAPER) == pytest.approx(
+        examples * (200 * 4 + 3 * 200 * 16)
+    )
+
+
+def test_a_rule_without_a_work_function_is_one_unit_per_job():
+    assert plan.work_of("summarise_batch_size", {}, {}, PAPER) == 1.0
+    assert plan.unit_of("summarise_batch_size") == plan.JOB_UNIT
+
+
+# ---- fitting the table ---------------------------------------------------------------------
+
+
+def test_fit_rule_per_job_is_the_median_job():
+    cost = plan.fit_rule("figure_x", plan.JOB_UNIT, [(1, 2.0), (1, 3.0), (1, 10.0)], start_s=1.0)
+    assert (cost.cpu_s_median, cost.start_s, cost.cpu_s_per_unit, cost.jobs) == (3.0, 3.0, 0.0, 3)
+    assert cost.predict(1) == 3.0
+
+
+def test_fit_rule_draws_a_line_through_work_spanning_twice_or_more():
+    points = [(w, 2.0 + 0.01 * w) for w in (100, 100, 400, 1000)]
+    cost = plan.fit_rule("train_grid", plan.unit_of("train_grid"), points, start_s=9.0)
+    assert cost.start_s == pytest.approx(2.0)
+    assert cost.cpu_s_per_unit == pytest.approx(0.01)
+    assert cost.predict(50_000) == pytest.approx(502.0)
+
+
+def test_fit_rule_never_prices_work_below_zero():
+    # falling CPU with work: no slope, the start-up cost the mean job
+    cost = plan.fit_rule("train_grid", plan.unit_of("train_grid"), [(100, 3.0), (1000, 2.0)], start_s=9.0)
+    assert cost.cpu_s_per_unit == 0.0
+    assert cost.start_s == pytest.approx(2.5)
+
+
+def test_fit_rule_at_one_work_level_takes_the_shared_start_up_cost():
+    points = [(100, 3.0), (100, 4.0), (150, 2.5)]
+    cost = plan.fit_rule("train_grid", plan.unit_of("train_grid"), points, start_s=2.0)
+    assert cost.start_s == 2.0
+    assert cost.cpu_s_per_unit == pytest.approx(0.01)  # median of 0.01, 0.02, 0.00333
+    cheap = plan.fit_rule("train_grid", plan.unit_of("train_grid"), [(100, 1.0)], start_s=2.0)
+    assert cheap.cpu_s_per_unit == 0.0
+
+
+def test_fit_shares_the_per_job_rules_start_up_cost_and_adds_a_default_row():
+    jobs = [("figure_a", 1, 2.0), ("figure_b", 1, 4.0), ("figure_b", 1, 6.0), ("train_grid", 100, 3.0)]
+    table = plan.fit(jobs)
+    assert table["train_grid"].start_s == 4.0  # the median of 2, 4 and 6
+    assert table["train_grid"].cpu_s_per_unit == 0.0  # 3 s is below it
+    assert table["figure_b"].start_s == 5.0
+    assert table[plan.DEFAULT_RULE].start_s == 3.5  # median of every job
+    assert table[plan.DEFAULT_RULE].jobs == 4
+    with pytest.raises(plan.PlanError):
+        plan.fit([])
+
+
+def test_table_round_trip_and_refusals(tmp_path):
+    table = plan.fit([("figure_a", 1, 2.0), ("train_grid", 100, 3.0), ("train_grid", 1000, 12.0)])
+    path = tmp_path / "t.tsv"
+    plan.write_table(table, path, ["a header", "two lines"])
+    text = path.read_text()
+    assert text.startswith("# a header\n# two lines\nrule\tunit\t")
+    back = plan.read_table(path)
+    assert set(back) == set(table)
+    assert back["train_grid"].cpu_s_per_unit == pytest.approx(0.01)
+    assert back["train_grid"].predict(2000) == pytest.approx(table["train_grid"].predict(2000), rel=1e-3)
+    path.write_text("rule\tunit\tjobs\tcpu_s_median\tstart_s\tcpu_s_per_unit\nx\tjob\tone\t1\t1\t0\n")
+    with pytest.raises(plan.PlanError, match=r"row 1 is not rule/unit/jobs"):
+        plan.read_table(path)
+    path.write_text("rule\tunit\tjobs\tcpu_s_median\tstart_s\tcpu_s_per_unit\nx\tjob\t1\t1\t1\t0\n")
+    with pytest.raises(plan.PlanError, match=r"no '\*' row"):
+        plan.read_table(path)
+    with pytest.raises(plan.PlanError, match="cannot be read"):
+        plan.read_table(tmp_path / "missing.tsv")
+
+
+def test_committed_table_prices_every_rule_with_a_work_function_in_its_unit():
+    table = plan.read_table()
+    for rule, spec in plan.WORK.items():
+        assert rule in table, rule
+        assert table[rule].unit == spec.unit, rule
+    assert all(c.start_s >= 0 and c.cpu_s_per_unit >= 0 for c in table.values())
+    assert plan.TABLE.read_text().startswith("# ")  # the header says where the figures come from
+
+
+# ---- pricing, reporting, refusing --------------------------------------------------------
+
+
+def _plan(jobs, config=None):
+    return Plan("cfg.yaml", config or PAPER, [Job(*j) for j in jobs])
+
+
+TABLE = {
+    "train_grid": Cost("train_grid", plan.unit_of("train_grid"), 2, 3.0, 2.0, 0.001),
+    "figure_a": Cost("figure_a", plan.JOB_UNIT, 1, 4.0, 4.0, 0.0),
+    "serve_stream": Cost("serve_stream", "another unit", 1, 9.0, 9.0, 1.0),
+    plan.DEFAULT_RULE: Cost(plan.DEFAULT_RULE, plan.JOB_UNIT, 9, 2.5, 2.5, 0.0),
+}
+RECIPE = {"seeds": [0, 1], "recipe": {"epochs": 10, "batch_size": 64, "last_batch": "drop"}}
+
+
+def test_price_per_rule_unknown_rules_and_targets():
+    p = _plan(
+        [
+            ("train_grid", {}, RECIPE, None, True),
+            ("figure_a", {}, {}, None, False),
+            ("new_rule", {}, {}, None, True),
+            ("serve_stream", {}, {"train_batch_sizes": [2], "batch_size": 16, "passes": 1}, None, True),
+            ("all", {}, {}, None, True, False),
+        ]
+    )
+    plan.price(p, TABLE)
+    work = 2 * 10 * (14 + 898 / 25)
+    assert p.jobs[0].work == pytest.approx(work)
+    assert [j.cpu_s for j in p.jobs] == pytest.approx([2.0 + 0.001 * work, 4.0, 2.5, 2.5, 0.0])
+    assert p.cpu() == pytest.approx(sum(j.cpu_s for j in p.jobs))
+    assert p.cpu(only_needrun=True) == pytest.approx(p.cpu() - 4.0)
+
+
+def test_report_counts_jobs_and_bounds_wall_time_by_cores():
+    p = _plan([("figure_a", {}, {}, None, i < 3) for i in range(5)] + [("train_grid", {}, RECIPE, None, False)])
+    plan.price(p, TABLE)
+    lines = plan.report(p, cores=2, available=8)
+    assert lines[0] == "plan of cfg.yaml: 6 jobs in all, 3 would run now"
+    assert lines[1] == "  jobs by rule: figure_a 5, 1 more rule of 1 job"
+    total = 20 + 2.0 + 0.001 * 2 * 10 * (14 + 898 / 25)
+    assert f"{total:,.0f} s" in lines[2] and "12 s for the jobs that would run now" in lines[2]
+    assert f"at least {plan.duration(total / 2)} for the whole build, 6 s now" in lines[3]
+    # more cores than the machine has: the machine's cores bound the wall time
+    assert f"at least {plan.duration(total / 2)}" in plan.report(p, cores=8, available=2)[3]
+
+
+def test_duration():
+    assert [plan.duration(s) for s in (12.4, 456, 3 * 3600 + 5 * 60, 2.5 * 86400)] == [
+        "12 s",
+        "7 min 36 s",
+        "3 h 5 min",
+        "2.5 days",
+    ]
+    assert plan.duration(1e12) == "3.17e+04 years"
+
+
+def test_a_build_over_a_cpu_week_is_refused_naming_rule_and_key():
+    config = yaml.safe_load(yaml.safe_dump(PAPER))
+    config["grid"]["epochs"] = 10**12
+    recipe = {"seeds": [0, 1, 2, 3, 4], "recipe": {"epochs": 10**12, "batch_size": 64, "last_batch": "drop"}}
+    p = _plan([("train_grid", {}, recipe, None, True), ("figure_a", {}, {}, None, True)], config)
+    plan.price(p, TABLE)
+    line = plan.over_budget(p, PAPER)
+    assert "\n" not in line
+    assert line.startswith("plan: cfg.yaml: estimated ")
+    assert "over the budget of 604,800 CPU s (one CPU-week), 100% of it in rule train_grid" in line
+    assert "driven by grid.epochs = 1000000000000" in line
+    assert line.endswith("run anyway with --allow-budget (make paper ALLOW_BUDGET=1)")
+    assert plan.driver(p, PAPER) == ("train_grid", pytest.approx(1.0), "grid.epochs")
+    # seeds grown instead: the key that grew most against the paper config
+    config["grid"]["epochs"] = 20
+    config["grid"]["seeds"] = list(range(1000))
+    assert plan.driver(p, PAPER)[2] == "grid.seeds"
+    # within the budget: nothing to refuse
+    small = _plan([("train_grid", {}, RECIPE, None, True)])
+    plan.price(small, TABLE)
+    assert plan.over_budget(small, PAPER) is None
+
+
+def test_budget_edge():
+    p = _plan([("figure_a", {}, {}, None, True)])
+    p.jobs[0].cpu_s = plan.BUDGET_CPU_S
+    assert plan.over_budget(p, PAPER) is None
+    p.jobs[0].cpu_s = plan.BUDGET_CPU_S + 1
+    assert "rule figure_a, driven by its job count" in plan.over_budget(p, PAPER)
+
+
+# ---- the command, on the test config (processes: slow) -------------------------------------
+
+
+def _run_plan(*args):
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-m", "bnstudy.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def absurd(tmp_path_factory):
+    """The test config with ``grid.epochs: 1000000000000`` (the same jobs, absurd ones)."""
+    text = (ROOT / "config" / "test.yaml").read_text()
+    text, n = re.subn(r"(?m)^(  epochs:) 2$", r"\1 1000000000000", text)
+    assert n == 1
+    path = tmp_path_factory.mktemp("plan") / "absurd.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.slow
+def test_absurd_epochs_are_refused_in_one_line_and_pass_with_the_override(absurd):
+    refused = _run_plan("--configfile", str(absurd), "--cores", "2")
+    assert refused.returncode == 1, refused.stderr
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "rule train_grid, driven by grid.epochs = 1000000000000" in refused.stderr
+    assert "--allow-budget (make paper ALLOW_BUDGET=1)" in refused.stderr
+    allowed = _run_plan("--configfile", str(absurd), "--cores", "2", "--allow-budget")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "allowed by --allow-budget" in allowed.stdout
+    # the plan's job count is Snakemake's own (dry run of the whole build)
+    planned = int(re.search(r": (\d+) jobs in all", allowed.stdout).group(1))
+    dry = snakemake("-n", "--forceall", "--configfile", str(absurd), timeout=300)
+    assert dry.returncode == 0, dry.stderr
+    assert planned == int(re.search(r"(?m)^total\s+(\d+)$", dry.stdout + dry.stderr).group(1))
+
+
+def test_block_seeds_counts_the_configured_seeds_of_a_block():
+    from bnstudy.weights import blocks
+
+    config = {"grid": {"seeds": [0, 1, 2, 3, 4, 7, 12], "seed_block": 5}}
+    for label, seeds in blocks(config["grid"]["seeds"], 5).items():
+        assert plan.block_seeds(config, label) == len(seeds)
+    assert plan.block_seeds(config, "5-9") == 1
+
+
+def test_rules_of_one_script_share_one_fit():
+    jobs = [("train_grid", 100, 3.0), ("train_grid", 1000, 12.0), ("train_keep", 100, 3.0), ("figure_a", 1, 2.0)]
+    table = plan.fit(jobs)
+    assert plan.group_of("train_keep") == plan.group_of("train_grid") == "train.py"
+    assert table["train_keep"].cpu_s_per_unit == table["train_grid"].cpu_s_per_unit == pytest.approx(0.01)
+    assert table["train_keep"].start_s == table["train_grid"].start_s == pytest.approx(2.0)
+    assert (table["train_keep"].jobs, table["train_grid"].jobs) == (1, 2)
+    assert (table["train_keep"].cpu_s_median, table["train_grid"].cpu_s_median) == (3.0, 7.5)
+    assert plan.group_of("figure_a") == "figure_a"
