@@ -423,3 +423,17 @@ def test_a_rule_script_reading_a_damaged_output_ends_with_one_line(tmp_path):
         "bnstudy: w.safetensors: damaged output (Error while deserializing header: incomplete metadata, "
         "file not fully covered); " + io.REPAIR
     ]
+
+
+def test_snakemake_of_another_copy_runs_without_the_kernel_cache_this_import_chose(monkeypatch):
+    """Another copy's package names its own cache; a digest of this checkout's modules (even one taken
+    before they were edited) is dropped, a directory the user chose is kept."""
+    import bnstudy
+
+    ours = Path(bnstudy._numba_cache_dir())
+    for chosen in (ours, ours.parent / "numba-0123456789abcdef"):
+        monkeypatch.setenv("NUMBA_CACHE_DIR", str(chosen))
+        assert "NUMBA_CACHE_DIR" not in manifest.workflow_environment()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/chosen")
+    assert manifest.workflow_environment()["NUMBA_CACHE_DIR"] == "/somewhere/chosen"
+    assert manifest.workflow_environment({"A": "1"}) == {"A": "1"}

@@ -418,9 +418,27 @@ def verify(expected, results, pins=None) -> tuple[bool, list[str]]:
 # ---- repair ------------------------------------------------------------------
 
 
+def workflow_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's environment) for a process of another copy of the workflow:
+    without a ``NUMBA_CACHE_DIR`` that ``bnstudy`` chose (``<cache>/bnstudy/numba-<digest>``), which
+    names this copy's kernel modules as they were when it was imported, so that the other copy's
+    package chooses its own. A directory the user chose is kept."""
+    from . import _numba_cache_dir
+
+    env = dict(os.environ if env is None else env)
+    chosen = env.get("NUMBA_CACHE_DIR")
+    ours = Path(_numba_cache_dir())
+    if chosen and Path(chosen).parent == ours.parent and Path(chosen).name.startswith("numba-"):
+        del env["NUMBA_CACHE_DIR"]
+    return env
+
+
 def _snakemake(root: Path, configfile: Path, *args, capture: bool = False) -> subprocess.CompletedProcess:
+    """Snakemake in ``root``, without the kernel cache directory that importing ``bnstudy`` here
+    chose (named by this package's kernel modules, not those of the workflow in ``root``)."""
+    env = workflow_environment()
     cmd = [sys.executable, "-m", "snakemake", "--configfile", str(configfile), *map(str, args)]
-    return subprocess.run(cmd, cwd=root, text=True, capture_output=capture)
+    return subprocess.run(cmd, cwd=root, text=True, capture_output=capture, env=env)
 
 
 def planned(root, configfile, *args) -> dict[str, int]:
@@ -437,30 +455,25 @@ def planned(root, configfile, *args) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
 
 
-# Every rerun trigger but mtime: a file re-created with the same bytes is newer than what was built
-# from it, and only the mtime trigger would re-run that.
-TRIGGERS_BUT_MTIME = ("code", "params", "input", "software-env")
-
-
 def repair(configfile, expected=None, results="results", cores: int = 2, say=print) -> int:
     """Re-create exactly the missing or damaged outputs of the build in ``results``, then verify it.
 
     1. :func:`check_files` names the bad files (missing, changed after their build, or other
        bytes than the expected ones).
-    2. ``snakemake --force <those files>``: their jobs, and nothing downstream, run again (as
-       targets, the files' consumers are not part of the run).
-    3. If every re-created file has its recorded bytes again, what was built from it is still
-       right, only older than it: when a dry run with every rerun trigger but ``mtime`` plans
-       nothing (no other change is pending), ``snakemake --touch`` marks those jobs up to date
-       instead of running them. Otherwise (other bytes, or other changes) ``snakemake`` rebuilds
-       what depends on them.
+    2. ``snakemake --force <those files>``: their jobs run again, and nothing downstream (as
+       targets, the files' consumers are not part of that run).
+    3. ``snakemake``: a re-created file is newer than what was built from it, but Snakemake
+       re-runs a consumer only if the content of an input differs from the checksum it recorded
+       when the consumer ran (inputs up to ``--max-checksum-file-size``, 1 MB); so a file that
+       came back byte-identical re-runs nothing, one with other bytes (or over 1 MB) re-runs
+       what depends on it. The build record's runtimes are refreshed (the benchmarks changed).
     4. :func:`verify`; returns its exit status (0: identical).
     """
     results = Path(results)
     root = results.parent
     configfile = Path(configfile).resolve()
     expected = Path(expected) if expected is not None else expected_for_config(configfile)
-    problems, notes = check_files(expected, results)
+    problems, _ = check_files(expected, results)
     bad = problems[problems["problem"] != UNEXPECTED]
     if bad.empty:
         identical, lines = verify(expected, results)
@@ -472,39 +485,26 @@ def repair(configfile, expected=None, results="results", cores: int = 2, say=pri
     targets = bad["path"].tolist()
     if _snakemake(root, configfile, "--cores", cores, "-q", "--force", "--", *targets).returncode != 0:
         say(
-            "repair: re-creating them failed (Snakemake's message above); a run killed earlier may need "
+            "repair: re-creating them failed (Snakemake's message above); after a killed run, "
             f"snakemake --unlock --configfile {configfile} first"
         )
         return 1
-    exp, _ = _read_manifest(expected)
-    built, _ = _read_manifest(results / "manifest.tsv")
     want = {}
-    for table in (built, exp):  # the expected bytes where there are any, else those the build recorded
-        if table is not None:
+    for table in (_read_manifest(results / "manifest.tsv")[0], _read_manifest(expected)[0]):
+        if table is not None:  # the expected bytes where there are any, else those the build recorded
             want |= dict(zip(table["path"], table["sha256"]))
     now = disk_hashes(targets, root)
     other = [p for p in targets if p in want and (now[p] is None or now[p][1] != want[p])]
-    if other:
-        say(
-            f"{len(other)} re-created files have other bytes than recorded (first: {other[0]}): "
-            "rebuilding what depends on them"
-        )
-        follow = ["--cores", cores, "-q"]
-    else:
-        pending = planned(root, configfile, "--rerun-triggers", *TRIGGERS_BUT_MTIME)
-        if pending:
-            say(
-                "every re-created file has its recorded bytes, but other changes are pending ("
-                + ", ".join(f"{rule} {n}" for rule, n in pending.items())
-                + "): building them"
-            )
-            follow = ["--cores", cores, "-q"]
-        else:
-            say("every re-created file has its recorded bytes: marking what was built from them up to date")
-            follow = ["--cores", 1, "-q", "--touch"]
-    if _snakemake(root, configfile, *follow).returncode != 0:
-        say("repair: snakemake " + " ".join(map(str, follow)) + " failed (Snakemake's message above)")
-        return 1
+    say(
+        f"re-created {len(targets)} files; "
+        + (f"{len(other)} with other bytes than recorded (first: {other[0]})" if other else "each byte-identical")
+    )
+    plan = planned(root, configfile)
+    if plan:
+        say("still out of date: " + ", ".join(f"{rule} {n}" for rule, n in plan.items()))
+        if _snakemake(root, configfile, "--cores", cores, "-q").returncode != 0:
+            say("repair: snakemake failed (its message above)")
+            return 1
     identical, lines = verify(expected, results)
     say("\n".join(lines))
     return 0 if identical else 1
