@@ -280,7 +280,7 @@ DRIVE = """
 (async () => {
     const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
     const until = async (ready, what) => {
-        for (let i = 0; i < 400; i++) { if (ready()) return ready(); await sleep(25); }
+        for (let i = 0; i < 1200; i++) { if (ready()) return ready(); await sleep(25); }
         throw new Error("timed out waiting for " + what);
     };
     await until(() => typeof app !== "undefined" && document.querySelector("#app nav, #app ul"), "the menu");
