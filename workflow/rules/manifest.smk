@@ -1,26 +1,25 @@
 # The hash manifest: one row per output file of every other rule, in DAG order.
 # Included last, after every rules file has registered its outputs.
-
+import csv
 
 REGISTRY[:] = dag_order(REGISTRY, REGISTERED_JOBS)
 BENCHMARKS.sort()
 
 
-def lost_outputs(built="results/manifest.tsv"):
-    """Files the last finished build hashed that are gone now (empty if it has no readable manifest)."""
-    import csv
-
-    try:
-        with open(built, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return []
-    return [r["path"] for r in rows if r.get("path") and not Path(r["path"]).exists()]
-
-
 # Snakemake re-creates a lost intermediate file only when something downstream of it is out of
-# date too, else it answers "Nothing to be done": say so, and what re-creates it (docs/verify.md).
-_LOST = lost_outputs() if workflow.is_main_process else []
+# date too, else it answers "Nothing to be done": name the files the last finished build hashed
+# that are gone, and what re-creates them (docs/verify.md).
+_LOST = []
+if workflow.is_main_process:
+    try:
+        with open("results/manifest.tsv", newline="", encoding="utf-8") as _built:
+            _LOST = [
+                row["path"]
+                for row in csv.DictReader(_built, delimiter="\t")
+                if row.get("path") and not Path(row["path"]).exists()
+            ]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        _LOST = []  # no finished build (or its manifest is damaged: python -m bnstudy.manifest verify says so)
 if _LOST:
     print(
         f"bnstudy: {len(_LOST)} output(s) of the last build are gone (first: {_LOST[0]}); "
