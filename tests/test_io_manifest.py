@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -437,3 +438,49 @@ def test_snakemake_of_another_copy_runs_without_the_kernel_cache_this_import_cho
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/chosen")
     assert manifest.workflow_environment()["NUMBA_CACHE_DIR"] == "/somewhere/chosen"
     assert manifest.workflow_environment({"A": "1"}) == {"A": "1"}
+
+
+def test_a_killed_run_may_lack_files_but_never_holds_a_half_written_one(tmp_path):
+    """bnstudy.determinism.check_killed: after a kill, files missing is fine; a file on disk with other
+    bytes than expected (half-written), or a build that already verifies, is an error."""
+    from bnstudy import determinism
+
+    wf = tmp_path / "wf"
+    built = _run_dir(wf, FILES)
+    expected = wf / "config" / "expected" / "t.manifest.tsv"
+    expected.parent.mkdir(parents=True)
+    expected.write_bytes(built.read_bytes())
+    with pytest.raises(RuntimeError, match="verifies as complete"):
+        determinism.check_killed(wf, "config/t.yaml")
+    built.unlink()
+    (wf / "paper/main.pdf").unlink()
+    assert determinism.check_killed(wf, "config/t.yaml") == {"checked": True, "whole": 3, "expected": 4}
+    (wf / "results/eval/table.csv").write_text("normaliser,acc\nbatch")
+    with pytest.raises(RuntimeError, match=r"not the expected bytes: evaluate: 1 file; +results/eval/table.csv"):
+        determinism.check_killed(wf, "config/t.yaml")
+    assert determinism.check_killed(wf, "config/other.yaml") == {"checked": False}
+
+
+@pytest.mark.slow
+def test_the_commands_of_a_runs_session_are_seen(tmp_path):
+    from bnstudy import determinism
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)'])",
+        ],
+        start_new_session=True,
+    )
+    try:
+        for _ in range(200):
+            commands = determinism.session_commands(proc.pid)
+            if any("time.sleep(30)" in c for c in commands):
+                break
+            time.sleep(0.05)
+        assert any("time.sleep(30)" in c for c in commands), commands  # the child, in the same session
+        assert not any("time.sleep(30)" in c for c in determinism.session_commands(os.getsid(0)))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
