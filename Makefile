@@ -142,7 +142,6 @@ portability: setup
 # missing, damaged or different file by rule. `make repair` re-creates exactly those files
 # (and nothing downstream whose inputs come back byte-identical), then verifies.
 # CONFIG=config/test.yaml for a test-config build. `make reproduce`: build, verify, check the PDF.
-CONFIG ?= config/config.yaml
 .PHONY: repair reproduce
 verify: $(STAMP)
 	$(BIN)/python -m bnstudy.manifest verify --configfile $(CONFIG) --results results
