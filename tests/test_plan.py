@@ -135,8 +135,12 @@ def test_table_round_trip_and_refusals(tmp_path):
 def test_committed_table_prices_every_rule_with_a_work_function_in_its_unit():
     table = plan.read_table()
     for rule, spec in plan.WORK.items():
-        assert rule in table, rule
-        assert table[rule].unit == spec.unit, rule
+        variants = ["batch-statistics", "row-wise"] if spec.variant else [""]
+        for key in (f"{rule}:{v}" if v else rule for v in variants):
+            if key == "probe_companions_dependence:row-wise" or key.endswith("_keep:row-wise"):
+                continue  # study 1's networks are batch norm's
+            assert key in table, key
+            assert table[key].unit == spec.unit, key
     assert all(c.start_s >= 0 and c.cpu_s_per_unit >= 0 for c in table.values())
     assert plan.TABLE.read_text().startswith("# ")  # the header says where the figures come from
 
@@ -286,3 +290,34 @@ def test_rules_of_one_script_share_one_fit():
     assert (table["train_keep"].jobs, table["train_grid"].jobs) == (1, 2)
     assert (table["train_keep"].cpu_s_median, table["train_grid"].cpu_s_median) == (3.0, 7.5)
     assert plan.group_of("figure_a") == "figure_a"
+
+
+def test_companion_probes_with_and_without_batch_statistics_are_priced_apart():
+    key = plan.cost_key
+    assert key("probe_companions_grid", {}, {"normaliser": "batchnorm", "block": "0-4"}, PAPER) == (
+        "probe_companions_grid:batch-statistics"
+    )
+    assert key("probe_companions_grid", {}, {"normaliser": "layernorm", "block": "0-4"}, PAPER) == (
+        "probe_companions_grid:row-wise"
+    )
+    assert key("probe_companions_dependence", {}, {}, PAPER) == "probe_companions_dependence:batch-statistics"
+    assert key("train_grid", RECIPE, {"normaliser": "none"}, PAPER) == "train_grid"
+    assert plan.group_of("probe_companions_grid:row-wise") == "companions_probe.py:row-wise"
+    assert plan.unit_of("probe_companions_grid:row-wise") == plan.WORK["probe_companions_grid"].unit
+    table = plan.fit(
+        [
+            ("probe_companions_grid:row-wise", 1000, 3.0),
+            ("probe_companions_grid:row-wise", 3000, 5.0),
+            ("probe_companions_dependence:batch-statistics", 1000, 3.0),
+            ("probe_companions_grid:batch-statistics", 3000, 9.0),
+        ]
+    )
+    assert table["probe_companions_grid:row-wise"].cpu_s_per_unit == pytest.approx(0.001)
+    assert table["probe_companions_grid:batch-statistics"].cpu_s_per_unit == pytest.approx(0.003)
+    assert table["probe_companions_dependence:batch-statistics"].cpu_s_per_unit == pytest.approx(0.003)
+    p = _plan([("probe_companions_grid", {"normaliser": "none", "block": "0-4"}, PROBE, None, True)])
+    plan.price(p, table)
+    assert p.jobs[0].cpu_s == pytest.approx(table["probe_companions_grid:row-wise"].predict(p.jobs[0].work))
+
+
+PROBE = {"batch_sizes": [2], "batches_per_example": 1, "one_class_batch_size": 2}

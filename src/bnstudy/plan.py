@@ -95,6 +95,18 @@ def block_seeds(config, block: str) -> int:
     return sum(first <= int(s) <= last for s in config["grid"]["seeds"])
 
 
+def _probe_statistics(rule):
+    def variant(p, wc, config):
+        # a normaliser with batch statistics goes through every row of every probe batch; one
+        # normalised row by row needs the probed row alone (bnstudy.probes.Prober)
+        from .normalisers import BATCH_NAMES
+
+        name = wc.get("normaliser") if rule == "probe_companions_grid" else config["dependence"]["normaliser"]
+        return "batch-statistics" if name in BATCH_NAMES else "row-wise"
+
+    return variant
+
+
 def _companion_models(rule, wc, config) -> int:
     if rule == "probe_companions_dependence":
         return len(config["dependence"]["seeds"])
@@ -149,6 +161,7 @@ class Work:
     function: object  # (params, wildcards, config) -> units of work of one job
     keys: tuple  # the config keys the rule's cost grows with (its work per job or its job count)
     group: str = ""  # rules of one group (one script) are fitted together, their jobs pooled
+    variant: object = None  # (params, wildcards, config) -> a kind of job fitted apart ("" for none)
 
 
 _TRAIN_UNIT = "step-equivalents (seeds x epochs x (steps + rows/25))"
@@ -201,6 +214,7 @@ WORK = {
             "normalisers",
         ),
         group="companions_probe.py",
+        variant=_probe_statistics("probe_companions_grid"),
     ),
     "probe_companions_dependence": Work(
         "probe rows (models x examples x rows of every probe batch)",
@@ -212,12 +226,14 @@ WORK = {
             "dependence.seeds",
         ),
         group="companions_probe.py",
+        variant=_probe_statistics("probe_companions_dependence"),
     ),
     "probe_companions_dependence_keep": Work(
         "probe rows (models x examples x rows of every probe batch)",
         _companions("probe_companions_dependence_keep"),
         ("companions.batches_per_example", "companions.examples_per_class", "companions.batch_sizes"),
         group="companions_probe.py",
+        variant=_probe_statistics("probe_companions_dependence_keep"),
     ),
     "probe_conv": Work(
         "probe batches of two (models x companion pairs)",
@@ -250,12 +266,29 @@ def work_of(rule: str, params: dict, wildcards: dict, config: dict) -> float:
     return float(spec.function(params, wildcards, config)) if spec else 1.0
 
 
-def group_of(rule: str) -> str:
-    """The rules fitted together with ``rule`` (one script's): its group, else the rule itself."""
-    return (WORK[rule].group if rule in WORK else "") or rule
+def cost_key(rule: str, params: dict, wildcards: dict, config: dict) -> str:
+    """The table's row for a job: its rule, or ``rule:variant`` for a rule whose jobs are of kinds
+    fitted apart (:attr:`Work.variant`: companion probes with and without batch statistics)."""
+    spec = WORK.get(rule)
+    variant = spec.variant(params, wildcards, config) if spec and spec.variant else ""
+    return f"{rule}:{variant}" if variant else rule
 
 
-def unit_of(rule: str) -> str:
+def _split(key: str) -> tuple[str, str]:
+    rule, _, variant = key.partition(":")
+    return rule, variant
+
+
+def group_of(key: str) -> str:
+    """The table rows fitted together with ``key`` (one script's jobs of one variant): its rule's
+    group, else the rule itself, with the variant."""
+    rule, variant = _split(key)
+    group = (WORK[rule].group if rule in WORK else "") or rule
+    return f"{group}:{variant}" if variant else group
+
+
+def unit_of(key: str) -> str:
+    rule, _ = _split(key)
     return WORK[rule].unit if rule in WORK else JOB_UNIT
 
 
@@ -455,7 +488,7 @@ def price(plan: Plan, table: dict[str, Cost]) -> None:
     unit) costs the :data:`DEFAULT_RULE` row, a job with nothing to run nothing."""
     for job in plan.jobs:
         job.work = work_of(job.rule, job.params, job.wildcards, plan.config)
-        cost = table.get(job.rule)
+        cost = table.get(cost_key(job.rule, job.params, job.wildcards, plan.config))
         if not job.runs:
             job.cpu_s = 0.0
         elif cost is None or cost.unit != unit_of(job.rule):  # unknown or differently measured: the median job
@@ -546,7 +579,7 @@ def report(plan: Plan, cores: int, available: int | None = None) -> list[str]:
     return [
         f"plan of {plan.configfile}: {len(plan.jobs)} jobs in all, {needrun} would run now",
         f"  jobs by rule: {_rules_line(plan.by_rule())}",
-        f"  estimated CPU time: {total:,.0f} s ({duration(total)}) for the whole build"
+        f"  estimated CPU time of the jobs: {total:,.0f} s ({duration(total)}) for the whole build"
         f" [{', '.join(f'{r} {c:,.0f} s' for r, c in top)}], {now:,.0f} s for the jobs that would run now",
         f"  wall time at --cores {cores}{here}: at least {duration(total / busy)} for the whole build,"
         f" {duration(now / busy)} now (CPU time / cores: a lower bound; jobs that wait for others leave cores idle)",
@@ -571,7 +604,7 @@ def over_budget(plan: Plan, reference: dict | None) -> str | None:
 
 
 def benchmarked_jobs(results, jobs: list[Job], config: dict):
-    """``(rule, work, cpu_s)`` of every job with a benchmark file under ``results`` (the
+    """``(table row, work, cpu_s)`` of every job with a benchmark file under ``results`` (the
     ``results/`` of a build of the same config; a partial build gives the jobs it ran), and
     how many jobs had none."""
     import pandas as pd
@@ -589,7 +622,8 @@ def benchmarked_jobs(results, jobs: list[Job], config: dict):
         if pd.isna(cpu):
             missing += 1
             continue
-        out.append((job.rule, work_of(job.rule, job.params, job.wildcards, config), job_cpu(float(row["s"]), cpu)))
+        key = cost_key(job.rule, job.params, job.wildcards, config)
+        out.append((key, work_of(job.rule, job.params, job.wildcards, config), job_cpu(float(row["s"]), cpu)))
     return out, missing
 
 
@@ -632,7 +666,8 @@ def calibrate(builds, out=TABLE, snakefile="Snakefile", workdir=".", note="") ->
         "median job, work 1). CPU s: the files' cpu_time scaled by wall time / Snakemake's last sample.",
         "A work-priced rule whose jobs' work spans 2x or more: a least-squares line; else start_s is the",
         "median job of the rules priced per job and cpu_s_per_unit the median of (CPU s - start_s) / work.",
-        "Rules of one script (bnstudy.plan.WORK's group) share one fit over their jobs pooled.",
+        "Rules of one script (bnstudy.plan.WORK's group) share one fit over their jobs pooled; rule:variant",
+        "rows are kinds of jobs fitted apart (companion probes with and without batch statistics).",
         "Row '*': the median job, for a rule missing here.",
     ]
     write_table(table, out, header)
@@ -693,7 +728,7 @@ def main(argv=None) -> int:
             if not builds:
                 parser.error("calibrate needs --results (the build of --configfile) or --build CONFIGFILE=RESULTS")
             table, lines = calibrate(builds, args.table, note=args.note)
-            print(f"{args.table}: {len(table) - 1} rules from " + "; ".join(lines))
+            print(f"{args.table}: {len(table) - 1} rows from " + "; ".join(lines))
             return 0
         plan = make_plan(args.configfile, read_table(args.table))
     except PlanError as e:
