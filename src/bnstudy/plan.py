@@ -734,6 +734,10 @@ def main(argv=None) -> int:
     except PlanError as e:
         print(e, file=sys.stderr)
         return 1
+    except Exception as e:  # Snakemake could not build the DAG (a missing input, a workflow error)
+        first = (str(e).strip().splitlines() or [""])[0]
+        print(f"plan: Snakemake could not plan {args.configfile}: {type(e).__name__}: {first}", file=sys.stderr)
+        return 1
     print("\n".join(report(plan, args.cores)))
     refusal = over_budget(plan, _reference_config())
     if refusal and not args.allow_budget:
