@@ -42,7 +42,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-setup: $(STAMP) tex browser
+setup: $(STAMP) tex
 
 # TeX: latexmk and TeX Live from apt when missing. Elsewhere install latexmk and a
 # TeX Live with the LaTeX 'recommended' and 'extra' collections by hand.
@@ -56,8 +56,8 @@ tex:
 	  echo "error: latexmk/pdflatex missing and apt-get unavailable: install latexmk and TeX Live (recommended + extra) by hand"; exit 1; \
 	fi
 
-# Chromium, in which tests/test_report.py opens the HTML report, from apt when missing.
-# Not needed to build the paper or the report: without apt a warning, and that test skips
+# Chromium, in which tests/test_report.py opens the HTML report, from apt when missing
+# (`make test` installs it). Not needed to build the paper or the report: without apt a warning, and that test skips
 # (in CI, BNSTUDY_CI=1, the skip fails); install Chromium or Google Chrome by hand.
 browser:
 	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then :; \
@@ -92,7 +92,7 @@ lock:
 paper: setup
 	$(BIN)/python -m bnstudy.config check $(CONFIG)
 	$(BIN)/python -m bnstudy.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
 # What CONFIG would build: jobs by rule, jobs that would run now, estimated CPU time from
 # workflow/resources/cpu_seconds.tsv; over a CPU-week fails unless ALLOW_BUDGET=1.
@@ -103,9 +103,9 @@ plan: $(STAMP)
 
 # Regenerate only the figures (and what they need).
 figures: setup
-	$(BIN)/snakemake --cores $(CORES) figures
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) figures
 
-test: setup lint
+test: setup browser lint
 	$(BIN)/python -m pytest -q -m "not paper_config"
 
 # Unit tests only (no pipeline runs, no TeX needed).
