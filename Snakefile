@@ -31,35 +31,9 @@ include: "workflow/rules/finetune.smk"
 include: "workflow/rules/conv.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
-
-
 # Jobs of seconds (summaries, figures, macros, the paper, the manifest and the
-# build record) run where Snakemake runs, not as cluster jobs waiting in a queue.
-localrules:
-    all,
-    figures,
-    summarise_batch_size,
-    figure_batch_size,
-    figure_batch_size_remedies,
-    summarise_companions,
-    figure_companions,
-    summarise_running_stats,
-    figure_running_stats,
-    summarise_lr_sweep,
-    figure_lr_sweep,
-    summarise_serving,
-    figure_serving,
-    summarise_accumulation,
-    figure_accumulation,
-    summarise_finetune,
-    figure_finetune,
-    summarise_conv,
-    figure_conv,
-    design_macros,
-    provenance,
-    paper,
-    manifest,
-    runtimes,
+# build record) say `localrule: True` in their own rules: they run where
+# Snakemake runs, not as cluster jobs waiting in a queue.
 
 
 # Compile every Numba kernel once, before any job starts, instead of once in each
@@ -71,6 +45,7 @@ onstart:
 
 
 rule all:
+    localrule: True
     default_target: True
     input:
         rules.manifest.output.manifest,

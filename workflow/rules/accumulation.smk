@@ -48,6 +48,7 @@ rule train_accumulation:
 
 
 rule summarise_accumulation:
+    localrule: True
     message:
         "Summarising the accumulation study: accuracy, paired differences, accumulation against ghost batch norm"
     input:
@@ -96,6 +97,7 @@ rule summarise_accumulation:
 
 
 rule figure_accumulation:
+    localrule: True
     message:
         "Drawing the accuracy of accumulation, ghost batch norm and the grid's batches"
     input:

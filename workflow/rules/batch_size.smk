@@ -38,6 +38,7 @@ rule evaluate_remedies:
 
 
 rule summarise_batch_size:
+    localrule: True
     message:
         "Summarising accuracy over seeds for every normaliser and batch size"
     input:
@@ -112,6 +113,7 @@ rule summarise_batch_size:
 
 
 rule figure_batch_size:
+    localrule: True
     message:
         "Drawing accuracy against training batch size"
     input:
@@ -155,6 +157,7 @@ rule figure_batch_size:
 
 
 rule figure_batch_size_remedies:
+    localrule: True
     message:
         "Drawing batch norm's inference accuracy under each replacement of its running statistics"
     input:

@@ -120,6 +120,7 @@ rule probe_companions_grid:
 
 
 rule summarise_companions:
+    localrule: True
     message:
         "Summarising companion dependence with bootstrap intervals over examples"
     input:
@@ -176,6 +177,7 @@ rule summarise_companions:
 
 
 rule figure_companions:
+    localrule: True
     message:
         "Drawing flip rate against probe batch size for every normaliser"
     input:

@@ -80,6 +80,7 @@ rule probe_conv:
 
 
 rule summarise_conv:
+    localrule: True
     message:
         "Summarising the convolutional network beside the MLP"
     input:
@@ -131,6 +132,7 @@ rule summarise_conv:
 
 
 rule figure_conv:
+    localrule: True
     message:
         "Drawing the convolutional network beside the MLP"
     input:

@@ -45,6 +45,7 @@ rule finetune:
 
 
 rule summarise_finetune:
+    localrule: True
     message:
         "Summarising the fine-tuning study: JSON, macros, table"
     input:
@@ -93,6 +94,7 @@ rule summarise_finetune:
 
 
 rule figure_finetune:
+    localrule: True
     message:
         "Drawing the networks along the fine-tuning"
     input:

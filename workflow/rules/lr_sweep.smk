@@ -65,6 +65,7 @@ rule train_lr_sweep:
 
 
 rule summarise_lr_sweep:
+    localrule: True
     message:
         "Summarising the learning-rate sweep: chosen rates, accuracy at them, batch norm minus none"
     input:
@@ -117,6 +118,7 @@ rule summarise_lr_sweep:
 
 
 rule figure_lr_sweep:
+    localrule: True
     message:
         "Drawing accuracy against batch size at each cell's chosen learning rate"
     input:

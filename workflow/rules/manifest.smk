@@ -29,6 +29,7 @@ if _LOST:
 
 
 rule manifest:
+    localrule: True
     message:
         "Hashing every output into results/manifest.tsv"
     input:
@@ -53,6 +54,7 @@ rule manifest:
 
 
 rule runtimes:
+    localrule: True
     message:
         "Summarising per-rule runtimes from the benchmark files (not hashed: they differ on every run)"
     input:

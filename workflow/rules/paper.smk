@@ -2,6 +2,7 @@
 
 
 rule design_macros:
+    localrule: True
     message:
         "Writing the study design (config and data sizes) as LaTeX macros"
     input:
@@ -31,6 +32,7 @@ PAPER_INPUTS["macros_design"] = rules.design_macros.output.macros
 
 
 rule provenance:
+    localrule: True
     message:
         "Recording package versions, digests and machine settings for the paper"
     input:
@@ -70,6 +72,7 @@ PAPER_INPUTS["table_provenance"] = rules.provenance.output.table
 
 
 rule paper:
+    localrule: True
     message:
         "Building paper/main.pdf"
     input:
@@ -101,6 +104,7 @@ register(rules.paper)
 
 
 rule figures:
+    localrule: True
     message:
         "All figures of the paper"
     input:

@@ -126,6 +126,7 @@ rule evaluate_sorted:
 
 
 rule summarise_running_stats:
+    localrule: True
     message:
         "Summarising the running-statistics study: JSON, macros, tables"
     input:
@@ -209,6 +210,7 @@ rule summarise_running_stats:
 
 
 rule figure_running_stats:
+    localrule: True
     message:
         "Drawing running-statistics error against batch size"
     input:

@@ -43,6 +43,7 @@ rule serve_stream:
 
 
 rule summarise_serving:
+    localrule: True
     message:
         "Summarising the serving study: JSON, macros, table"
     input:
@@ -88,6 +89,7 @@ rule summarise_serving:
 
 
 rule figure_serving:
+    localrule: True
     message:
         "Drawing training-mode accuracy along the served streams"
     input:
