@@ -10,7 +10,10 @@ glibc select the kernels of a lesser CPU):
 1. ``--cores 1`` on the machine as it is (``native``);
 2. ``--cores 4`` as an AVX2 machine (``avx2``);
 3. ``--cores 2`` as a machine without AVX, FMA or AVX512 (``generic``), killed
-   with SIGKILL while training, then resumed with ``--rerun-incomplete``.
+   with SIGKILL at several points (:data:`KILL_POINTS`: during the kernel warm-up,
+   during training, during the paper build), each time unlocked, checked for
+   half-written files (none may be on disk that is not its expected bytes) and
+   resumed with ``--rerun-incomplete``.
 
 The three run at the same time: each job pins its own threads, so sharing the
 machine changes timings, not results. So the three runs check determinism (cores, interruption) and portability
@@ -74,16 +77,12 @@ def snakemake_cmd(configfile: str, cores: int, extra=()) -> list[str]:
 def run_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment plus ``env``, for a run in a copied workflow.
 
-    Without the Numba cache directory that importing ``bnstudy`` here set (in
-    this checkout's ``src/bnstudy/__pycache__``): each run compiles into its own
-    copy's, so no run reuses another's (or this checkout's) machine code.
+    Without the Numba cache directory that importing ``bnstudy`` here chose
+    (:func:`bnstudy.manifest.workflow_environment`): each run's package chooses
+    the one of its own kernel modules, and Numba keeps a copy's entries apart from
+    another's (they are filed by the source files' directory).
     """
-    from . import _numba_cache_dir
-
-    base = dict(os.environ)
-    if base.get("NUMBA_CACHE_DIR") == _numba_cache_dir():
-        del base["NUMBA_CACHE_DIR"]
-    return base | (env or {})
+    return manifest.workflow_environment() | (env or {})
 
 
 _RUNNING: set[subprocess.Popen] = set()  # the runs under way, for stop_all
@@ -131,39 +130,116 @@ def run(workdir: Path, configfile: str, cores: int, extra=(), log=None, env=None
     _wait(_start(snakemake_cmd(configfile, cores, extra), workdir, log, env, niceness))
 
 
+# Where the killed run is killed, in order: (name, what of the run's processes must be running,
+# the file that must exist). Each is waited for, then the whole run is killed with SIGKILL,
+# unlocked as the README says, and resumed with --rerun-incomplete.
+KILL_POINTS = (
+    ("warm-up", "-m bnstudy.warmup", None),  # Snakemake's onstart: compiling or loading the kernels
+    ("training", ".train.py", "results/logs/train_grid"),  # a grid training job (workflow/scripts/train.py)
+    ("paper", "build_paper.py", "results/logs/paper.log"),  # the paper job, LaTeX running
+)
+KILL_RECORD = "# kill: "  # the log's lines recording each kill (JSON after the prefix)
+
+
+def session_commands(sid: int) -> list[str]:
+    """The command lines of the processes of session ``sid`` (Linux ``/proc``)."""
+    commands = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getsid(int(entry)) != sid:
+                continue
+            raw = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except (ProcessLookupError, PermissionError, FileNotFoundError):
+            continue
+        if raw:
+            commands.append(raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace"))
+    return commands
+
+
+def _at_point(workdir: Path, sid: int, running: str, marker: str | None) -> bool:
+    if marker is not None:
+        path = workdir / marker
+        if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+            return False
+    return any(running in c for c in session_commands(sid))
+
+
+def check_killed(workdir: Path, configfile: str) -> dict:
+    """After a kill: every output at its final path must be whole. Compares what is on disk with the
+    config's expected manifest (if it exists); raises ``RuntimeError`` naming any file that is
+    there but not the expected bytes (a half-written file), or a build that verifies as complete."""
+    expected = expected_for(configfile, workdir)
+    if not expected.is_file():
+        return {"checked": False}
+    problems, _ = manifest.check_files(expected, workdir / "results")
+    partial = problems[problems["problem"] != manifest.MISSING]
+    if not partial.empty:
+        raise RuntimeError(
+            "after a kill, files on disk that are not the expected bytes: "
+            + "; ".join(manifest.describe_problems(partial))
+        )
+    if problems.empty:
+        raise RuntimeError("a killed run verifies as complete: nothing was left to do when it was killed")
+    rows = len(manifest.read(expected))
+    return {"checked": True, "whole": rows - int((problems["path"] != manifest.MANIFEST).sum()), "expected": rows}
+
+
 def run_killed_then_resumed(
     workdir: Path,
     configfile: str,
     log=None,
-    wait_for="results/logs/train_grid",
+    points=KILL_POINTS,
     timeout: float = 1800,
     env=None,
     niceness: int = 0,
-) -> float:
-    """Start a run, SIGKILL it (whole process group) once training has begun, resume.
+) -> list[dict]:
+    """Start a run and SIGKILL it (its whole process group) at each of ``points`` in turn, each time
+    unlocking the directory (``snakemake --unlock``), checking that no file on disk is half-written
+    (:func:`check_killed`) and resuming with ``--rerun-incomplete``; the last resumption runs to
+    the end.
 
-    Returns the seconds after start at which the run was killed.
+    A point is reached when a process of the run whose command line holds its ``running`` text is
+    under way (and its ``marker`` file exists); the kill follows 0.3 s later and is recorded with
+    the commands then running. Returns one record per kill (also written to ``log`` as
+    ``# kill: {json}`` lines); raises ``RuntimeError`` if the run finishes before a point or a
+    point is not reached within ``timeout`` seconds of the start of its run.
     """
     start = time.monotonic()
-    proc = _start(snakemake_cmd(configfile, 2), workdir, log, env, niceness)
-    marker = workdir / wait_for
-    while not (marker.exists() and any(marker.iterdir())):
-        if proc.poll() is not None:
-            _wait(proc, check=False)
-            raise RuntimeError("the run finished before training started; nothing to kill")
-        if time.monotonic() - start > timeout:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _wait(proc, check=False)
-            raise RuntimeError("training did not start in time")
-        time.sleep(0.05)
-    time.sleep(1.0)  # inside a training job
-    killed_at = time.monotonic() - start
-    os.killpg(proc.pid, signal.SIGKILL)
-    _wait(proc, check=False)
+    records = []
     unlock = [sys.executable, "-m", "snakemake", "--unlock", "--configfile", configfile, "-q"]
-    _wait(_start(unlock, workdir, log, env, niceness))
+    for i, (name, running, marker) in enumerate(points):
+        extra = ["--rerun-incomplete"] if i else []
+        proc = _start(snakemake_cmd(configfile, 2, extra), workdir, log, env, niceness)
+        started = time.monotonic()
+        while not _at_point(workdir, proc.pid, running, marker):
+            if proc.poll() is not None:
+                _wait(proc, check=False)
+                raise RuntimeError(f"the run finished before the {name} point; nothing to kill")
+            if time.monotonic() - started > timeout:
+                os.killpg(proc.pid, signal.SIGKILL)
+                _wait(proc, check=False)
+                raise RuntimeError(f"the {name} point was not reached in time")
+            time.sleep(0.05)
+        time.sleep(0.3)  # inside it
+        commands = session_commands(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        killed_at = time.monotonic() - start
+        _wait(proc, check=False)
+        _wait(_start(unlock, workdir, log, env, niceness))
+        record = {
+            "point": name,
+            "seconds": round(killed_at, 1),
+            "running": [c for c in commands if running in c],
+            **check_killed(workdir, configfile),
+        }
+        records.append(record)
+        if log is not None:
+            log.write(KILL_RECORD + json.dumps(record) + "\n")
+            log.flush()
     run(workdir, configfile, 2, ["--rerun-incomplete"], log, env, niceness)
-    return killed_at
+    return records
 
 
 def compare(manifests: dict[str, Path]) -> list[str]:
@@ -221,7 +297,12 @@ def run_all(
         "cores1": lambda d, log, env, n: run(d, configfile, 1, log=log, env=env, niceness=n),
         "cores4": lambda d, log, env, n: run(d, configfile, 4, log=log, env=env, niceness=n),
         "killed-resumed": lambda d, log, env, n: print(
-            f"  killed after {run_killed_then_resumed(d, configfile, log, env=env, niceness=n):.1f} s, resumed",
+            "  killed "
+            + ", ".join(
+                f"during {k['point']} after {k['seconds']:.0f} s"
+                for k in run_killed_then_resumed(d, configfile, log, env=env, niceness=n)
+            )
+            + "; resumed each time",
             flush=True,
         ),
     }
