@@ -34,9 +34,9 @@ from ..stats import bootstrap_examples
 from . import designs
 from .engine import AuditError, Engine, distance
 from .progress import Progress
+from .report import STALE
 
 DEFAULT_SIZES = (2, 4, 16, 64)
-STALE = 0.1  # distance above which running statistics are called stale (about a 10% error)
 DESIGN_WORDS = {
     "random": "random companions",
     "label": "companions of the same label",

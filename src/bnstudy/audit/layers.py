@@ -121,22 +121,25 @@ class ProbeNorm(torch.nn.Module):
         return t.reshape(1, 1, -1, *([1] * (h.dim() - 3)))
 
     def _normalise(self, h: torch.Tensor) -> torch.Tensor:
+        """``h`` is ``(G, b, C, *positions)``: each of the ``G`` batches normalised by its own statistics,
+        folded into one multiply-add per element: ``y = h * scale + shift``."""
         layer = self.layer
         dims = [1, *range(3, h.dim())]
         if h.shape[1] * max(1, h[0, 0, 0].numel()) < 2:
             raise ValueError("batch statistics need at least 2 values per channel")
-        mean = h.mean(dim=dims, keepdim=True)
-        var = h.var(dim=dims, unbiased=False, keepdim=True)
+        var, mean = torch.var_mean(h, dim=dims, correction=0, keepdim=True)
         sigma = torch.sqrt(var + layer.eps)
-        y = (h - mean) / sigma
-        if self.renorm:
+        scale = 1.0 / sigma
+        shift = -mean * scale
+        if self.renorm:  # y = (h - mean) / sigma * r + d
             run_sigma = torch.sqrt(self._shape(layer.running_var, h) + layer.eps)
             r = (sigma / run_sigma).clamp(1.0 / layer.rmax, layer.rmax)
             d = ((mean - self._shape(layer.running_mean, h)) / run_sigma).clamp(-layer.dmax, layer.dmax)
-            y = y * r + d
+            scale, shift = scale * r, shift * r + d
         if getattr(layer, "weight", None) is not None:
-            y = y * self._shape(layer.weight, h) + self._shape(layer.bias, h)
-        return y
+            w = self._shape(layer.weight, h)
+            scale, shift = scale * w, shift * w + self._shape(layer.bias, h)
+        return torch.addcmul(shift, h, scale)
 
 
 def _set_child(model: torch.nn.Module, name: str, child: torch.nn.Module) -> torch.nn.Module:

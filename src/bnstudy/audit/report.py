@@ -9,6 +9,7 @@ import json
 import math
 
 SEVERITY = ("ok", "note", "warn")
+STALE = 0.1  # distance above which running statistics are called stale (about a 10% error)
 
 
 def pct(v) -> str:
@@ -90,41 +91,50 @@ def findings(result) -> list[dict]:
                 f"{interval(ex)}; {pct(ex['ever_flipped'])} of them change with at least one companion.",
             }
         )
-    for r in result.layers:
-        if not r["batch_statistics"]:
-            continue
-        if r.get("never_updated"):
-            out.append(
-                {
-                    "topic": "layer",
-                    "level": "warn",
-                    "text": f"Layer {r['name']}: running statistics never updated (updates: {r['updates']}; "
-                    "mean 0, variance 1 as initialised): inference mode normalises with the wrong statistics. "
-                    "Recompute them.",
-                }
-            )
-        elif r.get("stale"):
-            out.append(
-                {
-                    "topic": "layer",
-                    "level": "warn",
-                    "text": f"Layer {r['name']}: running statistics are stale for this data: mean off by "
-                    f"{r['mean_distance']:.2f} standard deviations (RMS), variance off by a factor "
-                    f"{math.exp(r['var_distance']):.2f} (RMS log-ratio {r['var_distance']:.2f}); "
-                    f"{r['updates']} updates.",
-                }
-            )
-    checked = [r for r in result.layers if r["batch_statistics"] and r.get("mean_distance") is not None]
-    fresh = [r for r in checked if not r["stale"] and not r["never_updated"]]
-    if checked:
+    bn = [r for r in result.layers if r["batch_statistics"]]
+    never = [r for r in bn if r.get("never_updated")]
+    if never:
+        names = ", ".join(r["name"] for r in never[:5]) + (", ..." if len(never) > 5 else "")
+        out.append(
+            {
+                "topic": "never_updated",
+                "level": "warn",
+                "text": f"Running statistics never updated in {len(never)} of {len(bn)} batch-norm layers ({names}): "
+                "0 updates or still mean 0 and variance 1 as initialised, so inference mode normalises with the "
+                "wrong statistics. Recompute them.",
+            }
+        )
+    checked = [r for r in bn if r.get("mean_distance") is not None]
+    stale = sorted(
+        (r for r in checked if r["stale"] and not r["never_updated"]),
+        key=lambda r: -max(r["mean_distance"], r["var_distance"]),
+    )
+    if stale:
+        worst = "; ".join(
+            f"{r['name']}: mean off by {r['mean_distance']:.2f} standard deviations, variance by a factor "
+            f"{math.exp(r['var_distance']):.2f}"
+            for r in stale[:3]
+        )
+        updates = sorted({r["updates"] for r in stale if r["updates"] is not None})
+        carried = f"; they carry {', '.join(map(str, updates[:3]))}{'...' if len(updates) > 3 else ''} updates"
+        carried = carried if updates else ""
+        out.append(
+            {
+                "topic": "stale",
+                "level": "warn",
+                "text": f"Running statistics are stale for this data in {len(stale)} of {len(bn)} batch-norm layers "
+                f"(RMS distance from the exact statistics above {STALE:g}; worst: {worst}){carried}.",
+            }
+        )
+    elif checked and not never:
         worst = max(checked, key=lambda r: max(r["mean_distance"], r["var_distance"]))
         out.append(
             {
-                "topic": "layers",
-                "level": "ok" if len(fresh) == len(checked) else "warn",
-                "text": f"{len(fresh)} of {len(checked)} batch-norm layers hold running statistics within {0.1:g} "
-                f"of the exact statistics of the data (largest: {worst['name']}, mean "
-                f"{worst['mean_distance']:.3f}, variance {worst['var_distance']:.3f}).",
+                "topic": "stale",
+                "level": "ok",
+                "text": f"All {len(checked)} batch-norm layers hold running statistics within {STALE:g} of the exact "
+                f"statistics of the data (largest: {worst['name']}, mean {worst['mean_distance']:.3f}, variance "
+                f"{worst['var_distance']:.3f}).",
             }
         )
     a = result.accuracy
