@@ -499,7 +499,11 @@ def repair(configfile, expected=None, results="results", cores: int = 2, say=pri
         f"re-created {len(targets)} files; "
         + (f"{len(other)} with other bytes than recorded (first: {other[0]})" if other else "each byte-identical")
     )
-    plan = planned(root, configfile)
+    try:
+        plan = planned(root, configfile)
+    except RuntimeError as err:
+        say(f"repair: {err}")
+        return 1
     if plan:
         say("still out of date: " + ", ".join(f"{rule} {n}" for rule, n in plan.items()))
         if _snakemake(root, configfile, "--cores", cores, "-q").returncode != 0:
