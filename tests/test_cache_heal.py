@@ -65,7 +65,9 @@ KERNEL_CALL = (
 def test_warm_up_heals_a_truncated_cache_and_jobs_load_kernels_again(tmp_path):
     """The warm-up's cheapest part (the population study's kernels) in a cache of its own; every
     cache file truncated, as a full disk or a killed copy leaves them: a kernel call fails on it,
-    the warm-up says so in one line, removes it and compiles afresh, and the call works again."""
+    the warm-up says so in one line, removes it and compiles afresh, and the call works again.
+    Then a data file of the wrong content, which reads whole: loading it fails in the warm-up,
+    which removes the whole cache (one line) and compiles afresh."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT / "src"))
     part = [
         sys.executable,
@@ -100,3 +102,15 @@ def test_warm_up_heals_a_truncated_cache_and_jobs_load_kernels_again(tmp_path):
     assert again.stdout == good.stdout
     quiet = run(part)
     assert quiet.returncode == 0 and "damaged" not in quiet.stdout + quiet.stderr
+
+    # damage the file-by-file read cannot see: a whole pickle of the wrong content
+    [data] = [p for p in (tmp_path / "cache").rglob("stats._resample_means-*.nbc")]
+    data.write_bytes(pickle.dumps(("not", "a", "compiled", "kernel")))
+    assert warmup.unreadable(data) is None
+    fallback = run(part)
+    assert fallback.returncode == 0, fallback.stderr
+    [line] = [line for line in fallback.stdout.splitlines() + fallback.stderr.splitlines() if line.strip()]
+    assert line.startswith(f"bnstudy: damaged kernel cache in {tmp_path / 'cache'} (") and line.endswith(
+        "files), compiling afresh"
+    ), line
+    assert run([sys.executable, "-c", KERNEL_CALL]).stdout == good.stdout
