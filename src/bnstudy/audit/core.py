@@ -149,6 +149,7 @@ def audit(
     probes: int = 20,
     exact_sample: int = 50,
     exact_budget: int = 200_000,
+    exact_examples=None,
     stats_x=None,
     resamples: int = 1000,
     confidence: float = 0.95,
@@ -163,8 +164,9 @@ def audit(
     ``batch_sizes`` (and ``serving_batch``, added to them): the probe batch sizes;
     ``probes``: training-mode predictions per example at each size and design;
     ``exact_sample``: examples enumerated exactly at ``b = 2`` (fewer if the pairs would
-    exceed ``exact_budget`` rows); ``stats_x``: the data the statistics are recomputed
-    on (default ``x``); ``chunk_rows``: rows per forward pass. Returns an :class:`AuditResult`.
+    exceed ``exact_budget`` rows), or ``exact_examples``, their row indices; ``stats_x``: the
+    data the statistics are recomputed on (default ``x``); ``chunk_rows``: rows per forward
+    pass. Returns an :class:`AuditResult`.
     """
     started = time.perf_counter()
     if not isinstance(model, torch.nn.Module):
@@ -197,7 +199,10 @@ def audit(
     xt = xt.to(device)
     y = _ids(y, n, "labels")
     groups = _ids(groups, n, "groups")
-    st = xt if stats_x is None else _tensor(stats_x, "statistics inputs").to(dtype).to(device)
+    st = xt if stats_x is None else _tensor(stats_x, "statistics inputs")
+    if st.is_floating_point():
+        st = st.to(dtype)
+    st = st.to(device)
     if stats_x is not None and tuple(st.shape[1:]) != tuple(xt.shape[1:]):
         raise AuditError(f"statistics inputs have rows of shape {tuple(st.shape[1:])}, inputs {tuple(xt.shape[1:])}")
 
@@ -242,7 +247,12 @@ def audit(
             if parts:
                 plans.append((design, b, np.concatenate(parts), np.concatenate(marks)))
     exact = None
-    if "exact" in designs_wanted and exact_sample > 0:
+    if exact_examples is not None:
+        exact = np.unique(np.asarray(exact_examples, np.int64))
+        if len(exact) == 0 or exact[0] < 0 or exact[-1] >= n:
+            raise AuditError(f"exact examples must be row indices in [0, {n}), got {len(exact)} values")
+        plans.append(("exact", 2, *designs.exact_pairs(exact, all_rows)))
+    elif "exact" in designs_wanted and exact_sample > 0:
         fit = max(0, min(int(exact_sample), exact_budget // (2 * (n - 1))))
         if fit < 1:
             notes.append(f"exact b = 2: {n - 1} pairs per example exceed the budget of {exact_budget} rows")

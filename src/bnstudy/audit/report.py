@@ -69,7 +69,8 @@ def findings(result) -> list[dict]:
         rows = sorted((r for r in result.flips if r["design"] == design), key=lambda r: r["batch_size"])
         if not rows or result.batch_free:
             continue
-        r = max(rows, key=lambda r: r["flip_rate"])
+        at_serving = [r for r in rows if r["batch_size"] == serving]
+        r = at_serving[0] if at_serving else max(rows, key=lambda r: r["flip_rate"])
         base = result.flip(r["batch_size"])
         against = f", against {pct(base['flip_rate'])} in random batches of that size" if base else ""
         out.append(
