@@ -267,7 +267,7 @@ def test_one_group_batches_hold_one_group_and_small_groups_are_said():
     r = audit(net, x, y, groups=groups, batch_sizes=(4, 16), probes=2, exact_sample=0, resamples=50)
     g16 = r.flip(16, "group")
     assert g16["examples"] == len(x) - 10 and g16["probes"] == 2 * (len(x) - 10)
-    assert any("10 rows in groups smaller than 16 not probed" in n for n in r.notes)
+    assert any("10 rows in groups of fewer than 16 rows not probed" in n for n in r.notes)
     probed = {p["example"] for p in r.per_example if p["design"] == "group" and p["batch_size"] == 16}
     assert probed == set(range(10, len(x)))
 

@@ -109,11 +109,14 @@ def test_resnet18_audit_of_500_examples_takes_under_5_minutes_on_2_cores(two_thr
     assert cpu / 2 <= 300, (wall, cpu)
 
     assert r.settings["batch_sizes"] == [2, 4, 16, 64] and len(r.layers) == 20
-    for design in ("random", "label"):
-        for b in (2, 4, 16, 64):
+    for design, sizes in (("random", (2, 4, 16, 64)), ("label", (2, 4, 16))):
+        for b in sizes:
             f = r.flip(b, design)
             assert f["examples"] == 500 and f["probes"] == 500 * 20
             assert 0 <= f["ci_low"] <= f["flip_rate"] <= f["ci_high"] <= 1
+    # no digit has 64 of the 500 examples: no one-label batch of 64, and the notes say so
+    assert r.flip(64, "label") is None
+    assert "label batches of 64: 500 rows in labels of fewer than 64 rows not probed" in r.notes
     assert r.flip(2, "exact")["examples"] == 50
     assert r.flip_rate(2) > r.flip_rate(64)  # fewer companions, more dependence
     assert all(row["updates"] == 60 and row["mean_distance"] is not None for row in r.layers)

@@ -243,7 +243,7 @@ def audit(
                 parts.append(bt)
                 marks.append(ct)
             if small:
-                notes.append(f"{design} batches of {b}: {small} rows in {design}s smaller than {b} not probed")
+                notes.append(f"{design} batches of {b}: {small} rows in {design}s of fewer than {b} rows not probed")
             if parts:
                 plans.append((design, b, np.concatenate(parts), np.concatenate(marks)))
     exact = None
