@@ -380,7 +380,7 @@ def test_test_config_paper_has_no_box_warnings_and_renders(runs, tmp_path):
 
 @pytest.mark.paper_config
 def test_built_paper_has_no_box_warnings_and_renders(tmp_path):
-    """The paper config's own paper: `make verify` builds it and runs this test (`make test` does not)."""
+    """The paper config's own paper: `make reproduce` builds it and runs this test (`make test` does not)."""
     build_dir = ROOT / "results" / "paper" / "build"
-    assert (build_dir / "main.log").exists(), "build the paper config first: make verify"
+    assert (build_dir / "main.log").exists(), "build the paper config first: make reproduce"
     check_paper(build_dir, tmp_path)
