@@ -401,3 +401,13 @@ def test_the_command_on_torchscript_and_on_a_factory_with_safetensors_weights(tm
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG" and "base64," in (tmp_path / "r.html").read_text()
     assert cli.main([*argv, "--fail-above", "0.1"]) == 2
     assert "--fail-above needs --at B or --serving-batch B" in capsys.readouterr().err
+
+
+def test_the_benchmarks_audit_rows_compare_the_same_labels():
+    from bnstudy.benchmark import bench_audit
+
+    net, (x, _) = NETWORKS["BatchNorm2d"]()
+    out = bench_audit(warmed(net, x), x.numpy(), (2, 8), probes=2, loop_batches=10, repeats=1)
+    assert sorted(out) == [2, 8]
+    for fast, slow, agree in out.values():
+        assert min(fast + slow) > 0 and agree == 1.0
