@@ -31,6 +31,8 @@ include: "workflow/rules/finetune.smk"
 include: "workflow/rules/conv.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
+
+
 # Jobs of seconds (summaries, figures, macros, the paper, the manifest and the
 # build record) say `localrule: True` in their own rules: they run where
 # Snakemake runs, not as cluster jobs waiting in a queue.
