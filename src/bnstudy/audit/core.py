@@ -335,7 +335,7 @@ def audit(
                 "gain_ci_high": hi,
                 "changed_labels": int((recomputed != inference).sum()),
                 "statistics_rows": len(st),
-                "statistics_data": "inputs" if stats_x is None else "statistics inputs",
+                "statistics_data": "audited data" if stats_x is None else "statistics data",
             }
     elif y is not None:
         hit = (inference == y).astype(np.float64)
