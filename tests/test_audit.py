@@ -411,3 +411,11 @@ def test_the_benchmarks_audit_rows_compare_the_same_labels():
     assert sorted(out) == [2, 8]
     for fast, slow, agree in out.values():
         assert min(fast + slow) > 0 and agree == 1.0
+
+
+def test_the_exact_finding_says_every_one_or_none_instead_of_a_degenerate_percentage():
+    from bnstudy.audit.report import _ever
+
+    assert _ever(1.0) == "every one of them changes"
+    assert _ever(0.0) == "none of them changes"
+    assert _ever(0.46) == "46.0% of them change"

@@ -24,6 +24,16 @@ def _level(rate) -> str:
     return "ok" if rate == 0 else "note" if rate < 0.01 else "warn"
 
 
+def _ever(share: float) -> str:
+    """How many sampled examples change with some companion, in words where a percentage would
+    print a degenerate ``100.0%`` or ``0.0%`` for all or none."""
+    if share == 1:
+        return "every one of them changes"
+    if share == 0:
+        return "none of them changes"
+    return f"{pct(share)} of them change"
+
+
 def findings(result) -> list[dict]:
     """One dict per finding: ``topic``, ``level`` (ok, note, warn) and ``text``."""
     out = []
@@ -89,7 +99,7 @@ def findings(result) -> list[dict]:
                 "level": _level(ex["flip_rate"]),
                 "text": f"Exactly, at b=2 with every one of the {s['exact_pool'] - 1} other rows as companion: "
                 f"{pct(ex['flip_rate'])} of labels change for {ex['examples']} sampled examples"
-                f"{interval(ex)}; {pct(ex['ever_flipped'])} of them change with at least one companion.",
+                f"{interval(ex)}; {_ever(ex['ever_flipped'])} with at least one companion.",
             }
         )
     bn = [r for r in result.layers if r["batch_statistics"]]
