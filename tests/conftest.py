@@ -1,3 +1,4 @@
+import contextlib
 import os
 import signal
 import subprocess
@@ -45,6 +46,19 @@ def snakemake(*args, cwd=ROOT, timeout=None, check=False):
         result.check_returncode()
     result.cpu_seconds = usage.ru_utime + usage.ru_stime
     return result
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """PyTorch's intra-op threads set to ``n`` for a block, then restored (torch imported only here)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -17,14 +17,13 @@ from bnstudy.audit.engine import Engine, naive_labels
 from bnstudy.audit.layers import find_normalisers, probe_copy, set_group
 from bnstudy.audit.report import figure_png, html_report, to_dict
 from bnstudy.norms import BatchRenorm1d, GhostBatchNorm1d
+from conftest import torch_threads
 
 
 @pytest.fixture(autouse=True)
 def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def warmed(net, x, steps=4, batch=16):

@@ -24,7 +24,7 @@ import torch
 from bnstudy import io, weights
 from bnstudy.audit import AuditError, audit, cli
 from bnstudy.benchmark import NEAR_TIE
-from conftest import hashed_outputs
+from conftest import hashed_outputs, torch_threads
 
 MAX_TIES = 3
 EXACT = [  # (weights file, seed, probe file, network in the probe file, training batch size)
@@ -61,10 +61,8 @@ def build(runs):
 
 @pytest.fixture(autouse=True)
 def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def data(root):

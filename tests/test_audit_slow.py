@@ -18,6 +18,7 @@ from torch import nn
 
 from bnstudy.audit import audit
 from bnstudy.audit.engine import naive_labels
+from conftest import torch_threads
 
 pytestmark = pytest.mark.slow
 
@@ -75,10 +76,8 @@ def digits_28():
 
 @pytest.fixture
 def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(2):
+        yield
 
 
 def test_resnet18_audit_of_500_examples_takes_under_5_minutes_on_2_cores(two_threads):

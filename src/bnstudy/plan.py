@@ -129,6 +129,18 @@ def _companions(rule):
     return work
 
 
+def _probe_rows(rule, model_keys) -> Work:
+    """The work of a companion-probe rule: probe rows, one fit for the three rules (one script),
+    apart with and without batch statistics; grows with the design's keys and ``model_keys``."""
+    return Work(
+        "probe rows (models x examples x rows of every probe batch)",
+        _companions(rule),
+        ("companions.batches_per_example", "companions.examples_per_class", "companions.batch_sizes", *model_keys),
+        group="companions_probe.py",
+        variant=_probe_statistics(rule),
+    )
+
+
 def _probe_conv(p, wc, config):
     # batches of two (bnstudy.conv_study.companion_pairs): 3 designs x draws per example, and
     # every other test row for exact_per_class examples of each class
@@ -201,40 +213,12 @@ WORK = {
         _conv,
         ("conv.epochs", "conv.seeds", "conv.batch_sizes", "conv.normalisers"),
     ),
-    "probe_companions_grid": Work(
-        "probe rows (models x examples x rows of every probe batch)",
-        _companions("probe_companions_grid"),
-        (
-            "companions.batches_per_example",
-            "companions.examples_per_class",
-            "companions.batch_sizes",
-            "grid.seed_block",
-            "grid.seeds",
-            "grid.batch_sizes",
-            "normalisers",
-        ),
-        group="companions_probe.py",
-        variant=_probe_statistics("probe_companions_grid"),
+    "probe_companions_grid": _probe_rows(
+        "probe_companions_grid",
+        ("grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers"),
     ),
-    "probe_companions_dependence": Work(
-        "probe rows (models x examples x rows of every probe batch)",
-        _companions("probe_companions_dependence"),
-        (
-            "companions.batches_per_example",
-            "companions.examples_per_class",
-            "companions.batch_sizes",
-            "dependence.seeds",
-        ),
-        group="companions_probe.py",
-        variant=_probe_statistics("probe_companions_dependence"),
-    ),
-    "probe_companions_dependence_keep": Work(
-        "probe rows (models x examples x rows of every probe batch)",
-        _companions("probe_companions_dependence_keep"),
-        ("companions.batches_per_example", "companions.examples_per_class", "companions.batch_sizes"),
-        group="companions_probe.py",
-        variant=_probe_statistics("probe_companions_dependence_keep"),
-    ),
+    "probe_companions_dependence": _probe_rows("probe_companions_dependence", ("dependence.seeds",)),
+    "probe_companions_dependence_keep": _probe_rows("probe_companions_dependence_keep", ()),
     "probe_conv": Work(
         "probe batches of two (models x companion pairs)",
         _probe_conv,
