@@ -109,6 +109,18 @@ def shade(colour: str, i: int, n: int) -> tuple:
     return tuple(rgb + (1 - rgb) * -s if s < 0 else rgb * (1 - s))
 
 
+# An ordered quantity drawn in one axes (study 1's training batch sizes): viridis, colour-blind
+# safe and ordered by lightness, cut before its pale yellow end.
+SEQUENCE = "viridis"
+SEQUENCE_END = 0.8
+
+
+def sequence(i: int, n: int) -> str:
+    """The ``i``-th of ``n`` colours of :data:`SEQUENCE`, darkest first (hex)."""
+    at = SEQUENCE_END * i / (n - 1) if n > 1 else 0.0
+    return mcolors.to_hex(matplotlib.colormaps[SEQUENCE](at))
+
+
 def log2_axis(ax, ticks) -> None:
     """A base-2 log axis with a tick at each of ``ticks`` (batch sizes), labelled plainly."""
     ax.set_xscale("log", base=2)
