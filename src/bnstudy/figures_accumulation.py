@@ -5,10 +5,9 @@ micro-batch, in inference mode (filled) and training mode (hollow), in the house
 from __future__ import annotations
 
 import pandas as pd
-
-from .designs import ACCUMULATION_CONFIGS as CONFIGS
 from matplotlib.lines import Line2D
 
+from .designs import ACCUMULATION_CONFIGS as CONFIGS
 from .figures import COLOURS, LABELS, MARKERS, new, width
 
 KIND = {"large": "batchnorm", "accumulate": "batchnorm", "ghost": "ghostbatchnorm", "small": "batchnorm"}
@@ -33,7 +32,10 @@ def accumulation(cells: pd.DataFrame, batch_size: int, fig_width: float | None =
             for mode, dx, face in (("inference", -0.12, COLOURS[kind]), ("training", 0.12, "white")):
                 at = [i for i, c in enumerate(CONFIGS) if KIND[c] == kind]
                 r = pd.concat(
-                    [cells[(cells.micro_batch == m) & (cells.config == CONFIGS[i]) & (cells["mode"] == mode)] for i in at]
+                    [
+                        cells[(cells.micro_batch == m) & (cells.config == CONFIGS[i]) & (cells["mode"] == mode)]
+                        for i in at
+                    ]
                 )
                 ax.errorbar(
                     [i + dx for i in at],

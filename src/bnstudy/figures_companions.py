@@ -47,12 +47,16 @@ def all_zero(grid: pd.DataFrame) -> list[str]:
     return [n for n in normalisers.NAMES if n in top.index and top[n] == 0]
 
 
-def _design_points(ax, rows, colour, value, low=None, high=None, hollow=False, ms=5):
+def _design_points(ax, rows, colour, value, low=None, high=None, hollow=False, ms=5, series=""):
+    """One probe design's points each; ``series``: a name the points share with other calls'
+    (the other networks' points are one series each design, drawn network by network)."""
     for design, (_, marker, dodge) in DESIGNS.items():
         o = rows[rows["design"] == design]
         if o.empty:
             continue
         kw = dict(ls="none", marker=marker, ms=ms, color=colour, mfc="white" if hollow else colour, mew=0.8)
+        if series:
+            kw["label"] = f"_{series}, {design}"  # hidden from automatic legends
         if low is None:
             ax.plot(o["batch_size"] * dodge, o[value], **kw)
         else:
@@ -67,8 +71,9 @@ def _dependence(ax, dep, published, bn):
         r = rows[rows["design"] == "random"].sort_values("batch_size")
         if seed == first:
             continue
-        ax.plot(r["batch_size"], r["flip_rate"], lw=0.7, ms=3, alpha=0.7, color=colour, mfc="white", **style)
-        _design_points(ax, rows, colour, "flip_rate", hollow=True, ms=3.5)
+        kw = dict(lw=0.7, ms=3, alpha=0.7, color=colour, mfc="white", label="_other networks")
+        ax.plot(r["batch_size"], r["flip_rate"], **kw, **style)
+        _design_points(ax, rows, colour, "flip_rate", hollow=True, ms=3.5, series="other networks")
     rows = dep[dep["seed"] == first]
     r = rows[rows["design"] == "random"].sort_values("batch_size")
     ax.plot(r["batch_size"], r["flip_rate"], lw=1.6, ms=4, color=colour, **style)

@@ -58,7 +58,11 @@ def _errors(ax, shuffled, keep, shuffles=None):
         lw = 1.8 if strong else 1.0
         ax.plot(g["batch_size"], g["running_error"], "-o", ms=3.5, lw=lw, color=c, label=f"measured, $k={k:g}$")
         ax.plot(g["batch_size"], g["predicted_error"], ":x", ms=4, lw=1.0, color=c, label=f"$k^u$ predicted, $k={k:g}$")
-    _spread(ax, shuffles, "ema", "running_error", colour, keep)
+    strong = next(
+        (figures.shade(colour, i, len(keeps)) for i, k in enumerate(keeps) if abs(k - keep) < SAME and len(keeps) > 1),
+        colour,
+    )
+    _spread(ax, shuffles, "ema", "running_error", strong, keep)
     _spread(ax, shuffles, "ema", "batch_estimate_error", figures.MEANING["one batch"], keep)
     g = _keep(ema, keep)
     ax.plot(
@@ -74,6 +78,7 @@ def _errors(ax, shuffled, keep, shuffles=None):
     ax.set_ylim(bottom=float(measured.min().min()) / 10)  # keep^u of a fast-forgetting EMA falls far below
     ax.set_title("shuffled batches: error of the statistics")
     ax.set_ylabel("RMS error vs. population (mean, var)")
+    return strong
 
 
 def _divergence(bx, passes, keep, shuffles=None):
@@ -110,7 +115,7 @@ def running_stats(
     width = figures.width("running_stats") if width is None else width
     fig, (ax, bx) = figures.new(width, height, ncols=2)
     shuffled = passes[passes["order"] == "shuffled"]
-    _errors(ax, shuffled, keep, shuffles)
+    band = {ax: _errors(ax, shuffled, keep, shuffles), bx: figures.MEANING["moving average"]}
     _divergence(bx, passes, keep, shuffles)
     for a in (ax, bx):
         a.set_yscale("log")
@@ -122,7 +127,7 @@ def running_stats(
     for a, ncol in ((ax, 2), (bx, 1)):
         handles, labels = a.get_legend_handles_labels()
         if shuffles is not None and len(shuffles):
-            key = _spread_key(shuffles, figures.MEANING["moving average"])
+            key = _spread_key(shuffles, band[a])
             handles, labels = [*handles, key[0]], [*labels, key[1]]
         a.legend(handles, labels, ncol=ncol, **kw)
     return fig
