@@ -183,13 +183,16 @@ def companions(summary: pd.DataFrame, grid: pd.DataFrame, published: dict | None
     probe = sorted(set(dep.loc[dep["design"] == "random", "batch_size"]) | set(grid["batch_size"]))
     fig = figures.blank(width, sum(ROW_HEIGHT) + LEGEND_HEIGHT)
     n = max(len(batch), 1)
-    spec = fig.add_gridspec(2, 3 * n, height_ratios=ROW_HEIGHT)
-    ax = fig.add_subplot(spec[0, : 2 * n])
+    # each row its own grid: the summary panel's long tick labels then widen no bottom panel's margin
+    rows = fig.add_gridspec(2, 1, height_ratios=ROW_HEIGHT)
+    top, bottom = rows[0].subgridspec(1, 3 * n), rows[1].subgridspec(1, 3 * n)
+    spec = {0: top, 1: bottom}
+    ax = fig.add_subplot(spec[0][0, : 2 * n])
     _dependence(ax, dep, published, bn)
-    _summary(fig.add_subplot(spec[0, 2 * n :]), grid, kinds, sizes, all_zero(grid))
+    _summary(fig.add_subplot(spec[0][0, 2 * n :]), grid, kinds, sizes, all_zero(grid))
     panels = [ax]
     for i, norm in enumerate(batch):
-        bx = fig.add_subplot(spec[1, 3 * i : 3 * i + 3], sharey=ax if norm == bn else None)
+        bx = fig.add_subplot(spec[1][0, 3 * i : 3 * i + 3], sharey=ax if norm == bn else None)
         _grid_panel(bx, grid, norm, sizes)
         panels.append(bx)
     for p in panels:
