@@ -100,6 +100,7 @@ rule figure_finetune:
     input:
         summary=rules.summarise_finetune.output.summary,
         along=rules.summarise_finetune.output.along,
+        networks=rules.finetune.output.along,
         code=code("finetune_figure.py"),
     output:
         pdf=report(
@@ -109,7 +110,7 @@ rule figure_finetune:
             caption="../report/finetune.rst",
             labels={
                 "normalisers": "batch norm",
-                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics",
+                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics; bands: range over networks",
                 "format": "vector (PDF)",
             },
         ),
@@ -120,7 +121,7 @@ rule figure_finetune:
             caption="../report/finetune.rst",
             labels={
                 "normalisers": "batch norm",
-                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics",
+                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics; bands: range over networks",
                 "format": "raster (PNG)",
             },
         ),
