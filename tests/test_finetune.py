@@ -153,7 +153,7 @@ def test_a_run_starts_from_the_given_network_and_the_path_is_made_of_prefix_runs
 
 
 def test_finetuning_refuses_another_normaliser():
-    spec = model.NetSpec("layernorm", WIDTHS, groups=1)
+    spec = model.NetSpec("groupnorm", WIDTHS, groups=1)
     x, y = _data()
     with pytest.raises(ValueError, match="batch norm"):
         finetune.run(model.initial_state(spec, 0), spec, x, y, np.arange(4), 2, 1e-3, False)

@@ -543,6 +543,11 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     assert m["finetuneContrastShiftedStatisticsUpdateAboveCells"] == "4"
     assert m["finetuneContrastShiftedGradientPathBelowCells"] == "4"
     rows_t = finetune_report.arms_table_rows(got)
-    assert len(rows_t) == 8 and all(len(r) == len(finetune_report.ARMS_HEADER) for r in rows_t)
-    with pytest.raises(ValueError, match="no rows of arm"):
-        finetune_report.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
+    assert len(rows_t) == 8 and all(len(r) == 8 for r in rows_t)
+    # a grid without layer norm: its arm and contrast are left out, not invented
+    no_ln = finetune_report.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
+    assert "layernorm" not in no_ln["0.001"]["same"]["shuffle"]["arms"]
+    assert "live_minus_layernorm" not in no_ln["0.001"]["same"]["shuffle"]["contrasts"]
+    assert finetune_report.arms_header(no_ln)[-1] == "no normaliser"
+    with pytest.raises(ValueError, match="no rows of arm momentum0"):
+        finetune_report.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)

@@ -244,11 +244,6 @@ def _check_finetune(config: dict) -> None:
     t = config["finetune"]
     if "batchnorm" not in config["normalisers"]:
         raise ConfigError("config error: finetune: batchnorm (the fine-tuned networks) is not one of normalisers")
-    for control in ("none", "layernorm"):  # the fine-tuning arms' controls (bnstudy.finetune.CONTROLS)
-        if control not in config["normalisers"]:
-            raise ConfigError(
-                f"config error: finetune: {control} (a control of the fine-tuning arms) is not one of normalisers"
-            )
     if t["source_batch_size"] not in config["grid"]["batch_sizes"]:
         raise ConfigError(
             f"config error: finetune.source_batch_size: {t['source_batch_size']} is not one of grid.batch_sizes"

@@ -283,7 +283,7 @@ def arms_cell(cells: dict, x_train, y_train, settings: dict) -> list[dict]:
             for lr in settings["lrs"]:
                 for stream in STREAMS:
                     order = stream_rows(y_train, stream, settings["seed"], s, steps, b)
-                    for arm in ARMS:
+                    for arm in [a for a in ARMS if arm_settings(a)[0] in cells]:  # controls the grid trained
                         normaliser, frozen, momentum = arm_settings(arm)
                         cell = cells[normaliser]
                         end = run(starts[normaliser][i], cell.spec, xt, y_train, order, b, lr, frozen, momentum)

@@ -257,6 +257,11 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
     recomputed after; per :data:`CONTRASTS` entry the paired (by seed) difference.
     """
     out: dict = {}
+    present = [a for a in ARMS if any(r["arm"] == a for r in arms)]
+    for a in ("live", "frozen", "momentum0"):
+        if a not in present:
+            raise ValueError(f"fine-tuning arms: no rows of arm {a}")
+    contrasts_present = [c for c in CONTRASTS if c[1] in present and c[2] in present]
     for lr in sorted({float(r["lr"]) for r in arms}):
         by_condition = {}
         for c in CONDITIONS:
@@ -271,7 +276,7 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
                         ],
                         f"lr {rate_key(lr)}, {c}, {s}, {a}",
                     )  # fmt: skip
-                    for a in ARMS
+                    for a in present
                 }
                 entry = {}
                 for a, g in get.items():
@@ -287,7 +292,7 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
                         e["recomputed"] = level(col("recomputed_after"), confidence)
                     entry[a] = e
                 contrasts = {}
-                for name, a, b, what in CONTRASTS:
+                for name, a, b, what in contrasts_present:
                     if what == "after":
                         contrasts[name] = paired_rows(get[a], get[b], "inference_after", confidence, name)
                     else:
@@ -320,7 +325,7 @@ def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
         for c in CONDITIONS:
             for s in STREAMS:
                 e = arms[rate][c][s]
-                for a in ARMS:
+                for a in e["arms"]:
                     name = lambda *parts: latex.macro_name("finetune", "arm", "rate", i, c, s, a, *parts)  # noqa: E731
                     m[name("before")] = percent(e["arms"][a]["before"]["mean"])
                     m[name("after")] = percent(e["arms"][a]["after"]["mean"])
@@ -343,7 +348,13 @@ def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
     return m
 
 
-ARMS_HEADER = ["rate", "inputs", "batches", *(ARM_WORDS[a] for a in ARMS)]
+def _present(arms: dict) -> list[str]:
+    first = next(iter(next(iter(arms.values())).values()))
+    return list(next(iter(first.values()))["arms"])
+
+
+def arms_header(arms: dict) -> list[str]:
+    return ["rate", "inputs", "batches", *(ARM_WORDS[a] for a in _present(arms))]
 
 
 def arms_table_rows(arms: dict) -> list[list[str]]:
@@ -355,13 +366,13 @@ def arms_table_rows(arms: dict) -> list[list[str]]:
             for s in STREAMS:
                 e = arms[rate][c][s]["arms"]
                 rows.append(
-                    [power_of_ten(float(rate)), CONDITION_WORDS[c], TABLE_WORDS[s]]
-                    + [_cell(e[a]["change"]) for a in ARMS]
+                    [power_of_ten(float(rate)), CONDITION_WORDS[c], TABLE_WORDS[s]] + [_cell(e[a]["change"]) for a in e]
                 )
     return rows
 
 
 def write_arms_table(path, arms: dict) -> None:
+    header = arms_header(arms)
     latex.write_table(
-        path, ARMS_HEADER, arms_table_rows(arms), "lll" + "r" * len(ARMS), "fine-tuning arms: accuracy change"
+        path, header, arms_table_rows(arms), "l" * 3 + "r" * (len(header) - 3), "fine-tuning arms: accuracy change"
     )

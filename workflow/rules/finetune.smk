@@ -3,7 +3,8 @@
 # layers live (training mode) or frozen (inference mode).
 
 TUNE = config["finetune"]
-FINETUNE_CONTROLS = ["none", "layernorm"]  # bnstudy.finetune.CONTROLS
+# bnstudy.finetune.CONTROLS that the grid trains: the fine-tuning arms' controls
+FINETUNE_CONTROLS = [n for n in ["none", "layernorm"] if n in config["normalisers"]]
 
 
 rule finetune:
