@@ -21,6 +21,25 @@ def finished(runs, tmp_path):
     return target
 
 
+def weights_writers(workdir) -> set[str]:
+    """The rules whose outputs lie under ``results/runs/`` (the weights files this module checks)."""
+    writers = set()
+    for rules_file in (workdir / "workflow" / "rules").glob("*.smk"):
+        for block in re.split(r"^rule ", rules_file.read_text(), flags=re.M)[1:]:
+            name = block.split(":", 1)[0].strip()
+            output = re.search(r"^    output:\n(.*?)^    \w", block, re.M | re.S)
+            if output and "results/runs/" in output.group(1):
+                writers.add(name)
+    return writers
+
+
+def test_the_weights_writers_are_found():
+    from conftest import ROOT
+
+    assert {"train_grid", "train_dependence", "train_keep", "train_accumulation"} <= weights_writers(ROOT)
+    assert not {"probe_companions_grid", "summarise_companions"} & weights_writers(ROOT)
+
+
 def planned(workdir, *args) -> dict[str, int]:
     result = snakemake("-n", "--configfile", "config/test.yaml", *args, cwd=workdir, timeout=180)
     assert result.returncode == 0, result.stderr
@@ -95,9 +114,16 @@ def test_adding_a_seed_trains_only_its_block_and_rewrites_no_weights(finished):
     plan = planned(finished)
     assert plan.get("train_grid") == cells and plan.get("probe_companions_grid") == len(cfg["normalisers"]), plan
     assert not {"split", "train_dependence", "running_stats", "population"} & set(plan), plan
+    # of the rules that write weights, only the grid's trains again: so running the plan up to the
+    # grid's training (not the summaries, figures and paper that follow, about 40 CPU s) shows
+    # what the whole run would do to the weights files
+    assert {rule for rule in plan if rule in weights_writers(finished)} == {"train_grid"}, plan
     runs = sorted((finished / "results" / "runs").rglob("*.safetensors"))
+    assert runs, "no weights files in the finished run"
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in runs}
-    result = snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=finished, timeout=900)
+    result = snakemake(
+        "--cores", "2", "--configfile", "config/test.yaml", "--until", "train_grid", cwd=finished, timeout=900
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in runs} == before
     added = sorted((finished / "results" / "runs" / "grid").rglob(f"seeds{new}-{new + block - 1}.safetensors"))

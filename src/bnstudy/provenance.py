@@ -161,12 +161,13 @@ def numba_target() -> str:
     return f"{name} ({' '.join(f for f in wanted if f in on) or 'no AVX/FMA'})"
 
 
-def machine_description(compute_threads: int | None = None) -> dict[str, str]:
+def machine_description(compute_threads: int | None = None, torch: bool = True) -> dict[str, str]:
     """What this process runs on, and the kernels each library selects: not the same on every machine.
 
     For the build record (``results/provenance/``, kept out of the hash
     manifest like the runtimes), never for hashed outputs or the paper. No host
-    name.
+    name. ``torch=False``: PyTorch's kernels are not asked (importing it costs about 1.4 CPU s, and
+    no pipeline job computes with it); the record says so.
     """
     glibc = glibc_cpu_features()
     usable = (
@@ -187,13 +188,16 @@ def machine_description(compute_threads: int | None = None) -> dict[str, str]:
         "BLAS kernels": blas_kernels(),
         "Numba target": numba_target(),
     }
-    try:
-        import torch
-    except ImportError:
-        out["torch CPU kernels"] = "torch not installed"
+    if not torch:
+        out["torch CPU kernels"] = "not asked: no job computes with PyTorch"
     else:
-        out["torch CPU kernels"] = torch.backends.cpu.get_cpu_capability()
-        out["torch intra-op threads"] = str(torch.get_num_threads())
+        try:
+            import torch as pytorch
+        except ImportError:
+            out["torch CPU kernels"] = "torch not installed"
+        else:
+            out["torch CPU kernels"] = pytorch.backends.cpu.get_cpu_capability()
+            out["torch intra-op threads"] = str(pytorch.get_num_threads())
     out["kernel-selection variables"] = (
         " ".join(f"{v}={os.environ[v]}" for v in KERNEL_VARIABLES if os.environ.get(v)) or "none"
     )

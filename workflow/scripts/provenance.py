@@ -43,7 +43,7 @@ latex.write_table(out.table, ["software / setting", "version / value"], rows, "l
 log.info("analysis manifest %s: %d files", digest, len(table))
 
 # The build record: this machine, not hashed.
-machine = provenance.machine_description(config["compute_threads"])
+machine = provenance.machine_description(config["compute_threads"], torch=False)
 record = getattr(snakemake.log, "machine", None) or Path(out.analysis_manifest).parent / "machine.csv"
 io.write_table(record, [{"setting": k, "value": v} for k, v in machine.items()])
 log.info("machine (build record %s):\n%s", record, "\n".join(f"  {k}: {v}" for k, v in machine.items()))
