@@ -29,14 +29,15 @@ Modules, one idea each:
 - ``manifest``    content hashes of pipeline outputs
 - ``determinism``, ``machines``  the determinism and portability check, and its simulated machines
 - ``codedeps``    the package modules each rule script can load (its code inputs)
+- ``kernelcache`` where Numba files the compiled kernels (by code and machine, not by path)
 
 Numba caches compiled kernels on disk, but it checks only the source file of the
 function it compiled, not the files whose functions that code inlines. So the
 cache lives in a directory named by a digest of every module that uses Numba
 (under ``$XDG_CACHE_HOME/bnstudy``, by default ``~/.cache/bnstudy``): editing any
 kernel compiles afresh instead of loading stale machine code, and copies of the
-same code share one cache (Numba keeps one entry per CPU model and feature set).
-Set ``NUMBA_CACHE_DIR`` to choose another place.
+same code share one cache, filed by the machine compiled for and not by the
+checkout's path (``kernelcache``). Set ``NUMBA_CACHE_DIR`` to choose another place.
 """
 
 import hashlib
@@ -58,3 +59,8 @@ def _numba_cache_dir() -> str:
 
 
 os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_dir())
+# before Numba is imported (it reads the variable then): see bnstudy.kernelcache
+os.environ.setdefault(
+    "NUMBA_CACHE_LOCATOR_CLASSES",
+    "bnstudy.kernelcache.KernelCacheLocator,InTreeCacheLocator,UserWideCacheLocator,IPythonCacheLocator,ZipCacheLocator",
+)

@@ -1,0 +1,79 @@
+"""The kernel cache is filed by code and machine, not by the checkout's path (bnstudy.kernelcache):
+a second copy of the package loads what the first compiled; another simulated machine compiles its own."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+PROBE = """
+import json, sys
+import numpy as np
+from bnstudy import fixedmath
+fixedmath.powi(1.5, 3)
+print(json.dumps({"hits": sum(fixedmath.powi.stats.cache_hits.values()),
+                  "misses": sum(fixedmath.powi.stats.cache_misses.values()),
+                  "package": fixedmath.__file__}))
+"""
+
+
+def _copy(target: Path) -> Path:
+    shutil.copytree(ROOT / "src" / "bnstudy", target / "bnstudy", ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def _powi(src: Path, cache: Path, **env) -> dict:
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    variables |= {"PYTHONPATH": str(src), "XDG_CACHE_HOME": str(cache), **env}
+    out = subprocess.run([sys.executable, "-c", PROBE], env=variables, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_a_second_copy_loads_the_kernels_the_first_compiled_and_another_machine_compiles_its_own(tmp_path):
+    cache = tmp_path / "cache"
+    first, second = _copy(tmp_path / "a"), _copy(tmp_path / "b")
+    run = _powi(first, cache)
+    assert run["package"].startswith(str(first)) and run["misses"] == 1 and run["hits"] == 0
+    run = _powi(second, cache)
+    assert run["package"].startswith(str(second)) and run["hits"] == 1 and run["misses"] == 0
+    # a simulated machine: its own directory, compiled once, then loaded by the other copy
+    generic = {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": ""}
+    assert _powi(first, cache, **generic)["misses"] == 1
+    assert _powi(second, cache, **generic)["hits"] == 1
+    targets = sorted(p.name for p in next(cache.glob("bnstudy/numba-*")).iterdir())
+    assert len(targets) == 2 and any(t.startswith("generic-") for t in targets), targets
+    # filed by the package-relative directory, no trace of either checkout's path
+    files = [p.relative_to(cache) for p in cache.rglob("*.nbi")]
+    assert files and all(p.parts[3] == "bnstudy" for p in files), files
+
+
+def test_an_edited_kernel_module_is_compiled_afresh_in_its_copy(tmp_path):
+    cache = tmp_path / "cache"
+    first, second = _copy(tmp_path / "a"), _copy(tmp_path / "b")
+    assert _powi(first, cache)["misses"] == 1
+    module = second / "bnstudy" / "fixedmath.py"
+    module.write_text(module.read_text() + "\n# an edit\n")
+    assert _powi(second, cache)["misses"] == 1  # another digest: another directory
+    assert _powi(first, cache)["hits"] == 1  # the first copy's entries are still there
+
+
+def test_functions_of_other_packages_keep_numbas_default_place(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "elsewhere.py").write_text("import numba\n\n@numba.njit(cache=True)\ndef f(x):\n    return x + 1\n")
+    code = "import bnstudy, elsewhere; elsewhere.f(1); print(elsewhere.f.stats.cache_misses)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env |= {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{other}", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    files = list((tmp_path / "cache").rglob("*.nbi"))
+    assert len(files) == 1 and files[0].parent.name.startswith("other_"), files  # Numba's own filing
