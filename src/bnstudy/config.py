@@ -242,9 +242,10 @@ def _check_lr_sweep(config: dict) -> None:
         raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")
 
 
-def _check_serving(config: dict, part: Parts) -> None:
+def _check_serving(config: dict, part: Parts | None = None) -> None:
     """The served networks are grid networks; a served batch fits in the test half."""
     s = config["serving"]
+    part = part or parts(config)
     if s["normaliser"] not in config["normalisers"]:
         raise ConfigError(f"config error: serving.normaliser: {s['normaliser']} is not one of normalisers")
     for i, b in enumerate(s["train_batch_sizes"]):
@@ -281,10 +282,11 @@ def _check_accumulation(config: dict) -> None:
             )
 
 
-def _check_finetune(config: dict, part: Parts) -> None:
+def _check_finetune(config: dict, part: Parts | None = None) -> None:
     """The fine-tuned networks are batch-norm grid networks; a batch fits in the training half;
     the networks are measured at least once along the fine-tuning."""
     t = config["finetune"]
+    part = part or parts(config)
     if "batchnorm" not in config["normalisers"]:
         raise ConfigError("config error: finetune: batchnorm (the fine-tuned networks) is not one of normalisers")
     if t["source_batch_size"] not in config["grid"]["batch_sizes"]:
