@@ -55,7 +55,7 @@ def data_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]
         shape = SHAPES[data["name"]]
         side, features, classes = shape.side, shape.features, shape.classes
         split = (
-            f"keep their official test set of {fmt(test_rows)} images; from the {fmt(shape.train_rows)} "
+            f"keeps its official test set of {fmt(test_rows)} images; of its {fmt(shape.train_rows)} "
             f"training images, a stratified subset of {fmt(train_rows)} is the training set and "
             f"{fmt(data['validation_size'])} others, stratified too, a validation split, both drawn with a "
             f"seed of their own ({config['split']['seed']}). Every pixel is standardised with one mean and "
