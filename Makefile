@@ -27,7 +27,7 @@ EXTRA_INDEX ?=
 PIP_EXTRA   = $(if $(EXTRA_INDEX),--extra-index-url $(EXTRA_INDEX))
 LOCK_VENV  ?= $(VENV)/lock-tools
 
-.PHONY: all setup tex lock paper figures test test-fast lint format determinism benchmark slurm-test report browser clean
+.PHONY: all setup tex dataset lock paper figures test test-fast lint format determinism benchmark slurm-test report browser clean
 
 all: paper
 
@@ -54,6 +54,20 @@ tex:
 	    latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended poppler-utils >/dev/null; \
 	else \
 	  echo "error: latexmk/pdflatex missing and apt-get unavailable: install latexmk and TeX Live (recommended + extra) by hand"; exit 1; \
+	fi
+
+# The data set CONFIG names, from apt when its files are missing (Fashion-MNIST: Debian's
+# dataset-fashion-mnist, four idx files in /usr/share/datasets/fashion-mnist; the digits come
+# with scikit-learn). `python -m bnstudy.datasets package CONFIG` names the package a config
+# needs and lacks; the workflow checks each file's sha256 against the config before any job.
+dataset: $(STAMP)
+	@pkgs="$$($(BIN)/python -m bnstudy.datasets package $(CONFIG))" || exit 1; \
+	if [ -z "$$pkgs" ]; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  echo "installing $$pkgs with apt-get ($(CONFIG) needs it)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
+	else \
+	  echo "error: $(CONFIG) needs Debian's $$pkgs and apt-get is unavailable: put its four idx files in the config's data.directory by hand"; exit 1; \
 	fi
 
 # Chromium, in which tests/test_report.py opens the HTML report, from apt when missing
@@ -91,6 +105,7 @@ lock:
 
 paper: setup
 	$(BIN)/python -m bnstudy.config check $(CONFIG)
+	$(MAKE) --no-print-directory dataset CONFIG=$(CONFIG)
 	$(BIN)/python -m bnstudy.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
@@ -105,7 +120,9 @@ plan: $(STAMP)
 figures: setup
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) figures
 
+# the pipeline tests build config/fashion-tiny.yaml too: its data set first
 test: setup browser lint
+	$(MAKE) --no-print-directory dataset CONFIG=config/fashion-tiny.yaml
 	$(BIN)/python -m pytest -q -m "not paper_config"
 
 # Unit tests only (no pipeline runs, no TeX needed).

@@ -1,5 +1,5 @@
 # Batch normalisation at training versus inference time: the whole study,
-# from the digits split to paper/main.pdf. See README.md.
+# from the split of the configured data set to paper/main.pdf. See README.md.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -28,7 +28,14 @@ include: "workflow/rules/lr_sweep.smk"
 include: "workflow/rules/serving.smk"
 include: "workflow/rules/accumulation.smk"
 include: "workflow/rules/finetune.smk"
-include: "workflow/rules/conv.smk"
+
+
+# The convolutional study, where the config has one (its `conv` section; the digits only).
+if "conv" in config:
+
+    include: "workflow/rules/conv.smk"
+
+
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 

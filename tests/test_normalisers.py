@@ -82,11 +82,11 @@ def test_own_settings_come_from_the_kinds_config_section_and_only_its_weights_re
             for key in entry.own_settings:  # each in the kind's own section of every config
                 assert isinstance(config[entry.name][key], int), (config_file, entry.name, key)
     net = {"normaliser": "ghostbatchnorm", "hidden": [12, 10], "groups": 2, "eps": 1e-5, "momentum": 0.1}
-    spec = model.spec_from_params(net | {"virtual_batch": 7})
+    spec = model.spec_from_params(net | {"virtual_batch": 7}, inputs=64)
     assert spec.virtual_batch == 7 and model.spec_from_metadata(spec.metadata()) == spec
     with pytest.raises(ValueError, match="virtual_batch"):
-        model.spec_from_params(net)
-    bn = model.spec_from_params(net | {"normaliser": "batchnorm"})
+        model.spec_from_params(net, inputs=64)
+    bn = model.spec_from_params(net | {"normaliser": "batchnorm"}, inputs=64)
     assert "virtual_batch" not in bn.metadata() and model.spec_from_metadata(bn.metadata()) == bn
     assert list(bn.metadata()) == ["normaliser", "widths", "groups", "eps", "momentum"]  # weights files unchanged
 

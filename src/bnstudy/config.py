@@ -10,12 +10,12 @@ that JSON Schema cannot express (:func:`check_cross_fields`). The workflow calls
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-# Rows per class (digits 0-9) of scikit-learn's digits data, 1,797 rows in all.
-DIGITS_CLASS_COUNTS = (178, 182, 177, 183, 181, 182, 181, 179, 174, 180)
+from .datasets import DIGITS_CLASS_COUNTS, FASHION, FASHION_TEST_CLASS_ROWS, SHAPES, data_config
 
 
 class ConfigError(ValueError):
@@ -117,8 +117,62 @@ def split_class_counts(test_size: int, seed: int) -> tuple[list[int], list[int]]
     return train.tolist(), test.tolist()
 
 
+@dataclass(frozen=True)
+class Parts:
+    """The sizes of a config's training and test parts, known without reading the data:
+    ``train_rows``, ``test_class_rows`` (per class), and how messages name their source."""
+
+    train_rows: int
+    test_class_rows: tuple[int, ...]
+    test_source: str  # e.g. "split.test_size 899"
+    train_source: str  # e.g. "1797 - split.test_size 899"
+    class_word: str = "digit"  # how a message names a class: "digit 8", "class 8"
+
+    @property
+    def test_rows(self) -> int:
+        return sum(self.test_class_rows)
+
+
+def parts(config: dict) -> Parts:
+    """:class:`Parts` of the config's data set; raises :class:`ConfigError` for ``split`` and ``data``
+    keys that do not fit it (the digits need ``split.test_size``; Fashion-MNIST's test part is
+    fixed, and its training subset and validation split must fit in its 60,000 training images)."""
+    data = data_config(config)
+    if data["name"] == FASHION:
+        if "test_size" in config["split"]:
+            raise ConfigError(
+                "config error: split.test_size: Fashion-MNIST's test part is its 10,000 test images; "
+                "leave test_size out (data.train_size sets the training rows)"
+            )
+        total = SHAPES[FASHION].train_rows
+        if data["train_size"] + data["validation_size"] > total:
+            raise ConfigError(
+                f"config error: data.validation_size: {data['validation_size']} + data.train_size "
+                f"{data['train_size']} exceed the {total} training images"
+            )
+        classes = SHAPES[FASHION].classes
+        return Parts(
+            data["train_size"],
+            (FASHION_TEST_CLASS_ROWS,) * classes,
+            "Fashion-MNIST's test set",
+            "data.train_size",
+            "class",
+        )
+    if "test_size" not in config["split"]:
+        raise ConfigError("config error: split.test_size: required key is missing (the digits' test half)")
+    test_size = config["split"]["test_size"]
+    _, test_counts = split_class_counts(test_size, config["split"]["seed"])
+    return Parts(
+        sum(DIGITS_CLASS_COUNTS) - test_size,
+        tuple(test_counts),
+        f"split.test_size {test_size}",
+        f"{sum(DIGITS_CLASS_COUNTS)} - split.test_size {test_size}",
+    )
+
+
 def check_cross_fields(config: dict) -> None:
     """Rules between keys; raises :class:`ConfigError`."""
+    part = parts(config)
     groups = config["network"]["groups"]
     if "groupnorm" in config["normalisers"]:
         for width in config["network"]["hidden"]:
@@ -140,26 +194,25 @@ def check_cross_fields(config: dict) -> None:
         if b > rs["rows"]:
             raise ConfigError(f"config error: running_stats.batch_sizes: {b} exceeds rows {rs['rows']}")
     c = config["companions"]
-    test_size = config["split"]["test_size"]
-    if max(c["batch_sizes"]) > test_size:
+    if max(c["batch_sizes"]) > part.test_rows:
         raise ConfigError(
             f"config error: companions.batch_sizes: {max(c['batch_sizes'])} is larger than the test half "
-            f"(split.test_size {test_size})"
+            f"({part.test_source})"
         )
     # Companion examples and one-class batches are drawn within one class of the
     # test half: an own-class batch holds the example and b - 1 other rows of its
     # class, an other-class batch b - 1 rows of another class.
-    _, test_counts = split_class_counts(test_size, config["split"]["seed"])
+    test_counts = list(part.test_class_rows)
     smallest = min(test_counts)
     digit = test_counts.index(smallest)
     for key in ("examples_per_class", "one_class_batch_size"):
         if c[key] > smallest:
             raise ConfigError(
                 f"config error: companions.{key}: {c[key]} exceeds the {smallest} test rows of the "
-                f"smallest class (digit {digit}) at split.test_size {test_size}"
+                f"smallest class ({part.class_word} {digit}) at {part.test_source}"
             )
     # A training batch must fit in the training half.
-    n_train = sum(DIGITS_CLASS_COUNTS) - test_size
+    n_train = part.train_rows
     training = [(f"grid.batch_sizes[{i}]", b) for i, b in enumerate(config["grid"]["batch_sizes"])]
     training.append(("dependence.batch_size", config["dependence"]["batch_size"]))
     training += [
@@ -167,15 +220,13 @@ def check_cross_fields(config: dict) -> None:
     ]
     for key, b in training:
         if b > n_train:
-            raise ConfigError(
-                f"config error: {key}: {b} exceeds the {n_train} training rows "
-                f"({sum(DIGITS_CLASS_COUNTS)} - split.test_size {test_size})"
-            )
+            raise ConfigError(f"config error: {key}: {b} exceeds the {n_train} training rows ({part.train_source})")
     _check_lr_sweep(config)
-    _check_serving(config)
+    _check_serving(config, part)
     _check_accumulation(config)
-    _check_finetune(config)
-    _check_conv(config)
+    _check_finetune(config, part)
+    if "conv" in config:
+        _check_conv(config)
 
 
 def _check_lr_sweep(config: dict) -> None:
@@ -191,18 +242,18 @@ def _check_lr_sweep(config: dict) -> None:
         raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")
 
 
-def _check_serving(config: dict) -> None:
+def _check_serving(config: dict, part: Parts | None = None) -> None:
     """The served networks are grid networks; a served batch fits in the test half."""
     s = config["serving"]
+    part = part or parts(config)
     if s["normaliser"] not in config["normalisers"]:
         raise ConfigError(f"config error: serving.normaliser: {s['normaliser']} is not one of normalisers")
     for i, b in enumerate(s["train_batch_sizes"]):
         if b not in config["grid"]["batch_sizes"]:
             raise ConfigError(f"config error: serving.train_batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
-    if s["batch_size"] > config["split"]["test_size"]:
+    if s["batch_size"] > part.test_rows:
         raise ConfigError(
-            f"config error: serving.batch_size: {s['batch_size']} is larger than the test half "
-            f"(split.test_size {config['split']['test_size']})"
+            f"config error: serving.batch_size: {s['batch_size']} is larger than the test half ({part.test_source})"
         )
     # each class holds out floor(share * its rows), so at least this many rows are streamed
     streamed = config["split"]["test_size"] - math.floor(s["held_out"] * config["split"]["test_size"])
@@ -238,17 +289,18 @@ def _check_accumulation(config: dict) -> None:
             )
 
 
-def _check_finetune(config: dict) -> None:
+def _check_finetune(config: dict, part: Parts | None = None) -> None:
     """The fine-tuned networks are batch-norm grid networks; a batch fits in the training half;
     the networks are measured at least once along the fine-tuning."""
     t = config["finetune"]
+    part = part or parts(config)
     if "batchnorm" not in config["normalisers"]:
         raise ConfigError("config error: finetune: batchnorm (the fine-tuned networks) is not one of normalisers")
     if t["source_batch_size"] not in config["grid"]["batch_sizes"]:
         raise ConfigError(
             f"config error: finetune.source_batch_size: {t['source_batch_size']} is not one of grid.batch_sizes"
         )
-    train_rows = sum(DIGITS_CLASS_COUNTS) - config["split"]["test_size"]
+    train_rows = part.train_rows
     if t["batch_size"] > train_rows:
         raise ConfigError(
             f"config error: finetune.batch_size: {t['batch_size']} is larger than the training half ({train_rows} rows)"
@@ -260,6 +312,10 @@ def _check_finetune(config: dict) -> None:
 def _check_conv(config: dict) -> None:
     """The CNN is compared with none and beside the MLP's grid cells; its groups divide its channels."""
     c = config["conv"]
+    if data_config(config)["name"] != "digits":
+        raise ConfigError(
+            "config error: conv: the convolutional study reads 8x8 digits; leave it out for this data set"
+        )
     for name in ("none", "batchnorm"):
         if name not in c["normalisers"]:
             raise ConfigError(f"config error: conv.normalisers: {name} is missing (against none; study 1)")

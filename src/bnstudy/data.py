@@ -1,4 +1,4 @@
-"""The data of the study: the digits split and the enumerated synthetic population.
+"""The data of the study: the split of the configured data set and the enumerated synthetic population.
 
 Every number here that reaches an output is computed in fixed-order arithmetic
 (:mod:`bnstudy.reductions`, :mod:`bnstudy.fixedmath`), so it has the same bits on
@@ -23,10 +23,12 @@ PINNED_VARIANCES = (10.0, 0.1, 7.5, 0.15, 5.0)  # the first features' variances,
 
 @dataclass(frozen=True)
 class Split:
-    """Standardised halves of the digits data.
+    """The standardised training and test parts of a data set (the digits: its two halves).
 
-    ``mean`` and ``scale`` are the training half's per-feature mean and standard
-    deviation (population form, ddof 0); a constant feature keeps scale 1.
+    ``mean`` and ``scale`` are the training part's per-feature mean and standard
+    deviation (population form, ddof 0); a constant feature keeps scale 1. A data set
+    with a validation split (Fashion-MNIST) has it in ``x_validation``, ``y_validation``,
+    ``validation_index``; the digits have none (``None``).
     """
 
     x_train: np.ndarray
@@ -37,6 +39,9 @@ class Split:
     test_index: np.ndarray
     mean: np.ndarray
     scale: np.ndarray
+    x_validation: np.ndarray | None = None
+    y_validation: np.ndarray | None = None
+    validation_index: np.ndarray | None = None
 
 
 def standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,6 +87,87 @@ def split_digits(seed: int, test_size: int = 899) -> Split:
         mean=mean,
         scale=scale,
     )
+
+
+def pixel_standardisation(pixels: np.ndarray) -> tuple[float, float]:
+    """One mean and one population standard deviation (ddof 0) over every value of ``pixels``
+    (unsigned bytes), computed exactly: the sums ``S = sum x`` and ``Q = sum x**2`` are
+    integers (NumPy's ``int64`` sums, exact whatever their order), ``mean = S / n`` is one
+    correctly rounded division, the variance ``(n Q - S**2) / n**2`` an exact fraction
+    rounded once to float64, and ``scale`` its correctly rounded square root. So both are
+    the same bits on every CPU."""
+    from fractions import Fraction
+
+    values = np.asarray(pixels, np.uint8).reshape(-1).astype(np.int64)
+    n, s, q = len(values), int(values.sum()), int((values * values).sum())
+    mean = float(Fraction(s, n))
+    var = float(Fraction(n * q - s * s, n * n))
+    scale = float(np.sqrt(var)) if var > 0 else 1.0
+    return mean, scale
+
+
+def stratified_subset(index: np.ndarray, labels: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` of the rows ``index`` drawn without replacement, stratified by ``labels`` (scikit-
+    learn's ``train_test_split``, integer work, ``random_state=seed``), and the rest; both sorted.
+    ``size == len(index)`` takes every row."""
+    from sklearn.model_selection import train_test_split
+
+    if size == len(index):
+        return np.sort(index), np.array([], np.int64)
+    chosen, rest = train_test_split(index, train_size=size, stratify=labels, random_state=seed, shuffle=True)
+    return np.sort(chosen), np.sort(rest)
+
+
+def split_fashion(data: dict, seed: int) -> Split:
+    """Fashion-MNIST's official parts, read from the idx files (:func:`bnstudy.datasets.load_fashion`,
+    which checks each file's sha256 against ``data["sha256"]``).
+
+    - training part: ``data["train_size"]`` of the 60,000 training images, a seeded stratified
+      subset (:func:`stratified_subset` with ``seed``); every image when it is 60,000;
+    - validation part: ``data["validation_size"]`` of the training images outside it, seeded
+      and stratified likewise (``seed``), for any tuning;
+    - test part: all 10,000 official test images, in file order.
+
+    Rows of each part in ascending order of their row in their file. Every pixel is
+    standardised with one mean and one standard deviation over all pixels of the training
+    part (:func:`pixel_standardisation`, exact): ``(x - mean) / scale`` in float64
+    (elementwise, correctly rounded), then rounded to float32. One mean and scale for all
+    pixels, not one per pixel: a border pixel that is (almost) always 0 in the training part
+    would otherwise scale a rare non-zero test value to hundreds of standard deviations.
+    ``mean`` and ``scale`` hold that pair once per feature.
+    """
+    from .datasets import load_fashion
+
+    x_all, y_all, x_test, y_test = load_fashion(data)
+    index = np.arange(len(y_all))
+    train_index, rest = stratified_subset(index, y_all, int(data["train_size"]), seed)
+    validation_index, _ = stratified_subset(rest, y_all[rest], int(data["validation_size"]), seed)
+    mean, scale = pixel_standardisation(x_all[train_index])
+    standardise = lambda x: ((x.astype(np.float64) - mean) / scale).astype(np.float32)  # noqa: E731
+    features = x_all.shape[1]
+    return Split(
+        x_train=standardise(x_all[train_index]),
+        y_train=y_all[train_index],
+        x_test=standardise(x_test),
+        y_test=y_test,
+        train_index=train_index,
+        test_index=np.arange(len(y_test)),
+        mean=np.full(features, mean),
+        scale=np.full(features, scale),
+        x_validation=standardise(x_all[validation_index]),
+        y_validation=y_all[validation_index],
+        validation_index=validation_index,
+    )
+
+
+def split(config: dict) -> Split:
+    """The split of the config's data set (``data.name``; the digits when it names none)."""
+    from .datasets import DIGITS, data_config
+
+    data = data_config(config)
+    if data["name"] == DIGITS:
+        return split_digits(config["split"]["seed"], config["split"]["test_size"])
+    return split_fashion(data, config["split"]["seed"])
 
 
 def log_uniform(u: np.ndarray, low: float, high: float) -> np.ndarray:

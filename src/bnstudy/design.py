@@ -37,15 +37,45 @@ def digits_shape() -> tuple[int, int, int]:
     return side, int(digits.data.shape[1]), int(len(set(digits.target.tolist())))
 
 
-def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
-    net, grid, dep, rn = config["network"], config["grid"], config["dependence"], config["batchrenorm"]
-    side, features, classes = digits_shape()
+def data_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
+    """What the paper says of the data set: its name (``dataSetName``), its shape, and the
+    sentence on how it is split (``dataSplitSentence``)."""
+    from .datasets import DIGITS, SHAPES, data_config
+
+    data = data_config(config)
+    if data["name"] == DIGITS:
+        side, features, classes = digits_shape()
+        split = (
+            f"are split into stratified halves of {fmt(train_rows)} training and {fmt(test_rows)} test rows "
+            f"with a seed of their own ({config['split']['seed']}). Every feature is standardised with the "
+            "training half's mean and standard deviation; a constant feature keeps unit scale."
+        )
+        rows = train_rows + test_rows
+    else:
+        shape = SHAPES[data["name"]]
+        side, features, classes = shape.side, shape.features, shape.classes
+        split = (
+            f"keeps its official test set of {fmt(test_rows)} images; of its {fmt(shape.train_rows)} "
+            f"training images, a stratified subset of {fmt(train_rows)} is the training set and "
+            f"{fmt(data['validation_size'])} others, stratified too, a validation split, both drawn with a "
+            f"seed of their own ({config['split']['seed']}). Every pixel is standardised with one mean and "
+            "one standard deviation over all pixels of the training set."
+        )
+        rows = shape.train_rows + shape.test_rows
     return {
+        "dataSetName": SHAPES[data["name"]].title,
+        "dataSplitSentence": split,
         "dataSide": str(side),
         "dataFeatures": str(features),
         "dataClasses": str(classes),
+        "dataRows": fmt(rows),
+    }
+
+
+def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
+    net, grid, dep, rn = config["network"], config["grid"], config["dependence"], config["batchrenorm"]
+    return data_macros(config, train_rows, test_rows) | {
         "computeThreads": str(config["compute_threads"]),
-        "dataRows": fmt(train_rows + test_rows),
         "trainRows": fmt(train_rows),
         "testRows": fmt(test_rows),
         "splitSeed": str(config["split"]["seed"]),
@@ -82,6 +112,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         "twoRowAtRootEps": f"{two_row_output(math.sqrt(net['eps']), net['eps']):.3f}",
         "evalConfidencePct": _pct(config["batch_size_eval"]["confidence"]),
         "compConfidencePct": _pct(config["companions"]["confidence"]),
+        "followUpStudies": "Five" if "conv" in config else "Four",
     }
 
 

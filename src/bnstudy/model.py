@@ -1,4 +1,5 @@
-"""The study's MLP, 64-128-128-10 with ReLU, normaliser after each hidden Linear.
+"""The study's MLP, features-128-128-10 with ReLU (features: the data set's, 64 for the digits,
+784 for Fashion-MNIST), normaliser after each hidden Linear.
 
 Two faces of one network:
 
@@ -38,8 +39,10 @@ AFFINE_KINDS = normalisers.AFFINE_NAMES
 class NetSpec:
     """One network: its normaliser and every setting of it.
 
-    ``virtual_batch`` is ghost batch norm's rows per virtual batch (a setting only
-    that kind reads, see :mod:`bnstudy.normalisers`' ``own_settings``).
+    ``widths`` are the layers' widths, inputs first (the data set's features; the
+    default is the digits' 64) and classes last. ``virtual_batch`` is ghost batch norm's
+    rows per virtual batch (a setting only that kind reads, see
+    :mod:`bnstudy.normalisers`' ``own_settings``).
     """
 
     normaliser: str
@@ -142,17 +145,18 @@ def spec_from_metadata(meta: dict[str, str]) -> NetSpec:
     return NetSpec(meta["normaliser"], widths, int(meta["groups"]), float(meta["eps"]), momentum, **own)
 
 
-def spec_from_params(net: dict) -> NetSpec:
+def spec_from_params(net: dict, inputs: int, classes: int = 10) -> NetSpec:
     """The :class:`NetSpec` of a rule's network parameters (values as given): ``normaliser``,
     ``hidden``, ``groups``, ``eps``, ``momentum`` and the normaliser's own settings
-    (:func:`bnstudy.normalisers.spec_settings`), which it must carry."""
+    (:func:`bnstudy.normalisers.spec_settings`), which it must carry; ``inputs``, the
+    features of the data it trains on (its training array's columns), and ``classes``."""
     own = normalisers.get(net["normaliser"]).own_settings
     missing = [k for k in own if k not in net]
     if missing:
         raise ValueError(f"network parameters of {net['normaliser']} lack its settings {missing}")
     return NetSpec(
         normaliser=net["normaliser"],
-        widths=(64, *net["hidden"], 10),
+        widths=(int(inputs), *net["hidden"], int(classes)),
         groups=net["groups"],
         eps=net["eps"],
         momentum=net["momentum"],

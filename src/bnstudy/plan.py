@@ -30,7 +30,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "workflow" / "resources" / "cpu_seconds.tsv"
 BUDGET_CPU_S = 604_800  # one CPU-week
-DIGITS_ROWS = 1797  # scikit-learn's digits: the split's train and test halves together
 # One optimiser step costs as much as this many rows of it (the compiled training loop's
 # per-step and per-row costs, docs/performance.md: per epoch at b = 2 and b = 64).
 ROWS_PER_STEP = 25
@@ -51,11 +50,15 @@ class PlanError(Exception):
 
 
 def train_rows(config) -> int:
-    return DIGITS_ROWS - int(config["split"]["test_size"])
+    from .config import parts  # the data set's parts (the digits: 1797 rows less the test half)
+
+    return parts(config).train_rows
 
 
 def test_rows(config) -> int:
-    return int(config["split"]["test_size"])
+    from .config import parts
+
+    return parts(config).test_rows
 
 
 def epoch_steps(rows: int, batch_size: int, last_batch: str = "drop") -> float:

@@ -35,7 +35,11 @@ PACKAGES = (
 
 
 def config_digest(config: dict) -> str:
-    """sha256 of the config as canonical JSON (sorted keys, no spaces)."""
+    """sha256 of the config as canonical JSON (sorted keys, no spaces). A ``data`` section that
+    names only the default data set (``{name: digits}``) is left out: the same experiment as
+    a config without one, with the digest it had before the data set was a key."""
+    if config.get("data") == {"name": "digits"}:
+        config = {k: v for k, v in config.items() if k != "data"}
     text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -43,6 +43,18 @@ for _path in workflow.overwrite_configfiles or [Path(workflow.basedir) / "config
         _check(load_config_file(_path), _path)
     except ConfigError as e:
         _fail(str(e))
+# The experiment is the --configfile files alone (merged in order), not merged onto
+# config/config.yaml: a section a file leaves out (the optional `conv`, `data`) is left out,
+# not taken from the default config. `--config KEY=VALUE` still applies on top.
+if workflow.overwrite_configfiles:
+    from snakemake.utils import update_config as _update_config
+
+    _given = {}
+    for _path in workflow.overwrite_configfiles:
+        _update_config(_given, load_config_file(_path))
+    _update_config(_given, workflow.config_settings.overwrite_config or {})
+    config.clear()
+    config.update(_given)
 _check(config, "merged config")
 
 NORMALISERS = config["normalisers"]

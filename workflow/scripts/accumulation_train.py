@@ -12,7 +12,8 @@ from bnstudy import accumulation, io, model, weights
 from bnstudy.recipe import Recipe
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
-spec = model.spec_from_params(p.net)
+x = io.read_array(inp.x)
+spec = model.spec_from_params(p.net, inputs=x.shape[1])
 recipe = Recipe.from_params(p.recipe)
 seeds = [int(s) for s in p.seeds]
 stacks, logs, accuracy, differences = accumulation.train_block(
@@ -20,7 +21,7 @@ stacks, logs, accuracy, differences = accumulation.train_block(
     recipe,
     p.micro_batches,
     seeds,
-    io.read_array(inp.x),
+    x,
     io.read_array(inp.y),
     io.read_array(inp.x_test),
     io.read_array(inp.y_test),

@@ -11,9 +11,10 @@ from bnstudy import io, lr_sweep, model
 from bnstudy.recipe import Recipe
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
+x = io.read_array(inp.x)
 spec = model.NetSpec(
     normaliser=p.net["normaliser"],
-    widths=(64, *p.net["hidden"], 10),
+    widths=(x.shape[1], *p.net["hidden"], 10),
     groups=p.net["groups"],
     eps=p.net["eps"],
     momentum=p.net["momentum"],
@@ -25,7 +26,7 @@ runs, epochs = lr_sweep.sweep(
     p.batch_sizes,
     p.lrs,
     [int(s) for s in p.seeds],
-    io.read_array(inp.x),
+    x,
     io.read_array(inp.y),
     fit,
     validation,

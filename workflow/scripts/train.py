@@ -11,11 +11,11 @@ from bnstudy import evaluation, io, model, train, weights
 from bnstudy.recipe import Recipe
 
 p, out = snakemake.params, snakemake.output
-spec = model.spec_from_params(p.net)
-recipe = Recipe.from_params(p.recipe)
-seeds = [int(s) for s in p.seeds]
 x = io.read_array(snakemake.input.x)
 y = io.read_array(snakemake.input.y)
+spec = model.spec_from_params(p.net, inputs=x.shape[1])
+recipe = Recipe.from_params(p.recipe)
+seeds = [int(s) for s in p.seeds]
 log.info("spec %s recipe %s seeds %s", spec, recipe, seeds)
 stacked, epochs = train.train_models(spec, recipe, seeds, x, y, threads=snakemake.threads)
 weights.write(out.weights, spec, recipe, seeds, model.unstack(stacked))

@@ -1,0 +1,206 @@
+"""Fashion-MNIST as the configured data set: its config checks, the split of the real files,
+the one-line refusals at Snakemake's start, and config/fashion-tiny.yaml end to end against
+its committed manifest.
+
+The config checks are unit tests; the rest reads Debian's dataset-fashion-mnist (`make test`
+installs it: `make dataset CONFIG=config/fashion-tiny.yaml`) and is marked ``pipeline``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from bnstudy import datasets, determinism, manifest
+from bnstudy.config import ConfigError, load_schema, parts, validate
+from conftest import ROOT, snakemake
+
+TINY = "config/fashion-tiny.yaml"
+EXPECTED = ROOT / "config" / "expected" / "fashion-tiny.manifest.tsv"
+
+
+@pytest.fixture
+def tiny():
+    return yaml.safe_load((ROOT / TINY).read_text())
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def _refused(config, schema, message):
+    with pytest.raises(ConfigError) as e:
+        validate(config, schema)
+    assert "\n" not in str(e.value) and message in str(e.value), str(e.value)
+
+
+# ---- the config ---------------------------------------------------------------------------
+def test_tiny_config_is_valid_and_its_parts_are_the_data_sets(tiny, schema):
+    validate(tiny, schema)
+    part = parts(tiny)
+    assert part.train_rows == tiny["data"]["train_size"] == 3000
+    assert part.test_rows == 10000 and part.test_class_rows == (1000,) * 10
+    assert "conv" not in tiny  # the convolutional study reads 8x8 digits
+
+
+def test_digits_configs_name_no_data_set_or_the_digits(schema):
+    for name in ("config.yaml", "test.yaml"):
+        config = yaml.safe_load((ROOT / "config" / name).read_text())
+        assert datasets.data_config(config)["name"] == "digits"
+        validate(config | {"data": {"name": "digits"}}, schema)
+        assert parts(config).test_rows == config["split"]["test_size"]
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda c: c["split"].update(test_size=899), "config error: split.test_size: Fashion-MNIST's test part"),
+        (
+            lambda c: c["data"].update(validation_size=57001),
+            "config error: data.validation_size: 57001 + data.train_size 3000 exceed the 60000 training images",
+        ),
+        (
+            lambda c: c["data"].update(train_size=99),
+            "config error: data.train_size: 99 is less than the minimum of 100",
+        ),
+        (
+            lambda c: c["data"]["sha256"].update(test_labels="abc"),
+            "config error: data.sha256.test_labels: 'abc' does not match",
+        ),
+        (
+            lambda c: c["data"]["sha256"].pop("train_images"),
+            "config error: data.sha256.train_images: required key is missing",
+        ),
+        (lambda c: c["data"].pop("directory"), "config error: data.directory: required key is missing"),
+        (
+            lambda c: c["data"].update(name="mnist"),
+            "config error: data.name: 'mnist' is not one of ['digits', 'fashion_mnist']",
+        ),
+        (
+            lambda c: c["data"].update(test_size=10),
+            "config error: data: Additional properties are not allowed ('test_size' was unexpected)",
+        ),
+        (
+            lambda c: c.update(conv=yaml.safe_load((ROOT / "config/test.yaml").read_text())["conv"]),
+            "config error: conv: the convolutional study reads 8x8 digits",
+        ),
+        (
+            lambda c: c["serving"].update(batch_size=10001),
+            "config error: serving.batch_size: 10001 is larger than the test half (Fashion-MNIST's test set)",
+        ),
+        (
+            lambda c: c["grid"].update(batch_sizes=[8, 3001]),
+            "config error: grid.batch_sizes[1]: 3001 exceeds the 3000 training rows (data.train_size)",
+        ),
+    ],
+)
+def test_bad_fashion_configs_are_refused_with_one_line(tiny, schema, change, message):
+    config = copy.deepcopy(tiny)
+    change(config)
+    _refused(config, schema, message)
+
+
+def test_digits_config_without_test_size_or_with_fashion_keys_is_refused(schema):
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    del config["split"]["test_size"]
+    _refused(config, schema, "config error: split.test_size: required key is missing (the digits' test half)")
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    _refused(
+        config | {"data": {"name": "digits", "train_size": 500}}, schema, "config error: data: Additional properties"
+    )
+
+
+def test_config_digest_leaves_out_only_a_default_data_section():
+    from bnstudy.provenance import config_digest
+
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    assert config_digest(config | {"data": {"name": "digits"}}) == config_digest(config)
+    tiny = yaml.safe_load((ROOT / TINY).read_text())
+    assert config_digest(tiny) != config_digest({k: v for k, v in tiny.items() if k != "data"})
+
+
+# ---- the real files ---------------------------------------------------------------------
+def _require_files(data):
+    missing = datasets.missing_files(data)
+    assert not missing, f"{missing[0]} is missing: make dataset CONFIG={TINY} (apt-get install dataset-fashion-mnist)"
+
+
+@pytest.mark.pipeline
+def test_split_of_the_real_files_is_official_stratified_standardised_and_seeded(tiny):
+    from bnstudy import data
+
+    _require_files(tiny["data"])
+    split = data.split(tiny)
+    again = data.split(tiny)
+    for name in ("x_train", "y_train", "x_test", "y_test", "x_validation", "y_validation", "train_index"):
+        assert getattr(split, name).tobytes() == getattr(again, name).tobytes(), name
+    assert split.x_train.shape == (3000, 784) and split.x_test.shape == (10000, 784)
+    assert split.x_validation.shape == (500, 784) and split.x_train.dtype == np.float32
+    assert np.bincount(split.y_train).tolist() == [300] * 10
+    assert np.bincount(split.y_validation).tolist() == [50] * 10
+    assert np.bincount(split.y_test).tolist() == [1000] * 10
+    assert set(split.train_index).isdisjoint(split.validation_index)
+    # the training part standardised with its own pixels' statistics, the test part with the same
+    raw_train, raw_labels = (datasets.read_idx(p) for p in list(datasets.fashion_paths(tiny["data"]).values())[:2])
+    pixels = raw_train.reshape(60000, 784)[split.train_index].astype(np.float64)
+    np.testing.assert_array_equal(split.y_train, raw_labels[split.train_index])
+    mean, scale = pixels.mean(), pixels.std()
+    np.testing.assert_allclose([split.mean[0], split.scale[0]], [mean, scale], rtol=1e-13)
+    np.testing.assert_array_equal(split.x_train, ((pixels - split.mean[0]) / split.scale[0]).astype(np.float32))
+    assert abs(float(split.x_train.astype(np.float64).mean())) < 1e-6
+    assert abs(float(split.x_train.astype(np.float64).std()) - 1) < 1e-6
+    other = data.split(tiny | {"split": {"seed": 1}})
+    assert not np.array_equal(other.train_index, split.train_index)
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("problem", ["hash", "missing"])
+def test_snakemake_refuses_a_bad_data_set_before_any_job_with_one_line(tiny, tmp_path, problem):
+    _require_files(tiny["data"])
+    config = copy.deepcopy(tiny)
+    if problem == "hash":
+        config["data"]["sha256"]["test_images"] = "0" * 64
+        expected = f"bnstudy: {datasets.FASHION_DIRECTORY}/t10k-images-idx3-ubyte.gz: sha256 "
+    else:
+        config["data"]["directory"] = str(tmp_path / "nowhere")
+        expected = f"bnstudy: Fashion-MNIST file {tmp_path}/nowhere/train-images-idx3-ubyte.gz is missing"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "--configfile", str(path), "-d", str(tmp_path / "run"), timeout=300)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("bnstudy:")]
+    assert len(lines) == 1 and lines[0].startswith(expected), result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and not (tmp_path / "run" / "results").exists()
+
+
+# ---- the tiny config end to end --------------------------------------------------------
+@pytest.mark.pipeline
+def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, tmp_path):
+    """The whole DAG on 3,000 Fashion-MNIST images to the paper, on a simulated machine without
+    AVX/FMA (the committed manifest was written on another one): the same bytes."""
+    from bnstudy.machines import environments
+
+    _require_files(tiny["data"])
+    workdir = determinism.copy_workflow(ROOT, tmp_path / "fashion-tiny")
+    start = time.monotonic()
+    with open(tmp_path / "fashion-tiny.log", "w") as log:
+        determinism.run(workdir, TINY, 2, log=log, env=environments()["generic"])
+    seconds = time.monotonic() - start
+    pdf = workdir / "paper" / "main.pdf"
+    assert pdf.read_bytes().startswith(b"%PDF")
+    table = manifest.read(workdir / "results" / "manifest.tsv")
+    assert {"split", "train_grid", "probe_companions_grid", "serve_stream", "finetune", "paper"} <= set(table.rule)
+    assert "results/data/x_validation.npy" in set(table.path) and not table.rule.str.contains("conv").any()
+    design = (workdir / "results" / "paper" / "macros" / "design.tex").read_text()
+    assert "\\newcommand{\\dataSetName}{Fashion-MNIST}" in design and "\\newcommand{\\dataFeatures}{784}" in design
+    assert "digits" not in design
+    identical, lines = manifest.verify(EXPECTED, workdir / "results")
+    assert identical, "\n".join(lines) + (
+        f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.manifest expected --results "
+        f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{seconds:.0f} s]"
+    )
