@@ -256,11 +256,11 @@ def _check_serving(config: dict, part: Parts | None = None) -> None:
             f"config error: serving.batch_size: {s['batch_size']} is larger than the test half ({part.test_source})"
         )
     # each class holds out floor(share * its rows), so at least this many rows are streamed
-    streamed = config["split"]["test_size"] - math.floor(s["held_out"] * config["split"]["test_size"])
+    streamed = part.test_rows - math.floor(s["held_out"] * part.test_rows)
     if s["batch_size"] > streamed:
         raise ConfigError(
             f"config error: serving.batch_size: {s['batch_size']} is larger than the streamed rows "
-            f"({streamed} of split.test_size {config['split']['test_size']} with serving.held_out {s['held_out']})"
+            f"({streamed} of {part.test_source} with serving.held_out {s['held_out']})"
         )
 
 
