@@ -178,16 +178,19 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
         "protPairs": str(int(pair.loc[("flip_rate", head), "seeds"])),
         "protConfidence": f"{100 * confidence:g}\\%",
         "protSizeMin": str(head),
+        "protSizeMax": str(sizes[-1]),
+        "protSizeCount": str(len(sizes)),
         "protReproducesDropped": reproduction("dropped", inside["dropped"], outside["dropped"]),
         "protReproducesKept": reproduction("kept", inside["kept"], outside["kept"]),
         "protVerdict": verdict_sentence(inside, outside, head),
     }
 
     def put(stem: str, b: int, suffix: str, value: str) -> None:
-        # per probe size (``...BTwo...``), and at the smallest one also under ``...Min...``
+        # per probe size (``...BTwo...``), at the smallest and largest also ``...Min...``, ``...Max...``
         m[latex.macro_name(stem, "b", b, suffix)] = value
-        if b == head:
-            m[latex.macro_name(stem, "min", suffix)] = value
+        for end, size in (("min", head), ("max", sizes[-1])):
+            if b == size:
+                m[latex.macro_name(stem, end, suffix)] = value
 
     for b in sizes:
         for protocol in PROTOCOL_WORDS.values():
@@ -197,7 +200,7 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
                 put(stem, b, "", _pct(r["mean"]))
                 put(stem, b, "ci", f"[{_pct(r.ci_low)}, {_pct(r.ci_high)}]")
                 if r.published == r.published:
-                    put(stem, b, "ratio", latex.fmt(r.ratio, 2))
+                    put(stem, b, "ratio", latex.fmt(r.ratio, 1))
         for measure in MEASURES:
             r = pair.loc[(measure, b)]
             stem = f"prot kept minus dropped {measure}"
