@@ -120,7 +120,7 @@ def test_accumulation_and_ghost_batch_norm_take_the_same_first_step():
     the gradient of the same mean loss up to the order of float32 sums."""
     x, y = _data(64, seed=4)
     spec, recipe = mlp.NetSpec("batchnorm"), Recipe(batch_size=32, epochs=1)
-    (acc_spec, acc_recipe), (ghost_spec, ghost_recipe) = accumulation.variants(spec, recipe, [4]).values()
+    (acc_spec, acc_recipe), (ghost_spec, ghost_recipe), _ = accumulation.variants(spec, recipe, [4]).values()
     assert acc_recipe.accumulate == 8 and ghost_spec.normaliser == "ghostbatchnorm" and ghost_spec.virtual_batch == 4
     a = accumulation.first_gradient(acc_spec, acc_recipe, 0, x, y)
     g = accumulation.first_gradient(ghost_spec, ghost_recipe, 0, x, y)
@@ -179,13 +179,20 @@ def test_parameter_distance_splits_parameters_biases_and_running_statistics():
 def test_variants_and_their_names():
     spec, recipe = mlp.NetSpec("batchnorm"), Recipe(batch_size=64)
     v = accumulation.variants(spec, recipe, [2, 4])
-    assert list(v) == ["accumulate_m2", "ghost_m2", "accumulate_m4", "ghost_m4"]
+    assert list(v) == ["accumulate_m2", "ghost_m2", "scaled_m2", "accumulate_m4", "ghost_m4", "scaled_m4"]
     assert v["accumulate_m2"][1].accumulate == 32 and v["accumulate_m4"][1].accumulate == 16
     assert v["ghost_m4"][0].virtual_batch == 4 and v["ghost_m4"][1] == recipe
+    # the second arm: batch norm at the micro-batch, no accumulation, the rate times m / B
+    assert v["scaled_m2"][0] == spec and v["scaled_m2"][1].accumulate == 1
+    assert (v["scaled_m2"][1].batch_size, v["scaled_m4"][1].batch_size) == (2, 4)
+    assert v["scaled_m2"][1].lr == recipe.lr / 32 and v["scaled_m4"][1].lr == recipe.lr / 16
+    assert v["scaled_m4"][1] == Recipe(batch_size=4, lr=recipe.lr / 16)
     for bad in ([3], [64], [1]):
         with pytest.raises(ValueError):
             accumulation.variants(spec, recipe, bad)
-    with pytest.raises(ValueError, match=r"unknown variant 'other'; expected one of \('accumulate', 'ghost'\)"):
+    with pytest.raises(
+        ValueError, match=r"unknown variant 'other'; expected one of \('accumulate', 'ghost', 'scaled'\)"
+    ):
         accumulation.variant_name("other", 2)
 
 
@@ -211,17 +218,18 @@ def test_differences_by_seed_and_micro_batch():
 
 def _runs_and_grid():
     """Two seeds, micro-batch 2, batch 8: accuracies chosen so every mean and difference is known."""
-    acc = {"accumulate": (0.80, 0.84), "ghost": (0.81, 0.83)}
+    acc = {"accumulate": (0.80, 0.84), "ghost": (0.81, 0.83), "scaled": (0.78, 0.80)}
+    shift = {"inference": 0, "recomputed": -0.01, "training": 0.2}  # recomputed: one point more
     runs = [
-        {"variant": v, "micro_batch": 2, "seed": s, "mode": mode, "accuracy": a[i] - (0.2 if mode == "training" else 0)}
+        {"variant": v, "micro_batch": 2, "seed": s, "mode": mode, "accuracy": a[i] - shift[mode]}
         for v, a in acc.items()
-        for mode in ("inference", "training")
+        for mode in shift
         for i, s in enumerate((0, 1))
     ]
     grid = [
         {"normaliser": "batchnorm", "batch_size": b, "seed": s, "mode": mode, "accuracy": a + 0.01 * s}
         for b, a in ((8, 0.95), (2, 0.85))
-        for mode in ("inference", "training")
+        for mode in ("inference", "recomputed", "training")
         for s in (0, 1)
     ]
     diffs = []
@@ -236,7 +244,7 @@ def _runs_and_grid():
 
 def test_report_means_pairs_and_closeness_by_hand():
     runs, grid, diffs = _runs_and_grid()
-    out = accumulation_report.report(runs, grid, diffs, 8, [2], 0.95, 3, 100)
+    out = accumulation_report.report(runs, grid, diffs, 8, [2], 0.95, 3, 100, 1e-3)
     cells = out["cells"].set_index(["config", "mode"])
     assert cells.loc[("accumulate", "inference"), "mean"] == pytest.approx(0.82)
     assert cells.loc[("large", "training"), "mean"] == pytest.approx(0.955)
@@ -258,26 +266,31 @@ def test_report_means_pairs_and_closeness_by_hand():
     assert m["accumFirstRelative"] == "$2 \\times 10^{-7}$" and m["accumFirstRunning"] == "identical, bit for bit"
     assert m["accumPartsMin"] == "4" and m["accumStepsLarge"] == "12" and m["accumStepsSmallMin"] == "50"
     assert m["accumRunDisagreementMin"] == "15.0" and m["accumRunDisagreementWorstMin"] == "20.0"
-    assert m["accumNetworks"] == "4" and m["accumGhostComparisons"] == "2"
+    assert m["accumNetworks"] == "6" and m["accumGhostComparisons"] == "3"
+    assert m["accumScaledLrMin"] == "$2.5 \\times 10^{-4}$" and m["accumLr"] == "$10^{-3}$"
+    assert m["accumRecomputeAccumulateMin"] == "+1.00" and m["accumRecomputeLargeMin"] == "+0.00"
+    assert m["accumAccumulateMinusScaledInferenceMin"] == "+3.00"  # (0.80 - 0.78, 0.84 - 0.80)
+    assert out["recompute"].set_index("config").loc["scaled", "gain"] == pytest.approx(0.01)
     summary = out["summary"]
     assert summary["accuracy"]["2"]["ghost"]["inference"]["mean"] == pytest.approx(0.82)
     assert summary["paired"]["2"]["accumulate_vs_small"]["inference"]["gain"] == pytest.approx(-0.035)
     header, rows, align, _ = out["latex_table"]
     assert len(header) == len(align) == len(rows[0]) and [r[1] for r in rows][0] == "batch 8"
-    assert rows[0][-1].startswith("$+13.50$")  # the large batch minus accumulation
-    assert rows[1][-1] == "--"
+    assert rows[0][-2].startswith("$+13.50$")  # the large batch minus accumulation, inference mode
+    assert rows[0][-1].startswith("$+12.50$")  # and with recomputed statistics
+    assert rows[1][-2:] == ["--", "--"]
 
 
 def test_report_refuses_a_missing_grid_cell():
     runs, grid, diffs = _runs_and_grid()
     with pytest.raises(ValueError, match="batch 2"):
-        accumulation_report.report(runs, grid[grid.batch_size != 2], diffs, 8, [2], 0.95, 3, 100)
+        accumulation_report.report(runs, grid[grid.batch_size != 2], diffs, 8, [2], 0.95, 3, 100, 1e-3)
 
 
 def test_ghost_differences_outside_zero_are_named():
     runs, grid, diffs = _runs_and_grid()
     ghost, acc = ((runs.variant == v) & (runs["mode"] == "training") for v in ("ghost", "accumulate"))
     runs.loc[ghost, "accuracy"] = runs.loc[acc, "accuracy"].to_numpy() + 0.05  # the same gain on both seeds
-    m = accumulation_report.report(runs, grid, diffs, 8, [2], 0.95, 3, 100)["macros"]
+    m = accumulation_report.report(runs, grid, diffs, 8, [2], 0.95, 3, 100, 1e-3)["macros"]
     assert m["accumGhostResolved"] == "training mode at micro-batch 2"
     assert accumulation_report.verdict(-1, 1) == "contains zero"

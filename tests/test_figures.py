@@ -158,8 +158,8 @@ def along_table(sizes=(2, 16, 64), batches=56):
 def accumulation_cells(micro=(2, 4)):
     rows = []
     for m in micro:
-        for i, config in enumerate(("large", "accumulate", "ghost", "small")):
-            for mode in ("inference", "training"):
+        for i, config in enumerate(("large", "accumulate", "ghost", "small", "scaled")):
+            for mode in ("inference", "recomputed", "training"):
                 v = 0.97 - (0.1 / m) * (i > 0) - (0.2 if mode == "training" and i > 0 else 0.0)
                 rows.append(dict(micro_batch=m, config=config, mode=mode, seeds=5, mean=v, sd=0.01))
     return pd.DataFrame(rows).assign(ci_low=lambda t: t["mean"] - 0.02, ci_high=lambda t: t["mean"] + 0.02)

@@ -16,12 +16,14 @@ from scipy import stats as sps
 from bnstudy import accumulation_report as ar
 
 ROWS = 997  # accuracies are counts of rows / ROWS: no value prints on a rounding tie
-CONFIGS = ("large", "accumulate", "ghost", "small")
-MODES = ("inference", "training")
+CONFIGS = ("large", "accumulate", "ghost", "small", "scaled")
+MODES = ("inference", "recomputed", "training")
 COMPARISONS = (
     ("accumulate_vs_large", "accumulate", "large"),
     ("accumulate_vs_small", "accumulate", "small"),
     ("ghost_vs_accumulate", "ghost", "accumulate"),
+    ("accumulate_vs_scaled", "accumulate", "scaled"),
+    ("scaled_vs_small", "scaled", "small"),
 )
 CLOSE_COLUMNS = (
     "first_relative",
@@ -123,8 +125,8 @@ def _values(acc, grid_acc, batch, micro):
     for m in micro:
         for mode in MODES:
             out[(m, "large", mode)] = {s: c / ROWS for s, c in grid_acc[(batch, mode)].items()}
-            out[(m, "accumulate", mode)] = {s: c / ROWS for s, c in acc[(m, "accumulate", mode)].items()}
-            out[(m, "ghost", mode)] = {s: c / ROWS for s, c in acc[(m, "ghost", mode)].items()}
+            for v in ("accumulate", "ghost", "scaled"):
+                out[(m, v, mode)] = {s: c / ROWS for s, c in acc[(m, v, mode)].items()}
             out[(m, "small", mode)] = {s: c / ROWS for s, c in grid_acc[(m, mode)].items()}
     return out
 
@@ -144,7 +146,7 @@ def _diff(m, seed, after, parameters, biases, running, scale, disagreement):
 
 # Two micro-batches (3 and 5, given unsorted), three seeds, batch 24, confidence 0.9.
 SEEDS = (2, 5, 9)
-LARGE = {"inference": (900, 910, 905), "training": (880, 884, 890)}
+LARGE = {"inference": (900, 910, 905), "recomputed": (902, 907, 906), "training": (880, 884, 890)}
 TWO = {
     # micro-batch 3
     (3, "small", "inference"): (820, 790, 805),
@@ -160,7 +162,22 @@ TWO = {
     (5, "accumulate", "training"): (881, 886, 893),  # - large: (1, 2, 3), wholly above zero
     (5, "ghost", "inference"): (853, 863, 860),  # - accumulate: (-7, -8, -6), wholly below zero
     (5, "ghost", "training"): (881, 886, 893),  # - accumulate: (0, 0, 0): an interval [0, 0]
+    # recomputed statistics; ghost - accumulate contains zero at both micro-batches
+    (3, "small", "recomputed"): (822, 795, 801),
+    (3, "accumulate", "recomputed"): (897, 915, 904),
+    (3, "ghost", "recomputed"): (898, 914, 904),  # - accumulate: (1, -1, 0)
+    (5, "small", "recomputed"): (852, 866, 845),
+    (5, "accumulate", "recomputed"): (866, 875, 869),
+    (5, "ghost", "recomputed"): (865, 877, 869),  # - accumulate: (-1, 2, 0)
+    # the second arm: the micro-batch with the rate scaled
+    (3, "scaled", "inference"): (810, 780, 800),
+    (3, "scaled", "recomputed"): (815, 786, 806),
+    (3, "scaled", "training"): (590, 630, 605),
+    (5, "scaled", "inference"): (845, 850, 840),
+    (5, "scaled", "recomputed"): (848, 856, 842),
+    (5, "scaled", "training"): (695, 725, 688),
 }
+LR = 1e-3
 
 
 def _two_micro_batches():
@@ -224,6 +241,16 @@ def _pairs(values, micro, confidence):
     return out
 
 
+def _recompute(values, micro, confidence):
+    out = {}
+    for m in micro:
+        for c in CONFIGS:
+            va, vb = values[(m, c, "recomputed")], values[(m, c, "inference")]
+            seeds = sorted(set(va) & set(vb))
+            out[(m, c)] = (len(seeds), *_interval([va[s] - vb[s] for s in seeds], confidence))
+    return out
+
+
 def _closeness(diffs):
     out = {}
     for m in sorted({d["micro_batch"] for d in diffs}):
@@ -255,6 +282,7 @@ def _label(config, batch, m):
         "accumulate": f"{batch // m} $\\times$ {m}, accumulated",
         "ghost": f"ghost, virtual {m}",
         "small": f"batch {m}",
+        "scaled": f"batch {m}, rate $\\times$ {m}/{batch}",
     }[config]
 
 
@@ -266,27 +294,39 @@ def _expected_latex(values, cells, micro, batch, confidence):
             for mode in MODES:
                 _, mean, sd, _, _ = cells[(m, c, mode)]
                 row.append(f"{_p(mean)} $\\pm$ {_p(sd)}")
-            if c == "accumulate":
-                row.append("--")
-            else:
-                # the row's configuration minus accumulation, by seed, inference mode
-                va, vb = values[(m, c, "inference")], values[(m, "accumulate", "inference")]
+            for mode in ("inference", "recomputed"):
+                if c == "accumulate":
+                    row.append("--")
+                    continue
+                # the row's configuration minus accumulation, by seed
+                va, vb = values[(m, c, mode)], values[(m, "accumulate", mode)]
                 seeds = sorted(set(va) & set(vb))
                 gain, _, lo, hi = _interval([va[s] - vb[s] for s in seeds], confidence)
                 row.append(f"${_s(gain)}$ $[{_s(lo)}, {_s(hi)}]$")
             rows.append(row)
-    header = ["micro-batch", "training", "inference mode", "training mode", "$-$ accumulated (inference)"]
-    return header, rows, "rlllr", "accuracy by configuration, and minus accumulation paired by seed"
+    header = [
+        "micro-batch",
+        "training",
+        "inference",
+        "recomputed",
+        "training mode",
+        "$-$ accumulated (inference)",
+        "$-$ accumulated (recomputed)",
+    ]
+    return header, rows, "rllllrr", "accuracy by configuration, and minus accumulation paired by seed"
 
 
-def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close):
+def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close, recompute):
     def cell(k):
         n, mean, sd, lo, hi = cells[k]
         return {"seeds": n, "mean": mean, "sd": sd, "ci": [lo, hi]}
 
-    def pair(k):
-        n, gain, sd, lo, hi = pairs[k]
+    def pair_of(v):
+        n, gain, sd, lo, hi = v
         return {"seeds": n, "gain": gain, "sd": sd, "ci": [lo, hi]}
+
+    def pair(k):
+        return pair_of(pairs[k])
 
     return {
         "batch_size": batch,
@@ -297,15 +337,22 @@ def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close):
         "paired": {
             str(m): {name: {mode: pair((m, name, mode)) for mode in MODES} for name, _, _ in COMPARISONS} for m in micro
         },
+        "recompute": {str(m): {c: pair_of(recompute[(m, c)]) for c in CONFIGS} for m in micro},
         "accumulate_vs_ghost": {str(m): dict(close[m]) for m in micro},
     }
 
 
-def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close, tens):
+def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close, tens, recompute, lr_text):
     """The macros of one end of the micro-batches; ``tens`` the first-step relative difference
-    as the test writes it out (``$6 \\times 10^{-7}$``)."""
+    as the test writes it out (``$6 \\times 10^{-7}$``), ``lr_text`` the scaled rate written out."""
     w = where.capitalize()
     out = {f"accumParts{w}": str(batch // m), f"accumStepsSmall{w}": _thousands(train_rows // m)}
+    out[f"accumScaledLr{w}"] = lr_text
+    for c in CONFIGS:
+        _, gain, _, lo, hi = recompute[(m, c)]
+        out[f"accumRecompute{_cap(c)}{w}"] = _s(gain)
+        out[f"accumRecompute{_cap(c)}{w}Ci"] = f"[{_s(lo)}, {_s(hi)}]"
+        out[f"accumRecompute{_cap(c)}{w}Verdict"] = _verdict(lo, hi)
     for c in CONFIGS:
         for mode in MODES:
             _, mean, _, lo, hi = cells[(m, c, mode)]
@@ -337,7 +384,7 @@ def two():
     acc, grid_acc, diffs = _two_micro_batches()
     runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=3)
     d = d.sort_values("micro_batch", ascending=False, kind="stable")  # micro-batch 5 comes first
-    out = ar.report(runs, grid, d, 24, [5, 3], 0.9, 7, 25001)
+    out = ar.report(runs, grid, d, 24, [5, 3], 0.9, 7, 25001, LR)
     values = _values(acc, grid_acc, 24, (3, 5))
     return out, values, diffs
 
@@ -345,7 +392,7 @@ def two():
 def test_long_table_holds_every_configuration_sorted_with_integer_seeds(two):
     out, values, _ = two
     expected = _expected_table(values, (3, 5))
-    assert len(expected) == 2 * 4 * 2 * 3
+    assert len(expected) == 2 * 5 * 3 * 3
     pd.testing.assert_frame_equal(out["table"], expected, check_exact=True)
     assert out["table"].micro_batch.dtype == np.int64 and out["table"].seed.dtype == np.int64
 
@@ -358,7 +405,7 @@ def test_cells_are_student_t_intervals_over_seeds_in_configuration_order(two):
     # one by hand: accumulation at 3 in inference mode, (895, 912, 899) / 997
     v = np.array([895, 912, 899]) / ROWS
     half = sps.t.ppf(0.95, 2) * np.std(v, ddof=1) / math.sqrt(3)
-    row = out["cells"].iloc[2]
+    row = out["cells"].iloc[3]
     assert (row.micro_batch, row.config, row["mode"], row.seeds) == (3, "accumulate", "inference", 3)
     assert row.ci_low == pytest.approx(v.mean() - half, rel=1e-12)
     assert row.ci_high == pytest.approx(v.mean() + half, rel=1e-12)
@@ -389,8 +436,18 @@ def test_closeness_per_micro_batch_against_the_differences(two):
 def test_summary_json_is_complete(two):
     out, values, diffs = two
     cells, pairs, close = _cells(values, (3, 5), 0.9), _pairs(values, (3, 5), 0.9), _closeness(diffs)
-    _same(out["summary"], _expected_summary(24, (3, 5), SEEDS, 0.9, cells, pairs, close))
-    assert list(out) == ["table", "cells", "paired", "closeness", "summary", "macros", "latex_table"]
+    recompute = _recompute(values, (3, 5), 0.9)
+    _same(out["summary"], _expected_summary(24, (3, 5), SEEDS, 0.9, cells, pairs, close, recompute))
+    assert list(out) == ["table", "cells", "paired", "recompute", "closeness", "summary", "macros", "latex_table"]
+
+
+def test_recompute_rows_are_recomputed_minus_running_by_seed(two):
+    out, values, _ = two
+    expected = _frame_of(_recompute(values, (3, 5), 0.9), ("micro_batch", "config")).rename(columns={"x": "gain"})
+    pd.testing.assert_frame_equal(out["recompute"], expected, rtol=1e-12, atol=1e-15)
+    # by hand: accumulation at 3, (897 - 895, 915 - 912, 904 - 899) rows
+    r = out["recompute"].set_index(["micro_batch", "config"]).loc[(3, "accumulate")]
+    assert r.gain == pytest.approx(10 / 3 / ROWS, rel=1e-12)
 
 
 def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
@@ -404,15 +461,26 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
         "accumSeeds": "3",
         "accumEpochs": "7",
         "accumStepsLarge": "1{,}041",  # 25001 // 24
-        "accumNetworks": "12",  # two trained variants x two micro-batches x three seeds
+        "accumNetworks": "18",  # three trained variants x two micro-batches x three seeds
+        "accumLr": "$10^{-3}$",
     }
-    expected |= _expected_macros_per_micro("min", 3, 24, 25001, cells, pairs, close, "$6 \\times 10^{-7}$")
-    expected |= _expected_macros_per_micro("max", 5, 24, 25001, cells, pairs, close, "$5 \\times 10^{-7}$")
+    recompute = _recompute(values, (3, 5), 0.9)
+    lo_text, hi_text = "$1.25 \\times 10^{-4}$", "$2.083 \\times 10^{-4}$"  # 1e-3 * 3 / 24, 1e-3 * 5 / 24
+    expected |= _expected_macros_per_micro(
+        "min", 3, 24, 25001, cells, pairs, close, "$6 \\times 10^{-7}$", recompute, lo_text
+    )
+    expected |= _expected_macros_per_micro(
+        "max", 5, 24, 25001, cells, pairs, close, "$5 \\times 10^{-7}$", recompute, hi_text
+    )
     expected |= {
         "accumFirstRelative": "$6 \\times 10^{-7}$",
         "accumFirstRunning": "within $3 \\times 10^{-8}$",
         "accumGhostResolved": "training mode at micro-batch 3 and inference mode at micro-batch 5",
-        "accumGhostComparisons": "4",
+        "accumGhostComparisons": "6",
+        "accumGhostResolvedSentence": (
+            "2 exclude zero (training mode at micro-batch 3 and inference mode at micro-batch 5)"
+        ),
+        "accumCheck": ar.check_sentence(6e-7, 3e-8),
     }
     m = out["macros"]
     assert m == expected
@@ -436,10 +504,17 @@ def test_latex_table_every_row_header_and_alignment(two):
     cells = _cells(values, (3, 5), 0.9)
     assert out["latex_table"] == _expected_latex(values, cells, (3, 5), 24, 0.9)
     header, rows, align, _ = out["latex_table"]
-    assert len(rows) == 8 and all(len(r) == len(header) == len(align) for r in rows)
-    assert [r[1] for r in rows[:4]] == ["batch 24", "8 $\\times$ 3, accumulated", "ghost, virtual 3", "batch 3"]
-    # large minus accumulation at 5: (40, 39, 39) rows, the interval wholly above zero
-    assert rows[4][-1] == "$+3.95$ $[+3.85, +4.04]$"
+    assert len(rows) == 10 and all(len(r) == len(header) == len(align) for r in rows)
+    assert [r[1] for r in rows[:5]] == [
+        "batch 24",
+        "8 $\\times$ 3, accumulated",
+        "ghost, virtual 3",
+        "batch 3",
+        "batch 3, rate $\\times$ 3/24",
+    ]
+    # large minus accumulation at 5 in inference mode: (40, 39, 39) rows, the interval wholly above zero
+    assert rows[5][-2] == "$+3.95$ $[+3.85, +4.04]$"
+    assert rows[6][-2:] == ["--", "--"]
 
 
 # ---- one micro-batch, a ghost seed more, nothing resolved ----------------------------------
@@ -453,10 +528,17 @@ def _one_micro_batch():
         # ghost has seed 6 too: its cell counts three seeds, its pair two
         (2, "ghost", "inference"): {1: 705, 4: 713, 6: 500},
         (2, "ghost", "training"): {1: 640, 4: 671, 6: 400},
+        (2, "accumulate", "recomputed"): dict(zip(seeds, (703, 722))),
+        (2, "ghost", "recomputed"): {1: 709, 4: 716, 6: 502},
+        (2, "scaled", "inference"): dict(zip(seeds, (600, 640))),
+        (2, "scaled", "recomputed"): dict(zip(seeds, (611, 652))),
+        (2, "scaled", "training"): dict(zip(seeds, (410, 470))),
     }
     grid_acc = {
         (10, "inference"): dict(zip(seeds, (760, 731))),
         (10, "training"): dict(zip(seeds, (742, 716))),
+        (10, "recomputed"): dict(zip(seeds, (761, 733))),
+        (2, "recomputed"): dict(zip(seeds, (615, 650))),
         (2, "inference"): dict(zip(seeds, (610, 655))),
         (2, "training"): dict(zip(seeds, (420, 481))),
     }
@@ -472,7 +554,7 @@ def _one_micro_batch():
 def test_one_micro_batch_identical_first_step_and_nothing_resolved():
     acc, grid_acc, diffs = _one_micro_batch()
     runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=8)
-    out = ar.report(runs, grid, d, 10, [2], 0.95, 2, 999)
+    out = ar.report(runs, grid, d, 10, [2], 0.95, 2, 999, 3e-3)
     values = _values(acc, grid_acc, 10, (2,))
     cells, pairs, close = _cells(values, (2,), 0.95), _pairs(values, (2,), 0.95), _closeness(diffs)
     assert cells[(2, "ghost", "inference")][0] == 3 and pairs[(2, "ghost_vs_accumulate", "inference")][0] == 2
@@ -481,7 +563,8 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
     pd.testing.assert_frame_equal(out["cells"], expected_cells, rtol=1e-12)
     expected_pairs = _frame_of(pairs, ("micro_batch", "comparison", "mode")).rename(columns={"x": "gain"})
     pd.testing.assert_frame_equal(out["paired"], expected_pairs, rtol=1e-12)
-    _same(out["summary"], _expected_summary(10, (2,), (1, 4, 6), 0.95, cells, pairs, close))
+    recompute = _recompute(values, (2,), 0.95)
+    _same(out["summary"], _expected_summary(10, (2,), (1, 4, 6), 0.95, cells, pairs, close, recompute))
     expected = {
         "accumBatch": "10",
         "accumMicroBatches": "2",
@@ -490,15 +573,20 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
         "accumSeeds": "3",
         "accumEpochs": "2",
         "accumStepsLarge": "99",
-        "accumNetworks": "6",
+        "accumNetworks": "9",
+        "accumLr": "$3 \\times 10^{-3}$",
     }
     for where in ("min", "max"):  # one micro-batch: both ends are the same
-        expected |= _expected_macros_per_micro(where, 2, 10, 999, cells, pairs, close, "$0$")
+        expected |= _expected_macros_per_micro(
+            where, 2, 10, 999, cells, pairs, close, "$0$", recompute, "$6 \\times 10^{-4}$"
+        )
     expected |= {
         "accumFirstRelative": "$0$",
         "accumFirstRunning": "identical, bit for bit",
         "accumGhostResolved": "none",
-        "accumGhostComparisons": "2",
+        "accumGhostComparisons": "3",
+        "accumGhostResolvedSentence": "none excludes zero",
+        "accumCheck": ar.check_sentence(0.0, 0.0),
     }
     assert out["macros"] == expected
     assert out["macros"]["accumStepsSmallMin"] == "499" and out["macros"]["accumPartsMax"] == "5"
@@ -514,6 +602,7 @@ def test_config_labels_in_words():
     assert ar.config_label("accumulate", 24, 5) == "4 $\\times$ 5, accumulated"
     assert ar.config_label("ghost", 24, 5) == "ghost, virtual 5"
     assert ar.config_label("small", 24, 5) == "batch 5"
+    assert ar.config_label("scaled", 24, 5) == "batch 5, rate $\\times$ 5/24"
     with pytest.raises(KeyError):
         ar.config_label("other", 24, 5)
 
@@ -525,6 +614,27 @@ def test_long_table_names_the_missing_large_batch():
         ar.long_table(runs, grid[grid.batch_size != 24], 24, [3, 5])
     with pytest.raises(ValueError, match=r"^no grid networks at batch 5$"):
         ar.long_table(runs, grid[grid.batch_size != 5], 24, [3, 5])
+
+
+def test_long_table_names_a_configuration_without_recomputed_rows():
+    acc, grid_acc, diffs = _two_micro_batches()
+    runs, grid, _ = _frames(acc, grid_acc, diffs, rng_seed=1)
+    with pytest.raises(ValueError, match=r"^no 'large' rows in mode\(s\) \['recomputed'\]$"):
+        ar.long_table(runs, grid[grid["mode"] != "recomputed"], 24, [3, 5])
+    other = pd.concat([runs, runs.assign(mode="exact")], ignore_index=True)  # other modes are left out
+    pd.testing.assert_frame_equal(ar.long_table(other, grid, 24, [3, 5]), ar.long_table(runs, grid, 24, [3, 5]))
+
+
+def test_rates_and_resolved_sentences_in_words():
+    assert ar.rate(1e-3) == "$10^{-3}$" and ar.rate(3.125e-5) == "$3.125 \\times 10^{-5}$"
+    assert ar.rate(1e-3 * 2 / 64) == "$3.125 \\times 10^{-5}$" and ar.rate(2.5e-4) == "$2.5 \\times 10^{-4}$"
+    assert ar.check_sentence(0.0, 0.0).startswith("The check passes: ")
+    assert ar.check_sentence(1e-5, 0.0).startswith("The check passes: ")
+    assert ar.check_sentence(2e-5, 0.0).startswith("The check fails: ")
+    assert ar.check_sentence(0.0, 1e-9).startswith("The check fails: ")
+    assert ar.resolved_sentence([]) == "none excludes zero"
+    assert ar.resolved_sentence(["a"]) == "one excludes zero (a)"
+    assert ar.resolved_sentence(["a", "b", "c"]) == "3 exclude zero (a, b and c)"
 
 
 def test_long_table_refuses_grid_rows_of_two_normalisers():

@@ -233,9 +233,10 @@ def test_accumulation_ghost_interval_ending_at_zero_is_not_resolved():
     batch, micro, seeds = 8, (2, 4), (0, 1, 2)
     runs, grid = [], []
     for m in micro:
-        for mode in ("inference", "training"):
+        for mode in ("inference", "recomputed", "training"):
             for s in seeds:
                 acc = 0.7 + 0.01 * m + 0.02 * s + (0.05 if mode == "training" else 0.0)
+                runs.append({"variant": "scaled", "micro_batch": m, "seed": s, "mode": mode, "accuracy": acc - 0.05})
                 if (m, mode) == (2, "inference"):
                     ghost = acc
                 elif (m, mode) == (4, "training"):
@@ -245,7 +246,7 @@ def test_accumulation_ghost_interval_ending_at_zero_is_not_resolved():
                 runs.append({"variant": "accumulate", "micro_batch": m, "seed": s, "mode": mode, "accuracy": acc})
                 runs.append({"variant": "ghost", "micro_batch": m, "seed": s, "mode": mode, "accuracy": ghost})
     for b in (batch, *micro):
-        for mode in ("inference", "training"):
+        for mode in ("inference", "recomputed", "training"):
             for s in seeds:
                 grid.append(
                     {
@@ -266,14 +267,14 @@ def test_accumulation_ghost_interval_ending_at_zero_is_not_resolved():
         ]
     )
     out = accumulation_report.report(
-        pd.DataFrame(runs), pd.DataFrame(grid), differences, batch, list(micro), 0.9, 3, 64
+        pd.DataFrame(runs), pd.DataFrame(grid), differences, batch, list(micro), 0.9, 3, 64, 1e-3
     )
     pair = out["paired"].set_index(["micro_batch", "comparison", "mode"])
     zero = pair.loc[(2, "ghost_vs_accumulate", "inference")]
     assert (zero.ci_low, zero.ci_high) == (0.0, 0.0)
     assert pair.loc[(4, "ghost_vs_accumulate", "training")].ci_high < 0
     assert out["macros"]["accumGhostResolved"] == "training mode at micro-batch 4"
-    assert out["macros"]["accumGhostComparisons"] == "4"
+    assert out["macros"]["accumGhostComparisons"] == "6"
 
 
 # ---- study 2: a published gain of zero is no gain --------------------------------------------

@@ -332,14 +332,15 @@ def _accumulation_inputs(first_running):
     batch, micro, seeds = 8, (2, 4), (0, 1, 2)
     runs, grid = [], []
     for m in micro:
-        for mode in ("inference", "training"):
+        for mode in ("inference", "recomputed", "training"):
             for s in seeds:
                 acc = 0.7 + 0.01 * m + 0.02 * s + (0.05 if mode == "training" else 0.0)
+                runs.append({"variant": "scaled", "micro_batch": m, "seed": s, "mode": mode, "accuracy": acc - 0.05})
                 ghost = acc + 0.03 + 0.001 * s * s if (m, mode) == (4, "inference") else acc  # else [0, 0]
                 runs.append({"variant": "accumulate", "micro_batch": m, "seed": s, "mode": mode, "accuracy": acc})
                 runs.append({"variant": "ghost", "micro_batch": m, "seed": s, "mode": mode, "accuracy": ghost})
     for b in (batch, *micro):
-        for mode in ("inference", "training"):
+        for mode in ("inference", "recomputed", "training"):
             for s in seeds:
                 grid.append(
                     {"normaliser": "batchnorm", "batch_size": b, "seed": s, "mode": mode}
@@ -361,19 +362,19 @@ def _accumulation_inputs(first_running):
 def test_accumulation_first_running_difference_reads_within_its_power_of_ten():
     running = {(m, s): 0.0 for m in (2, 4) for s in (0, 1, 2)} | {(4, 1): 2.6e-8, (2, 2): 1e-9}
     runs, grid, diffs, batch, micro = _accumulation_inputs(running)
-    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64)["macros"]
+    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64, 1e-3)["macros"]
     assert m["accumFirstRunning"] == "within $3 \\times 10^{-8}$"
     zero = {key: 0.0 for key in running}
     runs, grid, diffs, batch, micro = _accumulation_inputs(zero)
-    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64)["macros"]
+    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64, 1e-3)["macros"]
     assert m["accumFirstRunning"] == "identical, bit for bit"
 
 
 def test_accumulation_ghost_intervals_from_zero_to_zero_are_not_resolved():
     running = {(m, s): 0.0 for m in (2, 4) for s in (0, 1, 2)}
-    out = accumulation_report.report(*_accumulation_inputs(running), 0.9, 3, 64)
+    out = accumulation_report.report(*_accumulation_inputs(running), 0.9, 3, 64, 1e-3)
     pair = out["paired"].set_index(["micro_batch", "comparison", "mode"])
-    for key in ((2, "inference"), (2, "training"), (4, "training")):
+    for key in ((2, "inference"), (2, "recomputed"), (2, "training"), (4, "recomputed"), (4, "training")):
         r = pair.loc[(key[0], "ghost_vs_accumulate", key[1])]
         assert (r.ci_low, r.ci_high) == (0.0, 0.0)
     assert pair.loc[(4, "ghost_vs_accumulate", "inference")].ci_low > 0

@@ -2,16 +2,27 @@
 
 Batch norm trained at an effective batch of ``B`` rows in micro-batches of ``m``
 (``B / m`` of them per optimiser step, gradients averaged: :func:`bnstudy.backprop.train_run`'s
-``accumulate``), and ghost batch norm at batch ``B`` with virtual batch ``m``. Both
+``accumulate``), and ghost batch norm at batch ``B`` with virtual batch ``m`` (Hoffer, Hubara
+& Soudry 2017). Both
 normalise the same consecutive groups of ``m`` rows of each batch, move the running
 statistics once per group in the same order and step on the gradient of the mean loss
 over the ``B`` rows: the same update up to the order of float32 sums. The grid's
 networks at batch ``B`` and at batch ``m`` (same seeds, same initial weights; batch
 ``B`` also the same batch order) are the comparisons the summary adds from the grid.
 
+The second arm, ``scaled``: batch norm at batch ``m`` (no accumulation), the grid's epochs and
+batch order at that batch, with the learning rate scaled by ``m / B``. Accumulation takes ``B / m``
+times fewer optimiser steps than training at batch ``m`` for the same epochs; scaled so, the
+rate times the number of steps, which bounds how far Adam can move a weight (its step is about
+the rate in size whatever the gradient's scale), is that of accumulation, as the linear scaling
+rule makes it for SGD. Holding the steps themselves equal instead would cost ``B / m`` times the
+accumulating runs' compute, or leave the batch-``m`` network a fraction of one epoch.
+
 - :func:`variants`: the network and recipe of each variant;
 - :func:`train_block`: train every variant for a block of seeds and evaluate it, in
-  inference mode on the test half and in training mode on seeded test batches of ``m``
+  inference mode on the test half (with its running statistics, and with the exact
+  population statistics of the training half, :func:`bnstudy.remedies.exact_statistics`,
+  mode ``recomputed``) and in training mode on seeded test batches of ``m``
   (:func:`bnstudy.evaluation.train_mode_accuracy`; a ghost network on a batch of ``m``
   rows is one virtual batch, so both variants are scored on the same groups of rows);
 - :func:`differences`: how far the two variants of one seed lie apart in the gradient of
@@ -31,7 +42,7 @@ from dataclasses import replace
 
 import numpy as np
 
-KINDS = ("accumulate", "ghost")
+KINDS = ("accumulate", "ghost", "scaled")
 PRE_NORM_BIASES = ("0.bias", "3.bias")  # Linears followed by a normaliser: zero gradient but for rounding
 ACCURACY_COLUMNS = ["variant", "micro_batch", "seed", "mode", "accuracy"]
 DIFFERENCE_COLUMNS = [
@@ -47,7 +58,7 @@ DIFFERENCE_COLUMNS = [
 
 
 def variant_name(kind: str, micro: int) -> str:
-    """``accumulate_m2``, ``ghost_m4``: a variant's name in file paths and tables."""
+    """``accumulate_m2``, ``ghost_m4``, ``scaled_m2``: a variant's name in file paths and tables."""
     if kind not in KINDS:
         raise ValueError(f"unknown variant {kind!r}; expected one of {KINDS}")
     return f"{kind}_m{int(micro)}"
@@ -55,8 +66,9 @@ def variant_name(kind: str, micro: int) -> str:
 
 def variants(spec, recipe, micro_batches) -> dict[str, tuple[object, object]]:
     """``{name: (spec, recipe)}``: for each micro-batch ``m``, batch norm accumulating
-    ``recipe.batch_size / m`` micro-batches per step, and ghost batch norm with virtual
-    batch ``m`` at batch ``recipe.batch_size``; in order of ``micro_batches``."""
+    ``recipe.batch_size / m`` micro-batches per step, ghost batch norm with virtual
+    batch ``m`` at batch ``recipe.batch_size``, and batch norm at batch ``m`` with the
+    rate scaled by ``m / recipe.batch_size`` (``scaled``); in order of ``micro_batches``."""
     out = {}
     for m in micro_batches:
         m = int(m)
@@ -64,7 +76,16 @@ def variants(spec, recipe, micro_batches) -> dict[str, tuple[object, object]]:
             raise ValueError(f"micro-batch {m} does not divide the batch of {recipe.batch_size} rows into two or more")
         out[variant_name("accumulate", m)] = (spec, replace(recipe, accumulate=recipe.batch_size // m))
         out[variant_name("ghost", m)] = (replace(spec, normaliser="ghostbatchnorm", virtual_batch=m), recipe)
+        out[variant_name("scaled", m)] = (
+            spec,
+            replace(recipe, batch_size=m, lr=scaled_lr(recipe.lr, m, recipe.batch_size)),
+        )
     return out
+
+
+def scaled_lr(lr: float, micro: int, batch_size: int) -> float:
+    """The second arm's rate at batch ``micro``: ``lr * micro / batch_size``."""
+    return float(lr) * int(micro) / int(batch_size)
 
 
 def _max_abs(a: dict, b: dict, keys) -> float:
@@ -145,9 +166,11 @@ def train_block(spec, recipe, micro_batches, seeds, x, y, x_test, y_test, eval_s
     """Train and evaluate every variant for ``seeds``: ``(stacks, logs, accuracy, differences)``.
 
     ``stacks``: ``{variant: (spec, recipe, stacked)}``; ``logs``: the epoch log rows with the
-    variant; ``accuracy``: one row per variant, seed and mode (``inference``, ``training``);
-    ``differences``: :func:`differences`, the first step's by :func:`first_gradient`."""
-    from . import evaluation, train
+    variant; ``accuracy``: one row per variant, seed and mode (``inference``, ``training``,
+    ``recomputed``: inference mode with :func:`recomputed_statistics`); ``differences``:
+    :func:`differences` of accumulation and ghost batch norm, the first step's by
+    :func:`first_gradient`."""
+    from . import evaluation, remedies, train
     from .model import unstack
 
     seeds = [int(s) for s in seeds]
@@ -158,18 +181,32 @@ def train_block(spec, recipe, micro_batches, seeds, x, y, x_test, y_test, eval_s
         stacks[name] = (v_spec, v_recipe, stacked)
         logs += [{"variant": name} | row for row in log]
         labels[name] = evaluation.labels(np.asarray(_logits(stacked, v_spec, x_test)))
+        recomputed = remedies.with_statistics(stacked, recomputed_statistics(stacked, v_spec, x))
         modes = {
             "inference": evaluation.share(labels[name] == np.asarray(y_test)[None, :]),
             "training": evaluation.train_mode_accuracy(stacked, v_spec, x_test, y_test, m, eval_seed),
+            "recomputed": evaluation.inference_accuracy(recomputed, v_spec, x_test, y_test),
         }
         accuracy += [
             {"variant": name.split("_m")[0], "micro_batch": m, "seed": s, "mode": mode, "accuracy": float(acc[i])}
             for mode, acc in modes.items()
             for i, s in enumerate(seeds)
         ]
-        trained[name] = unstack(stacked)
-        first[name] = [first_gradient(v_spec, v_recipe, s, x, y) for s in seeds]
+        if not name.startswith("scaled"):
+            trained[name] = unstack(stacked)
+            first[name] = [first_gradient(v_spec, v_recipe, s, x, y) for s in seeds]
     return stacks, logs, accuracy, differences(trained, first, labels, micro_batches, seeds)
+
+
+def recomputed_statistics(stacked, spec, x) -> dict:
+    """The exact population statistics of the rows ``x`` (the training half) for a stack of batch
+    norm or ghost batch norm (:func:`bnstudy.remedies.exact_statistics`; in inference mode ghost
+    batch norm is batch norm with its running statistics, so the statistics are those of batch norm)."""
+    from . import remedies
+
+    if spec.normaliser not in ("batchnorm", "ghostbatchnorm"):
+        raise ValueError(f"no running statistics to recompute for {spec.normaliser!r}")
+    return remedies.exact_statistics(stacked, replace(spec, normaliser="batchnorm"), x)
 
 
 def _logits(stacked, spec, x):

@@ -6,7 +6,15 @@ Configurations, per micro-batch ``m`` (``B`` the step's batch):
 - ``large``: the grid's batch-norm networks at batch ``B`` (same initial weights and batch order);
 - ``accumulate``: batch norm in micro-batches of ``m``, ``B / m`` of them accumulated per step;
 - ``ghost``: ghost batch norm with virtual batch ``m`` at batch ``B``;
-- ``small``: the grid's batch-norm networks at batch ``m`` (same initial weights).
+- ``small``: the grid's batch-norm networks at batch ``m`` (same initial weights);
+- ``scaled``: batch norm at batch ``m`` with the rate scaled by ``m / B`` (the second arm: the
+  rate times the number of steps of accumulation; same initial weights and batch order as ``small``).
+
+Modes: ``inference`` (the running statistics), ``recomputed`` (inference mode with the exact
+population statistics of the training half: for the grid's networks the ``exact`` rows of
+``evaluate_remedies``, given among the grid rows with mode ``recomputed``), ``training``.
+``recompute``: per configuration, recomputed minus inference, paired by seed (how much of a
+configuration's inference accuracy its running statistics cost or give).
 
 Means over seeds and Student-t intervals are :func:`bnstudy.stats.seed_interval`, paired
 differences (by seed) :func:`bnstudy.paired.paired_interval`; accuracies are shares of test rows.
@@ -26,19 +34,27 @@ from .paired import paired_interval
 from .stats import seed_interval
 
 CONFIGS = ACCUMULATION_CONFIGS
-MODES = ("inference", "training")
+MODES = ("inference", "recomputed", "training")
+MODE_WORDS = {
+    "inference": "inference mode",
+    "recomputed": "inference mode with recomputed statistics",
+    "training": "training mode",
+}
 # (name, A, B): A - B, paired by seed
 COMPARISONS = (
     ("accumulate_vs_large", "accumulate", "large"),
     ("accumulate_vs_small", "accumulate", "small"),
     ("ghost_vs_accumulate", "ghost", "accumulate"),
+    ("accumulate_vs_scaled", "accumulate", "scaled"),
+    ("scaled_vs_small", "scaled", "small"),
 )
 
 
 def long_table(runs: pd.DataFrame, grid: pd.DataFrame, batch_size: int, micro_batches) -> pd.DataFrame:
     """One row per micro-batch, configuration, mode and seed: the study's ``runs`` (variant,
     micro_batch, seed, mode, accuracy) with the grid's accuracy rows (normaliser, batch_size,
-    seed, mode, accuracy) at ``batch_size`` (``large``) and at each micro-batch (``small``)."""
+    seed, mode, accuracy) at ``batch_size`` (``large``) and at each micro-batch (``small``).
+    Every configuration must have every mode of :data:`MODES`; other modes are left out."""
     norms = sorted(set(grid["normaliser"]))
     if len(norms) > 1:  # two normalisers' networks of one seed would be taken for two seeds' networks
         raise ValueError(f"grid rows of more than one normaliser: {norms}")
@@ -52,6 +68,11 @@ def long_table(runs: pd.DataFrame, grid: pd.DataFrame, batch_size: int, micro_ba
                 g.assign(config=config, micro_batch=int(m))[["config", "micro_batch", "seed", "mode", "accuracy"]]
             )
     out = pd.concat(rows, ignore_index=True)
+    out = out[out["mode"].isin(MODES)].reset_index(drop=True)
+    for config in CONFIGS:
+        have = set(out.loc[out.config == config, "mode"])
+        if have != set(MODES):
+            raise ValueError(f"no {config!r} rows in mode(s) {sorted(set(MODES) - have)}")
     out["micro_batch"] = out.micro_batch.astype(int)
     out["seed"] = out.seed.astype(int)
     order = {c: i for i, c in enumerate(CONFIGS)}
@@ -92,6 +113,33 @@ def paired_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def recompute_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per micro-batch and configuration: recomputed minus running statistics in inference mode,
+    paired by seed (the seeds both modes have)."""
+    out = []
+    for m in sorted(table.micro_batch.unique()):
+        for config in CONFIGS:
+            sides = [
+                table[(table.micro_batch == m) & (table.config == config) & (table["mode"] == mode)].set_index("seed")
+                for mode in ("recomputed", "inference")
+            ]
+            seeds = sorted(set(sides[0].index) & set(sides[1].index))
+            row = paired_interval(
+                [sides[0].accuracy[s] for s in seeds], [sides[1].accuracy[s] for s in seeds], confidence
+            )
+            out.append({"micro_batch": int(m), "config": config} | row)
+    return pd.DataFrame(out)
+
+
+def rate(value: float) -> str:
+    """A learning rate in math mode, up to four significant digits: ``3.125e-5`` ->
+    ``$3.125 \\times 10^{-5}$``, ``1e-3`` -> ``$10^{-3}$``."""
+    mantissa, exponent = f"{value:.3e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    power = f"10^{{{int(exponent)}}}"
+    return f"${power}$" if mantissa == "1" else f"${mantissa} \\times {power}$"
+
+
 def closeness(differences: pd.DataFrame) -> pd.DataFrame:
     """Per micro-batch: the first step's largest gradient difference relative to the largest
     gradient (max over seeds), its largest running-statistics difference, and after the run the
@@ -117,13 +165,25 @@ def closeness(differences: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def report(runs, grid, differences, batch_size: int, micro_batches, confidence: float, epochs: int, train_rows: int):
-    """Everything the summary rule writes: the long and the paired tables, the JSON summary,
-    macros and a LaTeX table. ``epochs`` and ``train_rows`` (the training half) give the steps."""
+def report(
+    runs,
+    grid,
+    differences,
+    batch_size: int,
+    micro_batches,
+    confidence: float,
+    epochs: int,
+    train_rows: int,
+    lr: float,
+):
+    """Everything the summary rule writes: the long, paired and recompute tables, the JSON summary,
+    macros and a LaTeX table. ``epochs`` and ``train_rows`` (the training half) give the steps,
+    ``lr`` is the grid's rate (the second arm's is ``lr * m / batch_size``)."""
     micro = sorted(int(m) for m in micro_batches)
     table = long_table(runs, grid, batch_size, micro)
     cells = cell_table(table, confidence)
     paired = paired_table(table, confidence)
+    recompute = recompute_table(table, confidence)
     close = closeness(differences)
     seeds = sorted(int(s) for s in table.seed.unique())
     steps = train_rows // batch_size
@@ -135,13 +195,23 @@ def report(runs, grid, differences, batch_size: int, micro_batches, confidence: 
         "accumSeeds": str(len(seeds)),
         "accumEpochs": str(epochs),
         "accumStepsLarge": latex.fmt(steps),
-        "accumNetworks": str(2 * len(micro) * len(seeds)),
+        "accumNetworks": str(3 * len(micro) * len(seeds)),
+        "accumLr": rate(lr),
     }
     cell = cells.set_index(["micro_batch", "config", "mode"])
     pair = paired.set_index(["micro_batch", "comparison", "mode"])
     near = close.set_index("micro_batch")
+    gain = recompute.set_index(["micro_batch", "config"])
     for where, m in (("min", micro[0]), ("max", micro[-1])):
         m_[latex.macro_name("accum parts", where)] = str(batch_size // m)
+        m_[latex.macro_name("accum scaled lr", where)] = rate(lr * m / batch_size)
+        for config in CONFIGS:
+            r = gain.loc[(m, config)]
+            m_[latex.macro_name("accum recompute", config, where)] = signed_points(r.gain)
+            m_[latex.macro_name("accum recompute", config, where, "ci")] = points_interval(
+                r.ci_low, r.ci_high, signed=True
+            )
+            m_[latex.macro_name("accum recompute", config, where, "verdict")] = verdict(r.ci_low, r.ci_high)
         m_[latex.macro_name("accum steps small", where)] = latex.fmt(train_rows // m)
         for config in CONFIGS:
             for mode in MODES:
@@ -168,12 +238,14 @@ def report(runs, grid, differences, batch_size: int, micro_batches, confidence: 
         "identical, bit for bit" if first_running == 0 else f"within {power_of_ten(first_running)}"
     )
     resolved = [
-        f"{mode} mode at micro-batch {m}"
+        f"{MODE_WORDS[mode]} at micro-batch {m}"
         for (m, name, mode), r in pair.iterrows()
         if name == "ghost_vs_accumulate" and (r.ci_low > 0 or r.ci_high < 0)
     ]
     m_["accumGhostResolved"] = words(resolved) if resolved else "none"
     m_["accumGhostComparisons"] = str(len(MODES) * len(micro))
+    m_["accumGhostResolvedSentence"] = resolved_sentence(resolved)
+    m_["accumCheck"] = check_sentence(float(close.first_relative.max()), first_running)
     summary = {
         "batch_size": batch_size,
         "micro_batches": micro,
@@ -188,6 +260,7 @@ def report(runs, grid, differences, batch_size: int, micro_batches, confidence: 
             }
             for m in micro
         },
+        "recompute": {str(m): {c: _pair_json(gain.loc[(m, c)]) for c in CONFIGS} for m in micro},
         "accumulate_vs_ghost": {
             str(int(r.micro_batch)): {k: float(getattr(r, k)) for k in close.columns if k != "micro_batch"}
             for r in close.itertuples()
@@ -197,11 +270,42 @@ def report(runs, grid, differences, batch_size: int, micro_batches, confidence: 
         "table": table,
         "cells": cells,
         "paired": paired,
+        "recompute": recompute,
         "closeness": close,
         "summary": summary,
         "macros": m_,
         "latex_table": latex_table(cells, paired, batch_size, micro),
     }
+
+
+# The first step's largest gradient difference, relative to the largest gradient, that float32
+# sums in another order explain: a few units of float32's epsilon (1.2e-7) times the rows summed.
+CHECK_RELATIVE = 1e-5
+
+
+def check_sentence(first_relative: float, first_running: float) -> str:
+    """Whether accumulation passes its check against ghost batch norm, as a sentence: the first
+    step's running statistics identical and its gradients within :data:`CHECK_RELATIVE`."""
+    if first_running == 0 and first_relative <= CHECK_RELATIVE:
+        return (
+            "The check passes: the loop computes what ghost batch normalisation computes, up to the "
+            "order of float32 sums."
+        )
+    return (
+        "The check fails: the first step's running statistics or gradients differ by more than "
+        "float32 sums in another order explain."
+    )
+
+
+def resolved_sentence(resolved: list[str]) -> str:
+    """How many of the ghost-minus-accumulation intervals exclude zero, and which, as a clause:
+    ``none excludes zero``; ``one excludes zero (training mode at micro-batch 2)``; ``2 exclude
+    zero (a and b)``."""
+    if not resolved:
+        return "none excludes zero"
+    if len(resolved) == 1:
+        return f"one excludes zero ({resolved[0]})"
+    return f"{len(resolved)} exclude zero ({words(resolved)})"
 
 
 def _cell_json(r) -> dict:
@@ -224,12 +328,14 @@ def config_label(config: str, batch_size: int, m: int) -> str:
         "accumulate": f"{batch_size // m} $\\times$ {m}, accumulated",
         "ghost": f"ghost, virtual {m}",
         "small": f"batch {m}",
+        "scaled": f"batch {m}, rate $\\times$ {m}/{batch_size}",
     }[config]
 
 
 def latex_table(cells: pd.DataFrame, paired: pd.DataFrame, batch_size: int, micro) -> tuple:
     """``(header, rows, align, comment)``: per micro-batch and configuration the test accuracy in
-    both modes (mean $\\pm$ sd, points) and, in inference mode, minus accumulation paired by seed."""
+    every mode (mean $\\pm$ sd, points) and, in inference mode with the running and with the
+    recomputed statistics, minus accumulation paired by seed."""
     cell = cells.set_index(["micro_batch", "config", "mode"])
     pair = paired.set_index(["micro_batch", "comparison", "mode"])
     rows = []
@@ -239,14 +345,28 @@ def latex_table(cells: pd.DataFrame, paired: pd.DataFrame, batch_size: int, micr
             for mode in MODES:
                 r = cell.loc[(m, config, mode)]
                 row.append(f"{points(r['mean'])} $\\pm$ {points(r.sd)}")
-            if config == "accumulate":
-                row.append("--")
-            else:
-                name = {"large": "accumulate_vs_large", "small": "accumulate_vs_small", "ghost": "ghost_vs_accumulate"}
-                r = pair.loc[(m, name[config], "inference")]
-                sign = -1 if config != "ghost" else 1  # the row's configuration minus accumulation
+            for mode in ("inference", "recomputed"):
+                if config == "accumulate":
+                    row.append("--")
+                    continue
+                name = {
+                    "large": "accumulate_vs_large",
+                    "small": "accumulate_vs_small",
+                    "ghost": "ghost_vs_accumulate",
+                    "scaled": "accumulate_vs_scaled",
+                }
+                r = pair.loc[(m, name[config], mode)]
+                sign = 1 if config == "ghost" else -1  # the row's configuration minus accumulation
                 lo, hi = sorted((sign * r.ci_low, sign * r.ci_high))
                 row.append(f"${signed_points(sign * r.gain)}$ ${points_interval(lo, hi, signed=True)}$")
             rows.append(row)
-    header = ["micro-batch", "training", "inference mode", "training mode", "$-$ accumulated (inference)"]
-    return header, rows, "rlllr", "accuracy by configuration, and minus accumulation paired by seed"
+    header = [
+        "micro-batch",
+        "training",
+        "inference",
+        "recomputed",
+        "training mode",
+        "$-$ accumulated (inference)",
+        "$-$ accumulated (recomputed)",
+    ]
+    return header, rows, "rllllrr", "accuracy by configuration, and minus accumulation paired by seed"

@@ -21,5 +21,5 @@ FINETUNE_STREAM_WORDS = {"shuffle": "random batches", "class_sorted": "one-class
 CONV_SIDE = 8
 CONV_POSITIONS = CONV_SIDE * CONV_SIDE
 
-# Gradient accumulation (bnstudy.accumulation_report): the four training configurations.
-ACCUMULATION_CONFIGS = ("large", "accumulate", "ghost", "small")
+# Gradient accumulation (bnstudy.accumulation_report): the five training configurations.
+ACCUMULATION_CONFIGS = ("large", "accumulate", "ghost", "small", "scaled")

@@ -10,12 +10,19 @@ from matplotlib.lines import Line2D
 from .designs import ACCUMULATION_CONFIGS as CONFIGS
 from .figures import COLOURS, LABELS, MARKERS, new, width
 
-KIND = {"large": "batchnorm", "accumulate": "batchnorm", "ghost": "ghostbatchnorm", "small": "batchnorm"}
+KIND = {
+    "large": "batchnorm",
+    "accumulate": "batchnorm",
+    "ghost": "ghostbatchnorm",
+    "small": "batchnorm",
+    "scaled": "batchnorm",
+}
 TICKS = {
     "large": "batch {B}",
     "accumulate": "{k}$\\times${m}\naccum.",
     "ghost": "ghost\nvirtual {m}",
     "small": "batch {m}",
+    "scaled": "batch {m}\nrate$\\times${m}/{B}",
 }
 
 

@@ -115,6 +115,8 @@ def _companion_models(rule, wc, config) -> int:
         return len(config["dependence"]["seeds"])
     if rule == "probe_companions_dependence_keep":
         return 1
+    if rule == "probe_companions_dependence_keep_more":
+        return len(config["dependence"]["seeds"]) - 1
     return block_seeds(config, wc["block"]) * len(config["grid"]["batch_sizes"])
 
 
@@ -201,6 +203,9 @@ WORK = {
     ),
     "train_dependence": Work(_TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py"),
     "train_dependence_keep": Work(_TRAIN_UNIT, _train, ("dependence.epochs",), group="train.py"),
+    "train_dependence_keep_more": Work(
+        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py"
+    ),
     "train_lr_sweep": Work(
         "step-equivalents (seeds x rates x epochs x batch sizes' (steps + rows/25))",
         _lr_sweep,
@@ -222,6 +227,9 @@ WORK = {
     ),
     "probe_companions_dependence": _probe_rows("probe_companions_dependence", ("dependence.seeds",)),
     "probe_companions_dependence_keep": _probe_rows("probe_companions_dependence_keep", ()),
+    "probe_companions_dependence_keep_more": _probe_rows(
+        "probe_companions_dependence_keep_more", ("dependence.seeds",)
+    ),
     "probe_conv": Work(
         "probe batches of two (models x companion pairs)",
         _probe_conv,

@@ -1,6 +1,8 @@
 # Gradient accumulation and ghost batch norm (issue 17, item 4): batch norm trained in
 # micro-batches accumulated to one step of a grid batch, ghost batch norm with the
-# micro-batch as virtual batch, against the grid's networks at both batch sizes.
+# micro-batch as virtual batch, against the grid's networks at both batch sizes; a second
+# arm at the micro-batch with the rate scaled by micro-batch / batch (issue 29, item 11), and
+# every network in inference mode with recomputed (exact) population statistics too.
 
 from bnstudy.accumulation import KINDS as ACC_KINDS
 from bnstudy.accumulation import variant_name
@@ -13,8 +15,8 @@ ACC_GRID = [dict(normaliser=ACC["normaliser"], batch_size=b) for b in [ACC["batc
 
 rule train_accumulation:
     message:
-        "Training %s in micro-batches of %s accumulated to %d rows, and ghost batch norm, seeds {wildcards.block}"
-        % (ACC["normaliser"], ACC["micro_batches"], ACC["batch_size"])
+        "Training %s in micro-batches of %s accumulated to %d rows, ghost batch norm and the rate-scaled "
+        "micro-batch, seeds {wildcards.block}" % (ACC["normaliser"], ACC["micro_batches"], ACC["batch_size"])
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
@@ -55,12 +57,14 @@ rule summarise_accumulation:
         runs=expand(rules.train_accumulation.output.accuracy, block=SEED_BLOCKS),
         differences=expand(rules.train_accumulation.output.differences, block=SEED_BLOCKS),
         grid=expand_cells(rules.train_grid.output.accuracy, with_blocks(ACC_GRID)),
+        recomputed=expand_cells(rules.evaluate_remedies.output.accuracy, with_blocks(ACC_GRID)),
         y=rules.split.output.y_train,
         code=code("accumulation_summarise.py"),
     output:
         table="results/accumulation/accuracy.csv",
         cells="results/accumulation/cells.csv",
         paired="results/accumulation/paired.csv",
+        recompute="results/accumulation/recompute.csv",
         closeness="results/accumulation/closeness.csv",
         summary=report(
             "results/summary/accumulation.json",
@@ -82,6 +86,7 @@ rule summarise_accumulation:
         micro_batches=ACC["micro_batches"],
         confidence=config["batch_size_eval"]["confidence"],
         epochs=config["grid"]["epochs"],
+        lr=config["grid"]["lr"],
     conda:
         CONDA_ENV
     threads: 1

@@ -234,3 +234,119 @@ PAPER_INPUTS["macros_companions"] = rules.summarise_companions.output.macros
 PAPER_INPUTS["table_companions"] = rules.summarise_companions.output.table
 PAPER_INPUTS["table_companions_networks"] = rules.summarise_companions.output.networks_latex
 PAPER_INPUTS["figure_companions"] = rules.figure_companions.output.pdf
+
+
+# Study 1 under both protocols (issue 29, item 2): every dependence network trained again with
+# the leftover rows kept (the first one is rule train_dependence_keep's), probed as the dropped
+# ones are, and both protocols side by side against the published table.
+DEP_KEEP_MORE = DEP["seeds"][1:]
+KEPT_PROBES = [rules.probe_companions_dependence_keep.output.probes]
+
+if DEP_KEEP_MORE:
+
+    rule train_dependence_keep_more:
+        message:
+            "Training the other dependence networks with the leftover rows kept, seeds %s" % DEP_KEEP_MORE
+        input:
+            x=rules.split.output.x_train,
+            y=rules.split.output.y_train,
+            code=code("train.py"),
+        output:
+            weights="results/runs/dependence_keep/more.safetensors",
+            epochs="results/runs/dependence_keep/more_epochs.csv",
+        params:
+            seeds=DEP_KEEP_MORE,
+            net=net_params(DEP["normaliser"]),
+            recipe=recipe_params(DEP | {"last_batch": "keep"}, DEP["batch_size"], DEP["normaliser"]),
+        conda:
+            CONDA_ENV
+        threads: THREADS  # config compute_threads: seeds trained at once
+        resources:
+            mem_mb=per_attempt(1000),
+            runtime=per_attempt(20),
+        log:
+            "results/logs/train_dependence_keep_more.log",
+        benchmark:
+            "results/benchmarks/train_dependence_keep_more.tsv"
+        script:
+            "../scripts/train.py"
+
+    rule probe_companions_dependence_keep_more:
+        message:
+            "Probing the other dependence networks trained with the leftover rows kept"
+        input:
+            weights=rules.train_dependence_keep_more.output.weights,
+            x_test=rules.split.output.x_test,
+            y_test=rules.split.output.y_test,
+            y_train=rules.split.output.y_train,
+            examples=rules.companion_examples.output.examples,
+            code=code("companions_probe.py"),
+        output:
+            probes="results/companions/dependence_keep/more_probes.csv",
+        params:
+            **comp_probe_params("dependence_keep"),
+        conda:
+            CONDA_ENV
+        threads: 1
+        resources:
+            mem_mb=per_attempt(2000),
+            runtime=per_attempt(30),
+        log:
+            "results/logs/probe_companions_dependence_keep_more.log",
+        benchmark:
+            "results/benchmarks/probe_companions_dependence_keep_more.tsv"
+        script:
+            "../scripts/companions_probe.py"
+
+    register(rules.train_dependence_keep_more)
+    register(rules.probe_companions_dependence_keep_more)
+    KEPT_PROBES.append(rules.probe_companions_dependence_keep_more.output.probes)
+
+
+rule summarise_protocols:
+    localrule: True
+    message:
+        "Comparing study 1 under both protocols: leftover rows dropped and kept, over networks"
+    input:
+        dropped=rules.probe_companions_dependence.output.probes,
+        kept=KEPT_PROBES,
+        published="workflow/resources/published.yaml",
+        code=code("protocols_summarise.py"),
+    output:
+        networks="results/companions/protocols/networks.csv",
+        over_networks="results/companions/protocols/over_networks.csv",
+        paired="results/companions/protocols/kept_minus_dropped.csv",
+        summary=report(
+            "results/summary/protocols.json",
+            category="Study 1 - Companion dependence",
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "both protocols' numbers (JSON)"},
+        ),
+        macros="results/paper/macros/protocols.tex",
+        latex_table=report(
+            "results/paper/tables/protocols.tex",
+            category="Study 1 - Companion dependence",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "leftover rows dropped and kept: means over networks beside the published values"},
+        ),
+    params:
+        confidence=COMP["confidence"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=per_attempt(500),
+        runtime=per_attempt(5),
+    log:
+        "results/logs/summarise_protocols.log",
+    benchmark:
+        "results/benchmarks/summarise_protocols.tsv"
+    script:
+        "../scripts/protocols_summarise.py"
+
+
+register(rules.summarise_protocols)
+PAPER_INPUTS["macros_protocols"] = rules.summarise_protocols.output.macros
+PAPER_INPUTS["table_protocols"] = rules.summarise_protocols.output.latex_table

@@ -1,6 +1,7 @@
-"""Rule train_accumulation: batch norm accumulating micro-batches and ghost batch norm in virtual
-batches of the micro-batch, one seed block; weights, epoch logs, accuracy in both modes, and how far
-the two variants lie apart (bnstudy.accumulation)."""
+"""Rule train_accumulation: batch norm accumulating micro-batches, ghost batch norm in virtual
+batches of the micro-batch and batch norm at the micro-batch with the rate scaled, one seed block;
+weights, epoch logs, accuracy (inference mode with running and with recomputed statistics, training
+mode), and how far accumulation and ghost batch norm lie apart (bnstudy.accumulation)."""
 
 import sys
 
