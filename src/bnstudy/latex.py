@@ -205,8 +205,8 @@ def zero_sentence(subject: str, above, below, total: int) -> str:
     ``above``/``below``: the batch sizes whose interval lies wholly above / below zero;
     ``total``: the number of batch sizes. Every variant agrees in number with its plural
     subject and names each batch size once: ``... contain zero at every batch size``;
-    ``... lie wholly above zero at batch 16 and contain zero at the other batch size``;
-    ``... lie wholly below zero at batches 2 and 4, wholly above zero at batch 64 and
+    ``... lie wholly above zero at batch 16, and contain zero at the other batch size``;
+    ``... lie wholly below zero at batches 2 and 4, wholly above zero at batch 64, and
     contain zero at the other 3 batch sizes``; ``... lie wholly above zero at every batch
     size``."""
     above, below = list(above), list(below)
@@ -218,10 +218,12 @@ def zero_sentence(subject: str, above, below, total: int) -> str:
         clauses.append(f"wholly below zero {'at every batch size' if len(below) == total else at_batches(below)}")
     if above:
         clauses.append(f"wholly above zero {'at every batch size' if len(above) == total else at_batches(above)}")
-    text = f"{subject} lie {words(clauses)}"
     if rest > 0:
-        where = "the other batch size" if rest == 1 else f"the other {rest} batch sizes"
-        text += f"{' and' if len(clauses) == 1 else ', and'} contain zero at {where}"
+        clauses.append(f"contain zero at {'the other batch size' if rest == 1 else f'the other {rest} batch sizes'}")
+    # parts joined by commas, the last by ", and", so that a list of sizes ("2 and 4") stays one
+    text = f"{subject} lie {clauses[0]}" if len(clauses) == 1 else f"{subject} lie {', '.join(clauses[:-1])}, and "
+    if len(clauses) > 1:
+        text += clauses[-1]
     return text
 
 
