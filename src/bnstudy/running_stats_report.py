@@ -317,7 +317,7 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
                 # rounding): the float64 pass's, not the float32 layer's, which differs in the
                 # fourth decimal
                 f4(ema[r.order][int(r.batch_size)].train_eval_rmse)
-                if r.keep == keep and int(r.batch_size) in ema[r.order]
+                if abs(r.keep - keep) < 1e-12 and int(r.batch_size) in ema[r.order]
                 else f4(r.train_eval_rmse),
                 f"{mark(r.differential_pass)} ({r.differential_rmse:.3f})",
             ]
