@@ -80,9 +80,22 @@ def two_threads():
         yield
 
 
+# The claim checked: a ResNet-18 audit of 500 examples takes at most 5 minutes of 2 cores. The suite
+# audits 200 of them (every digit has 16 or more among them, so one-label batches of 16 are probed)
+# and holds the CPU time to 200/500 of the bound. The audit's cost is a fixed part a >= 0 (the
+# statistics pass over the training rows, the recomputed statistics) plus a part b n linear in the
+# examples n (each design probes every example the same number of times; the exact design's 50
+# examples each meet all n - 1 companions). So T(200) <= 300 s * 200/500 gives
+# T(500) = T(200) + 300 b <= 2.5 T(200) <= 300 s, at 2.5 minutes less CPU than auditing all 500.
+CLAIMED_EXAMPLES, CLAIMED_SECONDS_ON_2_CORES = 500, 300
+AUDITED = 200
+
+
 def test_resnet18_audit_of_500_examples_takes_under_5_minutes_on_2_cores(two_threads):
-    """500 examples, 20 probes per example at b = 2, 4, 16, 64 in random and one-label batches, 50
-    examples exact at b = 2, statistics and the remedy: at most 5 minutes of 2 cores.
+    """200 of the 500 examples, 20 probes per example at b = 2, 4, 16, 64 in random and one-label
+    batches, 50 examples exact at b = 2, statistics and the remedy, within 200/500 of 5 minutes of 2
+    cores (see above why that bounds the 500-example audit); the exact design enumerates every one
+    of the n - 1 companions, so its cost is linear in n too.
 
     The bound is on CPU time over 2 (what the audit takes on 2 cores of its own): the suite
     runs the pipeline's determinism runs beside the tests, so wall time measures the load.
@@ -99,23 +112,24 @@ def test_resnet18_audit_of_500_examples_takes_under_5_minutes_on_2_cores(two_thr
         F.cross_entropy(net(x_train[idx]), y_train[idx]).backward()
         opt.step()
     net.eval()
-    x, y = x_test[:500], y_test[:500]
+    n = AUDITED
+    x, y = x_test[:n], y_test[:n]
 
     wall, cpu = time.perf_counter(), time.process_time()
     r = audit(net, x, y, probes=20, stats_x=x_train)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"ResNet-18 audit: {wall:.1f} s wall, {cpu:.1f} s CPU, {r.timing['probes']} probes")
-    assert cpu / 2 <= 300, (wall, cpu)
+    print(f"ResNet-18 audit of {n} examples: {wall:.1f} s wall, {cpu:.1f} s CPU, {r.timing['probes']} probes")
+    assert cpu / 2 <= CLAIMED_SECONDS_ON_2_CORES * n / CLAIMED_EXAMPLES, (wall, cpu)
 
     assert r.settings["batch_sizes"] == [2, 4, 16, 64] and len(r.layers) == 20
     for design, sizes in (("random", (2, 4, 16, 64)), ("label", (2, 4, 16))):
         for b in sizes:
             f = r.flip(b, design)
-            assert f["examples"] == 500 and f["probes"] == 500 * 20
+            assert f["examples"] == n and f["probes"] == n * 20
             assert 0 <= f["ci_low"] <= f["flip_rate"] <= f["ci_high"] <= 1
-    # no digit has 64 of the 500 examples: no one-label batch of 64, and the notes say so
+    # no digit has 64 of the examples: no one-label batch of 64, and the notes say so
     assert r.flip(64, "label") is None
-    assert "label batches of 64: 500 rows in labels of fewer than 64 rows not probed" in r.notes
+    assert f"label batches of 64: {n} rows in labels of fewer than 64 rows not probed" in r.notes
     assert r.flip(2, "exact")["examples"] == 50
     assert r.flip_rate(2) > r.flip_rate(64)  # fewer companions, more dependence
     assert all(row["updates"] == 60 and row["mean_distance"] is not None for row in r.layers)
@@ -124,7 +138,7 @@ def test_resnet18_audit_of_500_examples_takes_under_5_minutes_on_2_cores(two_thr
     from bnstudy.audit import designs
     from bnstudy.audit.engine import Engine
 
-    batches, _ = designs.rounds(np.arange(500), 4, 1, designs.generator(0, "random", 4))
+    batches, _ = designs.rounds(np.arange(n), 4, 1, designs.generator(0, "random", 4))
     fast = Engine(net, x).train_labels(batches[:25])
     assert (fast == naive_labels(net, x, batches[:25], first_only=False)).mean() >= 0.99
 

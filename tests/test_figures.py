@@ -75,6 +75,39 @@ def batch_size_summary():
     return pd.DataFrame(rows).assign(ci_low=lambda t: t["mean"] - 0.01, ci_high=lambda t: t["mean"] + 0.01)
 
 
+def gains_table(sizes=(2, 4, 8, 16, 32, 64)):
+    """Paired comparisons as bnstudy.paired.summarise writes them (gains.csv)."""
+    names = ["batchnorm_vs_none", "batchrenorm_vs_batchnorm", "layernorm_vs_batchnorm"]
+    names += [f"{m}_vs_ema" for m in ("debiased_ema", "cumulative", "precise_bn", "exact")] + ["none_keep_vs_drop"]
+    rows = [
+        dict(comparison=c, batch_size=b, seeds=3, gain=0.001 * (i + 1) - 0.01 / b, sd=0.002)
+        for i, c in enumerate(names)
+        for b in sizes
+    ]
+    return pd.DataFrame(rows).assign(ci_low=lambda t: t["gain"] - 0.004, ci_high=lambda t: t["gain"] + 0.004)
+
+
+def shuffles_table(shuffles=3):
+    """The shuffled pass repeated (shuffles.csv): the moving average, pooled statistics."""
+    rows = []
+    for s in range(shuffles):
+        for b in (8, 32, 256):
+            for est, k in (("ema", 0.9), ("pooled", np.nan), ("bias_corrected", 0.9)):
+                rows.append(
+                    dict(
+                        order="shuffled",
+                        batch_size=b,
+                        estimator=est,
+                        keep=k,
+                        shuffle=s,
+                        running_error=(0.1 + 0.01 * b) * (1 + 0.1 * s) if k == k else 0.0,
+                        batch_estimate_error=2.0 / np.sqrt(b) * (1 + 0.05 * s),
+                        train_eval_rmse=(0.3 + 0.005 * b) * (1 + 0.1 * s),
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
 def passes_table(keeps=(0.5, 0.9, 0.99)):
     rows = []
     for order in ("shuffled", "sorted"):
@@ -132,7 +165,14 @@ def accumulation_cells(micro=(2, 4)):
     return pd.DataFrame(rows).assign(ci_low=lambda t: t["mean"] - 0.02, ci_high=lambda t: t["mean"] + 0.02)
 
 
-def finetune_table(rates=(1e-4, 1e-3), steps=(0, 25, 50, 300)):
+def finetune_table(rates=(1e-4, 1e-3), steps=(0, 25, 50, 300), seeds=None):
+    """along_mean.csv's rows, or along.csv's (one per seed, a ``seed`` column) given ``seeds``."""
+    if seeds is not None:
+        mean = finetune_table(rates, steps)
+        return pd.concat(
+            [mean.assign(seed=s, inference_accuracy=mean.inference_accuracy - 0.002 * s) for s in seeds],
+            ignore_index=True,
+        )
     rows = []
     for lr in rates:
         for stream in ("shuffle", "class_sorted"):
@@ -165,11 +205,11 @@ def build(name):
     if name == "companions":
         return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
     if name == "batch_size":
-        return figures.batch_size(batch_size_summary())
+        return figures.batch_size(batch_size_summary(), gains_table())
     if name == "batch_size_remedies":
-        return figures.batch_size_remedies(batch_size_summary())
+        return figures.batch_size_remedies(batch_size_summary(), gains_table())
     if name == "running_stats":
-        return running_stats(passes_table(), 0.9)
+        return running_stats(passes_table(), 0.9, shuffles_table())
     if name == "lr_sweep":
         return lr_sweep_figure()
     if name == "serving":
@@ -179,7 +219,8 @@ def build(name):
 
         return accumulation(accumulation_cells(), 64)
     if name == "finetune":
-        return finetune(finetune_table(), {"inference_accuracy": 0.97, "var_to_exact": 0.03})
+        start = {"inference_accuracy": 0.97, "var_to_exact": 0.03}
+        return finetune(finetune_table(), start, networks=finetune_table(seeds=(0, 1, 2)))
     if name == "conv":
         return conv_figure()
     raise KeyError(name)

@@ -153,7 +153,7 @@ def test_a_run_starts_from_the_given_network_and_the_path_is_made_of_prefix_runs
 
 
 def test_finetuning_refuses_another_normaliser():
-    spec = model.NetSpec("layernorm", WIDTHS, groups=1)
+    spec = model.NetSpec("groupnorm", WIDTHS, groups=1)
     x, y = _data()
     with pytest.raises(ValueError, match="batch norm"):
         finetune.run(model.initial_state(spec, 0), spec, x, y, np.arange(4), 2, 1e-3, False)
@@ -292,3 +292,59 @@ def test_finetune_outputs_are_built_and_in_the_manifest(runs):
         for stream in finetune.STREAMS:
             assert cell[stream]["frozen"]["var_to_start"]["mean"] == 0  # frozen: the statistics never move
             assert cell[stream]["live"]["var_to_start"]["mean"] > 0
+
+
+# ---- arms, conditions and controls (issue 29, item 10) ---------------------------------------
+
+
+def test_momentum_zero_arm_is_training_mode_with_the_running_statistics_fixed():
+    """Batch statistics in the forward and backward pass, running statistics untouched: PyTorch's
+    training mode with BatchNorm1d's momentum 0 (its rule keeps the running averages exactly)."""
+    state, spec = _state(seed=4)
+    x, y = _data(24)
+    rows = np.random.default_rng(5).permutation(24).astype(np.int64)
+    got = finetune.run(state, spec, x, y, rows, 4, 1e-2, False, momentum=0.0)
+    net = _module(state, spec)
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.BatchNorm1d):
+            mod.momentum = 0.0
+    spec0 = model.NetSpec("batchnorm", WIDTHS, groups=1, eps=1e-5, momentum=0.0)
+    want = _torch_finetune(state, spec0, x, y, rows, 4, 1e-2, False)
+    for layer in model.NORMS:
+        for k in ("running_mean", "running_var"):
+            assert got[f"{layer}.{k}"].tobytes() == state[f"{layer}.{k}"].tobytes()
+    for k in got:  # the biases before a normaliser apart: zero gradient but for rounding, which Adam scales up
+        if "running" not in k and "num_batches" not in k and k not in ("0.bias", "3.bias"):
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    live = finetune.run(state, spec, x, y, rows, 4, 1e-2, False)
+    assert live["1.running_mean"].tobytes() != state["1.running_mean"].tobytes()  # the live arm moves them
+    # the weights of the momentum-0 arm are the live arm's: momentum only touches the running statistics
+    assert all(got[k].tobytes() == live[k].tobytes() for k in got if "running" not in k and "num_batches" not in k)
+
+
+@pytest.mark.parametrize("normaliser", ["none", "layernorm"])
+def test_control_networks_fine_tune_as_pytorch_does(normaliser):
+    spec = model.NetSpec(normaliser, WIDTHS, groups=1, eps=1e-5, momentum=0.1)
+    state = model.initial_state(spec, 3)
+    x, y = _data(20)
+    rows = np.random.default_rng(6).permutation(20).astype(np.int64)
+    got = finetune.run(state, spec, x, y, rows, 2, 1e-2, False)
+    want = _torch_finetune(state, spec, x, y, rows, 2, 1e-2, False)
+    assert sorted(got) == sorted(state)
+    for k in got:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    with pytest.raises(ValueError, match="no running statistics to freeze"):
+        finetune.run(state, spec, x, y, rows, 2, 1e-2, True)
+
+
+def test_shift_is_float32_scale_then_offset_and_arms_are_named():
+    x = np.array([[0.5, -1.25], [2.0, 3.0]], np.float64)
+    got = finetune.shift_inputs(x, 1.5, 0.25)
+    assert got.dtype == np.float32
+    assert got.tolist() == [[1.0, -1.625], [3.25, 4.75]]
+    assert finetune.arm_settings("momentum0") == ("batchnorm", False, 0.0)
+    assert finetune.arm_settings("frozen") == ("batchnorm", True, None)
+    assert finetune.arm_settings("live") == ("batchnorm", False, None)
+    assert finetune.arm_settings("layernorm") == ("layernorm", False, None)
+    with pytest.raises(ValueError, match="unknown fine-tuning arm"):
+        finetune.arm_settings("ghost")

@@ -226,7 +226,19 @@ def test_along_means_average_the_seeds_per_position():
 
 def test_macros_and_table_print_the_summary():
     summary = serving.summarise(_networks(), 0.95)
-    settings = dict(batch_size=16, passes=1, batches=56, served=896, test_rows=899, momentum=0.1, confidence=0.95)
+    settings = dict(
+        batch_size=16,
+        passes=1,
+        batches=56,
+        served=896,
+        test_rows=899,
+        stream_rows=899,
+        held_out_rows=449,
+        held_out=0.5,
+        replicates=1,
+        momentum=0.1,
+        confidence=0.95,
+    )
     m = serving_report.macros(summary, settings)
     assert m["servingSortedChangeBFour"] == "$-7.0$"  # (-5 - 8 - 8) / 3 points
     assert m["servingRandomServedBOneSix"] == "85.0\\%"
@@ -261,9 +273,16 @@ def test_serving_config_cross_checks(test_config, key, value, message):
     assert str(e.value).startswith(message)
 
 
-def test_serving_batch_size_may_be_the_whole_test_half(test_config):
-    test_config["serving"]["batch_size"] = test_config["split"]["test_size"]
+def test_serving_batch_size_may_be_every_streamed_row_and_no_more(test_config):
+    import math
+
+    n = test_config["split"]["test_size"]
+    streamed = n - math.floor(test_config["serving"]["held_out"] * n)
+    test_config["serving"]["batch_size"] = streamed
     check_cross_fields(test_config)
+    test_config["serving"]["batch_size"] = streamed + 1
+    with pytest.raises(ConfigError, match="config error: serving.batch_size: .* larger than the streamed rows"):
+        check_cross_fields(test_config)
 
 
 def test_serving_outputs_are_built_and_in_the_manifest(runs):

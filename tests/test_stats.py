@@ -131,3 +131,17 @@ def test_crossed_components_by_hand_two_by_two():
     assert c["var_residual"] == pytest.approx(0.0, abs=1e-15)
     assert c["se"] == pytest.approx(np.sqrt(0.08 / 4))
     assert c["df"] == pytest.approx(0.08**2 / (0.04**2 + 0.04**2))
+
+
+def test_t_quantile_is_scipy_stats_t_ppf_bit_for_bit():
+    """The light quantile (scipy.special) gives the bits scipy.stats.t.ppf gives, so swapping it in
+    changed no interval; and it is the quantile (the t CDF at it returns the probability)."""
+    from scipy import special
+    from scipy import stats as sps
+
+    from bnstudy.stats import t_quantile
+
+    for df in [*range(1, 60), 0.5, 2.7, 17.25, 1e3, 1e6]:
+        for q in (0.6, 0.75, 0.9, 0.95, 0.975, 0.99, 0.995, 0.9995):
+            assert t_quantile(q, df) == float(sps.t.ppf(q, df)), (q, df)
+            assert abs(float(special.stdtr(df, t_quantile(q, df))) - q) < 1e-12

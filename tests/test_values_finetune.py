@@ -484,3 +484,70 @@ def test_layer_mean_of_one_model_uses_only_its_rows():
     assert got["mean_distance"].tolist() == [(0.2 + 0.4) / 2]
     assert got["var_distance"].tolist() == [(0.6 + 0.9) / 2]
     assert got["mean_distance"].shape == got["var_distance"].shape == (1,)
+
+
+# ---- arms, conditions and controls (issue 29, item 10) ---------------------------------------
+
+
+def _arm_rows():
+    rows = []
+    for lr in (1e-3, 1e-4):
+        for c, shift in (("same", 0.0), ("shifted", -0.2)):
+            for s, sorted_ in (("shuffle", 0.0), ("class_sorted", -0.05)):
+                for k, arm in enumerate(finetune_report.ARMS):
+                    for seed in (2, 0, 1):
+                        before = 0.9 + shift * (arm in ("live", "frozen", "momentum0")) + 0.003 * seed
+                        rows.append(
+                            dict(
+                                seed=seed,
+                                lr=lr,
+                                condition=c,
+                                stream=s,
+                                arm=arm,
+                                inference_before=before,
+                                inference_after=before + sorted_ - 0.01 * k + 0.002 * seed**2 + 100 * lr * seed,
+                                recomputed_after=before + 0.05 if arm in ("live", "frozen", "momentum0") else np.nan,
+                            )
+                        )
+    return rows
+
+
+def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences():
+    rows = _arm_rows()
+    got = finetune_report.summarise_arms(rows, 0.95)
+    assert sorted(got, key=float) == ["0.0001", "0.001"]
+    pick = lambda lr, c, s, a, k: [  # noqa: E731
+        r[k] for r in sorted(rows, key=lambda r: r["seed"])
+        if r["lr"] == lr and r["condition"] == c and r["stream"] == s and r["arm"] == a
+    ]  # fmt: skip
+    e = got["0.001"]["shifted"]["class_sorted"]
+    after = pick(1e-3, "shifted", "class_sorted", "live", "inference_after")
+    before = pick(1e-3, "shifted", "class_sorted", "live", "inference_before")
+    d = [a - b for a, b in zip(after, before)]
+    mean = math.fsum(d) / 3
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in d) / 2)
+    half = sps.t.ppf(0.975, 2) * sd / math.sqrt(3)
+    assert e["arms"]["live"]["change"]["mean"] == pytest.approx(mean, abs=1e-15)
+    assert e["arms"]["live"]["change"]["ci"] == pytest.approx([mean - half, mean + half], abs=1e-12)
+    assert "recomputed" in e["arms"]["momentum0"] and "recomputed" not in e["arms"]["none"]
+    # live minus momentum 0: the arms' accuracies after, 0.01 apart by construction (k = 0 and 2)
+    assert e["contrasts"]["statistics_update"]["mean"] == pytest.approx(0.02, abs=1e-12)
+    assert e["contrasts"]["gradient_path"]["mean"] == pytest.approx(-0.01, abs=1e-12)
+    # live minus a control compares changes: live (k = 0) against none (k = 3)
+    assert e["contrasts"]["live_minus_none"]["mean"] == pytest.approx(0.03, abs=1e-12)
+    m = finetune_report.arms_macros(got, {"shift": {"scale": 1.5, "offset": 0.5}})
+    assert m["finetuneShiftScale"] == "1.5" and m["finetuneShiftOffset"] == "0.5"
+    assert m["finetuneContrastRateTwoShiftedClassSortedStatisticsUpdate"] == "$+2.0$"
+    assert m["finetuneContrastCellsPerCondition"] == "4"
+    # the contrasts are constant over seeds: zero spread, so their intervals are the point
+    assert m["finetuneContrastShiftedStatisticsUpdateAboveCells"] == "4"
+    assert m["finetuneContrastShiftedGradientPathBelowCells"] == "4"
+    rows_t = finetune_report.arms_table_rows(got)
+    assert len(rows_t) == 8 and all(len(r) == 8 for r in rows_t)
+    # a grid without layer norm: its arm and contrast are left out, not invented
+    no_ln = finetune_report.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
+    assert "layernorm" not in no_ln["0.001"]["same"]["shuffle"]["arms"]
+    assert "live_minus_layernorm" not in no_ln["0.001"]["same"]["shuffle"]["contrasts"]
+    assert finetune_report.arms_header(no_ln)[-1] == "no normaliser"
+    with pytest.raises(ValueError, match="no rows of arm momentum0"):
+        finetune_report.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)

@@ -185,7 +185,18 @@ def _interval(values, confidence):
     n = len(v)
     mean, sd = float(v.mean()), float(v.std(ddof=1))
     half = sps.t.ppf(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
-    return {"mean": mean, "sd": sd, "ci": [mean - half, mean + half], "seeds": n}
+    # one stream replicate: the crossed interval is the t interval over networks
+    return {
+        "mean": mean,
+        "sd": sd,
+        "ci": [mean - half, mean + half],
+        "seeds": n,
+        "networks": n,
+        "streams": 1,
+        "sd_networks": sd,
+        "sd_streams": float("nan"),
+        "df": float(n - 1),
+    }
 
 
 def _assert_same(got, want, path=()):
@@ -199,6 +210,8 @@ def _assert_same(got, want, path=()):
             _assert_same(g, w, (*path, i))
     elif isinstance(want, int):
         assert got == want and isinstance(got, int), path
+    elif isinstance(want, float) and math.isnan(want):
+        assert math.isnan(got), path
     else:
         assert got == pytest.approx(want, rel=1e-12, abs=1e-14), path
 
@@ -230,6 +243,91 @@ def test_summary_is_every_measure_over_seeds_paired_by_seed(confidence):
     change = summary["8"]["random"]["inference_change"]
     ratio = (change["ci"][1] - change["mean"]) / (change["sd"] / math.sqrt(3))
     assert ratio == pytest.approx(sps.t.ppf(0.5 + confidence / 2, 2), rel=1e-12)
+
+
+def _crossed_by_hand(t, confidence):
+    """Two-way random-effects ANOVA of a networks x streams table, written out with NumPy."""
+    t = np.asarray(t, np.float64)
+    m, r = t.shape
+    grand = t.mean()
+    ss_n = r * ((t.mean(axis=1) - grand) ** 2).sum()
+    ss_s = m * ((t.mean(axis=0) - grand) ** 2).sum()
+    ss_e = ((t - grand) ** 2).sum() - ss_n - ss_s
+    ms_n, ms_s, ms_e = ss_n / (m - 1), ss_s / (r - 1), ss_e / ((m - 1) * (r - 1))
+    return grand, ms_n, ms_s, ms_e
+
+
+def test_crossed_interval_is_the_two_way_random_effects_interval():
+    # network effects, stream effects and an interaction, every cell distinct
+    t = np.array([[0.81 + 0.03 * i - 0.05 * j + 0.004 * ((i * j) % 3) for j in range(3)] for i in range(4)])
+    got = serving.crossed_interval(t, 0.95)
+    grand, ms_n, ms_s, ms_e = _crossed_by_hand(t, 0.95)
+    assert ms_n + ms_s - ms_e > max(ms_n, ms_s)  # the unfloored branch
+    var = (ms_n + ms_s - ms_e) / 12
+    df = (ms_n + ms_s - ms_e) ** 2 / (ms_n**2 / 3 + ms_s**2 / 2 + ms_e**2 / 6)
+    half = sps.t.ppf(0.975, df) * math.sqrt(var)
+    assert got["mean"] == pytest.approx(grand, rel=1e-14)
+    assert got["df"] == pytest.approx(df, rel=1e-12)
+    assert got["ci"] == pytest.approx([grand - half, grand + half], rel=1e-12)
+    assert got["sd_networks"] == pytest.approx(math.sqrt((ms_n - ms_e) / 3), rel=1e-12)
+    assert got["sd_streams"] == pytest.approx(math.sqrt((ms_s - ms_e) / 4), rel=1e-12)
+    assert (got["networks"], got["streams"], got["seeds"]) == (4, 3, 4)
+    # wider than the t interval over networks of the stream-averaged values, which ignores the streams
+    naive = _interval(t.mean(axis=1).tolist(), 0.95)
+    assert got["ci"][1] - got["ci"][0] > naive["ci"][1] - naive["ci"][0]
+
+
+def test_crossed_interval_floors_a_variance_estimate_below_a_factors_own():
+    # a large residual and no stream effect: MS_net + MS_stream - MS_res falls below MS_net
+    t = np.array([[0.5, 0.7, 0.6], [0.8, 0.6, 0.7], [0.6, 0.6, 0.6], [0.7, 0.5, 0.6]])
+    grand, ms_n, ms_s, ms_e = _crossed_by_hand(t, 0.9)
+    assert ms_n + ms_s - ms_e < max(ms_n, ms_s)
+    got = serving.crossed_interval(t, 0.9)
+    floor, df = max((ms_n, 3), (ms_s, 2))
+    half = sps.t.ppf(0.95, df) * math.sqrt(floor / 12)
+    assert got["df"] == df
+    assert got["ci"] == pytest.approx([grand - half, grand + half], rel=1e-12)
+    assert got["sd_streams"] == 0.0 or got["sd_networks"] == 0.0
+
+
+def test_crossed_interval_with_one_network_is_over_streams_and_with_one_cell_unknown():
+    got = serving.crossed_interval([[0.2, 0.4, 0.9]], 0.95)
+    want = _interval([0.2, 0.4, 0.9], 0.95)
+    assert got["ci"] == pytest.approx(want["ci"], rel=1e-12)
+    assert math.isnan(got["sd_networks"]) and got["sd_streams"] == pytest.approx(want["sd"], rel=1e-12)
+    one = serving.crossed_interval([[0.3]], 0.95)
+    assert one["mean"] == 0.3 and all(math.isnan(v) for v in one["ci"])
+
+
+def test_summary_crosses_networks_with_stream_replicates():
+    rows = []
+    for r in range(3):
+        for seed in (0, 1, 2, 3):
+            for stream, base in (("random", 0.8), ("sorted", 0.3)):
+                rows.append(
+                    dict(
+                        train_batch_size=4,
+                        stream=stream,
+                        replicate=r,
+                        seed=seed,
+                        stream_accuracy=base + 0.01 * seed + 0.02 * r,
+                        inference_before=0.9 + 0.001 * seed,
+                        inference_after=0.88 - 0.03 * r * (stream == "sorted") + 0.002 * seed * r,
+                        mean_shift=0.1 * (r + 1) + 0.01 * seed,
+                        var_change=0.2 + 0.01 * seed * r,
+                    )
+                )
+    summary = serving.summarise(rows[::-1], 0.95)
+    pick = lambda s, key: np.array(  # noqa: E731
+        [[next(x[key] for x in rows if x["stream"] == s and x["seed"] == i and x["replicate"] == r) for r in range(3)]
+         for i in range(4)]
+    )  # fmt: skip
+    change = pick("sorted", "inference_after") - pick("sorted", "inference_before")
+    _assert_same(summary["4"]["sorted"]["inference_change"], serving.crossed_interval(change, 0.95))
+    gap = pick("sorted", "stream_accuracy") - pick("random", "stream_accuracy")
+    _assert_same(summary["4"]["sorted_minus_random"]["stream_accuracy"], serving.crossed_interval(gap, 0.95))
+    with pytest.raises(ValueError, match="every stream replicate"):
+        serving.summarise(rows[1:], 0.95)
 
 
 # ---- the per-position means -------------------------------------------------------------------
@@ -272,7 +370,15 @@ def test_along_means_refuse_an_unknown_stream():
 
 def _entry(mean, lo=None, hi=None, seeds=5):
     lo, hi = (mean - 0.01, mean + 0.01) if lo is None else (lo, hi)
-    return {"mean": mean, "sd": 0.0123, "ci": [lo, hi], "seeds": seeds}
+    # the components' spreads: a tenth and a fifth of the mean's size, so that their maxima are known
+    return {
+        "mean": mean,
+        "sd": 0.0123,
+        "sd_networks": abs(mean) / 10,
+        "sd_streams": abs(mean) / 5,
+        "ci": [lo, hi],
+        "seeds": seeds,
+    }
 
 
 def _stream(served, before, after, change, lo, hi, shift, var, seeds=5):
@@ -391,6 +497,11 @@ RANGES = {
     "servingRandomGainCells": "1",  # 4 only; 128 starts at 0
     "servingSortedLossCells": "1",  # 4 only; 16 ends at 0
     "servingSortedGainCells": "1",  # 128
+    # largest spreads of the change: |mean| / 5 between streams, / 10 between networks
+    "servingRandomChangeSdStreamsMax": "0.2",  # 0.0124 / 5 = 0.248 points
+    "servingRandomChangeSdNetworksMax": "0.1",
+    "servingSortedChangeSdStreamsMax": "1.4",  # 0.0704 / 5
+    "servingSortedChangeSdNetworksMax": "0.7",
 }
 
 
@@ -405,7 +516,17 @@ RANGES = {
 def test_macros_are_the_whole_summary_printed(passes, passes_tex, phrase, weight):
     assert f"{0.95 ** (7 * passes):.2g}" == weight
     settings = dict(
-        batch_size=1024, passes=passes, batches=7, served=7168, test_rows=7200, momentum=0.05, confidence=0.9
+        batch_size=1024,
+        passes=passes,
+        batches=7,
+        served=7168,
+        test_rows=7200,
+        stream_rows=7175,
+        held_out_rows=25,
+        held_out=0.004,
+        replicates=3,
+        momentum=0.05,
+        confidence=0.9,
     )
     want = {
         "servingBatchSize": "1{,}024",
@@ -417,6 +538,14 @@ def test_macros_are_the_whole_summary_printed(passes, passes_tex, phrase, weight
         "servingConfidence": "90\\%",
         "servingCells": "3",
         "servingTestRows": "7{,}200",
+        "servingStreamRows": "7{,}175",
+        "servingHeldOutRows": "25",
+        "servingHeldOutShare": "0\\%",
+        "servingReplicates": "3",
+        "servingReplicatePhrase": "3 streams",
+        "servingClassOrderPhrase": (
+            "the classes in ascending order in the first and in seeded random orders in the others"
+        ),
         "servingTrainedWeight": weight,
         "servingSeeds": "4",
     }
@@ -427,7 +556,17 @@ def test_macros_are_the_whole_summary_printed(passes, passes_tex, phrase, weight
 def test_macros_of_one_cell_with_settings_that_need_more_digits():
     summary = {"64": _summary()["4"]}
     settings = dict(
-        batch_size=12345, passes=1, batches=1, served=12345, test_rows=12999, momentum=0.125, confidence=0.95
+        batch_size=12345,
+        passes=1,
+        batches=1,
+        served=12345,
+        test_rows=12999,
+        stream_rows=12350,
+        held_out_rows=649,
+        held_out=0.05,
+        replicates=1,
+        momentum=0.125,
+        confidence=0.95,
     )
     m = serving_report.macros(summary, settings)
     settings_macros = {
@@ -440,6 +579,12 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
         "servingConfidence": "95\\%",
         "servingCells": "1",
         "servingTestRows": "12{,}999",
+        "servingStreamRows": "12{,}350",
+        "servingHeldOutRows": "649",
+        "servingHeldOutShare": "5\\%",
+        "servingReplicates": "1",
+        "servingReplicatePhrase": "one stream",
+        "servingClassOrderPhrase": "the classes in ascending order",
         "servingTrainedWeight": "0.88",  # 0.875 ** 1
         "servingSeeds": "5",
     }
@@ -459,6 +604,10 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
         "servingSortedShiftMax": "0.46",
         "servingSortedMinusRandomServedMin": "$-63.7$",
         "servingSortedMinusRandomServedMax": "$-63.7$",
+        "servingRandomChangeSdStreamsMax": "0.2",
+        "servingRandomChangeSdNetworksMax": "0.1",
+        "servingSortedChangeSdStreamsMax": "1.4",
+        "servingSortedChangeSdNetworksMax": "0.7",
         "servingSortedMinusRandomServedLossCells": "1",
         "servingRandomLossCells": "0",
         "servingRandomGainCells": "1",
@@ -520,7 +669,19 @@ def test_write_table_writes_the_whole_tabular(tmp_path):
 def test_macros_and_table_of_a_computed_summary():
     """The same path as the pipeline: summarise, then print; the numbers looked up by hand."""
     summary = serving.summarise(_networks(), 0.9)
-    settings = dict(batch_size=8, passes=2, batches=12, served=96, test_rows=97, momentum=0.1, confidence=0.9)
+    settings = dict(
+        batch_size=8,
+        passes=2,
+        batches=12,
+        served=96,
+        test_rows=97,
+        stream_rows=97,
+        held_out_rows=40,
+        held_out=0.4,
+        replicates=1,
+        momentum=0.1,
+        confidence=0.9,
+    )
     m = serving_report.macros(summary, settings)
     rows = [r for r in _networks() if r["train_batch_size"] == 8]
     served = {s: np.mean([r["stream_accuracy"] for r in rows if r["stream"] == s]) for s in serving.STREAMS}
@@ -531,3 +692,44 @@ def test_macros_and_table_of_a_computed_summary():
     table = serving_report.table_rows(summary)
     assert [r[0] for r in table] == ["8", "32"]
     assert table[0][4] == m["servingRandomServedBEight"] and table[0][5] == m["servingSortedServedBEight"]
+
+
+# ---- the held-out rows and the class orders ---------------------------------------------------
+
+
+def test_held_out_rows_are_a_seeded_floor_share_of_each_class_and_disjoint_from_the_streamed():
+    served, held = serving.held_out_split(Y, 0.5, 7)
+    assert served.dtype == held.dtype == np.int64
+    assert sorted(served.tolist() + held.tolist()) == list(range(len(Y)))
+    for c in np.unique(Y):
+        rows = np.flatnonzero(Y == c)
+        perm = np.random.Generator(np.random.PCG64(derive_seed(7, 17, 2, int(c)))).permutation(len(rows))
+        want = sorted(rows[perm[: len(rows) // 2]].tolist())
+        assert sorted(r for r in held.tolist() if Y[r] == c) == want
+    assert serving.held_out_split(Y, 0.5, 8)[1].tolist() != held.tolist()
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, 0.01])
+def test_held_out_refuses_an_empty_side(share):
+    with pytest.raises(ValueError, match="held"):
+        serving.held_out_split(Y, share, 0)
+
+
+def test_class_orders_are_ascending_first_then_seeded_permutations():
+    assert serving.class_order(Y, 3, 0) == [0, 1, 2, 3, 4]
+    orders = [serving.class_order(Y, 3, r) for r in range(1, 6)]
+    for r, order in enumerate(orders, start=1):
+        perm = np.random.Generator(np.random.PCG64(derive_seed(3, 17, 3, r))).permutation(5)
+        assert order == perm.tolist()
+    assert len({tuple(o) for o in orders}) > 1
+
+
+def test_a_later_replicate_sorts_by_its_class_order_and_draws_its_own_permutation():
+    y = list(Y)
+    order = serving.stream_rows(Y, "sorted", 11, passes=1, replicate=2)
+    perm = np.random.Generator(np.random.PCG64(derive_seed(11, 17, 1, 0, 2))).permutation(len(y)).tolist()
+    want = [i for c in serving.class_order(Y, 11, 2) for i in perm if y[i] == c]
+    assert order.tolist() == want
+    random2 = serving.stream_rows(Y, "random", 11, passes=1, replicate=2)
+    want2 = np.random.Generator(np.random.PCG64(derive_seed(11, 17, 0, 0, 2))).permutation(40)
+    assert random2.tolist() == want2.tolist()

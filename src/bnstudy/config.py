@@ -204,6 +204,13 @@ def _check_serving(config: dict) -> None:
             f"config error: serving.batch_size: {s['batch_size']} is larger than the test half "
             f"(split.test_size {config['split']['test_size']})"
         )
+    # each class holds out floor(share * its rows), so at least this many rows are streamed
+    streamed = config["split"]["test_size"] - math.floor(s["held_out"] * config["split"]["test_size"])
+    if s["batch_size"] > streamed:
+        raise ConfigError(
+            f"config error: serving.batch_size: {s['batch_size']} is larger than the streamed rows "
+            f"({streamed} of split.test_size {config['split']['test_size']} with serving.held_out {s['held_out']})"
+        )
 
 
 def _check_accumulation(config: dict) -> None:

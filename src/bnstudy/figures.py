@@ -109,6 +109,18 @@ def shade(colour: str, i: int, n: int) -> tuple:
     return tuple(rgb + (1 - rgb) * -s if s < 0 else rgb * (1 - s))
 
 
+# An ordered quantity drawn in one axes (study 1's training batch sizes): viridis, colour-blind
+# safe and ordered by lightness, cut before its pale yellow end.
+SEQUENCE = "viridis"
+SEQUENCE_END = 0.8
+
+
+def sequence(i: int, n: int) -> str:
+    """The ``i``-th of ``n`` colours of :data:`SEQUENCE`, darkest first (hex)."""
+    at = SEQUENCE_END * i / (n - 1) if n > 1 else 0.0
+    return mcolors.to_hex(matplotlib.colormaps[SEQUENCE](at))
+
+
 def log2_axis(ax, ticks) -> None:
     """A base-2 log axis with a tick at each of ``ticks`` (batch sizes), labelled plainly."""
     ax.set_xscale("log", base=2)
@@ -140,17 +152,69 @@ REMEDY_LINES = (
     ("precise_bn", "PreciseBN"),
     ("exact", "exact"),
 )
+# each remedy's paired comparison with the trained statistics in gains.csv (bnstudy.paired)
+REMEDY_GAINS = {"debiased_ema": "debiased_ema_vs_ema", "cumulative": "cumulative_vs_ema"}
+REMEDY_GAINS |= {"precise_bn": "precise_bn_vs_ema", "exact": "exact_vs_ema"}
+REFERENCE = "reference"  # gid of a line that is a reference (zero, a start value), not a series
+
+
+def reference_line(ax, y, **style) -> None:
+    """A horizontal reference line (no series: the figure test does not ask a legend entry for it)."""
+    ax.axhline(y, **({"color": OTHER["grey"], "lw": 0.6, "ls": "-", "zorder": 0.5} | style), gid=REFERENCE)
 
 
 def _band(ax, g, colour, alpha=0.15):
     ax.fill_between(g["batch_size"], g["ci_low"], g["ci_high"], color=colour, alpha=alpha, lw=0)
 
 
-def batch_size(summary: pd.DataFrame, width: float = width("batch_size"), height: float = 3.4):
+def dodge(i: int, n: int, step: float = 1.07) -> float:
+    """The factor that sets the ``i``-th of ``n`` series at one x apart on a log axis (centred)."""
+    return step ** (i - (n - 1) / 2)
+
+
+def normaliser_pairs(gains: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """``(comparison, A, B)`` for every paired comparison ``A_vs_B`` of ``gains`` whose both
+    sides are normalisers (inference mode), in registry order of ``A``."""
+    found = []
+    for name in dict.fromkeys(gains["comparison"]):
+        a, _, b = name.partition("_vs_")
+        if a in normalisers.NAMES and b in normalisers.NAMES:
+            found.append((name, a, b))
+    return sorted(found, key=lambda t: (normalisers.NAMES.index(t[1]), normalisers.NAMES.index(t[2])))
+
+
+def _paired_points(ax, rows, x_factor, label, **style):
+    """Mean paired difference per batch size, in points, with its interval as an error bar."""
+    g = rows.sort_values("batch_size")
+    mean, low, high = 100 * g["gain"], 100 * g["ci_low"], 100 * g["ci_high"]
+    ax.errorbar(
+        g["batch_size"] * x_factor,
+        mean,
+        yerr=[mean - low, high - mean],
+        capsize=2,
+        elinewidth=0.8,
+        lw=0.9,
+        label=label,
+        **style,
+    )
+
+
+def batch_size(
+    summary: pd.DataFrame,
+    gains: pd.DataFrame | None = None,
+    width: float = width("batch_size"),
+    height: float = 5.2,
+):
     """Test accuracy against training batch size, every normaliser of ``summary`` in
     inference mode (filled markers) and, for those that use batch statistics, in
-    training mode (hollow markers, thin line)."""
-    fig, ax = new(width, height)
+    training mode (hollow markers, thin line) (top); below, each paired comparison of two
+    normalisers in ``gains`` (``A_vs_B``: mean of the per-seed differences A - B in points,
+    with its paired interval), in the style of A."""
+    pairs = normaliser_pairs(gains) if gains is not None else []
+    if pairs:
+        fig, (ax, bx) = new(width, height, nrows=2, sharex=True, height_ratios=[3, 2])
+    else:
+        fig, ax = new(width, height * 0.65)
     kinds = [n for n in normalisers.NAMES if n in set(summary["normaliser"])]
     for norm in kinds:
         modes = ("inference", "training") if norm in normalisers.BATCH_NAMES else ("inference",)
@@ -168,18 +232,41 @@ def batch_size(summary: pd.DataFrame, width: float = width("batch_size"), height
                 label=LABELS[norm] + (", training mode" if train else ""),
             )
             _band(ax, g, COLOURS[norm])
-    log2_axis(ax, sorted(summary["batch_size"].unique()))
-    ax.set_xlabel("training batch size")
     ax.set_ylabel("test accuracy")
-    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=2.2, columnspacing=0.8)
+    sizes = sorted(summary["batch_size"].unique())
+    last = ax
+    if pairs:
+        for i, (name, a, b) in enumerate(pairs):
+            style = dict(ls=LINESTYLES[a], marker=MARKERS[a], color=COLOURS[a], ms=4)
+            rows = gains[gains["comparison"] == name]
+            _paired_points(bx, rows, dodge(i, len(pairs)), f"{LABELS[a]} $-$ {LABELS[b]}", **style)
+        reference_line(bx, 0)
+        bx.set_ylabel("paired difference,\npoints")
+        bx.legend(loc="best", frameon=False, handlelength=2.2, borderaxespad=0.3)
+        last = bx
+    log2_axis(last, sizes)
+    last.set_xlabel("training batch size")
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncol=2,
+        frameon=False,
+        handlelength=2.2,
+        columnspacing=0.8,
+    )
     return fig
 
 
-def batch_size_remedies(summary: pd.DataFrame, width: float = width("batch_size_remedies"), height: float = 3.6):
+def batch_size_remedies(
+    summary: pd.DataFrame,
+    gains: pd.DataFrame | None = None,
+    width: float = width("batch_size_remedies"),
+    height: float = 3.8,
+):
     """Batch norm's inference accuracy with its running statistics as trained and replaced
     by each remedy, no normaliser for reference (top); each remedy's accuracy minus
-    the trained statistics', in points (bottom: the mean of the per-seed differences,
-    the seeds being the same networks)."""
+    the trained statistics', in points (bottom: from ``gains``, the mean of the per-seed
+    differences with its paired interval, the seeds being the same networks)."""
     fig, (ax, bx) = new(width, height, nrows=2, sharex=True, height_ratios=[3, 2])
     bn, colour = "batchnorm", COLOURS["batchnorm"]
     base = summary[(summary["normaliser"] == "none") & (summary["mode"] == "inference")].sort_values("batch_size")
@@ -188,7 +275,7 @@ def batch_size_remedies(summary: pd.DataFrame, width: float = width("batch_size_
         ax.plot(base["batch_size"], base["mean"], label=LABELS["none"], **style)
         _band(ax, base, COLOURS["none"], 0.1)
     rows = summary[summary["normaliser"] == bn]
-    trained = rows[rows["mode"] == "inference"].set_index("batch_size")["mean"]
+    drawn = [m for m, _ in REMEDY_LINES[1:] if gains is not None and (gains["comparison"] == REMEDY_GAINS[m]).any()]
     for i, (mode, label) in enumerate(REMEDY_LINES):
         g = rows[rows["mode"] == mode].sort_values("batch_size")
         if g.empty:
@@ -198,15 +285,15 @@ def batch_size_remedies(summary: pd.DataFrame, width: float = width("batch_size_
         ax.plot(g["batch_size"], g["mean"], label=f"{LABELS[bn]}, {label}", lw=1.3 if i == 0 else 0.9, **style)
         if i == 0:
             _band(ax, g, colour, 0.12)
-        else:
-            gain = 100 * (g.set_index("batch_size")["mean"] - trained).dropna()
-            bx.plot(gain.index, gain.values, lw=0.9, **style)
-    bx.axhline(0, color=colour, lw=1.3, ls=LINESTYLES[bn])
+        elif mode in drawn:
+            gain = gains[gains["comparison"] == REMEDY_GAINS[mode]]
+            _paired_points(bx, gain, dodge(drawn.index(mode), len(drawn)), None, **style)
+    reference_line(bx, 0, color=colour, lw=1.3, ls=LINESTYLES[bn])
     log2_axis(bx, sorted(summary["batch_size"].unique()))
     ax.set_ylabel("inference-mode\ntest accuracy")
     bx.set_ylabel("gain over EMA\n(trained), points")
     bx.set_xlabel("training batch size")
-    fig.legend(loc="outside lower center", ncol=2, frameon=False)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 

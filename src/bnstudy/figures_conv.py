@@ -29,7 +29,7 @@ def _line(ax, side, model, norm, measure, label, **style):
 def conv(side: pd.DataFrame, fig_width: float | None = None):
     """The figure of the side-by-side table of :func:`bnstudy.conv_report.report`."""
     fig_width = width("conv") if fig_width is None else fig_width
-    fig, (ax, bx, cx) = new(fig_width, 2.9, ncols=3)
+    fig, (ax, bx, cx) = new(fig_width, 3.0, ncols=3)
     sizes = sorted(int(b) for b in side[side.model == "cnn"].batch_size.unique())
     for norm in (n for n in ORDER if n in set(side.normaliser)):
         style = dict(ls=LINESTYLES[norm], marker=MARKERS[norm], color=COLOURS[norm])
@@ -67,7 +67,8 @@ def conv(side: pd.DataFrame, fig_width: float | None = None):
         log2_axis(axis, sizes)
         axis.set_xlabel("training batch size")
         axis.set_title(title)
-        axis.legend(loc="lower center", bbox_to_anchor=(0.5, 1.12), frameon=False, fontsize=7, handlelength=1.8)
+        # each panel's key right under its own axis label, in its column
+        axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False, fontsize=7, handlelength=1.8)
     ax.set_ylabel("test accuracy")
     cx.set_ylabel("flip rate")
     return fig

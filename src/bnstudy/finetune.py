@@ -52,6 +52,10 @@ from .runtime import derive_seed
 STREAM_FINETUNE = 18  # the batch streams of this study (issue 17, item 5)
 STREAMS = FINETUNE_STREAMS  # every order of bnstudy.batching.ORDERS
 MODES = FINETUNE_MODES
+# The design of issue 29, item 10 (:func:`arms_cell`): fine-tuning arms, input conditions, controls.
+CONTROLS = ("none", "layernorm")  # grid networks without batch statistics, fine-tuned as they trained
+ARMS = ("live", "frozen", "momentum0", "none", "layernorm")
+CONDITIONS = ("same", "shifted")
 
 
 def stream_rows(y, stream: str, seed: int, network_seed: int, steps: int, batch_size: int) -> np.ndarray:
@@ -70,24 +74,33 @@ def stream_rows(y, stream: str, seed: int, network_seed: int, steps: int, batch_
     return np.concatenate(parts)[: steps * batch_size] if parts else np.zeros(0, np.int64)
 
 
-def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool) -> dict:
+def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool, momentum=None) -> dict:
     """One network (a state dict) fine-tuned with Adam on ``rows`` in batches of ``batch_size``.
 
     Starts from ``state``'s weights and running statistics and a fresh Adam state
     (PyTorch's defaults, :mod:`bnstudy.train`); returns the new state dict (``state``
     is not modified). Frozen: the running statistics and batch count are kept.
+    ``momentum`` (batch norm): the running statistics' momentum of the run, the
+    network's own when None; 0 normalises each batch with its own statistics (and
+    back-propagates through them) while the running statistics stay as they are.
+    Networks without a normaliser or with layer norm (the controls) train as they did.
     """
-    if spec.normaliser != "batchnorm":
-        raise ValueError(f"fine-tuning is studied on batch norm, not {spec.normaliser}")
+    if spec.normaliser not in CONTROLS + ("batchnorm",):
+        raise ValueError(f"fine-tuning is studied on batch norm and {CONTROLS}, not {spec.normaliser}")
+    if frozen and spec.normaliser != "batchnorm":
+        raise ValueError(f"{spec.normaliser} has no running statistics to freeze")
     steps = len(rows) // batch_size
     flat = train._flat(spec, state)
     width = max(spec.widths[1], spec.widths[2])
     running = np.zeros((4, width), np.float32)
     for i, layer in enumerate(NORMS):
         f = spec.widths[i + 1]
-        running[2 * i, :f] = state[f"{layer}.running_mean"]
-        running[2 * i + 1, :f] = state[f"{layer}.running_var"]
-    start = int(state["1.num_batches_tracked"])
+        if f"{layer}.running_mean" in state:
+            running[2 * i, :f] = state[f"{layer}.running_mean"]
+            running[2 * i + 1, :f] = state[f"{layer}.running_var"]
+    start = int(state["1.num_batches_tracked"]) if "1.num_batches_tracked" in state else 0
+    if momentum is None:
+        momentum = spec.momentum
     updates = backprop.train_run(
         kernels.KIND[spec.normaliser],
         np.array(spec.widths, np.int64),
@@ -100,7 +113,7 @@ def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool)
         np.tile(np.array([1.0, 0.0], np.float32), (max(steps, 1), 1)),
         np.float32(spec.eps),
         kernels.setting(spec),
-        np.float32(-1.0 if spec.momentum is None else spec.momentum),
+        np.float32(-1.0 if momentum is None else momentum),
         backprop.ADAM,
         float(lr),
         train.ADAM_BETAS[0],
@@ -216,3 +229,82 @@ def finetune_cell(cell, x_train, y_train, settings: dict) -> tuple[list[dict], l
                     networks.append(head | start_row | after)
                     along += [head | r for r in path]
     return networks, along
+
+
+# ---- arms, conditions and controls (issue 29, item 10) -----------------------------------
+
+
+def shift_inputs(x, scale: float, offset: float) -> np.ndarray:
+    """The shifted condition's inputs: every standardised feature times ``scale`` plus ``offset``
+    (float32, one rounding per operation, element by element)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    return np.ascontiguousarray(x * np.float32(scale) + np.float32(offset), dtype=np.float32)
+
+
+def arm_settings(arm: str) -> tuple[str, bool, object]:
+    """``(normaliser, frozen, momentum)`` of an arm: batch norm live (its own momentum), frozen,
+    or with momentum 0 (batch statistics in the forward and backward pass, running statistics
+    fixed); the controls (no normaliser, layer norm) as they trained."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown fine-tuning arm {arm!r}; expected one of {ARMS}")
+    if arm in CONTROLS:
+        return arm, False, None
+    return "batchnorm", arm == "frozen", (0.0 if arm == "momentum0" else None)
+
+
+def arms_cell(cells: dict, x_train, y_train, settings: dict) -> list[dict]:
+    """Every arm (:data:`ARMS`) of every seed fine-tuned on each input condition, stream and rate.
+
+    ``cells``: ``{normaliser: TrainedCell}`` for ``batchnorm`` and :data:`CONTROLS` (the same
+    seeds, trained at the same batch size). ``settings``: ``batch_size``, ``steps``, ``lrs``,
+    ``seed``, ``shift`` (``{"scale", "offset"}``). A condition's fine-tuning rows and test
+    rows are both shifted (``shifted``) or neither (``same``); the batch stream of a seed is
+    the one :func:`finetune_cell` uses, the same for every arm and condition. One row per
+    seed, rate, condition, stream and arm: the inference-mode accuracy on the condition's
+    test rows before and after, and for batch norm after with the exact statistics of the
+    condition's training rows recomputed for the fine-tuned weights (NaN for the controls).
+    """
+    b, steps = int(settings["batch_size"]), int(settings["steps"])
+    shift = settings["shift"]
+    data = {
+        "same": (np.ascontiguousarray(x_train, np.float32), None),
+        "shifted": (shift_inputs(x_train, shift["scale"], shift["offset"]), shift),
+    }
+    seeds = {n: [int(meta["seed"]) for meta in c.metas] for n, c in cells.items()}
+    if len({tuple(v) for v in seeds.values()}) != 1:
+        raise ValueError(f"fine-tuning arms: the networks' seeds differ between normalisers: {seeds}")
+    rows = []
+    for condition in CONDITIONS:
+        xt, sh = data[condition]
+        x_test = {n: (c.x if sh is None else shift_inputs(c.x, sh["scale"], sh["offset"])) for n, c in cells.items()}
+        before = {n: inference_accuracy(c.stacked, c.spec, x_test[n], c.y) for n, c in cells.items()}
+        starts = {n: unstack(c.stacked) for n, c in cells.items()}
+        for i, s in enumerate(seeds["batchnorm"]):
+            for lr in settings["lrs"]:
+                for stream in STREAMS:
+                    order = stream_rows(y_train, stream, settings["seed"], s, steps, b)
+                    for arm in [a for a in ARMS if arm_settings(a)[0] in cells]:  # controls the grid trained
+                        normaliser, frozen, momentum = arm_settings(arm)
+                        cell = cells[normaliser]
+                        end = run(starts[normaliser][i], cell.spec, xt, y_train, order, b, lr, frozen, momentum)
+                        one = stack([end])
+                        recomputed = float("nan")
+                        if normaliser == "batchnorm":
+                            exact = remedies.exact_statistics(one, cell.spec, xt)
+                            fixed = remedies.with_statistics(one, exact)
+                            recomputed = float(inference_accuracy(fixed, cell.spec, x_test[normaliser], cell.y)[0])
+                        rows.append(
+                            {
+                                "seed": s,
+                                "lr": float(lr),
+                                "condition": condition,
+                                "stream": stream,
+                                "arm": arm,
+                                "inference_before": float(before[normaliser][i]),
+                                "inference_after": float(
+                                    inference_accuracy(one, cell.spec, x_test[normaliser], cell.y)[0]
+                                ),
+                                "recomputed_after": recomputed,
+                            }
+                        )
+    return rows

@@ -223,3 +223,156 @@ def table_rows(summary: dict) -> list[list[str]]:
 
 def write_table(path, summary: dict) -> None:
     latex.write_table(path, HEADER, table_rows(summary), "llrrrr", "fine-tuning: inference accuracy change")
+
+
+# ---- arms, conditions and controls (issue 29, item 10) -----------------------------------
+
+ARMS = ("live", "frozen", "momentum0", "none", "layernorm")  # bnstudy.finetune.ARMS
+CONDITIONS = ("same", "shifted")  # bnstudy.finetune.CONDITIONS
+ARM_WORDS = {
+    "live": "batch norm, live",
+    "frozen": "batch norm, frozen",
+    "momentum0": "batch norm, momentum 0",
+    "none": "no normaliser",
+    "layernorm": "layer norm",
+}
+CONDITION_WORDS = {"same": "as trained", "shifted": "shifted"}
+# paired by seed (the same batch stream): (name, a, b, what) with a and b arms; "change" compares the
+# arms' changes (after - before, each on its own network), "after" their accuracies after (the same
+# batch-norm network on both sides)
+CONTRASTS = (
+    ("statistics_update", "live", "momentum0", "after"),  # only the running statistics' update differs
+    ("gradient_path", "momentum0", "frozen", "after"),  # batch vs running statistics in the forward/backward
+    ("live_minus_frozen", "live", "frozen", "after"),
+    ("live_minus_none", "live", "none", "change"),
+    ("live_minus_layernorm", "live", "layernorm", "change"),
+)
+
+
+def summarise_arms(arms: list[dict], confidence: float) -> dict:
+    """``{rate: {condition: {stream: {"arms": {arm: {...}}, "contrasts": {name: paired}}}}}``.
+
+    Per arm the inference-mode accuracy before and after (levels over seeds), the change
+    (after - before, paired by seed) and for batch norm the accuracy with the statistics
+    recomputed after; per :data:`CONTRASTS` entry the paired (by seed) difference.
+    """
+    out: dict = {}
+    present = [a for a in ARMS if any(r["arm"] == a for r in arms)]
+    for a in ("live", "frozen", "momentum0"):
+        if a not in present:
+            raise ValueError(f"fine-tuning arms: no rows of arm {a}")
+    contrasts_present = [c for c in CONTRASTS if c[1] in present and c[2] in present]
+    for lr in sorted({float(r["lr"]) for r in arms}):
+        by_condition = {}
+        for c in CONDITIONS:
+            by_stream = {}
+            for s in STREAMS:
+                get = {
+                    a: seed_rows(
+                        [
+                            r
+                            for r in arms
+                            if float(r["lr"]) == lr and r["condition"] == c and r["stream"] == s and r["arm"] == a
+                        ],
+                        f"lr {rate_key(lr)}, {c}, {s}, {a}",
+                    )  # fmt: skip
+                    for a in present
+                }
+                entry = {}
+                for a, g in get.items():
+                    if not g:
+                        raise ValueError(f"fine-tuning arms: lr {rate_key(lr)}, {c}, {s}: no rows of arm {a}")
+                    col = lambda k: [r[k] for r in g]  # noqa: E731
+                    e = {
+                        "before": level(col("inference_before"), confidence),
+                        "after": level(col("inference_after"), confidence),
+                        "change": paired(col("inference_after"), col("inference_before"), confidence),
+                    }
+                    if a in ("live", "frozen", "momentum0"):
+                        e["recomputed"] = level(col("recomputed_after"), confidence)
+                    entry[a] = e
+                contrasts = {}
+                for name, a, b, what in contrasts_present:
+                    if what == "after":
+                        contrasts[name] = paired_rows(get[a], get[b], "inference_after", confidence, name)
+                    else:
+                        ca = [{"seed": r["seed"], "d": r["inference_after"] - r["inference_before"]} for r in get[a]]
+                        cb = [{"seed": r["seed"], "d": r["inference_after"] - r["inference_before"]} for r in get[b]]
+                        contrasts[name] = paired_rows(ca, cb, "d", confidence, name)
+                by_stream[s] = {"arms": entry, "contrasts": contrasts}
+            by_condition[c] = by_stream
+        out[rate_key(lr)] = by_condition
+    return out
+
+
+def _cell(e: dict) -> str:
+    return f"{points(e['mean'])} {interval_points(e)}"
+
+
+def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
+    """``{name: TeX}`` of the arms' summary: per rate (``RateOne``, ...), condition, stream and arm the
+    accuracy before and after and the change with its interval and verdict; every contrast with
+    its interval and verdict; the shift; counts of contrasts whose interval lies below / above zero."""
+    rates = sorted(arms, key=float)
+    m = {
+        "finetuneShiftScale": f"{float(settings['shift']['scale']):g}",
+        "finetuneShiftOffset": f"{float(settings['shift']['offset']):g}",
+        "finetuneArmCells": latex.fmt(len(rates) * len(CONDITIONS) * len(STREAMS)),
+    }
+    below: dict = {}
+    above: dict = {}
+    for i, rate in enumerate(rates, start=1):
+        for c in CONDITIONS:
+            for s in STREAMS:
+                e = arms[rate][c][s]
+                for a in e["arms"]:
+                    name = lambda *parts: latex.macro_name("finetune", "arm", "rate", i, c, s, a, *parts)  # noqa: E731
+                    m[name("before")] = percent(e["arms"][a]["before"]["mean"])
+                    m[name("after")] = percent(e["arms"][a]["after"]["mean"])
+                    m[name("change")] = points(e["arms"][a]["change"]["mean"])
+                    m[name("change", "ci")] = interval_points(e["arms"][a]["change"])
+                    m[name("change", "verdict")] = verdict(*e["arms"][a]["change"]["ci"])
+                    if "recomputed" in e["arms"][a]:
+                        m[name("recomputed")] = percent(e["arms"][a]["recomputed"]["mean"])
+                for k, d in e["contrasts"].items():
+                    name = lambda *parts: latex.macro_name("finetune", "contrast", "rate", i, c, s, k, *parts)  # noqa: E731
+                    m[name()] = points(d["mean"])
+                    m[name("ci")] = interval_points(d)
+                    m[name("verdict")] = verdict(*d["ci"])
+                    below[(c, k)] = below.get((c, k), 0) + int(d["ci"][1] < 0)
+                    above[(c, k)] = above.get((c, k), 0) + int(d["ci"][0] > 0)
+    for (c, k), n in below.items():
+        m[latex.macro_name("finetune", "contrast", c, k, "below", "cells")] = latex.fmt(n)
+        m[latex.macro_name("finetune", "contrast", c, k, "above", "cells")] = latex.fmt(above[(c, k)])
+    m["finetuneContrastCellsPerCondition"] = latex.fmt(len(rates) * len(STREAMS))
+    return m
+
+
+def _present(arms: dict) -> list[str]:
+    first = next(iter(next(iter(arms.values())).values()))
+    return list(next(iter(first.values()))["arms"])
+
+
+def arms_header(arms: dict) -> list[str]:
+    return ["rate", "inputs", "batches", *(ARM_WORDS[a] for a in _present(arms))]
+
+
+def arms_table_rows(arms: dict) -> list[list[str]]:
+    """One row per rate, condition and stream: each arm's change of the inference-mode accuracy
+    (points, paired by seed, with its interval)."""
+    rows = []
+    for rate in sorted(arms, key=float):
+        for c in CONDITIONS:
+            for s in STREAMS:
+                e = arms[rate][c][s]["arms"]
+                rows.append(
+                    [power_of_ten(float(rate)), CONDITION_WORDS[c], TABLE_WORDS[s]] + [_cell(e[a]["change"]) for a in e]
+                )
+    return rows
+
+
+def write_arms_table(path, arms: dict) -> None:
+    header = arms_header(arms)
+    latex.write_table(
+        path, header, arms_table_rows(arms), "l" * 3 + "r" * (len(header) - 3), "fine-tuning arms: accuracy change"
+    )

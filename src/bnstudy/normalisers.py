@@ -159,7 +159,7 @@ REGISTRY: tuple[Normaliser, ...] = (
     Normaliser(
         "ghostbatchnorm",
         "ghost batch norm",
-        OKABE_ITO["yellow"],
+        OKABE_ITO["reddish purple"],  # not yellow: too pale on white for a line or a marker
         "P",
         (0, (8, 2)),  # long dashes
         batch_statistics=True,
@@ -172,9 +172,11 @@ REGISTRY: tuple[Normaliser, ...] = (
     ),
 )
 
-# Colours for meanings other than a normaliser (never a normaliser's colour).
+# Colours for meanings other than a normaliser (never a normaliser's colour). Okabe-Ito's
+# yellow is left unused (too pale on white); the highlight is Paul Tol's indigo, from his
+# colour-blind-safe "muted" scheme, dark enough to be shaded lighter (figures.shade).
 OTHER_COLOURS = {
-    "highlight": OKABE_ITO["reddish purple"],
+    "highlight": "#332288",
     "contrast": OKABE_ITO["sky blue"],
     "grey": "#7f7f7f",
     "dark grey": "#4d4d4d",

@@ -9,7 +9,7 @@ pair, and a comparison ``A - B`` is made seed by seed:
 - the accuracy difference ``d_s = acc_A(s) - acc_B(s)`` per seed, and over seeds
   their mean with a paired Student-t interval (the one-sample t interval of the
   ``d_s``: mean and sample standard deviation by :func:`bnstudy.stats.mean_sd`,
-  sums correctly rounded; t quantile from ``scipy.stats.t``);
+  sums correctly rounded; t quantile :func:`bnstudy.stats.t_quantile`);
 - the same difference as a count of test rows: ``a_only`` rows that ``A`` labels
   correctly and ``B`` does not, ``b_only`` the reverse, ``a_only - b_only =
   n * d_s`` exactly; with an exact McNemar test on the discordant rows of each

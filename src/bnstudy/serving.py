@@ -10,23 +10,36 @@ arithmetic of the training step: the batch's biased statistics normalise it, the
 the momentum ``m`` the network was trained with, ``1 / t`` for momentum None).
 No weight changes: only the running statistics move.
 
-Streams (:func:`stream_rows`), seeded by ``(seed, STREAM_SERVING, stream, pass)``
-(PCG64, integer draws only):
+The test half is first split (:func:`held_out_split`, seeded by ``(seed,
+STREAM_SERVING, HELD_OUT_KEY)``, stratified by class) into the rows served and the
+held-out rows, which the stream never sees: the inference-mode accuracy before and
+after the stream is scored on the held-out rows, so "after" measures the model left
+behind on new traffic, not how well the statistics adapted to the rows they were
+computed from (issue 29, item 9).
 
-- ``random``: the test rows in a random permutation;
-- ``sorted``: the rows sorted by class (classes in ascending order), the order
-  within a class that of a random permutation;
+Streams (:func:`stream_rows`) over the served rows, ``replicates`` of each kind, the
+same for every network; replicate ``r`` of pass ``p`` seeded by ``(seed,
+STREAM_SERVING, stream, p)`` for ``r = 0`` and ``(seed, STREAM_SERVING, stream, p, r)``
+otherwise (PCG64, integer draws only):
 
-each pass over the ``n`` test rows is cut into ``n // b`` consecutive batches of
-``b`` rows (the last ``n mod b`` rows of each pass are not served), passes one
-after another.
+- ``random``: the rows in a random permutation;
+- ``sorted``: the rows sorted by class, the order within a class that of a random
+  permutation; the classes in ascending order in replicate 0, in a seeded random
+  order (:func:`class_order`) in every other replicate;
 
-Measured per network (:func:`serve_stack`): the training-mode label of every
-served row (so the accuracy of every batch along the stream); the inference-mode
-accuracy on the whole test half before and after the stream; and how far the
-running statistics moved (:func:`movement`). Accuracies are integer counts over
-row counts; the movement's sums are ``math.fsum``. Everything network-valued runs
-through the fixed-order float32 kernels (:mod:`bnstudy.kernels`).
+each pass over the ``n`` rows is cut into ``n // b`` consecutive batches of ``b``
+rows (the last ``n mod b`` rows of each pass are not served), passes one after
+another.
+
+Measured per network and stream (:func:`serve_stack`): the training-mode label of
+every served row (so the accuracy of every batch along the stream); the
+inference-mode accuracy on the held-out rows before and after the stream; and how
+far the running statistics moved (:func:`movement`). Accuracies are integer counts
+over row counts; the movement's sums are ``math.fsum``. Everything network-valued
+runs through the fixed-order float32 kernels (:mod:`bnstudy.kernels`).
+
+The summary (:func:`summarise`) crosses networks with stream replicates: each
+interval is :func:`crossed_interval`'s, over both.
 """
 
 from __future__ import annotations
@@ -46,19 +59,58 @@ from .runtime import derive_seed
 STREAM_SERVING = 17  # the random stream of this study (issue 17, item 3)
 STREAMS = SERVING_STREAMS
 LAYERS = ("1", "4")
+HELD_OUT_KEY = 2  # the held-out split's key after the two streams' indices 0 and 1
+CLASS_ORDER_KEY = 3  # the class orders' key
 
 
-def stream_rows(y, stream: str, seed: int, passes: int = 1) -> np.ndarray:
-    """The order in which the test rows are served: ``passes * n`` row indices (int64)."""
+def held_out_split(y, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(served, held_out)`` row indices (int64, ascending) of the test half ``y``.
+
+    Per class in ascending order, ``floor(share * count)`` of its rows are held out: the
+    first of a seeded permutation of the class's rows (PCG64 from ``(seed, STREAM_SERVING,
+    HELD_OUT_KEY, class)``). Refused if no row, or every row, would be held out.
+    """
+    y = np.asarray(y)
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"serving.held_out must lie strictly between 0 and 1; got {share}")
+    held = []
+    for c in np.unique(y):
+        rows = np.flatnonzero(y == c).astype(np.int64)
+        rng = np.random.default_rng(derive_seed(seed, STREAM_SERVING, HELD_OUT_KEY, int(c)))
+        held.append(rows[rng.permutation(len(rows))[: int(math.floor(share * len(rows)))]])
+    held_out = np.sort(np.concatenate(held)) if held else np.zeros(0, np.int64)
+    served = np.setdiff1d(np.arange(len(y), dtype=np.int64), held_out)
+    if len(held_out) == 0 or len(served) == 0:
+        raise ValueError(f"serving.held_out {share} holds out {len(held_out)} of {len(y)} test rows")
+    return served.astype(np.int64), held_out.astype(np.int64)
+
+
+def class_order(classes, seed: int, replicate: int) -> list:
+    """The order of the classes in the sorted stream of ``replicate``: ascending for replicate 0,
+    else a seeded permutation of the ascending classes (PCG64 from ``(seed, STREAM_SERVING,
+    CLASS_ORDER_KEY, replicate)``)."""
+    classes = sorted(int(c) for c in set(np.asarray(classes).tolist()))
+    if replicate == 0:
+        return classes
+    rng = np.random.default_rng(derive_seed(seed, STREAM_SERVING, CLASS_ORDER_KEY, int(replicate)))
+    return [classes[i] for i in rng.permutation(len(classes))]
+
+
+def stream_rows(y, stream: str, seed: int, passes: int = 1, replicate: int = 0) -> np.ndarray:
+    """The order in which the rows of ``y`` are served: ``passes * n`` row indices (int64)."""
     y = np.asarray(y)
     if stream not in STREAMS:
         raise ValueError(f"unknown stream {stream!r}; expected one of {STREAMS}")
+    if stream == "sorted":
+        rank = {c: i for i, c in enumerate(class_order(y, seed, replicate))}
     out = []
     for p in range(int(passes)):
-        rng = np.random.default_rng(derive_seed(seed, STREAM_SERVING, STREAMS.index(stream), p))
+        keys = (seed, STREAM_SERVING, STREAMS.index(stream), p) + ((int(replicate),) if replicate else ())
+        rng = np.random.default_rng(derive_seed(*keys))
         perm = rng.permutation(len(y)).astype(np.int64)
         if stream == "sorted":
-            perm = perm[np.argsort(y[perm], kind="stable")]
+            ranks = np.array([rank[int(c)] for c in y[perm]], np.int64)
+            perm = perm[np.argsort(ranks, kind="stable")]
         out.append(perm)
     return np.concatenate(out) if out else np.zeros(0, np.int64)
 
@@ -196,43 +248,59 @@ def batch_accuracy(labels: np.ndarray, y: np.ndarray, batches: np.ndarray) -> np
     return np.count_nonzero(hits, axis=2).astype(np.int64) / np.float64(batches.shape[1])
 
 
-def serve_cell(cell, batch_size: int, seed: int, passes: int = 1) -> tuple[list[dict], list[dict]]:
-    """Both streams through one trained cell (:class:`bnstudy.evaluation.TrainedCell`).
+def serve_cell(
+    cell, batch_size: int, seed: int, passes: int = 1, held_out: float = 0.5, replicates: int = 1
+) -> tuple[list[dict], list[dict]]:
+    """Every stream replicate of both kinds through one trained cell (:class:`bnstudy.evaluation.TrainedCell`).
 
-    Returns ``(networks, along)``: per seed and stream, the training-mode accuracy
-    over every served row, the inference-mode accuracy before and after the stream
-    and the movement of the running statistics; and per seed, stream and served
-    batch (``position`` 0, 1, ...) that batch's training-mode accuracy.
+    Returns ``(networks, along)``: per seed, stream and replicate, the training-mode
+    accuracy over every served row, the inference-mode accuracy on the held-out rows
+    (:func:`held_out_split`) before and after the stream and the movement of the running
+    statistics; and, for replicate 0, per seed, stream and served batch (``position`` 0,
+    1, ...) that batch's training-mode accuracy.
     """
     from .evaluation import inference_accuracy
 
     seeds = [int(meta["seed"]) for meta in cell.metas]
     train_b = int(cell.metas[0]["batch_size"])
-    before = inference_accuracy(cell.stacked, cell.spec, cell.x, cell.y)
+    served, held = held_out_split(cell.y, held_out, seed)
+    x_served, y_served = cell.x[served], cell.y[served]
+    x_held, y_held = cell.x[held], cell.y[held]
+    before = inference_accuracy(cell.stacked, cell.spec, x_held, y_held)
     networks, along = [], []
     for stream in STREAMS:
-        batches = stream_batches(stream_rows(cell.y, stream, seed, passes), len(cell.y), batch_size)
-        labels, after = serve_stack(cell.stacked, cell.spec, cell.x, batches, cell.limits)
-        per_batch = batch_accuracy(labels, cell.y, batches)
-        hits = np.count_nonzero(labels == cell.y[batches][None], axis=(1, 2)).astype(np.int64)
-        acc_after = inference_accuracy(after, cell.spec, cell.x, cell.y)
-        moved = movement(cell.stacked, after, cell.spec.eps)
-        head = {"train_batch_size": train_b, "stream": stream}
-        for i, s in enumerate(seeds):
-            networks.append(
-                head
-                | {
-                    "seed": s,
-                    "test_rows": len(cell.y),
-                    "served": int(batches.size),
-                    "stream_accuracy": float(hits[i] / np.float64(batches.size)),
-                    "inference_before": float(before[i]),
-                    "inference_after": float(acc_after[i]),
-                    "mean_shift": float(moved["mean_shift"][i]),
-                    "var_change": float(moved["var_change"][i]),
-                }
-            )
-            along += [head | {"seed": s, "position": k, "accuracy": float(a)} for k, a in enumerate(per_batch[i])]
+        for r in range(int(replicates)):
+            order = stream_rows(y_served, stream, seed, passes, r)
+            batches = stream_batches(order, len(y_served), batch_size)
+            labels, after = serve_stack(cell.stacked, cell.spec, x_served, batches, cell.limits)
+            hits = np.count_nonzero(labels == y_served[batches][None], axis=(1, 2)).astype(np.int64)
+            acc_after = inference_accuracy(after, cell.spec, x_held, y_held)
+            moved = movement(cell.stacked, after, cell.spec.eps)
+            head = {"train_batch_size": train_b, "stream": stream}
+            for i, s in enumerate(seeds):
+                networks.append(
+                    head
+                    | {
+                        "replicate": r,
+                        "seed": s,
+                        "test_rows": len(cell.y),
+                        "stream_rows": len(y_served),
+                        "held_out_rows": len(y_held),
+                        "served": int(batches.size),
+                        "stream_accuracy": float(hits[i] / np.float64(batches.size)),
+                        "inference_before": float(before[i]),
+                        "inference_after": float(acc_after[i]),
+                        "mean_shift": float(moved["mean_shift"][i]),
+                        "var_change": float(moved["var_change"][i]),
+                    }
+                )
+            if r == 0:
+                per_batch = batch_accuracy(labels, y_served, batches)
+                along += [
+                    head | {"seed": s, "position": k, "accuracy": float(a)}
+                    for i, s in enumerate(seeds)
+                    for k, a in enumerate(per_batch[i])
+                ]
     return networks, along
 
 
@@ -241,34 +309,90 @@ def serve_cell(cell, batch_size: int, seed: int, passes: int = 1) -> tuple[list[
 MEASURES = ("stream_accuracy", "inference_before", "inference_after", "mean_shift", "var_change")
 
 
-def _interval(values, confidence: float) -> dict:
-    from .stats import seed_interval
+def crossed_interval(table, confidence: float) -> dict:
+    """Mean and interval of a networks x streams table (``(M, R)``, every network served every
+    stream replicate), both factors random.
 
-    mean, sd, lo, hi = seed_interval(list(values), confidence)
-    return {"mean": mean, "sd": sd, "ci": [lo, hi], "seeds": len(values)}
+    The grand mean is a ``math.fsum``; its variance ``sigma_net^2 / M + sigma_stream^2 / R +
+    sigma_residual^2 / (M R)`` is estimated from the two-way mean squares as ``(MS_net +
+    MS_stream - MS_residual) / (M R)``, Satterthwaite's degrees of freedom, and a Student-t
+    interval. Where that estimate falls below ``max(MS_net, MS_stream) / (M R)`` (each
+    factor's own lower bound on the variance) that bound is used with its own degrees of
+    freedom. With one replicate (``R = 1``) it is the Student-t interval over networks; with
+    one network, over streams. ``sd_networks``/``sd_streams``: the components' standard
+    deviations (negative estimates as 0).
+    """
+    from .stats import t_quantile
+
+    t = np.asarray(table, np.float64)
+    m, r = t.shape
+    grand = math.fsum(t.ravel().tolist()) / (m * r)
+    out = {"mean": grand, "networks": int(m), "streams": int(r), "seeds": int(m)}
+    nan = float("nan")
+    if m * r < 2 or (m < 2 and r < 2):
+        return out | {"sd": nan, "sd_networks": nan, "sd_streams": nan, "ci": [nan, nan], "df": nan}
+    rows = [math.fsum(t[i].tolist()) / r for i in range(m)]
+    cols = [math.fsum(t[:, j].tolist()) / m for j in range(r)]
+    ms_n = r * math.fsum((v - grand) ** 2 for v in rows) / (m - 1) if m > 1 else 0.0
+    ms_s = m * math.fsum((v - grand) ** 2 for v in cols) / (r - 1) if r > 1 else 0.0
+    if m > 1 and r > 1:
+        resid = [t[i, j] - rows[i] - cols[j] + grand for i in range(m) for j in range(r)]
+        df_e = (m - 1) * (r - 1)
+        ms_e = math.fsum(e * e for e in resid) / df_e
+        combined = ms_n + ms_s - ms_e
+        floor, df_floor = max((ms_n, m - 1), (ms_s, r - 1))
+        if combined > floor:
+            var = combined / (m * r)
+            df = combined**2 / (ms_n**2 / (m - 1) + ms_s**2 / (r - 1) + ms_e**2 / df_e)
+        else:
+            var, df = floor / (m * r), float(df_floor)
+        sd_n = math.sqrt(max(ms_n - ms_e, 0.0) / r)
+        sd_s = math.sqrt(max(ms_s - ms_e, 0.0) / m)
+    elif m > 1:  # one stream replicate: over networks
+        var, df, sd_n, sd_s = ms_n / m, float(m - 1), math.sqrt(ms_n), nan
+    else:  # one network: over streams
+        var, df, sd_n, sd_s = ms_s / r, float(r - 1), nan, math.sqrt(ms_s)
+    half = t_quantile(0.5 + confidence / 2, df) * math.sqrt(var)
+    sd = math.sqrt(var * m * r)
+    return out | {"sd": sd, "sd_networks": sd_n, "sd_streams": sd_s, "ci": [grand - half, grand + half], "df": df}
+
+
+def _table(g, measure) -> np.ndarray:
+    """The ``(networks, replicates)`` table of one measure (rows sorted by seed, columns by replicate)."""
+    wide = g.pivot(index="seed", columns="replicate", values=measure).sort_index().sort_index(axis=1)
+    if wide.isna().any().any():
+        raise ValueError(f"serving: {measure}: not every network served every stream replicate")
+    return wide.to_numpy(np.float64)
 
 
 def summarise(networks, confidence: float) -> dict:
-    """``{train_batch_size: {stream: {measure: interval}, "sorted_minus_random": ...}}`` over seeds.
+    """``{train_batch_size: {stream: {measure: interval}, "sorted_minus_random": ...}}`` over networks
+    and stream replicates (:func:`crossed_interval`).
 
-    Each measure's mean over seeds with a Student-t interval; ``inference_change``
-    is the paired after - before difference per seed; ``sorted_minus_random`` the
-    paired (same seed, same network) sorted - random difference of the stream
-    accuracy and of the inference accuracy after the stream.
+    ``inference_change`` is the paired after - before difference per network and
+    replicate; ``sorted_minus_random`` the paired (same network, same replicate number)
+    sorted - random difference of the stream accuracy and of the inference accuracy after
+    the stream. Rows without a ``replicate`` are replicate 0.
     """
     import pandas as pd
 
-    df = pd.DataFrame(networks).sort_values(["train_batch_size", "stream", "seed"])
+    df = pd.DataFrame(networks)
+    if "replicate" not in df:
+        df["replicate"] = 0
+    df = df.sort_values(["train_batch_size", "stream", "seed", "replicate"])
     out: dict = {}
     for b, cell in df.groupby("train_batch_size", sort=True):
         entry: dict = {}
-        by = {s: g.set_index("seed").sort_index() for s, g in cell.groupby("stream")}
+        by = {s: g for s, g in cell.groupby("stream")}
         for stream in STREAMS:
             g = by[stream]
-            entry[stream] = {m: _interval(g[m], confidence) for m in MEASURES}
-            entry[stream]["inference_change"] = _interval(g["inference_after"] - g["inference_before"], confidence)
-        diff = {m: by["sorted"][m] - by["random"][m] for m in ("stream_accuracy", "inference_after")}
-        entry["sorted_minus_random"] = {m: _interval(v, confidence) for m, v in diff.items()}
+            entry[stream] = {m: crossed_interval(_table(g, m), confidence) for m in MEASURES}
+            change = _table(g, "inference_after") - _table(g, "inference_before")
+            entry[stream]["inference_change"] = crossed_interval(change, confidence)
+        entry["sorted_minus_random"] = {
+            m: crossed_interval(_table(by["sorted"], m) - _table(by["random"], m), confidence)
+            for m in ("stream_accuracy", "inference_after")
+        }
         out[str(int(b))] = entry
     return out
 

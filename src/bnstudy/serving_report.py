@@ -23,8 +23,11 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
     """``{name: TeX}``: the settings, per training batch size and stream, and ranges over batch sizes.
 
     ``settings``: ``batch_size``, ``passes``, ``batches`` and ``served`` (rows) per pass,
-    ``test_rows``, ``momentum``, ``confidence``.
+    ``test_rows``, ``stream_rows`` (the rows streams draw from), ``held_out_rows`` (the rows
+    no stream serves, on which accuracy before and after is scored), ``replicates`` (streams
+    of each kind), ``momentum``, ``confidence``.
     """
+    replicates = int(settings["replicates"])
     m = {
         "servingBatchSize": latex.fmt(int(settings["batch_size"])),
         "servingPasses": latex.fmt(int(settings["passes"])),
@@ -35,6 +38,16 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
         "servingConfidence": latex.fmt(settings["confidence"], 0, percent=True),
         "servingCells": latex.fmt(len(summary)),
         "servingTestRows": latex.fmt(int(settings["test_rows"])),
+        "servingStreamRows": latex.fmt(int(settings["stream_rows"])),
+        "servingHeldOutRows": latex.fmt(int(settings["held_out_rows"])),
+        "servingHeldOutShare": latex.fmt(settings["held_out"], 0, percent=True),
+        "servingReplicates": latex.fmt(replicates),
+        "servingReplicatePhrase": "one stream" if replicates == 1 else f"{replicates} streams",
+        "servingClassOrderPhrase": (
+            "the classes in ascending order"
+            if replicates == 1
+            else "the classes in ascending order in the first and in seeded random orders in the others"
+        ),
         # weight the trained running statistics keep after the stream: (1 - momentum) ** updates
         "servingTrainedWeight": f"{(1.0 - settings['momentum']) ** (settings['batches'] * settings['passes']):.2g}",
     }
@@ -71,6 +84,13 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
     m["servingSortedMinusRandomServedMin"] = points(min(g["mean"] for g in gaps))
     m["servingSortedMinusRandomServedMax"] = points(max(g["mean"] for g in gaps))
     m["servingSortedMinusRandomServedLossCells"] = latex.fmt(sum(g["ci"][1] < 0 for g in gaps))
+    for stream in STREAMS:
+        for part in ("networks", "streams"):
+            sds = [cell[stream]["inference_change"][f"sd_{part}"] for cell in summary.values()]
+            sds = [v for v in sds if v == v]  # NaN: the component is not estimable (one network or stream)
+            m[latex.macro_name("serving", stream, "change", "sd", part, "max")] = (
+                latex.fmt(100 * max(sds), DIGITS) if sds else "n/a"
+            )
     for stream in STREAMS:
         cis = [cell[stream]["inference_change"]["ci"] for cell in summary.values()]
         m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))

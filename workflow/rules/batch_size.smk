@@ -118,6 +118,7 @@ rule figure_batch_size:
         "Drawing accuracy against training batch size"
     input:
         summary=rules.summarise_batch_size.output.summary_table,
+        gains=rules.summarise_batch_size.output.gains,
         code=code("figure_batch_size.py"),
     output:
         pdf=report(
@@ -127,7 +128,7 @@ rule figure_batch_size:
             caption="../report/batch_size.rst",
             labels={
                 "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
-                "panels": "one, a line per normaliser and mode",
+                "panels": "accuracy, a line per normaliser and mode; paired differences between normalisers",
                 "format": "vector (PDF)",
             },
         ),
@@ -138,7 +139,7 @@ rule figure_batch_size:
             caption="../report/batch_size.rst",
             labels={
                 "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
-                "panels": "one, a line per normaliser and mode",
+                "panels": "accuracy, a line per normaliser and mode; paired differences between normalisers",
                 "format": "raster (PNG)",
             },
         ),
@@ -162,6 +163,7 @@ rule figure_batch_size_remedies:
         "Drawing batch norm's inference accuracy under each replacement of its running statistics"
     input:
         summary=rules.summarise_batch_size.output.summary_table,
+        gains=rules.summarise_batch_size.output.gains,
         code=code("figure_batch_size_remedies.py"),
     output:
         pdf=report(
@@ -171,7 +173,7 @@ rule figure_batch_size_remedies:
             caption="../report/batch_size_remedies.rst",
             labels={
                 "normalisers": "batch norm; none for reference",
-                "panels": "one, a line per set of running statistics",
+                "panels": "accuracy, a line per set of running statistics; paired gain of each remedy",
                 "format": "vector (PDF)",
             },
         ),
@@ -182,7 +184,7 @@ rule figure_batch_size_remedies:
             caption="../report/batch_size_remedies.rst",
             labels={
                 "normalisers": "batch norm; none for reference",
-                "panels": "one, a line per set of running statistics",
+                "panels": "accuracy, a line per set of running statistics; paired gain of each remedy",
                 "format": "raster (PNG)",
             },
         ),

@@ -3,6 +3,8 @@
 # layers live (training mode) or frozen (inference mode).
 
 TUNE = config["finetune"]
+# bnstudy.finetune.CONTROLS that the grid trains: the fine-tuning arms' controls
+FINETUNE_CONTROLS = [n for n in ["none", "layernorm"] if n in config["normalisers"]]
 
 
 rule finetune:
@@ -44,6 +46,44 @@ rule finetune:
         "../scripts/finetune_run.py"
 
 
+rule finetune_arms:
+    message:
+        "Fine-tuning arms (issue 29): batch norm live, frozen and at momentum 0, no normaliser and layer norm, on the training half as it is and shifted"
+    input:
+        weights=expand(
+            rules.train_grid.output.weights,
+            normaliser=["batchnorm", *FINETUNE_CONTROLS],
+            batch_size=TUNE["source_batch_size"],
+            block=SEED_BLOCKS,
+        ),
+        x_train=rules.split.output.x_train,
+        y_train=rules.split.output.y_train,
+        x_test=rules.split.output.x_test,
+        y_test=rules.split.output.y_test,
+        code=code("finetune_arms.py"),
+    output:
+        arms="results/finetune/arms.csv",
+    params:
+        normalisers=["batchnorm", *FINETUNE_CONTROLS],
+        batch_size=TUNE["batch_size"],
+        steps=TUNE["steps"],
+        lrs=TUNE["lrs"],
+        seed=TUNE["seed"],
+        shift=TUNE["shift"],
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
+    log:
+        "results/logs/finetune_arms.log",
+    benchmark:
+        "results/benchmarks/finetune_arms.tsv"
+    script:
+        "../scripts/finetune_arms.py"
+
+
 rule summarise_finetune:
     localrule: True
     message:
@@ -51,6 +91,7 @@ rule summarise_finetune:
     input:
         networks=rules.finetune.output.networks,
         along=rules.finetune.output.along,
+        arms=rules.finetune_arms.output.arms,
         y_train=rules.split.output.y_train,
         code=code("finetune_summarise.py"),
     output:
@@ -70,6 +111,13 @@ rule summarise_finetune:
             caption="../report/table.rst",
             labels={"table": "change of accuracy after fine-tuning, live and frozen"},
         ),
+        arms_table=report(
+            "results/paper/tables/finetune_arms.tex",
+            category="Study 7 - Fine-tuning in small batches",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "change of accuracy by arm and input condition, with the controls"},
+        ),
     params:
         source_batch_size=TUNE["source_batch_size"],
         batch_size=TUNE["batch_size"],
@@ -77,6 +125,7 @@ rule summarise_finetune:
         lrs=TUNE["lrs"],
         every=TUNE["every"],
         seed=TUNE["seed"],
+        shift=TUNE["shift"],
         momentum=config["network"]["momentum"],
         confidence=TUNE["confidence"],
     conda:
@@ -100,6 +149,7 @@ rule figure_finetune:
     input:
         summary=rules.summarise_finetune.output.summary,
         along=rules.summarise_finetune.output.along,
+        networks=rules.finetune.output.along,
         code=code("finetune_figure.py"),
     output:
         pdf=report(
@@ -109,7 +159,7 @@ rule figure_finetune:
             caption="../report/finetune.rst",
             labels={
                 "normalisers": "batch norm",
-                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics",
+                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics; bands: range over networks",
                 "format": "vector (PDF)",
             },
         ),
@@ -120,7 +170,7 @@ rule figure_finetune:
             caption="../report/finetune.rst",
             labels={
                 "normalisers": "batch norm",
-                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics",
+                "panels": f"one column per learning rate: {', '.join(f'{lr:g}' for lr in config['finetune']['lrs'])}; rows: accuracy, distance to the exact statistics; bands: range over networks",
                 "format": "raster (PNG)",
             },
         ),
@@ -139,8 +189,10 @@ rule figure_finetune:
 
 
 register(rules.finetune)
+register(rules.finetune_arms)
 register(rules.summarise_finetune)
 register(rules.figure_finetune)
 PAPER_INPUTS["macros_finetune"] = rules.summarise_finetune.output.macros
 PAPER_INPUTS["table_finetune"] = rules.summarise_finetune.output.table
+PAPER_INPUTS["table_finetune_arms"] = rules.summarise_finetune.output.arms_table
 PAPER_INPUTS["figure_finetune"] = rules.figure_finetune.output.pdf

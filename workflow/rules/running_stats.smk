@@ -215,6 +215,7 @@ rule figure_running_stats:
         "Drawing running-statistics error against batch size"
     input:
         passes=rules.running_stats.output.passes,
+        shuffles=rules.running_stats.output.shuffles,
         code=code("running_stats_figure.py"),
     output:
         pdf=report(
@@ -224,7 +225,7 @@ rule figure_running_stats:
             caption="../report/running_stats.rst",
             labels={
                 "normalisers": "batch norm (one layer on an enumerated population)",
-                "panels": "shuffled batches: error of the running statistics; train/inference RMSE, shuffled and sorted",
+                "panels": "shuffled batches: error of the running statistics; train/inference RMSE, shuffled and sorted; bands: range over the repeated shuffles",
                 "format": "vector (PDF)",
             },
         ),
@@ -235,7 +236,7 @@ rule figure_running_stats:
             caption="../report/running_stats.rst",
             labels={
                 "normalisers": "batch norm (one layer on an enumerated population)",
-                "panels": "shuffled batches: error of the running statistics; train/inference RMSE, shuffled and sorted",
+                "panels": "shuffled batches: error of the running statistics; train/inference RMSE, shuffled and sorted; bands: range over the repeated shuffles",
                 "format": "raster (PNG)",
             },
         ),

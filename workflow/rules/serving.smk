@@ -7,8 +7,8 @@ SERVE = config["serving"]
 
 rule serve_stream:
     message:
-        "Serving a random and a class-sorted stream of %d-row batches through the %s grid networks in training mode"
-        % (SERVE["batch_size"], SERVE["normaliser"])
+        "Serving %d random and %d class-sorted streams of %d-row batches through the %s grid networks in training mode"
+        % (SERVE["replicates"], SERVE["replicates"], SERVE["batch_size"], SERVE["normaliser"])
     input:
         weights=expand(
             rules.train_grid.output.weights,
@@ -28,6 +28,8 @@ rule serve_stream:
         batch_size=SERVE["batch_size"],
         passes=SERVE["passes"],
         seed=SERVE["seed"],
+        held_out=SERVE["held_out"],
+        replicates=SERVE["replicates"],
     conda:
         CONDA_ENV
     threads: 1
@@ -72,6 +74,8 @@ rule summarise_serving:
         batch_size=SERVE["batch_size"],
         passes=SERVE["passes"],
         seed=SERVE["seed"],
+        held_out=SERVE["held_out"],
+        replicates=SERVE["replicates"],
         momentum=config["network"]["momentum"],
         confidence=SERVE["confidence"],
     conda:

@@ -8,6 +8,6 @@ from _setup import start
 log = start(snakemake, torch=False)
 from bnstudy import figures, io
 
-fig = figures.batch_size_remedies(io.read_table(snakemake.input.summary))
+fig = figures.batch_size_remedies(io.read_table(snakemake.input.summary), io.read_table(snakemake.input.gains))
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)
 log.info("figure written")

@@ -23,10 +23,13 @@ settings = {
     "confidence": p.confidence,
     "train_rows": len(io.read_array(inp.y_train)),
     "optimizer_state": "fresh Adam state at the start of every fine-tuning",
+    "shift": dict(p.shift),
 }
-io.write_json(out.summary, {"settings": settings} | summary)
+arms = finetune_report.summarise_arms(io.read_table(inp.arms).to_dict("records"), p.confidence)
+io.write_json(out.summary, {"settings": settings} | summary | {"arms": arms})
 io.write_table(out.along, finetune_report.along_means(io.read_table(inp.along).to_dict("records")))
-macros = finetune_report.macros(summary, settings)
+macros = finetune_report.macros(summary, settings) | finetune_report.arms_macros(arms, settings)
 latex.write_macros(out.macros, macros, "Fine-tuning in small batches")
 finetune_report.write_table(out.table, summary)
+finetune_report.write_arms_table(out.arms_table, arms)
 log.info("macros: %d", len(macros))

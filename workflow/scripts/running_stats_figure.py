@@ -9,6 +9,8 @@ log = start(snakemake, torch=False)
 from bnstudy import figures, io
 from bnstudy.figures_running_stats import running_stats
 
-fig = running_stats(io.read_table(snakemake.input.passes), snakemake.params.keep)
+fig = running_stats(
+    io.read_table(snakemake.input.passes), snakemake.params.keep, io.read_table(snakemake.input.shuffles)
+)
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)
 log.info("figure written")

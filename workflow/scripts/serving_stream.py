@@ -13,7 +13,7 @@ networks, along = [], []
 for b in p.train_batch_sizes:
     paths = [w for w in inp.weights if f"/b{b}/" in w]
     cell = evaluation.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
-    rows, positions = serving.serve_cell(cell, p.batch_size, p.seed, p.passes)
+    rows, positions = serving.serve_cell(cell, p.batch_size, p.seed, p.passes, p.held_out, p.replicates)
     networks += rows
     along += positions
     log.info("trained at b=%d: %s", b, rows)

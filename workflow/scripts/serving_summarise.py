@@ -12,7 +12,8 @@ inp, out, p = snakemake.input, snakemake.output, snakemake.params
 networks = io.read_table(inp.networks).to_dict("records")
 summary = serving.summarise(networks, p.confidence)
 test_rows = int(networks[0]["test_rows"])
-per_pass = test_rows // p.batch_size  # batches per pass; the leftover rows are not served
+stream_rows = int(networks[0]["stream_rows"])
+per_pass = stream_rows // p.batch_size  # batches per pass; the leftover rows are not served
 settings = {
     "normaliser": p.normaliser,
     "batch_size": p.batch_size,
@@ -21,6 +22,10 @@ settings = {
     "momentum": p.momentum,
     "confidence": p.confidence,
     "test_rows": test_rows,
+    "stream_rows": stream_rows,
+    "held_out_rows": int(networks[0]["held_out_rows"]),
+    "held_out": p.held_out,
+    "replicates": p.replicates,
     "served": per_pass * p.batch_size,
     "batches": per_pass,
 }
