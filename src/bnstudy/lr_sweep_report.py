@@ -187,6 +187,7 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
             name: {
                 str(r.batch_size): {"lr_batchnorm": r.lr_a, "lr_none": r.lr_b, "seeds": int(r.seeds)}
                 | {"gain": r.gain, "sd": r.sd, "ci": [r.ci_low, r.ci_high]}
+                | {"family": int(r.family), "ci_adjusted": [r.ci_low_adj, r.ci_high_adj]}
                 for r in table.itertuples()
             }
             for name, table in (("at_best_rates", paired_best), ("at_grid_lr", paired_grid))
