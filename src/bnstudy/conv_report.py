@@ -216,6 +216,7 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
             n: {
                 str(b): {
                     r.measure: {"gain": r.gain, "sd": r.sd, "ci": [r.ci_low, r.ci_high], "seeds": int(r.seeds)}
+                    | {"family": int(r.family), "ci_adjusted": [r.ci_low_adj, r.ci_high_adj]}
                     for r in g.itertuples()
                 }
                 for b, g in gn.groupby("batch_size")
