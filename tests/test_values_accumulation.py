@@ -53,8 +53,13 @@ def _p(x):  # points
     return f"{100 * x:.1f}"
 
 
-def _s(x):  # signed points
-    return f"{100 * x:+.2f}"
+def _s(x, d=2):  # signed points; exact zero unsigned; a nonzero value never printed as zero
+    v = 100 * x
+    if v == 0:
+        return f"{0:.{d}f}"
+    while float(f"{v:.{d}f}") == 0:
+        d += 1
+    return f"{v:+.{d}f}"
 
 
 def _verdict(lo, hi):
@@ -422,8 +427,8 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
     assert m["accumAccumulateMinusLargeInferenceMaxVerdict"] == "lies wholly below zero"
     assert m["accumAccumulateMinusLargeTrainingMaxVerdict"] == "lies wholly above zero"
     assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == "contains zero"
-    assert m["accumGhostMinusAccumulateTrainingMax"] == "+0.00"
-    assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "[+0.00, +0.00]"
+    assert m["accumGhostMinusAccumulateTrainingMax"] == "0.00"  # exactly zero: unsigned
+    assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "[0.00, 0.00]"
     assert m["accumGhostMinusAccumulateTrainingMaxVerdict"] == "contains zero"
     assert m["accumAccumulateMinusLargeInferenceMax"] == f"{100 * (-118 / 3) / ROWS:+.2f}" == "-3.95"
     assert m["accumRunParametersMin"] == "0.31" and m["accumRunRunningMin"] == "0.76"
