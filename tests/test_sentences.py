@@ -16,7 +16,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnstudy import batch_size_macros, companions_summary, latex, lr_sweep_report, running_stats
+from bnstudy import (
+    accumulation_report,
+    batch_size_macros,
+    companions_summary,
+    finetune_report,
+    latex,
+    lr_sweep_report,
+    running_stats,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ROOT / "paper" / "sections"
@@ -223,3 +231,83 @@ def lr_sweep_answer(gain, lo, hi) -> str:
 def test_monotone_sentence_variants(means):
     text = f"across batch sizes the mean {running_stats.monotone_sentence(means)}."
     assert not problems(text), text
+
+
+def in_place(section: str, macro: str, text: str, width: int = 200) -> list[str]:
+    """The section's text around each use of ``macro``, with ``text`` put in its place."""
+    tex = (SECTIONS / section).read_text()
+    out = []
+    for match in re.finditer(rf"\\{macro}(\{{\}})?(?![A-Za-z])", tex):
+        out.append(tex[max(0, match.start() - width) : match.start()] + text + tex[match.end() : match.end() + width])
+    return out
+
+
+GHOST = [("training", 3), ("inference", 3), ("training", 5), ("inference", 5)]
+
+
+@pytest.mark.parametrize("total", [2, 4])
+@pytest.mark.parametrize("resolved", [list(c) for k in range(5) for c in itertools.combinations(GHOST, k)])
+def test_ghost_resolved_sentence_agrees_with_its_count(total, resolved):
+    if total == 2:  # one micro-batch: its two modes
+        resolved = [r for r in resolved if r[1] == 3]
+    n = len(resolved)
+    text = accumulation_report.resolved_sentence(resolved, total)
+    assert not problems(text), text
+    verbs = re.findall(r"\b(excludes|exclude)\b", text)
+    assert verbs == (["excludes"] if n <= 1 else ["exclude"]), text
+    assert text.startswith({0: "none of the", total: "all"}.get(n, "of the")), text
+    assert "are:" not in text and f"{total} paired intervals" in text
+    for mode in ("training", "inference"):
+        ms = sorted(m for md, m in resolved if md == mode)
+        if ms and "both modes" not in text:
+            assert f"in {mode} mode at micro-batch{'es' if len(ms) > 1 else ''} " in text, text
+    if n == 1:
+        assert text.endswith(f"one excludes zero: in {resolved[0][0]} mode at micro-batch {resolved[0][1]}")
+    windows = in_place("accumulation.tex", "accumGhostResolvedSentence", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+
+
+def recompute_entry(gain_lo: float, change_lo: float, mode: str) -> dict:
+    """One mode's entry of the fine-tuning summary: recomputed accuracy, its paired gain over
+    the fine-tuned network and its paired change from the start, each an interval of width 2
+    points starting at the given lower end."""
+
+    def interval(lo):
+        return {"mean": lo + 0.01, "ci": [lo, lo + 0.02], "sd": 0.01, "seeds": 3}
+
+    return {"recomputed_after": {"mean": 0.9 if mode == "live" else 0.85}} | {
+        "recomputed_gain": interval(gain_lo),
+        "recomputed_change": interval(change_lo),
+    }
+
+
+LOWER = {"above": 0.01, "zero": -0.01, "below": -0.03}
+
+
+@pytest.mark.parametrize("gains", list(itertools.product(LOWER, repeat=2)))
+@pytest.mark.parametrize("changes", list(itertools.product(LOWER, repeat=2)))
+def test_recompute_sentence_claims_only_what_its_intervals_show(gains, changes):
+    entry = {mode: recompute_entry(LOWER[g], LOWER[c], mode) for mode, g, c in zip(("live", "frozen"), gains, changes)}
+    text = finetune_report.recompute_sentence(entry, "95.0\\%")
+    assert not problems(text), text
+    assert ("helps both modes" in text) == (gains == ("above", "above")), text
+    if gains[0] == gains[1]:  # one plural verdict
+        assert f"both intervals {latex.verdict(LOWER[gains[0]], LOWER[gains[0]] + 0.02, plural=True)}" in text, text
+    else:  # each its own
+        assert f"the live interval {latex.verdict(LOWER[gains[0]], LOWER[gains[0]] + 0.02)}" in text, text
+        assert f"the frozen one {latex.verdict(LOWER[gains[1]], LOWER[gains[1]] + 0.02)}" in text, text
+    # against the start: below only where the interval lies below; the weights blamed only when both do
+    assert ("in the weights" in text) == (changes == ("below", "below")), text
+    if changes[0] == changes[1]:
+        said = {"below": "both stay below", "above": "both lie above", "zero": "neither is told apart"}[changes[0]]
+        assert said in text, text
+    else:
+        phrase = {"below": "stay below it", "above": "lie above it", "zero": "are not told apart from it"}
+        assert f"the live networks {phrase[changes[0]]} and the frozen ones {phrase[changes[1]]}" in text, text
+    windows = in_place("finetune.tex", "finetuneRateTwoShuffleRecomputeSentence", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+        assert "helps both modes, to" not in window  # the old fixed claim is gone

@@ -417,6 +417,8 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
         "accumFirstRelative": "$6 \\times 10^{-7}$",
         "accumFirstRunning": "within $3 \\times 10^{-8}$",
         "accumGhostResolved": "training mode at micro-batch 3 and inference mode at micro-batch 5",
+        "accumGhostResolvedSentence": "of the 4 paired intervals (two modes, each micro-batch), 2 exclude zero: "
+        "in training mode at micro-batch 3 and in inference mode at micro-batch 5",
         "accumGhostComparisons": "4",
     }
     m = out["macros"]
@@ -503,6 +505,7 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
         "accumFirstRelative": "$0$",
         "accumFirstRunning": "identical, bit for bit",
         "accumGhostResolved": "none",
+        "accumGhostResolvedSentence": "none of the 2 paired intervals (two modes, each micro-batch) excludes zero",
         "accumGhostComparisons": "2",
     }
     assert out["macros"] == expected

@@ -117,6 +117,36 @@ def closeness(differences: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def resolved_sentence(resolved: list[tuple[str, int]], total: int) -> str:
+    """Which of ``total`` paired intervals (ghost batch norm minus accumulation, one per mode and
+    micro-batch) exclude zero, in words that agree in number with the count: none, one, some
+    or all of them. ``resolved``: the (mode, micro-batch) pairs whose interval excludes zero,
+    named by mode (``in training mode at micro-batches 3 and 5``; ``in both modes at ...``
+    when both modes list the same micro-batches)."""
+    family = "paired intervals (two modes, each micro-batch)"
+    if not resolved:
+        return f"none of the {total} {family} excludes zero"
+    by_mode: dict[str, list[int]] = {}
+    for mode, m in resolved:
+        by_mode.setdefault(mode, []).append(int(m))
+
+    def at(ms):
+        ms = sorted(ms)
+        return f"at micro-batch{'es' if len(ms) > 1 else ''} {words([str(m) for m in ms])}"
+
+    lists = list(by_mode.values())
+    if len(lists) == len(MODES) and all(sorted(v) == sorted(lists[0]) for v in lists):
+        where = f"in both modes {at(lists[0])}"
+    else:
+        where = " and ".join(f"in {mode} mode {at(ms)}" for mode, ms in by_mode.items())
+    n = len(resolved)
+    if n == total:
+        return f"all {total} {family} exclude zero: {where}"
+    if n == 1:
+        return f"of the {total} {family}, one excludes zero: {where}"
+    return f"of the {total} {family}, {n} exclude zero: {where}"
+
+
 def report(runs, grid, differences, batch_size: int, micro_batches, confidence: float, epochs: int, train_rows: int):
     """Everything the summary rule writes: the long and the paired tables, the JSON summary,
     macros and a LaTeX table. ``epochs`` and ``train_rows`` (the training half) give the steps."""
@@ -174,6 +204,14 @@ def report(runs, grid, differences, batch_size: int, micro_batches, confidence: 
     ]
     m_["accumGhostResolved"] = words(resolved) if resolved else "none"
     m_["accumGhostComparisons"] = str(len(MODES) * len(micro))
+    m_["accumGhostResolvedSentence"] = resolved_sentence(
+        [
+            (mode, int(m))
+            for (m, name, mode), r in pair.iterrows()
+            if name == "ghost_vs_accumulate" and (r.ci_low > 0 or r.ci_high < 0)
+        ],
+        len(MODES) * len(micro),
+    )
     summary = {
         "batch_size": batch_size,
         "micro_batches": micro,
