@@ -191,11 +191,19 @@ def test_published_comparison_sentences(ours):
 
 
 @pytest.mark.parametrize(
-    "gain, lo, hi, answer",
-    [(-0.02, -0.03, -0.01, "survives"), (-0.01, -0.03, 0.01, "can no longer"), (0.01, -0.01, 0.03, "does not")],
+    "gain, lo, hi, grid_ci, answer",
+    [
+        (-0.02, -0.03, -0.01, (-0.03, -0.01), "survives"),
+        (-0.01, -0.03, 0.01, (-0.03, -0.01), "can no longer"),  # told from zero at the grid's rate, not after
+        (0.01, -0.01, 0.03, (-0.03, -0.01), "can no longer"),
+        (0.02, 0.01, 0.03, (-0.03, -0.01), "does not"),  # batch norm ahead after the choice
+        (0.01, -0.01, 0.03, (0.01, 0.03), "does not"),  # ahead at the grid's rate, not told apart after
+        (-0.01, -0.03, 0.01, (-0.01, 0.01), "cannot be told"),  # told from zero at neither rate: never "no longer"
+        (0.01, -0.01, 0.03, (-0.01, 0.01), "cannot be told"),
+    ],
 )
-def test_deficit_answer_reads_in_every_sentence_that_uses_it(gain, lo, hi, answer):
-    text = lr_sweep_answer(gain, lo, hi)
+def test_deficit_answer_reads_in_every_sentence_that_uses_it(gain, lo, hi, grid_ci, answer):
+    text = lr_sweep_answer(gain, lo, hi, grid_ci)
     assert text.startswith(answer)
     uses = 0
     for path in SECTIONS.glob("*.tex"):
@@ -208,8 +216,8 @@ def test_deficit_answer_reads_in_every_sentence_that_uses_it(gain, lo, hi, answe
     assert uses >= 3
 
 
-def lr_sweep_answer(gain, lo, hi) -> str:
-    """``lrDeficitAnswer`` from a one-row paired table, through the report's own code path."""
+def lr_sweep_answer(gain, lo, hi, grid_ci) -> str:
+    """``lrDeficitAnswer`` from one-row paired tables, through the report's own code path."""
     runs = []
     # two normalisers, one batch size, one rate, two seeds with the given paired differences
     diffs = [gain - (hi - lo) / 4, gain + (hi - lo) / 4]
@@ -219,9 +227,10 @@ def lr_sweep_answer(gain, lo, hi) -> str:
     runs = pd.DataFrame(runs).assign(validation_accuracy=0.9)
     chosen = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs, 0.95))
     paired = lr_sweep_report.paired_at(runs, chosen, "batchnorm", "none", 0.95)
-    first = paired.iloc[0].copy()
+    first, grid = paired.iloc[0].copy(), paired.iloc[0].copy()
     first["ci_low_adj"], first["ci_high_adj"] = lo, hi
-    return lr_sweep_report.deficit_answer(first)
+    grid["ci_low_adj"], grid["ci_high_adj"] = grid_ci
+    return lr_sweep_report.deficit_answer(first, grid)
 
 
 @pytest.mark.parametrize(

@@ -84,13 +84,23 @@ def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confiden
     return pd.DataFrame(out)
 
 
-def deficit_answer(first) -> str:
+def deficit_answer(first, grid) -> str:
     """Whether batch normalisation's deficit at the smallest batch survives the per-cell choice of
     the rate, as a verb phrase that takes the choice as its object (``the deficit survives the
-    tuning of the rate``), from the Bonferroni-adjusted interval of that comparison."""
+    tuning of the rate``), from the Bonferroni-adjusted intervals of that comparison at the
+    chosen rates (``first``) and at the grid's rate (``grid``): it survives where the chosen
+    rates' interval lies wholly below zero, does not where it lies wholly above; an interval
+    holding zero "can no longer" tell it from zero only where the grid's rate did, and where the
+    grid's interval holds zero too neither can."""
     if first.ci_high_adj < 0:
         return "survives"
-    return "can no longer be told from zero after" if first.gain < 0 else "does not survive"
+    if first.ci_low_adj > 0:
+        return "does not survive"
+    if grid.ci_high_adj < 0:
+        return "can no longer be told from zero after"
+    if grid.ci_low_adj > 0:
+        return "does not survive"
+    return "cannot be told from zero, at the grid's rate or after"
 
 
 def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[str, str], design: dict) -> dict:
@@ -137,7 +147,7 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
                 m[latex.macro_name("lr ci", name, norm, where)] = points_interval(r.test_ci_low, r.test_ci_high)
             m[latex.macro_name("lr best", norm, where)] = power_of_ten(best_lr(best, norm, size))
     first = paired_best.iloc[0]
-    m["lrDeficitAnswer"] = deficit_answer(paired_best.iloc[0])
+    m["lrDeficitAnswer"] = deficit_answer(paired_best.iloc[0], paired_grid.iloc[0])
     m["lrFamily"] = str(int(paired_best.family.iloc[0]))
     for name, table in (("best", paired_best), ("grid", paired_grid)):
         first = table.iloc[0]
