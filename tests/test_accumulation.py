@@ -268,7 +268,7 @@ def test_report_means_pairs_and_closeness_by_hand():
     assert m["accumRunDisagreementMin"] == "15.0" and m["accumRunDisagreementWorstMin"] == "20.0"
     assert m["accumNetworks"] == "6" and m["accumGhostComparisons"] == "3"
     assert m["accumScaledLrMin"] == "$2.5 \\times 10^{-4}$" and m["accumLr"] == "$10^{-3}$"
-    assert m["accumRecomputeAccumulateMin"] == "+1.00" and m["accumRecomputeLargeMin"] == "+0.00"
+    assert m["accumRecomputeAccumulateMin"] == "+1.00" and m["accumRecomputeLargeMin"] == "0.00"
     assert m["accumAccumulateMinusScaledInferenceMin"] == "+3.00"  # (0.80 - 0.78, 0.84 - 0.80)
     assert out["recompute"].set_index("config").loc["scaled", "gain"] == pytest.approx(0.01)
     summary = out["summary"]

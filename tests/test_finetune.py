@@ -265,7 +265,7 @@ def test_macros_and_table_print_the_summary():
     assert m["finetuneRateOneShuffleLiveVarToExact"] == "0.40" and m["finetuneRateOneShuffleFrozenVarToStart"] == "0.00"
     assert m["finetuneStartInference"] == "95.0\\%" and m["finetuneSeeds"] == "3" and m["finetuneRows"] == "600"
     assert m["finetuneTrainedWeight"] == "$2 \\times 10^{-14}$"  # 0.9 ** 300
-    assert finetune_report.points(-0.00049) == "$0.0$" and finetune_report.points(0.0123) == "$+1.2$"
+    assert finetune_report.points(-0.00049) == "$-0.05$" and finetune_report.points(0.0123) == "$+1.2$"
     rows = finetune_report.table_rows(summary)
     assert [r[1] for r in rows] == ["random", "one-class"]
     assert all(len(r) == len(finetune_report.HEADER) for r in rows)

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bnstudy import latex
 
@@ -96,15 +98,16 @@ def test_points_and_signed_points_by_hand():
     assert latex.points(float("inf")) == "n/a"
     assert latex.signed_points(0.0123) == "+1.23"
     assert latex.signed_points(-0.0123, 1) == "-1.2"
-    assert latex.signed_points(0.0) == "+0.00"
+    assert latex.signed_points(0.0) == "0.00"  # exact zero: no sign
     assert latex.signed_points(None) == "n/a"
     assert latex.signed_points(float("inf")) == "n/a"
 
 
-def test_math_points_are_signed_in_math_mode_and_unsigned_at_a_rounded_zero():
-    cases = {0.0123: "$+1.2$", -0.0456: "$-4.6$", -0.00049: "$0.0$", 0.00049: "$0.0$", 0.0: "$0.0$", 0.0005: "$+0.1$"}
+def test_math_points_are_signed_and_a_nonzero_value_never_prints_as_zero():
+    cases = {0.0123: "$+1.2$", -0.0456: "$-4.6$", -0.00049: "$-0.05$", 0.00049: "$+0.05$", 0.0: "$0.0$"}
+    cases |= {0.0005: "$+0.1$"}
     assert {v: latex.math_points(v) for v in cases} == cases
-    assert latex.math_points(-0.00049, 2) == "$-0.05$" and latex.math_points(-0.000049, 2) == "$0.00$"
+    assert latex.math_points(-0.00049, 2) == "$-0.05$" and latex.math_points(-0.000049, 2) == "$-0.005$"
     assert latex.math_points_interval({"ci": [-0.0871, 0.0312], "mean": 0.5}) == "[$-8.7$, $+3.1$]"
     assert latex.math_points_interval({"ci": [-0.0004, 0.01234]}, 2) == "[$-0.04$, $+1.23$]"
 
@@ -115,6 +118,10 @@ def test_points_interval_by_hand():
     assert latex.points_interval(-0.0123, 0.004) == "[-1.2, 0.4]"
     assert latex.points_interval(-0.0123, 0.004, signed=True) == "[-1.23, +0.40]"
     assert latex.points_interval(-0.0123, 0.004, signed=True, digits=1) == "[-1.2, +0.4]"
+    # the cases: an end that rounds to zero keeps its sign with one more decimal
+    assert latex.points_interval(0.0003, 0.012, signed=True, digits=1) == "[+0.03, +1.2]"
+    assert latex.points_interval(-0.037, 0.00004, signed=True) == "[-3.70, +0.004]"
+    assert latex.points_interval(-0.00004, 0.011, signed=True, digits=1) == "[-0.004, +1.1]"
     assert latex.points_interval(float("nan"), float("nan"), signed=True) == "[n/a, n/a]"
 
 
@@ -152,3 +159,53 @@ def test_verdict_at_the_boundaries():
     assert latex.verdict(0.1, 0.2) == "lies wholly above zero"
     assert latex.verdict(-0.1, 0.0) == "contains zero"  # an end at zero: zero is in the interval
     assert latex.verdict(0.0, 0.1) == "contains zero"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-1, 1, allow_nan=False).filter(lambda v: v == 0 or abs(v) > 1e-9),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_endpoint_prints_the_sign_of_every_nonzero_value(value, digits, signed):
+    text = latex.endpoint(value, digits, signed=signed)
+    printed = float(text)
+    if value == 0:
+        assert printed == 0 and not text.startswith(("+", "-"))
+    else:
+        assert printed != 0 and (printed > 0) == (value > 0)
+        assert text.startswith("-") == (value < 0) and text.startswith("+") == (signed and value > 0)
+        assert abs(printed - 100 * value) <= 0.5 * 10**-digits + 1e-9
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-0.2, 0.2, allow_nan=False).filter(lambda v: v == 0 or abs(v) > 1e-9),
+    st.floats(0, 0.2, allow_nan=False).filter(lambda v: v == 0 or v > 1e-9),
+    st.integers(1, 2),
+)
+def test_a_verdict_can_be_read_off_the_printed_interval(lo, width, digits):
+    hi = lo + width
+    text = latex.points_interval(lo, hi, signed=True, digits=digits)
+    plo, phi = (float(v) for v in text.strip("[]").split(", "))
+    words = latex.verdict(lo, hi)
+    assert words == {(True, False): "lies wholly above zero", (False, True): "lies wholly below zero"}.get(
+        (plo > 0, phi < 0), "contains zero"
+    )
+
+
+def test_points_never_rounds_a_share_to_a_bound_it_does_not_reach():
+    assert latex.points(0.99996) == "99.996" and latex.points(0.00004) == "0.004"
+    assert latex.points(1.0) == "100.0" and latex.points(0.0) == "0.0"
+
+
+def test_degenerate_shares_are_said_in_words():
+    assert latex.share_with_interval(1.0, 1.0, 1.0) == "every one"
+    assert latex.share_with_interval(0.0, 0.0, 0.0) == "none"
+    assert latex.share_with_interval(0.5, 0.4, 0.6) == "50.0\\% [40.0\\%, 60.0\\%]"
+    assert latex.share_with_interval(0.99, 0.98, 1.0) == "99.0\\% [98.0\\%, 100.0\\%]"
+
+
+def test_verdict_agrees_in_number():
+    assert latex.verdict(0.1, 0.2, plural=True) == "lie wholly above zero"
+    assert latex.verdict(-0.1, 0.2, plural=True) == "contain zero"

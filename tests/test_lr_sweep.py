@@ -69,8 +69,11 @@ def test_rate_table_means_and_interval_by_hand():
     assert row.validation_mean == pytest.approx(0.92, abs=1e-15)
     test = [0.5, 0.6, 0.7]
     assert row.test_mean == pytest.approx(0.6, abs=1e-15)
-    half = sps.t.ppf(0.975, 2) * np.std(test, ddof=1) / np.sqrt(3)
-    assert (row.test_ci_low, row.test_ci_high) == pytest.approx((0.6 - half, 0.6 + half), abs=1e-12)
+    # a share: the t interval on the logit scale, standard error 0.1 / sqrt(3) / (0.6 * 0.4) there
+    half = sps.t.ppf(0.975, 2) * np.std(test, ddof=1) / np.sqrt(3) / (0.6 * 0.4)
+    ends = [1 / (1 + 1 / (1.5 * np.exp(s * half))) for s in (-1, 1)]  # odds 0.6 / 0.4 = 1.5, moved by exp(+-half)
+    assert (row.test_ci_low, row.test_ci_high) == pytest.approx(ends, abs=1e-12)
+    assert 0.6 - ends[0] > ends[1] - 0.6  # skewed towards the middle, unlike the symmetric raw-scale interval
     assert len(rates) == 12 and set(rates.seeds) == {3}
 
 

@@ -248,7 +248,7 @@ def test_macros_and_table_print_the_summary():
     assert m["servingSortedMinusRandomServedMin"] == m["servingSortedMinusRandomServedMax"] == "$-65.0$"
     assert m["servingSortedMinusRandomServedLossCells"] == "2"
     assert m["servingSortedLossCells"] == "2" and m["servingSortedGainCells"] == "0"  # both: -7.0 [-11.3, -2.7]
-    assert serving_report.points(-0.00049) == "$0.0$" and serving_report.points(0.0123) == "$+1.2$"
+    assert serving_report.points(-0.00049) == "$-0.05$" and serving_report.points(0.0123) == "$+1.2$"
     rows = serving_report.table_rows(summary)
     assert [r[0] for r in rows] == ["4", "16"] and all(len(r) == len(serving_report.HEADER) for r in rows)
 

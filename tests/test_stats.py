@@ -75,6 +75,64 @@ def test_bootstrap_refuses_strata_of_another_length():
         stats.bootstrap_examples(np.zeros(3), 10, 0.95, np.random.default_rng(0), strata=[0, 1])
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=2, max_size=8), st.sampled_from([0.8, 0.95, 0.99]))
+def test_share_interval_stays_within_zero_and_one_and_contains_the_mean(values, confidence):
+    mean, sd, lo, hi = stats.share_interval(values, confidence)
+    assert mean == pytest.approx(np.mean(values), abs=1e-12)
+    assert 0 <= lo <= mean <= hi <= 1
+    if 0 < mean < 1 and sd > 0:
+        assert lo < hi
+
+
+def test_share_interval_by_hand_on_the_logit_scale():
+    values = [0.6, 0.9, 1.0]  # a t interval on the raw scale leaves [0, 1]: [0.34, 1.33]
+    _, _, tlo, thi = stats.seed_interval(values, 0.95)
+    assert thi > 1
+    mean, sd, lo, hi = stats.share_interval(values, 0.95)
+    se_logit = sd / np.sqrt(3) / (mean * (1 - mean))
+    q = sps.t.ppf(0.975, 2)
+    centre = np.log(mean / (1 - mean))
+    assert (lo, hi) == pytest.approx(
+        (1 / (1 + np.exp(-(centre - q * se_logit))), 1 / (1 + np.exp(-(centre + q * se_logit))))
+    )
+    assert stats.share_interval([1.0, 1.0, 1.0], 0.95)[2:] == (1.0, 1.0)  # degenerate: every one
+    assert stats.share_interval([0.0, 0.0], 0.95)[2:] == (0.0, 0.0)  # degenerate: none
+
+
+def test_bonferroni_confidence():
+    assert stats.adjusted_confidence(0.95, 1) == 0.95
+    assert stats.adjusted_confidence(0.95, 6) == pytest.approx(1 - 0.05 / 6)
+    with pytest.raises(ValueError):
+        stats.adjusted_confidence(0.95, 0)
+
+
+def test_crossed_components_recover_planted_variances():
+    rng = np.random.default_rng(3)
+    nets, examples = 40, 400
+    a = rng.normal(0, 0.05, size=(nets, 1))  # sd 0.05 between networks
+    b = rng.normal(0, 0.10, size=(1, examples))  # sd 0.10 between examples
+    y = 0.4 + a + b + rng.normal(0, 0.02, size=(nets, examples))
+    c = stats.crossed_components(y, 0.95)
+    assert c["var_network"] == pytest.approx(a.var(ddof=1), rel=0.05)
+    assert c["var_example"] == pytest.approx(b.var(ddof=1), rel=0.05)
+    assert c["var_residual"] == pytest.approx(0.02**2, rel=0.05)
+    # the mean's variance from both sources: the interval is wider than either source alone gives
+    assert c["se"] ** 2 == pytest.approx(c["var_network"] / nets + c["var_example"] / examples, rel=0.05)
+    assert 0 < c["ci_low"] < c["mean"] < c["ci_high"] < 1
+    assert c["share_networks"] + c["share_examples"] <= 1
+
+
+def test_crossed_components_by_hand_two_by_two():
+    y = np.array([[0.2, 0.4], [0.4, 0.6]])  # additive: network +0.2, example +0.2, no residual
+    c = stats.crossed_components(y, 0.95)
+    # MS_net = MS_ex = 2 * 2 * 0.1**2 = 0.04, MS_res = 0
+    assert c["var_network"] == pytest.approx(0.02) and c["var_example"] == pytest.approx(0.02)
+    assert c["var_residual"] == pytest.approx(0.0, abs=1e-15)
+    assert c["se"] == pytest.approx(np.sqrt(0.08 / 4))
+    assert c["df"] == pytest.approx(0.08**2 / (0.04**2 + 0.04**2))
+
+
 def test_t_quantile_is_scipy_stats_t_ppf_bit_for_bit():
     """The light quantile (scipy.special) gives the bits scipy.stats.t.ppf gives, so swapping it in
     changed no interval; and it is the quantile (the t CDF at it returns the probability)."""

@@ -55,8 +55,17 @@ def _p(x):  # points
     return f"{100 * x:.1f}"
 
 
-def _s(x):  # signed points
-    return f"{100 * x:+.2f}"
+def _s(x, d=2):  # signed points; exact zero unsigned; a nonzero value never printed as zero
+    v = 100 * x
+    if v == 0:
+        return f"{0:.{d}f}"
+    extra = 0
+    while float(f"{v:.{d + extra}f}") == 0 and extra < 12:
+        extra += 1
+    if float(f"{v:.{d + extra}f}") == 0:  # past 12 more decimals: the order of magnitude
+        mantissa, exponent = f"{v:+.0e}".split("e")
+        return f"{mantissa}\\ensuremath{{\\times 10^{{{int(exponent)}}}}}"
+    return f"{v:+.{d + extra}f}"
 
 
 def _verdict(lo, hi):
@@ -490,8 +499,8 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
     assert m["accumAccumulateMinusLargeInferenceMaxVerdict"] == "lies wholly below zero"
     assert m["accumAccumulateMinusLargeTrainingMaxVerdict"] == "lies wholly above zero"
     assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == "contains zero"
-    assert m["accumGhostMinusAccumulateTrainingMax"] == "+0.00"
-    assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "[+0.00, +0.00]"
+    assert m["accumGhostMinusAccumulateTrainingMax"] == "0.00"  # exactly zero: unsigned
+    assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "[0.00, 0.00]"
     assert m["accumGhostMinusAccumulateTrainingMaxVerdict"] == "contains zero"
     assert m["accumAccumulateMinusLargeInferenceMax"] == f"{100 * (-118 / 3) / ROWS:+.2f}" == "-3.95"
     assert m["accumRunParametersMin"] == "0.31" and m["accumRunRunningMin"] == "0.76"
@@ -633,8 +642,11 @@ def test_rates_and_resolved_sentences_in_words():
     assert ar.check_sentence(2e-5, 0.0).startswith("The check fails: ")
     assert ar.check_sentence(0.0, 1e-9).startswith("The check fails: ")
     assert ar.resolved_sentence([]) == "none excludes zero"
-    assert ar.resolved_sentence(["a"]) == "one excludes zero (a)"
-    assert ar.resolved_sentence(["a", "b", "c"]) == "3 exclude zero (a, b and c)"
+    assert ar.resolved_sentence([("training mode", 2)]) == "one excludes zero (training mode at micro-batch 2)"
+    three = [("training mode", 2), ("training mode", 4), ("inference mode", 4)]
+    assert ar.resolved_sentence(three) == (
+        "3 exclude zero (training mode at micro-batches 2 and 4 and inference mode at micro-batch 4)"
+    )
 
 
 def test_long_table_refuses_grid_rows_of_two_normalisers():

@@ -1,6 +1,8 @@
 """The convolutional network's summary by value: every macro, every JSON entry and every table
 cell of :func:`bnstudy.conv_report.report`, computed independently on small fixed inputs
-(means and Student-t intervals with NumPy and ``scipy.stats``, numbers printed with f-strings)."""
+(means and Student-t intervals with NumPy and ``scipy.stats``, for accuracies and flip rates on the
+logit scale (``share_reference``), numbers printed with f-strings, an end that would print as 0 or 100
+with the decimals that tell it apart)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from scipy import stats as sps
 
 from bnstudy import conv_report, conv_study
 from bnstudy.latex import macro_name
+from share_reference import logit_t_interval
 
 NORMS = ("batchnorm", "groupnorm", "none")
 SIZES = (2, 8)
@@ -40,8 +43,26 @@ def t_interval(values, confidence=CONFIDENCE):
     return mean, sd, mean - half, mean + half
 
 
-def pts(v):
-    return f"{100 * v:.1f}"
+def pts(v, d=1):
+    """A share in points; one that is neither 0 nor 1 never printed as 0 or 100 (more decimals)."""
+    x = 100 * v
+    while float(f"{x:.{d}f}") in (0.0, 100.0) and x not in (0.0, 100.0):
+        d += 1
+    return f"{x:.{d}f}"
+
+
+def spts(v, d=1):
+    """Signed points; exact zero unsigned; a nonzero value never printed as zero (more decimals)."""
+    x = 100 * v
+    if x == 0:
+        return f"{0:.{d}f}"
+    while float(f"{x:.{d}f}") == 0:
+        d += 1
+    return f"{x:+.{d}f}"
+
+
+def where_(lo, hi):
+    return "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
 
 
 def inference(norm, b, s):
@@ -146,12 +167,13 @@ def cell(model, norm, b, measure, runs, rates, mlp):
         return r.seeds, r["mean"], r.sd, r.ci_low, r.ci_high
     if measure in ("inference_accuracy", "train_mode_accuracy", "final_loss"):
         f = {"inference_accuracy": inference, "train_mode_accuracy": train_mode, "final_loss": loss}[measure]
-        return (3, *t_interval([f(norm, b, s) for s in SEEDS]))
+        interval = t_interval if measure == "final_loss" else lambda v: logit_t_interval(v, CONFIDENCE)  # shares
+        return (3, *interval([f(norm, b, s) for s in SEEDS]))
     design, _, what = next(
         (d, "_", measure[len(d) + 1 :]) for d in conv_report.FLIP_DESIGNS if measure.startswith(d + "_")
     )
     g = rates[(rates.batch_size == b) & (rates.design == design)].sort_values("seed")
-    return (3, *t_interval(g[what].tolist()))
+    return (3, *logit_t_interval(g[what].tolist(), CONFIDENCE))
 
 
 def expected_macros(runs, rates, mlp):
@@ -200,13 +222,15 @@ def expected_macros(runs, rates, mlp):
             for measure, short, f in (("inf", "inf", inference), ("train", "train", train_mode)):
                 diffs = [f(norm, b, s) - inference("none", b, s) for s in SEEDS]
                 gain, _, lo, hi = t_interval(diffs)
-                m[macro_name("conv gain", norm, short, where)] = f"{100 * gain:+.1f}"
-                m[macro_name("conv gain", norm, short, where, "ci")] = f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
-                m[macro_name("conv gain", norm, short, where, "verdict")] = (
-                    "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
-                )
+                _, _, lo_adj, hi_adj = t_interval(diffs, 1 - (1 - CONFIDENCE) / len(SIZES))  # Bonferroni
+                m[macro_name("conv gain", norm, short, where)] = spts(gain)
+                m[macro_name("conv gain", norm, short, where, "ci")] = f"[{spts(lo)}, {spts(hi)}]"
+                m[macro_name("conv gain", norm, short, where, "verdict")] = where_(lo, hi)
+                m[macro_name("conv gain", norm, short, where, "adj ci")] = f"[{spts(lo_adj)}, {spts(hi_adj)}]"
+                m[macro_name("conv gain", norm, short, where, "adj verdict")] = where_(lo_adj, hi_adj)
                 if norm == "batchnorm" and short == "train" and hi < 0:
                     below.append(str(b))
+        m["convFamily"] = str(len(SIZES))
         for norm in NORMS:
             m[macro_name("conv loss", norm, where)] = f"{t_interval([loss(norm, b, s) for s in SEEDS])[0]:.2f}"
         _, _, _, clo, chi = cell("cnn", "batchnorm", b, "exact_flip_rate", runs, rates, mlp)
@@ -278,10 +302,15 @@ def test_summary_json_by_hand(inputs):
             assert set(entry) == {"inference_accuracy", "train_mode_accuracy"}
             for measure, f in (("inference_accuracy", inference), ("train_mode_accuracy", train_mode)):
                 gain, sd, lo, hi = t_interval([f(norm, b, s) - inference("none", b, s) for s in SEEDS])
+                _, _, lo_adj, hi_adj = t_interval(
+                    [f(norm, b, s) - inference("none", b, s) for s in SEEDS], 1 - (1 - CONFIDENCE) / len(SIZES)
+                )
                 e = entry[measure]
-                assert set(e) == {"gain", "sd", "ci", "seeds"} and e["seeds"] == 3
+                assert set(e) == {"gain", "sd", "ci", "seeds", "family", "ci_adjusted"} and e["seeds"] == 3
                 assert e["gain"] == pytest.approx(gain, abs=1e-12) and e["sd"] == pytest.approx(sd, abs=1e-12)
                 assert e["ci"] == pytest.approx([lo, hi], abs=1e-12)
+                assert e["family"] == 2 and e["ci_adjusted"] == pytest.approx([lo_adj, hi_adj], abs=1e-12)
+                assert (lo_adj < lo and hi < hi_adj) if sd > 0 else (lo_adj == lo and hi == hi_adj)
 
 
 def test_side_table_is_sorted_long_form_of_both_networks(inputs):
@@ -301,7 +330,10 @@ def test_side_table_is_sorted_long_form_of_both_networks(inputs):
 def test_paired_rows_by_hand(inputs):
     runs, rates, mlp = inputs
     paired = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["paired"]
-    assert list(paired.columns) == ["normaliser", "batch_size", "measure", "seeds", "gain", "sd", "ci_low", "ci_high"]
+    assert list(paired.columns) == [
+        "normaliser", "batch_size", "measure", "seeds", "gain", "sd", "ci_low", "ci_high",
+        "family", "ci_low_adj", "ci_high_adj",
+    ]  # fmt: skip
     keys = list(zip(paired.normaliser, paired.batch_size, paired.measure))
     assert keys == [(n, b, m) for n in ("batchnorm", "groupnorm") for b in SIZES for m in conv_report.MEASURES]
 
@@ -350,7 +382,8 @@ def test_cells_and_flip_cells_by_hand(inputs):
     assert set(got.model) == {"cnn"} and set(got.seeds) == {3}
     for r in got.itertuples():
         f = {"inference_accuracy": inference, "train_mode_accuracy": train_mode, "final_loss": loss}[r.measure]
-        mean, sd, lo, hi = t_interval([f(r.normaliser, r.batch_size, s) for s in SEEDS])
+        values = [f(r.normaliser, r.batch_size, s) for s in SEEDS]
+        mean, sd, lo, hi = t_interval(values) if r.measure == "final_loss" else logit_t_interval(values, CONFIDENCE)
         assert (r.mean, r.sd, r.ci_low, r.ci_high) == pytest.approx((mean, sd, lo, hi), abs=1e-12)
     flips = conv_report.flip_cells(rates, CONFIDENCE)
     assert set(flips.model) == {"cnn"} and set(flips.normaliser) == {"batchnorm"} and set(flips.seeds) == {3}
@@ -362,7 +395,7 @@ def test_cells_and_flip_cells_by_hand(inputs):
     for r in flips.itertuples():
         d = next(d for d in designs if r.measure.startswith(d + "_") and r.measure[len(d) + 1 :] in kinds)
         g = rates[(rates.batch_size == r.batch_size) & (rates.design == d)].sort_values("seed")
-        mean, sd, lo, hi = t_interval(g[r.measure[len(d) + 1 :]].tolist())
+        mean, sd, lo, hi = logit_t_interval(g[r.measure[len(d) + 1 :]].tolist(), CONFIDENCE)
         assert (r.mean, r.sd, r.ci_low, r.ci_high) == pytest.approx((mean, sd, lo, hi), abs=1e-12)
 
 

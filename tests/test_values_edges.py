@@ -301,7 +301,8 @@ def test_published_gain_sizes_leave_out_a_tie_between_batchnorm_and_none():
             for b in sizes
         ]
     )
-    pair_cols = ["comparison", "batch_size", "gain", "ci_low", "ci_high", "a_only", "b_only"]
+    pair_cols = ["comparison", "batch_size", "gain", "ci_low", "ci_high", "ci_low_adj", "ci_high_adj", "family"]
+    pair_cols += ["a_only", "b_only"]
     pair_summary = pd.DataFrame(
         {c: pd.Series(dtype=object if c == "comparison" else float) for c in pair_cols}
         | {"seeds_a_better": pd.Series(dtype=int), "seeds_b_better": pd.Series(dtype=int)}

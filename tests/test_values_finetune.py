@@ -92,6 +92,7 @@ def _expected_summary(networks, confidence):
                 e["inference_change"] = diff(col["inference_after"], col["inference_before"])
                 e["train_mode_change"] = diff(col["train_mode_after"], col["train_mode_before"])
                 e["recomputed_gain"] = diff(col["recomputed_after"], col["inference_after"])
+                e["recomputed_change"] = diff(col["recomputed_after"], col["inference_before"])
                 entry[mode] = e
             live, frozen = pick(lr, stream, "live"), pick(lr, stream, "frozen")
             entry["frozen_minus_live"] = {
@@ -253,7 +254,9 @@ def _hand_summary():
             entry = {}
             for m in MODE_LIST:
                 e = {k: level() for k in MEASURES}
-                e |= {k: diff() for k in ("inference_change", "train_mode_change", "recomputed_gain")}
+                e |= {
+                    k: diff() for k in ("inference_change", "train_mode_change", "recomputed_gain", "recomputed_change")
+                }
                 entry[m] = e
             entry["frozen_minus_live"] = {"inference_after": diff(), "train_mode_after": diff()}
             cell[s] = entry
@@ -269,13 +272,20 @@ def _hand_summary():
     return {"start": start, "by_rate": by_rate}
 
 
-def _pct(v):
-    return f"{100 * v:.1f}\\%"
+def _pct(v, d=1):  # never 0.0% or 100.0% for an accuracy that is neither
+    x = 100 * v
+    while float(f"{x:.{d}f}") in (0.0, 100.0) and x not in (0.0, 100.0):
+        d += 1
+    return f"{x:.{d}f}\\%"
 
 
-def _pts(v):
-    text = f"{100 * v:+.1f}"
-    return "$0.0$" if text in ("+0.0", "-0.0") else f"${text}$"
+def _pts(v, d=1):  # signed points; exact zero unsigned; a nonzero value with the decimals its sign needs
+    x = 100 * v
+    if x == 0:
+        return "$0.0$"
+    while float(f"{x:.{d}f}") == 0:
+        d += 1
+    return f"${x:+.{d}f}$"
 
 
 def _ci(e):
@@ -328,6 +338,11 @@ def _expected_macros(summary):
                 m[f"{p}VarToExact"] = f"{e['var_to_exact']['mean']:.2f}"
                 m[f"{p}MeanToStart"] = f"{e['mean_to_start']['mean']:.2f}"
                 m[f"{p}VarToStart"] = f"{e['var_to_start']['mean']:.2f}"
+            # the sentence's variants are rendered in test_sentences.py; here: fed this rate's and stream's
+            # entries and the starting accuracy
+            m[f"{r}{sname}RecomputeSentence"] = finetune_report.recompute_sentence(
+                cell[s], _pct(summary["start"]["inference_before"]["mean"])
+            )
             d = cell[s]["frozen_minus_live"]["inference_after"]
             m[f"{r}{sname}FrozenMinusLive"] = _pts(d["mean"])
             m[f"{r}{sname}FrozenMinusLiveCi"] = _ci(d)
@@ -344,15 +359,15 @@ def test_macros_are_the_complete_dict_of_names_and_texts():
     summary = _hand_summary()
     got = finetune_report.macros(summary, SETTINGS)
     want = _expected_macros(summary)
-    assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 3 + 2 * 3)
+    assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 4 + 2 * 3)
     assert set(got) == set(want)
     assert got == want
 
 
 def test_hand_summary_reaches_every_verdict_and_the_zero_point_text():
     want = _expected_macros(_hand_summary())
-    assert want["finetuneRateOneShuffleLiveChange"] == "$0.0$"
-    assert want["finetuneRateOneShuffleLiveChangeCi"] == "[$-2.0$, $0.0$]"
+    assert want["finetuneRateOneShuffleLiveChange"] == "$-0.04$"  # -0.0004: the sign shown
+    assert want["finetuneRateOneShuffleLiveChangeCi"] == "[$-2.0$, $+0.004$]"  # 0.00004: above zero, printed so
     verdicts = {v for k, v in want.items() if k.endswith("Verdict")}
     assert verdicts == {"lies wholly below zero", "lies wholly above zero", "contains zero"}
     texts = [v for k, v in want.items() if k.startswith("finetuneRate") and not k.endswith("Verdict")]
@@ -416,7 +431,7 @@ def test_table_rows_are_one_per_rate_and_stream_in_increasing_rate_order():
     summary = _hand_summary()
     got = finetune_report.table_rows(summary)
     assert got == _expected_rows(summary)
-    assert got[0][2] == "$0.0$ [$-2.0$, $0.0$]"
+    assert got[0][2] == "$-0.04$ [$-2.0$, $+0.004$]"
 
 
 def test_write_table_writes_the_booktabs_tabular_of_the_rows(tmp_path):
@@ -445,10 +460,11 @@ def test_points_percent_and_distance_texts():
     assert [finetune_report.points(v) for v in (0.0123, -0.0456, -0.0004, 0.0004, 0.0)] == [
         "$+1.2$",
         "$-4.6$",
-        "$0.0$",
-        "$0.0$",
-        "$0.0$",
+        "$-0.04$",  # nonzero: the decimals its sign needs
+        "$+0.04$",
+        "$0.0$",  # exact zero, unsigned
     ]
+    assert finetune_report.percent(0.99996) == "99.996\\%" and finetune_report.percent(1.0) == "100.0\\%"
     assert finetune_report.interval_points({"ci": [-0.0871, 0.0312]}) == "[$-8.7$, $+3.1$]"
     assert finetune_report.percent(0.8437) == "84.4\\%" and finetune_report.distance(0.127) == "0.13"
 

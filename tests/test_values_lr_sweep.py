@@ -12,6 +12,7 @@ from scipy import stats as sps
 
 from bnstudy import lr_sweep_report
 from bnstudy.latex import macro_name
+from share_reference import logit_t_interval
 
 LABELS = {"none": "plain", "batchnorm": "batch norm"}
 NOISE = {"none": [0.0, 0.02, 0.04], "batchnorm": [0.01, 0.02, 0.06]}  # test offsets of seeds 1, 4, 7
@@ -76,11 +77,21 @@ def t_interval(values, confidence):
 
 
 def pts(x, d=1):
-    return f"{100 * x:.{d}f}"
+    """A share in points; one that is neither 0 nor 1 never printed as 0 or 100 (more decimals)."""
+    v = 100 * x
+    while float(f"{v:.{d}f}") in (0.0, 100.0) and v not in (0.0, 100.0):
+        d += 1
+    return f"{v:.{d}f}"
 
 
-def sgn(x):
-    return f"{100 * x:+.2f}"
+def sgn(x, d=2):
+    """Signed points; exact zero unsigned; a nonzero value never printed as zero (more decimals)."""
+    v = 100 * x
+    if v == 0:
+        return f"{0:.{d}f}"
+    while float(f"{v:.{d}f}") == 0:
+        d += 1
+    return f"{v:+.{d}f}"
 
 
 def ten(x):
@@ -98,6 +109,22 @@ def at(sizes):
     return ("at batches " if len(sizes) > 1 else "at batch ") + conj(sizes)
 
 
+def sign_sentence(above, below, total):
+    """Where the adjusted paired intervals lie, written out for the cases these sweeps reach."""
+    subject = "the adjusted paired intervals"
+    if not above and not below:
+        return f"{subject} contain zero at every batch size"
+    clauses = [
+        f"wholly {w} zero " + ("at every batch size" if len(s) == total else at(s))
+        for w, s in (("below", below), ("above", above))
+        if s
+    ]
+    rest = total - len(above) - len(below)
+    if rest:
+        clauses.append("contain zero at " + ("the other batch size" if rest == 1 else f"the other {rest} batch sizes"))
+    return f"{subject} lie " + (clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + ", and " + clauses[-1])
+
+
 def where(lo, hi):
     return "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
 
@@ -109,7 +136,7 @@ def scores_of(sweep, noise, norm, b, lr):
 
 def cell(sweep, noise, norm, b, lr, confidence):
     val, _ = sweep[(norm, b, lr)]
-    mean, sd, lo, hi = t_interval(scores_of(sweep, noise, norm, b, lr), confidence)
+    mean, sd, lo, hi = logit_t_interval(scores_of(sweep, noise, norm, b, lr), confidence)
     return {"lr": lr, "seeds": 3, "validation_accuracy": float(np.mean(val))} | {
         "test_accuracy": mean,
         "test_sd": sd,
@@ -118,9 +145,15 @@ def cell(sweep, noise, norm, b, lr, confidence):
 
 
 def paired(sweep, noise, b, lr_bn, lr_none, confidence):
+    """The paired t interval, and the Bonferroni-adjusted one over the sweep's batch sizes (the family)."""
     d = np.subtract(scores_of(sweep, noise, "batchnorm", b, lr_bn), scores_of(sweep, noise, "none", b, lr_none))
     gain, sd, lo, hi = t_interval(d, confidence)
-    return {"lr_batchnorm": lr_bn, "lr_none": lr_none, "seeds": 3, "gain": gain, "sd": sd, "ci": [lo, hi]}
+    family = len({k[1] for k in sweep})
+    _, _, lo_adj, hi_adj = t_interval(d, 1 - (1 - confidence) / family)
+    return {"lr_batchnorm": lr_bn, "lr_none": lr_none, "seeds": 3, "gain": gain, "sd": sd, "ci": [lo, hi]} | {
+        "family": family,
+        "ci_adjusted": [lo_adj, hi_adj],
+    }
 
 
 def assert_same(actual, expected, path="out"):
@@ -184,18 +217,28 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
                 m[macro_name("lr ci", name, n, w)] = f"[{pts(c['test_ci'][0])}, {pts(c['test_ci'][1])}]"
             m[macro_name("lr best", n, w)] = ten(choice[(n, b)][0])
     first = pb[sizes[0]]
-    lo, hi = first["ci"]
-    m["lrDeficitAnswer"] = (
-        "survives" if hi < 0 else "is no longer resolved" if first["gain"] < 0 else "does not survive"
-    )
+    lo, hi = first["ci_adjusted"]  # the headline: adjusted over the batch sizes
+    grid_lo, grid_hi = pg[sizes[0]]["ci_adjusted"]  # "no longer" only where the grid's rate told it from zero
+    if hi < 0:
+        m["lrDeficitAnswer"] = "survives"
+    elif lo > 0 or (grid_hi >= 0 and grid_lo > 0):
+        m["lrDeficitAnswer"] = "does not survive"
+    elif grid_hi < 0:
+        m["lrDeficitAnswer"] = "can no longer be told from zero after"
+    else:
+        m["lrDeficitAnswer"] = "cannot be told from zero, at the grid's rate or after"
+    m["lrFamily"] = str(len(sizes))
     for name, table in (("best", pb), ("grid", pg)):
         first = table[sizes[0]]
-        lo, hi = first["ci"]
+        lo, hi = first["ci_adjusted"]
         m[macro_name("lr paired", name, "min gain")] = sgn(first["gain"])
         m[macro_name("lr paired", name, "min ci")] = f"[{sgn(lo)}, {sgn(hi)}]"
         m[macro_name("lr paired", name, "min verdict")] = where(lo, hi)
-        m[macro_name("lr paired", name, "below sizes")] = at([str(b) for b in sizes if table[b]["ci"][1] < 0])
-        m[macro_name("lr paired", name, "above sizes")] = at([str(b) for b in sizes if table[b]["ci"][0] > 0])
+        below = [str(b) for b in sizes if table[b]["ci_adjusted"][1] < 0]
+        above = [str(b) for b in sizes if table[b]["ci_adjusted"][0] > 0]
+        m[macro_name("lr paired", name, "below sizes")] = at(below)
+        m[macro_name("lr paired", name, "above sizes")] = at(above)
+        m[macro_name("lr paired", name, "sign sentence")] = sign_sentence(above, below, len(sizes))
     edges = [f"{labels[n]} at batch {b} ({e})" for (n, b), (_, e) in sorted(choice.items()) if e != "inside"]
     m["lrEdgeCells"] = conj(edges) if edges else "no cell"
     m["lrEdgeMargin"] = pts(edge_margin, 2) if edges else "n/a"
@@ -287,7 +330,22 @@ def test_hand_read_macros_of_the_sweep_report():
     assert m["lrDeficitAnswer"] == "survives"
     assert m["lrPairedBestMinGain"] == "-6.00" and m["lrPairedGridMinGain"] == "-4.00"
     assert m["lrPairedBestBelowSizes"] == "at batch 2" and m["lrPairedBestAboveSizes"] == "at batch 16"
-    assert m["lrPairedGridBelowSizes"] == "at batches 2, 4 and 16" and m["lrPairedGridAboveSizes"] == "at no batch size"
+    # adjusted over the 3 batch sizes; unadjusted the grid pair at b = 4 lies below zero, adjusted it holds zero
+    assert m["lrPairedGridBelowSizes"] == "at batches 2 and 16" and m["lrPairedGridAboveSizes"] == "at no batch size"
+    assert m["lrFamily"] == "3"
+    assert m["lrPairedGridSignSentence"] == (
+        "the adjusted paired intervals lie wholly below zero at batches 2 and 16, "
+        "and contain zero at the other batch size"
+    )
+    assert m["lrPairedBestSignSentence"] == (
+        "the adjusted paired intervals lie wholly below zero at batch 2, wholly above zero at batch 16, "
+        "and contain zero at the other batch size"
+    )
+    # batch 2 at the chosen rates: differences -6, -7, -5 points (sd 1); the t quantile with 2 degrees of
+    # freedom in closed form, (2p - 1) sqrt(2 / (4 p (1 - p))), at p = 1 - 0.1 / 3 / 2
+    p = 1 - 0.1 / 3 / 2
+    half = (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p))) * 1 / math.sqrt(3)
+    assert m["lrPairedBestMinCi"] == f"[{-6 - half:+.2f}, {-6 + half:+.2f}]" == "[-9.08, -2.92]"
     assert m["lrPairedBestMinVerdict"] == "lies wholly below zero"
     assert m["lrValidationLiftNone"] == "12.00" and m["lrValidationLiftBatchnorm"] == "6.00"
     assert m["lrBelowGridNone"] == "1" and m["lrBelowGridBatchnorm"] == "0"
@@ -333,13 +391,18 @@ def test_report_data_frames_hold_every_rate_the_chosen_ones_and_both_pairings():
         )
         assert row.seeds == 3
     p = out["paired"]
-    assert list(p.columns) == ["batch_size", "lr_a", "lr_b", "seeds", "gain", "sd", "ci_low", "ci_high", "rates"]
+    assert list(p.columns) == [
+        "batch_size", "lr_a", "lr_b", "seeds", "gain", "sd", "ci_low", "ci_high",
+        "family", "ci_low_adj", "ci_high_adj", "rates",
+    ]  # fmt: skip
     assert p.index.tolist() == list(range(6))
     assert p.rates.tolist() == ["best"] * 3 + ["grid"] * 3 and p.batch_size.tolist() == [2, 4, 16] * 2
     want = [pb[s] for s in (2, 4, 16)] + [pg[s] for s in (2, 4, 16)]
     for row, w in zip(p.itertuples(), want):
         assert (row.lr_a, row.lr_b, row.seeds) == (w["lr_batchnorm"], w["lr_none"], 3)
         assert [row.gain, row.sd, row.ci_low, row.ci_high] == pytest.approx([w["gain"], w["sd"]] + w["ci"], abs=1e-12)
+        assert row.family == 3 and [row.ci_low_adj, row.ci_high_adj] == pytest.approx(w["ci_adjusted"], abs=1e-12)
+        assert row.ci_low_adj < row.ci_low and row.ci_high < row.ci_high_adj  # the adjusted interval is wider
 
 
 # One batch size, three rates, every cell's best rate inside (the grid's): no edge cell.
@@ -358,10 +421,19 @@ SMALL_DESIGN = {"fit_rows": 1234.0, "validation_rows": 3.0, "epochs": 2.0, "grid
 @pytest.mark.parametrize(
     "noise, answer, verdict_words",
     [
+        # chosen rate = the grid's: neither interval tells the deficit from zero, so never "no longer"
         # the same test accuracy on every seed: every difference exactly zero, interval [0, 0]
-        ({"none": [0.0, 0.02, 0.04], "batchnorm": [0.0, 0.02, 0.04]}, "does not survive", "contains zero"),
+        (
+            {"none": [0.0, 0.02, 0.04], "batchnorm": [0.0, 0.02, 0.04]},
+            "cannot be told from zero, at the grid's rate or after",
+            "contains zero",
+        ),
         # batch norm behind on average, the interval across zero
-        ({"none": [0.0, 0.02, 0.04], "batchnorm": [0.03, -0.02, 0.02]}, "is no longer resolved", "contains zero"),
+        (
+            {"none": [0.0, 0.02, 0.04], "batchnorm": [0.03, -0.02, 0.02]},
+            "cannot be told from zero, at the grid's rate or after",
+            "contains zero",
+        ),
     ],
 )
 def test_report_with_one_batch_size_and_no_edge_cell_by_value(noise, answer, verdict_words):
@@ -380,8 +452,11 @@ def test_report_with_one_batch_size_and_no_edge_cell_by_value(noise, answer, ver
     assert m["lrPairedBestBelowSizes"] == m["lrPairedBestAboveSizes"] == "at no batch size"
     assert m["lrBelowGridNone"] == m["lrBelowGridBatchnorm"] == "0"  # chosen and grid cells are the same
     assert m["lrValidationRowPoints"] == "33.33" and m["lrFitRows"] == "1{,}234"
-    if answer == "does not survive":
-        assert m["lrPairedBestMinGain"] == "+0.00" and m["lrPairedBestMinCi"] == "[+0.00, +0.00]"
+    if noise["batchnorm"] == noise["none"]:
+        assert m["lrPairedBestMinGain"] == "0.00" and m["lrPairedBestMinCi"] == "[0.00, 0.00]"  # exact zero, unsigned
+    assert m["lrFamily"] == "1" and m["lrPairedBestSignSentence"] == (
+        "the adjusted paired intervals contain zero at every batch size"
+    )
 
 
 def test_best_rates_margin_is_nan_for_one_rate_and_a_difference_for_two():
@@ -399,7 +474,7 @@ def test_best_rates_margin_is_nan_for_one_rate_and_a_difference_for_two():
     assert math.isnan(best.margin[0]) and best.margin[1] == pytest.approx(0.6 - 1.6 / 3, abs=1e-12)
     assert best.seeds.tolist() == [1, 3] and best.validation_mean[1] == pytest.approx(0.6, abs=1e-12)
     # seeds 1, 2, 3 (sorted) at 1e-3: 0.101, 0.201, 0.301
-    mean, sd, lo, hi = t_interval([0.101, 0.201, 0.301], 0.95)
+    mean, sd, lo, hi = logit_t_interval([0.101, 0.201, 0.301], 0.95)
     assert [best.test_mean[1], best.test_sd[1], best.test_ci_low[1], best.test_ci_high[1]] == pytest.approx(
         [mean, sd, lo, hi], abs=1e-12
     )
@@ -426,7 +501,11 @@ def test_paired_at_pairs_only_the_seeds_both_sides_share_at_each_sides_rate():
     got = lr_sweep_report.paired_at(runs, chosen, "batchnorm", "none", 0.9)
     d = [0.6 - 0.4, 0.9 - 0.7, 0.8 - 0.5]  # seeds 2, 5, 9
     gain, sd, lo, hi = t_interval(d, 0.9)
-    assert list(got.columns) == ["batch_size", "lr_a", "lr_b", "seeds", "gain", "sd", "ci_low", "ci_high"]
+    _, _, lo_adj, hi_adj = t_interval(d, 0.9)  # one batch size: a family of one, no adjustment
+    assert list(got.columns) == [
+        "batch_size", "lr_a", "lr_b", "seeds", "gain", "sd", "ci_low", "ci_high", "family", "ci_low_adj", "ci_high_adj",
+    ]  # fmt: skip
+    assert got.family.tolist() == [1] and [got.ci_low_adj[0], got.ci_high_adj[0]] == pytest.approx([lo_adj, hi_adj])
     assert got.batch_size.tolist() == [4] and got.lr_a.tolist() == [1e-1] and got.lr_b.tolist() == [1e-2]
     assert got.seeds.tolist() == [3]
     assert [got.gain[0], got.sd[0], got.ci_low[0], got.ci_high[0]] == pytest.approx([gain, sd, lo, hi], abs=1e-12)

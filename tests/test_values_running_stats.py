@@ -261,6 +261,7 @@ PUBLISHED = {
     "worst_feature_var_error": 5.36,
 }
 NAME = {4: "BFour", 8: "BEight", 16: "BOneSix"}
+ORDERS = ("sorted", "shuffled")
 SHUFFLES = 3
 
 
@@ -318,7 +319,13 @@ def row(passes, order, estimator, b, keep=P["keep"]):
 
 
 def f4(v):
-    return f"{v:.4f}"
+    """Four decimals; exact zero in words; a nonzero value with the decimals it needs."""
+    if v == 0:
+        return "exactly 0"
+    d = 4
+    while float(f"{v:.{d}f}") == 0:
+        d += 1
+    return f"{v:.{d}f}"
 
 
 def t_interval(v):
@@ -454,8 +461,11 @@ def expected_macros(passes, checks, population, trained, shuffles):
                 assert len(v) == SHUFFLES
                 mean, _, lo, hi = t_interval(v)
                 for end in [NAME[b]] + (["Min"] if b == 4 else []) + (["Max"] if b == 16 else []):
-                    m[f"rsRep{w}{mw}{end}"] = f4(mean)
-                    m[f"rsRep{w}{mw}{end}Ci"] = f"[{f4(lo)}, {f4(hi)}]"
+                    if mean == lo == hi == 0:  # zero in every shuffle: said in words, no interval
+                        m[f"rsRep{w}{mw}{end}"], m[f"rsRep{w}{mw}{end}Ci"] = "exactly 0 in every shuffle", ""
+                    else:
+                        m[f"rsRep{w}{mw}{end}"] = f4(mean)
+                        m[f"rsRep{w}{mw}{end}Ci"] = f"[{f4(lo)}, {f4(hi)}]"
                 if e == "ema" and metric == "running_error":
                     reps[b] = (mean, lo, hi)
     rep_best = min(SIZES, key=lambda b: reps[b][0])
@@ -479,6 +489,25 @@ def test_self_checks_all_passing_are_said_so(tables, population):
     checks = checks.assign(train_var_pass=True)
     m = running_stats_report.summarise(passes, checks, population, trained, shuffles, PUBLISHED, P)["macros"]
     assert (m["rsSelfCheckPassesAll"], m["rsSelfCheckPasses"]) == ("all", "24")
+
+
+def test_self_check_divergence_is_the_swept_pass_of_its_keep_or_its_own(tables, population):
+    """The self-check table's divergence is the swept pass's of the check's order, size and keep-factor
+    (as the other tables print it); a check at a keep-factor no pass swept keeps its own value."""
+    passes, checks, trained, shuffles = tables
+
+    def divergences(checks):
+        rows = running_stats_report.summarise(passes, checks, population, trained, shuffles, PUBLISHED, P)[
+            "table_selfchecks"
+        ][1]
+        return {(int(r[0]), r[1]): r[6] for r in rows}
+
+    for keep in KEEPS:  # both swept: each its own pass, and the two differ
+        got = divergences(checks.assign(keep=keep))
+        assert got == {(b, o): f4(row(passes, o, "ema", b, keep=keep).train_eval_rmse) for b in SIZES for o in ORDERS}
+    assert divergences(checks.assign(keep=0.5)) != divergences(checks.assign(keep=0.9))
+    got = divergences(checks.assign(keep=0.7))  # not swept
+    assert got == {(int(r.batch_size), r.order): f4(r.train_eval_rmse) for r in checks.itertuples()}
 
 
 def test_trained_macros_of_a_missing_metric_are_na(tables, population):
@@ -571,7 +600,9 @@ def test_tables_by_value(result, tables):
                     f"{mark(r.train_var_pass)} ({r.train_var:.0e})",
                     "pass",
                     "pass",
-                    f4(r.train_eval_rmse),
+                    # the divergence of the swept pass of the check's order, size and keep-factor (0.9), as the
+                    # tables of the passes print it; not the check row's own value
+                    f4(row(passes, o, "ema", b, keep=0.9).train_eval_rmse),
                     f"{mark(r.differential_pass)} ({r.differential_rmse:.3f})",
                 ]
             )
@@ -616,7 +647,7 @@ def test_tables_by_value(result, tables):
             ("ema", "train_eval_rmse"),
         ):
             mean, _, lo, hi = t_interval(shuffles[(shuffles.estimator == e) & (shuffles.batch_size == b)][metric])
-            cells.append(f"{f4(mean)} [{f4(lo)}, {f4(hi)}]")
+            cells.append("exactly 0" if mean == lo == hi == 0 else f"{f4(mean)} [{f4(lo)}, {f4(hi)}]")
         want.append([str(b), str(shuffles[shuffles.batch_size == b].updates.iloc[0])] + cells)
     assert rows == want
 

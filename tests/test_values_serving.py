@@ -434,7 +434,7 @@ PER_CELL = {
     "servingRandomServedBOneSix": "88.8\\%",
     "servingRandomBeforeBOneSix": "95.0\\%",
     "servingRandomAfterBOneSix": "95.0\\%",
-    "servingRandomChangeBOneSix": "$0.0$",
+    "servingRandomChangeBOneSix": "$-0.04$",  # -0.0004: a nonzero change printed with its sign
     "servingRandomChangeCiBOneSix": "[$-0.3$, $+0.2$]",
     "servingRandomShiftBOneSix": "0.07",
     "servingRandomVarChangeBOneSix": "0.33",
@@ -479,7 +479,7 @@ PER_CELL = {
 RANGES = {
     "servingRandomServedMin": "85.1\\%",
     "servingRandomServedMax": "91.2\\%",
-    "servingRandomChangeMin": "$0.0$",
+    "servingRandomChangeMin": "$-0.04$",
     "servingRandomChangeMax": "$+1.2$",
     "servingRandomShiftMin": "0.03",
     "servingRandomShiftMax": "0.12",
@@ -619,17 +619,18 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
 
 def test_points_percent_and_intervals_by_hand():
     assert serving_report.points(0.0123) == "$+1.2$"
-    assert serving_report.points(-0.00049) == "$0.0$"
+    assert serving_report.points(-0.00049) == "$-0.05$"  # nonzero: the decimals its sign needs
     assert serving_report.points(0.0) == "$0.0$"
     assert serving_report.points(-0.4567) == "$-45.7$"
     assert serving_report.percent(0.8512) == "85.1\\%"
     assert serving_report.percent(1.0) == "100.0\\%"
+    assert serving_report.percent(0.99996) == "99.996\\%" and serving_report.percent(0.00004) == "0.004\\%"
     assert serving_report.interval_points({"ci": [-0.0912, 0.0251], "mean": 0.5}) == "[$-9.1$, $+2.5$]"
 
 
 ROWS = [
     ["4", "94.4\\%", "$+1.2$ [$+0.7$, $+1.8$]", "$-7.0$ [$-9.1$, $-5.0$]", "85.1\\%", "21.4\\%"],
-    ["16", "95.0\\%", "$0.0$ [$-0.3$, $+0.2$]", "$-1.3$ [$-2.7$, $0.0$]", "88.8\\%", "58.6\\%"],
+    ["16", "95.0\\%", "$-0.04$ [$-0.3$, $+0.2$]", "$-1.3$ [$-2.7$, $0.0$]", "88.8\\%", "58.6\\%"],
     ["128", "96.1\\%", "$+0.5$ [$0.0$, $+0.9$]", "$+1.8$ [$+1.0$, $+2.5$]", "91.2\\%", "89.1\\%"],
 ]
 

@@ -238,11 +238,11 @@ def report(
         "identical, bit for bit" if first_running == 0 else f"within {power_of_ten(first_running)}"
     )
     resolved = [
-        f"{MODE_WORDS[mode]} at micro-batch {m}"
+        (MODE_WORDS[mode], int(m))
         for (m, name, mode), r in pair.iterrows()
         if name == "ghost_vs_accumulate" and (r.ci_low > 0 or r.ci_high < 0)
     ]
-    m_["accumGhostResolved"] = words(resolved) if resolved else "none"
+    m_["accumGhostResolved"] = words([f"{w} at micro-batch {m}" for w, m in resolved]) if resolved else "none"
     m_["accumGhostComparisons"] = str(len(MODES) * len(micro))
     m_["accumGhostResolvedSentence"] = resolved_sentence(resolved)
     m_["accumCheck"] = check_sentence(float(close.first_relative.max()), first_running)
@@ -297,15 +297,29 @@ def check_sentence(first_relative: float, first_running: float) -> str:
     )
 
 
-def resolved_sentence(resolved: list[str]) -> str:
-    """How many of the ghost-minus-accumulation intervals exclude zero, and which, as a clause:
-    ``none excludes zero``; ``one excludes zero (training mode at micro-batch 2)``; ``2 exclude
-    zero (a and b)``."""
+def resolved_sentence(resolved: list[tuple[str, int]]) -> str:
+    """How many of the ghost-minus-accumulation intervals exclude zero, and which, as a clause whose
+    verb agrees with its count: ``none excludes zero``; ``one excludes zero (training mode at
+    micro-batch 2)``; ``3 exclude zero (training mode at micro-batches 2 and 4, inference mode at
+    micro-batch 4)``. ``resolved``: (mode words, micro-batch) of each, grouped by mode in order."""
     if not resolved:
         return "none excludes zero"
+    by_mode: dict[str, list[int]] = {}
+    for mode, m in resolved:
+        by_mode.setdefault(mode, []).append(m)
+    # modes with the same micro-batches share one phrase ("training mode and inference mode at ...")
+    by_batches: dict[tuple[int, ...], list[str]] = {}
+    for mode, ms in by_mode.items():
+        by_batches.setdefault(tuple(ms), []).append(mode)
+    where = words(
+        [
+            f"{words(modes)} at micro-batch{'es' if len(ms) > 1 else ''} {words([str(m) for m in ms])}"
+            for ms, modes in by_batches.items()
+        ]
+    )
     if len(resolved) == 1:
-        return f"one excludes zero ({resolved[0]})"
-    return f"{len(resolved)} exclude zero ({words(resolved)})"
+        return f"one excludes zero ({where})"
+    return f"{len(resolved)} exclude zero ({where})"
 
 
 def _cell_json(r) -> dict:

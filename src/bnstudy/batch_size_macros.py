@@ -39,7 +39,10 @@ PUBLISHED_COLUMNS = [
 
 
 def interval(lo, hi, digits=3):
-    return f"[{latex.fmt(lo, digits)}, {latex.fmt(hi, digits)}]"
+    """An accuracy interval as fractions, each end with the decimals it needs
+    (:func:`bnstudy.latex.endpoint`: never ``1.000`` for an end below 1)."""
+    f = lambda v: latex.endpoint(v, digits, scale=1.0, bounds=(1.0,))  # noqa: E731
+    return f"[{f(lo)}, {f(hi)}]"
 
 
 def standard_error_of_difference(sd_a: float, sd_b: float, seeds: int) -> float:
@@ -49,17 +52,16 @@ def standard_error_of_difference(sd_a: float, sd_b: float, seeds: int) -> float:
 
 
 def at_batches(sizes: list[str]) -> str:
-    """``at batch 2``, ``at batches 2 and 4``, or ``at no batch size``."""
-    if not sizes:
-        return "at no batch size"
-    return f"at batch{'es' if len(sizes) > 1 else ''} {words(sizes)}"
+    """``at batch 2``, ``at batches 2 and 4``, or ``at no batch size`` (:func:`bnstudy.latex.at_batches`)."""
+    return latex.at_batches(sizes)
 
 
 def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
     """Per comparison of the grid (leftover-row comparisons excluded), in words:
 
-    - ``paired<Comparison>AboveSizes``/``BelowSizes``: where the paired interval lies wholly
-      above / wholly below zero, as ``at batch 2``, ``at batches 2 and 4`` or ``at no batch size``;
+    - ``paired<Comparison>AboveSizes``/``BelowSizes``: where the Bonferroni-adjusted paired
+      interval (the comparison's batch sizes one family) lies wholly above / wholly below
+      zero, as ``at batch 2``, ``at batches 2 and 4`` or ``at no batch size``;
     - ``paired<Comparison>Least{Gain,Ci,Size,Better,Worse}``: the batch size with the smallest
       mean gain (the first of equals), its gain and interval in signed points, and the seeds whose
       McNemar test favours A / B there."""
@@ -67,15 +69,20 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
     grid = pair_summary[~pair_summary.comparison.str.endswith("keep_vs_drop")]
     for name, g in grid.groupby("comparison", sort=True):
         g = g.sort_values("batch_size", kind="stable")
-        above = [str(int(b)) for b, lo in zip(g.batch_size, g.ci_low) if lo > 0]
-        below = [str(int(b)) for b, hi in zip(g.batch_size, g.ci_high) if hi < 0]
+        above = [str(int(b)) for b, lo in zip(g.batch_size, g.ci_low_adj) if lo > 0]
+        below = [str(int(b)) for b, hi in zip(g.batch_size, g.ci_high_adj) if hi < 0]
         m[latex.macro_name("paired", name, "above sizes")] = at_batches(above)
         m[latex.macro_name("paired", name, "below sizes")] = at_batches(below)
+        m[latex.macro_name("paired", name, "sign sentence")] = latex.zero_sentence(
+            "the adjusted paired intervals", above, below, len(g)
+        )
         least = g.loc[g["gain"].idxmin()]
         stem = ("paired", name, "least")
         m[latex.macro_name(*stem, "gain")] = signed_points(float(least.gain))
         lo, hi = signed_points(float(least.ci_low)), signed_points(float(least.ci_high))
         m[latex.macro_name(*stem, "ci")] = f"[{lo}, {hi}]"
+        m[latex.macro_name(*stem, "adj ci")] = points_interval(least.ci_low_adj, least.ci_high_adj, signed=True)
+        m[latex.macro_name(*stem, "adj verdict")] = latex.verdict(least.ci_low_adj, least.ci_high_adj)
         m[latex.macro_name(*stem, "size")] = str(int(least.batch_size))
         m[latex.macro_name(*stem, "better")] = str(int(least.seeds_a_better))
         m[latex.macro_name(*stem, "worse")] = str(int(least.seeds_b_better))
@@ -90,23 +97,26 @@ REMEDY_NAMES = {
 
 
 def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
-    """In words, at which batch sizes the paired interval of each remedy (minus the trained
-    EMA) lies wholly above and wholly below zero; remedies alike are named together."""
+    """In words, at which batch sizes the Bonferroni-adjusted paired interval of each remedy
+    (minus the trained EMA) lies wholly above and wholly below zero; remedies alike are named
+    together, and one remedy's intervals agree in number with it (``the paired intervals of
+    PreciseBN lie``: one interval per batch size)."""
 
     def sizes(g, above):
         g = g.sort_values("batch_size", kind="stable")
-        out = [str(int(b)) for b, lo, hi in zip(g.batch_size, g.ci_low, g.ci_high) if (lo > 0 if above else hi < 0)]
-        return at_batches(out)
+        out = [
+            str(int(b)) for b, lo, hi in zip(g.batch_size, g.ci_low_adj, g.ci_high_adj) if (lo > 0 if above else hi < 0)
+        ]
+        return tuple(out)
 
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...], int], list[str]] = {}
     for name, label in REMEDY_NAMES.items():
         g = pair_summary[pair_summary.comparison == name]
         if len(g):
-            groups.setdefault((sizes(g, True), sizes(g, False)), []).append(label)
+            groups.setdefault((sizes(g, True), sizes(g, False), len(g)), []).append(label)
     clauses = [
-        f"{'the paired intervals' if len(labels) > 1 else 'the paired interval'} of {words(labels)} "
-        f"{'lie' if len(labels) > 1 else 'lies'} above zero {above} and below zero {below}"
-        for (above, below), labels in groups.items()
+        latex.zero_sentence(f"the paired intervals of {words(labels)}", above, below, total)
+        for (above, below, total), labels in groups.items()
     ]
     return "; ".join(clauses) if clauses else "n/a"
 
@@ -186,6 +196,9 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 stem = ("paired", p.comparison, end)
                 m[latex.macro_name(*stem, "gain")] = signed_points(p.gain)
                 m[latex.macro_name(*stem, "ci")] = points_interval(p.ci_low, p.ci_high, signed=True)
+                m[latex.macro_name(*stem, "adj ci")] = points_interval(p.ci_low_adj, p.ci_high_adj, signed=True)
+                m[latex.macro_name(*stem, "adj verdict")] = latex.verdict(p.ci_low_adj, p.ci_high_adj)
+                m[latex.macro_name("paired", p.comparison, "family")] = str(p.family)
                 m[latex.macro_name(*stem, "won")] = str(p.a_only)
                 m[latex.macro_name(*stem, "lost")] = str(p.b_only)
                 m[latex.macro_name(*stem, "better")] = str(p.seeds_a_better)
@@ -264,9 +277,9 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
     m["gainCompared"] = str(len(compared))
-    m["gainComparedExcludingZero"] = str(int(((compared.ci_low > 0) | (compared.ci_high < 0)).sum()))
-    m["gainComparedSizes"] = ", ".join(str(int(b)) for b in sorted(compared.batch_size)) or "none"
-    m["gainsExcludingZero"] = str(int(((gains.ci_low > 0) | (gains.ci_high < 0)).sum()))
+    m["gainComparedExcludingZero"] = str(int(((compared.ci_low_adj > 0) | (compared.ci_high_adj < 0)).sum()))
+    m["gainComparedSizes"] = words([str(int(b)) for b in sorted(compared.batch_size)]) or "none"
+    m["gainsExcludingZero"] = str(int(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum()))
     m["gainsCompared"] = str(len(gains))
 
     # how far our cells lie from the published table, in points and in seed standard deviations

@@ -137,7 +137,7 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
         pub = "--"
         if p.comparison == "batchnorm_vs_none":
             a, b = published["batchnorm"].get(p.batch_size), published["none"].get(p.batch_size)
-            pub = "--" if a is None or b is None else f"{100 * (a - b):+.1f}"
+            pub = "--" if a is None or b is None else signed_points(a - b, 1)
         rows.append(
             [
                 paired.LABELS[p.comparison] if p.comparison != previous else "",
@@ -173,7 +173,9 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
 def summarise(cells, remedy_runs, distances, correct, published, momentum, confidence) -> dict:
     """Everything the rule writes: tidy tables, JSON summary, macros and LaTeX tables."""
     runs, updates = tidy_runs(cells, remedy_runs)
-    summary = stats.summarise_over_seeds(runs, ["normaliser", "batch_size", "mode"], "accuracy", confidence)
+    summary = stats.summarise_over_seeds(
+        runs, ["normaliser", "batch_size", "mode"], "accuracy", confidence, bounded=True
+    )
     distance_summary = summarise_distances(distances)
     pairs = paired.per_seed(runs, correct)
     pair_summary = paired.summarise(pairs, confidence)

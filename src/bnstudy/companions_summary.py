@@ -22,24 +22,50 @@ ONE_CLASS = (("own_class", "own class"), ("other_class", "another class"), ("any
 
 
 def over_networks(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Mean, sd and t interval over networks of every measure, per normaliser, training batch, design, b.
+    """Mean, sd and interval over networks of every measure, per normaliser, training batch, design, b.
 
-    Every measure is a share, so the interval is clipped to [0, 1] (a t interval over a
-    few networks can reach beyond it)."""
+    Every measure is a share, so the interval is the Student-t interval on the logit scale
+    (:func:`bnstudy.stats.share_interval`), which stays within [0, 1]."""
     parts = [
-        stats.summarise_over_seeds(summary, NETWORK_KEYS, value, confidence).assign(measure=value) for value in MEASURES
+        stats.summarise_over_seeds(summary, NETWORK_KEYS, value, confidence, bounded=True).assign(measure=value)
+        for value in MEASURES
     ]
-    out = pd.concat(parts, ignore_index=True)
-    return out.assign(ci_low=out["ci_low"].clip(lower=0.0), ci_high=out["ci_high"].clip(upper=1.0))
+    return pd.concat(parts, ignore_index=True)
 
 
 def _pct(v):
-    return latex.fmt(v, 1, percent=True)
+    """A share in percent with the sign ``\\%``; never ``0.0\\%`` or ``100.0\\%`` for a share
+    that is neither 0 nor 1 (:func:`bnstudy.latex.points`)."""
+    text = latex.points(v)
+    return text if text == "n/a" else text + "\\%"
+
+
+def _fraction(v):
+    """A share as a fraction with three decimals, never ``0.000`` or ``1.000`` unless exact."""
+    return latex.endpoint(v, 3, scale=1.0, bounds=(1.0,))
+
+
+def _interval(lo, hi, percent=True):
+    f = _pct if percent else _fraction
+    return f"[{f(lo)}, {f(hi)}]"
 
 
 def _with_interval(value, lo, hi, percent=True):
-    f = _pct if percent else latex.fmt
-    return f"{f(value)} [{f(lo)}, {f(hi)}]"
+    """``value [lo, hi]``; ``every one`` / ``none`` for a degenerate interval at 1 or 0."""
+    words_ = latex.degenerate_share(value, lo, hi)
+    if words_ is not None:
+        return words_
+    f = _pct if percent else _fraction
+    return f"{f(value)} {_interval(lo, hi, percent)}"
+
+
+def _value_and_interval(value, lo, hi, percent=True) -> tuple[str, str]:
+    """The value and its interval as two macros; a degenerate interval at 1 or 0 gives
+    ``every one`` / ``none`` and an empty interval."""
+    words_ = latex.degenerate_share(value, lo, hi)
+    if words_ is not None:
+        return words_, ""
+    return (_pct if percent else _fraction)(value), _interval(lo, hi, percent)
 
 
 def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
@@ -84,34 +110,31 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
         m[latex.macro_name("comp", "flip", "b", b)] = _pct(r["flip_rate"])
         m[latex.macro_name("comp", "flip", "low", "b", b)] = _pct(r["flip_rate_ci_low"])
         m[latex.macro_name("comp", "flip", "high", "b", b)] = _pct(r["flip_rate_ci_high"])
-        m[latex.macro_name("comp", "acc", "b", b)] = latex.fmt(r["train_mode_accuracy"])
-        m[latex.macro_name("comp", "acc", "ci", "b", b)] = (
-            f"[{latex.fmt(r['train_mode_accuracy_ci_low'])}, {latex.fmt(r['train_mode_accuracy_ci_high'])}]"
+        (
+            m[latex.macro_name("comp", "acc", "b", b)],
+            m[latex.macro_name("comp", "acc", "ci", "b", b)],
+        ) = _value_and_interval(
+            r["train_mode_accuracy"], r["train_mode_accuracy_ci_low"], r["train_mode_accuracy_ci_high"], False
         )
-        m[latex.macro_name("comp", "ever", "b", b)] = _pct(r["ever_flipped"])
-        m[latex.macro_name("comp", "ever", "ci", "b", b)] = (
-            f"[{_pct(r['ever_flipped_ci_low'])}, {_pct(r['ever_flipped_ci_high'])}]"
-        )
+        (
+            m[latex.macro_name("comp", "ever", "b", b)],
+            m[latex.macro_name("comp", "ever", "ci", "b", b)],
+        ) = _value_and_interval(r["ever_flipped"], r["ever_flipped_ci_low"], r["ever_flipped_ci_high"])
         net = dep_networks[(dep_networks["design"] == "random") & (dep_networks["batch_size"] == b)]
         for measure in MEASURES:
             row = net[net["measure"] == measure]
             if len(row):
                 row = row.iloc[0]
-                f = latex.fmt if measure == "train_mode_accuracy" else _pct
-                m[latex.macro_name("comp", "net", measure, "b", b)] = f(row["mean"])
-                m[latex.macro_name("comp", "net", measure, "ci", "b", b)] = f"[{f(row.ci_low)}, {f(row.ci_high)}]"
+                (
+                    m[latex.macro_name("comp", "net", measure, "b", b)],
+                    m[latex.macro_name("comp", "net", measure, "ci", "b", b)],
+                ) = _value_and_interval(row["mean"], row.ci_low, row.ci_high, measure != "train_mode_accuracy")
 
     # Exact b = 2 rate against the sampled interval, and the largest gap to the published rates.
     if 2 in sizes and result["exact_flip_rate_b2"] is not None:
         lo, hi = result["2"]["flip_ci"]
         m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
-    gaps = {
-        b: 100 * (result[str(b)]["flip_rate"] - published["flip_rate"][b]) for b in sizes if b in published["flip_rate"]
-    }
-    worst = max(gaps, key=lambda b: abs(gaps[b]))
-    m["compMaxGapPoints"] = f"{abs(gaps[worst]):.1f}"
-    m["compMaxGapSign"] = "above" if gaps[worst] > 0 else "below"
-    m["compMaxGapSize"] = str(worst)
+    m |= published_ratio_macros(result, dep_networks, published, sizes)
 
     # Grid: controls must never flip; batch normalisers by normaliser, mean over seeds.
     controls = probes[~probes["normaliser"].isin(BATCH_KINDS)]  # no batch statistics: must never flip
@@ -127,6 +150,70 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
             if len(cell):
                 m[latex.macro_name("comp", "grid", norm, "min", "b", b)] = _pct(cell["mean"].min())
                 m[latex.macro_name("comp", "grid", norm, "max", "b", b)] = _pct(cell["mean"].max())
+    return m
+
+
+def published_ratio_macros(result: dict, dep_networks: pd.DataFrame, published: dict, sizes) -> dict:
+    """Our flip rates against the published ones, size by size, as ratios and against our intervals.
+
+    - ``compPublishedComparison``: per published size, the published rate, whether it lies
+      inside, below or above the interval over the dependence networks, and the ratio of our
+      mean over networks to it (``at $b=16$ the published 3.2\\% lies below our interval
+      [...], ours 1.7 times theirs``), joined in words;
+    - ``compPublishedOutside``: the sizes whose published rate lies outside our interval, in words.
+    """
+    clauses, outside = [], []
+    net = dep_networks[(dep_networks["design"] == "random") & (dep_networks["measure"] == "flip_rate")]
+    for b in sizes:
+        theirs = published["flip_rate"].get(b)
+        row = net[net["batch_size"] == b]
+        if theirs is None or not len(row):
+            continue
+        row = row.iloc[0]
+        where = "inside" if row.ci_low <= theirs <= row.ci_high else ("below" if theirs < row.ci_low else "above")
+        if where != "inside":
+            outside.append(f"$b={b}$")
+        ratio = f"{latex.fmt(row['mean'] / theirs, 1)} times theirs" if theirs > 0 else "theirs zero"
+        clauses.append(
+            f"at $b={b}$ the published {_pct(theirs)} lies {where} our interval {_interval(row.ci_low, row.ci_high)}"
+            f" (ours {_pct(row['mean'])}, {ratio})"
+        )
+    return {
+        "compPublishedComparison": "; ".join(clauses) if clauses else "n/a",
+        "compPublishedOutside": f"at {words(outside)}" if outside else "at no size",
+    }
+
+
+def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
+    """The headline flip rate's variance over networks and over examples (crossed design).
+
+    For the random design at the smallest and the largest probe size, the dependence
+    networks' per-example flip rates form a networks x examples table;
+    :func:`bnstudy.stats.crossed_components` gives the mean with an interval that counts
+    both sources (``compNetFlipRateCombinedCi<End>``), each source's standard deviation in
+    points (``compSdNetworks<End>``, ``compSdExamples<End>``) and each one's share of the
+    mean's variance (``compShareNetworks<End>``...)."""
+    m = {}
+    dep = probes[(probes["network"] == "dependence") & (probes["design"] == "random")]
+    for end, b in (("min", sizes[0]), ("max", sizes[-1])):
+        g = dep[dep["batch_size"] == b]
+        if g["seed"].nunique() < 2:
+            continue
+        table = (
+            g.assign(rate=g["flips"] / g["batches"])
+            .pivot_table(index="seed", columns="example", values="rate", aggfunc="first")
+            .sort_index(axis=0)
+            .sort_index(axis=1)
+        )
+        c = stats.crossed_components(table.to_numpy(), confidence)
+        name = lambda *parts: latex.macro_name("comp", *parts, end)  # noqa: E731
+        m[name("net flip rate combined ci")] = _interval(c["ci_low"], c["ci_high"])
+        m[name("sd networks")] = latex.points(c["var_network"] ** 0.5)
+        m[name("sd examples")] = latex.points(c["var_example"] ** 0.5)
+        m[name("share networks")] = latex.fmt(c["share_networks"], 0, percent=True)
+        m[name("share examples")] = latex.fmt(c["share_examples"], 0, percent=True)
+        m[name("share residual")] = latex.fmt(1 - c["share_networks"] - c["share_examples"], 0, percent=True)
+        m[name("components df")] = latex.fmt(c["df"], 0)
     return m
 
 
@@ -170,7 +257,7 @@ def end_macros(m: dict, dep0: pd.DataFrame, over_seeds: pd.DataFrame, one_class_
     out["compSizeWords"] = words([str(b) for b in sizes])
     out["compFlipList"] = words([_pct(v) for v in random["flip_rate"]])
     for r in random.itertuples(index=False):
-        ci = f"[{_pct(r.flip_rate_ci_low)}, {_pct(r.flip_rate_ci_high)}]"
+        ci = _interval(r.flip_rate_ci_low, r.flip_rate_ci_high)
         out[latex.macro_name("comp flip ci b", int(r.batch_size))] = ci
     m = m | out
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
@@ -200,8 +287,8 @@ def keep_macros(keep: pd.DataFrame) -> dict:
         b = int(r["batch_size"])
         if r["design"] == "random":
             m[latex.macro_name("comp", "keep", "flip", "b", b)] = _pct(r["flip_rate"])
-            m[latex.macro_name("comp", "keep", "flip", "ci", "b", b)] = (
-                f"[{_pct(r['flip_rate_ci_low'])}, {_pct(r['flip_rate_ci_high'])}]"
+            m[latex.macro_name("comp", "keep", "flip", "ci", "b", b)] = _interval(
+                r["flip_rate_ci_low"], r["flip_rate_ci_high"]
             )
         elif r["design"] == "exact":
             m["compKeepExactFlip"] = _pct(r["flip_rate"])
@@ -314,6 +401,8 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
         for r in dep_networks.itertuples(index=False)
     }
     all_macros = macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep)
+    sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
+    all_macros |= components_macros(probes, sizes, params["confidence"])
     all_macros |= end_macros(all_macros, dep0, over_seeds, int(params["one_class_batch_size"]))
     return {
         "summary_table": summary,

@@ -19,7 +19,7 @@ from .designs import CONV_POSITIONS as P
 from .designs import CONV_SIDE as SIDE
 from .latex import points, points_interval, signed_points, verdict, words
 from .paired import paired_interval
-from .stats import seed_interval
+from .stats import adjusted_confidence, seed_interval, share_interval
 
 MEASURES = ("inference_accuracy", "train_mode_accuracy")
 FLIP_DESIGNS = ("random", "own_class", "other_class", "exact")
@@ -27,12 +27,14 @@ FLIP_DESIGNS = ("random", "own_class", "other_class", "exact")
 
 def cells(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per normaliser, batch size and measure (both accuracies and the last epoch's mean batch
-    loss): seeds, mean, sd and Student-t interval over seeds (seeds in ascending order)."""
+    loss): seeds, mean, sd and interval over seeds (seeds in ascending order): Student t for
+    the loss, for the accuracies on the logit scale (:func:`bnstudy.stats.share_interval`)."""
     out = []
     for (norm, b), g in runs.groupby(["normaliser", "batch_size"], sort=True):
         g = g.sort_values("seed")
         for measure in (*MEASURES, "final_loss"):
-            mean, sd, lo, hi = seed_interval(g[measure].tolist(), confidence)
+            interval = seed_interval if measure == "final_loss" else share_interval
+            mean, sd, lo, hi = interval(g[measure].tolist(), confidence)
             out.append(
                 {"model": "cnn", "normaliser": norm, "batch_size": int(b), "measure": measure}
                 | _stat(len(g), mean, sd, lo, hi)
@@ -46,26 +48,32 @@ def _stat(seeds, mean, sd, lo, hi) -> dict:
 
 def against_none(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per normaliser (not none), batch size and mode: its test accuracy minus none's (inference
-    mode), paired by seed; mean, sd and Student-t interval of the differences."""
+    mode), paired by seed; mean, sd and Student-t interval of the differences, and the
+    Bonferroni-adjusted interval (``ci_low_adj``, ``ci_high_adj``) with one normaliser's and
+    mode's batch sizes as the family (``family``)."""
     none = runs[runs.normaliser == "none"].set_index(["batch_size", "seed"])["inference_accuracy"]
+    family = int(runs.batch_size.nunique())
     out = []
     for (norm, b), g in runs[runs.normaliser != "none"].groupby(["normaliser", "batch_size"], sort=True):
         g = g.sort_values("seed")
         base = [none[(int(b), int(s))] for s in g.seed]
         for measure in MEASURES:
             row = paired_interval(g[measure].tolist(), base, confidence)
+            adj = paired_interval(g[measure].tolist(), base, adjusted_confidence(confidence, family))
+            row |= {"family": family, "ci_low_adj": adj["ci_low"], "ci_high_adj": adj["ci_high"]}
             out.append({"normaliser": norm, "batch_size": int(b), "measure": measure} | row)
     return pd.DataFrame(out)
 
 
 def flip_cells(rates: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per training batch size, design and measure (flip rate, training-mode accuracy, share of
-    examples ever flipped): mean over the networks (seeds) with a Student-t interval."""
+    examples ever flipped): mean over the networks (seeds) with a Student-t interval on the logit
+    scale (:func:`bnstudy.stats.share_interval`)."""
     out = []
     for (b, design), g in rates.groupby(["batch_size", "design"], sort=True):
         g = g.sort_values("seed")
         for measure in ("flip_rate", "train_mode_accuracy", "ever_flipped"):
-            mean, sd, lo, hi = seed_interval(g[measure].tolist(), confidence)
+            mean, sd, lo, hi = share_interval(g[measure].tolist(), confidence)
             out.append(
                 {"model": "cnn", "normaliser": "batchnorm", "batch_size": int(b), "measure": f"{design}_{measure}"}
                 | _stat(len(g), mean, sd, lo, hi)
@@ -180,6 +188,12 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
                 ci = points_interval(r.ci_low, r.ci_high, signed=True, digits=1)
                 m[latex.macro_name("conv gain", norm, short, where, "ci")] = ci
                 m[latex.macro_name("conv gain", norm, short, where, "verdict")] = verdict(r.ci_low, r.ci_high)
+                adj = points_interval(r.ci_low_adj, r.ci_high_adj, signed=True, digits=1)
+                m[latex.macro_name("conv gain", norm, short, where, "adj ci")] = adj
+                m[latex.macro_name("conv gain", norm, short, where, "adj verdict")] = verdict(
+                    r.ci_low_adj, r.ci_high_adj
+                )
+        m["convFamily"] = str(len(sizes))
         for norm in norms:
             m[latex.macro_name("conv loss", norm, where)] = latex.fmt(
                 float(cell.loc[("cnn", norm, b, "final_loss")]["mean"]), 2
@@ -202,6 +216,7 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
             n: {
                 str(b): {
                     r.measure: {"gain": r.gain, "sd": r.sd, "ci": [r.ci_low, r.ci_high], "seeds": int(r.seeds)}
+                    | {"family": int(r.family), "ci_adjusted": [r.ci_low_adj, r.ci_high_adj]}
                     for r in g.itertuples()
                 }
                 for b, g in gn.groupby("batch_size")

@@ -94,6 +94,7 @@ def summarise(networks: list[dict], confidence: float) -> dict:
                 e["inference_change"] = paired(col("inference_after"), col("inference_before"), confidence)
                 e["train_mode_change"] = paired(col("train_mode_after"), col("train_mode_before"), confidence)
                 e["recomputed_gain"] = paired(col("recomputed_after"), col("inference_after"), confidence)
+                e["recomputed_change"] = paired(col("recomputed_after"), col("inference_before"), confidence)
                 entry[m] = e
             live, frozen = get[(s, "live")], get[(s, "frozen")]
             entry["frozen_minus_live"] = {
@@ -133,7 +134,10 @@ def along_means(along: list[dict]) -> list[dict]:
 
 
 def percent(value: float) -> str:
-    return latex.fmt(value, DIGITS, percent=True)
+    """An accuracy in percent; one that is not 0 or 1 never as ``0.0\\%`` or ``100.0\\%``
+    (:func:`bnstudy.latex.points`)."""
+    text = latex.points(value, DIGITS)
+    return text if text == "n/a" else text + "\\%"
 
 
 def distance(value: float) -> str:
@@ -186,6 +190,9 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
                 m[name("recomputed", "gain", "verdict")] = verdict(*e["recomputed_gain"]["ci"])
                 for k in ("mean_to_exact", "var_to_exact", "mean_to_start", "var_to_start"):
                     m[name(k)] = distance(e[k]["mean"])
+            m[latex.macro_name("finetune", "rate", i, s, "recompute", "sentence")] = recompute_sentence(
+                cell[s], percent(start["inference_before"]["mean"])
+            )
             d = cell[s]["frozen_minus_live"]["inference_after"]
             m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live")] = points(d["mean"])
             m[latex.macro_name("finetune", "rate", i, s, "frozen", "minus", "live", "ci")] = interval_points(d)
@@ -198,6 +205,49 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
                 *d["ci"]
             )
     return m
+
+
+def recompute_sentence(entry: dict, start: str) -> str:
+    """What recomputing the statistics did for the live and the frozen networks of one rate and
+    stream, generated from the paired intervals so that it claims no more than they show: the
+    accuracy of each mode with the statistics recomputed and its change against the fine-tuned
+    network (recomputed minus after), with the intervals' verdicts; "helps both modes" only
+    when both lie wholly above zero. Then, against the starting accuracy ``start``
+    (recomputed minus before, paired): modes whose interval lies wholly below zero stay below
+    the start, a loss that recomputed statistics cannot remove (so, when both do, one in the
+    weights); modes whose interval lies wholly above zero lie above it; the rest are not told
+    apart from it."""
+    live, frozen = entry["live"], entry["frozen"]
+    gains = [live["recomputed_gain"], frozen["recomputed_gain"]]
+    verdicts = [verdict(*g["ci"]) for g in gains]
+    if verdicts[0] == verdicts[1]:
+        said = f"both intervals {verdict(*gains[0]['ci'], plural=True)}"
+    else:
+        said = f"the live interval {verdicts[0]}, the frozen one {verdicts[1]}"
+    helps = all(g["ci"][0] > 0 for g in gains)
+    text = "recomputing the statistics helps both modes: it gives " if helps else "recomputing the statistics gives "
+    text += (
+        f"{percent(live['recomputed_after']['mean'])} for the live networks and "
+        f"{percent(frozen['recomputed_after']['mean'])} for the frozen ones, changes of "
+        f"{points(gains[0]['mean'])} {interval_points(gains[0])} and {points(gains[1]['mean'])} "
+        f"{interval_points(gains[1])} points against the fine-tuned networks ({said})"
+    )
+    side = {}
+    for mode in MODES:
+        lo, hi = entry[mode]["recomputed_change"]["ci"]
+        side[mode] = "below" if hi < 0 else "above" if lo > 0 else "apart"
+    if side["live"] == side["frozen"]:
+        text += {
+            "below": f". Recomputed, both stay below the start ({start}): a loss that fitted statistics cannot"
+            " remove lies in the weights",
+            "above": f". Recomputed, both lie above the start ({start})",
+            "apart": f". Recomputed, neither is told apart from the start ({start})",
+        }[side["live"]]
+    else:
+        phrase = {"below": "stay below it", "above": "lie above it", "apart": "are not told apart from it"}
+        text += f". Against the start ({start}), recomputed, the live networks {phrase[side['live']]}"
+        text += f" and the frozen ones {phrase[side['frozen']]}"
+    return text
 
 
 HEADER = ["rate", "batches", "change, live", "change, frozen", "frozen $-$ live", "live, recomputed"]

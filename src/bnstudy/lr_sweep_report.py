@@ -15,17 +15,18 @@ import pandas as pd
 from . import latex
 from .latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from .paired import paired_interval
-from .stats import seed_interval
+from .stats import adjusted_confidence, seed_interval, share_interval
 
 
 def rate_table(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per normaliser, batch size and rate: seeds, mean validation accuracy, and the test accuracy's
-    mean, sd and Student-t interval over seeds (seeds in ascending order)."""
+    mean, sd and Student-t interval over seeds on the logit scale (:func:`bnstudy.stats.share_interval`;
+    seeds in ascending order)."""
     out = []
     for (norm, b, lr), g in runs.groupby(["normaliser", "batch_size", "lr"], sort=True):
         g = g.sort_values("seed")
         val, val_sd, _, _ = seed_interval(g.validation_accuracy.tolist(), confidence)
-        mean, sd, lo, hi = seed_interval(g.test_accuracy.tolist(), confidence)
+        mean, sd, lo, hi = share_interval(g.test_accuracy.tolist(), confidence)
         out.append(
             {"normaliser": norm, "batch_size": int(b), "lr": float(lr), "seeds": len(g)}
             | {"validation_mean": val, "validation_sd": val_sd}
@@ -62,9 +63,12 @@ def at_rate(rates: pd.DataFrame, lr: float) -> pd.DataFrame:
 
 def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confidence: float) -> pd.DataFrame:
     """Per batch size, ``a - b`` in test accuracy paired by seed, each normaliser at its rate in
-    ``chosen`` (rows with normaliser, batch_size, lr): mean, sd and Student-t interval."""
+    ``chosen`` (rows with normaliser, batch_size, lr): mean, sd and Student-t interval, and the
+    Bonferroni-adjusted interval (``ci_low_adj``, ``ci_high_adj``) with the batch sizes as the
+    family (``family``)."""
     lr = chosen.set_index(["normaliser", "batch_size"])["lr"]
     out = []
+    family = int(chosen.batch_size.nunique())
     for size in sorted(int(v) for v in chosen.batch_size.unique()):
         sides = []
         for norm in (a, b):
@@ -72,8 +76,31 @@ def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confiden
             sides.append(g.set_index("seed")["test_accuracy"])
         seeds = sorted(set(sides[0].index) & set(sides[1].index))
         row = paired_interval([sides[0][s] for s in seeds], [sides[1][s] for s in seeds], confidence)
+        adj = paired_interval(
+            [sides[0][s] for s in seeds], [sides[1][s] for s in seeds], adjusted_confidence(confidence, family)
+        )
+        row |= {"family": family, "ci_low_adj": adj["ci_low"], "ci_high_adj": adj["ci_high"]}
         out.append({"batch_size": size, "lr_a": float(lr[(a, size)]), "lr_b": float(lr[(b, size)])} | row)
     return pd.DataFrame(out)
+
+
+def deficit_answer(first, grid) -> str:
+    """Whether batch normalisation's deficit at the smallest batch survives the per-cell choice of
+    the rate, as a verb phrase that takes the choice as its object (``the deficit survives the
+    tuning of the rate``), from the Bonferroni-adjusted intervals of that comparison at the
+    chosen rates (``first``) and at the grid's rate (``grid``): it survives where the chosen
+    rates' interval lies wholly below zero, does not where it lies wholly above; an interval
+    holding zero "can no longer" tell it from zero only where the grid's rate did, and where the
+    grid's interval holds zero too neither can."""
+    if first.ci_high_adj < 0:
+        return "survives"
+    if first.ci_low_adj > 0:
+        return "does not survive"
+    if grid.ci_high_adj < 0:
+        return "can no longer be told from zero after"
+    if grid.ci_low_adj > 0:
+        return "does not survive"
+    return "cannot be told from zero, at the grid's rate or after"
 
 
 def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[str, str], design: dict) -> dict:
@@ -120,18 +147,22 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
                 m[latex.macro_name("lr ci", name, norm, where)] = points_interval(r.test_ci_low, r.test_ci_high)
             m[latex.macro_name("lr best", norm, where)] = power_of_ten(best_lr(best, norm, size))
     first = paired_best.iloc[0]
-    m["lrDeficitAnswer"] = (
-        "survives" if first.ci_high < 0 else "is no longer resolved" if first.gain < 0 else "does not survive"
-    )
+    m["lrDeficitAnswer"] = deficit_answer(paired_best.iloc[0], paired_grid.iloc[0])
+    m["lrFamily"] = str(int(paired_best.family.iloc[0]))
     for name, table in (("best", paired_best), ("grid", paired_grid)):
         first = table.iloc[0]
         m[latex.macro_name("lr paired", name, "min gain")] = signed_points(first.gain)
-        m[latex.macro_name("lr paired", name, "min ci")] = points_interval(first.ci_low, first.ci_high, signed=True)
-        m[latex.macro_name("lr paired", name, "min verdict")] = verdict(first.ci_low, first.ci_high)
-        below = [str(int(r.batch_size)) for r in table.itertuples() if r.ci_high < 0]
-        above = [str(int(r.batch_size)) for r in table.itertuples() if r.ci_low > 0]
+        m[latex.macro_name("lr paired", name, "min ci")] = points_interval(
+            first.ci_low_adj, first.ci_high_adj, signed=True
+        )
+        m[latex.macro_name("lr paired", name, "min verdict")] = verdict(first.ci_low_adj, first.ci_high_adj)
+        below = [str(int(r.batch_size)) for r in table.itertuples() if r.ci_high_adj < 0]
+        above = [str(int(r.batch_size)) for r in table.itertuples() if r.ci_low_adj > 0]
         m[latex.macro_name("lr paired", name, "below sizes")] = at_batches(below)
         m[latex.macro_name("lr paired", name, "above sizes")] = at_batches(above)
+        m[latex.macro_name("lr paired", name, "sign sentence")] = latex.zero_sentence(
+            "the adjusted paired intervals", above, below, len(table)
+        )
     edges = [
         f"{labels[r.normaliser]} at batch {r.batch_size} ({r.edge})" for r in best.itertuples() if r.edge != "inside"
     ]
@@ -166,6 +197,7 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
             name: {
                 str(r.batch_size): {"lr_batchnorm": r.lr_a, "lr_none": r.lr_b, "seeds": int(r.seeds)}
                 | {"gain": r.gain, "sd": r.sd, "ci": [r.ci_low, r.ci_high]}
+                | {"family": int(r.family), "ci_adjusted": [r.ci_low_adj, r.ci_high_adj]}
                 for r in table.itertuples()
             }
             for name, table in (("at_best_rates", paired_best), ("at_grid_lr", paired_grid))

@@ -9,7 +9,7 @@ pair, and a comparison ``A - B`` is made seed by seed:
 - the accuracy difference ``d_s = acc_A(s) - acc_B(s)`` per seed, and over seeds
   their mean with a paired Student-t interval (the one-sample t interval of the
   ``d_s``: mean and sample standard deviation by :func:`bnstudy.stats.mean_sd`,
-  sums correctly rounded; t quantile from ``scipy.stats.t``);
+  sums correctly rounded; t quantile :func:`bnstudy.stats.t_quantile`);
 - the same difference as a count of test rows: ``a_only`` rows that ``A`` labels
   correctly and ``B`` does not, ``b_only`` the reverse, ``a_only - b_only =
   n * d_s`` exactly; with an exact McNemar test on the discordant rows of each
@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .stats import seed_interval
+from .stats import adjusted_confidence, seed_interval
 
 # (name, (normaliser, mode) of A, (normaliser, mode) of B): A - B, inference mode.
 COMPARISONS = (
@@ -128,13 +128,21 @@ def per_seed(runs: pd.DataFrame, correct: pd.DataFrame, comparisons=COMPARISONS)
 
 def summarise(seeds: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per comparison and batch size: paired mean gain with its t interval, discordant rows summed
-    over seeds, and the number of seeds whose McNemar p is below ``1 - confidence`` each way."""
+    over seeds, and the number of seeds whose McNemar p is below ``1 - confidence`` each way.
+
+    Each comparison's batch sizes are one family (``family``: their number): ``ci_low_adj``,
+    ``ci_high_adj`` are the Bonferroni-adjusted paired intervals, each at
+    ``1 - (1 - confidence) / family`` (:func:`bnstudy.stats.adjusted_confidence`), the ones a
+    headline claim about that comparison quotes."""
     alpha = 1 - confidence
+    family = seeds.groupby("comparison", sort=False)["batch_size"].nunique().to_dict()
     out = []
     for (name, b), g in seeds.groupby(["comparison", "batch_size"], sort=False):
         g = g.sort_values("seed")
         row = {"comparison": name, "batch_size": int(b)}
         row |= paired_interval(g.accuracy_a, g.accuracy_b, confidence)
+        adj = paired_interval(g.accuracy_a, g.accuracy_b, adjusted_confidence(confidence, int(family[name])))
+        row |= {"family": int(family[name]), "ci_low_adj": adj["ci_low"], "ci_high_adj": adj["ci_high"]}
         significant = g.mcnemar_p < alpha
         row |= {
             "a_only": int(g.a_only.sum()),

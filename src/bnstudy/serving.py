@@ -322,7 +322,7 @@ def crossed_interval(table, confidence: float) -> dict:
     one network, over streams. ``sd_networks``/``sd_streams``: the components' standard
     deviations (negative estimates as 0).
     """
-    from scipy import stats as sps
+    from .stats import t_quantile
 
     t = np.asarray(table, np.float64)
     m, r = t.shape
@@ -352,7 +352,7 @@ def crossed_interval(table, confidence: float) -> dict:
         var, df, sd_n, sd_s = ms_n / m, float(m - 1), math.sqrt(ms_n), nan
     else:  # one network: over streams
         var, df, sd_n, sd_s = ms_s / r, float(r - 1), nan, math.sqrt(ms_s)
-    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(var)
+    half = t_quantile(0.5 + confidence / 2, df) * math.sqrt(var)
     sd = math.sqrt(var * m * r)
     return out | {"sd": sd, "sd_networks": sd_n, "sd_streams": sd_s, "ci": [grand - half, grand + half], "df": df}
 

@@ -16,7 +16,10 @@ DIGITS = 1  # decimals of percentages and percentage points
 
 
 def percent(value: float) -> str:
-    return latex.fmt(value, DIGITS, percent=True)
+    """An accuracy in percent; one that is not 0 or 1 never as ``0.0\\%`` or ``100.0\\%``
+    (:func:`bnstudy.latex.points`)."""
+    text = latex.points(value, DIGITS)
+    return text if text == "n/a" else text + "\\%"
 
 
 def macros(summary: dict, settings: dict) -> dict[str, str]:

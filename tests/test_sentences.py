@@ -1,0 +1,316 @@
+"""Every variant of every generated sentence of the studies' reports, rendered and checked.
+
+Generated sentences are claims the pipeline writes into the paper. Each generator is driven
+through all its branches (every verdict; empty, singular and plural lists; every family
+size up to the grid's) and each rendering, alone and in its place in the section text, is
+held to grammar-level invariants: no word doubled, subject and verb agree ("interval lies",
+"intervals lie"), no clause repeated, no "at no batch size" beside a list of sizes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bnstudy import (
+    accumulation_report,
+    batch_size_macros,
+    companions_summary,
+    finetune_report,
+    latex,
+    lr_sweep_report,
+    running_stats,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ROOT / "paper" / "sections"
+
+AGREEMENT = [
+    r"\bintervals (lies|contains)\b",
+    r"\binterval (lie|contain)\b",
+    r"\bintervals of [^,;.]*? (lies|contains)\b",
+]
+
+
+def plain(text: str) -> str:
+    """TeX to words: math and commands dropped, braces removed, spaces collapsed."""
+    text = re.sub(r"\$[^$]*\$", " N ", text)
+    text = re.sub(r"\\[A-Za-z]+\{\}", " N ", text)
+    text = re.sub(r"\\[A-Za-z]+", " N ", text)
+    text = text.replace("{", " ").replace("}", " ").replace("~", " ")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def problems(text: str) -> list[str]:
+    """The grammar-level faults of a rendered sentence (empty when there are none)."""
+    words = re.findall(r"[a-z]+|\d+(?:\.\d+)?", plain(text).lower())  # a number is one token
+    out = [f"doubled word {a!r}" for a, b in zip(words, words[1:]) if a == b and a.isalpha() and a not in {"n", "that"}]
+    out += [f"agreement: {m.group(0)!r}" for pattern in AGREEMENT for m in re.finditer(pattern, text)]
+    for clause in plain(text).lower().split(";"):  # parallel clauses joined by ';' may repeat
+        cw = re.findall(r"[a-z]+", clause)
+        grams = [" ".join(cw[i : i + 5]) for i in range(len(cw) - 4)]
+        out += [
+            f"repeated clause {g!r}" for g in sorted({g for g in grams if grams.count(g) > 1 and "n" not in g.split()})
+        ]
+    if re.search(r"at no batch size (and|,) (wholly )?(above|below)", text):
+        out.append("'at no batch size' beside a list")
+    return out
+
+
+def subsets(sizes):
+    for k in range(len(sizes) + 1):
+        yield from itertools.combinations(sizes, k)
+
+
+def zero_sentence_variants(max_total: int = 6):
+    for total in range(1, max_total + 1):
+        sizes = [str(2**i) for i in range(1, total + 1)]
+        for above in subsets(sizes):
+            rest = [b for b in sizes if b not in above]
+            for below in subsets(rest):
+                yield total, list(above), list(below), latex.zero_sentence("the intervals", above, below, total)
+
+
+def test_zero_sentence_every_variant_is_grammatical_and_names_each_size_once():
+    seen = 0
+    for total, above, below, text in zero_sentence_variants():
+        assert not problems(text), (text, problems(text))
+        for side in (above, below):
+            for b in side if len(side) < total else []:
+                named = re.sub(r"the other \d+ batch sizes", "", text)
+                assert len(re.findall(rf"\b{b}\b", named)) == 1, text
+            if side and len(side) == total:
+                assert "at every batch size" in text
+        if not above and not below:
+            assert text.endswith("contain zero at every batch size")
+        elif len(above) + len(below) < total:
+            assert "contain zero at the other" in text
+        else:
+            assert "contain zero" not in text
+        seen += 1
+    assert seen > 700  # every split of up to six batch sizes into above, below and neither
+
+
+@pytest.mark.parametrize("plural", [False, True])
+@pytest.mark.parametrize("lo, hi", [(-2.0, -1.0), (1.0, 2.0), (-1.0, 1.0), (0.0, 1.0)])
+def test_verdicts_agree_with_their_subject(lo, hi, plural):
+    subject = "the intervals" if plural else "the interval"
+    text = f"{subject} {latex.verdict(lo, hi, plural)}"
+    assert not problems(text), text
+
+
+@pytest.mark.parametrize("n", range(0, 5))
+def test_lists_in_words(n):
+    items = [str(2**i) for i in range(1, n + 1)]
+    text = latex.words(items)
+    assert not problems(f"at batches {text}")
+    assert text.count(" and ") == (1 if n > 1 else 0)
+    assert latex.at_batches(items) == ("at no batch size" if n == 0 else f"at batch{'es' if n > 1 else ''} {text}")
+
+
+def pair_summary(comparisons: dict[str, list[tuple[float, float]]]) -> pd.DataFrame:
+    """A paired summary with the given adjusted intervals per comparison, one per batch size."""
+    rows = []
+    for name, cis in comparisons.items():
+        for i, (lo, hi) in enumerate(cis):
+            rows.append(
+                {
+                    "comparison": name,
+                    "batch_size": 2 ** (i + 1),
+                    "gain": (lo + hi) / 2,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_low_adj": lo,
+                    "ci_high_adj": hi,
+                    "family": len(cis),
+                    "seeds_a_better": 0,
+                    "seeds_b_better": 0,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+CI = {"above": (0.01, 0.02), "below": (-0.02, -0.01), "zero": (-0.01, 0.01)}
+
+
+@pytest.mark.parametrize("n_remedies", [1, 2, 3])
+@pytest.mark.parametrize("pattern", list(itertools.product(CI, repeat=2)))
+def test_remedy_sentence_every_grouping(n_remedies, pattern):
+    names = list(batch_size_macros.REMEDY_NAMES)[:n_remedies]
+    # the first remedy follows the pattern, the others differ from it or not
+    for others_alike in (True, False):
+        comps = {}
+        for k, name in enumerate(names):
+            cis = [CI[p] for p in pattern]
+            if k and not others_alike:
+                cis = cis[::-1]
+            comps[name] = cis
+        text = batch_size_macros.remedy_sign_sentence(pair_summary(comps))
+        assert not problems(text), text
+        for name in names:
+            assert batch_size_macros.REMEDY_NAMES[name] in text
+
+
+@pytest.mark.parametrize("pattern", list(itertools.product(CI, repeat=3)))
+def test_interval_sign_macros_every_pattern(pattern):
+    m = batch_size_macros.interval_sign_macros(pair_summary({"batchnorm_vs_none": [CI[p] for p in pattern]}))
+    text = f"Paired over seeds: {m['pairedBatchnormVsNoneSignSentence']}."
+    assert not problems(text), text
+
+
+def published_case(rates: dict[int, float], ours: dict[int, tuple[float, float, float]]):
+    net = pd.DataFrame(
+        [
+            {"design": "random", "measure": "flip_rate", "batch_size": b, "mean": m, "ci_low": lo, "ci_high": hi}
+            for b, (m, lo, hi) in ours.items()
+        ]
+    )
+    return companions_summary.published_ratio_macros({}, net, {"flip_rate": rates}, sorted(ours))
+
+
+@pytest.mark.parametrize(
+    "ours",
+    [
+        {2: (0.45, 0.40, 0.50), 16: (0.05, 0.04, 0.06)},  # inside, above
+        {2: (0.30, 0.25, 0.35), 16: (0.032, 0.02, 0.04)},  # below, inside
+        {2: (0.45, 0.44, 0.46)},  # one size only
+    ],
+)
+def test_published_comparison_sentences(ours):
+    m = published_case({2: 0.453, 16: 0.032}, ours)
+    text = (
+        f"Against the published flip rates: {m['compPublishedComparison']}. "
+        f"The published rate lies outside our interval {m['compPublishedOutside']}."
+    )
+    assert not problems(text), text
+    assert text.count("times theirs") == len(ours)
+
+
+@pytest.mark.parametrize(
+    "gain, lo, hi, grid_ci, answer",
+    [
+        (-0.02, -0.03, -0.01, (-0.03, -0.01), "survives"),
+        (-0.01, -0.03, 0.01, (-0.03, -0.01), "can no longer"),  # told from zero at the grid's rate, not after
+        (0.01, -0.01, 0.03, (-0.03, -0.01), "can no longer"),
+        (0.02, 0.01, 0.03, (-0.03, -0.01), "does not"),  # batch norm ahead after the choice
+        (0.01, -0.01, 0.03, (0.01, 0.03), "does not"),  # ahead at the grid's rate, not told apart after
+        (-0.01, -0.03, 0.01, (-0.01, 0.01), "cannot be told"),  # told from zero at neither rate: never "no longer"
+        (0.01, -0.01, 0.03, (-0.01, 0.01), "cannot be told"),
+    ],
+)
+def test_deficit_answer_reads_in_every_sentence_that_uses_it(gain, lo, hi, grid_ci, answer):
+    text = lr_sweep_answer(gain, lo, hi, grid_ci)
+    assert text.startswith(answer)
+    uses = 0
+    for path in SECTIONS.glob("*.tex"):
+        tex = path.read_text()
+        for match in re.finditer(r"\\lrDeficitAnswer\{\}", tex):
+            window = tex[max(0, match.start() - 150) : match.end() + 150].replace(match.group(0), text)
+            assert not problems(window), (path.name, window)
+            assert not re.search(r"after (a per-cell|the tuning)", window) or "after" in text, window
+            uses += 1
+    assert uses >= 3
+
+
+def lr_sweep_answer(gain, lo, hi, grid_ci) -> str:
+    """``lrDeficitAnswer`` from one-row paired tables, through the report's own code path."""
+    runs = []
+    # two normalisers, one batch size, one rate, two seeds with the given paired differences
+    diffs = [gain - (hi - lo) / 4, gain + (hi - lo) / 4]
+    for s, d in enumerate(diffs):
+        runs.append({"normaliser": "none", "batch_size": 4, "lr": 1e-3, "seed": s, "test_accuracy": 0.9})
+        runs.append({"normaliser": "batchnorm", "batch_size": 4, "lr": 1e-3, "seed": s, "test_accuracy": 0.9 + d})
+    runs = pd.DataFrame(runs).assign(validation_accuracy=0.9)
+    chosen = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs, 0.95))
+    paired = lr_sweep_report.paired_at(runs, chosen, "batchnorm", "none", 0.95)
+    first, grid = paired.iloc[0].copy(), paired.iloc[0].copy()
+    first["ci_low_adj"], first["ci_high_adj"] = lo, hi
+    grid["ci_low_adj"], grid["ci_high_adj"] = grid_ci
+    return lr_sweep_report.deficit_answer(first, grid)
+
+
+@pytest.mark.parametrize(
+    "means",
+    [{8: 0.1, 32: 0.2, 64: 0.3}, {8: 0.3, 32: 0.2, 64: 0.4}, {8: 0.3, 32: 0.2, 64: 0.1}, {8: 0.2, 32: 0.3, 64: 0.1}],
+)
+def test_monotone_sentence_variants(means):
+    text = f"across batch sizes the mean {running_stats.monotone_sentence(means)}."
+    assert not problems(text), text
+
+
+def in_place(section: str, macro: str, text: str, width: int = 200) -> list[str]:
+    """The section's text around each use of ``macro``, with ``text`` put in its place."""
+    tex = (SECTIONS / section).read_text()
+    out = []
+    for match in re.finditer(rf"\\{macro}(\{{\}})?(?![A-Za-z])", tex):
+        out.append(tex[max(0, match.start() - width) : match.start()] + text + tex[match.end() : match.end() + width])
+    return out
+
+
+GHOST = [(f"{mode} mode", m) for m in (3, 5) for mode in ("training", "inference", "recomputed")]
+
+
+@pytest.mark.parametrize("resolved", [list(c) for k in (0, 1, 2, 6) for c in itertools.combinations(GHOST, k)])
+def test_ghost_resolved_sentence_agrees_with_its_count(resolved):
+    n = len(resolved)
+    text = accumulation_report.resolved_sentence(resolved)
+    assert not problems(text), text
+    verbs = re.findall(r"\b(excludes|exclude)\b", text)
+    assert verbs == (["excludes"] if n <= 1 else ["exclude"]), text
+    assert text.startswith({0: "none", 1: "one"}.get(n, str(n))), text
+    for mode in {mode for mode, _ in resolved}:
+        ms = [str(m) for md, m in resolved if md == mode]
+        assert mode in text and f"micro-batch{'es' if len(ms) > 1 else ''} {' and '.join(ms)}" in text, text
+    assert "are:" not in text
+    windows = in_place("accumulation.tex", "accumGhostResolvedSentence", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+
+
+def recompute_entry(gain_lo: float, change_lo: float, mode: str) -> dict:
+    """One mode's entry of the fine-tuning summary: recomputed accuracy, its paired gain over
+    the fine-tuned network and its paired change from the start, each an interval of width 2
+    points starting at the given lower end."""
+
+    def interval(lo):
+        return {"mean": lo + 0.01, "ci": [lo, lo + 0.02], "sd": 0.01, "seeds": 3}
+
+    return {"recomputed_after": {"mean": 0.9 if mode == "live" else 0.85}} | {
+        "recomputed_gain": interval(gain_lo),
+        "recomputed_change": interval(change_lo),
+    }
+
+
+LOWER = {"above": 0.01, "zero": -0.01, "below": -0.03}
+
+
+@pytest.mark.parametrize("gains", list(itertools.product(LOWER, repeat=2)))
+@pytest.mark.parametrize("changes", list(itertools.product(LOWER, repeat=2)))
+def test_recompute_sentence_claims_only_what_its_intervals_show(gains, changes):
+    entry = {mode: recompute_entry(LOWER[g], LOWER[c], mode) for mode, g, c in zip(("live", "frozen"), gains, changes)}
+    text = finetune_report.recompute_sentence(entry, "95.0\\%")
+    assert not problems(text), text
+    assert ("helps both modes" in text) == (gains == ("above", "above")), text
+    if gains[0] == gains[1]:  # one plural verdict
+        assert f"both intervals {latex.verdict(LOWER[gains[0]], LOWER[gains[0]] + 0.02, plural=True)}" in text, text
+    else:  # each its own
+        assert f"the live interval {latex.verdict(LOWER[gains[0]], LOWER[gains[0]] + 0.02)}" in text, text
+        assert f"the frozen one {latex.verdict(LOWER[gains[1]], LOWER[gains[1]] + 0.02)}" in text, text
+    # against the start: below only where the interval lies below; the weights blamed only when both do
+    assert ("in the weights" in text) == (changes == ("below", "below")), text
+    if changes[0] == changes[1]:
+        said = {"below": "both stay below", "above": "both lie above", "zero": "neither is told apart"}[changes[0]]
+        assert said in text, text
+    else:
+        phrase = {"below": "stay below it", "above": "lie above it", "zero": "are not told apart from it"}
+        assert f"the live networks {phrase[changes[0]]} and the frozen ones {phrase[changes[1]]}" in text, text
+    windows = in_place("finetune.tex", "finetuneRateTwoShuffleRecomputeSentence", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+        assert "helps both modes, to" not in window  # the old fixed claim is gone
