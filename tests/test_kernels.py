@@ -19,6 +19,11 @@ from bnstudy.model import NetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 NORMALISERS = normalisers.NAMES
+# The kinds whose documented arithmetic np_norm below spells out step by step (every other
+# registered kind is held to PyTorch's function by the registry-driven tests).
+DOCUMENTED = tuple(
+    k for k in NORMALISERS if k in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm", "ghostbatchnorm")
+)
 F32 = np.float32
 EPS = F32(1e-5)
 # Settings of the kinds that have one, chosen so that they matter at the tests' batch sizes:
@@ -136,7 +141,9 @@ def np_norm(kind, h, batch, gamma, beta, rm, rv, groups, limits, train, relu=Tru
         return np_relu(((h - rm) * invstd) * gamma + beta, relu)
     if kind in ("layernorm", "groupnorm"):
         return np_row_norm(h, groups if kind == "groupnorm" else 1, gamma, beta, relu)[0]
-    return np_relu(h, relu)
+    if kind == "none":
+        return np_relu(h, relu)
+    raise ValueError(f"no documented arithmetic for {kind}: add it here and to DOCUMENTED")
 
 
 # ---- (a) every building block is the documented arithmetic, bit for bit -------------------
@@ -196,7 +203,7 @@ def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
     assert _same_bits(out, np_norm(kind, h, batch, gamma, beta, rm, rv, 4, limits, True, relu, virtual_batch=3))
 
 
-@pytest.mark.parametrize("kind", NORMALISERS)
+@pytest.mark.parametrize("kind", DOCUMENTED)
 @pytest.mark.parametrize("relu", [True, False])
 def test_norm_inference_is_the_documented_arithmetic(kind, relu):
     h, gamma, beta, rm, rv = _case(11)
@@ -234,7 +241,7 @@ def _network(norm: str, seeds=(0, 1)) -> dict:
     return stacked
 
 
-@pytest.mark.parametrize("norm", NORMALISERS)
+@pytest.mark.parametrize("norm", DOCUMENTED)
 @pytest.mark.parametrize("train", [False, True])
 def test_logits_are_the_layers_composed_bit_for_bit(norm, train):
     stacked, spec = _network(norm), NetSpec(norm, **SETTINGS)

@@ -101,8 +101,8 @@ def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
             state[f"{layer}.{name}"] = ((2.0 * rng.random(sh) - 1.0) * bound).astype(np.float32)
         norm = {"0": "1", "3": "4"}.get(layer)
         if norm and info.affine:
-            state[f"{norm}.weight"] = np.ones(shape[0], np.float32)
-            state[f"{norm}.bias"] = np.zeros(shape[0], np.float32)
+            for name in info.parameters:  # gamma ones, beta zeros
+                state[f"{norm}.{name}"] = np.full(shape[0], 1.0 if name == "weight" else 0.0, np.float32)
             if info.batch_statistics:
                 state[f"{norm}.running_mean"] = np.zeros(shape[0], np.float32)
                 state[f"{norm}.running_var"] = np.ones(shape[0], np.float32)

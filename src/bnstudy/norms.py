@@ -198,6 +198,23 @@ def group_norm_module(spec, features):
     return torch.nn.GroupNorm(spec.groups, features, eps=spec.eps)
 
 
+# ---- the convolutional network's module factories (named by the registry's conv_module) --
+# factory(spec, channels) -> torch.nn.Module, spec a bnstudy.conv_train.ConvSpec.
+
+
+def batch_norm2d_module(spec, channels):
+    return torch.nn.BatchNorm2d(channels, eps=spec.eps, momentum=spec.momentum)
+
+
+def layer_norm2d_module(spec, channels):
+    """Layer norm over channels x positions: one group."""
+    return torch.nn.GroupNorm(1, channels, eps=spec.eps)
+
+
+def group_norm2d_module(spec, channels):
+    return torch.nn.GroupNorm(spec.groups, channels, eps=spec.eps)
+
+
 class BatchRenorm1d(torch.nn.Module):
     """Batch renormalisation as a PyTorch module (PyTorch has none).
 
