@@ -86,6 +86,21 @@ def test_the_test_config_studies_every_registered_normaliser_and_the_paper_confi
     assert [n for n in KINDS if n in paper["normalisers"]] == paper["normalisers"]  # registry order
 
 
+def test_the_methods_name_the_configs_normalisers_from_the_registry():
+    from bnstudy import design
+
+    for config_file in ("config.yaml", "test.yaml"):
+        config = yaml.safe_load((ROOT / "config" / config_file).read_text())
+        names = config["normalisers"]
+        text = normalisers.methods_list(names)
+        assert design.design_macros(config, 10, 10)["normaliserList"] == text
+        positions = [text.index(normalisers.get(n).methods or normalisers.get(n).label) for n in names]
+        assert positions == sorted(positions), "in the config's order"
+        assert text.count(" and ") >= 1 and text.endswith(normalisers.get(names[-1]).methods or names[-1])
+    assert normalisers.methods_list(["layernorm"]) == "layer normalisation"
+    assert normalisers.methods_list(["none", "layernorm"]) == "none and layer normalisation"
+
+
 def test_own_settings_come_from_the_kinds_config_section_and_only_its_weights_record_them():
     cfg = {"ghostbatchnorm": {"virtual_batch": 7}}
     assert normalisers.spec_settings("ghostbatchnorm", cfg) == {"virtual_batch": 7}

@@ -27,7 +27,10 @@ Each :class:`Normaliser` names everything the rest of the code asks about a kind
   (:func:`bnstudy.norms.normalise` calls it; the tests' reference);
 - ``conv_module``: ``"module:function"`` of its ``torch.nn.Module`` factory in the
   convolutional network, ``factory(spec, channels)`` (:mod:`bnstudy.conv_torch`), or
-  empty for a kind the convolutional network does not have.
+  empty for a kind the convolutional network does not have;
+- ``methods``: how the paper's Methods names it (LaTeX, may quote the design macros
+  of :mod:`bnstudy.design`); :func:`methods_list` joins a config's kinds into the
+  ``\normaliserList`` macro.
 
 The factories and functions are named, not imported, so that this module (read by
 the Snakefile, the schema check and the figures) never imports PyTorch: they are
@@ -100,6 +103,7 @@ class Normaliser:
     own_settings: tuple[str, ...] = ()
     conv_module: str = ""  # its form in the convolutional network (bnstudy.conv, conv_train, conv_torch)
     shift: bool = True  # an affine kind's beta besides its gamma
+    methods: str = ""  # the Methods' name for it (LaTeX); the label if empty
 
     @property
     def conv(self) -> bool:
@@ -156,6 +160,10 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=BATCH,
         module="bnstudy.norms:batch_norm_module",
         functional="bnstudy.norms:batch_norm",
+        methods=(
+            r"batch normalisation (the function of PyTorch's \texttt{BatchNorm1d}, $\epsilon=\netEps$,"
+            r" momentum \netMomentum, i.e.\ keep-factor \netKeep)"
+        ),
         conv_module="bnstudy.norms:batch_norm2d_module",
     ),
     Normaliser(
@@ -169,6 +177,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=RENORM,
         module="bnstudy.norms:batch_renorm_module",
         functional="bnstudy.norms:batch_renorm",
+        methods="batch renormalisation",
     ),
     Normaliser(
         "layernorm",
@@ -181,6 +190,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=LAYER,
         module="bnstudy.norms:layer_norm_module",
         functional="bnstudy.norms:layer_norm",
+        methods="layer normalisation",
         conv_module="bnstudy.norms:layer_norm2d_module",
     ),
     Normaliser(
@@ -194,6 +204,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=GROUP,
         module="bnstudy.norms:group_norm_module",
         functional="bnstudy.norms:group_norm",
+        methods=r"group normalisation with \netGroups{} groups of \groupWidth{} features",
         conv_module="bnstudy.norms:group_norm2d_module",
         setting="groups",
     ),
@@ -208,6 +219,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=GHOST,
         module="bnstudy.norms:ghost_batch_norm_module",
         functional="bnstudy.norms:ghost_batch_norm",
+        methods="ghost batch normalisation (batch normalisation within consecutive virtual batches of each batch)",
         setting="virtual_batch",
         own_settings=("virtual_batch",),
     ),
@@ -245,6 +257,13 @@ def spec_settings(name: str, config: dict) -> dict:
     (``config[name]``): what the rules add to its network parameters; ``{}`` for the
     kinds without one, whose parameters then stay as they were."""
     return {key: config[name][key] for key in get(name).own_settings}
+
+
+def methods_list(names) -> str:
+    """The Methods' phrase naming the kinds ``names`` (a config's ``normalisers``, in its
+    order): each kind's ``methods`` (its label if empty), ``"A, B and C"``."""
+    words = [get(n).methods or get(n).label for n in names]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def colours() -> dict[str, str]:
