@@ -59,8 +59,8 @@ import importlib
 from dataclasses import dataclass
 
 # Kernel codes: the compiled kernels (bnstudy.normkernels) branch on these integers.
-NONE, BATCH, RENORM, LAYER, GROUP, GHOST = 0, 1, 2, 3, 4, 5
-CODES = (NONE, BATCH, RENORM, LAYER, GROUP, GHOST)
+NONE, BATCH, RENORM, LAYER, GROUP, GHOST, RMS = 0, 1, 2, 3, 4, 5, 6
+CODES = (NONE, BATCH, RENORM, LAYER, GROUP, GHOST, RMS)
 
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart with any
 # colour-vision deficiency. Six go to the normalisers below; the rest, with
@@ -222,6 +222,20 @@ REGISTRY: tuple[Normaliser, ...] = (
         methods="ghost batch normalisation (batch normalisation within consecutive virtual batches of each batch)",
         setting="virtual_batch",
         own_settings=("virtual_batch",),
+    ),
+    Normaliser(  # Zhang & Sennrich (2019): each row scaled by its root mean square, no centring
+        "rmsnorm",
+        "RMS norm",
+        TOL_MUTED["olive"],
+        "p",  # pentagon
+        (0, (3, 1, 1, 1, 1, 1, 1, 1)),  # dash-dot-dot-dot
+        batch_statistics=False,
+        affine=True,
+        shift=False,
+        kernel=RMS,
+        methods="RMS normalisation (each row divided by its root mean square, without centring, then a learned scale)",
+        module="bnstudy.norms:rms_norm_module",
+        functional="bnstudy.norms:rms_norm",
     ),
 )
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from .designs import CONV_POSITIONS as P
 from .fixedmath import JIT
-from .normalisers import BATCH, GHOST, GROUP, LAYER, RENORM
+from .normalisers import BATCH, GHOST, GROUP, LAYER, RENORM, RMS
 
 # Not a normaliser: the code :func:`forward` and :func:`backward` receive for a
 # batch-statistics layer kept in inference mode while the network trains (bnstudy.finetune).
@@ -374,6 +374,49 @@ def row_norm_backward(dz, i, groups, gamma, xhat, rstd, dh):
             dh[i, f] = inv * (dh[i, f] - s1 - xhat[i, f] * s2)
 
 
+# ---- RMS norm (Zhang & Sennrich 2019): per row, no centring, gamma and no beta ------------
+
+
+@numba.njit(**JIT)
+def rms_row(h, i, eps, gamma, relu, out, xhat, rstd):
+    """Row ``i``: ``ms = (sum of h**2 in feature order) / F``, ``invrms = 1 / sqrt(ms + eps)``,
+    ``xhat = h * invrms``, ``y = xhat * gamma``; keeps ``xhat[i]`` and ``rstd[i, 0]`` when those
+    arrays have rows."""
+    f_ = h.shape[1]
+    ms = np.float32(0)
+    for f in range(f_):
+        ms += h[i, f] * h[i, f]
+    ms = ms / np.float32(f_)
+    inv = np.float32(1) / np.sqrt(ms + eps)
+    keep = xhat.shape[0] > 0
+    if keep:
+        rstd[i, 0] = inv
+    for f in range(f_):
+        xh = h[i, f] * inv
+        if keep:
+            xhat[i, f] = xh
+        y = xh * gamma[f]
+        if relu and not y > 0:
+            y = np.float32(0)
+        out[i, f] = y
+
+
+@numba.njit(**JIT)
+def rms_row_backward(dz, i, gamma, xhat, rstd, dh):
+    """``dh[i] = invrms * (dxhat - xhat * (sum(dxhat * xhat) / F))``, ``dxhat = dz * gamma``,
+    the sum in feature order."""
+    f_ = dz.shape[1]
+    s = np.float32(0)
+    for f in range(f_):
+        dx = dz[i, f] * gamma[f]
+        dh[i, f] = dx
+        s += dx * xhat[i, f]
+    s = s / np.float32(f_)
+    inv = rstd[i, 0]
+    for f in range(f_):
+        dh[i, f] = inv * (dh[i, f] - xhat[i, f] * s)
+
+
 # ---- layer norm, group norm in the convolutional network: per example, channels x positions
 
 
@@ -458,6 +501,8 @@ def row_forward(kind, h, i, setting, eps, gamma, beta, relu, out, xhat, rstd):
     forward in both modes; keeps ``xhat[i]`` and ``rstd[i]`` when those arrays have rows."""
     if kind == LAYER or kind == GROUP:
         row_norm(h, i, setting, eps, gamma, beta, relu, out, xhat, rstd)
+    elif kind == RMS:
+        rms_row(h, i, eps, gamma, relu, out, xhat, rstd)
     else:
         relu_row(h, i, relu, out)
 
@@ -470,6 +515,12 @@ def row_backward(kind, dz, n, gamma, xhat, rstd, setting, dh, dgamma, dbeta):
         affine_grads(dz, n, xhat, gamma, gamma, False, dgamma, dbeta)
         for i in range(n):
             row_norm_backward(dz, i, setting, gamma, xhat, rstd, dh)
+    elif kind == RMS:  # no beta: its slot's gradient stays zero
+        affine_grads(dz, n, xhat, gamma, gamma, False, dgamma, dbeta)
+        for f in range(dz.shape[1]):
+            dbeta[f] = 0
+        for i in range(n):
+            rms_row_backward(dz, i, gamma, xhat, rstd, dh)
     else:
         identity_backward(dz, n, dh)
 
