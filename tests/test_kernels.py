@@ -22,7 +22,9 @@ NORMALISERS = normalisers.NAMES
 # The kinds whose documented arithmetic np_norm below spells out step by step (every other
 # registered kind is held to PyTorch's function by the registry-driven tests).
 DOCUMENTED = tuple(
-    k for k in NORMALISERS if k in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm", "ghostbatchnorm")
+    k
+    for k in NORMALISERS
+    if k in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm", "ghostbatchnorm", "rmsnorm")
 )
 F32 = np.float32
 EPS = F32(1e-5)
@@ -121,6 +123,20 @@ def np_row_norm(h, groups, gamma, beta, relu=True):
     return out, xhat, rstd
 
 
+def np_rms_norm(h, gamma, relu=True):
+    """Per row: the mean square (features in order), ``invrms = 1 / sqrt(ms + eps)``, ``(h * invrms) * gamma``."""
+    n, f_ = h.shape
+    ms = np.zeros(n, F32)
+    for f in range(f_):
+        ms = ms + h[:, f] * h[:, f]
+    ms = ms / F32(f_)
+    inv = F32(1) / np.sqrt(ms + EPS)
+    out = np.empty_like(h)
+    for f in range(f_):
+        out[:, f] = np_relu((h[:, f] * inv) * gamma[f], relu)
+    return out
+
+
 def np_virtual_batches(n, size):
     """Ghost batch norm's virtual batches of ``n`` rows, as slices: ``size`` rows each, the
     last to the end (``max(1, n // size)`` of them)."""
@@ -141,6 +157,8 @@ def np_norm(kind, h, batch, gamma, beta, rm, rv, groups, limits, train, relu=Tru
         return np_relu(((h - rm) * invstd) * gamma + beta, relu)
     if kind in ("layernorm", "groupnorm"):
         return np_row_norm(h, groups if kind == "groupnorm" else 1, gamma, beta, relu)[0]
+    if kind == "rmsnorm":
+        return np_rms_norm(h, gamma, relu)
     if kind == "none":
         return np_relu(h, relu)
     raise ValueError(f"no documented arithmetic for {kind}: add it here and to DOCUMENTED")
@@ -187,6 +205,7 @@ def test_batch_moments_sum_rows_in_row_order(start, n):
         ("groupnorm", (1.0, 0.0)),
         ("none", (1.0, 0.0)),
         ("ghostbatchnorm", (1.0, 0.0)),
+        ("rmsnorm", (1.0, 0.0)),
     ],
 )
 @pytest.mark.parametrize("batch", [2, 3, 8])
@@ -220,6 +239,33 @@ def test_row_norm_keeps_xhat_and_rstd_when_asked(groups):
         normkernels.row_norm(h, i, groups, EPS, gamma, beta, True, out, xhat, rstd)
     ref = np_row_norm(h, groups, gamma, beta)
     assert _same_bits(out, ref[0]) and _same_bits(xhat, ref[1]) and _same_bits(rstd, ref[2])
+
+
+def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
+    h, gamma, beta, _, _ = _case(4)
+    n, f_ = h.shape
+    out, xhat, rstd = np.full_like(h, np.nan), np.full_like(h, np.nan), np.full((n, 1), np.nan, F32)
+    for i in range(n):
+        normkernels.row_forward(normalisers.RMS, h, i, 1, EPS, gamma, beta, True, out, xhat, rstd)
+    assert _same_bits(out, np_rms_norm(h, gamma))
+    ms = np.zeros(n, F32)
+    for f in range(f_):
+        ms = ms + h[:, f] * h[:, f]
+    inv = F32(1) / np.sqrt(ms / F32(f_) + EPS)
+    assert _same_bits(rstd[:, 0], inv) and _same_bits(xhat, h * inv[:, None])
+    # backward: dxhat = dz * gamma, dh = invrms * (dxhat - xhat * (sum(dxhat * xhat) / F)); no beta
+    dz = np.random.default_rng(7).standard_normal(h.shape).astype(F32)
+    dh, dgamma, dbeta = np.full_like(h, np.nan), np.full(f_, np.nan, F32), np.full(f_, np.nan, F32)
+    normkernels.row_backward(normalisers.RMS, dz, n, gamma, xhat, rstd, 1, dh, dgamma, dbeta)
+    dx = dz * gamma
+    total = np.zeros(n, F32)
+    for f in range(f_):
+        total = total + dx[:, f] * xhat[:, f]
+    want = inv[:, None] * (dx - xhat * (total / F32(f_))[:, None])
+    g = np.zeros(f_, F32)
+    for i in range(n):
+        g = g + dz[i] * xhat[i]
+    assert _same_bits(dh, want) and _same_bits(dgamma, g) and not dbeta.any()
 
 
 def test_renorm_with_limits_one_and_zero_is_batch_norm_bit_for_bit():
