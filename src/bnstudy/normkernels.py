@@ -317,61 +317,93 @@ def frozen_backward(dz, n, gamma, invstd, xhat, dh, dgamma, dbeta):
             dh[i, f] = g * scale[f]
 
 
-# ---- layer norm, group norm: per row (and group of consecutive features) ----------------
+# ---- layer norm, group norm: per example and group of consecutive features --------------
+# An example is one row of the MLP (positions = 1) or the P rows of one image of the
+# convolutional network (its positions): the statistics of a group are over its features
+# (channels) at every position, positions in order and within a position features in order.
 
 
 @numba.njit(**JIT)
-def row_norm(h, i, groups, eps, gamma, beta, relu, out, xhat, rstd):
-    """Layer/group norm of row ``i`` of ``h`` into ``out[i]``; keeps ``xhat[i]`` and
-    ``rstd[i, g]`` when those arrays have rows (pass 0-row arrays otherwise)."""
-    f_ = h.shape[1]
-    size = f_ // groups
-    count = np.float32(size)
+def group_norm_example(h, n, positions, groups, eps, gamma, beta, relu, out, xhat, rstd):
+    """Group norm (layer norm: ``groups = 1``) of example ``n`` (rows ``n * positions ..``) of ``h``
+    into ``out``; keeps ``xhat`` and ``rstd[n, g]`` when those arrays have rows (pass 0-row arrays
+    otherwise)."""
+    size = h.shape[1] // groups
+    count = np.float32(size * positions)
     keep = xhat.shape[0] > 0
+    base = n * positions
     for g in range(groups):
         lo = g * size
         mean = np.float32(0)
-        for f in range(lo, lo + size):
-            mean += h[i, f]
+        for p in range(base, base + positions):
+            for f in range(lo, lo + size):
+                mean += h[p, f]
         mean = mean / count
         var = np.float32(0)
-        for f in range(lo, lo + size):
-            dev = h[i, f] - mean
-            var += dev * dev
+        for p in range(base, base + positions):
+            for f in range(lo, lo + size):
+                dev = h[p, f] - mean
+                var += dev * dev
         var = var / count
         inv = np.float32(1) / np.sqrt(var + eps)
         if keep:
-            rstd[i, g] = inv
-        for f in range(lo, lo + size):
-            xh = (h[i, f] - mean) * inv
-            if keep:
-                xhat[i, f] = xh
-            y = xh * gamma[f] + beta[f]
-            if relu and not y > 0:
-                y = np.float32(0)
-            out[i, f] = y
+            rstd[n, g] = inv
+        for p in range(base, base + positions):
+            for f in range(lo, lo + size):
+                xh = (h[p, f] - mean) * inv
+                if keep:
+                    xhat[p, f] = xh
+                y = xh * gamma[f] + beta[f]
+                if relu and not y > 0:
+                    y = np.float32(0)
+                out[p, f] = y
 
 
 @numba.njit(**JIT)
-def row_norm_backward(dz, i, groups, gamma, xhat, rstd, dh):
-    """``dh[i]`` per group, sums over the group's features in order:
-    ``dh = invstd * (dxhat - sum(dxhat) / size - xhat * (sum(dxhat * xhat) / size))``."""
+def group_norm_example_backward(dz, n, positions, groups, gamma, xhat, rstd, dh):
+    """``dh`` of example ``n`` per group, sums over the group's values in the forward's order:
+    ``dh = invstd * (dxhat - sum(dxhat) / count - xhat * (sum(dxhat * xhat) / count))``."""
     size = dz.shape[1] // groups
-    count = np.float32(size)
+    count = np.float32(size * positions)
+    base = n * positions
     for g in range(groups):
         lo = g * size
         s1 = np.float32(0)
         s2 = np.float32(0)
-        for f in range(lo, lo + size):
-            dx = dz[i, f] * gamma[f]
-            dh[i, f] = dx
-            s1 += dx
-            s2 += dx * xhat[i, f]
+        for p in range(base, base + positions):
+            for f in range(lo, lo + size):
+                dx = dz[p, f] * gamma[f]
+                dh[p, f] = dx
+                s1 += dx
+                s2 += dx * xhat[p, f]
         s1 = s1 / count
         s2 = s2 / count
-        inv = rstd[i, g]
-        for f in range(lo, lo + size):
-            dh[i, f] = inv * (dh[i, f] - s1 - xhat[i, f] * s2)
+        inv = rstd[n, g]
+        for p in range(base, base + positions):
+            for f in range(lo, lo + size):
+                dh[p, f] = inv * (dh[p, f] - s1 - xhat[p, f] * s2)
+
+
+@numba.njit(**JIT)
+def row_norm(h, i, groups, eps, gamma, beta, relu, out, xhat, rstd):
+    """Layer/group norm of row ``i`` of ``h`` into ``out[i]`` (the MLP: an example is a row)."""
+    group_norm_example(h, i, 1, groups, eps, gamma, beta, relu, out, xhat, rstd)
+
+
+@numba.njit(**JIT)
+def spatial_norm(h, n_ex, groups, eps, gamma, beta, relu, out, xhat, rstd):
+    """Layer/group norm of each of the ``n_ex`` images (``P`` rows each) of ``h`` into ``out``."""
+    for n in range(n_ex):
+        group_norm_example(h, n, P, groups, eps, gamma, beta, relu, out, xhat, rstd)
+
+
+@numba.njit(**JIT)
+def spatial_norm_backward(dz, n_ex, groups, gamma, xhat, rstd, dh, dgamma, dbeta):
+    """Backward of :func:`spatial_norm` (``dz``: the gradient at its output, ReLU mask applied);
+    ``dgamma``/``dbeta`` summed over all rows in order."""
+    affine_grads(dz, n_ex * P, xhat, gamma, gamma, False, dgamma, dbeta)
+    for n in range(n_ex):
+        group_norm_example_backward(dz, n, P, groups, gamma, xhat, rstd, dh)
 
 
 # ---- RMS norm (Zhang & Sennrich 2019): per row, no centring, gamma and no beta ------------
@@ -417,81 +449,6 @@ def rms_row_backward(dz, i, gamma, xhat, rstd, dh):
         dh[i, f] = inv * (dh[i, f] - xhat[i, f] * s)
 
 
-# ---- layer norm, group norm in the convolutional network: per example, channels x positions
-
-
-@numba.njit(**JIT)
-def spatial_norm(h, n_ex, groups, eps, gamma, beta, relu, out, xhat, rstd):
-    """Group norm (layer norm: ``groups = 1``) of each example's rows of ``h`` into ``out``;
-    keeps ``xhat`` and ``rstd[n, g]`` when those arrays have rows."""
-    c_ = h.shape[1]
-    size = c_ // groups
-    count = np.float32(size * P)
-    keep = xhat.shape[0] > 0
-    for n in range(n_ex):
-        base = n * P
-        for g in range(groups):
-            lo = g * size
-            mean = np.float32(0)
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    mean += h[base + p, c]
-            mean = mean / count
-            var = np.float32(0)
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    dev = h[base + p, c] - mean
-                    var += dev * dev
-            var = var / count
-            inv = np.float32(1) / np.sqrt(var + eps)
-            if keep:
-                rstd[n, g] = inv
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    xh = (h[base + p, c] - mean) * inv
-                    if keep:
-                        xhat[base + p, c] = xh
-                    y = xh * gamma[c] + beta[c]
-                    if relu and not y > 0:
-                        y = np.float32(0)
-                    out[base + p, c] = y
-
-
-@numba.njit(**JIT)
-def spatial_norm_backward(dz, n_ex, groups, gamma, xhat, rstd, dh, dgamma, dbeta):
-    """``dh`` from ``dz`` (the gradient at the normaliser's output, ReLU mask applied)."""
-    c_ = dz.shape[1]
-    rows = n_ex * P
-    for c in range(c_):
-        dgamma[c] = 0
-        dbeta[c] = 0
-    for r in range(rows):
-        for c in range(c_):
-            g = dz[r, c]
-            dbeta[c] += g
-            dgamma[c] += g * xhat[r, c]
-    size = c_ // groups
-    count = np.float32(size * P)
-    for n in range(n_ex):
-        base = n * P
-        for g in range(groups):
-            lo = g * size
-            s1 = np.float32(0)
-            s2 = np.float32(0)
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    dx = dz[base + p, c] * gamma[c]
-                    dh[base + p, c] = dx
-                    s1 += dx
-                    s2 += dx * xhat[base + p, c]
-            s1 = s1 / count
-            s2 = s2 / count
-            inv = rstd[n, g]
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    dh[base + p, c] = inv * (dh[base + p, c] - s1 - xhat[base + p, c] * s2)
-
-
 # ---- dispatch on the kind's code -------------------------------------------------------
 
 
@@ -514,7 +471,7 @@ def row_backward(kind, dz, n, gamma, xhat, rstd, setting, dh, dgamma, dbeta):
     if kind == LAYER or kind == GROUP:
         affine_grads(dz, n, xhat, gamma, gamma, False, dgamma, dbeta)
         for i in range(n):
-            row_norm_backward(dz, i, setting, gamma, xhat, rstd, dh)
+            group_norm_example_backward(dz, i, 1, setting, gamma, xhat, rstd, dh)
     elif kind == RMS:  # no beta: its slot's gradient stays zero
         affine_grads(dz, n, xhat, gamma, gamma, False, dgamma, dbeta)
         for f in range(dz.shape[1]):
