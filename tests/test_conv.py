@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import conv, conv_report, conv_study, conv_train
+from bnstudy import conv, conv_report, conv_study, conv_train, normkernels
 from bnstudy.recipe import Recipe
 
 KINDS = ("none", "batchnorm", "groupnorm", "layernorm")
@@ -62,7 +62,7 @@ def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
     h = rows(img)
     out, xhat = np.empty_like(h), np.empty_like(h)
     rstd = np.empty((3, groups), np.float32)
-    conv.spatial_norm(h, 3, groups, np.float32(1e-5), gamma, beta, False, out, xhat, rstd)
+    normkernels.spatial_norm(h, 3, groups, np.float32(1e-5), gamma, beta, False, out, xhat, rstd)
     t = torch.from_numpy(img).requires_grad_()
     gn = torch.nn.GroupNorm(groups, 8, eps=1e-5)
     with torch.no_grad():
@@ -72,7 +72,7 @@ def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
     y.backward(torch.from_numpy(upstream))
     np.testing.assert_allclose(out, rows(y.detach().numpy()), rtol=1e-5, atol=1e-5)
     dh, dg, db = np.empty_like(h), np.empty(8, np.float32), np.empty(8, np.float32)
-    conv.spatial_norm_backward(rows(upstream), 3, groups, gamma, xhat, rstd, dh, dg, db)
+    normkernels.spatial_norm_backward(rows(upstream), 3, groups, gamma, xhat, rstd, dh, dg, db)
     np.testing.assert_allclose(dh, rows(t.grad.numpy()), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(dg, gn.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(db, gn.bias.grad.numpy(), rtol=1e-5, atol=1e-5)

@@ -13,12 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnstudy import blocks, kernels, normalisers
+from bnstudy import blocks, kernels, normalisers, normkernels
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 NORMALISERS = normalisers.NAMES
+# The kinds whose documented arithmetic np_norm below spells out step by step (every other
+# registered kind is held to PyTorch's function by the registry-driven tests).
+DOCUMENTED = tuple(
+    k
+    for k in NORMALISERS
+    if k in ("none", "batchnorm", "batchrenorm", "layernorm", "groupnorm", "ghostbatchnorm", "rmsnorm")
+)
 F32 = np.float32
 EPS = F32(1e-5)
 # Settings of the kinds that have one, chosen so that they matter at the tests' batch sizes:
@@ -116,6 +123,20 @@ def np_row_norm(h, groups, gamma, beta, relu=True):
     return out, xhat, rstd
 
 
+def np_rms_norm(h, gamma, relu=True):
+    """Per row: the mean square (features in order), ``invrms = 1 / sqrt(ms + eps)``, ``(h * invrms) * gamma``."""
+    n, f_ = h.shape
+    ms = np.zeros(n, F32)
+    for f in range(f_):
+        ms = ms + h[:, f] * h[:, f]
+    ms = ms / F32(f_)
+    inv = F32(1) / np.sqrt(ms + EPS)
+    out = np.empty_like(h)
+    for f in range(f_):
+        out[:, f] = np_relu((h[:, f] * inv) * gamma[f], relu)
+    return out
+
+
 def np_virtual_batches(n, size):
     """Ghost batch norm's virtual batches of ``n`` rows, as slices: ``size`` rows each, the
     last to the end (``max(1, n // size)`` of them)."""
@@ -136,7 +157,11 @@ def np_norm(kind, h, batch, gamma, beta, rm, rv, groups, limits, train, relu=Tru
         return np_relu(((h - rm) * invstd) * gamma + beta, relu)
     if kind in ("layernorm", "groupnorm"):
         return np_row_norm(h, groups if kind == "groupnorm" else 1, gamma, beta, relu)[0]
-    return np_relu(h, relu)
+    if kind == "rmsnorm":
+        return np_rms_norm(h, gamma, relu)
+    if kind == "none":
+        return np_relu(h, relu)
+    raise ValueError(f"no documented arithmetic for {kind}: add it here and to DOCUMENTED")
 
 
 # ---- (a) every building block is the documented arithmetic, bit for bit -------------------
@@ -164,7 +189,7 @@ def test_transpose_into_is_the_transpose():
 def test_batch_moments_sum_rows_in_row_order(start, n):
     h = _case(0)[0]
     mean, var = np.full(h.shape[1], np.nan, F32), np.full(h.shape[1], np.nan, F32)
-    blocks.batch_moments(h, start, n, mean, var)
+    normkernels.batch_moments(h, start, n, mean, var)
     ref_mean, ref_var = np_moments(h[start : start + n])
     assert _same_bits(mean, ref_mean) and _same_bits(var, ref_var)
 
@@ -180,6 +205,7 @@ def test_batch_moments_sum_rows_in_row_order(start, n):
         ("groupnorm", (1.0, 0.0)),
         ("none", (1.0, 0.0)),
         ("ghostbatchnorm", (1.0, 0.0)),
+        ("rmsnorm", (1.0, 0.0)),
     ],
 )
 @pytest.mark.parametrize("batch", [2, 3, 8])
@@ -196,7 +222,7 @@ def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
     assert _same_bits(out, np_norm(kind, h, batch, gamma, beta, rm, rv, 4, limits, True, relu, virtual_batch=3))
 
 
-@pytest.mark.parametrize("kind", NORMALISERS)
+@pytest.mark.parametrize("kind", DOCUMENTED)
 @pytest.mark.parametrize("relu", [True, False])
 def test_norm_inference_is_the_documented_arithmetic(kind, relu):
     h, gamma, beta, rm, rv = _case(11)
@@ -210,9 +236,36 @@ def test_row_norm_keeps_xhat_and_rstd_when_asked(groups):
     h, gamma, beta, _, _ = _case(groups)
     out, xhat, rstd = np.full_like(h, np.nan), np.full_like(h, np.nan), np.full((len(h), groups), np.nan, F32)
     for i in range(len(h)):
-        blocks.row_norm(h, i, groups, EPS, gamma, beta, True, out, xhat, rstd)
+        normkernels.row_norm(h, i, groups, EPS, gamma, beta, True, out, xhat, rstd)
     ref = np_row_norm(h, groups, gamma, beta)
     assert _same_bits(out, ref[0]) and _same_bits(xhat, ref[1]) and _same_bits(rstd, ref[2])
+
+
+def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
+    h, gamma, beta, _, _ = _case(4)
+    n, f_ = h.shape
+    out, xhat, rstd = np.full_like(h, np.nan), np.full_like(h, np.nan), np.full((n, 1), np.nan, F32)
+    for i in range(n):
+        normkernels.row_forward(normalisers.RMS, h, i, 1, EPS, gamma, beta, True, out, xhat, rstd)
+    assert _same_bits(out, np_rms_norm(h, gamma))
+    ms = np.zeros(n, F32)
+    for f in range(f_):
+        ms = ms + h[:, f] * h[:, f]
+    inv = F32(1) / np.sqrt(ms / F32(f_) + EPS)
+    assert _same_bits(rstd[:, 0], inv) and _same_bits(xhat, h * inv[:, None])
+    # backward: dxhat = dz * gamma, dh = invrms * (dxhat - xhat * (sum(dxhat * xhat) / F)); no beta
+    dz = np.random.default_rng(7).standard_normal(h.shape).astype(F32)
+    dh, dgamma, dbeta = np.full_like(h, np.nan), np.full(f_, np.nan, F32), np.full(f_, np.nan, F32)
+    normkernels.row_backward(normalisers.RMS, dz, n, gamma, xhat, rstd, 1, dh, dgamma, dbeta)
+    dx = dz * gamma
+    total = np.zeros(n, F32)
+    for f in range(f_):
+        total = total + dx[:, f] * xhat[:, f]
+    want = inv[:, None] * (dx - xhat * (total / F32(f_))[:, None])
+    g = np.zeros(f_, F32)
+    for i in range(n):
+        g = g + dz[i] * xhat[i]
+    assert _same_bits(dh, want) and _same_bits(dgamma, g) and not dbeta.any()
 
 
 def test_renorm_with_limits_one_and_zero_is_batch_norm_bit_for_bit():
@@ -234,7 +287,7 @@ def _network(norm: str, seeds=(0, 1)) -> dict:
     return stacked
 
 
-@pytest.mark.parametrize("norm", NORMALISERS)
+@pytest.mark.parametrize("norm", DOCUMENTED)
 @pytest.mark.parametrize("train", [False, True])
 def test_logits_are_the_layers_composed_bit_for_bit(norm, train):
     stacked, spec = _network(norm), NetSpec(norm, **SETTINGS)
@@ -299,7 +352,7 @@ WORKER = r"""
 import hashlib, json, re, sys, warnings
 import numba
 import numpy as np
-from bnstudy import blocks, data, kernels, normalisers, probes, tiled
+from bnstudy import blocks, data, kernels, normalisers, normkernels, probes, tiled
 from bnstudy import model as mlp
 from bnstudy.model import NetSpec
 
@@ -335,14 +388,17 @@ digests["tiled"] = hashlib.sha256(out.tobytes()).hexdigest()
 FMA = re.compile(r"\bv?f(n?)m(add|sub)[0-9a-z]*\b|\bf(n?)ml[as]\b|\bfmadd\b")
 kernels_asm, uncompiled, warned = {}, [], []
 seen = set()
-for module in (blocks, kernels, probes, tiled):
+# normkernels: the normalisers' arithmetic these calls use (its training, fine-tuning and
+# convolutional forms are compiled by other callers, so only the compiled ones are inspected)
+for module in (blocks, kernels, normkernels, probes, tiled):
     for name, obj in sorted(vars(module).items()):
         if not isinstance(obj, numba.core.registry.CPUDispatcher) or id(obj) in seen:
             continue
-        if obj.__module__ not in ("bnstudy.blocks", "bnstudy.kernels", "bnstudy.probes", "bnstudy.tiled"):
+        if obj.__module__ not in ("bnstudy.blocks", "bnstudy.kernels", "bnstudy.normkernels", "bnstudy.probes",
+                                  "bnstudy.tiled"):
             continue
         seen.add(id(obj))
-        if not obj.signatures:
+        if not obj.signatures and module is not normkernels:
             uncompiled.append(f"{obj.__module__}.{name}")
         for sig in obj.signatures:
             with warnings.catch_warnings(record=True) as caught:
@@ -410,6 +466,8 @@ def test_every_kernel_was_compiled_and_inspected(machine_code):
         assert {
             "bnstudy.blocks.linear_t",
             "bnstudy.kernels.forward_model",
+            "bnstudy.normkernels.batch_norm_rows",
+            "bnstudy.normkernels.row_norm",
             "bnstudy.probes.probe_design",
             "bnstudy.tiled.linear_t_tiled",
         } <= names

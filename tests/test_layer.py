@@ -12,6 +12,7 @@ import torch
 from bnstudy import reductions
 from bnstudy.fixedmath import JIT
 from bnstudy.layer import BatchNorm1d, _inference, _train_batch, _train_pass, _update
+from bnstudy.normkernels import running_update
 
 EPS = 1e-5
 
@@ -200,7 +201,8 @@ def test_kernels_contain_no_fused_multiply_add(dtype):
     rows = np.arange(4)
     asm = [
         _uncached_asm(_train_batch, x, rows, c(4), v[0], v[1], c(EPS), np.empty_like(x), v[2], v[3], v[4]),
-        _uncached_asm(_update, v[0], v[1], v[2], v[3], c(4), c(1), c(0.1)),
+        _uncached_asm(_update, v[0], v[1], v[2], v[3], c(4), c(1), c(0.1), v[5]),
+        _uncached_asm(running_update, v[0], v[1], v[2], v[3], c(0.1), c(1)),
         _uncached_asm(_inference, x, v[0], v[1], v[2], v[3], c(EPS), v[4], np.empty_like(x)),
         _uncached_asm(
             _train_pass,

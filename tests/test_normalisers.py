@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bnstudy import figures, kernels, model, normalisers, norms, train
+from bnstudy import backprop, conv_train, figures, kernels, model, normalisers, norms, optimisers, train
 from bnstudy.recipe import Recipe
 from conftest import ROOT
 
@@ -29,10 +29,11 @@ def test_names_are_unique_and_listed_once():
         assert not re.search(rf"\b{name}\b", enums), f"{name} typed into the schema"
 
 
-def test_colours_are_okabe_ito_one_per_normaliser_never_reused():
+def test_colours_are_colour_blind_safe_one_per_normaliser_never_reused():
     colours = [n.colour for n in normalisers.REGISTRY]
     assert len(set(colours)) == len(colours), "two normalisers share a colour"
-    assert set(colours) <= set(normalisers.OKABE_ITO.values())
+    # colour-blind-safe palettes: Okabe--Ito's, then Paul Tol's "muted" scheme
+    assert set(colours) <= set(normalisers.OKABE_ITO.values()) | set(normalisers.TOL_MUTED.values())
     assert not set(colours) & set(normalisers.OTHER_COLOURS.values()), "a normaliser's colour means something else"
     assert len({n.marker for n in normalisers.REGISTRY}) == len(KINDS), "two normalisers share a marker"
 
@@ -40,16 +41,30 @@ def test_colours_are_okabe_ito_one_per_normaliser_never_reused():
 def test_kernel_codes_come_from_the_registry():
     assert kernels.KIND == normalisers.kernel_codes()
     # a kind may share an existing code when its arithmetic is that kernel's; every code is one the kernels know
-    codes = (kernels.NONE, kernels.BATCH, kernels.RENORM, kernels.LAYER, kernels.GROUP, kernels.GHOST)
-    assert set(kernels.KIND.values()) <= set(codes)
-    assert codes == (
-        normalisers.NONE,
-        normalisers.BATCH,
-        normalisers.RENORM,
-        normalisers.LAYER,
-        normalisers.GROUP,
-        normalisers.GHOST,
-    )
+    assert set(kernels.KIND.values()) <= set(normalisers.CODES)
+    assert len(set(normalisers.CODES)) == len(normalisers.CODES) and normaliser_codes_are_constants()
+    # a kind with a setting names a field of both networks' specs that it reads, or none
+    for entry in normalisers.REGISTRY:
+        assert not entry.conv or not entry.setting or hasattr(conv_train.ConvSpec(entry.name), entry.setting)
+
+
+def normaliser_codes_are_constants():
+    """Each code in CODES is one of the module's upper-case integer constants."""
+    constants = {v for k, v in vars(normalisers).items() if k.isupper() and isinstance(v, int)}
+    return set(normalisers.CODES) <= constants
+
+
+def test_the_convolutional_network_builds_its_normalisers_from_the_registry():
+    from bnstudy import conv_torch
+
+    for entry in normalisers.REGISTRY:
+        spec = conv_train.ConvSpec(entry.name)
+        if not entry.conv:
+            with pytest.raises(ValueError, match=entry.name):
+                conv_torch.build_module(spec)
+            continue
+        net = conv_torch.build_module(spec, seed=0)  # the initial state loads: the keys agree
+        assert set(net.state_dict()) == set(conv_train.initial_state(spec, 0))
 
 
 def test_consumers_read_the_registry():
@@ -69,6 +84,21 @@ def test_the_test_config_studies_every_registered_normaliser_and_the_paper_confi
     assert tuple(test["normalisers"]) == KINDS
     paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     assert [n for n in KINDS if n in paper["normalisers"]] == paper["normalisers"]  # registry order
+
+
+def test_the_methods_name_the_configs_normalisers_from_the_registry():
+    from bnstudy import design
+
+    for config_file in ("config.yaml", "test.yaml"):
+        config = yaml.safe_load((ROOT / "config" / config_file).read_text())
+        names = config["normalisers"]
+        text = normalisers.methods_list(names)
+        assert design.design_macros(config, 10, 10)["normaliserList"] == text
+        positions = [text.index(normalisers.get(n).methods or normalisers.get(n).label) for n in names]
+        assert positions == sorted(positions), "in the config's order"
+        assert text.count(" and ") >= 1 and text.endswith(normalisers.get(names[-1]).methods or names[-1])
+    assert normalisers.methods_list(["layernorm"]) == "layer normalisation"
+    assert normalisers.methods_list(["none", "layernorm"]) == "none and layer normalisation"
 
 
 def test_own_settings_come_from_the_kinds_config_section_and_only_its_weights_record_them():
@@ -177,3 +207,42 @@ def test_every_kind_has_every_part_and_runs_through_the_pipeline(kind, tiny):
     np.testing.assert_allclose(got.squeeze(0).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
     for name, buffer in live[1].named_buffers():
         np.testing.assert_allclose(p[name].squeeze(0).numpy(), buffer.numpy(), rtol=1e-6, atol=1e-6, err_msg=name)
+
+    # backward: the compiled loop's first gradient equals autograd's through the user's module
+    # (all 32 rows, ghost batch norm in virtual batches of 8: fewer rows make float32 rounding
+    # differences between the two orders grow past the tolerance, as batch norm's own do)
+    spec = model.NetSpec(kind, virtual_batch=8)
+    state, grad = _first_gradient(spec, x, y)
+    net = model.build_module(spec)
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    net.train()
+    torch.nn.functional.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+    theirs = dict(net.named_parameters())
+    offset = 0
+    for key, shape in optimisers.layout(spec.widths):
+        size = int(np.prod(shape))
+        ours = grad[offset : offset + size].reshape(shape)
+        offset += size
+        if key not in theirs:  # a parameter the kind does not have (none: gamma, beta; no shift: beta)
+            assert key.split(".")[1] not in entry.parameters and not ours.any(), key
+            continue
+        want = theirs[key].grad.numpy()
+        # lr 1: p0 - p1 recovers g to within a rounding of p0 (|p| < 1.2, so about 1e-7)
+        np.testing.assert_allclose(ours, want, atol=2e-7 + 1e-4 * max(float(np.abs(want).max()), 1e-3), err_msg=key)
+
+
+def _first_gradient(spec, x, y):
+    """The compiled loop's gradient of one step on all of ``x`` from the initial weights of seed 3
+    (SGD, lr 1, no momentum: p1 = p0 - g) and those weights."""
+    state = model.initial_state(spec, 3)
+    flat = train._flat(spec, state)
+    before = flat.copy()
+    running = np.zeros((4, max(spec.widths[1:3])), np.float32)
+    running[1] = running[3] = 1.0
+    backprop.train_run(
+        kernels.KIND[spec.normaliser], np.array(spec.widths, np.int64), flat, running, x, y,
+        np.arange(len(y), dtype=np.int64)[None, :], np.array([len(y)], np.int64), np.array([[1.0, 0.0]], np.float32),
+        np.float32(spec.eps), kernels.setting(spec), np.float32(spec.momentum), backprop.SGD, 1.0, 0.9, 0.999, 1e-8,
+        0.0, 0, np.zeros(1), np.zeros(1, np.int64),
+    )  # fmt: skip
+    return state, before - flat

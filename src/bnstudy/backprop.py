@@ -23,10 +23,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .blocks import batch_statistics, linear_t, transpose_into, virtual_batches
+from .blocks import linear_t, transpose_into
 from .fixedmath import JIT
 from .gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
-from .normalisers import GHOST
+from .normkernels import batch_parts, batch_statistics, rstd_scratch
 from .optimisers import ADAM, SGD, step_adam, step_sgd, views
 
 __all__ = ["ADAM", "SGD", "train_run"]
@@ -114,12 +114,8 @@ def train_run(
     da1 = np.empty((bmax, h1), np.float32)
     dh1 = np.empty((bmax, h1), np.float32)
     none = np.empty((bmax, 0), np.float32)
-    if kind == GHOST:  # invstd of each virtual batch
-        rstd1 = np.empty((virtual_batches(bmax, setting), h1), np.float32)
-        rstd2 = np.empty((virtual_batches(bmax, setting), h2), np.float32)
-    else:  # layer and group norm: invstd of each row and group
-        rstd1 = np.empty((bmax, setting), np.float32)
-        rstd2 = np.empty((bmax, setting), np.float32)
+    rstd1 = rstd_scratch(kind, bmax, setting, h1)  # the kind's invstd per virtual batch, or per row and group
+    rstd2 = rstd_scratch(kind, bmax, setting, h2)
     st1 = np.empty((5, h1), np.float32)  # mean, var, invstd, r, d of layer 1
     st2 = np.empty((5, h2), np.float32)
     st1[3, :] = 1
@@ -195,8 +191,7 @@ def train_run(
                 xh2,
                 rstd2,
             )
-            if kind == GHOST:  # one update per virtual batch
-                updates += virtual_batches(n, setting) - 1
+            updates += batch_parts(kind, n, setting) - 1  # one update per (virtual) batch
             linear_t(a2[:n], w3t, b3, z)
             batch_loss, batch_correct = loss_and_grad(z, yb, n, dz)
             loss += batch_loss / accumulate

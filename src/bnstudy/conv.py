@@ -21,7 +21,9 @@ independent outputs), and every step reuses its kernels where it can:
   (statistics per channel over examples x positions, rows in order; the running
   variance's unbiased correction uses the ``B * P`` values, as PyTorch);
 - layer and group norm over (channels of a group x positions) per example
-  (:func:`spatial_norm`, :func:`spatial_norm_backward`): groups of ``C / groups``
+  (:func:`bnstudy.normkernels.spatial_norm`, ``spatial_norm_backward``; every kind's
+  form here is dispatched by ``normkernels.spatial_layer``, ``spatial_forward`` and
+  ``spatial_backward``): groups of ``C / groups``
   consecutive channels (layer norm: one group); per example and group, ``mean``
   = (sum over positions in order, within a position the group's channels in
   order) / count, biased ``var`` the same sum of squared deviations / count,
@@ -38,11 +40,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .blocks import batch_statistics, linear_t
+from .blocks import linear_t
 from .designs import CONV_POSITIONS, CONV_SIDE
 from .fixedmath import JIT
-from .kernels import norm_inference, norm_train
-from .normalisers import GROUP, LAYER
+from .normkernels import spatial_layer
 
 SIDE = CONV_SIDE
 P = CONV_POSITIONS  # positions per image
@@ -98,78 +99,6 @@ def col2im(d, n_ex, out):
 
 
 @numba.njit(**JIT)
-def spatial_norm(h, n_ex, groups, eps, gamma, beta, relu, out, xhat, rstd):
-    """Group norm (layer norm: ``groups = 1``) of each example's rows of ``h`` into ``out``;
-    keeps ``xhat`` and ``rstd[n, g]`` when those arrays have rows."""
-    c_ = h.shape[1]
-    size = c_ // groups
-    count = np.float32(size * P)
-    keep = xhat.shape[0] > 0
-    for n in range(n_ex):
-        base = n * P
-        for g in range(groups):
-            lo = g * size
-            mean = np.float32(0)
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    mean += h[base + p, c]
-            mean = mean / count
-            var = np.float32(0)
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    dev = h[base + p, c] - mean
-                    var += dev * dev
-            var = var / count
-            inv = np.float32(1) / np.sqrt(var + eps)
-            if keep:
-                rstd[n, g] = inv
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    xh = (h[base + p, c] - mean) * inv
-                    if keep:
-                        xhat[base + p, c] = xh
-                    y = xh * gamma[c] + beta[c]
-                    if relu and not y > 0:
-                        y = np.float32(0)
-                    out[base + p, c] = y
-
-
-@numba.njit(**JIT)
-def spatial_norm_backward(dz, n_ex, groups, gamma, xhat, rstd, dh, dgamma, dbeta):
-    """``dh`` from ``dz`` (the gradient at the normaliser's output, ReLU mask applied)."""
-    c_ = dz.shape[1]
-    rows = n_ex * P
-    for c in range(c_):
-        dgamma[c] = 0
-        dbeta[c] = 0
-    for r in range(rows):
-        for c in range(c_):
-            g = dz[r, c]
-            dbeta[c] += g
-            dgamma[c] += g * xhat[r, c]
-    size = c_ // groups
-    count = np.float32(size * P)
-    for n in range(n_ex):
-        base = n * P
-        for g in range(groups):
-            lo = g * size
-            s1 = np.float32(0)
-            s2 = np.float32(0)
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    dx = dz[base + p, c] * gamma[c]
-                    dh[base + p, c] = dx
-                    s1 += dx
-                    s2 += dx * xhat[base + p, c]
-            s1 = s1 / count
-            s2 = s2 / count
-            inv = rstd[n, g]
-            for p in range(P):
-                for c in range(lo, lo + size):
-                    dh[base + p, c] = inv * (dh[base + p, c] - s1 - xhat[base + p, c] * s2)
-
-
-@numba.njit(**JIT)
 def average_pool(a, n_ex, out):
     """``out[n, c]`` = (sum of ``a``'s positions of example ``n`` in order) / ``P``."""
     c_ = a.shape[1]
@@ -181,20 +110,6 @@ def average_pool(a, n_ex, out):
                 out[n, c] += a[n * P + p, c]
         for c in range(c_):
             out[n, c] = out[n, c] / np.float32(P)
-
-
-@numba.njit(**JIT)
-def norm_layer(kind, h, n_ex, batch, train, gamma, beta, rm, rv, eps, setting, out):
-    """One normaliser + ReLU, forward, of ``n_ex`` examples' rows; training mode on
-    consecutive batches of ``batch`` examples; running statistics never written."""
-    if kind == LAYER or kind == GROUP:
-        none = np.empty((0, h.shape[1]), np.float32)
-        rstd = np.empty((0, setting), np.float32)
-        spatial_norm(h, n_ex, setting, eps, gamma, beta, True, out, none, rstd)
-    elif train and batch_statistics(kind):
-        norm_train(kind, h, batch * P, gamma, beta, rm, rv, eps, 1, np.float32(1), np.float32(0), True, out)
-    else:
-        norm_inference(kind, h, gamma, beta, rm, rv, eps, 1, True, out)
 
 
 @numba.njit(**JIT)
@@ -214,10 +129,10 @@ def forward_model(
     pooled = np.empty((n_ex, c2), np.float32)
     im2col(x, n_ex, patches1)
     linear_t(patches1, w1t, b1, pre1)
-    norm_layer(kind, pre1, n_ex, batch, train, g1, be1, rm1, rv1, eps, setting, a1)
+    spatial_layer(kind, pre1, n_ex, batch, train, g1, be1, rm1, rv1, eps, setting, a1)
     im2col(a1, n_ex, patches2)
     linear_t(patches2, w2t, b2, pre2)
-    norm_layer(kind, pre2, n_ex, batch, train, g2, be2, rm2, rv2, eps, setting, a2)
+    spatial_layer(kind, pre2, n_ex, batch, train, g2, be2, rm2, rv2, eps, setting, a2)
     average_pool(a2, n_ex, pooled)
     linear_t(pooled, w3t, b3, logits)
 

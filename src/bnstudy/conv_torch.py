@@ -1,11 +1,12 @@
 """The convolutional network in plain PyTorch: the independent reference of the tests.
 
 :func:`build_module` gives ``nn.Sequential(Conv2d, Norm, ReLU, Conv2d, Norm, ReLU,
-AdaptiveAvgPool2d(1), Flatten, Linear)`` (``Norm``: ``BatchNorm2d``, ``GroupNorm`` with
-the spec's groups, ``GroupNorm(1, C)`` for layer norm over channels x positions, or
-``Identity``) holding :func:`bnstudy.conv_train.initial_state`; :func:`train_plain` trains
-it with autograd and ``torch.optim.Adam`` on the batches of the compiled loop. Imports
-PyTorch; no pipeline job uses it.
+AdaptiveAvgPool2d(1), Flatten, Linear)`` (``Norm``: the kind's registered ``conv_module``,
+:mod:`bnstudy.norms`: ``BatchNorm2d``, ``GroupNorm`` with the spec's groups,
+``GroupNorm(1, C)`` for layer norm over channels x positions, or ``Identity``) holding
+:func:`bnstudy.conv_train.initial_state`; :func:`train_plain` trains it with autograd and
+``torch.optim.Adam`` on the batches of the compiled loop. Imports PyTorch; no pipeline job
+uses it.
 """
 
 from __future__ import annotations
@@ -16,20 +17,11 @@ import torch
 from . import normalisers
 from .batching import epoch_rows, order_generator
 from .conv_train import ADAM_BETAS, ADAM_EPS, CLASSES, ConvSpec, initial_state
-from .normalisers import BATCH, GROUP, LAYER, NONE
 
 
 def _norm(spec: ConvSpec, c: int) -> torch.nn.Module:
-    code = normalisers.get(spec.normaliser).kernel
-    if code == BATCH:
-        return torch.nn.BatchNorm2d(c, eps=spec.eps, momentum=spec.momentum)
-    if code == GROUP:
-        return torch.nn.GroupNorm(spec.groups, c, eps=spec.eps)
-    if code == LAYER:
-        return torch.nn.GroupNorm(1, c, eps=spec.eps)
-    if code == NONE:
-        return torch.nn.Identity()
-    raise ValueError(f"the convolutional network has no {spec.normaliser}")
+    """The kind's module in this network (its registered ``conv_module`` factory)."""
+    return normalisers.get(spec.normaliser).conv_module_factory()(spec, c)
 
 
 def build_module(spec: ConvSpec, seed: int | None = None, state: dict | None = None) -> torch.nn.Sequential:

@@ -32,10 +32,10 @@ import numpy as np
 from . import normalisers
 from .batching import epoch_rows, order_generator
 from .blocks import linear_t, transpose_into
-from .conv import P, average_pool, col2im, im2col, spatial_norm, spatial_norm_backward
+from .conv import P, average_pool, col2im, im2col
 from .fixedmath import JIT
-from .gradients import linear_backward, loss_and_grad, norm_backward, norm_forward
-from .normalisers import GROUP, LAYER
+from .gradients import linear_backward, loss_and_grad
+from .normkernels import spatial_backward, spatial_forward
 from .optimisers import step_adam
 from .recipe import batch_sizes_per_epoch
 from .runtime import STREAM_INIT, derive_seed
@@ -58,12 +58,15 @@ class ConvSpec:
     momentum: float = 0.1
 
     def setting(self) -> int:
-        code = normalisers.get(self.normaliser).kernel
-        if code == GROUP:
-            if min(self.channels) % self.groups:
-                raise ValueError(f"{self.groups} groups do not divide the channels {self.channels}")
-            return int(self.groups)
-        return 1
+        """The integer the kernels receive with the kind: its registered ``setting`` field
+        (group norm's groups, which must divide both convolutions' channels), else 1."""
+        field = normalisers.get(self.normaliser).setting
+        if not field:
+            return 1
+        value = int(getattr(self, field))
+        if field == "groups" and min(self.channels) % value:
+            raise ValueError(f"{value} groups do not divide the channels {self.channels}")
+        return value
 
     def kind(self) -> int:
         return normalisers.get(self.normaliser).kernel
@@ -98,8 +101,8 @@ def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
             state[f"{layer}.{name}"] = ((2.0 * rng.random(sh) - 1.0) * bound).astype(np.float32)
         norm = {"0": "1", "3": "4"}.get(layer)
         if norm and info.affine:
-            state[f"{norm}.weight"] = np.ones(shape[0], np.float32)
-            state[f"{norm}.bias"] = np.zeros(shape[0], np.float32)
+            for name in info.parameters:  # gamma ones, beta zeros
+                state[f"{norm}.{name}"] = np.full(shape[0], 1.0 if name == "weight" else 0.0, np.float32)
             if info.batch_statistics:
                 state[f"{norm}.running_mean"] = np.zeros(shape[0], np.float32)
                 state[f"{norm}.running_var"] = np.ones(shape[0], np.float32)
@@ -122,25 +125,6 @@ def _views(p, c1, c2):
     w3 = p[o : o + 10 * c2].reshape((10, c2))
     o += 10 * c2
     return w1, b1, g1, be1, w2, b2, g2, be2, w3, p[o : o + 10]
-
-
-@numba.njit(**JIT)
-def _norm_forward(kind, h, n_ex, gamma, beta, rm, rv, eps, setting, momentum, st, out, xhat, rstd):
-    if kind == LAYER or kind == GROUP:
-        spatial_norm(h, n_ex, setting, eps, gamma, beta, True, out, xhat, rstd)
-    else:  # batch norm 2d over the batch's rows (examples x positions), or ReLU alone
-        norm_forward(
-            kind, h, n_ex * P, gamma, beta, rm, rv, eps, 1, momentum, 1, np.float32(1), np.float32(0),
-            st[0], st[1], st[2], st[3], st[4], out, xhat, rstd,
-        )  # fmt: skip
-
-
-@numba.njit(**JIT)
-def _norm_backward(kind, dz, n_ex, gamma, st, xhat, rstd, setting, dh, dgamma, dbeta):
-    if kind == LAYER or kind == GROUP:
-        spatial_norm_backward(dz, n_ex, setting, gamma, xhat, rstd, dh, dgamma, dbeta)
-    else:
-        norm_backward(kind, dz, n_ex * P, gamma, st[2], st[3], st[4], xhat, rstd, setting, dh, dgamma, dbeta)
 
 
 @numba.njit(**JIT)
@@ -213,10 +197,10 @@ def train_run(
             transpose_into(w3, w3t)
             im2col(xb, n, pt1)
             linear_t(pt1[:r], w1t, b1, pre1[:r])
-            _norm_forward(kind, pre1[:r], n, g1, be1, rm1, rv1, eps, setting, momentum, st1, a1, xh1, rs1)
+            spatial_forward(kind, pre1[:r], n, g1, be1, rm1, rv1, eps, setting, momentum, st1, a1, xh1, rs1)
             im2col(a1, n, pt2)
             linear_t(pt2[:r], w2t, b2, pre2[:r])
-            _norm_forward(kind, pre2[:r], n, g2, be2, rm2, rv2, eps, setting, momentum, st2, a2, xh2, rs2)
+            spatial_forward(kind, pre2[:r], n, g2, be2, rm2, rv2, eps, setting, momentum, st2, a2, xh2, rs2)
             average_pool(a2, n, pooled)
             linear_t(pooled[:n], w3t, b3, z[:n])
             batch_loss, batch_correct = loss_and_grad(z, yb, n, dz)
@@ -228,10 +212,10 @@ def train_run(
                 for q in range(P):
                     for c in range(c2):
                         da2[i * P + q, c] = dpooled[i, c] / inv if a2[i * P + q, c] > 0 else np.float32(0)
-            _norm_backward(kind, da2[:r], n, g2, st2, xh2, rs2, setting, dh2, dg2, dbe2)
+            spatial_backward(kind, da2[:r], n, g2, st2, xh2, rs2, setting, dh2, dg2, dbe2)
             linear_backward(dh2, pt2, r, w2, dw2, db2, dpt2, pt2)
             col2im(dpt2, n, da1)
-            _norm_backward(kind, da1[:r], n, g1, st1, xh1, rs1, setting, dh1, dg1, dbe1)
+            spatial_backward(kind, da1[:r], n, g1, st1, xh1, rs1, setting, dh1, dg1, dbe1)
             linear_backward(dh1, pt1, r, w1, dw1, db1, none, pt1)
             if step == 0 and first_grad.shape[0] > 0:
                 first_grad[:] = grad

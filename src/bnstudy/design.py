@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from . import normalisers
 from .latex import fmt
 from .recipe import batch_sizes_per_epoch
 
@@ -93,6 +94,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         "renormDmaxFull": _pct(rn["dmax_full"]),
         "gridRuns": str(len(config["normalisers"]) * len(grid["batch_sizes"]) * len(grid["seeds"])),
         "gridNormalisers": str(len(config["normalisers"])),
+        "normaliserList": normalisers.methods_list(config["normalisers"]),
         "gridBatchSizes": str(len(grid["batch_sizes"])),
         "gridBatchSizeList": _list(grid["batch_sizes"]),
         "gridSeedList": _list(grid["seeds"]),

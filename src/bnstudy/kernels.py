@@ -49,16 +49,7 @@ import numba
 import numpy as np
 
 from . import normalisers
-from .blocks import (
-    batch_moments,
-    batch_norm_rows,
-    batch_statistics,
-    linear_t,
-    renorm_rd,
-    row_norm,
-    virtual_batch,
-    virtual_batches,
-)
+from .blocks import linear_t
 from .fixedmath import JIT
 from .normalisers import BATCH as BATCH
 from .normalisers import GHOST as GHOST
@@ -67,61 +58,17 @@ from .normalisers import LAYER as LAYER
 from .normalisers import NONE as NONE
 from .normalisers import RENORM as RENORM
 from .normalisers import kernel_codes
+from .normkernels import inference as norm_inference
+from .normkernels import train as norm_train
 
 # Normaliser kinds as the kernels know them: {name: code}, from the registry.
 KIND = kernel_codes()
 
 
-# ---- the normalisers and the network (one model) ---------------------------------
-
-
-@numba.njit(**JIT)
-def norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, setting, relu, out):
-    """Inference-mode normaliser (and ReLU) of every row of ``h`` into ``out``."""
-    n, f_ = h.shape
-    if batch_statistics(kind):
-        invstd = np.empty(f_, np.float32)
-        for f in range(f_):
-            invstd[f] = np.float32(1) / np.sqrt(running_var[f] + eps)
-        none = np.empty((0, f_), np.float32)
-        batch_norm_rows(h, 0, n, running_mean, invstd, gamma, beta, invstd, invstd, False, relu, out, 0, none)
-    elif kind == LAYER or kind == GROUP:
-        none = np.empty((0, f_), np.float32)
-        for i in range(n):
-            row_norm(h, i, setting, eps, gamma, beta, relu, out, none, none)
-    else:
-        for i in range(n):
-            for f in range(f_):
-                y = h[i, f]
-                out[i, f] = y if (y > 0 or not relu) else np.float32(0)
-
-
-@numba.njit(**JIT)
-def norm_train(kind, h, batch, gamma, beta, running_mean, running_var, eps, setting, rmax, dmax, relu, out):
-    """Training-mode normaliser (and ReLU) of ``h``, whose rows are consecutive batches of
-    ``batch`` rows (ghost batch norm: each cut into its virtual batches, in order);
-    running statistics are read (batch renorm), never written."""
-    n, f_ = h.shape
-    none = np.empty((0, f_), np.float32)
-    if batch_statistics(kind):
-        mean = np.empty(f_, np.float32)
-        var = np.empty(f_, np.float32)
-        invstd = np.empty(f_, np.float32)
-        r = np.empty(f_, np.float32)
-        d = np.empty(f_, np.float32)
-        parts = virtual_batches(batch, setting) if kind == GHOST else 1
-        for start in range(0, n, batch):
-            for v in range(parts):
-                lo, rows = virtual_batch(batch, setting, parts, v)
-                lo += start
-                batch_moments(h, lo, rows, mean, var)
-                for f in range(f_):
-                    invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
-                if kind == RENORM:
-                    renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d)
-                batch_norm_rows(h, lo, rows, mean, invstd, gamma, beta, r, d, kind == RENORM, relu, out, lo, none)
-    else:
-        norm_inference(kind, h, gamma, beta, running_mean, running_var, eps, setting, relu, out)
+# ---- the network (one model) ------------------------------------------------------
+#
+# norm_inference and norm_train: every kind's inference- and training-mode forward
+# (bnstudy.normkernels.inference and .train, dispatched on the kind's code).
 
 
 @numba.njit(**JIT)

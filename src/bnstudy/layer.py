@@ -37,6 +37,7 @@ import numba
 import numpy as np
 
 from .fixedmath import JIT
+from .normkernels import running_update
 
 DTYPES = (np.float32, np.float64)
 
@@ -71,11 +72,12 @@ def _train_batch(x, rows, count, weight, bias, eps, out, mean, ssd, scale):
 
 
 @numba.njit(**JIT)
-def _update(running_mean, running_var, mean, ssd, count, one, factor):
-    keep = one - factor
+def _update(running_mean, running_var, mean, ssd, count, one, factor, unbiased):
+    """PyTorch's running update (:func:`bnstudy.normkernels.running_update`) with the unbiased
+    variance ``ssd / (count - 1)``, computed into the scratch ``unbiased``."""
     for f in range(mean.shape[0]):
-        running_mean[f] = keep * running_mean[f] + factor * mean[f]
-        running_var[f] = keep * running_var[f] + factor * (ssd[f] / (count - one))
+        unbiased[f] = ssd[f] / (count - one)
+    running_update(running_mean, running_var, mean, unbiased, factor, one)
 
 
 @numba.njit(**JIT)
@@ -109,7 +111,7 @@ def _train_pass(
         _train_batch(x, rows, count, weight, bias, eps, out, mean, ssd, scale)
         tracked = tracked + one
         factor = one / tracked if cumulative else momentum
-        _update(running_mean, running_var, mean, ssd, count, one, factor)
+        _update(running_mean, running_var, mean, ssd, count, one, factor, scale)
         for f in range(features):
             batch_means[j, f] = mean[f]
             batch_vars[j, f] = ssd[f] / count
@@ -192,7 +194,7 @@ class BatchNorm1d:
         count = self.dtype.type(n)
         _train_batch(x, np.arange(n), count, self.weight, self.bias, self._eps, out, mean, ssd, scale)
         self.num_batches_tracked += 1
-        _update(self.running_mean, self.running_var, mean, ssd, count, self._one, self._factor())
+        _update(self.running_mean, self.running_var, mean, ssd, count, self._one, self._factor(), scale)
         return out
 
     def train_pass(self, x: np.ndarray, batches: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

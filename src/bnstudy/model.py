@@ -74,8 +74,8 @@ def initial_state(spec: NetSpec, seed: int) -> dict[str, np.ndarray]:
             state[f"{layer}.{name}"] = ((2.0 * u - 1.0) * bound).astype(np.float32)
         if i < len(NORMS) and spec.normaliser in AFFINE_KINDS:
             norm = NORMS[i]
-            state[f"{norm}.weight"] = np.ones(fan_out, np.float32)
-            state[f"{norm}.bias"] = np.zeros(fan_out, np.float32)
+            for name in normalisers.get(spec.normaliser).parameters:  # gamma ones, beta zeros
+                state[f"{norm}.{name}"] = np.full(fan_out, 1.0 if name == "weight" else 0.0, np.float32)
             if spec.normaliser in BATCH_KINDS:
                 state[f"{norm}.running_mean"] = np.zeros(fan_out, np.float32)
                 state[f"{norm}.running_var"] = np.ones(fan_out, np.float32)

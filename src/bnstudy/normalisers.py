@@ -8,10 +8,12 @@ Each :class:`Normaliser` names everything the rest of the code asks about a kind
   used for nothing else, see :data:`OTHER_COLOURS` for other meanings);
 - ``batch_statistics``: whether training mode normalises with the statistics of
   the batch (and so keeps running statistics for inference mode);
-- ``affine``: whether it has a learned per-feature scale and shift (gamma, beta);
-- ``kernel``: its code in the compiled kernels (:mod:`bnstudy.kernels`,
-  :mod:`bnstudy.gradients`, :mod:`bnstudy.backprop`, :mod:`bnstudy.probes` branch
-  on these integers);
+- ``affine``: whether it has a learned per-feature scale (gamma), and ``shift``
+  whether also a learned shift (beta; PyTorch's ``bias``): the parameters of its
+  module, of its weights files and of the training loop;
+- ``kernel``: its code, on which :mod:`bnstudy.normkernels` (the one place of every
+  kind's compiled arithmetic, used by training, evaluation, the probes and both
+  networks) dispatches;
 - ``setting``: the :class:`bnstudy.model.NetSpec` field holding the one integer the
   compiled kernels receive besides the code (group norm's ``groups``, ghost batch
   norm's ``virtual_batch``), or empty (the kernels then get 1);
@@ -22,19 +24,33 @@ Each :class:`Normaliser` names everything the rest of the code asks about a kind
   ``factory(spec, features)`` (:func:`bnstudy.model.build_module` calls it);
 - ``functional``: ``"module:function"`` of its PyTorch function of a stack of
   models, ``f(h, p, *, train, update, eps, momentum, groups, limits, virtual_batch)``
-  (:func:`bnstudy.norms.normalise` calls it; the tests' reference).
+  (:func:`bnstudy.norms.normalise` calls it; the tests' reference);
+- ``conv_module``: ``"module:function"`` of its ``torch.nn.Module`` factory in the
+  convolutional network, ``factory(spec, channels)`` (:mod:`bnstudy.conv_torch`), or
+  empty for a kind the convolutional network does not have;
+- ``methods``: how the paper's Methods names it (LaTeX, may quote the design macros
+  of :mod:`bnstudy.design`); :func:`methods_list` joins a config's kinds into the
+  ``\normaliserList`` macro.
 
 The factories and functions are named, not imported, so that this module (read by
 the Snakefile, the schema check and the figures) never imports PyTorch: they are
 resolved on first use (:meth:`Normaliser.module_factory`,
 :meth:`Normaliser.functional_form`).
 
-Adding a normaliser: declare it in :data:`REGISTRY` (with a new kernel code and
-the kernels' branches for it, or the code of a kind whose arithmetic it shares),
-write its module factory and functional form, list it in the config's
-``normalisers`` (with its own config section and schema entry if it has
-``own_settings``), and run ``tests/test_normalisers.py``, which takes every
-registered kind through every part and through a tiny training run.
+Adding a normaliser (three files and the config):
+
+1. here: a kernel code (with the others below, and in :data:`CODES`) and its entry in
+   :data:`REGISTRY`;
+2. :mod:`bnstudy.normkernels`: its compiled arithmetic (forward in both modes,
+   backward; a kind that normalises each row by itself needs only a branch in
+   ``row_forward`` and ``row_backward``) and the branches on its code;
+3. :mod:`bnstudy.norms`: its PyTorch functional form and module factory;
+4. the config's ``normalisers`` list (with its own config section and schema entry
+   if it has ``own_settings``).
+
+Then ``tests/test_normalisers.py`` takes every registered kind through every part
+(its module against the kernels forward and backward, its functional form against
+its module) and through a tiny training run.
 """
 
 from __future__ import annotations
@@ -42,8 +58,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-# Kernel codes: the compiled kernels branch on these integers.
-NONE, BATCH, RENORM, LAYER, GROUP, GHOST = 0, 1, 2, 3, 4, 5
+# Kernel codes: the compiled kernels (bnstudy.normkernels) branch on these integers.
+NONE, BATCH, RENORM, LAYER, GROUP, GHOST, RMS = 0, 1, 2, 3, 4, 5, 6
+CODES = (NONE, BATCH, RENORM, LAYER, GROUP, GHOST, RMS)
 
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart with any
 # colour-vision deficiency. Six go to the normalisers below; the rest, with
@@ -57,6 +74,16 @@ OKABE_ITO = {
     "blue": "#0072B2",
     "vermillion": "#D55E00",
     "reddish purple": "#CC79A7",
+}
+
+
+# Paul Tol's colour-blind-safe "muted" scheme (Tol 2021, "Colour Schemes"), for normalisers
+# beyond the Okabe--Ito colours: one per normaliser still, never reused.
+TOL_MUTED = {
+    "olive": "#999933",
+    "wine": "#882255",
+    "teal": "#44AA99",
+    "sand": "#DDCC77",
 }
 
 
@@ -74,7 +101,19 @@ class Normaliser:
     functional: str
     setting: str = ""
     own_settings: tuple[str, ...] = ()
-    conv: bool = False  # has a 2-d form in the convolutional network (bnstudy.conv, conv_train)
+    conv_module: str = ""  # its form in the convolutional network (bnstudy.conv, conv_train, conv_torch)
+    shift: bool = True  # an affine kind's beta besides its gamma
+    methods: str = ""  # the Methods' name for it (LaTeX); the label if empty
+
+    @property
+    def conv(self) -> bool:
+        """Whether the convolutional network has this kind."""
+        return bool(self.conv_module)
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """Its learned parameters' names in its module (``weight``: gamma, ``bias``: beta)."""
+        return (("weight", "bias") if self.shift else ("weight",)) if self.affine else ()
 
     def module_factory(self):
         """``factory(spec, features) -> torch.nn.Module`` (imports PyTorch)."""
@@ -83,6 +122,12 @@ class Normaliser:
     def functional_form(self):
         """The PyTorch function of a stack of models (imports PyTorch)."""
         return _resolve(self.functional)
+
+    def conv_module_factory(self):
+        """``factory(spec, channels) -> torch.nn.Module`` of the convolutional network (imports PyTorch)."""
+        if not self.conv_module:
+            raise ValueError(f"the convolutional network has no {self.name}")
+        return _resolve(self.conv_module)
 
 
 def _resolve(target: str):
@@ -102,7 +147,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=NONE,
         module="bnstudy.norms:identity_module",
         functional="bnstudy.norms:identity",
-        conv=True,
+        conv_module="bnstudy.norms:identity_module",
     ),
     Normaliser(
         "batchnorm",
@@ -115,7 +160,11 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=BATCH,
         module="bnstudy.norms:batch_norm_module",
         functional="bnstudy.norms:batch_norm",
-        conv=True,
+        methods=(
+            r"batch normalisation (the function of PyTorch's \texttt{BatchNorm1d}, $\epsilon=\netEps$,"
+            r" momentum \netMomentum, i.e.\ keep-factor \netKeep)"
+        ),
+        conv_module="bnstudy.norms:batch_norm2d_module",
     ),
     Normaliser(
         "batchrenorm",
@@ -128,6 +177,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=RENORM,
         module="bnstudy.norms:batch_renorm_module",
         functional="bnstudy.norms:batch_renorm",
+        methods="batch renormalisation",
     ),
     Normaliser(
         "layernorm",
@@ -140,7 +190,8 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=LAYER,
         module="bnstudy.norms:layer_norm_module",
         functional="bnstudy.norms:layer_norm",
-        conv=True,
+        methods="layer normalisation",
+        conv_module="bnstudy.norms:layer_norm2d_module",
     ),
     Normaliser(
         "groupnorm",
@@ -153,7 +204,8 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=GROUP,
         module="bnstudy.norms:group_norm_module",
         functional="bnstudy.norms:group_norm",
-        conv=True,
+        methods=r"group normalisation with \netGroups{} groups of \groupWidth{} features",
+        conv_module="bnstudy.norms:group_norm2d_module",
         setting="groups",
     ),
     Normaliser(
@@ -167,8 +219,23 @@ REGISTRY: tuple[Normaliser, ...] = (
         kernel=GHOST,
         module="bnstudy.norms:ghost_batch_norm_module",
         functional="bnstudy.norms:ghost_batch_norm",
+        methods="ghost batch normalisation (batch normalisation within consecutive virtual batches of each batch)",
         setting="virtual_batch",
         own_settings=("virtual_batch",),
+    ),
+    Normaliser(  # Zhang & Sennrich (2019): each row scaled by its root mean square, no centring
+        "rmsnorm",
+        "RMS norm",
+        TOL_MUTED["olive"],
+        "p",  # pentagon
+        (0, (3, 1, 1, 1, 1, 1, 1, 1)),  # dash-dot-dot-dot
+        batch_statistics=False,
+        affine=True,
+        shift=False,
+        kernel=RMS,
+        methods="RMS normalisation (each row divided by its root mean square, without centring, then a learned scale)",
+        module="bnstudy.norms:rms_norm_module",
+        functional="bnstudy.norms:rms_norm",
     ),
 )
 
@@ -206,6 +273,13 @@ def spec_settings(name: str, config: dict) -> dict:
     (``config[name]``): what the rules add to its network parameters; ``{}`` for the
     kinds without one, whose parameters then stay as they were."""
     return {key: config[name][key] for key in get(name).own_settings}
+
+
+def methods_list(names) -> str:
+    """The Methods' phrase naming the kinds ``names`` (a config's ``normalisers``, in its
+    order): each kind's ``methods`` (its label if empty), ``"A, B and C"``."""
+    words = [get(n).methods or get(n).label for n in names]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def colours() -> dict[str, str]:

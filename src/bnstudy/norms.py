@@ -136,6 +136,11 @@ def group_norm(h, p, *, eps=1e-5, groups=1, **_):
     return _affine(((g - mean) / torch.sqrt(var + eps)).flatten(-2), h, p)
 
 
+def rms_norm(h, p, *, eps=1e-5, **_):
+    """Zhang & Sennrich (2019): ``h / sqrt(mean(h**2) + eps) * gamma`` per row; no centring, no beta."""
+    return h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps) * _per_feature(p["weight"], h)
+
+
 def normalise(
     kind: str,
     h: torch.Tensor,
@@ -196,6 +201,27 @@ def layer_norm_module(spec, features):
 
 def group_norm_module(spec, features):
     return torch.nn.GroupNorm(spec.groups, features, eps=spec.eps)
+
+
+def rms_norm_module(spec, features):
+    return torch.nn.RMSNorm(features, eps=spec.eps)
+
+
+# ---- the convolutional network's module factories (named by the registry's conv_module) --
+# factory(spec, channels) -> torch.nn.Module, spec a bnstudy.conv_train.ConvSpec.
+
+
+def batch_norm2d_module(spec, channels):
+    return torch.nn.BatchNorm2d(channels, eps=spec.eps, momentum=spec.momentum)
+
+
+def layer_norm2d_module(spec, channels):
+    """Layer norm over channels x positions: one group."""
+    return torch.nn.GroupNorm(1, channels, eps=spec.eps)
+
+
+def group_norm2d_module(spec, channels):
+    return torch.nn.GroupNorm(spec.groups, channels, eps=spec.eps)
 
 
 class BatchRenorm1d(torch.nn.Module):

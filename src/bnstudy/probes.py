@@ -17,15 +17,15 @@ batches of ``b`` rows, as test-row indices) through every model of a stack:
    none, only row 0's: each row is normalised by itself, so no companion can change
    row 0's label, and the other rows are not computed);
 4. the second normaliser: batch statistics from all ``b`` rows (ghost: ``s``), but only row 0 is
-   normalised (no other row's value is needed); ReLU;
+   normalised (no other row's value is needed); a kind that normalises each row by itself:
+   row 0 alone (:func:`bnstudy.normkernels.row_forward`); ReLU;
 5. the output layer for row 0, and its label: the index of the first largest logit.
 
-Every step is one of :mod:`bnstudy.blocks`' building blocks (``batch_moments``,
-``renorm_rd``, ``batch_norm_rows``, ``row_norm``, ``linear_t``, ``argmax_rows``),
-called on the same values in the same order as :func:`bnstudy.kernels.logits`
-with ``train=True, batch=b`` calls them on that batch; ``invstd = 1 / sqrt(var +
-eps)`` is written as in ``kernels.norm_train``. So a probe's label is, bit for bit,
-the label ``kernels.logits`` gives row 0 of that batch (``tests/test_probes.py``).
+Every step is one of the kernels' functions (the normalisers' ``batch_stats``,
+``batch_norm_rows`` and ``row_forward`` of :mod:`bnstudy.normkernels`,
+``linear_t``, ``argmax_rows``), called on the same values in the same order as
+:func:`bnstudy.kernels.logits` with ``train=True, batch=b`` calls them on that batch.
+So a probe's label is, bit for bit, the label ``kernels.logits`` gives row 0 of that batch (``tests/test_probes.py``).
 The rows of about ``PROBE_ROWS`` rows' worth of whole batches go through the second
 Linear together (:func:`bnstudy.tiled.linear_t_tiled`: tiles of four rows, across batch
 boundaries; every output is still its bias plus its products in ``k`` order).
@@ -40,19 +40,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .blocks import (
-    batch_moments,
-    batch_norm_rows,
-    batch_statistics,
-    linear_t,
-    renorm_rd,
-    row_norm,
-    virtual_batch,
-    virtual_batches,
-)
+from .blocks import linear_t
 from .fixedmath import JIT
 from .kernels import KIND, argmax_rows, norm_train, setting, stack_arrays
-from .normalisers import BATCH_NAMES, GHOST, GROUP, LAYER, RENORM
+from .normalisers import BATCH_NAMES, GHOST, RENORM
+from .normkernels import batch_norm_rows, batch_statistics, batch_stats, row_forward, virtual_batch, virtual_batches
 from .tiled import aligned_copy, linear_t_tiled
 
 BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
@@ -64,26 +56,6 @@ def first_layer_into(x, w1t, b1, pre):
     """``pre[m] = x @ W1^T + b1`` for every model ``m`` (``pre`` is ``(M, N, F)``)."""
     for m in range(w1t.shape[0]):
         linear_t(x, w1t[m], b1[m], pre[m])
-
-
-@numba.njit(**JIT)
-def _relu_rows(h, start, n, out, out_start):
-    """ReLU of rows ``start ..`` of ``h`` into ``out`` from ``out_start`` (kind ``none``)."""
-    for j in range(n):
-        for f in range(h.shape[1]):
-            y = h[start + j, f]
-            out[out_start + j, f] = y if y > 0 else np.float32(0)
-
-
-@numba.njit(**JIT)
-def _batch_stats(kind, h, start, b, running_mean, running_var, eps, rmax, dmax, mean, var, invstd, r, d):
-    """``mean``, ``invstd`` (and renorm's ``r``, ``d``) of rows ``start .. start + b - 1``
-    of ``h``, as ``kernels.norm_train`` computes them."""
-    batch_moments(h, start, b, mean, var)
-    for f in range(h.shape[1]):
-        invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
-    if kind == RENORM:
-        renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d)
 
 
 @numba.njit(**JIT)
@@ -122,7 +94,7 @@ def probe_design(
     logits too, unless it has no rows. ``chunk`` batches go through together.
 
     Ghost batch norm normalises row 0 with the statistics of its virtual batch, the
-    batch's first ``s`` rows (:func:`bnstudy.blocks.virtual_batch`), and no other row
+    batch's first ``s`` rows (:func:`bnstudy.normkernels.virtual_batch`), and no other row
     reaches it: only those ``s`` rows of each batch are computed, as batch norm on a
     batch of ``s`` rows.
     """
@@ -161,7 +133,7 @@ def probe_design(
                         for f in range(h1):
                             gathered[j * s + i, f] = row[f]
                 for j in range(kn):
-                    _batch_stats(kind, gathered, j * s, s, rm1[m], rv1[m], eps, rmax, dmax, mean, var, invstd, r, d)
+                    batch_stats(kind, gathered, j * s, s, rm1[m], rv1[m], eps, rmax, dmax, mean, var, invstd, r, d)
                     batch_norm_rows(
                         gathered, j * s, s, mean, invstd, g1[m], be1[m], r, d, renorm, True, act1, j * s, none1
                     )
@@ -178,16 +150,11 @@ def probe_design(
             # second normaliser: statistics from all s rows, row 0 normalised
             if batch_kind:
                 for j in range(kn):
-                    _batch_stats(kind, hid2, j * s, s, rm2[m], rv2[m], eps, rmax, dmax, mean, var, invstd, r, d)
+                    batch_stats(kind, hid2, j * s, s, rm2[m], rv2[m], eps, rmax, dmax, mean, var, invstd, r, d)
                     batch_norm_rows(hid2, j * s, 1, mean, invstd, g2[m], be2[m], r, d, renorm, True, act2, j, none2)
-            elif kind == LAYER or kind == GROUP:
-                for j in range(kn):  # row_norm writes row j of its output: a scratch, then act2
-                    row_norm(hid2, j, setting, eps, g2[m], be2[m], True, act1, none2, none2)
-                    for f in range(h2):
-                        act2[j, f] = act1[j, f]
-            else:
+            else:  # each row by itself: row 0 of batch j is row j of hid2, into row j of act2
                 for j in range(kn):
-                    _relu_rows(hid2, j, 1, act2, j)
+                    row_forward(kind, hid2, j, setting, eps, g2[m], be2[m], True, act2, none2, none2)
             # output layer and label, row 0 of each batch
             linear_t(act2[:kn], w3t[m], b3[m], logits[:kn])
             argmax_rows(logits[:kn], top[:kn])

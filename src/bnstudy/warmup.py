@@ -41,6 +41,7 @@ def _dispatchers():
         gradients,
         kernels,
         layer,
+        normkernels,
         optimisers,
         probes,
         reductions,
@@ -50,7 +51,8 @@ def _dispatchers():
         tiled,
     )
 
-    modules = (fixedmath, blocks, kernels, gradients, optimisers, backprop, tiled, probes, serving, conv, conv_train)
+    modules = (fixedmath, blocks, normkernels, kernels, gradients, optimisers, backprop, tiled, probes, serving)
+    modules = (*modules, conv, conv_train)
     for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
