@@ -41,9 +41,12 @@ def _probes(flips: dict, batches: int = 10) -> pd.DataFrame:
 
 
 def _t(values, confidence=0.95):
+    """Mean and the t interval over networks on the logit scale (delta method), written out."""
     v = np.asarray(values, float)
-    half = sps.t.ppf(0.5 + confidence / 2, len(v) - 1) * np.std(v, ddof=1) / math.sqrt(len(v))
-    return v.mean(), max(v.mean() - half, 0.0), min(v.mean() + half, 1.0)
+    m = v.mean()
+    half = sps.t.ppf(0.5 + confidence / 2, len(v) - 1) * np.std(v, ddof=1) / math.sqrt(len(v)) / (m * (1 - m))
+    centre = math.log(m / (1 - m))
+    return m, 1 / (1 + math.exp(-(centre - half))), 1 / (1 + math.exp(-(centre + half)))
 
 
 # three seeds per protocol, two examples, ten batches each: flip rates per network written out
@@ -78,7 +81,7 @@ def test_per_network_rates_are_means_over_examples(out):
     assert set(n.examples) == {2}  # the one-class row and the grid network are left out
 
 
-def test_intervals_over_networks_clipped_and_published_inside_or_not(out):
+def test_intervals_over_networks_bounded_and_published_inside_or_not(out):
     o = out["over_networks"].set_index(["protocol", "measure", "batch_size"])
     mean, lo, hi = _t([0.45, 0.45, 0.50])
     r = o.loc[("dropped", "flip_rate", 2)]
@@ -87,8 +90,12 @@ def test_intervals_over_networks_clipped_and_published_inside_or_not(out):
     r = o.loc[("kept", "flip_rate", 2)]
     assert not r.inside and r.ci_low > 0.453
     r = o.loc[("dropped", "flip_rate", 64)]
-    assert r.ci_low == 0.0  # the t interval reaches below zero: clipped
-    assert bool(r.inside)  # 0.006 inside [0, ...]
+    # a plain t interval would reach below zero here; on the logit scale it stays inside (0, 1)
+    values = [0.05, 0.05, 0.0]  # the three networks' rates at b = 64 (FLIPS)
+    mean, lo, hi = _t(values)
+    assert 0 < r.ci_low < r["mean"] < r.ci_high < 1
+    assert (r["mean"], r.ci_low, r.ci_high) == pytest.approx((mean, lo, hi))
+    assert mean - sps.t.ppf(0.975, 2) * np.std(values, ddof=1) / math.sqrt(3) < 0  # where a plain t interval goes
     assert o.loc[("kept", "flip_rate", 64), "networks"] == 3
 
 

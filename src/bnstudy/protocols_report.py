@@ -11,7 +11,8 @@ order, the kept protocol adding the leftover batch), random companions at each p
 
 These are the per-network estimates of :func:`bnstudy.companions.summarise` (means correctly
 rounded, :func:`bnstudy.stats.mean_sd`). Over networks: the mean and a Student-t interval
-(:func:`bnstudy.stats.seed_interval`), clipped to [0, 1] as every measure is a share; kept minus
+on the logit scale (:func:`bnstudy.stats.share_interval`), which stays within [0, 1] as every
+measure is a share; kept minus
 dropped paired by seed (:func:`bnstudy.paired.paired_interval`). A published value is
 *reproduced* at a probe size when it lies inside the protocol's interval over networks; each
 interval is one of a family of one per probe size and measure, with no correction for
@@ -25,7 +26,7 @@ import pandas as pd
 from . import latex
 from .latex import words
 from .paired import paired_interval
-from .stats import mean_sd, seed_interval
+from .stats import mean_sd, share_interval
 
 PROTOCOLS = ("dependence", "dependence_keep")  # network names of the probe rows: dropped, kept
 PROTOCOL_WORDS = {"dependence": "dropped", "dependence_keep": "kept"}
@@ -60,14 +61,13 @@ def per_network(probes: pd.DataFrame) -> pd.DataFrame:
 
 
 def over_networks(networks: pd.DataFrame, published: dict, confidence: float) -> pd.DataFrame:
-    """Per protocol, measure and probe size: networks, mean, sd, interval (clipped to [0, 1]),
+    """Per protocol, measure and probe size: networks, mean, sd, interval (logit scale, within [0, 1]),
     the published value (NaN if none), whether it lies inside the interval, ours / published."""
     out = []
     for protocol in PROTOCOL_WORDS.values():
         for measure in MEASURES:
             for b, g in networks[networks["protocol"] == protocol].groupby("batch_size", sort=True):
-                mean, sd, lo, hi = seed_interval(g.sort_values("seed")[measure].tolist(), confidence)
-                lo, hi = max(lo, 0.0), min(hi, 1.0)
+                mean, sd, lo, hi = share_interval(g.sort_values("seed")[measure].tolist(), confidence)
                 theirs = published.get(measure, {}).get(int(b))
                 theirs = float("nan") if theirs is None else float(theirs)
                 out.append(
@@ -106,7 +106,10 @@ def kept_minus_dropped(networks: pd.DataFrame, confidence: float) -> pd.DataFram
 
 
 def _pct(value) -> str:
-    return latex.fmt(value, 1, percent=True)
+    """A share in percent with the shared endpoint rule: a share that is not 0 or 1 never prints as
+    0.0% or 100.0% (:func:`bnstudy.latex.endpoint`)."""
+    text = latex.endpoint(value, 1, bounds=(0, 1))
+    return text if text == "n/a" else text + "\\%"
 
 
 def _sizes(sizes) -> str:
