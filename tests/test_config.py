@@ -131,7 +131,7 @@ def test_good_test_config_plans_without_error():
 
 @pytest.mark.slow
 def test_paper_config_plans_every_grid_training_and_the_dependence_network():
-    """150 grid networks (5 normalisers x 6 batch sizes x 5 seeds, one block of 5 seeds per
+    """180 grid networks (6 normalisers x 6 batch sizes x 5 seeds, one block of 5 seeds per
     file) + study 1's networks, one per seed, in one file."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     result = snakemake("-n", "--forceall", "--quiet", "rules", "--summary", timeout=120)
@@ -139,7 +139,7 @@ def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     grid = [p for p in planned if p.startswith("results/runs/grid/") and p.endswith(".safetensors")]
     dependence = [p for p in planned if p.startswith("results/runs/dependence/") and p.endswith(".safetensors")]
     expected = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"]) * len(cfg["grid"]["seeds"])
-    assert expected == 150
+    assert expected == 180
     seeds = [re.search(r"/seeds(\d+)-(\d+)\.safetensors$", p).groups() for p in grid]
     assert sum(min(int(hi), max(cfg["grid"]["seeds"])) - int(lo) + 1 for lo, hi in seeds) == expected
     assert dependence == ["results/runs/dependence/networks.safetensors"]

@@ -114,7 +114,7 @@ def test_accumulation_runs_on_the_test_config_and_is_hashed(runs, test_config):
     assert summary["micro_batches"] == sorted(acc["micro_batches"]) and summary["batch_size"] == acc["batch_size"]
     for m in acc["micro_batches"]:
         cells = summary["accuracy"][str(m)]
-        assert set(cells) == {"large", "accumulate", "ghost", "small"}
+        assert set(cells) == {"large", "accumulate", "ghost", "small", "scaled"}
         assert all(c[mode]["seeds"] == len(test_config["grid"]["seeds"]) for c in cells.values() for mode in c)
         assert summary["accumulate_vs_ghost"][str(m)]["first_running"] == 0.0
 

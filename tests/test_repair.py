@@ -52,7 +52,8 @@ def test_the_killed_run_was_killed_at_each_point_left_no_half_written_file_and_e
         assert kill["running"] and all(running in command for command in kill["running"]), kill
         assert kill["checked"] and 0 <= kill["whole"] < kill["expected"], kill
     assert kills[0]["whole"] <= kills[1]["whole"] < kills[2]["whole"], kills  # each resumption kept the work
-    assert manifest.verify(EXPECTED, manifests["killed-resumed"].parent) == (True, ["identical: 194 files"])
+    files = len(manifest.read(EXPECTED))
+    assert manifest.verify(EXPECTED, manifests["killed-resumed"].parent) == (True, [f"identical: {files} files"])
 
 
 def _snakemake(wf, env, *args, timeout):
@@ -132,7 +133,7 @@ def test_verify_names_each_damaged_output_a_job_names_the_file_and_repair_restor
         )
         assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
         said = fixed.stdout.splitlines()
-        assert said[-1] == "identical: 194 files", said
+        assert said[-1] == f"identical: {len(manifest.read(EXPECTED))} files", said
         assert "each byte-identical" in fixed.stdout, said
         assert (wf / "results/manifest.tsv").read_bytes() == EXPECTED.read_bytes()
         assert {p: (wf / p).read_bytes() for p in before} == before

@@ -44,7 +44,24 @@ def module_closure(script: Path, package_dir: Path) -> list[str]:
         name = todo.pop()
         seen.add(name)
         todo |= imported_modules(package_dir / f"{name}.py", package_dir) - seen
+    # Numba loads the package's cache locator (named in an environment variable by __init__, not
+    # imported) when a module of the closure runs a cached kernel
+    if "kernelcache" not in seen and any(_uses_numba(package_dir / f"{n}.py") for n in seen):
+        seen.add("kernelcache")
     return sorted(seen)
+
+
+@cache
+def _uses_numba(path: Path) -> bool:
+    """Whether the module imports Numba (anywhere in it)."""
+    if not path.exists():
+        return False
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "numba" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "numba":
+            return True
+    return False
 
 
 def code_inputs(script: str, root: Path) -> list[str]:

@@ -10,6 +10,8 @@ estimate's mean and Student-t interval are :func:`bnstudy.stats.summarise_over_s
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from . import companions, latex, stats
@@ -208,8 +210,8 @@ def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
         c = stats.crossed_components(table.to_numpy(), confidence)
         name = lambda *parts: latex.macro_name("comp", *parts, end)  # noqa: E731
         m[name("net flip rate combined ci")] = _interval(c["ci_low"], c["ci_high"])
-        m[name("sd networks")] = latex.points(c["var_network"] ** 0.5)
-        m[name("sd examples")] = latex.points(c["var_example"] ** 0.5)
+        m[name("sd networks")] = latex.points(math.sqrt(c["var_network"]))
+        m[name("sd examples")] = latex.points(math.sqrt(c["var_example"]))
         m[name("share networks")] = latex.fmt(c["share_networks"], 0, percent=True)
         m[name("share examples")] = latex.fmt(c["share_examples"], 0, percent=True)
         m[name("share residual")] = latex.fmt(1 - c["share_networks"] - c["share_examples"], 0, percent=True)

@@ -163,8 +163,9 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
         "finetuneConfidence": latex.fmt(settings["confidence"], 0, percent=True),
         "finetuneRateCount": latex.fmt(len(rates)),
         "finetuneSeeds": latex.fmt(int(summary["start"]["inference_before"]["seeds"])),
-        # weight the trained running statistics keep after a live run: (1 - momentum) ** steps
-        "finetuneTrainedWeight": power_of_ten((1.0 - settings["momentum"]) ** int(settings["steps"])),
+        # weight the trained running statistics keep after a live run: (1 - momentum) ** steps, as a
+        # product in order (libm's pow may differ in the last bit between CPUs)
+        "finetuneTrainedWeight": power_of_ten(math.prod([1.0 - settings["momentum"]] * int(settings["steps"]))),
         "finetuneRates": words([power_of_ten(float(r)) for r in rates]),
     }
     start = summary["start"]

@@ -333,8 +333,8 @@ def crossed_interval(table, confidence: float) -> dict:
         return out | {"sd": nan, "sd_networks": nan, "sd_streams": nan, "ci": [nan, nan], "df": nan}
     rows = [math.fsum(t[i].tolist()) / r for i in range(m)]
     cols = [math.fsum(t[:, j].tolist()) / m for j in range(r)]
-    ms_n = r * math.fsum((v - grand) ** 2 for v in rows) / (m - 1) if m > 1 else 0.0
-    ms_s = m * math.fsum((v - grand) ** 2 for v in cols) / (r - 1) if r > 1 else 0.0
+    ms_n = r * math.fsum((v - grand) * (v - grand) for v in rows) / (m - 1) if m > 1 else 0.0  # no libm pow
+    ms_s = m * math.fsum((v - grand) * (v - grand) for v in cols) / (r - 1) if r > 1 else 0.0
     if m > 1 and r > 1:
         resid = [t[i, j] - rows[i] - cols[j] + grand for i in range(m) for j in range(r)]
         df_e = (m - 1) * (r - 1)
@@ -343,7 +343,7 @@ def crossed_interval(table, confidence: float) -> dict:
         floor, df_floor = max((ms_n, m - 1), (ms_s, r - 1))
         if combined > floor:
             var = combined / (m * r)
-            df = combined**2 / (ms_n**2 / (m - 1) + ms_s**2 / (r - 1) + ms_e**2 / df_e)
+            df = combined * combined / (ms_n * ms_n / (m - 1) + ms_s * ms_s / (r - 1) + ms_e * ms_e / df_e)
         else:
             var, df = floor / (m * r), float(df_floor)
         sd_n = math.sqrt(max(ms_n - ms_e, 0.0) / r)

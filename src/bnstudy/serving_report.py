@@ -7,12 +7,19 @@ statistics with two decimals; intervals as ``[low, high]``.
 
 from __future__ import annotations
 
+import math
+
 from . import latex
 from .designs import SERVING_STREAMS as STREAMS
 from .latex import math_points as points
 from .latex import math_points_interval as interval_points
 
 DIGITS = 1  # decimals of percentages and percentage points
+
+
+def updates(settings) -> int:
+    """The running statistics' updates over one stream: batches times passes."""
+    return int(settings["batches"] * settings["passes"])
 
 
 def percent(value: float) -> str:
@@ -51,8 +58,9 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
             if replicates == 1
             else "the classes in ascending order in the first and in seeded random orders in the others"
         ),
-        # weight the trained running statistics keep after the stream: (1 - momentum) ** updates
-        "servingTrainedWeight": f"{(1.0 - settings['momentum']) ** (settings['batches'] * settings['passes']):.2g}",
+        # weight the trained running statistics keep after the stream: (1 - momentum) ** updates, a
+        # product in order (libm's pow may differ in the last bit between CPUs)
+        "servingTrainedWeight": f"{math.prod([1.0 - settings['momentum']] * updates(settings)):.2g}",
     }
     seeds = {c[s][k]["seeds"] for c in summary.values() for s in STREAMS for k in c[s]}
     m["servingSeeds"] = latex.fmt(int(min(seeds)))

@@ -59,7 +59,9 @@ def adjusted_confidence(confidence: float, family: int) -> float:
 
 
 def _expit(x: float) -> float:
-    return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+    from .fixedmath import exp  # the same bits on every CPU (libm's exp differs between its FMA and plain paths)
+
+    return 1 / (1 + exp(-x)) if x >= 0 else exp(x) / (1 + exp(x))
 
 
 def logit_interval(mean: float, se: float, quantile: float) -> tuple[float, float]:
@@ -71,7 +73,9 @@ def logit_interval(mean: float, se: float, quantile: float) -> tuple[float, floa
         return float("nan"), float("nan")
     if mean <= 0 or mean >= 1:
         return mean, mean
-    centre = math.log(mean / (1 - mean))
+    from .fixedmath import log  # the same bits on every CPU, as exp above
+
+    centre = log(mean / (1 - mean))
     half = quantile * se / (mean * (1 - mean))
     if half == 0:
         return mean, mean
@@ -94,6 +98,10 @@ def share_interval(values, confidence: float = 0.95) -> tuple[float, float, floa
     return mean, sd, lo, hi
 
 
+def _square(x: float) -> float:
+    return x * x
+
+
 def crossed_components(table, confidence: float = 0.95) -> dict:
     """Variance components of a share measured on every (network, example) cell.
 
@@ -114,14 +122,14 @@ def crossed_components(table, confidence: float = 0.95) -> dict:
     grand = math.fsum(y.ravel()) / y.size
     net = [math.fsum(r) / n_ex for r in y]
     ex = [math.fsum(c) / n_net for c in y.T]
-    ss_net = n_ex * math.fsum((m - grand) ** 2 for m in net)
-    ss_ex = n_net * math.fsum((m - grand) ** 2 for m in ex)
-    ss_res = math.fsum((float(y[i, j]) - net[i] - ex[j] + grand) ** 2 for i in range(n_net) for j in range(n_ex))
+    ss_net = n_ex * math.fsum((m - grand) * (m - grand) for m in net)  # x * x: libm's pow may differ by CPU
+    ss_ex = n_net * math.fsum((m - grand) * (m - grand) for m in ex)
+    ss_res = math.fsum(_square(float(y[i, j]) - net[i] - ex[j] + grand) for i in range(n_net) for j in range(n_ex))
     df_net, df_ex, df_res = n_net - 1, n_ex - 1, (n_net - 1) * (n_ex - 1)
     ms_net, ms_ex, ms_res = ss_net / df_net, ss_ex / df_ex, ss_res / df_res
     combined = max(ms_net + ms_ex - ms_res, ms_res)
-    denominator = ms_net**2 / df_net + ms_ex**2 / df_ex + ms_res**2 / df_res
-    df = combined**2 / denominator if denominator > 0 else float("inf")
+    denominator = ms_net * ms_net / df_net + ms_ex * ms_ex / df_ex + ms_res * ms_res / df_res
+    df = combined * combined / denominator if denominator > 0 else float("inf")
     var_mean = combined / (n_net * n_ex)
     quantile = t_quantile(0.5 + confidence / 2, df) if math.isfinite(df) else 0.0
     lo, hi = logit_interval(grand, math.sqrt(var_mean), quantile)
