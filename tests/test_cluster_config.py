@@ -94,9 +94,12 @@ def test_manifest_order_does_not_depend_on_include_order(tmp_path):
     before = _registry(copy)
     snakefile = copy / "Snakefile"
     studies = [f'include: "workflow/rules/{name}.smk"\n' for name in ("batch_size", "companions", "running_stats")]
-    # conv.smk reads studies 1 and 2's outputs by rule (rules.companion_examples, ...), so it
-    # must come after them: it moves with them, after them
-    readers = ['if "conv" in config:\n\n    include: "workflow/rules/conv.smk"\n']  # where the config has one
+    # accumulation.smk and conv.smk read studies 1 and 2's outputs by rule (rules.evaluate_remedies,
+    # rules.companion_examples, ...), so they must come after them: they move with them, after them
+    readers = [
+        'include: "workflow/rules/accumulation.smk"\n',
+        'if "conv" in config:\n\n    include: "workflow/rules/conv.smk"\n',  # where the config has one
+    ]
     text = snakefile.read_text()
     for line in studies + readers:
         assert line in text
