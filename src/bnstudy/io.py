@@ -19,9 +19,15 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas (about 0.5 CPU s to import) is imported where a table is read or written through it, not
+# here: a job that writes its tables as rows (train, probes) never needs it (see write_table).
 
 REPAIR = "`make repair` re-creates it (CONFIG=config/test.yaml for a test-config build; docs/verify.md)"
 
@@ -119,14 +125,61 @@ def read_json(path):
             return json.load(f)
 
 
-def write_table(path, table: pd.DataFrame | list[dict]) -> None:
-    """A tidy CSV: shortest round-trip float repr, no index, ``\\n`` line ends."""
-    df = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
-    write_text(path, df.to_csv(index=False, lineterminator="\n"))
+_CSV_SPECIAL = frozenset(',"\n\r')
+
+
+def _csv_column(values: list) -> list[str] | None:
+    """A column's cells as pandas' ``to_csv`` writes them, for the three simple kinds; else None.
+
+    Integers (not bools) as ``str``; float64s as their shortest round-trip repr, NaN as an empty
+    cell; non-empty strings that need no quoting as they are.
+    """
+    if all(type(v) is int or isinstance(v, np.integer) for v in values):
+        return [str(int(v)) for v in values]
+    if all(type(v) is float or type(v) is np.float64 for v in values):
+        return ["" if v != v else repr(float(v)) for v in values]
+    if all(type(v) is str and v and _CSV_SPECIAL.isdisjoint(v) for v in values):
+        return values
+    return None
+
+
+def plain_csv(rows: list[dict]) -> str | None:
+    """The bytes of ``pd.DataFrame(rows).to_csv(index=False, lineterminator="\\n")``, written without
+    pandas where ``rows`` are simple: every row a dict with the same keys in the same order (strings
+    that need no quoting) and each column all integers, all float64s or all plain strings. None
+    otherwise (pandas then writes the table); tests/test_io_manifest.py holds the two equal."""
+    if not rows or not all(type(r) is dict for r in rows):
+        return None
+    keys = list(rows[0])
+    if not keys or not all(type(k) is str and k and _CSV_SPECIAL.isdisjoint(k) for k in keys):
+        return None
+    if any(list(r) != keys for r in rows):
+        return None
+    columns = []
+    for k in keys:
+        cells = _csv_column([r[k] for r in rows])
+        if cells is None or (len(keys) == 1 and "" in cells):  # csv quotes a row of one empty cell
+            return None
+        columns.append(cells)
+    return ",".join(keys) + "\n" + "".join(",".join(cells) + "\n" for cells in zip(*columns))
+
+
+def write_table(path, table) -> None:
+    """A tidy CSV: shortest round-trip float repr, no index, ``\\n`` line ends. ``table``: a
+    ``pd.DataFrame`` or a list of row dicts (simple rows are written without importing pandas)."""
+    text = None if not isinstance(table, list) else plain_csv(table)
+    if text is None:
+        import pandas as pd
+
+        df = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
+        text = df.to_csv(index=False, lineterminator="\n")
+    write_text(path, text)
 
 
 def read_table(path) -> pd.DataFrame:
     """A CSV table; one written by :func:`write_table` ends with a line end, so one that does not was cut short."""
+    import pandas as pd
+
     with _reading(path, ValueError, OSError, pd.errors.ParserError):  # EmptyDataError is a ValueError
         with open(path, "rb") as f:
             if f.seek(0, os.SEEK_END) > 0:
