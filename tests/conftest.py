@@ -161,6 +161,11 @@ def pytest_configure(config):
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # OpenMP threads (PyTorch's, in the tests that take 2) sleep while they wait instead of spinning:
+    # beside the background runs a spinning thread holds a core its partner needs. On the loaded
+    # 2-core machine 40 small convolutions on 2 threads took 36-51 s wall and 3.3-5.4 CPU s spinning,
+    # 1.0-1.5 s and 0.2 CPU s passive. Read when OpenMP loads (torch's import, after this hook).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 # ---- what make test-fast leaves out ------------------------------------------------
