@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnstudy import data, datasets
-from bnstudy.data import PINNED_VARIANCES, population_parameters, synthetic_population
-from bnstudy.datasets import DataSetError, check_files, read_idx, write_idx
+from bnstudy.nets import data, datasets
+from bnstudy.nets.data import PINNED_VARIANCES, population_parameters, synthetic_population
+from bnstudy.nets.datasets import DataSetError, check_files, read_idx, write_idx
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Fine-tuning in small batches (bnstudy.finetune, bnstudy.finetune_report): the frozen-statistics
+"""Fine-tuning in small batches (bnstudy.studies.finetune: science and report): the frozen-statistics
 mode of the training loop against PyTorch's BatchNorm1d in eval mode inside a training loop
 (autograd, torch.optim.Adam), the live mode's running statistics against PyTorch's training mode,
 the batch streams, the summary's intervals by hand, the macros and table, the figure's
@@ -13,7 +13,10 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from bnstudy import backprop, finetune, finetune_report, gradients, kernels, model, train
+from bnstudy.compiled import backprop, gradients, kernels
+from bnstudy.nets import model, train
+from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import science as finetune
 from conftest import hashed_outputs
 
 WIDTHS = (6, 5, 4, 3)
@@ -273,7 +276,7 @@ def test_macros_and_table_print_the_summary():
 
 
 def test_finetune_outputs_are_built_and_in_the_manifest(runs):
-    from bnstudy import io
+    from bnstudy.base import io
 
     results = hashed_outputs(
         runs,

@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnstudy import blocks, kernels, normalisers, normkernels
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
+from bnstudy.compiled import blocks, kernels, normkernels
+from bnstudy.nets import model as mlp
+from bnstudy.nets import normalisers
+from bnstudy.nets.model import NetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 NORMALISERS = normalisers.NAMES
@@ -323,7 +324,7 @@ def test_logits_are_the_layers_composed_bit_for_bit(norm, train):
 @pytest.mark.parametrize("train", [False, True])
 def test_logits_match_torchnet_forward(norm, train):
     torch = pytest.importorskip("torch")
-    from bnstudy import torchnet
+    from bnstudy.nets import torchnet
 
     # ghost batch norm: batches of 8 in virtual batches of 3 and 5 rows (of 2, rounding differences
     # between two float32 orders grow past the tolerance, as batch norm's own do on batches of 2)
@@ -352,9 +353,10 @@ WORKER = r"""
 import hashlib, json, re, sys, warnings
 import numba
 import numpy as np
-from bnstudy import blocks, data, kernels, normalisers, normkernels, probes, tiled
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
+from bnstudy.compiled import blocks, kernels, normkernels, probes, tiled
+from bnstudy.nets import data, normalisers
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
 
 F32 = np.float32
 x = data.split_digits(0).x_test
@@ -394,8 +396,13 @@ for module in (blocks, kernels, normkernels, probes, tiled):
     for name, obj in sorted(vars(module).items()):
         if not isinstance(obj, numba.core.registry.CPUDispatcher) or id(obj) in seen:
             continue
-        if obj.__module__ not in ("bnstudy.blocks", "bnstudy.kernels", "bnstudy.normkernels", "bnstudy.probes",
-                                  "bnstudy.tiled"):
+        if obj.__module__ not in (
+            "bnstudy.compiled.blocks",
+            "bnstudy.compiled.kernels",
+            "bnstudy.compiled.normkernels",
+            "bnstudy.compiled.probes",
+            "bnstudy.compiled.tiled",
+        ):
             continue
         seen.add(id(obj))
         if not obj.signatures and module is not normkernels:
@@ -464,16 +471,16 @@ def test_every_kernel_was_compiled_and_inspected(machine_code):
         assert not report["warnings"], report["warnings"]
         names = {k.split("(")[0] for k in report["asm"]}
         assert {
-            "bnstudy.blocks.linear_t",
-            "bnstudy.kernels.forward_model",
-            "bnstudy.normkernels.batch_norm_rows",
-            "bnstudy.normkernels.row_norm",
-            "bnstudy.probes.probe_design",
-            "bnstudy.tiled.linear_t_tiled",
+            "bnstudy.compiled.blocks.linear_t",
+            "bnstudy.compiled.kernels.forward_model",
+            "bnstudy.compiled.normkernels.batch_norm_rows",
+            "bnstudy.compiled.normkernels.row_norm",
+            "bnstudy.compiled.probes.probe_design",
+            "bnstudy.compiled.tiled.linear_t_tiled",
         } <= names
         assert all(a["lines"] > 10 for a in report["asm"].values())
         assert report["asm"][
-            "bnstudy.tiled.linear_t_tiled"
+            "bnstudy.compiled.tiled.linear_t_tiled"
             + next(k.split("linear_t_tiled", 1)[1] for k in report["asm"] if "linear_t_tiled" in k)
         ]["mul"]
 

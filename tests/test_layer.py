@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import reductions
-from bnstudy.fixedmath import JIT
-from bnstudy.layer import BatchNorm1d, _inference, _train_batch, _train_pass, _update
-from bnstudy.normkernels import running_update
+from bnstudy.base.fixedmath import JIT
+from bnstudy.compiled import reductions
+from bnstudy.compiled.layer import BatchNorm1d, _inference, _train_batch, _train_pass, _update
+from bnstudy.compiled.normkernels import running_update
 
 EPS = 1e-5
 

@@ -16,15 +16,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnstudy import (
-    accumulation_report,
-    batch_size_macros,
-    companions_summary,
-    finetune_report,
-    latex,
-    lr_sweep_report,
-    running_stats,
-)
+from bnstudy.paper import latex
+from bnstudy.studies.accumulation import report as accumulation_report
+from bnstudy.studies.batch_size import macros as batch_size_macros
+from bnstudy.studies.companions import summary as companions_summary
+from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.lr_sweep import report as lr_sweep_report
+from bnstudy.studies.running_stats import science as running_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ROOT / "paper" / "sections"

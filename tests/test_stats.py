@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from bnstudy import stats
+from bnstudy.base import stats
 
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
 
@@ -139,7 +139,7 @@ def test_t_quantile_is_scipy_stats_t_ppf_bit_for_bit():
     from scipy import special
     from scipy import stats as sps
 
-    from bnstudy.stats import t_quantile
+    from bnstudy.base.stats import t_quantile
 
     for df in [*range(1, 60), 0.5, 2.7, 17.25, 1e3, 1e6]:
         for q in (0.6, 0.75, 0.9, 0.95, 0.975, 0.99, 0.995, 0.9995):

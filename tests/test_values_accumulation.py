@@ -1,4 +1,4 @@
-"""The accumulation study's summary by value (bnstudy.accumulation_report): the long table, the
+"""The accumulation study's summary by value (bnstudy.studies.accumulation.report): the long table, the
 cells, the paired differences and the closeness rows against frames built here, the complete
 JSON summary, the complete macro dict and every header, row and alignment of the LaTeX table,
 all computed here from small hand-made accuracies (shares of 997 test rows) with Student-t
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import accumulation_report as ar
+from bnstudy.studies.accumulation import report as ar
 
 ROWS = 997  # accuracies are counts of rows / ROWS: no value prints on a rounding tie
 CONFIGS = ("large", "accumulate", "ghost", "small", "scaled")

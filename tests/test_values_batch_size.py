@@ -17,7 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from bnstudy import batch_size_macros, batch_size_summary, evaluation, latex, paired
+from bnstudy.paper import latex
+from bnstudy.studies.batch_size import evaluation, paired
+from bnstudy.studies.batch_size import macros as batch_size_macros
+from bnstudy.studies.batch_size import summary as batch_size_summary
 from share_reference import logit_t_interval
 
 ROWS = 8  # test rows per network

@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import companions, companions_summary
-from bnstudy.runtime import STREAM_BOOTSTRAP, derive_seed
+from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
+from bnstudy.studies.companions import science as companions
+from bnstudy.studies.companions import summary as companions_summary
 from share_reference import logit_t_interval
 
 K = 7  # probes per example (random and one-class designs)

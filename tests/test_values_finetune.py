@@ -1,4 +1,4 @@
-"""The fine-tuning report by value (bnstudy.finetune_report, bnstudy.finetune._layer_mean): the
+"""The fine-tuning report by value (bnstudy.studies.finetune.report, bnstudy.studies.finetune.science._layer_mean): the
 whole summary against Student-t intervals computed here over seeds, the complete macro dict
 and table rows of a hand-built summary against names and texts written out here, the table
 file's text, and the per-model layer means of distance rows."""
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from bnstudy import finetune, finetune_report
+from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import science as finetune
 
 SEEDS = (0, 1, 2, 3)
 CONFIDENCE = 0.9  # not the default 0.95 of seed_interval, so a dropped confidence shows

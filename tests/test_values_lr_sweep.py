@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import lr_sweep_report
-from bnstudy.latex import macro_name
+from bnstudy.paper.latex import macro_name
+from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from share_reference import logit_t_interval
 
 LABELS = {"none": "plain", "batchnorm": "batch norm"}

@@ -2,7 +2,7 @@
 
 The pass itself (the compiled layer) is held against PyTorch in tests/test_running_stats.py;
 here each score is computed by hand on tiny inputs, and every macro and table cell of
-:func:`bnstudy.running_stats_report.summarise` is looked up independently in its input
+:func:`bnstudy.studies.running_stats.report.summarise` is looked up independently in its input
 tables (pandas filtering, NumPy, ``scipy.stats.t.interval``), macro names written out.
 """
 
@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import running_stats as rs
-from bnstudy import running_stats_report
-from bnstudy.data import synthetic_population
-from bnstudy.runtime import STREAM_POPULATION, derive_seed
+from bnstudy.base.runtime import STREAM_POPULATION, derive_seed
+from bnstudy.nets.data import synthetic_population
+from bnstudy.studies.running_stats import report as running_stats_report
+from bnstudy.studies.running_stats import science as rs
 
 # ---- the estimators and scores by hand -------------------------------------------------------
 

@@ -21,7 +21,7 @@ def start(snakemake, torch: bool = True):
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
     )
-    from bnstudy import runtime
+    from bnstudy.base import runtime
 
     runtime.configure(snakemake.threads, torch=torch)
     log = logging.getLogger(snakemake.rule)

@@ -9,7 +9,7 @@ group ids such as source, customer or day):
   exactly at ``b = 2`` for a sample of examples (:mod:`bnstudy.audit.designs`; each
   example's share over its probes, averaged over examples; percentile bootstrap
   interval over examples, stratified by label when labels are given:
-  :func:`bnstudy.stats.bootstrap_examples`, the study's estimator and interval);
+  :func:`bnstudy.base.stats.bootstrap_examples`, the study's estimator and interval);
 - per batch-norm layer, the distance of its running statistics from the exact
   statistics of the data (the study's remedy (d) and its distances,
   :func:`bnstudy.audit.engine.distance`), and the updates they carry;
@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..runtime import STREAM_BOOTSTRAP, derive_seed
-from ..stats import bootstrap_examples
+from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
+from bnstudy.base.stats import bootstrap_examples
+
 from . import designs
 from .engine import AuditError, Engine, distance
 from .progress import Progress

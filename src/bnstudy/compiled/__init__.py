@@ -1,0 +1,6 @@
+"""The compiled arithmetic: Numba kernels in one fixed order, the same bits on every CPU.
+
+Linear blocks and reductions, every normaliser's arithmetic (``normkernels``), the MLP's and the
+convolutional network's forward passes, gradients, optimisers, the training loop (``backprop``),
+the companion probes, one batch-norm layer for the running-statistics study, and the warm-up
+that compiles them all before the jobs start."""
