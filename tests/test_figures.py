@@ -21,6 +21,7 @@ import pytest
 
 from bnstudy.nets import normalisers
 from bnstudy.paper import figures
+from bnstudy.studies.batch_size import figure as batch_size_figure
 from bnstudy.studies.companions.figure import DESIGNS, all_zero, companions, layout
 from bnstudy.studies.finetune.figure import finetune
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
@@ -207,9 +208,9 @@ def build(name):
     if name == "companions":
         return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
     if name == "batch_size":
-        return figures.batch_size(batch_size_summary(), gains_table())
+        return batch_size_figure.batch_size(batch_size_summary(), gains_table())
     if name == "batch_size_remedies":
-        return figures.batch_size_remedies(batch_size_summary(), gains_table())
+        return batch_size_figure.batch_size_remedies(batch_size_summary(), gains_table())
     if name == "running_stats":
         return running_stats(passes_table(), 0.9, shuffles_table())
     if name == "lr_sweep":
