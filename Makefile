@@ -58,10 +58,10 @@ tex:
 
 # The data set CONFIG names, from apt when its files are missing (Fashion-MNIST: Debian's
 # dataset-fashion-mnist, four idx files in /usr/share/datasets/fashion-mnist; the digits come
-# with scikit-learn). `python -m bnstudy.nets.datasets package CONFIG` names the package a config
+# with scikit-learn). `python -m bnstudy.base.datasets package CONFIG` names the package a config
 # needs and lacks; the workflow checks each file's sha256 against the config before any job.
 dataset: $(STAMP)
-	@pkgs="$$($(BIN)/python -m bnstudy.nets.datasets package $(CONFIG))" || exit 1; \
+	@pkgs="$$($(BIN)/python -m bnstudy.base.datasets package $(CONFIG))" || exit 1; \
 	if [ -z "$$pkgs" ]; then :; \
 	elif command -v apt-get >/dev/null; then \
 	  echo "installing $$pkgs with apt-get ($(CONFIG) needs it)"; \
@@ -172,7 +172,7 @@ reproduce: setup
 	$(BIN)/python -m pytest -q -m paper_config
 
 benchmark: setup
-	$(BIN)/python -m bnstudy.base.benchmark
+	$(BIN)/python -m bnstudy.tools.benchmark
 
 # Mutation testing (docs/mutation.md; settings in setup.cfg): mutmut, pinned, in its
 # own venv $(MUTATION_VENV) so that the lock stays the project's; that venv sees

@@ -403,7 +403,7 @@ def test_the_command_on_torchscript_and_on_a_factory_with_safetensors_weights(tm
 
 
 def test_the_benchmarks_audit_rows_compare_the_same_labels():
-    from bnstudy.base.benchmark import bench_audit
+    from bnstudy.tools.benchmark import bench_audit
 
     net, (x, _) = NETWORKS["BatchNorm2d"]()
     out = bench_audit(warmed(net, x), x.numpy(), (2, 8), probes=2, loop_batches=10, repeats=1)

@@ -23,8 +23,8 @@ import torch
 
 from bnstudy.audit import AuditError, audit, cli
 from bnstudy.base import io
-from bnstudy.base.benchmark import NEAR_TIE
 from bnstudy.nets import weights
+from bnstudy.tools.benchmark import NEAR_TIE
 from conftest import hashed_outputs, torch_threads
 
 MAX_TIES = 3

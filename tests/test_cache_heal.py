@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bnstudy.compiled import warmup
+from bnstudy.tools import warmup
 from conftest import ROOT
 
 
@@ -72,7 +72,7 @@ def test_warm_up_heals_a_truncated_cache_and_jobs_load_kernels_again(tmp_path):
     part = [
         sys.executable,
         "-m",
-        "bnstudy.compiled.warmup",
+        "bnstudy.tools.warmup",
         "--part",
         str(len(warmup.PARTS) - 1),
         "--parts",

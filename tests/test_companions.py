@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bnstudy.base import normalisers
 from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 from bnstudy.compiled import kernels
-from bnstudy.nets import data, normalisers, recipe, train
+from bnstudy.nets import data, recipe, train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.companions import science as companions

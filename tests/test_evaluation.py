@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 import torch
 
+from bnstudy.base import normalisers
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
 from bnstudy.nets import model as mlp
-from bnstudy.nets import normalisers, torchnet
+from bnstudy.nets import torchnet
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.batch_size import evaluation
 

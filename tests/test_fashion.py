@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from bnstudy.base import determinism, manifest
+from bnstudy.base import datasets, determinism, manifest
 from bnstudy.base.config import ConfigError, load_schema, parts, validate
-from bnstudy.nets import datasets
 from conftest import ROOT, snakemake
 
 TINY = "config/fashion-tiny.yaml"

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy.nets import normalisers
+from bnstudy.base import normalisers
 from bnstudy.paper import figures
 from bnstudy.studies.batch_size import figure as batch_size_figure
 from bnstudy.studies.companions.figure import DESIGNS, all_zero, companions, layout

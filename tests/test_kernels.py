@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bnstudy.base import normalisers
 from bnstudy.compiled import blocks, kernels, normkernels
 from bnstudy.nets import model as mlp
-from bnstudy.nets import normalisers
 from bnstudy.nets.model import NetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -354,7 +354,8 @@ import hashlib, json, re, sys, warnings
 import numba
 import numpy as np
 from bnstudy.compiled import blocks, kernels, normkernels, probes, tiled
-from bnstudy.nets import data, normalisers
+from bnstudy.nets import data
+from bnstudy.base import normalisers
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 

@@ -1,6 +1,6 @@
 """The registry of normalisers: every kind has every part, and runs through the study's code.
 
-Adding a normaliser to bnstudy.nets.normalisers.REGISTRY makes every test here run for it.
+Adding a normaliser to bnstudy.base.normalisers.REGISTRY makes every test here run for it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import yaml
 
+from bnstudy.base import normalisers
 from bnstudy.compiled import backprop, kernels, optimisers
-from bnstudy.nets import conv_train, model, normalisers, norms, train
+from bnstudy.nets import conv_train, model, norms, train
 from bnstudy.nets.recipe import Recipe
 from bnstudy.paper import figures
 from conftest import ROOT
@@ -141,7 +142,7 @@ def test_the_schema_requires_ghost_batch_norms_section_and_virtual_batches_of_tw
 
 @pytest.mark.slow
 def test_registry_does_not_import_torch():
-    code = "import sys; import bnstudy.nets.normalisers, bnstudy.compiled.kernels, bnstudy.nets.model; "
+    code = "import sys; import bnstudy.base.normalisers, bnstudy.compiled.kernels, bnstudy.nets.model; "
     code += "print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"

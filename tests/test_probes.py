@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bnstudy.base import normalisers
 from bnstudy.compiled import kernels
 from bnstudy.compiled.probes import Prober
 from bnstudy.compiled.tiled import linear_t_tiled
-from bnstudy.nets import data, normalisers
+from bnstudy.nets import data
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 

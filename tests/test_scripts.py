@@ -103,7 +103,7 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
     assert {
         "studies.batch_size.evaluation",
         "nets.model",
-        "nets.normalisers",
+        "base.normalisers",
         "nets.recipe",
         "compiled.kernels",
     } <= set(module_closure(SCRIPTS_DIR / "running_stats_sorted.py", package))
@@ -111,10 +111,12 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
         "__init__",
         "base",
         "base.io",
-        "nets",
-        "nets.normalisers",
+        "base.normalisers",
         "paper",
         "paper.figures",
+        "studies",
+        "studies.batch_size",
+        "studies.batch_size.figure",
     ]
     # every script starts through _setup.py, which loads runtime
     assert code_inputs("figure_batch_size.py", ROOT) == [
@@ -123,11 +125,13 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
         "src/bnstudy/__init__.py",
         "src/bnstudy/base/__init__.py",
         "src/bnstudy/base/io.py",
+        "src/bnstudy/base/normalisers.py",
         "src/bnstudy/base/runtime.py",
-        "src/bnstudy/nets/__init__.py",
-        "src/bnstudy/nets/normalisers.py",
         "src/bnstudy/paper/__init__.py",
         "src/bnstudy/paper/figures.py",
+        "src/bnstudy/studies/__init__.py",
+        "src/bnstudy/studies/batch_size/__init__.py",
+        "src/bnstudy/studies/batch_size/figure.py",
     ]
 
 

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 import torch
 
+from bnstudy.base import normalisers
 from bnstudy.compiled import backprop, kernels, optimisers
-from bnstudy.nets import batching, normalisers, plain, torchnet, train
+from bnstudy.nets import batching, plain, torchnet, train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch
 

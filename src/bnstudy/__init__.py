@@ -1,21 +1,25 @@
 """Batch normalisation at training versus inference time: the science of the study.
 
-Where to start reading: ``nets.normalisers`` (every normaliser the study knows, declared once),
+Where to start reading: ``base.normalisers`` (every normaliser the study knows, declared once),
 then one study, e.g. ``studies.batch_size``: its science computes, its summary and macros report,
-its figure draws. The layers, each importing only the layers above it in this list:
+its figure draws. The layers, each importing only the layers before it in this list:
 
-- ``base``      configuration checks, byte-stable I/O, statistics, fixed-bit elementary functions,
-                the build record (manifest, pins, provenance), the plan, the determinism check
+- ``base``      configuration checks, the registry of normalisers, the data sets' files, byte-stable
+                I/O, statistics, fixed-bit elementary functions, the build record (manifest, pins,
+                provenance), the plan, the determinism check, the kernel cache
 - ``compiled``  the Numba kernels in one fixed order (Linear blocks, reductions, every normaliser's
                 arithmetic in ``normkernels``, both networks' forward passes, gradients, optimisers,
-                the training loop ``backprop``, the probes, one batch-norm layer) and the warm-up
-- ``nets``      the normalisers' registry, data sets and split, models, recipes, training runs,
-                weights files, and the PyTorch forms the tests compare with
-- ``studies``   one folder per study: ``companions`` (study 1), ``batch_size`` (study 2 and the
-                remedies), ``running_stats`` (studies 3 and 5), ``lr_sweep``, ``serving``,
-                ``accumulation``, ``finetune``, ``conv``
+                the training loop ``backprop``, the probes, one batch-norm layer)
+- ``nets``      the data split, models, recipes, training runs, weights files, and the PyTorch
+                forms the tests compare the compiled arithmetic with
 - ``paper``     the figures' house style, LaTeX macros and tables, design macros, the pdfTeX build
+- ``studies``   one folder per study: ``companions`` (study 1), ``batch_size`` (study 2 and the
+                remedies, whose evaluation the later studies reuse), ``running_stats`` (studies 3
+                and 5), ``lr_sweep``, ``serving``, ``accumulation``, ``finetune``, ``conv``
 - ``audit``     the audit of a user's own PyTorch model (imports PyTorch; the pipeline never does)
+- ``tools``     the warm-up that compiles every kernel before the jobs, and the speed benchmark
+
+tests/test_layers.py keeps that order.
 
 The workflow's rule scripts (``workflow/scripts``) call these modules; ``base.codedeps`` reads
 their imports so that editing a module re-runs exactly the rules that can load it.

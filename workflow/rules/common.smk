@@ -13,8 +13,8 @@ from bnstudy.base.codedeps import code_inputs
 from bnstudy.base.config import ConfigError, load_schema
 from bnstudy.base.config import load_file as load_config_file
 from bnstudy.base.config import validate as validate_config
-from bnstudy.nets.normalisers import RENORM, spec_settings
-from bnstudy.nets.normalisers import get as normaliser
+from bnstudy.base.normalisers import RENORM, spec_settings
+from bnstudy.base.normalisers import get as normaliser
 from bnstudy.nets.weights import blocks as seed_blocks
 
 # The config schema, its normaliser lists filled from the registry of normalisers.

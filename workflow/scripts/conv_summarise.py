@@ -9,8 +9,7 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy.base import io
-from bnstudy.nets import normalisers
+from bnstudy.base import io, normalisers
 from bnstudy.paper import latex
 from bnstudy.studies.conv import report as conv_report
 

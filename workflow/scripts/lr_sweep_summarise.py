@@ -8,8 +8,7 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy.base import io
-from bnstudy.nets import normalisers
+from bnstudy.base import io, normalisers
 from bnstudy.paper import latex
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 

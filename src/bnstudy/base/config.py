@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bnstudy.nets.datasets import DIGITS_CLASS_COUNTS, FASHION, FASHION_TEST_CLASS_ROWS, SHAPES, data_config
+from bnstudy.base.datasets import DIGITS_CLASS_COUNTS, FASHION, FASHION_TEST_CLASS_ROWS, SHAPES, data_config
 
 
 class ConfigError(ValueError):
@@ -59,7 +59,7 @@ def load_schema(path: str | Path) -> dict:
     """The config schema at ``path``, its normaliser lists filled from the registry."""
     import yaml
 
-    from bnstudy.nets.normalisers import fill_schema
+    from bnstudy.base.normalisers import fill_schema
 
     return fill_schema(yaml.safe_load(Path(path).read_text()))
 
@@ -269,7 +269,7 @@ def _check_accumulation(config: dict) -> None:
     micro-batch, and with ghost batch norm in virtual batches of the micro-batch (batch norm's
     arithmetic in groups): the normaliser is a grid normaliser computing plain batch norm, both
     sizes are grid batch sizes, and each micro-batch divides the batch into two or more."""
-    from bnstudy.nets.normalisers import BATCH, get
+    from bnstudy.base.normalisers import BATCH, get
 
     a = config["accumulation"]
     if a["normaliser"] not in config["normalisers"] or get(a["normaliser"]).kernel != BATCH:

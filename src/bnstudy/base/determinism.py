@@ -134,7 +134,7 @@ def run(workdir: Path, configfile: str, cores: int, extra=(), log=None, env=None
 # the file that must exist). Each is waited for, then the whole run is killed with SIGKILL,
 # unlocked as the README says, and resumed with --rerun-incomplete.
 KILL_POINTS = (
-    ("warm-up", "-m bnstudy.compiled.warmup", None),  # Snakemake's onstart: compiling or loading the kernels
+    ("warm-up", "-m bnstudy.tools.warmup", None),  # Snakemake's onstart: compiling or loading the kernels
     ("training", ".train.py", "results/logs/train_grid"),  # a grid training job (workflow/scripts/train.py)
     ("paper", "build_paper.py", "results/logs/paper.log"),  # the paper job, LaTeX running
 )

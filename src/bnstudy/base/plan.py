@@ -102,7 +102,7 @@ def _probe_statistics(rule):
     def variant(p, wc, config):
         # a normaliser with batch statistics goes through every row of every probe batch; one
         # normalised row by row needs the probed row alone (bnstudy.compiled.probes.Prober)
-        from bnstudy.nets.normalisers import BATCH_NAMES
+        from bnstudy.base.normalisers import BATCH_NAMES
 
         name = wc.get("normaliser") if rule == "probe_companions_grid" else config["dependence"]["normaliser"]
         return "batch-statistics" if name in BATCH_NAMES else "row-wise"

@@ -2,5 +2,4 @@
 
 Linear blocks and reductions, every normaliser's arithmetic (``normkernels``), the MLP's and the
 convolutional network's forward passes, gradients, optimisers, the training loop (``backprop``),
-the companion probes, one batch-norm layer for the running-statistics study, and the warm-up
-that compiles them all before the jobs start."""
+the companion probes, and one batch-norm layer for the running-statistics study."""

@@ -48,18 +48,18 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from bnstudy.base import normalisers
 from bnstudy.base.fixedmath import JIT
+from bnstudy.base.normalisers import BATCH as BATCH
+from bnstudy.base.normalisers import GHOST as GHOST
+from bnstudy.base.normalisers import GROUP as GROUP
+from bnstudy.base.normalisers import LAYER as LAYER
+from bnstudy.base.normalisers import NONE as NONE
+from bnstudy.base.normalisers import RENORM as RENORM
+from bnstudy.base.normalisers import kernel_codes
 from bnstudy.compiled.blocks import linear_t
 from bnstudy.compiled.normkernels import inference as norm_inference
 from bnstudy.compiled.normkernels import train as norm_train
-from bnstudy.nets import normalisers
-from bnstudy.nets.normalisers import BATCH as BATCH
-from bnstudy.nets.normalisers import GHOST as GHOST
-from bnstudy.nets.normalisers import GROUP as GROUP
-from bnstudy.nets.normalisers import LAYER as LAYER
-from bnstudy.nets.normalisers import NONE as NONE
-from bnstudy.nets.normalisers import RENORM as RENORM
-from bnstudy.nets.normalisers import kernel_codes
 
 # Normaliser kinds as the kernels know them: {name: code}, from the registry.
 KIND = kernel_codes()

@@ -20,7 +20,7 @@ probes (:mod:`bnstudy.compiled.probes`) and the convolutional network
 The dispatch functions at the end (:func:`inference`, :func:`train`,
 :func:`forward`, :func:`backward`, :func:`row_forward` and the convolutional
 network's :func:`spatial_layer`, :func:`spatial_forward`,
-:func:`spatial_backward`) branch on the kind's code (:mod:`bnstudy.nets.normalisers`),
+:func:`spatial_backward`) branch on the kind's code (:mod:`bnstudy.base.normalisers`),
 an integer argument: one compiled specialisation serves every kind.
 
 Adding a normaliser's arithmetic: a section of its functions, and a branch on its
@@ -35,7 +35,7 @@ import numpy as np
 
 from bnstudy.base.designs import CONV_POSITIONS as P
 from bnstudy.base.fixedmath import JIT
-from bnstudy.nets.normalisers import BATCH, GHOST, GROUP, LAYER, RENORM, RMS
+from bnstudy.base.normalisers import BATCH, GHOST, GROUP, LAYER, RENORM, RMS
 
 # Not a normaliser: the code :func:`forward` and :func:`backward` receive for a
 # batch-statistics layer kept in inference mode while the network trains (bnstudy.studies.finetune.science).

@@ -41,6 +41,7 @@ import numba
 import numpy as np
 
 from bnstudy.base.fixedmath import JIT
+from bnstudy.base.normalisers import BATCH_NAMES, GHOST, RENORM
 from bnstudy.compiled.blocks import linear_t
 from bnstudy.compiled.kernels import KIND, argmax_rows, norm_train, setting, stack_arrays
 from bnstudy.compiled.normkernels import (
@@ -52,7 +53,6 @@ from bnstudy.compiled.normkernels import (
     virtual_batches,
 )
 from bnstudy.compiled.tiled import aligned_copy, linear_t_tiled
-from bnstudy.nets.normalisers import BATCH_NAMES, GHOST, RENORM
 
 BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)

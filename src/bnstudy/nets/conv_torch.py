@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bnstudy.nets import normalisers
+from bnstudy.base import normalisers
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.conv_train import ADAM_BETAS, ADAM_EPS, CLASSES, ConvSpec, initial_state
 

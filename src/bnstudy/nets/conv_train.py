@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from bnstudy.base import normalisers
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import STREAM_INIT, derive_seed
 from bnstudy.compiled.blocks import linear_t, transpose_into
@@ -36,7 +37,6 @@ from bnstudy.compiled.conv import P, average_pool, col2im, im2col
 from bnstudy.compiled.gradients import linear_backward, loss_and_grad
 from bnstudy.compiled.normkernels import spatial_backward, spatial_forward
 from bnstudy.compiled.optimisers import step_adam
-from bnstudy.nets import normalisers
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import batch_sizes_per_epoch
 

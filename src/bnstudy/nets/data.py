@@ -119,7 +119,7 @@ def stratified_subset(index: np.ndarray, labels: np.ndarray, size: int, seed: in
 
 
 def split_fashion(data: dict, seed: int) -> Split:
-    """Fashion-MNIST's official parts, read from the idx files (:func:`bnstudy.nets.datasets.load_fashion`,
+    """Fashion-MNIST's official parts, read from the idx files (:func:`bnstudy.base.datasets.load_fashion`,
     which checks each file's sha256 against ``data["sha256"]``).
 
     - training part: ``data["train_size"]`` of the 60,000 training images, a seeded stratified
@@ -136,7 +136,7 @@ def split_fashion(data: dict, seed: int) -> Split:
     would otherwise scale a rare non-zero test value to hundreds of standard deviations.
     ``mean`` and ``scale`` hold that pair once per feature.
     """
-    from bnstudy.nets.datasets import load_fashion
+    from bnstudy.base.datasets import load_fashion
 
     x_all, y_all, x_test, y_test = load_fashion(data)
     index = np.arange(len(y_all))
@@ -162,7 +162,7 @@ def split_fashion(data: dict, seed: int) -> Split:
 
 def split(config: dict) -> Split:
     """The split of the config's data set (``data.name``; the digits when it names none)."""
-    from bnstudy.nets.datasets import DIGITS, data_config
+    from bnstudy.base.datasets import DIGITS, data_config
 
     data = data_config(config)
     if data["name"] == DIGITS:

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from bnstudy.base import normalisers
 from bnstudy.base.runtime import STREAM_INIT, derive_seed
-from bnstudy.nets import normalisers
 
 LINEARS = ("0", "3", "6")
 NORMS = ("1", "4")
@@ -42,7 +42,7 @@ class NetSpec:
     ``widths`` are the layers' widths, inputs first (the data set's features; the
     default is the digits' 64) and classes last. ``virtual_batch`` is ghost batch norm's
     rows per virtual batch (a setting only that kind reads, see
-    :mod:`bnstudy.nets.normalisers`' ``own_settings``).
+    :mod:`bnstudy.base.normalisers`' ``own_settings``).
     """
 
     normaliser: str
@@ -148,7 +148,7 @@ def spec_from_metadata(meta: dict[str, str]) -> NetSpec:
 def spec_from_params(net: dict, inputs: int, classes: int = 10) -> NetSpec:
     """The :class:`NetSpec` of a rule's network parameters (values as given): ``normaliser``,
     ``hidden``, ``groups``, ``eps``, ``momentum`` and the normaliser's own settings
-    (:func:`bnstudy.nets.normalisers.spec_settings`), which it must carry; ``inputs``, the
+    (:func:`bnstudy.base.normalisers.spec_settings`), which it must carry; ``inputs``, the
     features of the data it trains on (its training array's columns), and ``classes``."""
     own = normalisers.get(net["normaliser"]).own_settings
     missing = [k for k in own if k not in net]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from bnstudy.nets import normalisers
+from bnstudy.base import normalisers
 
 NORMALISERS = normalisers.NAMES
 BATCH_NORMALISERS = normalisers.BATCH_NAMES
@@ -61,7 +61,7 @@ def _affine(y: torch.Tensor, h: torch.Tensor, p: dict) -> torch.Tensor:
     return y * _per_feature(p["weight"], h) + _per_feature(p["bias"], h)
 
 
-# ---- functional forms (named by the registry, bnstudy.nets.normalisers) -------------
+# ---- functional forms (named by the registry, bnstudy.base.normalisers) -------------
 # f(h, p, *, train, update, eps, momentum, groups, limits, virtual_batch); see normalise().
 
 

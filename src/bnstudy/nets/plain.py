@@ -2,7 +2,7 @@
 
 The independent reference for :mod:`bnstudy.nets.train` (same initial weights, same
 batches; ``tests/test_train.py`` states how closely they agree) and the baseline
-of ``python -m bnstudy.base.benchmark``. Not used by the pipeline.
+of ``python -m bnstudy.tools.benchmark``. Not used by the pipeline.
 """
 
 from __future__ import annotations

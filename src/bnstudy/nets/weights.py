@@ -37,7 +37,7 @@ def blocks(seeds, block_size: int) -> dict[str, list[int]]:
 
 def recipe_metadata(recipe, normaliser: str) -> dict[str, str]:
     """The recipe as weights metadata; batch renormalisation's settings only where they apply."""
-    from bnstudy.nets.normalisers import RENORM, get
+    from bnstudy.base.normalisers import RENORM, get
 
     meta = recipe.metadata()
     if get(normaliser).kernel != RENORM:

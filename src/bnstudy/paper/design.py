@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from bnstudy.nets import normalisers
+from bnstudy.base import normalisers
 from bnstudy.nets.recipe import batch_sizes_per_epoch
 from bnstudy.paper.latex import fmt
 
@@ -41,7 +41,7 @@ def digits_shape() -> tuple[int, int, int]:
 def data_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
     """What the paper says of the data set: its name (``dataSetName``), its shape, and the
     sentence on how it is split (``dataSplitSentence``)."""
-    from bnstudy.nets.datasets import DIGITS, SHAPES, data_config
+    from bnstudy.base.datasets import DIGITS, SHAPES, data_config
 
     data = data_config(config)
     if data["name"] == DIGITS:

@@ -4,7 +4,7 @@ Every figure is made at the width it is printed at in the paper (``\\linewidth``
 of an A4 article with the paper's margins, or a fraction of it:
 :data:`PRINTED_WIDTH`), so a font size here is the size on paper; none is below
 :data:`MIN_FONT_PT`. Each normaliser is drawn in its registry colour, marker and
-line style (:mod:`bnstudy.nets.normalisers`), the same in every figure; the other
+line style (:mod:`bnstudy.base.normalisers`), the same in every figure; the other
 colours (:data:`MEANING`) each mean one thing in every figure.
 
 This module holds the style and saving; each study's figure is in its own folder
@@ -20,8 +20,8 @@ import matplotlib.colors as mcolors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bnstudy.base import normalisers  # noqa: E402
 from bnstudy.base.io import atomic_path  # noqa: E402
-from bnstudy.nets import normalisers  # noqa: E402
 
 # paper/main.tex: \documentclass[a4paper]{article} with \usepackage[margin=2.2cm]{geometry}
 PAGE_WIDTH_CM, MARGIN_CM = 21.0, 2.2
@@ -64,7 +64,7 @@ STYLE = {
 }
 
 # One colour, marker and line style per normaliser, the same in every figure
-# (bnstudy.nets.normalisers, Okabe-Ito palette).
+# (bnstudy.base.normalisers, Okabe-Ito palette).
 COLOURS = normalisers.colours()
 LABELS = normalisers.labels()
 MARKERS = normalisers.markers()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.nets import normalisers
+from bnstudy.base import normalisers
 from bnstudy.paper.figures import (
     COLOURS,
     FREE_MARKERS,

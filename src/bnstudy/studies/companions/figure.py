@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, NullLocator, PercentFormatter
 
-from bnstudy.nets import normalisers
+from bnstudy.base import normalisers
 from bnstudy.paper import figures
 
 # probe designs other than random companions: label, marker (no normaliser's), x offset at its b

@@ -1,6 +1,6 @@
 """Speed benchmark: the plain PyTorch loop against the pipeline's compiled code, side by side.
 
-``python -m bnstudy.base.benchmark`` times, in one process and interleaved repeat by
+``python -m bnstudy.tools.benchmark`` times, in one process and interleaved repeat by
 repeat, on the digits training half of the paper's split:
 
 - training: :func:`bnstudy.nets.plain.train_plain` (one ``nn.Sequential``, autograd and
@@ -192,7 +192,7 @@ def same(agree: tuple[int, int, int]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bnstudy.base.benchmark", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bnstudy.tools.benchmark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--normaliser", default="batchnorm", choices=NORMALISERS)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[2, 64])
     parser.add_argument("--epochs", type=int, default=2)

@@ -6,7 +6,7 @@
   10,000 test images of 28x28 grey levels in 10 classes, read from the four idx files
   of Debian's package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist``).
   Nothing is downloaded: ``make`` installs the package with apt when a config needs it
-  (``python -m bnstudy.nets.datasets package CONFIG`` names it), and the workflow checks
+  (``python -m bnstudy.base.datasets package CONFIG`` names it), and the workflow checks
   each file's sha256 against the config's ``data.sha256`` before any job starts.
 
 The idx format (LeCun's MNIST files): a 4-byte magic number, big-endian, whose first two
@@ -226,7 +226,7 @@ def load_fashion(data: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
 
 # ---- the command line -----------------------------------------------------------------
 def main(argv=None) -> int:
-    """``python -m bnstudy.nets.datasets package CONFIG...``: the Debian packages the configs' data sets
+    """``python -m bnstudy.base.datasets package CONFIG...``: the Debian packages the configs' data sets
     need and that are not installed (one per line; nothing for the digits). ``check CONFIG...``:
     every file there with its sha256, or one line naming the file and status 1."""
     import argparse
@@ -234,7 +234,7 @@ def main(argv=None) -> int:
 
     from bnstudy.base.config import ConfigError, load_file
 
-    parser = argparse.ArgumentParser(prog="python -m bnstudy.nets.datasets", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bnstudy.base.datasets", description=main.__doc__)
     parser.add_argument("command", choices=["package", "check"])
     parser.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)

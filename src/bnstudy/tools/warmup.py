@@ -66,8 +66,9 @@ def _inputs():
 
 def _training() -> None:
     """Training, and the remedies (which need a network whose running statistics were updated)."""
+    from bnstudy.base import normalisers
     from bnstudy.compiled import kernels
-    from bnstudy.nets import model, normalisers, train
+    from bnstudy.nets import model, train
     from bnstudy.nets.recipe import Recipe
     from bnstudy.studies.batch_size import evaluation, remedies
     from bnstudy.studies.finetune import science as finetune
@@ -86,7 +87,8 @@ def _training() -> None:
 
 
 def _evaluation() -> None:
-    from bnstudy.nets import model, normalisers
+    from bnstudy.base import normalisers
+    from bnstudy.nets import model
     from bnstudy.studies.batch_size import evaluation
 
     x, y = _inputs()
@@ -98,7 +100,8 @@ def _evaluation() -> None:
 
 
 def _probes() -> None:
-    from bnstudy.nets import model, normalisers
+    from bnstudy.base import normalisers
+    from bnstudy.nets import model
     from bnstudy.studies.companions import science as companions
 
     x, y = _inputs()
@@ -306,7 +309,7 @@ def main(argv=None) -> None:
         # kernels two parts share are written whole by whichever finishes first
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "bnstudy.compiled.warmup", "--part", str(i), "--parts", str(jobs), "--healed"]
+                [sys.executable, "-m", "bnstudy.tools.warmup", "--part", str(i), "--parts", str(jobs), "--healed"]
             )
             for i in range(jobs)
         ]
