@@ -69,7 +69,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import kernels
+from . import kernels, normkernels
 from . import model as mlp
 from .batching import epoch_batches
 from .fixedmath import JIT, log_array, powi
@@ -241,19 +241,19 @@ def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict
     starts = _starts(batches)
     rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
     xp = np.ascontiguousarray(np.asarray(x)[rows], dtype=np.float32)
-    (w1t, b1, g1, be1, rm1, rv1, w2t, b2, *_) = kernels.stack_arrays(stacked)
+    layer1, layer2 = kernels.stack_arrays(stacked).hidden
+    w1t, w2t = layer1.wt, layer2.wt
     m, n = w1t.shape[0], len(rows)
     pre1 = np.empty((m, n, w1t.shape[2]), np.float32)
     pre2 = np.empty((m, n, w2t.shape[2]), np.float32)
     out1 = np.empty((n, w1t.shape[2]), np.float32)
-    eps, one, zero = np.float32(spec.eps), np.float32(1), np.float32(0)
+    ns = normkernels.settings(kernels.BATCH, spec.eps)
     for i in range(m):
-        kernels.linear_t(xp, w1t[i], b1[i], pre1[i])  # row by row: the same bits as batch by batch
+        kernels.linear_t(xp, w1t[i], layer1.bias[i], pre1[i])  # row by row: the same bits as batch by batch
+        lp = normkernels.Params(*(a[i] for a in layer1.norm))
         for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
-            kernels.norm_train(
-                kernels.BATCH, pre1[i, s:e], e - s, g1[i], be1[i], rm1[i], rv1[i], eps, 1, one, zero, True, out1[s:e]
-            )
-        kernels.linear_t(out1, w2t[i], b2[i], pre2[i])
+            kernels.norm_train(ns, lp, pre1[i, s:e], e - s, True, out1[s:e])
+        kernels.linear_t(out1, w2t[i], layer2.bias[i], pre2[i])
     return dict(zip(mlp.NORMS, (pre1, pre2))), starts
 
 
@@ -313,7 +313,8 @@ def exact_statistics(stacked, spec: NetSpec, x) -> dict:
     """
     if spec.normaliser != "batchnorm":
         raise ValueError("the remedies replace batch norm's running statistics")
-    (w1t, b1, g1, be1, _, _, w2t, b2, *_) = kernels.stack_arrays(stacked)
+    layer1, layer2 = kernels.stack_arrays(stacked).hidden
+    w1t, w2t = layer1.wt, layer2.wt
     x = np.ascontiguousarray(x, dtype=np.float32)
     m, n = w1t.shape[0], x.shape[0]
     f1, f2 = w1t.shape[2], w2t.shape[2]
@@ -323,12 +324,13 @@ def exact_statistics(stacked, spec: NetSpec, x) -> dict:
     pre1, out1, pre2 = np.empty((n, f1), np.float32), np.empty((n, f1), np.float32), np.empty((n, f2), np.float32)
     first, second = mlp.NORMS
     for i in range(m):
-        kernels.linear_t(x, w1t[i], b1[i], pre1)
+        kernels.linear_t(x, w1t[i], layer1.bias[i], pre1)
         _pooled_moments(pre1, stats[first][0][i], stats[first][1][i])
         mean1 = stats[first][0][i].astype(np.float32)
         var1 = stats[first][1][i].astype(np.float32)
-        kernels.norm_inference(kernels.BATCH, pre1, g1[i], be1[i], mean1, var1, np.float32(spec.eps), 1, True, out1)
-        kernels.linear_t(out1, w2t[i], b2[i], pre2)
+        lp = normkernels.Params(layer1.norm.gamma[i], layer1.norm.beta[i], mean1, var1)
+        kernels.norm_inference(normkernels.settings(kernels.BATCH, spec.eps), lp, pre1, True, out1)
+        kernels.linear_t(out1, w2t[i], layer2.bias[i], pre2)
         _pooled_moments(pre2, stats[second][0][i], stats[second][1][i])
     return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
 

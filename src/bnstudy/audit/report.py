@@ -36,6 +36,11 @@ def _ever(share: float) -> str:
 
 def findings(result) -> list[dict]:
     """One dict per finding: ``topic``, ``level`` (ok, note, warn) and ``text``."""
+    return _companion_findings(result) + _group_findings(result) + _layer_findings(result) + _accuracy_findings(result)
+
+
+def _companion_findings(result) -> list[dict]:
+    """No batch statistics at all; the serving batch; random batches."""
     out = []
     s = result.settings
     conf = f"{100 * s['confidence']:g}% interval over examples"
@@ -75,6 +80,14 @@ def findings(result) -> list[dict]:
                 f"({', '.join(batch_kinds)}); largest at b={worst['batch_size']}{interval(worst)}.",
             }
         )
+    return out
+
+
+def _group_findings(result) -> list[dict]:
+    """Batches of one label or one group; the exact design at b = 2."""
+    out = []
+    s = result.settings
+    serving = s.get("serving_batch")
     for design, what in (("label", "one label"), ("group", "one group")):
         rows = sorted((r for r in result.flips if r["design"] == design), key=lambda r: r["batch_size"])
         if not rows or result.batch_free:
@@ -102,6 +115,12 @@ def findings(result) -> list[dict]:
                 f"{interval(ex)}; {_ever(ex['ever_flipped'])} with at least one companion.",
             }
         )
+    return out
+
+
+def _layer_findings(result) -> list[dict]:
+    """Running statistics never updated, or stale for the data (or all within bounds)."""
+    out = []
     bn = [r for r in result.layers if r["batch_statistics"]]
     never = [r for r in bn if r.get("never_updated")]
     if never:
@@ -148,6 +167,12 @@ def findings(result) -> list[dict]:
                 f"{worst['var_distance']:.3f}).",
             }
         )
+    return out
+
+
+def _accuracy_findings(result) -> list[dict]:
+    """Accuracy with the stored running statistics, and with recomputed ones."""
+    out = []
     a = result.accuracy
     if a is not None and a.get("recomputed") is not None:
         gain = 100 * a["gain"]
