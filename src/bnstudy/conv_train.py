@@ -14,8 +14,9 @@ biases uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``, ``fan_in = in channels 
 as :mod:`bnstudy.model` draws the MLP's: PCG64 seeded from ``(seed,
 STREAM_INIT)``, ``(2u - 1) / sqrt(fan_in)`` in float64 rounded to float32, layer
 by layer, weight before bias. Batches are :func:`bnstudy.batching.epoch_rows`
-from the seed's order stream (the MLP grid's order for the same seed). One
-training step is: forward in training mode (the running statistics moved with
+from the seed's order stream (the MLP grid's order for the same seed). It trains in
+the MLP's compiled loop (:func:`bnstudy.backprop.train_run`, the network as data:
+:func:`bnstudy.backprop.conv_arch`). One training step is: forward in training mode (the running statistics moved with
 PyTorch's rule, once per step), :func:`bnstudy.gradients.loss_and_grad`, backward
 layer by layer, :func:`bnstudy.optimisers.step_adam` over the flat parameter
 vector (:func:`layout`; without a normaliser gamma and beta stay 1 and 0).

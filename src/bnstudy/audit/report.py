@@ -299,6 +299,31 @@ def write_figure(result, path) -> None:
         f.write(figure_png(result))
 
 
+def _layer_table_rows(result) -> str:
+    """The HTML rows of the normalisation layers' table."""
+    e = html.escape
+
+    def num(v, f="{:.3f}"):
+        return "n/a" if v is None else f.format(v)
+
+    def verdict(r):
+        if r.get("never_updated"):
+            return "never updated"
+        return {True: "stale", False: "ok"}.get(r.get("stale"), "n/a")
+
+    return "\n".join(
+        f"<tr><td>{e(r['name'])}</td><td>{e(r['kind'])}</td>"
+        + (
+            f"<td>{num(r.get('updates'), '{}')}</td><td>{num(r.get('mean_distance'))}</td>"
+            f"<td>{num(r.get('var_distance'))}</td><td>{verdict(r)}</td>"
+            if r["batch_statistics"]
+            else "<td colspan=4>batch-free (normalises each example by itself)</td>"
+        )
+        + "</tr>"
+        for r in result.layers
+    )
+
+
 def html_report(result) -> str:
     """A self-contained HTML page: findings, the figure (embedded PNG), tables. The page's script
     records whether the figure decoded (``data-figure-width`` on the body) and says so if not."""
@@ -317,25 +342,7 @@ def html_report(result) -> str:
         for r in result.flips
     )
 
-    def num(v, f="{:.3f}"):
-        return "n/a" if v is None else f.format(v)
-
-    def verdict(r):
-        if r.get("never_updated"):
-            return "never updated"
-        return {True: "stale", False: "ok"}.get(r.get("stale"), "n/a")
-
-    layer_rows = "\n".join(
-        f"<tr><td>{e(r['name'])}</td><td>{e(r['kind'])}</td>"
-        + (
-            f"<td>{num(r.get('updates'), '{}')}</td><td>{num(r.get('mean_distance'))}</td>"
-            f"<td>{num(r.get('var_distance'))}</td><td>{verdict(r)}</td>"
-            if r["batch_statistics"]
-            else "<td colspan=4>batch-free (normalises each example by itself)</td>"
-        )
-        + "</tr>"
-        for r in result.layers
-    )
+    layer_rows = _layer_table_rows(result)
     notes = "".join(f"<li>{e(n)}</li>" for n in result.notes)
     s, t = result.settings, result.timing
     return f"""<!DOCTYPE html>
