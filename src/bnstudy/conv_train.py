@@ -148,6 +148,7 @@ def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, f
         backprop.optimiser(backprop.ADAM, recipe.lr, ADAM_BETAS, ADAM_EPS),
         0,
         log,
+        False,  # the MLP's specialisation of the loop
     )
     loss, correct = log.loss, log.correct
     state, offset = {}, 0

@@ -97,6 +97,7 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
         _optimiser(recipe),
         0,
         log,
+        False,  # passed, not defaulted: one compiled specialisation for every caller
     )
     loss, correct = log.loss, log.correct
     state = _unflat(spec, flat, running, updates if spec.normaliser in BATCH_KINDS else 0, initial)
