@@ -190,7 +190,7 @@ def test_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
     pairs = np.array([[0, 1], [3, 7], [7, 3], [5, 11]], np.int64)
     got = np.empty(4, np.int64)
     flat = np.ascontiguousarray(x.reshape(-1, 1))
-    conv.pair_labels(spec.kind(), *conv_train.model_arrays(stacked, spec, 0), flat, pairs, np.float32(1e-5), 1, got)
+    conv.pair_labels(conv_train.model_arrays(stacked, spec, 0), conv_train.norm_settings(spec), flat, pairs, got)
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))

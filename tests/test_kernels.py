@@ -217,9 +217,8 @@ def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
     # the kind's setting: group norm's 4 groups (layer norm: one, as kernels.logits passes it),
     # ghost batch norm's virtual batches of 3 rows (batches of 8: 3 and 5 rows; of 2 and 3: one)
     setting = {"groupnorm": 4, "ghostbatchnorm": 3}.get(kind, 1)
-    kernels.norm_train(
-        kernels.KIND[kind], h, batch, gamma, beta, rm, rv, EPS, setting, F32(limits[0]), F32(limits[1]), relu, out
-    )
+    ns = normkernels.settings(kernels.KIND[kind], EPS, setting, 0.1, *limits)
+    kernels.norm_train(ns, normkernels.Params(gamma, beta, rm, rv), h, batch, relu, out)
     assert _same_bits(out, np_norm(kind, h, batch, gamma, beta, rm, rv, 4, limits, True, relu, virtual_batch=3))
 
 
@@ -228,7 +227,8 @@ def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
 def test_norm_inference_is_the_documented_arithmetic(kind, relu):
     h, gamma, beta, rm, rv = _case(11)
     out = np.full_like(h, np.nan)
-    kernels.norm_inference(kernels.KIND[kind], h, gamma, beta, rm, rv, EPS, 4 if kind == "groupnorm" else 1, relu, out)
+    ns = normkernels.settings(kernels.KIND[kind], EPS, 4 if kind == "groupnorm" else 1)
+    kernels.norm_inference(ns, normkernels.Params(gamma, beta, rm, rv), h, relu, out)
     assert _same_bits(out, np_norm(kind, h, 0, gamma, beta, rm, rv, 4, (1.0, 0.0), False, relu))
 
 
@@ -247,7 +247,8 @@ def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
     n, f_ = h.shape
     out, xhat, rstd = np.full_like(h, np.nan), np.full_like(h, np.nan), np.full((n, 1), np.nan, F32)
     for i in range(n):
-        normkernels.row_forward(normalisers.RMS, h, i, 1, EPS, gamma, beta, True, out, xhat, rstd)
+        lp = normkernels.Params(gamma, beta, gamma, gamma)
+        normkernels.row_forward(normkernels.settings(normalisers.RMS, EPS), lp, h, i, True, out, xhat, rstd)
     assert _same_bits(out, np_rms_norm(h, gamma))
     ms = np.zeros(n, F32)
     for f in range(f_):
@@ -257,7 +258,8 @@ def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
     # backward: dxhat = dz * gamma, dh = invrms * (dxhat - xhat * (sum(dxhat * xhat) / F)); no beta
     dz = np.random.default_rng(7).standard_normal(h.shape).astype(F32)
     dh, dgamma, dbeta = np.full_like(h, np.nan), np.full(f_, np.nan, F32), np.full(f_, np.nan, F32)
-    normkernels.row_backward(normalisers.RMS, dz, n, gamma, xhat, rstd, 1, dh, dgamma, dbeta)
+    keep = normkernels.Keep(np.empty((5, f_), F32), xhat, rstd)
+    normkernels.row_backward(normkernels.settings(normalisers.RMS, EPS), gamma, keep, dz, n, dh, dgamma, dbeta)
     dx = dz * gamma
     total = np.zeros(n, F32)
     for f in range(f_):
@@ -272,8 +274,9 @@ def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
 def test_renorm_with_limits_one_and_zero_is_batch_norm_bit_for_bit():
     h, gamma, beta, rm, rv = _case(5)
     a, b = np.empty_like(h), np.empty_like(h)
-    kernels.norm_train(kernels.BATCH, h, 4, gamma, beta, rm, rv, EPS, 1, F32(1), F32(0), True, a)
-    kernels.norm_train(kernels.RENORM, h, 4, gamma, beta, rm, rv, EPS, 1, F32(1), F32(0), True, b)
+    lp = normkernels.Params(gamma, beta, rm, rv)
+    kernels.norm_train(normkernels.settings(kernels.BATCH, EPS), lp, h, 4, True, a)
+    kernels.norm_train(normkernels.settings(kernels.RENORM, EPS, 1, 0.1, 1.0, 0.0), lp, h, 4, True, b)
     assert _same_bits(a, b)
 
 

@@ -17,7 +17,7 @@ from bnstudy.base import normalisers
 from bnstudy.compiled import backprop, kernels, optimisers
 from bnstudy.nets import conv_train, model, norms, train
 from bnstudy.nets.recipe import Recipe
-from bnstudy.paper import figures
+from bnstudy.paper.build import figures
 from conftest import ROOT
 
 KINDS = normalisers.NAMES
@@ -90,7 +90,7 @@ def test_the_test_config_studies_every_registered_normaliser_and_the_paper_confi
 
 
 def test_the_methods_name_the_configs_normalisers_from_the_registry():
-    from bnstudy.paper import design
+    from bnstudy.paper.build import design
 
     for config_file in ("config.yaml", "test.yaml"):
         config = yaml.safe_load((ROOT / "config" / config_file).read_text())
@@ -244,9 +244,8 @@ def _first_gradient(spec, x, y):
     running = np.zeros((4, max(spec.widths[1:3])), np.float32)
     running[1] = running[3] = 1.0
     backprop.train_run(
-        kernels.KIND[spec.normaliser], np.array(spec.widths, np.int64), flat, running, x, y,
-        np.arange(len(y), dtype=np.int64)[None, :], np.array([len(y)], np.int64), np.array([[1.0, 0.0]], np.float32),
-        np.float32(spec.eps), kernels.setting(spec), np.float32(spec.momentum), backprop.SGD, 1.0, 0.9, 0.999, 1e-8,
-        0.0, 0, np.zeros(1), np.zeros(1, np.int64),
+        backprop.mlp_arch(spec.widths), backprop.State(flat, running), backprop.Data(x, y),
+        backprop.schedule(np.arange(len(y))[None, :], [len(y)]), kernels.norm_settings(spec),
+        backprop.optimiser(backprop.SGD, 1.0), 0, backprop.new_log(1),
     )  # fmt: skip
     return state, before - flat

@@ -55,32 +55,18 @@ def _sgd_gradient(spec, x, y, limits=(1.0, 0.0)):
     running[1] = running[3] = 1.0
     running[0] += 0.2  # renorm's d is then not zero
     running[1] *= 1.5
-    kind = kernels.KIND[spec.normaliser]
     rows = np.arange(len(y), dtype=np.int64)[None, :]
     sizes = np.array([len(y)], np.int64)
     lim = np.array([limits], np.float32)
     backprop.train_run(
-        kind,
-        np.array(spec.widths, np.int64),
-        flat,
-        running,
-        x,
-        y,
-        rows,
-        sizes,
-        lim,
-        np.float32(spec.eps),
-        kernels.setting(spec),
-        np.float32(spec.momentum),
-        backprop.SGD,
-        1.0,
-        0.9,
-        0.999,
-        1e-8,
-        0.0,
+        backprop.mlp_arch(spec.widths),
+        backprop.State(flat, running),
+        backprop.Data(x, y),
+        backprop.schedule(rows, sizes, lim),
+        kernels.norm_settings(spec),
+        backprop.optimiser(backprop.SGD, 1.0),
         0,
-        np.zeros(1),
-        np.zeros(1, np.int64),
+        backprop.new_log(1),
     )
     return state, before - flat
 

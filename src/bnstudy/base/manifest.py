@@ -295,7 +295,6 @@ def check_files(expected, results) -> tuple[pd.DataFrame, list[str]]:
     manifests that could not be compared with (a missing expected manifest).
     """
     expected, results = Path(expected), Path(results)
-    root = results.parent
     built_path = results / "manifest.tsv"
     exp, exp_why = _read_manifest(expected)
     built, built_why = _read_manifest(built_path)
@@ -307,13 +306,24 @@ def check_files(expected, results) -> tuple[pd.DataFrame, list[str]]:
         )
     tables = [t for t in (exp, built) if t is not None]
     rows = pd.concat(tables).drop_duplicates("path", keep="first") if tables else pd.DataFrame(columns=COLUMNS)
-    disk = disk_hashes(rows["path"], root)
-    want_built = dict(zip(built["path"], built["sha256"])) if built is not None else {}
-    want_exp = dict(zip(exp["path"], exp["sha256"])) if exp is not None else {}
-    size_built = dict(zip(built["path"], built["bytes"])) if built is not None else {}
-    size_exp = dict(zip(exp["path"], exp["bytes"])) if exp is not None else {}
-    problems = []
-    manifest_stale = []  # files whose bytes are the expected ones but not those the build's manifest records
+    disk = disk_hashes(rows["path"], results.parent)
+    problems, manifest_stale = _file_problems(rows, disk, built, exp)
+    own = _manifest_problem(built, built_why, manifest_stale, exp is not None and not problems, (built_path, expected))
+    columns = ["rule", "wildcards", "path", "problem", "detail"]
+    return pd.DataFrame(problems + own, columns=columns), notes
+
+
+def _sums(table, column: str) -> dict:
+    """``{path: column}`` of a manifest table (empty for a missing one)."""
+    return dict(zip(table["path"], table[column])) if table is not None else {}
+
+
+def _file_problems(rows, disk, built, exp) -> tuple[list[dict], list[str]]:
+    """One problem row per bad file of ``rows`` (hashed on disk: ``disk``), and the files whose bytes
+    are the expected ones but not those the build's manifest records."""
+    want_built, want_exp = _sums(built, "sha256"), _sums(exp, "sha256")
+    size_built, size_exp = _sums(built, "bytes"), _sums(exp, "bytes")
+    problems, manifest_stale = [], []
     for row in rows.to_dict("records"):
         path, here = row["path"], disk[row["path"]]
         b, e = want_built.get(path), want_exp.get(path)
@@ -333,38 +343,27 @@ def check_files(expected, results) -> tuple[pd.DataFrame, list[str]]:
         problems.append(
             {"rule": row["rule"], "wildcards": row["wildcards"], "path": path, "problem": problem, "detail": detail}
         )
+    return problems, manifest_stale
+
+
+def _manifest_problem(built, built_why, manifest_stale, files_expected: bool, paths) -> list[dict]:
+    """The build's manifest itself as a problem row, when it is missing or unreadable, records other
+    bytes than the files', or (every file as expected: ``files_expected``) is not the expected
+    manifest's bytes; ``paths`` is ``(the build's manifest, the expected one)``."""
+    built_path, expected = paths
+    row = {"rule": "manifest", "wildcards": "", "path": MANIFEST}
     if built is None:
-        problems.append(
-            {
-                "rule": "manifest",
-                "wildcards": "",
-                "path": MANIFEST,
-                "problem": built_why,
-                "detail": "the build did not finish, or its manifest was lost",
-            }
+        return [row | {"problem": built_why, "detail": "the build did not finish, or its manifest was lost"}]
+    if manifest_stale:
+        detail = f"it records other bytes than the files' (first: {manifest_stale[0]})"
+        return [row | {"problem": CHANGED, "detail": detail}]
+    if files_expected and built_path.read_bytes() != expected.read_bytes():
+        detail = (
+            "every file is as expected, but the rows differ (their order, rule or "
+            "wildcards: the workflow changed, or the manifest was edited)"
         )
-    elif manifest_stale:
-        problems.append(
-            {
-                "rule": "manifest",
-                "wildcards": "",
-                "path": MANIFEST,
-                "problem": CHANGED,
-                "detail": f"it records other bytes than the files' (first: {manifest_stale[0]})",
-            }
-        )
-    elif exp is not None and not problems and built_path.read_bytes() != expected.read_bytes():
-        problems.append(
-            {
-                "rule": "manifest",
-                "wildcards": "",
-                "path": MANIFEST,
-                "problem": DIFFERENT,
-                "detail": "every file is as expected, but the rows differ (their order, rule or "
-                "wildcards: the workflow changed, or the manifest was edited)",
-            }
-        )
-    return pd.DataFrame(problems, columns=["rule", "wildcards", "path", "problem", "detail"]), notes
+        return [row | {"problem": DIFFERENT, "detail": detail}]
+    return []
 
 
 def describe_problems(problems: pd.DataFrame) -> list[str]:

@@ -113,44 +113,41 @@ def average_pool(a, n_ex, out):
 
 
 @numba.njit(**JIT)
-def forward_model(
-    kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, x, n_ex, batch, train, eps, setting, logits
-):
+def forward_model(net, ns, x, n_ex, batch, train, logits):
     """One model's logits for ``n_ex`` images ``x`` (``(n_ex * P, 1)``): inference mode, or
-    training mode on consecutive batches of ``batch`` images (running statistics read-only)."""
-    c1, c2 = w1t.shape[1], w2t.shape[1]
+    training mode on consecutive batches of ``batch`` images (running statistics read-only).
+
+    ``net`` is a :class:`bnstudy.compiled.kernels.Net` whose hidden layers are 3x3 convolutions (``W^T``
+    ``(9 * C_in, C_out)``), its output layer the linear map after the average pool; ``ns`` its
+    normaliser's settings (:class:`bnstudy.compiled.normkernels.Settings`)."""
     rows = n_ex * P
-    patches1 = np.empty((rows, 9), np.float32)
-    pre1 = np.empty((rows, c1), np.float32)
-    a1 = np.empty((rows, c1), np.float32)
-    patches2 = np.empty((rows, 9 * c1), np.float32)
-    pre2 = np.empty((rows, c2), np.float32)
-    a2 = np.empty((rows, c2), np.float32)
-    pooled = np.empty((n_ex, c2), np.float32)
-    im2col(x, n_ex, patches1)
-    linear_t(patches1, w1t, b1, pre1)
-    spatial_layer(kind, pre1, n_ex, batch, train, g1, be1, rm1, rv1, eps, setting, a1)
-    im2col(a1, n_ex, patches2)
-    linear_t(patches2, w2t, b2, pre2)
-    spatial_layer(kind, pre2, n_ex, batch, train, g2, be2, rm2, rv2, eps, setting, a2)
-    average_pool(a2, n_ex, pooled)
-    linear_t(pooled, w3t, b3, logits)
+    a = x
+    for layer in range(len(net.hidden)):
+        hid = net.hidden[layer]
+        patches = np.empty((rows, hid.wt.shape[0]), np.float32)
+        pre = np.empty((rows, hid.wt.shape[1]), np.float32)
+        out = np.empty((rows, hid.wt.shape[1]), np.float32)
+        im2col(a, n_ex, patches)
+        linear_t(patches, hid.wt, hid.bias, pre)
+        spatial_layer(ns, hid.norm, pre, n_ex, batch, train, out)
+        a = out
+    pooled = np.empty((n_ex, a.shape[1]), np.float32)
+    average_pool(a, n_ex, pooled)
+    linear_t(pooled, net.wt, net.bias, logits)
 
 
 @numba.njit(**JIT)
-def pair_labels(kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, x, pairs, eps, setting, out):
+def pair_labels(net, ns, x, pairs, out):
     """Training-mode label of image ``pairs[k, 0]`` of ``x`` (``(N * P, 1)``) in a batch of two
     with image ``pairs[k, 1]`` (first largest logit), for every ``k`` in order."""
     xb = np.empty((2 * P, 1), np.float32)
-    z = np.empty((2, w3t.shape[1]), np.float32)
+    z = np.empty((2, net.wt.shape[1]), np.float32)
     for k in range(pairs.shape[0]):
         for j in range(2):
             src = pairs[k, j] * P
             for q in range(P):
                 xb[j * P + q, 0] = x[src + q, 0]
-        forward_model(
-            kind, w1t, b1, g1, be1, rm1, rv1, w2t, b2, g2, be2, rm2, rv2, w3t, b3, xb, 2, 2, True, eps, setting, z
-        )
+        forward_model(net, ns, xb, 2, 2, True, z)
         best = 0
         for c in range(1, z.shape[1]):
             if z[0, c] > z[0, best]:

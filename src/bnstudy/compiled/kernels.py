@@ -45,6 +45,8 @@ the keys of the module's ``state_dict`` (see :mod:`bnstudy.nets.model`).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba
 import numpy as np
 
@@ -58,11 +60,33 @@ from bnstudy.base.normalisers import NONE as NONE
 from bnstudy.base.normalisers import RENORM as RENORM
 from bnstudy.base.normalisers import kernel_codes
 from bnstudy.compiled.blocks import linear_t
+from bnstudy.compiled.normkernels import Params, settings
 from bnstudy.compiled.normkernels import inference as norm_inference
 from bnstudy.compiled.normkernels import train as norm_train
 
 # Normaliser kinds as the kernels know them: {name: code}, from the registry.
 KIND = kernel_codes()
+
+# ---- the network as data ----------------------------------------------------------
+#
+# A network is a list of layers: hidden layers (a linear map, given as ``W^T`` ``(in, out)``
+# and its bias, then a normaliser with its arrays, :class:`bnstudy.compiled.normkernels.Params`, then
+# ReLU) and an output layer. The kernels loop over ``hidden``, so the depth is data (a tuple's
+# length), not a signature.
+
+Hidden = namedtuple("Hidden", "wt bias norm")
+Hidden.__doc__ = """A hidden layer: ``W^T`` ``(in, out)``, bias ``(out,)``, its normaliser's
+:class:`bnstudy.compiled.normkernels.Params`; all float32, contiguous."""
+
+Net = namedtuple("Net", "hidden wt bias")
+Net.__doc__ = """One model: ``hidden``, a tuple of :class:`Hidden` (input side first), and the output
+layer's ``W^T`` ``(in, classes)`` and bias."""
+
+
+def model_net(arrays: Net, i: int) -> Net:
+    """Model ``i`` of a stack's :class:`Net` (every array with a leading model axis)."""
+    hidden = tuple(Hidden(h.wt[i], h.bias[i], Params(*(a[i] for a in h.norm))) for h in arrays.hidden)
+    return Net(hidden, arrays.wt[i], arrays.bias[i])
 
 
 # ---- the network (one model) ------------------------------------------------------
@@ -72,51 +96,23 @@ KIND = kernel_codes()
 
 
 @numba.njit(**JIT)
-def forward_model(
-    kind,
-    w1t,
-    b1,
-    g1,
-    be1,
-    rm1,
-    rv1,
-    w2t,
-    b2,
-    g2,
-    be2,
-    rm2,
-    rv2,
-    w3t,
-    b3,
-    x,
-    batch,
-    train,
-    eps,
-    setting,
-    rmax,
-    dmax,
-    pre1,
-    out1,
-    pre2,
-    out2,
-    logits,
-):
+def forward_model(net, ns, x, batch, train, scratch, logits):
     """One model's logits for rows ``x`` (consecutive batches of ``batch`` rows in training mode).
 
-    ``pre1``/``out1``/``pre2``/``out2`` receive each hidden layer's input to the
-    normaliser and its post-ReLU output (``(N, F)`` scratch arrays).
+    ``scratch[l]`` is ``(pre, out)``: hidden layer ``l``'s input to the normaliser and its
+    post-ReLU output (``(N, F)`` arrays), which it receives.
     """
-    linear_t(x, w1t, b1, pre1)
-    if train:
-        norm_train(kind, pre1, batch, g1, be1, rm1, rv1, eps, setting, rmax, dmax, True, out1)
-    else:
-        norm_inference(kind, pre1, g1, be1, rm1, rv1, eps, setting, True, out1)
-    linear_t(out1, w2t, b2, pre2)
-    if train:
-        norm_train(kind, pre2, batch, g2, be2, rm2, rv2, eps, setting, rmax, dmax, True, out2)
-    else:
-        norm_inference(kind, pre2, g2, be2, rm2, rv2, eps, setting, True, out2)
-    linear_t(out2, w3t, b3, logits)
+    a = x
+    for layer in range(len(net.hidden)):
+        hid = net.hidden[layer]
+        pre, out = scratch[layer]
+        linear_t(a, hid.wt, hid.bias, pre)
+        if train:
+            norm_train(ns, hid.norm, pre, batch, True, out)
+        else:
+            norm_inference(ns, hid.norm, pre, True, out)
+        a = out
+    linear_t(a, net.wt, net.bias, logits)
 
 
 @numba.njit(**JIT)
@@ -143,13 +139,19 @@ def setting(spec) -> int:
     return value
 
 
+def norm_settings(spec, limits=(1.0, 0.0)):
+    """``spec``'s normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`)."""
+    momentum = getattr(spec, "momentum", None)
+    return settings(KIND[spec.normaliser], spec.eps, setting(spec), -1.0 if momentum is None else momentum, *limits)
+
+
 def transposed(stacked: dict, key: str) -> np.ndarray:
     """``W^T`` of every model, ``(M, in, out)``, contiguous."""
     w = np.asarray(stacked[key], dtype=np.float32)
     return np.ascontiguousarray(w.transpose(0, 2, 1))
 
 
-def _layer_arrays(stacked: dict, layer: str, features: int, m: int):
+def _layer_arrays(stacked: dict, layer: str, features: int, m: int) -> Params:
     """A normaliser's (gamma, beta, running mean, running var), ``(M, F)``; defaults where absent."""
 
     def get(name, fill):
@@ -158,17 +160,20 @@ def _layer_arrays(stacked: dict, layer: str, features: int, m: int):
             return np.ascontiguousarray(stacked[key], dtype=np.float32)
         return np.full((m, features), fill, np.float32)
 
-    return get("weight", 1.0), get("bias", 0.0), get("running_mean", 0.0), get("running_var", 1.0)
+    return Params(get("weight", 1.0), get("bias", 0.0), get("running_mean", 0.0), get("running_var", 1.0))
 
 
-def stack_arrays(stacked: dict):
-    """The kernel's view of a stack: ``W^T`` and vectors per layer, float32, contiguous."""
+def stack_arrays(stacked: dict) -> Net:
+    """The kernel's view of a stack: a :class:`Net` of ``W^T`` and vectors per layer, float32,
+    contiguous, each with a leading model axis (:func:`model_net` takes one model's)."""
     w1t, w2t, w3t = (transposed(stacked, k) for k in ("0.weight", "3.weight", "6.weight"))
     m, h1, h2 = w1t.shape[0], w1t.shape[2], w2t.shape[2]
     vec = lambda k: np.ascontiguousarray(stacked[k], dtype=np.float32)  # noqa: E731
-    n1 = _layer_arrays(stacked, "1", h1, m)
-    n2 = _layer_arrays(stacked, "4", h2, m)
-    return (w1t, vec("0.bias"), *n1, w2t, vec("3.bias"), *n2, w3t, vec("6.bias"))
+    hidden = (
+        Hidden(w1t, vec("0.bias"), _layer_arrays(stacked, "1", h1, m)),
+        Hidden(w2t, vec("3.bias"), _layer_arrays(stacked, "4", h2, m)),
+    )
+    return Net(hidden, w3t, vec("6.bias"))
 
 
 def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: int = 0, limits=(1.0, 0.0)) -> np.ndarray:
@@ -183,28 +188,14 @@ def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: in
     n = x.shape[0]
     if train and (batch < 2 or n % batch):
         raise ValueError(f"training mode needs batches of >= 2 rows that tile the {n} rows; got {batch}")
-    m, h1, h2, c = arrays[0].shape[0], arrays[0].shape[2], arrays[6].shape[2], arrays[12].shape[2]
-    kind = KIND[spec.normaliser]
+    m, c = arrays.wt.shape[0], arrays.wt.shape[2]
+    ns = norm_settings(spec, limits)
     out = np.empty((m, n, c), np.float32)
-    pre1, out1 = np.empty((n, h1), np.float32), np.empty((n, h1), np.float32)
-    pre2, out2 = np.empty((n, h2), np.float32), np.empty((n, h2), np.float32)
+    scratch = tuple(
+        (np.empty((n, h.wt.shape[2]), np.float32), np.empty((n, h.wt.shape[2]), np.float32)) for h in arrays.hidden
+    )
     for i in range(m):
-        forward_model(
-            kind,
-            *(a[i] for a in arrays),
-            x,
-            batch if train else 1,
-            train,
-            np.float32(spec.eps),
-            setting(spec),
-            np.float32(limits[0]),
-            np.float32(limits[1]),
-            pre1,
-            out1,
-            pre2,
-            out2,
-            out[i],
-        )
+        forward_model(model_net(arrays, i), ns, x, batch if train else 1, train, scratch, out[i])
     return out
 
 

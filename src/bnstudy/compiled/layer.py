@@ -81,29 +81,17 @@ def _update(running_mean, running_var, mean, ssd, count, one, factor, unbiased):
 
 
 @numba.njit(**JIT)
-def _train_pass(
-    x,
-    order,
-    starts,
-    counts,
-    one,
-    weight,
-    bias,
-    eps,
-    momentum,
-    cumulative,
-    tracked,
-    running_mean,
-    running_var,
-    out,
-    batch_means,
-    batch_vars,
-    mean,
-    ssd,
-    scale,
-):
-    """Batch ``j`` is ``x[order[starts[j]:starts[j + 1]]]``, ``counts[j]`` rows; batches in order.
-    ``tracked``: updates before this pass (the ``t`` of ``momentum=None``)."""
+def _train_pass(x, batches, params, rule, tracked, outputs, work):
+    """Batch ``j`` is ``x[order[starts[j]:starts[j + 1]]]``, ``counts[j]`` rows (``batches`` is
+    ``(order, starts, counts)``); batches in order. ``params``: ``(weight, bias, running_mean,
+    running_var)``; ``rule``: ``(one, eps, momentum, cumulative)``; ``tracked``: updates before
+    this pass (the ``t`` of ``momentum=None``); ``outputs``: ``(out, batch_means, batch_vars)``;
+    ``work``: scratch ``(mean, ssd, scale)``."""
+    order, starts, counts = batches
+    weight, bias, running_mean, running_var = params
+    one, eps, momentum, cumulative = rule
+    out, batch_means, batch_vars = outputs
+    mean, ssd, scale = work
     features = x.shape[1]
     for j in range(starts.shape[0] - 1):
         rows = order[starts[j] : starts[j + 1]]
@@ -221,22 +209,12 @@ class BatchNorm1d:
         momentum = c(0.0) if cumulative else c(self.momentum)
         _train_pass(
             x,
-            order,
-            starts,
-            sizes.astype(self.dtype),
-            self._one,
-            self.weight,
-            self.bias,
-            self._eps,
-            momentum,
-            cumulative,
+            (order, starts, sizes.astype(self.dtype)),
+            (self.weight, self.bias, self.running_mean, self.running_var),
+            (self._one, self._eps, momentum, cumulative),
             c(self.num_batches_tracked),
-            self.running_mean,
-            self.running_var,
-            out,
-            batch_means,
-            batch_vars,
-            *self._work,
+            (out, batch_means, batch_vars),
+            self._work,
         )
         self.num_batches_tracked += len(batches)
         return out, batch_means, batch_vars

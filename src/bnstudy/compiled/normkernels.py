@@ -30,6 +30,8 @@ itself needs only :func:`row_forward` and :func:`row_backward`).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba
 import numpy as np
 
@@ -40,6 +42,43 @@ from bnstudy.base.normalisers import BATCH, GHOST, GROUP, LAYER, RENORM, RMS
 # Not a normaliser: the code :func:`forward` and :func:`backward` receive for a
 # batch-statistics layer kept in inference mode while the network trains (bnstudy.studies.finetune.science).
 FROZEN = -1
+
+# ---- the records the kernels take ---------------------------------------------------------
+# A normaliser layer is data: its settings (one record for the network) and its arrays (one
+# record per layer), so that no kernel takes one argument per number or per tensor.
+
+Settings = namedtuple("Settings", "kind eps setting momentum rmax dmax")
+Settings.__doc__ = """A normaliser's settings: its code (:mod:`bnstudy.base.normalisers`), ``eps`` (float32), its
+integer ``setting`` (group norm's groups, ghost batch norm's rows per virtual batch, else 1), the
+running statistics' ``momentum`` (float32; < 0: None, the cumulative average) and batch renorm's
+limits ``rmax``, ``dmax`` (float32; 1 and 0 for every other kind)."""
+
+Params = namedtuple("Params", "gamma beta running_mean running_var")
+Params.__doc__ = """One normaliser layer's arrays, ``(F,)`` float32 each (defaults where a kind has none)."""
+
+Keep = namedtuple("Keep", "stats xhat rstd")
+Keep.__doc__ = """What a training-mode forward keeps for backward: ``stats`` ``(5, F)`` (rows: mean, var,
+invstd, renorm's r and d), ``xhat`` (a row per input row) and ``rstd`` (:func:`rstd_scratch`)."""
+
+
+def settings(kind, eps, setting=1, momentum=-1.0, rmax=1.0, dmax=0.0) -> Settings:
+    """A :class:`Settings` record with the kernels' types (integers int64, the rest float32)."""
+    f32 = np.float32
+    return Settings(int(kind), f32(eps), int(setting), f32(momentum), f32(rmax), f32(dmax))
+
+
+@numba.njit(**JIT)
+def with_limits(ns, kind, setting, rmax, dmax):
+    """``ns`` with another kind, setting and renorm limits (eps and momentum kept)."""
+    return Settings(kind, ns.eps, setting, ns.momentum, rmax, dmax)
+
+
+@numba.njit(**JIT)
+def new_stats(features):
+    """A ``(5, F)`` statistics array: renorm's ``r`` 1 and ``d`` 0 until a batch sets them."""
+    st = np.zeros((5, features), np.float32)
+    st[3, :] = 1
+    return st
 
 
 @numba.njit(**JIT)
@@ -122,20 +161,26 @@ def renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d):
 
 
 @numba.njit(**JIT)
-def batch_stats(kind, h, start, b, running_mean, running_var, eps, rmax, dmax, mean, var, invstd, r, d):
-    """``mean``, ``var``, ``invstd = 1 / sqrt(var + eps)`` (and renorm's ``r``, ``d``, from the
-    running statistics) of rows ``start .. start + b - 1`` of ``h``: one (virtual) batch's step."""
+def batch_stats(ns, lp, h, start, b, st):
+    """Into ``st``: ``mean``, ``var``, ``invstd = 1 / sqrt(var + eps)`` (and renorm's ``r``, ``d``,
+    from ``lp``'s running statistics) of rows ``start .. start + b - 1`` of ``h``: one (virtual)
+    batch's step."""
+    mean, var, invstd = st[0], st[1], st[2]
     batch_moments(h, start, b, mean, var)
+    eps = ns.eps
     for f in range(h.shape[1]):
         invstd[f] = np.float32(1) / np.sqrt(var[f] + eps)
-    if kind == RENORM:
-        renorm_rd(mean, var, running_mean, running_var, eps, rmax, dmax, r, d)
+    if ns.kind == RENORM:
+        renorm_rd(mean, var, lp.running_mean, lp.running_var, eps, ns.rmax, ns.dmax, st[3], st[4])
 
 
 @numba.njit(**JIT)
-def batch_norm_rows(h, start, n, mean, invstd, gamma, beta, r, d, renorm, relu, out, out_start, xhat):
-    """Normalise rows ``start ..`` of ``h`` with per-feature ``mean``/``invstd`` into ``out``
-    from row ``out_start``; ``xhat`` (same rows as ``out``, or a 0-row array) keeps ``xhat``."""
+def batch_norm_rows(h, start, n, st, lp, renorm, relu, out, out_start, xhat):
+    """Normalise rows ``start ..`` of ``h`` with per-feature ``mean``/``invstd`` (rows 0 and 2 of
+    ``st``; renorm: its ``r``, ``d``, rows 3 and 4) and ``lp``'s gamma and beta into ``out`` from
+    row ``out_start``; ``xhat`` (same rows as ``out``, or a 0-row array) keeps ``xhat``."""
+    mean, invstd, r, d = st[0], st[2], st[3], st[4]
+    gamma, beta = lp.gamma, lp.beta
     f_ = h.shape[1]
     keep = xhat.shape[0] > 0
     for j in range(n):
@@ -163,83 +208,67 @@ def running_update(running_mean, running_var, mean, unbiased, factor, one):
 
 
 @numba.njit(**JIT)
-def batch_inference(h, gamma, beta, running_mean, running_var, eps, relu, out):
-    """Inference mode: ``invstd = 1 / sqrt(running_var + eps)``,
-    ``y = ((h - running_mean) * invstd) * gamma + beta``."""
-    n, f_ = h.shape
-    invstd = np.empty(f_, np.float32)
-    for f in range(f_):
-        invstd[f] = np.float32(1) / np.sqrt(running_var[f] + eps)
-    none = np.empty((0, f_), np.float32)
-    batch_norm_rows(h, 0, n, running_mean, invstd, gamma, beta, invstd, invstd, False, relu, out, 0, none)
+def running_stats(lp, eps, st):
+    """Inference mode's statistics into ``st``: the running mean (row 0) and
+    ``invstd = 1 / sqrt(running_var + eps)`` (row 2)."""
+    for f in range(lp.running_var.shape[0]):
+        st[0, f] = lp.running_mean[f]
+        st[2, f] = np.float32(1) / np.sqrt(lp.running_var[f] + eps)
 
 
 @numba.njit(**JIT)
-def batch_train(kind, h, batch, gamma, beta, running_mean, running_var, eps, setting, rmax, dmax, relu, out):
+def batch_inference(lp, eps, h, relu, out):
+    """Inference mode: ``invstd = 1 / sqrt(running_var + eps)``,
+    ``y = ((h - running_mean) * invstd) * gamma + beta``."""
+    n, f_ = h.shape
+    st = new_stats(f_)
+    running_stats(lp, eps, st)
+    none = np.empty((0, f_), np.float32)
+    batch_norm_rows(h, 0, n, st, lp, False, relu, out, 0, none)
+
+
+@numba.njit(**JIT)
+def batch_train(ns, lp, h, batch, relu, out):
     """Training mode on consecutive batches of ``batch`` rows (ghost: each in its virtual batches);
     running statistics read (renorm), never written."""
     f_ = h.shape[1]
     none = np.empty((0, f_), np.float32)
-    mean = np.empty(f_, np.float32)
-    var = np.empty(f_, np.float32)
-    invstd = np.empty(f_, np.float32)
-    r = np.empty(f_, np.float32)
-    d = np.empty(f_, np.float32)
-    parts = batch_parts(kind, batch, setting)
+    st = np.empty((5, f_), np.float32)
+    parts = batch_parts(ns.kind, batch, ns.setting)
     for start in range(0, h.shape[0], batch):
         for v in range(parts):
-            lo, rows = virtual_batch(batch, setting, parts, v)
+            lo, rows = virtual_batch(batch, ns.setting, parts, v)
             lo += start
-            batch_stats(kind, h, lo, rows, running_mean, running_var, eps, rmax, dmax, mean, var, invstd, r, d)
-            batch_norm_rows(h, lo, rows, mean, invstd, gamma, beta, r, d, kind == RENORM, relu, out, lo, none)
+            batch_stats(ns, lp, h, lo, rows, st)
+            batch_norm_rows(h, lo, rows, st, lp, ns.kind == RENORM, relu, out, lo, none)
 
 
 @numba.njit(**JIT)
-def batch_forward(
-    kind,
-    h,
-    n,
-    gamma,
-    beta,
-    rm,
-    rv,
-    eps,
-    setting,
-    momentum,
-    update_count,
-    rmax,
-    dmax,
-    mean,
-    var,
-    invstd,
-    r,
-    d,
-    out,
-    xhat,
-    rstd,
-):
+def batch_forward(ns, lp, h, n, update_count, keep, out):
     """Training mode + ReLU of rows ``0 .. n-1`` (one batch); keeps ``mean``, ``var``, ``invstd``,
-    ``r``, ``d`` and ``xhat`` for backward and moves the running statistics once per (virtual) batch,
-    the ``update_count + v``-th update (``momentum < 0``: cumulative average). Ghost batch norm
-    keeps virtual batch ``v``'s ``invstd`` in row ``v`` of ``rstd``."""
+    ``r``, ``d`` (``keep.stats``) and ``keep.xhat`` for backward and moves the running statistics
+    once per (virtual) batch, the ``update_count + v``-th update (``momentum < 0``: cumulative
+    average). Ghost batch norm keeps virtual batch ``v``'s ``invstd`` in row ``v`` of ``keep.rstd``."""
+    kind, st = ns.kind, keep.stats
     f_ = h.shape[1]
     unbiased = np.empty(f_, np.float32)
-    parts = batch_parts(kind, n, setting)
+    parts = batch_parts(kind, n, ns.setting)
     for v in range(parts):
-        lo, rows = virtual_batch(n, setting, parts, v)
-        batch_stats(kind, h, lo, rows, rm, rv, eps, rmax, dmax, mean, var, invstd, r, d)  # r, d: before the update
+        lo, rows = virtual_batch(n, ns.setting, parts, v)
+        batch_stats(ns, lp, h, lo, rows, st)  # r, d: before the update
         if kind == GHOST:
             for f in range(f_):
-                rstd[v, f] = invstd[f]
-        batch_norm_rows(h, lo, rows, mean, invstd, gamma, beta, r, d, kind == RENORM, True, out, lo, xhat)
-        if momentum < 0:  # None: cumulative average
+                keep.rstd[v, f] = st[2, f]
+        batch_norm_rows(h, lo, rows, st, lp, kind == RENORM, True, out, lo, keep.xhat)
+        if ns.momentum < 0:  # None: cumulative average
             factor = np.float32(1) / np.float32(update_count + v)
         else:
-            factor = momentum
+            factor = ns.momentum
         correction = np.float32(rows) / np.float32(rows - 1)
+        var = st[1]
         for f in range(f_):
             unbiased[f] = var[f] * correction
-        running_update(rm, rv, mean, unbiased, factor, np.float32(1))
+        running_update(lp.running_mean, lp.running_var, st[0], unbiased, factor, np.float32(1))
 
 
 @numba.njit(**JIT)
@@ -260,9 +289,11 @@ def affine_grads(dz, n, xhat, r, d, renorm, dgamma, dbeta):
 
 
 @numba.njit(**JIT)
-def batch_backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, setting, dh, dgamma, dbeta):
+def batch_backward(ns, gamma, keep, dz, n, dh, dgamma, dbeta):
     """Per (virtual) batch of ``B`` rows, per feature, sums over rows in order: ``dxhat = dz * gamma``
     (renorm: ``* r``), ``dh = invstd * (dxhat - sum(dxhat) / B - xhat * (sum(dxhat * xhat) / B))``."""
+    kind, setting, xhat, rstd = ns.kind, ns.setting, keep.xhat, keep.rstd
+    invstd, r, d = keep.stats[2], keep.stats[3], keep.stats[4]
     f_ = dz.shape[1]
     renorm = kind == RENORM
     affine_grads(dz, n, xhat, r, d, renorm, dgamma, dbeta)
@@ -292,17 +323,18 @@ def batch_backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, setting, dh, dg
 
 
 @numba.njit(**JIT)
-def frozen_forward(h, n, gamma, beta, rm, rv, eps, invstd, out, xhat):
-    """Rows ``0 .. n-1`` normalised with the running statistics ``rm``/``rv`` (inference mode),
-    then ReLU; keeps ``invstd`` and ``xhat`` for :func:`frozen_backward`. ``rm``/``rv`` are not written."""
-    for f in range(h.shape[1]):
-        invstd[f] = np.float32(1) / np.sqrt(rv[f] + eps)
-    batch_norm_rows(h, 0, n, rm, invstd, gamma, beta, invstd, invstd, False, True, out, 0, xhat)
+def frozen_forward(lp, eps, h, n, keep, out):
+    """Rows ``0 .. n-1`` normalised with ``lp``'s running statistics (inference mode), then ReLU;
+    keeps ``invstd`` (and the running mean) in ``keep.stats`` and ``xhat`` for
+    :func:`frozen_backward`. The running statistics are not written."""
+    running_stats(lp, eps, keep.stats)
+    batch_norm_rows(h, 0, n, keep.stats, lp, False, True, out, 0, keep.xhat)
 
 
 @numba.njit(**JIT)
-def frozen_backward(dz, n, gamma, invstd, xhat, dh, dgamma, dbeta):
+def frozen_backward(gamma, keep, dz, n, dh, dgamma, dbeta):
     """Backward through the constant affine map of :func:`frozen_forward` (ReLU already applied to ``dz``)."""
+    invstd, xhat = keep.stats[2], keep.xhat
     f_ = dz.shape[1]
     scale = np.empty(f_, np.float32)
     for f in range(f_):
@@ -453,25 +485,27 @@ def rms_row_backward(dz, i, gamma, xhat, rstd, dh):
 
 
 @numba.njit(**JIT)
-def row_forward(kind, h, i, setting, eps, gamma, beta, relu, out, xhat, rstd):
+def row_forward(ns, lp, h, i, relu, out, xhat, rstd):
     """A kind that normalises each row by itself, on row ``i`` (then ReLU if ``relu``): its
     forward in both modes; keeps ``xhat[i]`` and ``rstd[i]`` when those arrays have rows."""
+    kind = ns.kind
     if kind == LAYER or kind == GROUP:
-        row_norm(h, i, setting, eps, gamma, beta, relu, out, xhat, rstd)
+        row_norm(h, i, ns.setting, ns.eps, lp.gamma, lp.beta, relu, out, xhat, rstd)
     elif kind == RMS:
-        rms_row(h, i, eps, gamma, relu, out, xhat, rstd)
+        rms_row(h, i, ns.eps, lp.gamma, relu, out, xhat, rstd)
     else:
         relu_row(h, i, relu, out)
 
 
 @numba.njit(**JIT)
-def row_backward(kind, dz, n, gamma, xhat, rstd, setting, dh, dgamma, dbeta):
+def row_backward(ns, gamma, keep, dz, n, dh, dgamma, dbeta):
     """Backward of :func:`row_forward` over rows ``0 .. n-1``; ``dgamma``/``dbeta`` summed over rows
     (none: no gamma or beta, both left untouched)."""
+    kind, xhat, rstd = ns.kind, keep.xhat, keep.rstd
     if kind == LAYER or kind == GROUP:
         affine_grads(dz, n, xhat, gamma, gamma, False, dgamma, dbeta)
         for i in range(n):
-            group_norm_example_backward(dz, i, 1, setting, gamma, xhat, rstd, dh)
+            group_norm_example_backward(dz, i, 1, ns.setting, gamma, xhat, rstd, dh)
     elif kind == RMS:  # no beta: its slot's gradient stays zero
         affine_grads(dz, n, xhat, gamma, gamma, False, dgamma, dbeta)
         for f in range(dz.shape[1]):
@@ -483,80 +517,56 @@ def row_backward(kind, dz, n, gamma, xhat, rstd, setting, dh, dgamma, dbeta):
 
 
 @numba.njit(**JIT)
-def inference(kind, h, gamma, beta, running_mean, running_var, eps, setting, relu, out):
+def inference(ns, lp, h, relu, out):
     """Inference-mode normaliser (and ReLU) of every row of ``h`` into ``out``."""
-    if batch_statistics(kind):
-        batch_inference(h, gamma, beta, running_mean, running_var, eps, relu, out)
+    if batch_statistics(ns.kind):
+        batch_inference(lp, ns.eps, h, relu, out)
     else:
         none = np.empty((0, h.shape[1]), np.float32)
         for i in range(h.shape[0]):
-            row_forward(kind, h, i, setting, eps, gamma, beta, relu, out, none, none)
+            row_forward(ns, lp, h, i, relu, out, none, none)
 
 
 @numba.njit(**JIT)
-def train(kind, h, batch, gamma, beta, running_mean, running_var, eps, setting, rmax, dmax, relu, out):
+def train(ns, lp, h, batch, relu, out):
     """Training-mode normaliser (and ReLU) of ``h``, whose rows are consecutive batches of
     ``batch`` rows; running statistics are read (batch renorm), never written."""
-    if batch_statistics(kind):
-        batch_train(kind, h, batch, gamma, beta, running_mean, running_var, eps, setting, rmax, dmax, relu, out)
+    if batch_statistics(ns.kind):
+        batch_train(ns, lp, h, batch, relu, out)
     else:
-        inference(kind, h, gamma, beta, running_mean, running_var, eps, setting, relu, out)
+        inference(ns, lp, h, relu, out)
 
 
 @numba.njit(**JIT)
-def forward(
-    kind,
-    h,
-    n,
-    gamma,
-    beta,
-    rm,
-    rv,
-    eps,
-    setting,
-    momentum,
-    update_count,
-    rmax,
-    dmax,
-    mean,
-    var,
-    invstd,
-    r,
-    d,
-    out,
-    xhat,
-    rstd,
-):
+def forward(ns, lp, h, n, update_count, keep, out):
     """Training-mode normaliser + ReLU of rows ``0 .. n-1`` (one batch), keeping what
-    :func:`backward` needs (``mean``, ``var``, ``invstd``, ``r``, ``d``, ``xhat``, ``rstd``), the
-    running statistics moved (batch statistics; :data:`FROZEN`: inference mode, not moved).
+    :func:`backward` needs in ``keep`` (``mean``, ``var``, ``invstd``, ``r``, ``d``, ``xhat``,
+    ``rstd``), the running statistics moved (batch statistics; :data:`FROZEN`: inference mode,
+    not moved).
 
     Ghost batch norm: each virtual batch in turn (``setting`` rows, the last to the end) is
     normalised and then moves the running statistics, as the ``update_count + v``-th update;
-    its ``invstd`` goes to row ``v`` of ``rstd``.
+    its ``invstd`` goes to row ``v`` of ``keep.rstd``.
     """
-    if kind == FROZEN:
-        frozen_forward(h, n, gamma, beta, rm, rv, eps, invstd, out, xhat)
-    elif batch_statistics(kind):
-        batch_forward(
-            kind, h, n, gamma, beta, rm, rv, eps, setting, momentum, update_count, rmax, dmax,
-            mean, var, invstd, r, d, out, xhat, rstd,
-        )  # fmt: skip
+    if ns.kind == FROZEN:
+        frozen_forward(lp, ns.eps, h, n, keep, out)
+    elif batch_statistics(ns.kind):
+        batch_forward(ns, lp, h, n, update_count, keep, out)
     else:
         for i in range(n):
-            row_forward(kind, h, i, setting, eps, gamma, beta, True, out, xhat, rstd)
+            row_forward(ns, lp, h, i, True, out, keep.xhat, keep.rstd)
 
 
 @numba.njit(**JIT)
-def backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, setting, dh, dgamma, dbeta):
+def backward(ns, gamma, keep, dz, n, dh, dgamma, dbeta):
     """``dh`` (and ``dgamma``, ``dbeta``) from ``dz``, the gradient at the normaliser's output with
     the ReLU's mask applied, after :func:`forward` of the same rows."""
-    if kind == FROZEN:
-        frozen_backward(dz, n, gamma, invstd, xhat, dh, dgamma, dbeta)
-    elif batch_statistics(kind):
-        batch_backward(kind, dz, n, gamma, invstd, r, d, xhat, rstd, setting, dh, dgamma, dbeta)
+    if ns.kind == FROZEN:
+        frozen_backward(gamma, keep, dz, n, dh, dgamma, dbeta)
+    elif batch_statistics(ns.kind):
+        batch_backward(ns, gamma, keep, dz, n, dh, dgamma, dbeta)
     else:
-        row_backward(kind, dz, n, gamma, xhat, rstd, setting, dh, dgamma, dbeta)
+        row_backward(ns, gamma, keep, dz, n, dh, dgamma, dbeta)
 
 
 @numba.njit(**JIT)
@@ -569,37 +579,35 @@ def rstd_scratch(kind, n, setting, features):
 
 
 @numba.njit(**JIT)
-def spatial_layer(kind, h, n_ex, batch, train_mode, gamma, beta, rm, rv, eps, setting, out):
+def spatial_layer(ns, lp, h, n_ex, batch, train_mode, out):
     """The convolutional network's normaliser + ReLU of ``n_ex`` examples' rows (``P`` each):
     training mode on consecutive batches of ``batch`` examples, or inference mode; running
     statistics never written."""
+    kind = ns.kind
     if kind == LAYER or kind == GROUP:
         none = np.empty((0, h.shape[1]), np.float32)
-        rstd = np.empty((0, setting), np.float32)
-        spatial_norm(h, n_ex, setting, eps, gamma, beta, True, out, none, rstd)
+        rstd = np.empty((0, ns.setting), np.float32)
+        spatial_norm(h, n_ex, ns.setting, ns.eps, lp.gamma, lp.beta, True, out, none, rstd)
     elif train_mode and batch_statistics(kind):
-        train(kind, h, batch * P, gamma, beta, rm, rv, eps, 1, np.float32(1), np.float32(0), True, out)
+        train(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, batch * P, True, out)
     else:
-        inference(kind, h, gamma, beta, rm, rv, eps, 1, True, out)
+        inference(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, True, out)
 
 
 @numba.njit(**JIT)
-def spatial_forward(kind, h, n_ex, gamma, beta, rm, rv, eps, setting, momentum, st, out, xhat, rstd):
+def spatial_forward(ns, lp, h, n_ex, keep, out):
     """The convolutional network's training-mode normaliser + ReLU (statistics of a batch norm over
     the batch's examples x positions, one running update per step)."""
-    if kind == LAYER or kind == GROUP:
-        spatial_norm(h, n_ex, setting, eps, gamma, beta, True, out, xhat, rstd)
+    if ns.kind == LAYER or ns.kind == GROUP:
+        spatial_norm(h, n_ex, ns.setting, ns.eps, lp.gamma, lp.beta, True, out, keep.xhat, keep.rstd)
     else:
-        forward(
-            kind, h, n_ex * P, gamma, beta, rm, rv, eps, 1, momentum, 1, np.float32(1), np.float32(0),
-            st[0], st[1], st[2], st[3], st[4], out, xhat, rstd,
-        )  # fmt: skip
+        forward(with_limits(ns, ns.kind, 1, np.float32(1), np.float32(0)), lp, h, n_ex * P, 1, keep, out)
 
 
 @numba.njit(**JIT)
-def spatial_backward(kind, dz, n_ex, gamma, st, xhat, rstd, setting, dh, dgamma, dbeta):
+def spatial_backward(ns, gamma, keep, dz, n_ex, dh, dgamma, dbeta):
     """Backward of :func:`spatial_forward`."""
-    if kind == LAYER or kind == GROUP:
-        spatial_norm_backward(dz, n_ex, setting, gamma, xhat, rstd, dh, dgamma, dbeta)
+    if ns.kind == LAYER or ns.kind == GROUP:
+        spatial_norm_backward(dz, n_ex, ns.setting, gamma, keep.xhat, keep.rstd, dh, dgamma, dbeta)
     else:
-        backward(kind, dz, n_ex * P, gamma, st[2], st[3], st[4], xhat, rstd, setting, dh, dgamma, dbeta)
+        backward(ns, gamma, keep, dz, n_ex * P, dh, dgamma, dbeta)

@@ -2,7 +2,8 @@
 
 A model's parameters live in one flat float32 vector, in the order ``W1, b1,
 gamma1, beta1, W2, b2, gamma2, beta2, W3, b3`` (weights in PyTorch's ``(out, in)``
-layout, :func:`layout`; :func:`views` cuts a vector into them); a network without
+layout, :func:`layout`; :func:`bnstudy.compiled.backprop.param_views` cuts a vector into them, layer
+after layer); a network without
 a normaliser keeps gamma and beta at 1 and 0 (their gradient is zero, so Adam and
 SGD leave them exactly as they are). Its gradient is a vector of the same layout.
 The steps, element by element in vector order, float32 unless stated (no
@@ -76,19 +77,3 @@ def step_sgd(p, g, buf, t, lr, momentum):
                 buf[i] = mu * buf[i] + g[i]
             d = buf[i]
         p[i] = p[i] - lr32 * d
-
-
-@numba.njit(**JIT)
-def views(flat, w_in, h1, h2, c_):
-    """The parts of a flat vector laid out as :func:`layout` says, as views."""
-    w1 = flat[: h1 * w_in].reshape((h1, w_in))
-    o = h1 * w_in
-    b1, g1, be1 = flat[o : o + h1], flat[o + h1 : o + 2 * h1], flat[o + 2 * h1 : o + 3 * h1]
-    o += 3 * h1
-    w2 = flat[o : o + h2 * h1].reshape((h2, h1))
-    o += h2 * h1
-    b2, g2, be2 = flat[o : o + h2], flat[o + h2 : o + 2 * h2], flat[o + 2 * h2 : o + 3 * h2]
-    o += 3 * h2
-    w3 = flat[o : o + c_ * h2].reshape((c_, h2))
-    o += c_ * h2
-    return w1, b1, g1, be1, w2, b2, g2, be2, w3, flat[o : o + c_]

@@ -37,14 +37,17 @@ batches pass; scratch rows are reused from chunk to chunk.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba
 import numpy as np
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.normalisers import BATCH_NAMES, GHOST, RENORM
 from bnstudy.compiled.blocks import linear_t
-from bnstudy.compiled.kernels import KIND, argmax_rows, norm_train, setting, stack_arrays
+from bnstudy.compiled.kernels import KIND, Net, argmax_rows, norm_settings, norm_train, stack_arrays
 from bnstudy.compiled.normkernels import (
+    Params,
     batch_norm_rows,
     batch_statistics,
     batch_stats,
@@ -57,6 +60,9 @@ from bnstudy.compiled.tiled import aligned_copy, linear_t_tiled
 BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)
 
+# The scratch arrays of one probe_design call, reused from chunk to chunk and model to model.
+Work = namedtuple("Work", "gathered act1 hid2 act2 logits top st1 st2")
+
 
 @numba.njit(**JIT)
 def first_layer_into(x, w1t, b1, pre):
@@ -66,108 +72,116 @@ def first_layer_into(x, w1t, b1, pre):
 
 
 @numba.njit(**JIT)
-def probe_design(
-    kind,
-    first,
-    batches,
-    g1,
-    be1,
-    rm1,
-    rv1,
-    w2t,
-    b2,
-    g2,
-    be2,
-    rm2,
-    rv2,
-    w3t,
-    b3,
-    eps,
-    setting,
-    rmax,
-    dmax,
-    chunk,
-    labels,
-    row_logits,
-):
+def params_at(lp, m):
+    """Model ``m``'s normaliser arrays of a stack's :class:`bnstudy.compiled.normkernels.Params`."""
+    return Params(lp.gamma[m], lp.beta[m], lp.running_mean[m], lp.running_var[m])
+
+
+@numba.njit(**JIT)
+def probe_rows(ns, b):
+    """The rows of a batch of ``b`` that reach row 0: ghost batch norm's first virtual batch, else ``b``."""
+    if ns.kind == GHOST:  # row 0's virtual batch: the batch's first s rows
+        return virtual_batch(b, ns.setting, virtual_batches(b, ns.setting), 0)[1]
+    return b
+
+
+@numba.njit(**JIT)
+def new_work(net, ns, chunk, s):
+    """Scratch for ``chunk`` batches of ``s`` rows through ``net`` (a stack's :class:`bnstudy.compiled.kernels.Net`)."""
+    h1, h2 = net.hidden[0].wt.shape[2], net.hidden[1].wt.shape[2]
+    rows = chunk * s
+    gathered = np.empty((rows if batch_statistics(ns.kind) else 0, h1), np.float32)
+    act1, hid2, act2 = (
+        np.empty((rows, h1), np.float32),
+        np.empty((rows, h2), np.float32),
+        np.empty((chunk, h2), np.float32),
+    )
+    logits, top = np.empty((chunk, net.wt.shape[2]), np.float32), np.empty(chunk, np.int64)
+    return Work(gathered, act1, hid2, act2, logits, top, np.empty((5, h1), np.float32), np.empty((5, h2), np.float32))
+
+
+@numba.njit(**JIT)
+def first_normalised(ns, lp, src, batches, k0, kn, s, work):
+    """Batches ``k0 .. k0 + kn - 1`` after the first normaliser and ReLU, into ``work.act1``;
+    returns how many rows go on.
+
+    Batch statistics: the batches' rows (the first ``s`` of each), batch after batch, then the
+    first normaliser in training mode (statistics of those rows). Otherwise each row is
+    normalised already (``src``), so no companion can reach row 0: row 0 of each batch alone
+    goes on, as row ``j`` (the rows are independent up to the output)."""
+    h1 = src.shape[1]
+    act1 = work.act1
+    if not batch_statistics(ns.kind):
+        for j in range(kn):
+            row = src[batches[k0 + j, 0]]
+            for f in range(h1):
+                act1[j, f] = row[f]
+        return kn
+    gathered = work.gathered
+    for j in range(kn):
+        for i in range(s):
+            row = src[batches[k0 + j, i]]
+            for f in range(h1):
+                gathered[j * s + i, f] = row[f]
+    none = np.empty((0, h1), np.float32)
+    for j in range(kn):
+        batch_stats(ns, lp, gathered, j * s, s, work.st1)
+        batch_norm_rows(gathered, j * s, s, work.st1, lp, ns.kind == RENORM, True, act1, j * s, none)
+    return kn * s
+
+
+@numba.njit(**JIT)
+def second_normalised(ns, lp, kn, s, work):
+    """Row 0 of each batch after the second normaliser and ReLU, into row ``j`` of ``work.act2``:
+    batch statistics from all ``s`` rows of ``work.hid2``'s batch ``j``, only row 0 normalised;
+    a kind that normalises each row by itself: row ``j`` of ``work.hid2`` alone."""
+    hid2, act2 = work.hid2, work.act2
+    none = np.empty((0, hid2.shape[1]), np.float32)
+    if batch_statistics(ns.kind):
+        for j in range(kn):
+            batch_stats(ns, lp, hid2, j * s, s, work.st2)
+            batch_norm_rows(hid2, j * s, 1, work.st2, lp, ns.kind == RENORM, True, act2, j, none)
+    else:
+        for j in range(kn):
+            row_forward(ns, lp, hid2, j, True, act2, none, none)
+
+
+@numba.njit(**JIT)
+def probe_design(net, ns, first, batches, chunk, labels, row_logits):
     """Training-mode labels of row 0 of every batch, for every model, into ``labels`` ``(M, K)``.
 
-    ``first`` ``(M, N, H1)`` is the first hidden layer of every test row: its
-    pre-normalisation value for the kinds with batch statistics, which come from the
-    batch; its output (normaliser and ReLU) for the others, which normalise each row
-    by itself. ``batches`` ``(K, b)`` are row indices into it; the parameters are a
-    stack's (``(M, ...)``, weights as ``W^T``); ``setting`` is the kind's integer
-    (:func:`bnstudy.compiled.kernels.setting`). ``row_logits`` ``(M, K, C)`` receives row 0's
-    logits too, unless it has no rows. ``chunk`` batches go through together.
+    ``net`` is a stack's :class:`bnstudy.compiled.kernels.Net` (arrays ``(M, ...)``, weights as
+    ``W^T``) of two hidden layers; ``ns`` its normaliser's settings. ``first`` ``(M, N, H1)``
+    is the first hidden layer of every test row: its pre-normalisation value for the kinds
+    with batch statistics, which come from the batch; its output (normaliser and ReLU) for
+    the others, which normalise each row by itself. ``batches`` ``(K, b)`` are row indices
+    into it. ``row_logits`` ``(M, K, C)`` receives row 0's logits too, unless it has no rows.
+    ``chunk`` batches go through together.
 
     Ghost batch norm normalises row 0 with the statistics of its virtual batch, the
     batch's first ``s`` rows (:func:`bnstudy.compiled.normkernels.virtual_batch`), and no other row
     reaches it: only those ``s`` rows of each batch are computed, as batch norm on a
     batch of ``s`` rows.
     """
-    n_models = first.shape[0]
-    h1, h2 = first.shape[2], w2t.shape[2]
     k_all, b = batches.shape
-    if kind == GHOST:  # row 0's virtual batch: the batch's first s rows
-        s = virtual_batch(b, setting, virtual_batches(b, setting), 0)[1]
-    else:
-        s = b
-    rows = chunk * s
-    batch_kind = batch_statistics(kind)
-    renorm = kind == RENORM
-    gathered = np.empty((rows if batch_kind else 0, h1), np.float32)
-    act1 = np.empty((rows, h1), np.float32)
-    hid2 = np.empty((rows, h2), np.float32)
-    act2 = np.empty((chunk, h2), np.float32)
-    logits = np.empty((chunk, w3t.shape[2]), np.float32)
-    top = np.empty(chunk, np.int64)
-    f_ = max(h1, h2)
-    mean, var, invstd = np.empty(f_, np.float32), np.empty(f_, np.float32), np.empty(f_, np.float32)
-    r, d = np.empty(f_, np.float32), np.empty(f_, np.float32)
-    none1, none2 = np.empty((0, h1), np.float32), np.empty((0, h2), np.float32)
-    keep = row_logits.shape[0] > 0
-    for m in range(n_models):
-        src = first[m]
+    s = probe_rows(ns, b)
+    work = new_work(net, ns, chunk, s)
+    layer1, layer2 = net.hidden[0], net.hidden[1]
+    logits, top = work.logits, work.top
+    for m in range(first.shape[0]):
+        lp1, lp2 = params_at(layer1.norm, m), params_at(layer2.norm, m)
         for k0 in range(0, k_all, chunk):
             kn = min(chunk, k_all - k0)
-            n = kn * s
-            if batch_kind:
-                # the batches' rows (the first s of each), batch after batch, then the first
-                # normaliser in training mode (statistics of those rows) and ReLU
-                for j in range(kn):
-                    for i in range(s):
-                        row = src[batches[k0 + j, i]]
-                        for f in range(h1):
-                            gathered[j * s + i, f] = row[f]
-                for j in range(kn):
-                    batch_stats(kind, gathered, j * s, s, rm1[m], rv1[m], eps, rmax, dmax, mean, var, invstd, r, d)
-                    batch_norm_rows(
-                        gathered, j * s, s, mean, invstd, g1[m], be1[m], r, d, renorm, True, act1, j * s, none1
-                    )
-            else:
-                # normalised per row already, so no companion can reach row 0: row 0 of each
-                # batch alone goes on, as row j (the rows are independent up to the output)
-                n = kn
-                for j in range(kn):
-                    row = src[batches[k0 + j, 0]]
-                    for f in range(h1):
-                        act1[j, f] = row[f]
-            # second Linear, every row that matters
-            linear_t_tiled(act1[:n], w2t[m], b2[m], hid2[:n])
-            # second normaliser: statistics from all s rows, row 0 normalised
-            if batch_kind:
-                for j in range(kn):
-                    batch_stats(kind, hid2, j * s, s, rm2[m], rv2[m], eps, rmax, dmax, mean, var, invstd, r, d)
-                    batch_norm_rows(hid2, j * s, 1, mean, invstd, g2[m], be2[m], r, d, renorm, True, act2, j, none2)
-            else:  # each row by itself: row 0 of batch j is row j of hid2, into row j of act2
-                for j in range(kn):
-                    row_forward(kind, hid2, j, setting, eps, g2[m], be2[m], True, act2, none2, none2)
+            n = first_normalised(ns, lp1, first[m], batches, k0, kn, s, work)
+            # second Linear, every row that matters; then row 0 of each batch on
+            linear_t_tiled(work.act1[:n], layer2.wt[m], layer2.bias[m], work.hid2[:n])
+            second_normalised(ns, lp2, kn, s, work)
             # output layer and label, row 0 of each batch
-            linear_t(act2[:kn], w3t[m], b3[m], logits[:kn])
+            linear_t(work.act2[:kn], net.wt[m], net.bias[m], logits[:kn])
             argmax_rows(logits[:kn], top[:kn])
             for j in range(kn):
                 labels[m, k0 + j] = top[j]
-            if keep:
+            if row_logits.shape[0] > 0:
                 for j in range(kn):
                     for c in range(logits.shape[1]):
                         row_logits[m, k0 + j, c] = logits[j, c]
@@ -179,36 +193,20 @@ class Prober:
 
     def __init__(self, stacked: dict, spec, x: np.ndarray, limits=(1.0, 0.0), rows: int = PROBE_ROWS):
         arrays = stack_arrays(stacked)
-        (w1t, b1, *self._norm1, self._w2t, self._b2), rest = arrays[:8], arrays[8:]
-        self._norm2, (self._w3t, self._b3) = rest[:4], rest[4:]
-        self._w2t = aligned_copy(self._w2t)
-        self.models = w1t.shape[0]
+        layer1, layer2 = arrays.hidden
+        self._net = Net((layer1, layer2._replace(wt=aligned_copy(layer2.wt))), arrays.wt, arrays.bias)
+        self.models = layer1.wt.shape[0]
         self.rows = len(x)
         self.kind = KIND[spec.normaliser]
-        self.setting = setting(spec)
-        self.eps = np.float32(spec.eps)
-        self.rmax, self.dmax = np.float32(limits[0]), np.float32(limits[1])
+        self.settings = norm_settings(spec, limits)
         self.rows_per_chunk = int(rows)
-        self.first = np.empty((self.models, self.rows, w1t.shape[2]), np.float32)
-        first_layer_into(np.ascontiguousarray(x, dtype=np.float32), w1t, b1, self.first)
+        self.first = np.empty((self.models, self.rows, layer1.wt.shape[2]), np.float32)
+        first_layer_into(np.ascontiguousarray(x, dtype=np.float32), layer1.wt, layer1.bias, self.first)
         if self.kind not in BATCH_CODES:  # normalised row by row: once per test row, not per batch
-            pre, (g1, be1, rm1, rv1) = self.first.copy(), self._norm1
+            pre = self.first.copy()
             for m in range(self.models):
-                norm_train(
-                    self.kind,
-                    pre[m],
-                    1,
-                    g1[m],
-                    be1[m],
-                    rm1[m],
-                    rv1[m],
-                    self.eps,
-                    self.setting,
-                    self.rmax,
-                    self.dmax,
-                    True,
-                    self.first[m],
-                )
+                lp = Params(*(a[m] for a in layer1.norm))
+                norm_train(self.settings, lp, pre[m], 1, True, self.first[m])
 
     def labels(self, batches: np.ndarray, logits: bool = False):
         """Training-mode labels ``(M, K)`` of row 0 of each of the ``(K, b)`` batches;
@@ -219,27 +217,11 @@ class Prober:
         if batches.size and (batches.min() < 0 or batches.max() >= self.rows):
             raise ValueError(f"row indices must lie in [0, {self.rows})")
         out = np.empty((self.models, len(batches)), np.int64)
-        classes = self._w3t.shape[2]
+        classes = self._net.wt.shape[2]
         z = np.empty((self.models, len(batches), classes) if logits else (0, 0, classes), np.float32)
         if len(batches):
-            probe_design(
-                self.kind,
-                self.first,
-                batches,
-                *self._norm1,
-                self._w2t,
-                self._b2,
-                *self._norm2,
-                self._w3t,
-                self._b3,
-                self.eps,
-                self.setting,
-                self.rmax,
-                self.dmax,
-                max(1, min(len(batches), self.rows_per_chunk // batches.shape[1])),
-                out,
-                z,
-            )
+            chunk = max(1, min(len(batches), self.rows_per_chunk // batches.shape[1]))
+            probe_design(self._net, self.settings, self.first, batches, chunk, out, z)
         return (out, z) if logits else out
 
 

@@ -14,10 +14,11 @@ biases uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``, ``fan_in = in channels 
 as :mod:`bnstudy.nets.model` draws the MLP's: PCG64 seeded from ``(seed,
 STREAM_INIT)``, ``(2u - 1) / sqrt(fan_in)`` in float64 rounded to float32, layer
 by layer, weight before bias. Batches are :func:`bnstudy.nets.batching.epoch_rows`
-from the seed's order stream (the MLP grid's order for the same seed). One
-training step is: forward in training mode (the running statistics moved with
-PyTorch's rule, once per step), :func:`bnstudy.compiled.gradients.loss_and_grad`, backward
-layer by layer, :func:`bnstudy.compiled.optimisers.step_adam` over the flat parameter
+from the seed's order stream (the MLP grid's order for the same seed). It trains in
+the MLP's compiled loop (:func:`bnstudy.compiled.backprop.train_run`, the network as data:
+:func:`bnstudy.compiled.backprop.conv_arch`). One training step is: forward in training mode
+(the running statistics moved with PyTorch's rule, once per step),
+:func:`bnstudy.compiled.gradients.loss_and_grad`, backward layer by layer, :func:`bnstudy.compiled.optimisers.step_adam` over the flat parameter
 vector (:func:`layout`; without a normaliser gamma and beta stay 1 and 0).
 """
 
@@ -26,17 +27,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from bnstudy.base import normalisers
-from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import STREAM_INIT, derive_seed
-from bnstudy.compiled.blocks import linear_t, transpose_into
-from bnstudy.compiled.conv import P, average_pool, col2im, im2col
-from bnstudy.compiled.gradients import linear_backward, loss_and_grad
-from bnstudy.compiled.normkernels import spatial_backward, spatial_forward
-from bnstudy.compiled.optimisers import step_adam
+from bnstudy.compiled import backprop
+from bnstudy.compiled.conv import P
+from bnstudy.compiled.kernels import Hidden, Net
+from bnstudy.compiled.normkernels import Params, settings
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import batch_sizes_per_epoch
 
@@ -111,120 +109,6 @@ def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
     return {k: state[k] for k in sorted(state, key=lambda k: (int(k.split(".")[0]), order.index(k.split(".")[1])))}
 
 
-@numba.njit(**JIT)
-def _views(p, c1, c2):
-    o = 0
-    w1 = p[o : o + 9 * c1].reshape((c1, 9))
-    o += 9 * c1
-    b1, g1, be1 = p[o : o + c1], p[o + c1 : o + 2 * c1], p[o + 2 * c1 : o + 3 * c1]
-    o += 3 * c1
-    w2 = p[o : o + c2 * 9 * c1].reshape((c2, 9 * c1))
-    o += c2 * 9 * c1
-    b2, g2, be2 = p[o : o + c2], p[o + c2 : o + 2 * c2], p[o + 2 * c2 : o + 3 * c2]
-    o += 3 * c2
-    w3 = p[o : o + 10 * c2].reshape((10, c2))
-    o += 10 * c2
-    return w1, b1, g1, be1, w2, b2, g2, be2, w3, p[o : o + 10]
-
-
-@numba.njit(**JIT)
-def train_run(
-    kind,
-    c1,
-    c2,
-    p,
-    running,
-    x,
-    y,
-    rows,
-    sizes,
-    eps,
-    setting,
-    momentum,
-    lr,
-    beta1,
-    beta2,
-    adam_eps,
-    loss_out,
-    correct_out,
-    first_grad,
-):
-    """Train one model in place: epoch ``e`` feeds rows ``rows[e]`` of ``x`` (``(N, P)``) in
-    consecutive batches of ``sizes``; ``running`` ``(4, max(c1, c2))`` holds the running mean
-    and variance of layers 1 and 2. Writes each epoch's mean batch loss and correct rows, and
-    (if it has any elements) the first step's gradient into ``first_grad``."""  # fmt: skip
-    bmax = 0
-    for s in sizes:
-        bmax = max(bmax, s)
-    rmax = bmax * P
-    w1, b1, g1, be1, w2, b2, g2, be2, w3, b3 = _views(p, c1, c2)
-    grad = np.zeros_like(p)
-    dw1, db1, dg1, dbe1, dw2, db2, dg2, dbe2, dw3, db3 = _views(grad, c1, c2)
-    m1, m2 = np.zeros_like(p), np.zeros_like(p)
-    rm1, rv1, rm2, rv2 = running[0, :c1], running[1, :c1], running[2, :c2], running[3, :c2]
-    w1t, w2t, w3t = np.empty((9, c1), np.float32), np.empty((9 * c1, c2), np.float32), np.empty((c2, 10), np.float32)
-    xb, yb = np.empty((rmax, 1), np.float32), np.empty(bmax, np.int64)
-    pt1 = np.empty((rmax, 9), np.float32)
-    pre1, a1, xh1 = np.empty((rmax, c1), np.float32), np.empty((rmax, c1), np.float32), np.empty((rmax, c1), np.float32)
-    pt2, dpt2 = np.empty((rmax, 9 * c1), np.float32), np.empty((rmax, 9 * c1), np.float32)
-    pre2, a2, xh2 = np.empty((rmax, c2), np.float32), np.empty((rmax, c2), np.float32), np.empty((rmax, c2), np.float32)
-    da2, dh2 = np.empty((rmax, c2), np.float32), np.empty((rmax, c2), np.float32)
-    da1, dh1 = np.empty((rmax, c1), np.float32), np.empty((rmax, c1), np.float32)
-    pooled, dpooled = np.empty((bmax, c2), np.float32), np.empty((bmax, c2), np.float32)
-    ones = np.ones((bmax, c2), np.float32)
-    z, dz = np.empty((bmax, 10), np.float32), np.empty((bmax, 10), np.float32)
-    rs1, rs2 = np.empty((bmax, setting), np.float32), np.empty((bmax, setting), np.float32)
-    st1, st2 = np.zeros((5, c1), np.float32), np.zeros((5, c2), np.float32)
-    st1[3, :] = 1
-    st2[3, :] = 1
-    none = np.empty((rmax, 0), np.float32)
-    step = 0
-    for e in range(rows.shape[0]):
-        pos = 0
-        loss = 0.0
-        correct = 0
-        for s in range(sizes.shape[0]):
-            n = sizes[s]
-            r = n * P
-            for i in range(n):
-                row = rows[e, pos + i]
-                yb[i] = y[row]
-                for q in range(P):
-                    xb[i * P + q, 0] = x[row, q]
-            pos += n
-            transpose_into(w1, w1t)
-            transpose_into(w2, w2t)
-            transpose_into(w3, w3t)
-            im2col(xb, n, pt1)
-            linear_t(pt1[:r], w1t, b1, pre1[:r])
-            spatial_forward(kind, pre1[:r], n, g1, be1, rm1, rv1, eps, setting, momentum, st1, a1, xh1, rs1)
-            im2col(a1, n, pt2)
-            linear_t(pt2[:r], w2t, b2, pre2[:r])
-            spatial_forward(kind, pre2[:r], n, g2, be2, rm2, rv2, eps, setting, momentum, st2, a2, xh2, rs2)
-            average_pool(a2, n, pooled)
-            linear_t(pooled[:n], w3t, b3, z[:n])
-            batch_loss, batch_correct = loss_and_grad(z, yb, n, dz)
-            loss += batch_loss
-            correct += batch_correct
-            linear_backward(dz, pooled, n, w3, dw3, db3, dpooled, ones)
-            inv = np.float32(P)
-            for i in range(n):
-                for q in range(P):
-                    for c in range(c2):
-                        da2[i * P + q, c] = dpooled[i, c] / inv if a2[i * P + q, c] > 0 else np.float32(0)
-            spatial_backward(kind, da2[:r], n, g2, st2, xh2, rs2, setting, dh2, dg2, dbe2)
-            linear_backward(dh2, pt2, r, w2, dw2, db2, dpt2, pt2)
-            col2im(dpt2, n, da1)
-            spatial_backward(kind, da1[:r], n, g1, st1, xh1, rs1, setting, dh1, dg1, dbe1)
-            linear_backward(dh1, pt1, r, w1, dw1, db1, none, pt1)
-            if step == 0 and first_grad.shape[0] > 0:
-                first_grad[:] = grad
-            step += 1
-            step_adam(p, grad, m1, m2, step, lr, beta1, beta2, adam_eps)
-        loss_out[e] = loss / sizes.shape[0]
-        correct_out[e] = correct
-
-
 # ---- whole runs and stacks (Python) -------------------------------------------------
 
 
@@ -255,12 +139,19 @@ def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, f
     c1, c2 = spec.channels
     running = np.zeros((4, max(c1, c2)), np.float32)
     running[1] = running[3] = 1.0
-    loss = np.zeros(recipe.epochs, np.float64)
-    correct = np.zeros(recipe.epochs, np.int64)
-    train_run(
-        spec.kind(), c1, c2, flat, running, x, y, rows, sizes, np.float32(spec.eps), spec.setting(),
-        np.float32(spec.momentum), float(recipe.lr), ADAM_BETAS[0], ADAM_BETAS[1], ADAM_EPS, loss, correct, first_grad,
-    )  # fmt: skip
+    log = backprop.new_log(recipe.epochs, first_grad)
+    backprop.train_run(
+        backprop.conv_arch(spec.channels, CLASSES),
+        backprop.State(flat, running),
+        backprop.Data(x, y),
+        backprop.schedule(rows, sizes),
+        norm_settings(spec),
+        backprop.optimiser(backprop.ADAM, recipe.lr, ADAM_BETAS, ADAM_EPS),
+        0,
+        log,
+        False,  # the MLP's specialisation of the loop
+    )
+    loss, correct = log.loss, log.correct
     state, offset = {}, 0
     for key, shape in layout(spec):
         size = int(np.prod(shape))
@@ -289,8 +180,9 @@ def train_models(spec: ConvSpec, recipe, seeds, x, y, threads: int = 1):
     return stacked, log
 
 
-def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> tuple:
-    """Model ``i``'s arrays in :func:`bnstudy.compiled.conv.forward_model`'s order (``W^T`` for every layer)."""
+def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
+    """Model ``i`` as :func:`bnstudy.compiled.conv.forward_model` takes it: a :class:`bnstudy.compiled.kernels.Net`
+    (``W^T`` for every layer)."""
     c1, c2 = spec.channels
 
     def get(key, fill, size):
@@ -299,16 +191,24 @@ def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> tuple:
         return np.full(size, fill, np.float32)
 
     def norm(layer, c):
-        return tuple(
-            get(f"{layer}.{n}", f, c) for n, f in (("weight", 1), ("bias", 0), ("running_mean", 0), ("running_var", 1))
-        )  # noqa: E501
+        return Params(
+            *(
+                get(f"{layer}.{n}", f, c)
+                for n, f in (("weight", 1), ("bias", 0), ("running_mean", 0), ("running_var", 1))
+            )
+        )
 
     t = lambda key, rows: np.ascontiguousarray(np.asarray(stacked[key][i], np.float32).reshape(rows, -1).T)  # noqa: E731
-    return (
-        t("0.weight", c1), get("0.bias", 0, c1), *norm("1", c1),
-        t("3.weight", c2), get("3.bias", 0, c2), *norm("4", c2),
-        t("8.weight", CLASSES), get("8.bias", 0, CLASSES),
-    )  # fmt: skip
+    hidden = (
+        Hidden(t("0.weight", c1), get("0.bias", 0, c1), norm("1", c1)),
+        Hidden(t("3.weight", c2), get("3.bias", 0, c2), norm("4", c2)),
+    )
+    return Net(hidden, t("8.weight", CLASSES), get("8.bias", 0, CLASSES))
+
+
+def norm_settings(spec: ConvSpec):
+    """The network's normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`)."""
+    return settings(spec.kind(), spec.eps, spec.setting(), spec.momentum)
 
 
 def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False, batch: int = 0) -> np.ndarray:
@@ -322,9 +222,7 @@ def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False,
         raise ValueError(f"training mode needs batches of >= 2 images that tile the {n} images; got {batch}")
     m = next(iter(stacked.values())).shape[0]
     out = np.empty((m, n, CLASSES), np.float32)
+    ns = norm_settings(spec)
     for i in range(m):
-        forward_model(
-            spec.kind(), *model_arrays(stacked, spec, i), x, n, batch if train else 1, train,
-            np.float32(spec.eps), spec.setting(), out[i],
-        )  # fmt: skip
+        forward_model(model_arrays(stacked, spec, i), ns, x, n, batch if train else 1, train, out[i])
     return out

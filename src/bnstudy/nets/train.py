@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from bnstudy.compiled import backprop, optimisers
-from bnstudy.compiled.kernels import KIND, setting
+from bnstudy.compiled.kernels import norm_settings
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.model import BATCH_KINDS, NORMS, NetSpec, initial_state, stack
 from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch, renorm_schedule
@@ -33,6 +33,12 @@ def step_limits(spec: NetSpec, recipe: Recipe, n: int) -> np.ndarray:
     if schedule is None:
         return np.tile(np.array([1.0, 0.0], np.float32), (steps, 1))
     return np.array([schedule.limits(s) for s in range(steps)], np.float32).reshape(steps, 2)
+
+
+def _optimiser(recipe: Recipe):
+    """The recipe's optimiser as the training loop takes it (Adam with PyTorch's defaults)."""
+    code = backprop.ADAM if recipe.optimizer == "adam" else backprop.SGD
+    return backprop.optimiser(code, recipe.lr, ADAM_BETAS, ADAM_EPS, recipe.sgd_momentum)
 
 
 def _flat(spec: NetSpec, state: dict[str, np.ndarray]) -> np.ndarray:
@@ -81,34 +87,19 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
     width = max(spec.widths[1], spec.widths[2])
     running = np.zeros((4, width), np.float32)
     running[1] = running[3] = 1.0
-    kind = KIND[spec.normaliser]
-    momentum = -1.0 if spec.momentum is None else spec.momentum
-    loss = np.zeros(recipe.epochs, np.float64)
-    correct = np.zeros(recipe.epochs, np.int64)
+    log = backprop.new_log(recipe.epochs)
     updates = backprop.train_run(
-        kind,
-        np.array(spec.widths, np.int64),
-        flat,
-        running,
-        x,
-        y,
-        rows,
-        sizes,
-        step_limits(spec, recipe, len(y)),
-        np.float32(spec.eps),
-        setting(spec),
-        np.float32(momentum),
-        backprop.ADAM if recipe.optimizer == "adam" else backprop.SGD,
-        float(recipe.lr),
-        ADAM_BETAS[0],
-        ADAM_BETAS[1],
-        ADAM_EPS,
-        float(recipe.sgd_momentum),
+        backprop.mlp_arch(spec.widths),
+        backprop.State(flat, running),
+        backprop.Data(x, y),
+        backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y)), recipe.accumulate),
+        norm_settings(spec),
+        _optimiser(recipe),
         0,
-        loss,
-        correct,
-        int(recipe.accumulate),
+        log,
+        False,  # passed, not defaulted: one compiled specialisation for every caller
     )
+    loss, correct = log.loss, log.correct
     state = _unflat(spec, flat, running, updates if spec.normaliser in BATCH_KINDS else 0, initial)
     seen = int(sizes.sum())
     log = [

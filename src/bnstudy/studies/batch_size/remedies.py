@@ -71,7 +71,7 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT, log_array, powi
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
-from bnstudy.compiled import kernels
+from bnstudy.compiled import kernels, normkernels
 from bnstudy.nets import model as mlp
 from bnstudy.nets.batching import epoch_batches
 from bnstudy.nets.model import NetSpec
@@ -233,28 +233,30 @@ def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict
 
     Returns ``({layer: (M, N, F) float32}, starts)``: the rows of the batches
     concatenated in pass order, batch ``j`` at rows ``starts[j] .. starts[j + 1] - 1``.
-    Layer 2's input is computed from layer 1 normalised with each batch's own
-    statistics (``kernels.norm_train``); running statistics are neither read nor written.
+    Each layer's input is computed from the layer below normalised with each batch's own
+    statistics (``kernels.norm_train``), layer after layer of the network's hidden layers
+    (:class:`bnstudy.compiled.kernels.Net`); running statistics are neither read nor written.
     """
     if spec.normaliser != "batchnorm":
         raise ValueError("the remedies replace batch norm's running statistics")
     starts = _starts(batches)
     rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
     xp = np.ascontiguousarray(np.asarray(x)[rows], dtype=np.float32)
-    (w1t, b1, g1, be1, rm1, rv1, w2t, b2, *_) = kernels.stack_arrays(stacked)
-    m, n = w1t.shape[0], len(rows)
-    pre1 = np.empty((m, n, w1t.shape[2]), np.float32)
-    pre2 = np.empty((m, n, w2t.shape[2]), np.float32)
-    out1 = np.empty((n, w1t.shape[2]), np.float32)
-    eps, one, zero = np.float32(spec.eps), np.float32(1), np.float32(0)
+    hidden = kernels.stack_arrays(stacked).hidden
+    m, n = hidden[0].wt.shape[0], len(rows)
+    pres = [np.empty((m, n, layer.wt.shape[2]), np.float32) for layer in hidden]
+    ns = normkernels.settings(kernels.BATCH, spec.eps)
     for i in range(m):
-        kernels.linear_t(xp, w1t[i], b1[i], pre1[i])  # row by row: the same bits as batch by batch
-        for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
-            kernels.norm_train(
-                kernels.BATCH, pre1[i, s:e], e - s, g1[i], be1[i], rm1[i], rv1[i], eps, 1, one, zero, True, out1[s:e]
-            )
-        kernels.linear_t(out1, w2t[i], b2[i], pre2[i])
-    return dict(zip(mlp.NORMS, (pre1, pre2))), starts
+        a = xp
+        for layer, pre in zip(hidden, pres):
+            kernels.linear_t(a, layer.wt[i], layer.bias[i], pre[i])  # row by row: the same bits as batch by batch
+            if pre is pres[-1]:
+                break
+            lp = normkernels.Params(*(v[i] for v in layer.norm))
+            a = np.empty(pre.shape[1:], np.float32)
+            for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
+                kernels.norm_train(ns, lp, pre[i, s:e], e - s, True, a[s:e])
+    return dict(zip(mlp.NORMS, pres)), starts
 
 
 def _cumulative(inputs, starts) -> dict:
@@ -309,27 +311,31 @@ def exact_statistics(stacked, spec: NetSpec, x) -> dict:
     (divisor ``N``; float64, rows in order 0, 1, ...; two passes) rounded to
     float32; layer 1 in inference mode with those statistics
     (``kernels.norm_inference``, then ReLU), layer 2's input, its mean and variance
-    the same way.
+    the same way (and so on up the network's hidden layers).
     """
     if spec.normaliser != "batchnorm":
         raise ValueError("the remedies replace batch norm's running statistics")
-    (w1t, b1, g1, be1, _, _, w2t, b2, *_) = kernels.stack_arrays(stacked)
+    hidden = kernels.stack_arrays(stacked).hidden
     x = np.ascontiguousarray(x, dtype=np.float32)
-    m, n = w1t.shape[0], x.shape[0]
-    f1, f2 = w1t.shape[2], w2t.shape[2]
-    stats = {
-        layer: (np.empty((m, f), np.float64), np.empty((m, f), np.float64)) for layer, f in zip(mlp.NORMS, (f1, f2))
-    }
-    pre1, out1, pre2 = np.empty((n, f1), np.float32), np.empty((n, f1), np.float32), np.empty((n, f2), np.float32)
-    first, second = mlp.NORMS
+    m, n = hidden[0].wt.shape[0], x.shape[0]
+    stats = {}
+    for name, layer in zip(mlp.NORMS, hidden):
+        f = layer.wt.shape[2]
+        stats[name] = (np.empty((m, f), np.float64), np.empty((m, f), np.float64))
+    ns = normkernels.settings(kernels.BATCH, spec.eps)
     for i in range(m):
-        kernels.linear_t(x, w1t[i], b1[i], pre1)
-        _pooled_moments(pre1, stats[first][0][i], stats[first][1][i])
-        mean1 = stats[first][0][i].astype(np.float32)
-        var1 = stats[first][1][i].astype(np.float32)
-        kernels.norm_inference(kernels.BATCH, pre1, g1[i], be1[i], mean1, var1, np.float32(spec.eps), 1, True, out1)
-        kernels.linear_t(out1, w2t[i], b2[i], pre2)
-        _pooled_moments(pre2, stats[second][0][i], stats[second][1][i])
+        a = x
+        for (mean, var), layer in zip(stats.values(), hidden):
+            pre = np.empty((n, layer.wt.shape[2]), np.float32)
+            kernels.linear_t(a, layer.wt[i], layer.bias[i], pre)
+            _pooled_moments(pre, mean[i], var[i])
+            if layer is hidden[-1]:
+                break
+            lp = normkernels.Params(
+                layer.norm.gamma[i], layer.norm.beta[i], mean[i].astype(np.float32), var[i].astype(np.float32)
+            )
+            a = np.empty_like(pre)
+            kernels.norm_inference(ns, lp, pre, True, a)
     return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
 
 

@@ -114,8 +114,7 @@ def probe(weights: dict, spec, batch_sizes, seeds, x_test, y_test, pairs: pd.Dat
         inference = evaluation.labels(conv_train.logits(stacked, spec, x_test))
         for i, s in enumerate(seeds):
             got = np.empty(len(index), np.int64)
-            arrays = conv_train.model_arrays(stacked, spec, i)
-            pair_labels(spec.kind(), *arrays, x, index, np.float32(spec.eps), spec.setting(), got)
+            pair_labels(conv_train.model_arrays(stacked, spec, i), conv_train.norm_settings(spec), x, index, got)
             table = pairs.assign(
                 flip=(got != inference[i][index[:, 0]]).astype(np.int64),
                 correct=(got == y_test[index[:, 0]]).astype(np.int64),

@@ -44,7 +44,7 @@ import numpy as np
 
 from bnstudy.base.designs import FINETUNE_MODES, FINETUNE_STREAMS
 from bnstudy.base.runtime import derive_seed
-from bnstudy.compiled import backprop, kernels
+from bnstudy.compiled import backprop, kernels, normkernels
 from bnstudy.nets import train
 from bnstudy.nets.batching import epoch_rows
 from bnstudy.nets.model import NORMS, stack, unstack
@@ -103,29 +103,18 @@ def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool,
     start = int(state["1.num_batches_tracked"]) if "1.num_batches_tracked" in state else 0
     if momentum is None:
         momentum = spec.momentum
+    ns = normkernels.settings(
+        kernels.KIND[spec.normaliser], spec.eps, kernels.setting(spec), -1.0 if momentum is None else momentum
+    )
     updates = backprop.train_run(
-        kernels.KIND[spec.normaliser],
-        np.array(spec.widths, np.int64),
-        flat,
-        running,
-        np.ascontiguousarray(x, dtype=np.float32),
-        np.ascontiguousarray(y, dtype=np.int64),
-        np.ascontiguousarray(rows, dtype=np.int64).reshape(1, -1),
-        np.full(steps, batch_size, np.int64),
-        np.tile(np.array([1.0, 0.0], np.float32), (max(steps, 1), 1)),
-        np.float32(spec.eps),
-        kernels.setting(spec),
-        np.float32(-1.0 if momentum is None else momentum),
-        backprop.ADAM,
-        float(lr),
-        train.ADAM_BETAS[0],
-        train.ADAM_BETAS[1],
-        train.ADAM_EPS,
-        0.0,
+        backprop.mlp_arch(spec.widths),
+        backprop.State(flat, running),
+        backprop.Data(np.ascontiguousarray(x, dtype=np.float32), np.ascontiguousarray(y, dtype=np.int64)),
+        backprop.schedule(np.reshape(rows, (1, -1)), np.full(steps, batch_size, np.int64)),
+        ns,
+        backprop.optimiser(backprop.ADAM, lr, train.ADAM_BETAS, train.ADAM_EPS, 0.0),
         start,
-        np.zeros(1, np.float64),
-        np.zeros(1, np.int64),
-        1,  # accumulate: one batch, one step
+        backprop.new_log(1),
         bool(frozen),
     )
     return train._unflat(spec, flat, running, start if frozen else updates, state)

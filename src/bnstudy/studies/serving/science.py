@@ -55,6 +55,7 @@ from bnstudy.base.runtime import derive_seed
 from bnstudy.compiled import kernels
 from bnstudy.compiled.gradients import norm_forward
 from bnstudy.compiled.kernels import argmax_rows, linear_t
+from bnstudy.compiled.normkernels import Keep, settings
 
 STREAM_SERVING = 17  # the random stream of this study (issue 17, item 3)
 STREAMS = SERVING_STREAMS
@@ -125,58 +126,32 @@ def stream_batches(order: np.ndarray, n: int, batch_size: int) -> np.ndarray:
 
 
 @numba.njit(**JIT)
-def _serve(
-    kind,
-    w1t,
-    b1,
-    g1,
-    be1,
-    rm1,
-    rv1,
-    w2t,
-    b2,
-    g2,
-    be2,
-    rm2,
-    rv2,
-    w3t,
-    b3,
-    x,
-    batches,
-    eps,
-    momentum,
-    tracked,
-    rmax,
-    dmax,
-    out,
-):
-    """Serve ``x[batches[k]]`` for ``k = 0, 1, ...`` in training mode, updating ``rm*``/``rv*``
-    after each batch; ``out[k]`` receives the batch's labels. One model."""
+def _serve(net, ns, x, batches, tracked, out):
+    """Serve ``x[batches[k]]`` for ``k = 0, 1, ...`` in training mode through one model (a
+    :class:`bnstudy.compiled.kernels.Net`), updating every layer's running statistics after each batch;
+    ``out[k]`` receives the batch's labels."""
     k_, b = batches.shape
-    h1, h2, c_ = w1t.shape[1], w2t.shape[1], w3t.shape[1]
     xb = np.empty((b, x.shape[1]), np.float32)
-    pre1, out1 = np.empty((b, h1), np.float32), np.empty((b, h1), np.float32)
-    pre2, out2 = np.empty((b, h2), np.float32), np.empty((b, h2), np.float32)
-    z = np.empty((b, c_), np.float32)
-    s1 = np.empty((5, h1), np.float32)
-    s2 = np.empty((5, h2), np.float32)
-    none1, none2 = np.empty((0, h1), np.float32), np.empty((0, h2), np.float32)
+    z = np.empty((b, net.wt.shape[1]), np.float32)
+    widths = [net.hidden[layer].wt.shape[1] for layer in range(len(net.hidden))]
+    pres = [np.empty((b, f_), np.float32) for f_ in widths]
+    acts = [np.empty((b, f_), np.float32) for f_ in widths]
+    keeps = [
+        Keep(np.empty((5, f_), np.float32), np.empty((0, f_), np.float32), np.empty((0, f_), np.float32))
+        for f_ in widths
+    ]
     for k in range(k_):
         for j in range(b):
             for i in range(x.shape[1]):
                 xb[j, i] = x[batches[k, j], i]
         tracked += 1
-        linear_t(xb, w1t, b1, pre1)
-        norm_forward(
-            kind, pre1, b, g1, be1, rm1, rv1, eps, 1, momentum, tracked, rmax, dmax, s1[0], s1[1], s1[2], s1[3], s1[4],
-            out1, none1, none1,
-        )  # fmt: skip
-        linear_t(out1, w2t, b2, pre2)
-        norm_forward(
-            kind, pre2, b, g2, be2, rm2, rv2, eps, 1, momentum, tracked, rmax, dmax, s2[0], s2[1], s2[2], s2[3], s2[4],
-            out2, none2, none2,
-        )  # fmt: skip
-        linear_t(out2, w3t, b3, z)
+        a = xb
+        for layer in range(len(net.hidden)):
+            hid = net.hidden[layer]
+            linear_t(a, hid.wt, hid.bias, pres[layer])
+            norm_forward(ns, hid.norm, pres[layer], b, tracked, keeps[layer], acts[layer])
+            a = acts[layer]
+        linear_t(a, net.wt, net.bias, z)
         argmax_rows(z, out[k])
 
 
@@ -194,25 +169,17 @@ def serve_stack(stacked: dict, spec, x: np.ndarray, batches: np.ndarray, limits=
     arrays = kernels.stack_arrays(after)
     x = np.ascontiguousarray(x, dtype=np.float32)
     batches = np.ascontiguousarray(batches, dtype=np.int64)
-    m = arrays[0].shape[0]
+    m = arrays.wt.shape[0]
     labels = np.empty((m, *batches.shape), np.int64)
-    momentum = np.float32(-1.0 if spec.momentum is None else spec.momentum)
+    ns = settings(kind, spec.eps, 1, -1.0 if spec.momentum is None else spec.momentum, *limits)
     tracked = after.get("1.num_batches_tracked", np.zeros(m, np.int64))
     for i in range(m):
-        _serve(
-            kind,
-            *(a[i] for a in arrays),
-            x,
-            batches,
-            np.float32(spec.eps),
-            momentum,
-            int(tracked[i]),
-            np.float32(limits[0]),
-            np.float32(limits[1]),
-            labels[i],
+        _serve(kernels.model_net(arrays, i), ns, x, batches, int(tracked[i]), labels[i])
+    for layer, hidden in zip(LAYERS, arrays.hidden):
+        after[f"{layer}.running_mean"], after[f"{layer}.running_var"] = (
+            hidden.norm.running_mean,
+            hidden.norm.running_var,
         )
-    for layer, (rm, rv) in zip(LAYERS, ((arrays[4], arrays[5]), (arrays[10], arrays[11]))):
-        after[f"{layer}.running_mean"], after[f"{layer}.running_var"] = rm, rv
         key = f"{layer}.num_batches_tracked"
         if key in after:
             after[key] = after[key] + np.int64(len(batches))
