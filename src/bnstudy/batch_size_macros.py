@@ -145,11 +145,9 @@ def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence) -> dict:
-    """Every number the section quotes, as ``{name: text}``."""
-    cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
-    sizes = sorted(runs["batch_size"].unique().tolist())
-    m = {
+def setting_macros(runs, pairs, published, sizes: list[int], confidence: float) -> dict:
+    """The grid's settings: seeds, batch sizes, confidence, the test rows evaluated."""
+    return {
         "gridSeeds": str(runs["seed"].nunique()),
         "publishedSeeds": str(published["seeds"]),
         "batchMin": str(sizes[0]),
@@ -159,6 +157,11 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         "mcnemarAlpha": f"{1 - confidence:.2g}",
         "testRowsEvaluated": latex.fmt(int(pairs["rows"].iloc[0])) if len(pairs) else "n/a",
     }
+
+
+def cell_macros(cell: dict, sizes: list[int]) -> dict:
+    """Every cell's mean and sd over seeds; at the two ends also its interval, named by the end."""
+    m = {}
     for (norm, b, mode), r in cell.items():
         m[latex.macro_name("acc", mode, norm, "b", b)] = latex.fmt(r.mean)
         m[latex.macro_name("sd", mode, norm, "b", b)] = latex.fmt(r.sd)
@@ -168,8 +171,12 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name("ci", mode, norm, end)] = interval(r.ci_low, r.ci_high)
                 m[latex.macro_name("sd", mode, norm, end)] = latex.fmt(r.sd)
                 m[latex.macro_name("sdPoints", mode, norm, end)] = points(r.sd, 1)
+    return m
 
-    # how much of batch norm's inference-mode gap to no normaliser each remedy closes
+
+def gap_closed_macros(cell: dict, sizes: list[int]) -> dict:
+    """How much of batch norm's inference-mode gap to no normaliser each remedy closes."""
+    m = {}
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
         base, ref = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
         if base is None or ref is None:
@@ -188,8 +195,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name("gapClosed", mode, end)] = (
                     latex.fmt((r.mean - base.mean) / gap, 0, percent=True) if gap > 0 else "n/a"
                 )
+    return m
 
-    # paired comparisons: mean gain, paired interval, rows won and lost, McNemar seeds
+
+def paired_end_macros(pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
+    """Paired comparisons at the two ends: mean gain, paired interval (and adjusted, with its
+    verdict), rows won and lost, McNemar seeds."""
+    m = {}
     for p in pair_summary.itertuples(index=False):
         for end, size in (("min", sizes[0]), ("max", sizes[-1])):
             if p.batch_size == size:
@@ -203,8 +215,12 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name(*stem, "lost")] = str(p.b_only)
                 m[latex.macro_name(*stem, "better")] = str(p.seeds_a_better)
                 m[latex.macro_name(*stem, "worse")] = str(p.seeds_b_better)
-    m |= interval_sign_macros(pair_summary)
-    m["remedySignSentence"] = remedy_sign_sentence(pair_summary)
+    return m
+
+
+def keep_macros(pair_summary: pd.DataFrame, pairs) -> dict:
+    """Keeping the leftover rows minus dropping them, paired; one test row in points."""
+    m = {}
     for p in pair_summary[pair_summary.comparison.str.endswith("keep_vs_drop")].itertuples(index=False):
         stem = ("paired", p.comparison)
         m[latex.macro_name(*stem, "gain")] = signed_points(p.gain)
@@ -214,8 +230,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         m["keepBatchSize"] = str(p.batch_size)
     if len(pairs):
         m["rowPoints"] = latex.fmt(1 / int(pairs["rows"].iloc[0]) * 100, 2)
+    return m
 
-    # the initial value's weight after the fewest updates of any batch-norm network
+
+def ema_macros(runs, updates, momentum: float) -> dict:
+    """The initial value's weight after the fewest updates of any batch-norm network, and the
+    largest change of accuracy from debiasing."""
+    m = {}
     if len(updates):
         fewest = int(updates["updates"].min())
         weight = powi(1.0 - momentum, fewest)
@@ -227,8 +248,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             ["batch_size", "seed"]
         )["accuracy"]
         m["debiasedLargestChange"] = points(float((debiased - trained.reindex(debiased.index)).abs().max()))
+    return m
 
-    # distances of the trained EMA and PreciseBN to the exact statistics, layer 2, smallest/largest batch
+
+def distance_macros(distance_summary: pd.DataFrame, sizes: list[int]) -> dict:
+    """Distances of the trained EMA, PreciseBN and the cumulative average to the exact
+    statistics, layer 2, smallest and largest batch."""
+    m = {}
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
         for name in ("ema", "precise_bn", "cumulative"):
             d = distance_summary[
@@ -243,8 +269,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name("varDistance", name, "layer", "two", end)] = latex.fmt(
                     float(d.var_distance.iloc[0]), 3
                 )
+    return m
 
-    # the seed spread against the published gains, from each cell's own standard deviation
+
+def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd.DataFrame) -> dict:
+    """The seed spread against the published gains, from each cell's own standard deviation,
+    and how many of our paired intervals at those batch sizes exclude zero."""
+    m = {}
     sd_inference = summary[summary["mode"] == "inference"]["sd"]
     m["sdInferenceMedian"] = points(float(sd_inference.median()), 2)
     m["sdInferenceLargest"] = points(float(sd_inference.max()), 2)
@@ -256,7 +287,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     for b, g in claimed.items():
         m[latex.macro_name("publishedGain", "b", b)] = points(g)
     m["publishedGainSizes"] = words([str(b) for b in sorted(claimed)])
-    se = []
+    se, in_se = [], []
     for b in sorted(claimed):
         bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
         if bn is not None and no is not None:
@@ -265,14 +296,9 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 f"{points(s, 2)} points at batch {b} (seed standard deviations "
                 f"{points(bn.sd, 2)} and {points(no.sd, 2)})"
             )
-    m["seDiffPublishedSeedsList"] = words(se) if se else "n/a (none of those batch sizes is in our grid)"
-    in_se = []
-    for b in sorted(claimed):
-        bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
-        if bn is not None and no is not None:
-            s = standard_error_of_difference(bn.sd, no.sd, int(published["seeds"]))
             unit = " such standard errors" if not in_se else ""
             in_se.append(f"{latex.fmt(claimed[b] / s, 1) if s > 0 else 'n/a'}{unit} at batch {b}")
+    m["seDiffPublishedSeedsList"] = words(se) if se else "n/a (none of those batch sizes is in our grid)"
     m["publishedGainInSeList"] = words(in_se) if in_se else "n/a"
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
@@ -281,8 +307,19 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     m["gainComparedSizes"] = words([str(int(b)) for b in sorted(compared.batch_size)]) or "none"
     m["gainsExcludingZero"] = str(int(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum()))
     m["gainsCompared"] = str(len(gains))
+    return m
 
-    # how far our cells lie from the published table, in points and in seed standard deviations
+
+def _gap_in_se(gap: float, sd: float, published_seeds: int, seeds: int) -> str:
+    """``|gap|`` in standard errors of their mean of ``published_seeds`` seeds minus ours of
+    ``seeds``, both with our seed sd."""
+    se = sd * math.sqrt(math.fsum([1 / published_seeds, 1 / seeds]))
+    return latex.fmt(abs(gap) / se, 1) if se > 0 else "n/a"
+
+
+def published_gap_macros(cell: dict, published: dict, seeds: int, sizes: list[int]) -> dict:
+    """How far our cells lie from the published table, in points and in seed standard deviations."""
+    m = {}
     gaps = published_gaps(cell, published)
     if len(gaps):
         worst = gaps.loc[gaps["gap"].abs().idxmax()]
@@ -298,10 +335,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         m["pubGapLargestSd"] = points(float(worst.sd), 1)
         m["pubGapLargestInSd"] = latex.fmt(float(worst.gap_in_sd), 1)
         m["pubGapMedianInSd"] = latex.fmt(float(gaps["gap_in_sd"].median()), 1)
-        seeds = int(runs["seed"].nunique())
-        # their mean of published["seeds"] seeds minus ours of `seeds`, both with our seed sd
-        se = float(worst.sd) * math.sqrt(math.fsum([1 / int(published["seeds"]), 1 / seeds]))
-        m["pubGapLargestInSe"] = latex.fmt(abs(float(worst.gap)) / se, 1) if se > 0 else "n/a"
+        m["pubGapLargestInSe"] = _gap_in_se(float(worst.gap), float(worst.sd), int(published["seeds"]), seeds)
         m |= {
             "pubBatchnormMin": "n/a",
             "pubGapBatchnormMinInSd": "n/a",
@@ -316,9 +350,26 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             m["pubGapBatchnormMinInSd"] = latex.fmt(float(r.gap_in_sd), 1)
             m["pubGapBatchnormMinSign"] = "below" if r.gap < 0 else "above"
             m["pubGapBatchnormMinPoints"] = points(abs(float(r.gap)))
-            se_min = float(r.sd) * math.sqrt(math.fsum([1 / int(published["seeds"]), 1 / seeds]))
-            m["pubGapBatchnormMinInSe"] = latex.fmt(abs(float(r.gap)) / se_min, 1) if se_min > 0 else "n/a"
+            m["pubGapBatchnormMinInSe"] = _gap_in_se(float(r.gap), float(r.sd), int(published["seeds"]), seeds)
     bn = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference")] if len(gaps) else gaps
     for r in bn.itertuples(index=False) if len(bn) else []:
         m[latex.macro_name("pub", "batchnorm", "b", r.batch_size)] = latex.fmt(float(r.published))
+    return m
+
+
+def macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence) -> dict:
+    """Every number the section quotes, as ``{name: text}``."""
+    cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
+    sizes = sorted(runs["batch_size"].unique().tolist())
+    m = setting_macros(runs, pairs, published, sizes, confidence)
+    m |= cell_macros(cell, sizes)
+    m |= gap_closed_macros(cell, sizes)
+    m |= paired_end_macros(pair_summary, sizes)
+    m |= interval_sign_macros(pair_summary)
+    m["remedySignSentence"] = remedy_sign_sentence(pair_summary)
+    m |= keep_macros(pair_summary, pairs)
+    m |= ema_macros(runs, updates, momentum)
+    m |= distance_macros(distance_summary, sizes)
+    m |= published_gain_macros(summary, cell, published, pair_summary)
+    m |= published_gap_macros(cell, published, int(runs["seed"].nunique()), sizes)
     return m

@@ -70,10 +70,8 @@ def _value_and_interval(value, lo, hi, percent=True) -> tuple[str, str]:
     return (_pct if percent else _fraction)(value), _interval(lo, hi, percent)
 
 
-def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
-    """Every number the section quotes. ``dep0``: the first dependence network's summary rows;
-    ``dep_networks``: :func:`over_networks` of all dependence networks."""
-    result = companions.dependence_json(dep0)
+def setting_macros(probes, dep0, dep_networks, result: dict, published, params) -> dict:
+    """The probes' design and the first dependence network's headline numbers."""
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
     first = dep0.iloc[0]
     classes = int(probes["label"].nunique())
@@ -107,6 +105,13 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
         )
         m["compOwnShare"] = latex.fmt(1 / classes, 1)
         m["compOtherShare"] = latex.fmt((classes - 1) / classes, 1)
+    return m
+
+
+def size_macros(dep0: pd.DataFrame, dep_networks: pd.DataFrame, sizes: list[int]) -> dict:
+    """Per random probe size: the first network's flip rate, accuracy and ever-flipped share with
+    their bootstrap intervals, and every measure's mean and interval over the dependence networks."""
+    m = {}
     for b in sizes:
         r = dep0[(dep0["design"] == "random") & (dep0["batch_size"] == b)].iloc[0]
         m[latex.macro_name("comp", "flip", "b", b)] = _pct(r["flip_rate"])
@@ -131,14 +136,13 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
                     m[latex.macro_name("comp", "net", measure, "b", b)],
                     m[latex.macro_name("comp", "net", measure, "ci", "b", b)],
                 ) = _value_and_interval(row["mean"], row.ci_low, row.ci_high, measure != "train_mode_accuracy")
+    return m
 
-    # Exact b = 2 rate against the sampled interval, and the largest gap to the published rates.
-    if 2 in sizes and result["exact_flip_rate_b2"] is not None:
-        lo, hi = result["2"]["flip_ci"]
-        m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
-    m |= published_ratio_macros(result, dep_networks, published, sizes)
 
-    # Grid: controls must never flip; batch normalisers by normaliser, mean over seeds.
+def grid_macros(probes: pd.DataFrame, over_seeds: pd.DataFrame, sizes: list[int]) -> dict:
+    """The grid's probes: controls (no batch statistics) must never flip; the batch normalisers'
+    lowest and highest mean flip rate over training batch sizes."""
+    m = {}
     controls = probes[~probes["normaliser"].isin(BATCH_KINDS)]  # no batch statistics: must never flip
     grid = probes[probes["network"] == "grid"]
     m["compControlNetworks"] = str(len(controls.groupby(["normaliser", "train_batch_size", "seed"])))
@@ -152,6 +156,22 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
             if len(cell):
                 m[latex.macro_name("comp", "grid", norm, "min", "b", b)] = _pct(cell["mean"].min())
                 m[latex.macro_name("comp", "grid", norm, "max", "b", b)] = _pct(cell["mean"].max())
+    return m
+
+
+def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
+    """Every number the section quotes. ``dep0``: the first dependence network's summary rows;
+    ``dep_networks``: :func:`over_networks` of all dependence networks."""
+    result = companions.dependence_json(dep0)
+    sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
+    m = setting_macros(probes, dep0, dep_networks, result, published, params)
+    m |= size_macros(dep0, dep_networks, sizes)
+    # Exact b = 2 rate against the sampled interval, and the largest gap to the published rates.
+    if 2 in sizes and result["exact_flip_rate_b2"] is not None:
+        lo, hi = result["2"]["flip_ci"]
+        m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
+    m |= published_ratio_macros(result, dep_networks, published, sizes)
+    m |= grid_macros(probes, over_seeds, sizes)
     return m
 
 

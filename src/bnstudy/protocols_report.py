@@ -155,16 +155,8 @@ def verdict_sentence(inside: dict[str, list[int]], outside: dict[str, list[int]]
     return f"{first}: {second}."
 
 
-def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
-    """Everything the rule writes: the per-network and over-network tables, the paired
-    differences, the JSON summary, macros and a LaTeX table. ``published``: the
-    ``companions`` section of ``published.yaml``."""
-    networks = per_network(probes)
-    over = over_networks(networks, published, confidence)
-    paired = kept_minus_dropped(networks, confidence)
-    sizes = sorted(int(b) for b in networks["batch_size"].unique())
-    cell = over.set_index(["protocol", "measure", "batch_size"])
-    pair = paired.set_index(["measure", "batch_size"])
+def published_inside(over: pd.DataFrame) -> tuple[dict, dict]:
+    """Per protocol, the probe sizes whose published flip rate lies inside / outside the interval."""
     flips = over[(over["measure"] == "flip_rate") & over["published"].notna()]
     inside = {
         p: sorted(int(b) for b in flips[(flips.protocol == p) & flips.inside].batch_size)
@@ -174,22 +166,17 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
         p: sorted(int(b) for b in flips[(flips.protocol == p) & ~flips.inside].batch_size)
         for p in PROTOCOL_WORDS.values()
     }
+    return inside, outside
+
+
+def size_macros(cell: pd.DataFrame, pair: pd.DataFrame, published: dict, sizes: list[int]) -> dict:
+    """Per probe size (``...BTwo...``; at the smallest and largest also ``...Min...``/``...Max...``):
+    each protocol's means and intervals with their ratio to the published rate, kept minus dropped
+    with its verdict, and the published value."""
+    m = {}
     head = sizes[0]
-    m = {
-        "protNetworksDropped": str(int(cell.loc[("dropped", "flip_rate", head), "networks"])),
-        "protNetworksKept": str(int(cell.loc[("kept", "flip_rate", head), "networks"])),
-        "protPairs": str(int(pair.loc[("flip_rate", head), "seeds"])),
-        "protConfidence": f"{100 * confidence:g}\\%",
-        "protSizeMin": str(head),
-        "protSizeMax": str(sizes[-1]),
-        "protSizeCount": str(len(sizes)),
-        "protReproducesDropped": reproduction("dropped", inside["dropped"], outside["dropped"]),
-        "protReproducesKept": reproduction("kept", inside["kept"], outside["kept"]),
-        "protVerdict": verdict_sentence(inside, outside, head),
-    }
 
     def put(stem: str, b: int, suffix: str, value: str) -> None:
-        # per probe size (``...BTwo...``), at the smallest and largest also ``...Min...``, ``...Max...``
         m[latex.macro_name(stem, "b", b, suffix)] = value
         for end, size in (("min", head), ("max", sizes[-1])):
             if b == size:
@@ -213,43 +200,69 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
             theirs = published.get(measure, {}).get(b)
             if theirs is not None:
                 put(f"prot published {measure}", b, "", _pct(theirs))
-    summary = {
+    return m
+
+
+def summary_json(cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside, confidence: float) -> dict:
+    """The JSON summary: each protocol's interval over networks per measure and probe size, kept
+    minus dropped, and where the published flip rate lies."""
+
+    def over(p, measure, b):
+        c = cell.loc[(p, measure, b)]
+        return {
+            "networks": int(c["networks"]),
+            "mean": float(c["mean"]),
+            "ci": [float(c["ci_low"]), float(c["ci_high"])],
+            "published": _or_none(c["published"]),
+            "published_inside": bool(c["inside"]),
+        }
+
+    def kept(measure, b):
+        c = pair.loc[(measure, b)]
+        return {"pairs": int(c["seeds"]), "gain": float(c["gain"]), "ci": [float(c["ci_low"]), float(c["ci_high"])]}
+
+    return {
         "confidence": confidence,
         "probe_sizes": sizes,
         "over_networks": {
-            p: {
-                measure: {
-                    str(b): {
-                        "networks": int(cell.loc[(p, measure, b), "networks"]),
-                        "mean": float(cell.loc[(p, measure, b), "mean"]),
-                        "ci": [float(cell.loc[(p, measure, b), "ci_low"]), float(cell.loc[(p, measure, b), "ci_high"])],
-                        "published": _or_none(cell.loc[(p, measure, b), "published"]),
-                        "published_inside": bool(cell.loc[(p, measure, b), "inside"]),
-                    }
-                    for b in sizes
-                }
-                for measure in MEASURES
-            }
+            p: {measure: {str(b): over(p, measure, b) for b in sizes} for measure in MEASURES}
             for p in PROTOCOL_WORDS.values()
         },
-        "kept_minus_dropped": {
-            measure: {
-                str(b): {
-                    "pairs": int(pair.loc[(measure, b), "seeds"]),
-                    "gain": float(pair.loc[(measure, b), "gain"]),
-                    "ci": [float(pair.loc[(measure, b), "ci_low"]), float(pair.loc[(measure, b), "ci_high"])],
-                }
-                for b in sizes
-            }
-            for measure in MEASURES
-        },
+        "kept_minus_dropped": {measure: {str(b): kept(measure, b) for b in sizes} for measure in MEASURES},
         "reproduces_flip_rate": {p: {"inside": inside[p], "outside": outside[p]} for p in PROTOCOL_WORDS.values()},
     }
+
+
+def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
+    """Everything the rule writes: the per-network and over-network tables, the paired
+    differences, the JSON summary, macros and a LaTeX table. ``published``: the
+    ``companions`` section of ``published.yaml``."""
+    networks = per_network(probes)
+    over = over_networks(networks, published, confidence)
+    paired = kept_minus_dropped(networks, confidence)
+    sizes = sorted(int(b) for b in networks["batch_size"].unique())
+    cell = over.set_index(["protocol", "measure", "batch_size"])
+    pair = paired.set_index(["measure", "batch_size"])
+    inside, outside = published_inside(over)
+    head = sizes[0]
+    m = {
+        "protNetworksDropped": str(int(cell.loc[("dropped", "flip_rate", head), "networks"])),
+        "protNetworksKept": str(int(cell.loc[("kept", "flip_rate", head), "networks"])),
+        "protPairs": str(int(pair.loc[("flip_rate", head), "seeds"])),
+        "protConfidence": f"{100 * confidence:g}\\%",
+        "protSizeMin": str(head),
+        "protSizeMax": str(sizes[-1]),
+        "protSizeCount": str(len(sizes)),
+        "protReproducesDropped": reproduction("dropped", inside["dropped"], outside["dropped"]),
+        "protReproducesKept": reproduction("kept", inside["kept"], outside["kept"]),
+        "protVerdict": verdict_sentence(inside, outside, head),
+    }
+    m |= size_macros(cell, pair, published, sizes)
     return {
         "networks": networks,
         "over_networks": over,
         "paired": paired,
-        "summary": summary,
+        "summary": summary_json(cell, pair, sizes, inside, outside, confidence),
         "macros": m,
         "latex_table": latex_table(over, paired, sizes),
     }
