@@ -448,7 +448,7 @@ def expected_macros():
         for key, found in (("AboveSizes", above), ("BelowSizes", below)):
             plural = "es" if len(found) > 1 else ""
             m[f"paired{word}{key}"] = f"at batch{plural} {' and '.join(found)}" if found else "at no batch size"
-        m[f"paired{word}SignSentence"] = latex.zero_sentence("the adjusted paired intervals", above, below, 2)
+        m[f"paired{word}SignSentence"] = sign_sentence_of_two(above, below)
         least = min(SIZES, key=lambda b: by_size[b]["gain"])
         e = by_size[least]
         m[f"paired{word}LeastGain"] = spts(e["gain"])
@@ -528,7 +528,62 @@ def expected_macros():
     m["pubGapBatchnormMinInSe"] = f"{abs(gap_bn2) / (sd_bn2 * math.sqrt(1 / 5 + 1 / 3)):.1f}"
     m["pubBatchnormBTwo"] = "0.400"
     m["pubBatchnormBEight"] = "0.900"
+    # the generated claims: batch norm minus none at b = 2 holds zero once adjusted, so no share of a
+    # loss is claimed; renormalisation's adjusted interval at 2 lies above zero, its least (at 8) holds it
+    exact, renorm, least = (
+        gains[("exact_vs_ema", 2)],
+        gains[("batchrenorm_vs_batchnorm", 2)],
+        gains[("batchrenorm_vs_batchnorm", 8)],
+    )
+    assert gains[("batchnorm_vs_none", 2)]["ci_low_adj"] < 0 < gains[("batchnorm_vs_none", 2)]["ci_high_adj"]
+    assert exact["ci_low_adj"] > 0 and renorm["ci_low_adj"] > 0 and least["ci_low_adj"] < 0 < least["ci_high_adj"]
+    m["recoverySentence"] = (
+        "At batch 2 that difference's adjusted interval contains zero, so there is no established loss to "
+        "recover; exact statistics of the training data in place of the running averages change the accuracy "
+        f"there by ${spts(exact['gain'])}$ points $[{spts(exact['ci_low_adj'])}, {spts(exact['ci_high_adj'])}]$ "
+        "(adjusted), an interval that lies wholly above zero"
+    )
+    m["renormSentence"] = (
+        "Batch renormalisation is ahead of batch normalisation at batch 2, by "
+        f"${spts(renorm['gain'])}$ points $[{spts(renorm['ci_low_adj'])}, {spts(renorm['ci_high_adj'])}]$ "
+        "(adjusted); its smallest paired difference to batch normalisation, at batch 8, is "
+        f"${spts(least['gain'])}$ points $[{spts(least['ci_low_adj'])}, {spts(least['ci_high_adj'])}]$ "
+        "(adjusted), an interval that contains zero"
+    )
+    m["pairedBatchrenormVsBatchnormMinDifference"] = (
+        f"a paired difference to batch normalisation of ${spts(renorm['gain'])}$ points "
+        f"$[{spts(renorm['ci_low'])}, {spts(renorm['ci_high'])}]$, an interval that lies wholly above zero"
+    )
     return m
+
+
+def sign_sentence_of_two(above: list[str], below: list[str]) -> str:
+    """Where the adjusted intervals of the two batch sizes lie, every case written out (not
+    built by the code under test: bnstudy.latex.zero_sentence)."""
+    s = "the adjusted paired intervals"
+    return {
+        ((), ()): f"{s} contain zero at every batch size",
+        (("2",), ()): f"{s} lie wholly above zero at batch 2, and contain zero at the other batch size",
+        (("8",), ()): f"{s} lie wholly above zero at batch 8, and contain zero at the other batch size",
+        (("2", "8"), ()): f"{s} lie wholly above zero at every batch size",
+        ((), ("2",)): f"{s} lie wholly below zero at batch 2, and contain zero at the other batch size",
+        ((), ("8",)): f"{s} lie wholly below zero at batch 8, and contain zero at the other batch size",
+        ((), ("2", "8")): f"{s} lie wholly below zero at every batch size",
+        (("8",), ("2",)): f"{s} lie wholly below zero at batch 2, and wholly above zero at batch 8",
+        (("2",), ("8",)): f"{s} lie wholly below zero at batch 8, and wholly above zero at batch 2",
+    }[(tuple(above), tuple(below))]
+
+
+def test_sign_sentence_of_two_is_the_codes_for_every_case():
+    """The written-out expectation above against the code, case by case."""
+    for above, below in [([], []), (["2"], []), (["8"], []), (["2", "8"], []), ([], ["2"]), ([], ["8"])]:
+        assert latex.zero_sentence("the adjusted paired intervals", above, below, 2) == sign_sentence_of_two(
+            above, below
+        )
+    for above, below in [([], ["2", "8"]), (["8"], ["2"]), (["2"], ["8"])]:
+        assert latex.zero_sentence("the adjusted paired intervals", above, below, 2) == sign_sentence_of_two(
+            above, below
+        )
 
 
 def test_every_macro_by_value(result):

@@ -121,6 +121,116 @@ def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
     return "; ".join(clauses) if clauses else "n/a"
 
 
+def _adjusted(row) -> str:
+    """A paired row's mean gain and adjusted interval: ``$+0.60$ points [$+0.06$, $+1.14$]``."""
+    return f"${signed_points(row.gain)}$ points ${points_interval(row.ci_low_adj, row.ci_high_adj, signed=True)}$"
+
+
+def _side(row) -> str:
+    """``below``, ``above`` or ``zero``: where a paired row's adjusted interval lies."""
+    return "below" if row.ci_high_adj < 0 else "above" if row.ci_low_adj > 0 else "zero"
+
+
+STATISTICS = "exact statistics of the training data in place of the running averages"
+
+
+def recovery_sentence(loss, exact, closed: float, b: int) -> str:
+    """What exact statistics recover of batch normalisation's loss to no normaliser at batch ``b``,
+    in words that follow the adjusted intervals: ``loss`` (batch norm minus none) and ``exact``
+    (exact statistics minus the trained EMA) are paired rows; ``closed``: the share of the gap the
+    exact statistics close. A share of the loss is named only where the loss's interval lies
+    wholly below zero, and the rest put in the weights (by inference) only where the exact
+    statistics' gain lies wholly above zero and leaves a rest."""
+    gain = f"{_adjusted(exact)} (adjusted)"
+    if _side(loss) == "zero":
+        return (
+            f"At batch {b} that difference's adjusted interval contains zero, so there is no established "
+            f"loss to recover; {STATISTICS} change the accuracy there by {gain}, an interval that "
+            f"{latex.verdict(exact.ci_low_adj, exact.ci_high_adj)}"
+        )
+    if _side(loss) == "above":
+        return (
+            f"At batch {b} batch normalisation is ahead of no normaliser (the adjusted interval lies wholly "
+            f"above zero), so there is no loss to recover; {STATISTICS} change its accuracy by {gain}"
+        )
+    head = f"{STATISTICS[0].upper()}{STATISTICS[1:]}"
+    if _side(exact) == "zero":
+        return (
+            f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero, so no share "
+            "of the loss is shown to lie in the running statistics"
+        )
+    if _side(exact) == "below":
+        return f"{head} lower the accuracy at batch {b} further, by {gain}"
+    share = latex.fmt(closed, 0, percent=True)
+    if closed >= 1:
+        return f"{head} recover the whole loss at batch {b} ({share} of it; {gain})"
+    return (
+        f"{head} recover {share} of the loss at batch {b} ({gain}); as no set of statistics we tried "
+        "recovers the rest, we infer, without measuring it directly, that the rest lies in the weights"
+    )
+
+
+def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> str:
+    """Batch renormalisation against batch normalisation, from the adjusted paired intervals: at
+    the smallest batch ``b`` (``at_min``; "recovers" a share of the loss only where batch norm's
+    loss to none and renormalisation's gain both lie wholly beyond zero) and at the batch size of
+    its smallest paired difference (``least``), each with the interval's verdict."""
+    gain = f"{_adjusted(at_min)} (adjusted)"
+    side = _side(at_min)
+    if side == "above" and loss_below:
+        text = f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({gain})"
+    elif side == "above":
+        text = f"Batch renormalisation is ahead of batch normalisation at batch {b}, by {gain}"
+    elif side == "below":
+        text = f"Batch renormalisation falls behind batch normalisation at batch {b}, by {gain}"
+    else:
+        text = (
+            f"Batch renormalisation cannot be told apart from batch normalisation at batch {b} ({gain}, "
+            "an interval that contains zero)"
+        )
+    if int(least.batch_size) == b:
+        return f"{text}; this is its smallest paired difference to batch normalisation"
+    text += (
+        f"; its smallest paired difference to batch normalisation, at batch {int(least.batch_size)}, is "
+        f"{_adjusted(least)} (adjusted), an interval that {latex.verdict(least.ci_low_adj, least.ci_high_adj)}"
+    )
+    if _side(least) == "below":
+        text += ": there it loses accuracy"
+    return text
+
+
+def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
+    """The abstract's generated claims at the smallest batch size: ``recoverySentence`` and
+    ``renormSentence`` (:func:`recovery_sentence`, :func:`renorm_sentence`); section 2's
+    ``pairedBatchrenormVsBatchnormMinDifference`` (:func:`bnstudy.latex.difference_clause`)."""
+    b = sizes[0]
+    row = {
+        (p.comparison, int(p.batch_size)): p
+        for p in pair_summary.itertuples(index=False)
+        if not p.comparison.endswith("keep_vs_drop")
+    }
+    base, ref = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
+    loss = row.get(("batchnorm_vs_none", b))
+    if base is None or ref is None or loss is None:
+        return {}
+    gap = ref.mean - base.mean
+    m = {}
+    exact, exact_cell = row.get(("exact_vs_ema", b)), cell.get(("batchnorm", b, "exact"))
+    if exact is not None and exact_cell is not None:
+        closed = (exact_cell.mean - base.mean) / gap if gap != 0 else float("nan")
+        m["recoverySentence"] = recovery_sentence(loss, exact, closed, b)
+    renorm, renorm_cell = row.get(("batchrenorm_vs_batchnorm", b)), cell.get(("batchrenorm", b, "inference"))
+    if renorm is not None and renorm_cell is not None:
+        rows = pair_summary[pair_summary.comparison == "batchrenorm_vs_batchnorm"].sort_values("batch_size")
+        least = rows.loc[rows["gain"].idxmin()]
+        closed = (renorm_cell.mean - base.mean) / gap if gap != 0 else float("nan")
+        m["renormSentence"] = renorm_sentence(renorm, least, closed, _side(loss) == "below", b)
+        m["pairedBatchrenormVsBatchnormMinDifference"] = latex.difference_clause(
+            renorm.gain, renorm.ci_low, renorm.ci_high, "batch normalisation"
+        )
+    return m
+
+
 def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
     """Ours minus published, per published cell in our grid, also in units of our seed sd."""
     rows = []
@@ -372,4 +482,5 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     m |= distance_macros(distance_summary, sizes)
     m |= published_gain_macros(summary, cell, published, pair_summary)
     m |= published_gap_macros(cell, published, int(runs["seed"].nunique()), sizes)
+    m |= claim_macros(cell, pair_summary, sizes)
     return m

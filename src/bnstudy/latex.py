@@ -89,6 +89,16 @@ def verdict(lo: float, hi: float, plural: bool = False) -> str:
     return "contain zero" if plural else "contains zero"
 
 
+def difference_clause(gain, lo, hi, other: str, digits: int = 2) -> str:
+    """A paired difference ``A - B`` (shares) in words that agree with its interval, whatever its
+    sign: ``a paired difference to {other} of $+0.06$ points [$-2.06$, $+2.18$], an interval that
+    contains zero`` (never "above" or "below" ``other`` for an interval that contains zero)."""
+    ci = points_interval(lo, hi, signed=True, digits=digits)
+    return f"a paired difference to {other} of ${signed_points(gain, digits)}$ points ${ci}$, an interval that " + (
+        verdict(lo, hi)
+    )
+
+
 def _finite(value) -> bool:
     return value is not None and math.isfinite(value)
 

@@ -2,9 +2,9 @@
 the replicate shuffles and the class-sorted networks.
 
 The rule script ``running_stats_summary.py`` reads its inputs and writes what
-:func:`summarise` returns. Means over shuffles and seeds, with Student-t intervals,
-are :func:`bnstudy.stats.summarise_over_seeds` (sums correctly rounded); ratios are
-single divisions. Nothing here depends on the CPU.
+:func:`summarise` returns. Means over shuffles and seeds, with Student-t intervals (the
+shuffles' errors on the log scale), are :func:`bnstudy.stats.summarise_over_seeds` (sums
+correctly rounded); ratios are single divisions. Nothing here depends on the CPU.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ VAR_HIGH, VAR_LOW = 5.0, 0.5  # the population description counts variances at l
 
 
 def shuffle_summary_table(shuffles: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Mean, sd and t interval over shuffles of each metric, per estimator and batch size."""
+    """Mean, sd and interval over shuffles of each metric, per estimator and batch size: both
+    metrics are errors (never negative), so the Student-t interval is formed on the log scale
+    (:func:`bnstudy.stats.positive_interval`) and never reaches below zero."""
     long = shuffles.melt(
         id_vars=["estimator", "batch_size", "updates", "shuffle"], value_vars=list(SHUFFLE_METRICS), var_name="metric"
     )
     return stats.summarise_over_seeds(
-        long, ["estimator", "batch_size", "updates", "metric"], "value", confidence
+        long, ["estimator", "batch_size", "updates", "metric"], "value", confidence, positive=True
     ).rename(columns={"seeds": "shuffles"})
 
 
