@@ -209,3 +209,12 @@ def test_degenerate_shares_are_said_in_words():
 def test_verdict_agrees_in_number():
     assert latex.verdict(0.1, 0.2, plural=True) == "lie wholly above zero"
     assert latex.verdict(-0.1, 0.2, plural=True) == "contain zero"
+
+
+def test_a_degenerate_interval_prints_no_interval():
+    """Every seed alike: no ``[0.00, 0.00]`` or ``[80.0, 80.0]`` (issue 29, item 4), in text and in math."""
+    assert latex.points_interval(0.0, 0.0, signed=True) == "\\text{(every seed alike)}"
+    assert latex.points_interval(0.8, 0.8) == "\\text{(every seed alike)}"
+    assert latex.math_points_interval({"ci": [0.0, 0.0]}) == "$\\text{(every seed alike)}$"
+    assert latex.points_interval(0.1, 0.2) == "[10.0, 20.0]"
+    assert latex.points_interval(float("nan"), float("nan")) == "[n/a, n/a]"

@@ -404,6 +404,18 @@ def networks_table(dep_networks) -> tuple:
     )
 
 
+def network_accuracy_macros(dep: pd.DataFrame, confidence: float) -> dict:
+    """The dependence networks' inference-mode accuracy, mean over networks with its interval
+    (logit scale; ``compNetInferenceAcc``, ``compNetInferenceAccCi``), as fractions: the value the
+    text quotes beside the other means over networks (the first network's alone is in its table)."""
+    per_network = dep.groupby("seed", sort=True)["inference_accuracy"].first()
+    if len(per_network) < 2:
+        return {}
+    mean, _, lo, hi = stats.share_interval(per_network.tolist(), confidence)
+    value, ci = _value_and_interval(mean, lo, hi, percent=False)
+    return {"compNetInferenceAcc": value, "compNetInferenceAccCi": ci}
+
+
 def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
     """Everything the rule writes. ``params``: seed, resamples, confidence, examples_per_class,
     batches_per_example, one_class_batch_size."""
@@ -425,6 +437,7 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
     all_macros = macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep)
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
     all_macros |= components_macros(probes, sizes, params["confidence"])
+    all_macros |= network_accuracy_macros(dep, params["confidence"])
     all_macros |= end_macros(all_macros, dep0, over_seeds, int(params["one_class_batch_size"]))
     return {
         "summary_table": summary,

@@ -161,15 +161,30 @@ def math_points(value, digits: int = 1) -> str:
 
 
 def math_points_interval(entry: dict, digits: int = 1) -> str:
-    """``entry["ci"]`` as ``[$-8.7$, $+3.1$]`` (:func:`math_points`)."""
+    """``entry["ci"]`` as ``[$-8.7$, $+3.1$]`` (:func:`math_points`); :data:`ALIKE` (in math mode)
+    for a degenerate interval."""
     lo, hi = entry["ci"]
+    if degenerate(lo, hi):
+        return f"${ALIKE}$"
     return f"[{math_points(lo, digits)}, {math_points(hi, digits)}]"
+
+
+ALIKE = "\\text{(every seed alike)}"
+
+
+def degenerate(lo, hi) -> bool:
+    """An interval of one point (both ends finite and equal): the values it is over are all alike
+    (zero spread), and ``[x, x]`` would say nothing; print :data:`ALIKE` instead."""
+    return _finite(lo) and _finite(hi) and lo == hi
 
 
 def points_interval(lo, hi, signed: bool = False, digits: int | None = None) -> str:
     """``[lo, hi]`` in percent (signed: in signed percentage points), ``digits`` decimals
     (by default those of :func:`points` or :func:`signed_points`), each end with the
-    decimals its sign needs (:func:`endpoint`)."""
+    decimals its sign needs (:func:`endpoint`); :data:`ALIKE` for a degenerate interval
+    (every seed's value the same), never ``[0.00, 0.00]``."""
+    if degenerate(lo, hi):
+        return ALIKE
     f = signed_points if signed else points
     if digits is None:
         return f"[{f(lo)}, {f(hi)}]"
