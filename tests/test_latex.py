@@ -187,6 +187,9 @@ def test_endpoint_prints_the_sign_of_every_nonzero_value(value, digits, signed):
 def test_a_verdict_can_be_read_off_the_printed_interval(lo, width, digits):
     hi = lo + width
     text = latex.points_interval(lo, hi, signed=True, digits=digits)
+    if hi == lo:  # every seed alike: no interval printed, the point carries the sign
+        assert text == latex.ALIKE
+        return
     plo, phi = (float(v) for v in text.strip("[]").split(", "))
     words = latex.verdict(lo, hi)
     assert words == {(True, False): "lies wholly above zero", (False, True): "lies wholly below zero"}.get(
