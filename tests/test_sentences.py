@@ -333,12 +333,12 @@ def pair_row(side: str, batch_size: int = 2) -> pd.Series:
 
 STATS = "exact statistics of the training data in place of the running averages"
 RECOVERY = {  # (loss side, exact side, share closed) -> the sentence, written out
-    ("zero", "above", 0.5): f"At batch 2 that difference's adjusted interval contains zero, so there is no "
-    f"established loss to recover; {STATS} change the accuracy there by {ROW['above'][3]} (adjusted), an "
-    "interval that lies wholly above zero",
-    ("zero", "zero", 0.5): f"At batch 2 that difference's adjusted interval contains zero, so there is no "
-    f"established loss to recover; {STATS} change the accuracy there by {ROW['zero'][3]} (adjusted), an "
-    "interval that contains zero",
+    ("zero", "above", 0.5): "At batch 2 the adjusted interval of batch normalisation minus no normaliser contains "
+    f"zero, so there is no established loss to recover; {STATS} change the accuracy there by {ROW['above'][3]} "
+    "(adjusted), an interval that lies wholly above zero",
+    ("zero", "zero", 0.5): "At batch 2 the adjusted interval of batch normalisation minus no normaliser contains "
+    f"zero, so there is no established loss to recover; {STATS} change the accuracy there by {ROW['zero'][3]} "
+    "(adjusted), an interval that contains zero",
     ("above", "below", 0.5): "At batch 2 batch normalisation is ahead of no normaliser (the adjusted interval "
     f"lies wholly above zero), so there is no loss to recover; {STATS} change its accuracy by "
     f"{ROW['below'][3]} (adjusted)",

@@ -374,6 +374,12 @@ def test_gains_are_scipys_paired_t_interval_with_mcnemar_seeds(result):
 # ---- macros --------------------------------------------------------------------------------
 
 
+def sci(lo, hi):
+    """A signed interval in points as the paper prints it; a degenerate one (every seed's
+    difference the same) as words, never ``[x, x]``."""
+    return "\\text{(every seed alike)}" if lo == hi else f"[{spts(lo)}, {spts(hi)}]"
+
+
 def expected_macros():
     cells = expected_cells()
     m = {
@@ -420,10 +426,10 @@ def expected_macros():
     for (name, b), e in gains.items():
         for stem in (f"paired{names[name]}{END[b]}",) + ((f"paired{names[name]}",) if "keep" in name else ()):
             m[f"{stem}Gain"] = spts(e["gain"])
-            m[f"{stem}Ci"] = f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]"
+            m[f"{stem}Ci"] = sci(e["ci_low"], e["ci_high"])
             m[f"{stem}Won"] = str(e["a_only"])
             if stem.endswith(END[b]):
-                m[f"{stem}AdjCi"] = f"[{spts(e['ci_low_adj'])}, {spts(e['ci_high_adj'])}]"
+                m[f"{stem}AdjCi"] = sci(e["ci_low_adj"], e["ci_high_adj"])
                 m[f"{stem}AdjVerdict"] = (
                     "lies wholly below zero"
                     if e["ci_high_adj"] < 0
@@ -452,8 +458,8 @@ def expected_macros():
         least = min(SIZES, key=lambda b: by_size[b]["gain"])
         e = by_size[least]
         m[f"paired{word}LeastGain"] = spts(e["gain"])
-        m[f"paired{word}LeastCi"] = f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]"
-        m[f"paired{word}LeastAdjCi"] = f"[{spts(e['ci_low_adj'])}, {spts(e['ci_high_adj'])}]"
+        m[f"paired{word}LeastCi"] = sci(e["ci_low"], e["ci_high"])
+        m[f"paired{word}LeastAdjCi"] = sci(e["ci_low_adj"], e["ci_high_adj"])
         m[f"paired{word}LeastAdjVerdict"] = (
             "lies wholly below zero"
             if e["ci_high_adj"] < 0
@@ -538,10 +544,11 @@ def expected_macros():
     assert gains[("batchnorm_vs_none", 2)]["ci_low_adj"] < 0 < gains[("batchnorm_vs_none", 2)]["ci_high_adj"]
     assert exact["ci_low_adj"] > 0 and renorm["ci_low_adj"] > 0 and least["ci_low_adj"] < 0 < least["ci_high_adj"]
     m["recoverySentence"] = (
-        "At batch 2 that difference's adjusted interval contains zero, so there is no established loss to "
-        "recover; exact statistics of the training data in place of the running averages change the accuracy "
-        f"there by ${spts(exact['gain'])}$ points $[{spts(exact['ci_low_adj'])}, {spts(exact['ci_high_adj'])}]$ "
-        "(adjusted), an interval that lies wholly above zero"
+        "At batch 2 the adjusted interval of batch normalisation minus no normaliser contains zero, so there is "
+        "no established loss to recover; exact statistics of the training data in place of the running averages "
+        f"change the accuracy there by ${spts(exact['gain'])}$ points "
+        f"$[{spts(exact['ci_low_adj'])}, {spts(exact['ci_high_adj'])}]$ (adjusted), an interval that lies wholly "
+        "above zero"
     )
     m["renormSentence"] = (
         "Batch renormalisation is ahead of batch normalisation at batch 2, by "
@@ -807,7 +814,7 @@ def test_tables_by_value(result):
                 paired.LABELS[name] if first else "",
                 str(b),
                 spts(e["gain"]),
-                f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]",
+                sci(e["ci_low"], e["ci_high"]),
                 e["net_rows"],
                 f"{e['a_only']} / {e['b_only']}",
                 f"{e['better']} / {e['worse']}",
@@ -1008,7 +1015,7 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
     same = COUNTS[("none", "inference")][8]
     counts = COUNTS | {("batchnorm", "inference"): {2: [2, 4, 1], 8: list(same)}}
     m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
-    assert m["pairedBatchnormVsNoneMaxCi"] == "[0.00, 0.00]"
+    assert m["pairedBatchnormVsNoneMaxCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["gainComparedExcludingZero"] == "0"  # an interval touching zero does not exclude it
     assert m["gainsExcludingZero"] == "0"  # adjusted over b = 2 and 8, b = 2's no longer excludes zero
     # no spread in either cell at b = 8: the standard error of the difference is 0
@@ -1057,7 +1064,7 @@ def test_a_remedy_interval_of_exactly_zero_lies_neither_above_nor_below():
     # the cumulative average scores as the trained EMA at b = 2, seed by seed: its interval is [0, 0]
     counts = COUNTS | {("batchnorm", "cumulative"): {2: [2, 4, 1], 8: [7, 7, 6]}}
     m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
-    assert m["pairedCumulativeVsEmaMinCi"] == "[0.00, 0.00]"
+    assert m["pairedCumulativeVsEmaMinCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["remedySignSentence"].startswith(
         "the paired intervals of the cumulative average lie wholly below zero at batch 8, "
         "and contain zero at the other batch size; "

@@ -79,8 +79,7 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
         least = g.loc[g["gain"].idxmin()]
         stem = ("paired", name, "least")
         m[latex.macro_name(*stem, "gain")] = signed_points(float(least.gain))
-        lo, hi = signed_points(float(least.ci_low)), signed_points(float(least.ci_high))
-        m[latex.macro_name(*stem, "ci")] = f"[{lo}, {hi}]"
+        m[latex.macro_name(*stem, "ci")] = points_interval(float(least.ci_low), float(least.ci_high), signed=True)
         m[latex.macro_name(*stem, "adj ci")] = points_interval(least.ci_low_adj, least.ci_high_adj, signed=True)
         m[latex.macro_name(*stem, "adj verdict")] = latex.verdict(least.ci_low_adj, least.ci_high_adj)
         m[latex.macro_name(*stem, "size")] = str(int(least.batch_size))
@@ -144,9 +143,9 @@ def recovery_sentence(loss, exact, closed: float, b: int) -> str:
     gain = f"{_adjusted(exact)} (adjusted)"
     if _side(loss) == "zero":
         return (
-            f"At batch {b} that difference's adjusted interval contains zero, so there is no established "
-            f"loss to recover; {STATISTICS} change the accuracy there by {gain}, an interval that "
-            f"{latex.verdict(exact.ci_low_adj, exact.ci_high_adj)}"
+            f"At batch {b} the adjusted interval of batch normalisation minus no normaliser contains zero, so "
+            f"there is no established loss to recover; {STATISTICS} change the accuracy there by {gain}, an "
+            f"interval that {latex.verdict(exact.ci_low_adj, exact.ci_high_adj)}"
         )
     if _side(loss) == "above":
         return (
