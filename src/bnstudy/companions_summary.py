@@ -47,7 +47,14 @@ def _fraction(v):
     return latex.endpoint(v, 3, scale=1.0, bounds=(1.0,))
 
 
+NO_SPREAD = "(no spread)"
+
+
 def _interval(lo, hi, percent=True):
+    """``[lo, hi]``; :data:`NO_SPREAD` for a degenerate interval (every resample or network alike),
+    never ``[80.0\\%, 80.0\\%]``."""
+    if latex.degenerate(lo, hi):
+        return NO_SPREAD
     f = _pct if percent else _fraction
     return f"[{f(lo)}, {f(hi)}]"
 

@@ -112,6 +112,11 @@ def _pct(value) -> str:
     return text if text == "n/a" else text + "\\%"
 
 
+def _pct_interval(lo, hi) -> str:
+    """``[lo\\%, hi\\%]``; ``(no spread)`` where every network is alike, never ``[x, x]``."""
+    return "(no spread)" if latex.degenerate(lo, hi) else f"[{_pct(lo)}, {_pct(hi)}]"
+
+
 def _sizes(sizes) -> str:
     return words([f"$b = {b}$" for b in sizes])
 
@@ -188,7 +193,7 @@ def size_macros(cell: pd.DataFrame, pair: pd.DataFrame, published: dict, sizes: 
                 r = cell.loc[(protocol, measure, b)]
                 stem = f"prot {protocol} {measure}"
                 put(stem, b, "", _pct(r["mean"]))
-                put(stem, b, "ci", f"[{_pct(r.ci_low)}, {_pct(r.ci_high)}]")
+                put(stem, b, "ci", _pct_interval(r.ci_low, r.ci_high))
                 if r.published == r.published:
                     put(stem, b, "ratio", latex.fmt(r.ratio, 1))
         for measure in MEASURES:
@@ -284,7 +289,7 @@ def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes) -> tuple:
             row = [label[measure], f"$b={b}$"]
             for protocol in PROTOCOL_WORDS.values():
                 r = cell.loc[(protocol, measure, b)]
-                row.append(f"{_pct(r['mean'])} [{_pct(r.ci_low)}, {_pct(r.ci_high)}]")
+                row.append(f"{_pct(r['mean'])} {_pct_interval(r.ci_low, r.ci_high)}")
             theirs = cell.loc[("dropped", measure, b), "published"]
             row.append("--" if theirs != theirs else _pct(theirs))
             r = pair.loc[(measure, b)]

@@ -29,6 +29,13 @@ def shuffle_summary_table(shuffles: pd.DataFrame, confidence: float) -> pd.DataF
     ).rename(columns={"seeds": "shuffles"})
 
 
+def _shuffle_interval(lo, hi) -> str:
+    """``[lo, hi]`` with four decimals; ``(every shuffle alike)`` for a degenerate interval."""
+    if latex.degenerate(lo, hi):
+        return "(every shuffle alike)"
+    return f"[{latex.endpoint(float(lo), 4, scale=1.0)}, {latex.endpoint(float(hi), 4, scale=1.0)}]"
+
+
 def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
     """Macros of the replicated shuffles: every mean with its interval, the best batch size, and
     a sentence on monotonicity that is true of the means."""
@@ -40,7 +47,7 @@ def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
         """``mean [lo, hi]``; ``exactly 0 in every shuffle`` for a degenerate interval at zero."""
         if float(r.mean) == 0 and float(r.ci_low) == 0 and float(r.ci_high) == 0:
             return "exactly 0 in every shuffle", ""
-        return f4(r.mean), f"[{f4(r.ci_low)}, {f4(r.ci_high)}]"
+        return f4(r.mean), _shuffle_interval(r.ci_low, r.ci_high)
 
     m = {"rsShuffles": str(int(summary["shuffles"].max())), "rsConfidence": f"{100 * confidence:g}\\%"}
     ema = summary[(summary.estimator == "ema") & (summary.metric == "running_error")]
@@ -56,7 +63,7 @@ def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
         for end, b in (("min", sizes[0]), ("max", sizes[-1]), ("best", best)):
             r = ema[ema.batch_size == b].iloc[0]
             m[latex.macro_name("rs rep running error", end)] = f4(r["mean"])
-            m[latex.macro_name("rs rep running error", end, "ci")] = f"[{f4(r.ci_low)}, {f4(r.ci_high)}]"
+            m[latex.macro_name("rs rep running error", end, "ci")] = _shuffle_interval(r.ci_low, r.ci_high)
         # every estimator at the smallest and the largest batch, named without the size
         for r in summary[summary.batch_size.isin([sizes[0], sizes[-1]])].itertuples(index=False):
             end = "min" if int(r.batch_size) == sizes[0] else "max"
@@ -79,7 +86,7 @@ def shuffle_table(summary: pd.DataFrame) -> tuple:
         r = r.iloc[0]
         if float(r["mean"]) == 0 and float(r.ci_low) == 0 and float(r.ci_high) == 0:
             return "exactly 0"
-        return f"{f4(r['mean'])} [{f4(r.ci_low)}, {f4(r.ci_high)}]"
+        return f"{f4(r['mean'])} {_shuffle_interval(r.ci_low, r.ci_high)}"
 
     rows = []
     for b in sorted(int(v) for v in summary.batch_size.unique()):
