@@ -293,13 +293,18 @@ def with_ci(v, lo, hi, f=pct):
         return "every one"
     if v == lo == hi == 0:
         return "none"
-    return f"{f(v)} [{f(lo)}, {f(hi)}]"
+    return f"{f(v)} {ci_text(lo, hi, f)}"
+
+
+def ci_text(lo, hi, f=pct):
+    """``[lo, hi]``, or ``(no spread)`` where both ends are one point."""
+    return "(no spread)" if lo == hi else f"[{f(lo)}, {f(hi)}]"
 
 
 def value_and_ci(v, lo, hi, f=pct):
     """The value and the interval as two macros; the words and no interval when degenerate."""
     words = with_ci(v, lo, hi, f)
-    return (words, "") if words in ("every one", "none") else (f(v), f"[{f(lo)}, {f(hi)}]")
+    return (words, "") if words in ("every one", "none") else (f(v), ci_text(lo, hi, f))
 
 
 def crossed_reference(table):
@@ -362,7 +367,8 @@ def expected_macros(published=PUBLISHED):
         "compInferenceAcc": f"{first[('random', 2)]['inference_accuracy']:.3f}",
         # every dependence network's accuracy over the probed examples: mean and logit-scale t interval
         "compNetInferenceAcc": f3(net_acc[0]),
-        "compNetInferenceAccCi": f"[{f3(net_acc[2])}, {f3(net_acc[3])}]",
+        # every network alike here: "(no spread)", not "[0.750, 0.750]"
+        "compNetInferenceAccCi": ci_text(net_acc[2], net_acc[3], f3),
         "compPublishedInferenceAcc": "0.990",
         "compOwnFlip": pct(own),
         "compOtherFlip": pct(other),
