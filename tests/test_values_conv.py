@@ -225,9 +225,13 @@ def expected_macros(runs, rates, mlp):
                 gain, _, lo, hi = t_interval(diffs)
                 _, _, lo_adj, hi_adj = t_interval(diffs, 1 - (1 - CONFIDENCE) / len(SIZES))  # Bonferroni
                 m[macro_name("conv gain", norm, short, where)] = spts(gain)
-                m[macro_name("conv gain", norm, short, where, "ci")] = f"[{spts(lo)}, {spts(hi)}]"
+                m[macro_name("conv gain", norm, short, where, "ci")] = (
+                    "\\text{(every seed alike)}" if lo == hi else f"[{spts(lo)}, {spts(hi)}]"
+                )
                 m[macro_name("conv gain", norm, short, where, "verdict")] = where_(lo, hi)
-                m[macro_name("conv gain", norm, short, where, "adj ci")] = f"[{spts(lo_adj)}, {spts(hi_adj)}]"
+                m[macro_name("conv gain", norm, short, where, "adj ci")] = (
+                    "\\text{(every seed alike)}" if lo_adj == hi_adj else f"[{spts(lo_adj)}, {spts(hi_adj)}]"
+                )
                 m[macro_name("conv gain", norm, short, where, "adj verdict")] = where_(lo_adj, hi_adj)
                 if norm == "batchnorm" and short == "train" and hi < 0:
                     below.append(str(b))

@@ -1,5 +1,6 @@
-"""Intervals: over seeds (Student t; for shares on the logit scale), over examples
-(bootstrap), and over networks and examples together (crossed variance components).
+"""Intervals: over seeds (Student t; for shares on the logit scale, for positive quantities on
+the log scale), over examples (bootstrap), and over networks and examples together (crossed
+variance components).
 
 Sums here are exact-then-rounded (``math.fsum``: the correctly rounded sum of
 the values, so the same on every machine and in every order) or, for the
@@ -98,8 +99,61 @@ def share_interval(values, confidence: float = 0.95) -> tuple[float, float, floa
     return mean, sd, lo, hi
 
 
+def log_interval(mean: float, se: float, quantile: float) -> tuple[float, float]:
+    """``mean +- quantile * se`` for a positive quantity (an error, a distance), on the log scale
+    and mapped back (delta method: the standard error of the log is ``se / mean``), so both ends
+    are positive and the interval contains ``mean``; the same rule as :func:`logit_interval`
+    with one bound instead of two. A mean of exactly 0 (every value 0) gives ``[0, 0]``."""
+    if not (math.isfinite(mean) and math.isfinite(se)):
+        return float("nan"), float("nan")
+    if mean <= 0:
+        return mean, mean
+    from bnstudy.base.fixedmath import (
+        exp,  # the same bits on every CPU (libm's exp differs between its FMA and plain paths)
+    )
+
+    half = quantile * se / mean
+    if half == 0:
+        return mean, mean
+    # the round trip through exp may move an end by an ulp past the mean: keep it in
+    return min(mean * exp(-half), mean), max(mean * exp(half), mean)
+
+
+def positive_interval(values, confidence: float = 0.95) -> tuple[float, float, float, float]:
+    """Mean, sample sd and a bounded interval over seeds (or shuffles) for a quantity that cannot
+    be negative: the Student-t interval (``n - 1`` degrees of freedom) formed on the log scale
+    (:func:`log_interval`), which never reaches below zero, as a t interval on the raw scale can
+    with few values. With one value the interval is NaN."""
+    n = len(values)
+    mean, sd = mean_sd(values)
+    if n < 2:
+        return mean, float("nan"), float("nan"), float("nan")
+    lo, hi = log_interval(mean, sd / math.sqrt(n), t_quantile(0.5 + confidence / 2, n - 1))
+    return mean, sd, lo, hi
+
+
 def _square(x: float) -> float:
     return x * x
+
+
+def crossed_mean_variance(ms_a: float, df_a: int, ms_b: float, df_b: int, ms_res: float, df_res: int):
+    """The variance of a crossed design's grand mean, times the number of cells, and its degrees
+    of freedom: the one rule of every crossed interval (companions' networks x examples,
+    serving's networks x stream replicates).
+
+    With two random factors ``a`` and ``b`` and mean squares ``MS_a``, ``MS_b`` and ``MS_res``
+    (the two-way analysis of variance without replication), ``MS_a + MS_b - MS_res`` estimates
+    ``N_a N_b`` times the grand mean's variance ``s_a / N_a + s_b / N_b + s_res / (N_a N_b)``,
+    with Satterthwaite's degrees of freedom ``(MS_a + MS_b - MS_res)^2 / (MS_a^2 / df_a +
+    MS_b^2 / df_b + MS_res^2 / df_res)``. Each factor's own mean square estimates a lower bound
+    on the same quantity (``E MS_a = s_res + N_b s_a``), so where the combination falls to or
+    below the larger of ``MS_a`` and ``MS_b`` (it can: the subtraction is noisy) that mean square
+    is used instead, with its own degrees of freedom. Returns ``(variance times N_a N_b, df)``."""
+    combined = ms_a + ms_b - ms_res
+    floor, df_floor = max((ms_a, df_a), (ms_b, df_b))
+    if combined > floor:
+        return combined, combined * combined / (ms_a * ms_a / df_a + ms_b * ms_b / df_b + ms_res * ms_res / df_res)
+    return floor, float(df_floor)
 
 
 def crossed_components(table, confidence: float = 0.95) -> dict:
@@ -112,9 +166,10 @@ def crossed_components(table, confidence: float = 0.95) -> dict:
     ``s_res + N s_ex`` and ``s_res``, so ``s_net = (MS_net - MS_res) / E`` and
     ``s_ex = (MS_ex - MS_res) / N`` (each floored at 0). The grand mean's variance over new
     networks and new examples is ``s_net / N + s_ex / E + s_res / (N E)``, estimated by
-    ``(MS_net + MS_ex - MS_res) / (N E)`` (floored at ``MS_res / (N E)``), with
-    Satterthwaite's degrees of freedom; the interval is :func:`logit_interval` with that
-    t quantile. Sums are correctly rounded (``math.fsum``)."""
+    :func:`crossed_mean_variance` (``(MS_net + MS_ex - MS_res) / (N E)`` with Satterthwaite's
+    degrees of freedom, floored at ``max(MS_net, MS_ex) / (N E)`` with that mean square's own);
+    the interval is :func:`logit_interval` with that t quantile. Sums are correctly rounded
+    (``math.fsum``)."""
     y = np.asarray(table, dtype=np.float64)
     n_net, n_ex = y.shape
     if n_net < 2 or n_ex < 2:
@@ -127,11 +182,9 @@ def crossed_components(table, confidence: float = 0.95) -> dict:
     ss_res = math.fsum(_square(float(y[i, j]) - net[i] - ex[j] + grand) for i in range(n_net) for j in range(n_ex))
     df_net, df_ex, df_res = n_net - 1, n_ex - 1, (n_net - 1) * (n_ex - 1)
     ms_net, ms_ex, ms_res = ss_net / df_net, ss_ex / df_ex, ss_res / df_res
-    combined = max(ms_net + ms_ex - ms_res, ms_res)
-    denominator = ms_net * ms_net / df_net + ms_ex * ms_ex / df_ex + ms_res * ms_res / df_res
-    df = combined * combined / denominator if denominator > 0 else float("inf")
+    combined, df = crossed_mean_variance(ms_net, df_net, ms_ex, df_ex, ms_res, df_res)
     var_mean = combined / (n_net * n_ex)
-    quantile = t_quantile(0.5 + confidence / 2, df) if math.isfinite(df) else 0.0
+    quantile = t_quantile(0.5 + confidence / 2, df)
     lo, hi = logit_interval(grand, math.sqrt(var_mean), quantile)
     s_net = max((ms_net - ms_res) / n_ex, 0.0)
     s_ex = max((ms_ex - ms_res) / n_net, 0.0)
@@ -155,11 +208,12 @@ def crossed_components(table, confidence: float = 0.95) -> dict:
 
 
 def summarise_over_seeds(
-    df: pd.DataFrame, by: list[str], value: str, confidence: float, bounded: bool = False
+    df: pd.DataFrame, by: list[str], value: str, confidence: float, bounded: bool = False, positive: bool = False
 ) -> pd.DataFrame:
     """One row per group: seeds, mean, sd, ci_low, ci_high of ``value``; ``bounded``: ``value``
-    is a share and the interval is :func:`share_interval`'s (logit scale), else Student t."""
-    interval = share_interval if bounded else seed_interval
+    is a share and the interval is :func:`share_interval`'s (logit scale); ``positive``: ``value``
+    cannot be negative and the interval is :func:`positive_interval`'s (log scale); else Student t."""
+    interval = share_interval if bounded else positive_interval if positive else seed_interval
     rows = []
     for key, group in df.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)

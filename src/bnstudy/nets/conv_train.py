@@ -18,8 +18,9 @@ from the seed's order stream (the MLP grid's order for the same seed). It trains
 the MLP's compiled loop (:func:`bnstudy.compiled.backprop.train_run`, the network as data:
 :func:`bnstudy.compiled.backprop.conv_arch`). One training step is: forward in training mode
 (the running statistics moved with PyTorch's rule, once per step),
-:func:`bnstudy.compiled.gradients.loss_and_grad`, backward layer by layer, :func:`bnstudy.compiled.optimisers.step_adam` over the flat parameter
-vector (:func:`layout`; without a normaliser gamma and beta stay 1 and 0).
+:func:`bnstudy.compiled.gradients.loss_and_grad`, backward layer by layer,
+:func:`bnstudy.compiled.optimisers.step_adam` over the flat parameter vector (:func:`layout`;
+without a normaliser gamma and beta stay 1 and 0).
 """
 
 from __future__ import annotations

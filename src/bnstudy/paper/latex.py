@@ -89,6 +89,16 @@ def verdict(lo: float, hi: float, plural: bool = False) -> str:
     return "contain zero" if plural else "contains zero"
 
 
+def difference_clause(gain, lo, hi, other: str, digits: int = 2) -> str:
+    """A paired difference ``A - B`` (shares) in words that agree with its interval, whatever its
+    sign: ``a paired difference to {other} of $+0.06$ points [$-2.06$, $+2.18$], an interval that
+    contains zero`` (never "above" or "below" ``other`` for an interval that contains zero)."""
+    ci = points_interval(lo, hi, signed=True, digits=digits)
+    return f"a paired difference to {other} of ${signed_points(gain, digits)}$ points ${ci}$, an interval that " + (
+        verdict(lo, hi)
+    )
+
+
 def _finite(value) -> bool:
     return value is not None and math.isfinite(value)
 
@@ -151,15 +161,30 @@ def math_points(value, digits: int = 1) -> str:
 
 
 def math_points_interval(entry: dict, digits: int = 1) -> str:
-    """``entry["ci"]`` as ``[$-8.7$, $+3.1$]`` (:func:`math_points`)."""
+    """``entry["ci"]`` as ``[$-8.7$, $+3.1$]`` (:func:`math_points`); :data:`ALIKE` (in math mode)
+    for a degenerate interval."""
     lo, hi = entry["ci"]
+    if degenerate(lo, hi):
+        return f"${ALIKE}$"
     return f"[{math_points(lo, digits)}, {math_points(hi, digits)}]"
+
+
+ALIKE = "\\text{(every seed alike)}"
+
+
+def degenerate(lo, hi) -> bool:
+    """An interval of one point (both ends finite and equal): the values it is over are all alike
+    (zero spread), and ``[x, x]`` would say nothing; print :data:`ALIKE` instead."""
+    return _finite(lo) and _finite(hi) and lo == hi
 
 
 def points_interval(lo, hi, signed: bool = False, digits: int | None = None) -> str:
     """``[lo, hi]`` in percent (signed: in signed percentage points), ``digits`` decimals
     (by default those of :func:`points` or :func:`signed_points`), each end with the
-    decimals its sign needs (:func:`endpoint`)."""
+    decimals its sign needs (:func:`endpoint`); :data:`ALIKE` for a degenerate interval
+    (every seed's value the same), never ``[0.00, 0.00]``."""
+    if degenerate(lo, hi):
+        return ALIKE
     f = signed_points if signed else points
     if digits is None:
         return f"[{f(lo)}, {f(hi)}]"

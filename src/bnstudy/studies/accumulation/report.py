@@ -29,7 +29,7 @@ import pandas as pd
 
 from bnstudy.base.designs import ACCUMULATION_CONFIGS
 from bnstudy.base.stats import seed_interval
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
 
@@ -165,6 +165,104 @@ def closeness(differences: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def setting_macros(micro: list[int], seeds: list[int], batch_size: int, epochs: int, train_rows: int, lr) -> dict:
+    """The study's design: batch, micro-batches, seeds, epochs, steps, networks, rate."""
+    return {
+        "accumBatch": str(batch_size),
+        "accumMicroBatches": words([str(m) for m in micro]),
+        "accumMicroMin": str(micro[0]),
+        "accumMicroMax": str(micro[-1]),
+        "accumSeeds": str(len(seeds)),
+        "accumEpochs": str(epochs),
+        "accumStepsLarge": latex.fmt(train_rows // batch_size),
+        "accumNetworks": str(3 * len(micro) * len(seeds)),
+        "accumLr": rate(lr),
+    }
+
+
+def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: int, lr: float) -> dict:
+    """One end's (``min``/``max``) micro-batch ``m``: its steps and scaled rate, the recomputed
+    statistics' gains, every cell's accuracy, every paired comparison with its verdict, and how
+    close accumulation and ghost batch norm stay along the run. ``frames``: the cell, pair,
+    closeness and recompute tables indexed as :func:`report` indexes them."""
+    cell, pair, near, gain = frames["cell"], frames["pair"], frames["near"], frames["gain"]
+    m_ = {
+        latex.macro_name("accum parts", where): str(batch_size // m),
+        latex.macro_name("accum scaled lr", where): rate(lr * m / batch_size),
+    }
+    for config in CONFIGS:
+        r = gain.loc[(m, config)]
+        m_[latex.macro_name("accum recompute", config, where)] = signed_points(r.gain)
+        m_[latex.macro_name("accum recompute", config, where, "ci")] = points_interval(r.ci_low, r.ci_high, signed=True)
+        m_[latex.macro_name("accum recompute", config, where, "verdict")] = verdict(r.ci_low, r.ci_high)
+    m_[latex.macro_name("accum steps small", where)] = latex.fmt(train_rows // m)
+    for config in CONFIGS:
+        for mode in MODES:
+            r = cell.loc[(m, config, mode)]
+            m_[latex.macro_name("accum", config, mode, where)] = points(r["mean"])
+            m_[latex.macro_name("accum ci", config, mode, where)] = points_interval(r.ci_low, r.ci_high)
+    for name, _, _ in COMPARISONS:
+        for mode in MODES:
+            r = pair.loc[(m, name, mode)]
+            stem = name.replace("_vs_", " minus ")
+            m_[latex.macro_name("accum", stem, mode, where)] = signed_points(r.gain)
+            m_[latex.macro_name("accum", stem, mode, where, "ci")] = points_interval(r.ci_low, r.ci_high, signed=True)
+            m_[latex.macro_name("accum", stem, mode, where, "verdict")] = verdict(r.ci_low, r.ci_high)
+    c = near.loc[m]
+    m_[latex.macro_name("accum first relative", where)] = power_of_ten(c.first_relative)
+    m_[latex.macro_name("accum run parameters", where)] = latex.fmt(c.run_parameters, 2)
+    m_[latex.macro_name("accum run running", where)] = latex.fmt(c.run_running, 2)
+    m_[latex.macro_name("accum run disagreement", where)] = points(c.run_disagreement)
+    m_[latex.macro_name("accum run disagreement worst", where)] = points(c.run_disagreement_max)
+    return m_
+
+
+def ghost_macros(close: pd.DataFrame, pair: pd.DataFrame, micro: list[int]) -> dict:
+    """Accumulation against ghost batch norm: the check's closeness and the paired intervals
+    (ghost minus accumulation) that exclude zero, in words."""
+    m_ = {"accumFirstRelative": power_of_ten(float(close.first_relative.max()))}
+    first_running = float(close.first_running.max())
+    m_["accumFirstRunning"] = (
+        "identical, bit for bit" if first_running == 0 else f"within {power_of_ten(first_running)}"
+    )
+    resolved = [
+        (MODE_WORDS[mode], int(m))
+        for (m, name, mode), r in pair.iterrows()
+        if name == "ghost_vs_accumulate" and (r.ci_low > 0 or r.ci_high < 0)
+    ]
+    m_["accumGhostResolved"] = words([f"{w} at micro-batch {m}" for w, m in resolved]) if resolved else "none"
+    m_["accumGhostComparisons"] = str(len(MODES) * len(micro))
+    m_["accumGhostResolvedSentence"] = resolved_sentence(resolved)
+    m_["accumCheck"] = check_sentence(float(close.first_relative.max()), first_running)
+    return m_
+
+
+def summary_json(frames: dict, close: pd.DataFrame, batch_size: int, micro, seeds, confidence: float) -> dict:
+    """The JSON summary: accuracies, paired comparisons and recomputed gains per micro-batch, and
+    the closeness of accumulation and ghost batch norm."""
+    cell, pair, gain = frames["cell"], frames["pair"], frames["gain"]
+    return {
+        "batch_size": batch_size,
+        "micro_batches": micro,
+        "seeds": seeds,
+        "confidence": confidence,
+        "accuracy": {
+            str(m): {c: {mode: _cell_json(cell.loc[(m, c, mode)]) for mode in MODES} for c in CONFIGS} for m in micro
+        },
+        "paired": {
+            str(m): {
+                name: {mode: _pair_json(pair.loc[(m, name, mode)]) for mode in MODES} for name, _, _ in COMPARISONS
+            }
+            for m in micro
+        },
+        "recompute": {str(m): {c: _pair_json(gain.loc[(m, c)]) for c in CONFIGS} for m in micro},
+        "accumulate_vs_ghost": {
+            str(int(r.micro_batch)): {k: float(getattr(r, k)) for k in close.columns if k != "micro_batch"}
+            for r in close.itertuples()
+        },
+    }
+
+
 def report(
     runs,
     grid,
@@ -186,93 +284,23 @@ def report(
     recompute = recompute_table(table, confidence)
     close = closeness(differences)
     seeds = sorted(int(s) for s in table.seed.unique())
-    steps = train_rows // batch_size
-    m_ = {
-        "accumBatch": str(batch_size),
-        "accumMicroBatches": words([str(m) for m in micro]),
-        "accumMicroMin": str(micro[0]),
-        "accumMicroMax": str(micro[-1]),
-        "accumSeeds": str(len(seeds)),
-        "accumEpochs": str(epochs),
-        "accumStepsLarge": latex.fmt(steps),
-        "accumNetworks": str(3 * len(micro) * len(seeds)),
-        "accumLr": rate(lr),
+    frames = {
+        "cell": cells.set_index(["micro_batch", "config", "mode"]),
+        "pair": paired.set_index(["micro_batch", "comparison", "mode"]),
+        "near": close.set_index("micro_batch"),
+        "gain": recompute.set_index(["micro_batch", "config"]),
     }
-    cell = cells.set_index(["micro_batch", "config", "mode"])
-    pair = paired.set_index(["micro_batch", "comparison", "mode"])
-    near = close.set_index("micro_batch")
-    gain = recompute.set_index(["micro_batch", "config"])
+    m_ = setting_macros(micro, seeds, batch_size, epochs, train_rows, lr)
     for where, m in (("min", micro[0]), ("max", micro[-1])):
-        m_[latex.macro_name("accum parts", where)] = str(batch_size // m)
-        m_[latex.macro_name("accum scaled lr", where)] = rate(lr * m / batch_size)
-        for config in CONFIGS:
-            r = gain.loc[(m, config)]
-            m_[latex.macro_name("accum recompute", config, where)] = signed_points(r.gain)
-            m_[latex.macro_name("accum recompute", config, where, "ci")] = points_interval(
-                r.ci_low, r.ci_high, signed=True
-            )
-            m_[latex.macro_name("accum recompute", config, where, "verdict")] = verdict(r.ci_low, r.ci_high)
-        m_[latex.macro_name("accum steps small", where)] = latex.fmt(train_rows // m)
-        for config in CONFIGS:
-            for mode in MODES:
-                r = cell.loc[(m, config, mode)]
-                m_[latex.macro_name("accum", config, mode, where)] = points(r["mean"])
-                m_[latex.macro_name("accum ci", config, mode, where)] = points_interval(r.ci_low, r.ci_high)
-        for name, _, _ in COMPARISONS:
-            for mode in MODES:
-                r = pair.loc[(m, name, mode)]
-                stem = name.replace("_vs_", " minus ")
-                m_[latex.macro_name("accum", stem, mode, where)] = signed_points(r.gain)
-                ci = points_interval(r.ci_low, r.ci_high, signed=True)
-                m_[latex.macro_name("accum", stem, mode, where, "ci")] = ci
-                m_[latex.macro_name("accum", stem, mode, where, "verdict")] = verdict(r.ci_low, r.ci_high)
-        c = near.loc[m]
-        m_[latex.macro_name("accum first relative", where)] = power_of_ten(c.first_relative)
-        m_[latex.macro_name("accum run parameters", where)] = latex.fmt(c.run_parameters, 2)
-        m_[latex.macro_name("accum run running", where)] = latex.fmt(c.run_running, 2)
-        m_[latex.macro_name("accum run disagreement", where)] = points(c.run_disagreement)
-        m_[latex.macro_name("accum run disagreement worst", where)] = points(c.run_disagreement_max)
-    m_["accumFirstRelative"] = power_of_ten(float(close.first_relative.max()))
-    first_running = float(close.first_running.max())
-    m_["accumFirstRunning"] = (
-        "identical, bit for bit" if first_running == 0 else f"within {power_of_ten(first_running)}"
-    )
-    resolved = [
-        (MODE_WORDS[mode], int(m))
-        for (m, name, mode), r in pair.iterrows()
-        if name == "ghost_vs_accumulate" and (r.ci_low > 0 or r.ci_high < 0)
-    ]
-    m_["accumGhostResolved"] = words([f"{w} at micro-batch {m}" for w, m in resolved]) if resolved else "none"
-    m_["accumGhostComparisons"] = str(len(MODES) * len(micro))
-    m_["accumGhostResolvedSentence"] = resolved_sentence(resolved)
-    m_["accumCheck"] = check_sentence(float(close.first_relative.max()), first_running)
-    summary = {
-        "batch_size": batch_size,
-        "micro_batches": micro,
-        "seeds": seeds,
-        "confidence": confidence,
-        "accuracy": {
-            str(m): {c: {mode: _cell_json(cell.loc[(m, c, mode)]) for mode in MODES} for c in CONFIGS} for m in micro
-        },
-        "paired": {
-            str(m): {
-                name: {mode: _pair_json(pair.loc[(m, name, mode)]) for mode in MODES} for name, _, _ in COMPARISONS
-            }
-            for m in micro
-        },
-        "recompute": {str(m): {c: _pair_json(gain.loc[(m, c)]) for c in CONFIGS} for m in micro},
-        "accumulate_vs_ghost": {
-            str(int(r.micro_batch)): {k: float(getattr(r, k)) for k in close.columns if k != "micro_batch"}
-            for r in close.itertuples()
-        },
-    }
+        m_ |= end_macros(where, m, frames, batch_size, train_rows, lr)
+    m_ |= ghost_macros(close, frames["pair"], micro)
     return {
         "table": table,
         "cells": cells,
         "paired": paired,
         "recompute": recompute,
         "closeness": close,
-        "summary": summary,
+        "summary": summary_json(frames, close, batch_size, micro, seeds, confidence),
         "macros": m_,
         "latex_table": latex_table(cells, paired, batch_size, micro),
     }

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from bnstudy.base.fixedmath import powi
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import points, points_interval, signed_points, words
 
 KEYS = ["normaliser", "batch_size", "mode", "seed"]
@@ -79,8 +79,7 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
         least = g.loc[g["gain"].idxmin()]
         stem = ("paired", name, "least")
         m[latex.macro_name(*stem, "gain")] = signed_points(float(least.gain))
-        lo, hi = signed_points(float(least.ci_low)), signed_points(float(least.ci_high))
-        m[latex.macro_name(*stem, "ci")] = f"[{lo}, {hi}]"
+        m[latex.macro_name(*stem, "ci")] = points_interval(float(least.ci_low), float(least.ci_high), signed=True)
         m[latex.macro_name(*stem, "adj ci")] = points_interval(least.ci_low_adj, least.ci_high_adj, signed=True)
         m[latex.macro_name(*stem, "adj verdict")] = latex.verdict(least.ci_low_adj, least.ci_high_adj)
         m[latex.macro_name(*stem, "size")] = str(int(least.batch_size))
@@ -121,6 +120,116 @@ def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
     return "; ".join(clauses) if clauses else "n/a"
 
 
+def _adjusted(row) -> str:
+    """A paired row's mean gain and adjusted interval: ``$+0.60$ points [$+0.06$, $+1.14$]``."""
+    return f"${signed_points(row.gain)}$ points ${points_interval(row.ci_low_adj, row.ci_high_adj, signed=True)}$"
+
+
+def _side(row) -> str:
+    """``below``, ``above`` or ``zero``: where a paired row's adjusted interval lies."""
+    return "below" if row.ci_high_adj < 0 else "above" if row.ci_low_adj > 0 else "zero"
+
+
+STATISTICS = "exact statistics of the training data in place of the running averages"
+
+
+def recovery_sentence(loss, exact, closed: float, b: int) -> str:
+    """What exact statistics recover of batch normalisation's loss to no normaliser at batch ``b``,
+    in words that follow the adjusted intervals: ``loss`` (batch norm minus none) and ``exact``
+    (exact statistics minus the trained EMA) are paired rows; ``closed``: the share of the gap the
+    exact statistics close. A share of the loss is named only where the loss's interval lies
+    wholly below zero, and the rest put in the weights (by inference) only where the exact
+    statistics' gain lies wholly above zero and leaves a rest."""
+    gain = f"{_adjusted(exact)} (adjusted)"
+    if _side(loss) == "zero":
+        return (
+            f"At batch {b} the adjusted interval of batch normalisation minus no normaliser contains zero, so "
+            f"there is no established loss to recover; {STATISTICS} change the accuracy there by {gain}, an "
+            f"interval that {latex.verdict(exact.ci_low_adj, exact.ci_high_adj)}"
+        )
+    if _side(loss) == "above":
+        return (
+            f"At batch {b} batch normalisation is ahead of no normaliser (the adjusted interval lies wholly "
+            f"above zero), so there is no loss to recover; {STATISTICS} change its accuracy by {gain}"
+        )
+    head = f"{STATISTICS[0].upper()}{STATISTICS[1:]}"
+    if _side(exact) == "zero":
+        return (
+            f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero, so no share "
+            "of the loss is shown to lie in the running statistics"
+        )
+    if _side(exact) == "below":
+        return f"{head} lower the accuracy at batch {b} further, by {gain}"
+    share = latex.fmt(closed, 0, percent=True)
+    if closed >= 1:
+        return f"{head} recover the whole loss at batch {b} ({share} of it; {gain})"
+    return (
+        f"{head} recover {share} of the loss at batch {b} ({gain}); as no set of statistics we tried "
+        "recovers the rest, we infer, without measuring it directly, that the rest lies in the weights"
+    )
+
+
+def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> str:
+    """Batch renormalisation against batch normalisation, from the adjusted paired intervals: at
+    the smallest batch ``b`` (``at_min``; "recovers" a share of the loss only where batch norm's
+    loss to none and renormalisation's gain both lie wholly beyond zero) and at the batch size of
+    its smallest paired difference (``least``), each with the interval's verdict."""
+    gain = f"{_adjusted(at_min)} (adjusted)"
+    side = _side(at_min)
+    if side == "above" and loss_below:
+        text = f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({gain})"
+    elif side == "above":
+        text = f"Batch renormalisation is ahead of batch normalisation at batch {b}, by {gain}"
+    elif side == "below":
+        text = f"Batch renormalisation falls behind batch normalisation at batch {b}, by {gain}"
+    else:
+        text = (
+            f"Batch renormalisation cannot be told apart from batch normalisation at batch {b} ({gain}, "
+            "an interval that contains zero)"
+        )
+    if int(least.batch_size) == b:
+        return f"{text}; this is its smallest paired difference to batch normalisation"
+    text += (
+        f"; its smallest paired difference to batch normalisation, at batch {int(least.batch_size)}, is "
+        f"{_adjusted(least)} (adjusted), an interval that {latex.verdict(least.ci_low_adj, least.ci_high_adj)}"
+    )
+    if _side(least) == "below":
+        text += ": there it loses accuracy"
+    return text
+
+
+def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
+    """The abstract's generated claims at the smallest batch size: ``recoverySentence`` and
+    ``renormSentence`` (:func:`recovery_sentence`, :func:`renorm_sentence`); section 2's
+    ``pairedBatchrenormVsBatchnormMinDifference`` (:func:`bnstudy.paper.latex.difference_clause`)."""
+    b = sizes[0]
+    row = {
+        (p.comparison, int(p.batch_size)): p
+        for p in pair_summary.itertuples(index=False)
+        if not p.comparison.endswith("keep_vs_drop")
+    }
+    base, ref = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
+    loss = row.get(("batchnorm_vs_none", b))
+    if base is None or ref is None or loss is None:
+        return {}
+    gap = ref.mean - base.mean
+    m = {}
+    exact, exact_cell = row.get(("exact_vs_ema", b)), cell.get(("batchnorm", b, "exact"))
+    if exact is not None and exact_cell is not None:
+        closed = (exact_cell.mean - base.mean) / gap if gap != 0 else float("nan")
+        m["recoverySentence"] = recovery_sentence(loss, exact, closed, b)
+    renorm, renorm_cell = row.get(("batchrenorm_vs_batchnorm", b)), cell.get(("batchrenorm", b, "inference"))
+    if renorm is not None and renorm_cell is not None:
+        rows = pair_summary[pair_summary.comparison == "batchrenorm_vs_batchnorm"].sort_values("batch_size")
+        least = rows.loc[rows["gain"].idxmin()]
+        closed = (renorm_cell.mean - base.mean) / gap if gap != 0 else float("nan")
+        m["renormSentence"] = renorm_sentence(renorm, least, closed, _side(loss) == "below", b)
+        m["pairedBatchrenormVsBatchnormMinDifference"] = latex.difference_clause(
+            renorm.gain, renorm.ci_low, renorm.ci_high, "batch normalisation"
+        )
+    return m
+
+
 def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
     """Ours minus published, per published cell in our grid, also in units of our seed sd."""
     rows = []
@@ -145,11 +254,9 @@ def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence) -> dict:
-    """Every number the section quotes, as ``{name: text}``."""
-    cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
-    sizes = sorted(runs["batch_size"].unique().tolist())
-    m = {
+def setting_macros(runs, pairs, published, sizes: list[int], confidence: float) -> dict:
+    """The grid's settings: seeds, batch sizes, confidence, the test rows evaluated."""
+    return {
         "gridSeeds": str(runs["seed"].nunique()),
         "publishedSeeds": str(published["seeds"]),
         "batchMin": str(sizes[0]),
@@ -159,6 +266,11 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         "mcnemarAlpha": f"{1 - confidence:.2g}",
         "testRowsEvaluated": latex.fmt(int(pairs["rows"].iloc[0])) if len(pairs) else "n/a",
     }
+
+
+def cell_macros(cell: dict, sizes: list[int]) -> dict:
+    """Every cell's mean and sd over seeds; at the two ends also its interval, named by the end."""
+    m = {}
     for (norm, b, mode), r in cell.items():
         m[latex.macro_name("acc", mode, norm, "b", b)] = latex.fmt(r.mean)
         m[latex.macro_name("sd", mode, norm, "b", b)] = latex.fmt(r.sd)
@@ -168,8 +280,12 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name("ci", mode, norm, end)] = interval(r.ci_low, r.ci_high)
                 m[latex.macro_name("sd", mode, norm, end)] = latex.fmt(r.sd)
                 m[latex.macro_name("sdPoints", mode, norm, end)] = points(r.sd, 1)
+    return m
 
-    # how much of batch norm's inference-mode gap to no normaliser each remedy closes
+
+def gap_closed_macros(cell: dict, sizes: list[int]) -> dict:
+    """How much of batch norm's inference-mode gap to no normaliser each remedy closes."""
+    m = {}
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
         base, ref = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
         if base is None or ref is None:
@@ -188,8 +304,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name("gapClosed", mode, end)] = (
                     latex.fmt((r.mean - base.mean) / gap, 0, percent=True) if gap > 0 else "n/a"
                 )
+    return m
 
-    # paired comparisons: mean gain, paired interval, rows won and lost, McNemar seeds
+
+def paired_end_macros(pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
+    """Paired comparisons at the two ends: mean gain, paired interval (and adjusted, with its
+    verdict), rows won and lost, McNemar seeds."""
+    m = {}
     for p in pair_summary.itertuples(index=False):
         for end, size in (("min", sizes[0]), ("max", sizes[-1])):
             if p.batch_size == size:
@@ -203,8 +324,12 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name(*stem, "lost")] = str(p.b_only)
                 m[latex.macro_name(*stem, "better")] = str(p.seeds_a_better)
                 m[latex.macro_name(*stem, "worse")] = str(p.seeds_b_better)
-    m |= interval_sign_macros(pair_summary)
-    m["remedySignSentence"] = remedy_sign_sentence(pair_summary)
+    return m
+
+
+def keep_macros(pair_summary: pd.DataFrame, pairs) -> dict:
+    """Keeping the leftover rows minus dropping them, paired; one test row in points."""
+    m = {}
     for p in pair_summary[pair_summary.comparison.str.endswith("keep_vs_drop")].itertuples(index=False):
         stem = ("paired", p.comparison)
         m[latex.macro_name(*stem, "gain")] = signed_points(p.gain)
@@ -214,8 +339,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         m["keepBatchSize"] = str(p.batch_size)
     if len(pairs):
         m["rowPoints"] = latex.fmt(1 / int(pairs["rows"].iloc[0]) * 100, 2)
+    return m
 
-    # the initial value's weight after the fewest updates of any batch-norm network
+
+def ema_macros(runs, updates, momentum: float) -> dict:
+    """The initial value's weight after the fewest updates of any batch-norm network, and the
+    largest change of accuracy from debiasing."""
+    m = {}
     if len(updates):
         fewest = int(updates["updates"].min())
         weight = powi(1.0 - momentum, fewest)
@@ -227,8 +357,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             ["batch_size", "seed"]
         )["accuracy"]
         m["debiasedLargestChange"] = points(float((debiased - trained.reindex(debiased.index)).abs().max()))
+    return m
 
-    # distances of the trained EMA and PreciseBN to the exact statistics, layer 2, smallest/largest batch
+
+def distance_macros(distance_summary: pd.DataFrame, sizes: list[int]) -> dict:
+    """Distances of the trained EMA, PreciseBN and the cumulative average to the exact
+    statistics, layer 2, smallest and largest batch."""
+    m = {}
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
         for name in ("ema", "precise_bn", "cumulative"):
             d = distance_summary[
@@ -243,8 +378,13 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 m[latex.macro_name("varDistance", name, "layer", "two", end)] = latex.fmt(
                     float(d.var_distance.iloc[0]), 3
                 )
+    return m
 
-    # the seed spread against the published gains, from each cell's own standard deviation
+
+def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd.DataFrame) -> dict:
+    """The seed spread against the published gains, from each cell's own standard deviation,
+    and how many of our paired intervals at those batch sizes exclude zero."""
+    m = {}
     sd_inference = summary[summary["mode"] == "inference"]["sd"]
     m["sdInferenceMedian"] = points(float(sd_inference.median()), 2)
     m["sdInferenceLargest"] = points(float(sd_inference.max()), 2)
@@ -256,7 +396,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     for b, g in claimed.items():
         m[latex.macro_name("publishedGain", "b", b)] = points(g)
     m["publishedGainSizes"] = words([str(b) for b in sorted(claimed)])
-    se = []
+    se, in_se = [], []
     for b in sorted(claimed):
         bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
         if bn is not None and no is not None:
@@ -265,14 +405,9 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
                 f"{points(s, 2)} points at batch {b} (seed standard deviations "
                 f"{points(bn.sd, 2)} and {points(no.sd, 2)})"
             )
-    m["seDiffPublishedSeedsList"] = words(se) if se else "n/a (none of those batch sizes is in our grid)"
-    in_se = []
-    for b in sorted(claimed):
-        bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
-        if bn is not None and no is not None:
-            s = standard_error_of_difference(bn.sd, no.sd, int(published["seeds"]))
             unit = " such standard errors" if not in_se else ""
             in_se.append(f"{latex.fmt(claimed[b] / s, 1) if s > 0 else 'n/a'}{unit} at batch {b}")
+    m["seDiffPublishedSeedsList"] = words(se) if se else "n/a (none of those batch sizes is in our grid)"
     m["publishedGainInSeList"] = words(in_se) if in_se else "n/a"
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
@@ -281,8 +416,19 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
     m["gainComparedSizes"] = words([str(int(b)) for b in sorted(compared.batch_size)]) or "none"
     m["gainsExcludingZero"] = str(int(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum()))
     m["gainsCompared"] = str(len(gains))
+    return m
 
-    # how far our cells lie from the published table, in points and in seed standard deviations
+
+def _gap_in_se(gap: float, sd: float, published_seeds: int, seeds: int) -> str:
+    """``|gap|`` in standard errors of their mean of ``published_seeds`` seeds minus ours of
+    ``seeds``, both with our seed sd."""
+    se = sd * math.sqrt(math.fsum([1 / published_seeds, 1 / seeds]))
+    return latex.fmt(abs(gap) / se, 1) if se > 0 else "n/a"
+
+
+def published_gap_macros(cell: dict, published: dict, seeds: int, sizes: list[int]) -> dict:
+    """How far our cells lie from the published table, in points and in seed standard deviations."""
+    m = {}
     gaps = published_gaps(cell, published)
     if len(gaps):
         worst = gaps.loc[gaps["gap"].abs().idxmax()]
@@ -298,10 +444,7 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
         m["pubGapLargestSd"] = points(float(worst.sd), 1)
         m["pubGapLargestInSd"] = latex.fmt(float(worst.gap_in_sd), 1)
         m["pubGapMedianInSd"] = latex.fmt(float(gaps["gap_in_sd"].median()), 1)
-        seeds = int(runs["seed"].nunique())
-        # their mean of published["seeds"] seeds minus ours of `seeds`, both with our seed sd
-        se = float(worst.sd) * math.sqrt(math.fsum([1 / int(published["seeds"]), 1 / seeds]))
-        m["pubGapLargestInSe"] = latex.fmt(abs(float(worst.gap)) / se, 1) if se > 0 else "n/a"
+        m["pubGapLargestInSe"] = _gap_in_se(float(worst.gap), float(worst.sd), int(published["seeds"]), seeds)
         m |= {
             "pubBatchnormMin": "n/a",
             "pubGapBatchnormMinInSd": "n/a",
@@ -316,9 +459,27 @@ def macros(runs, summary, updates, distance_summary, pairs, pair_summary, publis
             m["pubGapBatchnormMinInSd"] = latex.fmt(float(r.gap_in_sd), 1)
             m["pubGapBatchnormMinSign"] = "below" if r.gap < 0 else "above"
             m["pubGapBatchnormMinPoints"] = points(abs(float(r.gap)))
-            se_min = float(r.sd) * math.sqrt(math.fsum([1 / int(published["seeds"]), 1 / seeds]))
-            m["pubGapBatchnormMinInSe"] = latex.fmt(abs(float(r.gap)) / se_min, 1) if se_min > 0 else "n/a"
+            m["pubGapBatchnormMinInSe"] = _gap_in_se(float(r.gap), float(r.sd), int(published["seeds"]), seeds)
     bn = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference")] if len(gaps) else gaps
     for r in bn.itertuples(index=False) if len(bn) else []:
         m[latex.macro_name("pub", "batchnorm", "b", r.batch_size)] = latex.fmt(float(r.published))
+    return m
+
+
+def macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence) -> dict:
+    """Every number the section quotes, as ``{name: text}``."""
+    cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
+    sizes = sorted(runs["batch_size"].unique().tolist())
+    m = setting_macros(runs, pairs, published, sizes, confidence)
+    m |= cell_macros(cell, sizes)
+    m |= gap_closed_macros(cell, sizes)
+    m |= paired_end_macros(pair_summary, sizes)
+    m |= interval_sign_macros(pair_summary)
+    m["remedySignSentence"] = remedy_sign_sentence(pair_summary)
+    m |= keep_macros(pair_summary, pairs)
+    m |= ema_macros(runs, updates, momentum)
+    m |= distance_macros(distance_summary, sizes)
+    m |= published_gain_macros(summary, cell, published, pair_summary)
+    m |= published_gap_macros(cell, published, int(runs["seed"].nunique()), sizes)
+    m |= claim_macros(cell, pair_summary, sizes)
     return m

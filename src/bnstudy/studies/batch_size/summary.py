@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base import stats
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import points_interval, signed_points
 from bnstudy.studies.batch_size import evaluation, paired
 from bnstudy.studies.batch_size.macros import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)
@@ -65,49 +65,55 @@ def summarise_distances(distances: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def tables(runs, summary, distance_summary, pair_summary, published, confidence) -> dict[str, tuple]:
-    """``{name: (header, rows, align, comment)}`` for :func:`bnstudy.paper.latex.write_table`."""
-    cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
-    sizes = sorted(runs["batch_size"].unique().tolist())
+def _ours(cell: dict, norm: str, b: int, mode: str) -> str:
+    """A cell's mean +- sd over seeds, or ``--`` where the grid has no such cell."""
+    r = cell.get((norm, b, mode))
+    return "--" if r is None else f"{r.mean:.3f} $\\pm$ {latex.fmt(r.sd)}"
 
-    def ours(norm, b, mode):
-        r = cell.get((norm, b, mode))
-        return "--" if r is None else f"{r.mean:.3f} $\\pm$ {latex.fmt(r.sd)}"
+
+def published_table(cell: dict, sizes: list[int], published: dict) -> tuple:
+    """Ours (mean +- sd over seeds) beside the published values, per batch size."""
 
     def theirs(key, b):
         v = published[key].get(b)
         return "--" if v is None else f"{v:.3f}"
 
-    out = {}
     rows = [
         [
             str(b),
-            ours("none", b, "inference"),
+            _ours(cell, "none", b, "inference"),
             theirs("none", b),
-            ours("batchnorm", b, "inference"),
+            _ours(cell, "batchnorm", b, "inference"),
             theirs("batchnorm", b),
-            ours("batchnorm", b, "training"),
+            _ours(cell, "batchnorm", b, "training"),
             theirs("batchnorm_training_mode", b),
         ]
         for b in sizes
     ]
-    out["table"] = (
+    return (
         ["batch", "none", "publ.", "batch norm", "publ.", "BN, training mode", "publ."],
         rows,
         "rllllll",
         "Study 2: ours (mean $\\pm$ sd over seeds) beside the published values",
     )
 
+
+def remedies_table(cell: dict, sizes: list[int]) -> tuple:
+    """Batch norm's inference-mode accuracy under each set of running statistics, and none's."""
     rows = [
-        [str(b)] + [ours("batchnorm", b, m) for m, _ in REMEDY_COLUMNS] + [ours("none", b, "inference")] for b in sizes
+        [str(b)] + [_ours(cell, "batchnorm", b, m) for m, _ in REMEDY_COLUMNS] + [_ours(cell, "none", b, "inference")]
+        for b in sizes
     ]
-    out["remedies_table"] = (
+    return (
         ["batch"] + [h for _, h in REMEDY_COLUMNS] + ["none"],
         rows,
         "r" + "l" * (len(REMEDY_COLUMNS) + 1),
         "Batch norm's inference-mode accuracy under each set of running statistics",
     )
 
+
+def distance_table(distance_summary: pd.DataFrame, sizes: list[int]) -> tuple:
+    """Each set of running statistics' distance to the exact ones, per batch size and layer."""
     rows = []
     for b in sizes:
         for layer in (1, 2):
@@ -124,13 +130,17 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
                     else f"{latex.fmt(float(d.mean_distance.iloc[0]))} / {latex.fmt(float(d.var_distance.iloc[0]))}"
                 )
             rows.append(row)
-    out["distance_table"] = (
+    return (
         ["batch", "layer"] + [h for _, h in DISTANCE_COLUMNS],
         rows,
         "rr" + "l" * len(DISTANCE_COLUMNS),
         "Distance to the exact training-half statistics: mean shift / variance log-ratio (RMS)",
     )
 
+
+def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -> tuple:
+    """Every paired difference: gain, paired interval, net rows, rows won and lost, McNemar seeds,
+    and the published difference (batch norm minus none only)."""
     rows = []
     order = {name: i for i, (name, _, _) in enumerate(paired.COMPARISONS)}
     ordered = pair_summary.assign(_o=pair_summary.comparison.map(order)).sort_values(["_o", "batch_size"])
@@ -154,7 +164,7 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
         )
         previous = p.comparison
     conf = f"{100 * confidence:g}\\%"
-    out["gain_table"] = (
+    return (
         [
             "comparison",
             "batch",
@@ -169,7 +179,18 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
         "lrrlllll",
         "Paired differences in inference-mode accuracy, points; rows; McNemar seeds",
     )
-    return out
+
+
+def tables(runs, summary, distance_summary, pair_summary, published, confidence) -> dict[str, tuple]:
+    """``{name: (header, rows, align, comment)}`` for :func:`bnstudy.paper.latex.write_table`."""
+    cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
+    sizes = sorted(runs["batch_size"].unique().tolist())
+    return {
+        "table": published_table(cell, sizes, published),
+        "remedies_table": remedies_table(cell, sizes),
+        "distance_table": distance_table(distance_summary, sizes),
+        "gain_table": gain_table(pair_summary, published, confidence),
+    }
 
 
 def summarise(cells, remedy_runs, distances, correct, published, momentum, confidence) -> dict:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd, share_interval
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import words
 from bnstudy.studies.batch_size.paired import paired_interval
 
@@ -112,6 +112,11 @@ def _pct(value) -> str:
     return text if text == "n/a" else text + "\\%"
 
 
+def _pct_interval(lo, hi) -> str:
+    """``[lo\\%, hi\\%]``; ``(no spread)`` where every network is alike, never ``[x, x]``."""
+    return "(no spread)" if latex.degenerate(lo, hi) else f"[{_pct(lo)}, {_pct(hi)}]"
+
+
 def _sizes(sizes) -> str:
     return words([f"$b = {b}$" for b in sizes])
 
@@ -155,6 +160,84 @@ def verdict_sentence(inside: dict[str, list[int]], outside: dict[str, list[int]]
     return f"{first}: {second}."
 
 
+def published_inside(over: pd.DataFrame) -> tuple[dict, dict]:
+    """Per protocol, the probe sizes whose published flip rate lies inside / outside the interval."""
+    flips = over[(over["measure"] == "flip_rate") & over["published"].notna()]
+    inside = {
+        p: sorted(int(b) for b in flips[(flips.protocol == p) & flips.inside].batch_size)
+        for p in PROTOCOL_WORDS.values()
+    }
+    outside = {
+        p: sorted(int(b) for b in flips[(flips.protocol == p) & ~flips.inside].batch_size)
+        for p in PROTOCOL_WORDS.values()
+    }
+    return inside, outside
+
+
+def size_macros(cell: pd.DataFrame, pair: pd.DataFrame, published: dict, sizes: list[int]) -> dict:
+    """Per probe size (``...BTwo...``; at the smallest and largest also ``...Min...``/``...Max...``):
+    each protocol's means and intervals with their ratio to the published rate, kept minus dropped
+    with its verdict, and the published value."""
+    m = {}
+    head = sizes[0]
+
+    def put(stem: str, b: int, suffix: str, value: str) -> None:
+        m[latex.macro_name(stem, "b", b, suffix)] = value
+        for end, size in (("min", head), ("max", sizes[-1])):
+            if b == size:
+                m[latex.macro_name(stem, end, suffix)] = value
+
+    for b in sizes:
+        for protocol in PROTOCOL_WORDS.values():
+            for measure in MEASURES:
+                r = cell.loc[(protocol, measure, b)]
+                stem = f"prot {protocol} {measure}"
+                put(stem, b, "", _pct(r["mean"]))
+                put(stem, b, "ci", _pct_interval(r.ci_low, r.ci_high))
+                if r.published == r.published:
+                    put(stem, b, "ratio", latex.fmt(r.ratio, 1))
+        for measure in MEASURES:
+            r = pair.loc[(measure, b)]
+            stem = f"prot kept minus dropped {measure}"
+            put(stem, b, "", latex.signed_points(r.gain, 1))
+            put(stem, b, "ci", latex.points_interval(r.ci_low, r.ci_high, signed=True, digits=1))
+            put(stem, b, "verdict", latex.verdict(r.ci_low, r.ci_high))
+            theirs = published.get(measure, {}).get(b)
+            if theirs is not None:
+                put(f"prot published {measure}", b, "", _pct(theirs))
+    return m
+
+
+def summary_json(cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside, confidence: float) -> dict:
+    """The JSON summary: each protocol's interval over networks per measure and probe size, kept
+    minus dropped, and where the published flip rate lies."""
+
+    def over(p, measure, b):
+        c = cell.loc[(p, measure, b)]
+        return {
+            "networks": int(c["networks"]),
+            "mean": float(c["mean"]),
+            "ci": [float(c["ci_low"]), float(c["ci_high"])],
+            "published": _or_none(c["published"]),
+            "published_inside": bool(c["inside"]),
+        }
+
+    def kept(measure, b):
+        c = pair.loc[(measure, b)]
+        return {"pairs": int(c["seeds"]), "gain": float(c["gain"]), "ci": [float(c["ci_low"]), float(c["ci_high"])]}
+
+    return {
+        "confidence": confidence,
+        "probe_sizes": sizes,
+        "over_networks": {
+            p: {measure: {str(b): over(p, measure, b) for b in sizes} for measure in MEASURES}
+            for p in PROTOCOL_WORDS.values()
+        },
+        "kept_minus_dropped": {measure: {str(b): kept(measure, b) for b in sizes} for measure in MEASURES},
+        "reproduces_flip_rate": {p: {"inside": inside[p], "outside": outside[p]} for p in PROTOCOL_WORDS.values()},
+    }
+
+
 def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
     """Everything the rule writes: the per-network and over-network tables, the paired
     differences, the JSON summary, macros and a LaTeX table. ``published``: the
@@ -165,15 +248,7 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
     sizes = sorted(int(b) for b in networks["batch_size"].unique())
     cell = over.set_index(["protocol", "measure", "batch_size"])
     pair = paired.set_index(["measure", "batch_size"])
-    flips = over[(over["measure"] == "flip_rate") & over["published"].notna()]
-    inside = {
-        p: sorted(int(b) for b in flips[(flips.protocol == p) & flips.inside].batch_size)
-        for p in PROTOCOL_WORDS.values()
-    }
-    outside = {
-        p: sorted(int(b) for b in flips[(flips.protocol == p) & ~flips.inside].batch_size)
-        for p in PROTOCOL_WORDS.values()
-    }
+    inside, outside = published_inside(over)
     head = sizes[0]
     m = {
         "protNetworksDropped": str(int(cell.loc[("dropped", "flip_rate", head), "networks"])),
@@ -187,69 +262,12 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
         "protReproducesKept": reproduction("kept", inside["kept"], outside["kept"]),
         "protVerdict": verdict_sentence(inside, outside, head),
     }
-
-    def put(stem: str, b: int, suffix: str, value: str) -> None:
-        # per probe size (``...BTwo...``), at the smallest and largest also ``...Min...``, ``...Max...``
-        m[latex.macro_name(stem, "b", b, suffix)] = value
-        for end, size in (("min", head), ("max", sizes[-1])):
-            if b == size:
-                m[latex.macro_name(stem, end, suffix)] = value
-
-    for b in sizes:
-        for protocol in PROTOCOL_WORDS.values():
-            for measure in MEASURES:
-                r = cell.loc[(protocol, measure, b)]
-                stem = f"prot {protocol} {measure}"
-                put(stem, b, "", _pct(r["mean"]))
-                put(stem, b, "ci", f"[{_pct(r.ci_low)}, {_pct(r.ci_high)}]")
-                if r.published == r.published:
-                    put(stem, b, "ratio", latex.fmt(r.ratio, 1))
-        for measure in MEASURES:
-            r = pair.loc[(measure, b)]
-            stem = f"prot kept minus dropped {measure}"
-            put(stem, b, "", latex.signed_points(r.gain, 1))
-            put(stem, b, "ci", latex.points_interval(r.ci_low, r.ci_high, signed=True, digits=1))
-            put(stem, b, "verdict", latex.verdict(r.ci_low, r.ci_high))
-            theirs = published.get(measure, {}).get(b)
-            if theirs is not None:
-                put(f"prot published {measure}", b, "", _pct(theirs))
-    summary = {
-        "confidence": confidence,
-        "probe_sizes": sizes,
-        "over_networks": {
-            p: {
-                measure: {
-                    str(b): {
-                        "networks": int(cell.loc[(p, measure, b), "networks"]),
-                        "mean": float(cell.loc[(p, measure, b), "mean"]),
-                        "ci": [float(cell.loc[(p, measure, b), "ci_low"]), float(cell.loc[(p, measure, b), "ci_high"])],
-                        "published": _or_none(cell.loc[(p, measure, b), "published"]),
-                        "published_inside": bool(cell.loc[(p, measure, b), "inside"]),
-                    }
-                    for b in sizes
-                }
-                for measure in MEASURES
-            }
-            for p in PROTOCOL_WORDS.values()
-        },
-        "kept_minus_dropped": {
-            measure: {
-                str(b): {
-                    "pairs": int(pair.loc[(measure, b), "seeds"]),
-                    "gain": float(pair.loc[(measure, b), "gain"]),
-                    "ci": [float(pair.loc[(measure, b), "ci_low"]), float(pair.loc[(measure, b), "ci_high"])],
-                }
-                for b in sizes
-            }
-            for measure in MEASURES
-        },
-        "reproduces_flip_rate": {p: {"inside": inside[p], "outside": outside[p]} for p in PROTOCOL_WORDS.values()},
-    }
+    m |= size_macros(cell, pair, published, sizes)
     return {
         "networks": networks,
         "over_networks": over,
         "paired": paired,
-        "summary": summary,
+        "summary": summary_json(cell, pair, sizes, inside, outside, confidence),
         "macros": m,
         "latex_table": latex_table(over, paired, sizes),
     }
@@ -271,7 +289,7 @@ def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes) -> tuple:
             row = [label[measure], f"$b={b}$"]
             for protocol in PROTOCOL_WORDS.values():
                 r = cell.loc[(protocol, measure, b)]
-                row.append(f"{_pct(r['mean'])} [{_pct(r.ci_low)}, {_pct(r.ci_high)}]")
+                row.append(f"{_pct(r['mean'])} {_pct_interval(r.ci_low, r.ci_high)}")
             theirs = cell.loc[("dropped", measure, b), "published"]
             row.append("--" if theirs != theirs else _pct(theirs))
             r = pair.loc[(measure, b)]

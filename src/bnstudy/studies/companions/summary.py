@@ -16,7 +16,7 @@ import pandas as pd
 
 from bnstudy.base import stats
 from bnstudy.nets.model import BATCH_KINDS
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import words
 from bnstudy.studies.companions import science as companions
 
@@ -49,7 +49,14 @@ def _fraction(v):
     return latex.endpoint(v, 3, scale=1.0, bounds=(1.0,))
 
 
+NO_SPREAD = "(no spread)"
+
+
 def _interval(lo, hi, percent=True):
+    """``[lo, hi]``; :data:`NO_SPREAD` for a degenerate interval (every resample or network alike),
+    never ``[80.0\\%, 80.0\\%]``."""
+    if latex.degenerate(lo, hi):
+        return NO_SPREAD
     f = _pct if percent else _fraction
     return f"[{f(lo)}, {f(hi)}]"
 
@@ -72,10 +79,8 @@ def _value_and_interval(value, lo, hi, percent=True) -> tuple[str, str]:
     return (_pct if percent else _fraction)(value), _interval(lo, hi, percent)
 
 
-def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
-    """Every number the section quotes. ``dep0``: the first dependence network's summary rows;
-    ``dep_networks``: :func:`over_networks` of all dependence networks."""
-    result = companions.dependence_json(dep0)
+def setting_macros(probes, dep0, dep_networks, result: dict, published, params) -> dict:
+    """The probes' design and the first dependence network's headline numbers."""
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
     first = dep0.iloc[0]
     classes = int(probes["label"].nunique())
@@ -109,6 +114,13 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
         )
         m["compOwnShare"] = latex.fmt(1 / classes, 1)
         m["compOtherShare"] = latex.fmt((classes - 1) / classes, 1)
+    return m
+
+
+def size_macros(dep0: pd.DataFrame, dep_networks: pd.DataFrame, sizes: list[int]) -> dict:
+    """Per random probe size: the first network's flip rate, accuracy and ever-flipped share with
+    their bootstrap intervals, and every measure's mean and interval over the dependence networks."""
+    m = {}
     for b in sizes:
         r = dep0[(dep0["design"] == "random") & (dep0["batch_size"] == b)].iloc[0]
         m[latex.macro_name("comp", "flip", "b", b)] = _pct(r["flip_rate"])
@@ -133,14 +145,13 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
                     m[latex.macro_name("comp", "net", measure, "b", b)],
                     m[latex.macro_name("comp", "net", measure, "ci", "b", b)],
                 ) = _value_and_interval(row["mean"], row.ci_low, row.ci_high, measure != "train_mode_accuracy")
+    return m
 
-    # Exact b = 2 rate against the sampled interval, and the largest gap to the published rates.
-    if 2 in sizes and result["exact_flip_rate_b2"] is not None:
-        lo, hi = result["2"]["flip_ci"]
-        m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
-    m |= published_ratio_macros(result, dep_networks, published, sizes)
 
-    # Grid: controls must never flip; batch normalisers by normaliser, mean over seeds.
+def grid_macros(probes: pd.DataFrame, over_seeds: pd.DataFrame, sizes: list[int]) -> dict:
+    """The grid's probes: controls (no batch statistics) must never flip; the batch normalisers'
+    lowest and highest mean flip rate over training batch sizes."""
+    m = {}
     controls = probes[~probes["normaliser"].isin(BATCH_KINDS)]  # no batch statistics: must never flip
     grid = probes[probes["network"] == "grid"]
     m["compControlNetworks"] = str(len(controls.groupby(["normaliser", "train_batch_size", "seed"])))
@@ -154,6 +165,22 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
             if len(cell):
                 m[latex.macro_name("comp", "grid", norm, "min", "b", b)] = _pct(cell["mean"].min())
                 m[latex.macro_name("comp", "grid", norm, "max", "b", b)] = _pct(cell["mean"].max())
+    return m
+
+
+def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
+    """Every number the section quotes. ``dep0``: the first dependence network's summary rows;
+    ``dep_networks``: :func:`over_networks` of all dependence networks."""
+    result = companions.dependence_json(dep0)
+    sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
+    m = setting_macros(probes, dep0, dep_networks, result, published, params)
+    m |= size_macros(dep0, dep_networks, sizes)
+    # Exact b = 2 rate against the sampled interval, and the largest gap to the published rates.
+    if 2 in sizes and result["exact_flip_rate_b2"] is not None:
+        lo, hi = result["2"]["flip_ci"]
+        m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
+    m |= published_ratio_macros(result, dep_networks, published, sizes)
+    m |= grid_macros(probes, over_seeds, sizes)
     return m
 
 
@@ -386,6 +413,18 @@ def networks_table(dep_networks) -> tuple:
     )
 
 
+def network_accuracy_macros(dep: pd.DataFrame, confidence: float) -> dict:
+    """The dependence networks' inference-mode accuracy, mean over networks with its interval
+    (logit scale; ``compNetInferenceAcc``, ``compNetInferenceAccCi``), as fractions: the value the
+    text quotes beside the other means over networks (the first network's alone is in its table)."""
+    per_network = dep.groupby("seed", sort=True)["inference_accuracy"].first()
+    if len(per_network) < 2:
+        return {}
+    mean, _, lo, hi = stats.share_interval(per_network.tolist(), confidence)
+    value, ci = _value_and_interval(mean, lo, hi, percent=False)
+    return {"compNetInferenceAcc": value, "compNetInferenceAccCi": ci}
+
+
 def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
     """Everything the rule writes. ``params``: seed, resamples, confidence, examples_per_class,
     batches_per_example, one_class_batch_size."""
@@ -407,6 +446,7 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
     all_macros = macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep)
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
     all_macros |= components_macros(probes, sizes, params["confidence"])
+    all_macros |= network_accuracy_macros(dep, params["confidence"])
     all_macros |= end_macros(all_macros, dep0, over_seeds, int(params["one_class_batch_size"]))
     return {
         "summary_table": summary,

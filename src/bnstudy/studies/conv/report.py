@@ -17,7 +17,7 @@ import pandas as pd
 from bnstudy.base.designs import CONV_POSITIONS as P
 from bnstudy.base.designs import CONV_SIDE as SIDE
 from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import points, points_interval, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
 
@@ -122,26 +122,15 @@ def compare(a: pd.Series, b: pd.Series) -> str:
     return "overlapping"
 
 
-def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: dict) -> dict:
-    """Everything the summary rule writes: ``side`` (the long table of both networks' cells, which
-    the figure draws), ``paired``, the JSON ``summary``, ``macros`` and the ``table``. ``mlp``:
-    :func:`mlp_rows`; ``design``: settings named in the paper (channels, groups, epochs, lr,
-    draws, exact examples, probed examples, pairs per network, MLP seeds)."""
-    runs = runs.sort_values(["normaliser", "batch_size", "seed"], kind="stable").reset_index(drop=True)
-    side = pd.concat([cells(runs, confidence), flip_cells(rates, confidence), mlp], ignore_index=True)
-    side = side.sort_values(["model", "normaliser", "batch_size", "measure"], kind="stable").reset_index(drop=True)
-    paired = against_none(runs, confidence)
+def setting_macros(runs: pd.DataFrame, rates: pd.DataFrame, design: dict) -> dict:
+    """The convolutional study's design: channels, groups, epochs, seeds, batch sizes, draws, image."""
     sizes = sorted(int(b) for b in runs.batch_size.unique())
-    seeds = sorted(int(s) for s in runs.seed.unique())
-    norms = sorted(runs.normaliser.unique())
-    cell = side.set_index(["model", "normaliser", "batch_size", "measure"])
-    pair = paired.set_index(["normaliser", "batch_size", "measure"])
-    m = {
+    return {
         "convChannelsOne": str(design["channels"][0]),
         "convChannelsTwo": str(design["channels"][1]),
         "convGroups": str(design["groups"]),
         "convEpochs": str(design["epochs"]),
-        "convSeeds": str(len(seeds)),
+        "convSeeds": str(runs.seed.nunique()),
         "convMlpSeeds": str(design["mlp_seeds"]),
         "convBatchSizes": words([str(b) for b in sizes]),
         "convBatchMin": str(sizes[0]),
@@ -158,58 +147,75 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
         "convImageSide": str(SIDE),
         "convKernel": "3",
     }
-    for where, b in (("min", sizes[0]), ("max", sizes[-1])):
-        for model in ("cnn", "mlp"):
-            for norm in norms:
-                for measure, short in (("inference_accuracy", "inf"), ("train_mode_accuracy", "train")):
-                    key = (model, norm, b, measure)
-                    if key in cell.index:
-                        r = cell.loc[key]
-                        m[latex.macro_name("conv", model, norm, short, where)] = points(r["mean"])
-                        m[latex.macro_name("conv", model, norm, short, where, "ci")] = points_interval(
-                            r.ci_low, r.ci_high
-                        )
-            for design_name in FLIP_DESIGNS:
-                key = (model, "batchnorm", b, f"{design_name}_flip_rate")
+
+
+def cell_macros(cell: pd.DataFrame, norms, where: str, b: int) -> dict:
+    """One end's (``where``) batch size ``b``: both networks' accuracies in both modes, flip rates
+    and training-mode accuracy with exact statistics, each with its interval."""
+    m = {}
+    for model in ("cnn", "mlp"):
+        for norm in norms:
+            for measure, short in (("inference_accuracy", "inf"), ("train_mode_accuracy", "train")):
+                key = (model, norm, b, measure)
                 if key in cell.index:
                     r = cell.loc[key]
-                    m[latex.macro_name("conv", model, "flip", design_name, where)] = points(r["mean"])
-                    name = latex.macro_name("conv", model, "flip", design_name, where, "ci")
-                    m[name] = points_interval(r.ci_low, r.ci_high)
-            key = (model, "batchnorm", b, "exact_train_mode_accuracy")
+                    m[latex.macro_name("conv", model, norm, short, where)] = points(r["mean"])
+                    m[latex.macro_name("conv", model, norm, short, where, "ci")] = points_interval(r.ci_low, r.ci_high)
+        for design_name in FLIP_DESIGNS:
+            key = (model, "batchnorm", b, f"{design_name}_flip_rate")
             if key in cell.index:
-                m[latex.macro_name("conv", model, "exact acc", where)] = points(cell.loc[key]["mean"])
-        for norm in norms:
-            if norm == "none":
-                continue
-            for measure, short in (("inference_accuracy", "inf"), ("train_mode_accuracy", "train")):
-                r = pair.loc[(norm, b, measure)]
-                m[latex.macro_name("conv gain", norm, short, where)] = signed_points(r.gain, 1)
-                ci = points_interval(r.ci_low, r.ci_high, signed=True, digits=1)
-                m[latex.macro_name("conv gain", norm, short, where, "ci")] = ci
-                m[latex.macro_name("conv gain", norm, short, where, "verdict")] = verdict(r.ci_low, r.ci_high)
-                adj = points_interval(r.ci_low_adj, r.ci_high_adj, signed=True, digits=1)
-                m[latex.macro_name("conv gain", norm, short, where, "adj ci")] = adj
-                m[latex.macro_name("conv gain", norm, short, where, "adj verdict")] = verdict(
-                    r.ci_low_adj, r.ci_high_adj
+                r = cell.loc[key]
+                m[latex.macro_name("conv", model, "flip", design_name, where)] = points(r["mean"])
+                m[latex.macro_name("conv", model, "flip", design_name, where, "ci")] = points_interval(
+                    r.ci_low, r.ci_high
                 )
-        m["convFamily"] = str(len(sizes))
-        for norm in norms:
-            m[latex.macro_name("conv loss", norm, where)] = latex.fmt(
-                float(cell.loc[("cnn", norm, b, "final_loss")]["mean"]), 2
-            )  # noqa: E501
-        for model in ("cnn", "mlp"):  # inference minus training mode, batch norm (points)
-            inf, train = (cell.loc[(model, "batchnorm", b, k)]["mean"] for k in MEASURES)
-            m[latex.macro_name("conv gap", model, where)] = points(inf - train)
-        exact = ("cnn", "batchnorm", b, "exact_flip_rate"), ("mlp", "batchnorm", b, "exact_flip_rate")
-        if all(k in cell.index for k in exact):
-            m[latex.macro_name("conv flip compare", where)] = compare(cell.loc[exact[0]], cell.loc[exact[1]])
-    below = [str(b) for b in sizes if pair.loc[("batchnorm", b, "train_mode_accuracy")].ci_high < 0]
-    m["convBatchnormTrainBelowNone"] = words(below) if below else "none"
-    summary = {
+        key = (model, "batchnorm", b, "exact_train_mode_accuracy")
+        if key in cell.index:
+            m[latex.macro_name("conv", model, "exact acc", where)] = points(cell.loc[key]["mean"])
+    return m
+
+
+def gain_macros(pair: pd.DataFrame, norms, where: str, b: int) -> dict:
+    """One end's paired differences of each normaliser minus none, in both modes: gain, interval
+    and verdict, unadjusted and Bonferroni-adjusted."""
+    m = {}
+    for norm in norms:
+        if norm == "none":
+            continue
+        for measure, short in (("inference_accuracy", "inf"), ("train_mode_accuracy", "train")):
+            r = pair.loc[(norm, b, measure)]
+            stem = ("conv gain", norm, short, where)
+            m[latex.macro_name(*stem)] = signed_points(r.gain, 1)
+            m[latex.macro_name(*stem, "ci")] = points_interval(r.ci_low, r.ci_high, signed=True, digits=1)
+            m[latex.macro_name(*stem, "verdict")] = verdict(r.ci_low, r.ci_high)
+            m[latex.macro_name(*stem, "adj ci")] = points_interval(r.ci_low_adj, r.ci_high_adj, signed=True, digits=1)
+            m[latex.macro_name(*stem, "adj verdict")] = verdict(r.ci_low_adj, r.ci_high_adj)
+    return m
+
+
+def end_macros(cell: pd.DataFrame, norms, where: str, b: int) -> dict:
+    """One end's final losses, batch norm's gap between the modes and the two networks' exact
+    flip rates compared."""
+    m = {}
+    for norm in norms:
+        m[latex.macro_name("conv loss", norm, where)] = latex.fmt(
+            float(cell.loc[("cnn", norm, b, "final_loss")]["mean"]), 2
+        )
+    for model in ("cnn", "mlp"):  # inference minus training mode, batch norm (points)
+        inf, train = (cell.loc[(model, "batchnorm", b, k)]["mean"] for k in MEASURES)
+        m[latex.macro_name("conv gap", model, where)] = points(inf - train)
+    exact = ("cnn", "batchnorm", b, "exact_flip_rate"), ("mlp", "batchnorm", b, "exact_flip_rate")
+    if all(k in cell.index for k in exact):
+        m[latex.macro_name("conv flip compare", where)] = compare(cell.loc[exact[0]], cell.loc[exact[1]])
+    return m
+
+
+def summary_json(side: pd.DataFrame, paired: pd.DataFrame, runs: pd.DataFrame, confidence: float, design) -> dict:
+    """The JSON summary: both networks' cells and the paired differences to none."""
+    return {
         "confidence": confidence,
-        "seeds": seeds,
-        "batch_sizes": sizes,
+        "seeds": sorted(int(s) for s in runs.seed.unique()),
+        "batch_sizes": sorted(int(b) for b in runs.batch_size.unique()),
         "design": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in design.items()},
         "cells": _nested(side),
         "minus_none": {
@@ -220,10 +226,33 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
                     for r in g.itertuples()
                 }
                 for b, g in gn.groupby("batch_size")
-            }  # noqa: E501
+            }
             for n, gn in paired.groupby("normaliser")
         },
     }
+
+
+def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: dict) -> dict:
+    """Everything the summary rule writes: ``side`` (the long table of both networks' cells, which
+    the figure draws), ``paired``, the JSON ``summary``, ``macros`` and the ``table``. ``mlp``:
+    :func:`mlp_rows`; ``design``: settings named in the paper (channels, groups, epochs, lr,
+    draws, exact examples, probed examples, pairs per network, MLP seeds)."""
+    runs = runs.sort_values(["normaliser", "batch_size", "seed"], kind="stable").reset_index(drop=True)
+    side = pd.concat([cells(runs, confidence), flip_cells(rates, confidence), mlp], ignore_index=True)
+    side = side.sort_values(["model", "normaliser", "batch_size", "measure"], kind="stable").reset_index(drop=True)
+    paired = against_none(runs, confidence)
+    sizes = sorted(int(b) for b in runs.batch_size.unique())
+    norms = sorted(runs.normaliser.unique())
+    cell = side.set_index(["model", "normaliser", "batch_size", "measure"])
+    pair = paired.set_index(["normaliser", "batch_size", "measure"])
+    m = setting_macros(runs, rates, design)
+    for where, b in (("min", sizes[0]), ("max", sizes[-1])):
+        m |= cell_macros(cell, norms, where, b) | gain_macros(pair, norms, where, b)
+        m["convFamily"] = str(len(sizes))
+        m |= end_macros(cell, norms, where, b)
+    below = [str(b) for b in sizes if pair.loc[("batchnorm", b, "train_mode_accuracy")].ci_high < 0]
+    m["convBatchnormTrainBelowNone"] = words(below) if below else "none"
+    summary = summary_json(side, paired, runs, confidence, design)
     return {"side": side, "paired": paired, "summary": summary, "macros": m, "table": table(side, sizes, norms, labels)}
 
 

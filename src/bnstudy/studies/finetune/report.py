@@ -15,7 +15,7 @@ from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAM_WORDS
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
 from bnstudy.base.stats import seed_interval
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
 from bnstudy.paper.latex import power_of_ten, verdict, words
@@ -205,6 +205,22 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
             m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle", "verdict")] = verdict(
                 *d["ci"]
             )
+    return m | sentence_macros(summary)
+
+
+def sentence_macros(summary: dict) -> dict[str, str]:
+    """The section's generated claims: what one-class batches cost live against random ones
+    (every rate) and what recomputing recovered at the smallest rate (random batches)."""
+    rates = _rates(summary)
+    by = summary["by_rate"]
+    m = {
+        "finetuneSortedCostSentence": skew_cost_sentence(
+            [power_of_ten(float(r)) for r in rates], [by[r]["class_sorted_minus_shuffle"]["live"] for r in rates]
+        ),
+        "finetuneRateOneRecoverySentence": recovery_sentence(by[rates[0]]["shuffle"]["live"]),
+    }
+    for i, r in enumerate(rates, start=1):
+        m[latex.macro_name("finetune rate", i, "remedy sentence")] = remedy_sentence(by[r])
     return m
 
 
@@ -249,6 +265,81 @@ def recompute_sentence(entry: dict, start: str) -> str:
         text += f". Against the start ({start}), recomputed, the live networks {phrase[side['live']]}"
         text += f" and the frozen ones {phrase[side['frozen']]}"
     return text
+
+
+def _side(ci) -> str:
+    """``below``, ``above`` or ``zero``: where an interval lies with respect to zero."""
+    lo, hi = ci
+    return "below" if hi < 0 else "above" if lo > 0 else "zero"
+
+
+def skew_cost_sentence(rates: list[str], differences: list[dict]) -> str:
+    """What one-class batches cost against random ones (live, paired; ``differences``: one
+    interval per rate of ``rates``, the rates' names in words), in words that agree with each
+    interval: ``cost more`` only where it lies wholly below zero, ``cost less`` only where wholly
+    above, ``cannot be told apart from them`` where it contains zero."""
+    groups: dict[str, list[str]] = {}
+    for rate, d in zip(rates, differences):
+        groups.setdefault(_side(d["ci"]), []).append(rate)
+    phrase = {"below": "cost more", "above": "cost less", "zero": "cannot be told apart from them"}
+    clauses = []
+    for side in ("below", "above", "zero"):
+        if side in groups:
+            where = f"at {words(groups[side])}"
+            if len(groups[side]) == len(rates):
+                where = "at either rate" if len(rates) == 2 else "at every rate"
+            clauses.append(f"{phrase[side]} {where}")
+    text = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + " and " + clauses[-1]
+    return f"against random batches of the same size, one-class batches {text}"
+
+
+def recovery_sentence(live: dict) -> str:
+    """What recomputing the statistics recovered of live fine-tuning's cost, for one rate and
+    stream (``live``: the live mode's entry), from two paired intervals: the change of the
+    inference-mode accuracy (after minus before) and the recomputed accuracy's change from the
+    start (recomputed minus before). "Recovered all" is never said: an interval that contains
+    zero shows no difference from the start, not a full recovery."""
+    cost, back = _side(live["inference_change"]["ci"]), _side(live["recomputed_change"]["ci"])
+    change = f"{points(live['inference_change']['mean'])} {interval_points(live['inference_change'])} points"
+    again = f"{points(live['recomputed_change']['mean'])} {interval_points(live['recomputed_change'])} points"
+    if cost != "below":
+        told = "lies wholly above zero" if cost == "above" else "contains zero"
+        return (
+            f"live fine-tuning showed no cost for recomputing to recover (its change, {change}, {told}); "
+            f"recomputed, the networks lie {again} from the start"
+        )
+    if back == "below":
+        return (
+            f"recomputing recovered only part of what live fine-tuning had cost ({change}): recomputed, the "
+            f"networks still lie {again} from the start, an interval wholly below zero"
+        )
+    if back == "above":
+        return (
+            f"recomputing recovered more than live fine-tuning had cost ({change}): recomputed, the networks "
+            f"lie {again} from the start, an interval wholly above zero"
+        )
+    return (
+        f"live fine-tuning cost {change}, and recomputed the networks can no longer be told apart from "
+        f"the start ({again}, an interval that contains zero)"
+    )
+
+
+def remedy_sentence(cell: dict) -> str:
+    """Frozen minus live after fine-tuning, for one rate (``cell``: the rate's entry), on both
+    streams, in words that agree with each paired interval."""
+    sides = [_side(cell[s]["frozen_minus_live"]["inference_after"]["ci"]) for s in STREAMS]
+    phrase = {
+        "above": "does better than live fine-tuning",
+        "below": "does worse than live fine-tuning",
+        "zero": "cannot be told apart from live fine-tuning",
+    }
+    if len(set(sides)) == 1:
+        return f"the remedy {phrase[sides[0]]} on either stream"
+    short = {"above": "does better", "below": "does worse", "zero": "cannot be told apart from it"}
+    return (
+        f"against live fine-tuning, the remedy {short[sides[0]]} on random batches and {short[sides[1]]} "
+        "on one-class batches"
+    )
 
 
 HEADER = ["rate", "batches", "change, live", "change, frozen", "frozen $-$ live", "live, recomputed"]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
 
@@ -103,25 +103,14 @@ def deficit_answer(first, grid) -> str:
     return "cannot be told from zero, at the grid's rate or after"
 
 
-def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[str, str], design: dict) -> dict:
-    """Everything the summary rule writes: tables (rates, best, paired), the JSON summary, macros
-    and two LaTeX tables. ``labels``: each normaliser's name in prose; ``design``: rows and config
-    values named in the paper (``fit_rows``, ``validation_rows``, ``epochs``, ``grid_seeds``)."""
-    from bnstudy.studies.batch_size.summary import at_batches
-
-    runs = runs.sort_values(["normaliser", "batch_size", "lr", "seed"], kind="stable").reset_index(drop=True)
-    rates = rate_table(runs, confidence)
-    best = best_rates(rates)
-    grid = at_rate(rates, grid_lr)
-    paired_best = paired_at(runs, best, "batchnorm", "none", confidence)
-    paired_grid = paired_at(runs, grid, "batchnorm", "none", confidence)
+def setting_macros(runs: pd.DataFrame, grid_lr: float, design: dict) -> dict:
+    """The sweep's design: rates, seeds, networks, rows, epochs, batch sizes."""
     sizes = sorted(int(b) for b in runs.batch_size.unique())
     lrs = sorted(float(v) for v in runs.lr.unique())
-    seeds = sorted(int(s) for s in runs.seed.unique())
-    m = {
+    return {
         "lrSweepRates": words([power_of_ten(v) for v in lrs]),
         "lrSweepRateCount": str(len(lrs)),
-        "lrSweepSeeds": str(len(seeds)),
+        "lrSweepSeeds": str(runs.seed.nunique()),
         "lrSweepNetworks": latex.fmt(len(runs)),
         "lrGridRate": power_of_ten(grid_lr),
         "lrRateLowest": power_of_ten(lrs[0]),
@@ -134,6 +123,11 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
         "lrBatchMax": str(sizes[-1]),
         "lrBatchCount": str(len(sizes)),
     }
+
+
+def cell_macros(best: pd.DataFrame, grid: pd.DataFrame, sizes: list[int]) -> dict:
+    """Each cell's chosen rate and test accuracy; at the two ends also at the grid's rate."""
+    m = {}
     for row in best.itertuples(index=False):
         stem = (row.normaliser, "b", row.batch_size)
         m[latex.macro_name("lr best", *stem)] = power_of_ten(row.lr)
@@ -146,8 +140,15 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
                 m[latex.macro_name("lr acc", name, norm, where)] = points(r.test_mean)
                 m[latex.macro_name("lr ci", name, norm, where)] = points_interval(r.test_ci_low, r.test_ci_high)
             m[latex.macro_name("lr best", norm, where)] = power_of_ten(best_lr(best, norm, size))
-    first = paired_best.iloc[0]
-    m["lrDeficitAnswer"] = deficit_answer(paired_best.iloc[0], paired_grid.iloc[0])
+    return m
+
+
+def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame) -> dict:
+    """Batch norm minus none at the chosen and at the grid's rates: the smallest batch's gain,
+    adjusted interval and verdict, where the adjusted intervals exclude zero, the deficit answer."""
+    from bnstudy.studies.batch_size.summary import at_batches
+
+    m = {"lrDeficitAnswer": deficit_answer(paired_best.iloc[0], paired_grid.iloc[0])}
     m["lrFamily"] = str(int(paired_best.family.iloc[0]))
     for name, table in (("best", paired_best), ("grid", paired_grid)):
         first = table.iloc[0]
@@ -163,10 +164,16 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
         m[latex.macro_name("lr paired", name, "sign sentence")] = latex.zero_sentence(
             "the adjusted paired intervals", above, below, len(table)
         )
+    return m
+
+
+def choice_macros(best: pd.DataFrame, grid: pd.DataFrame, labels: dict[str, str], design: dict) -> dict:
+    """What the choice of rate did: chosen rates at an end of the sweep, validation lift, cells
+    where the chosen rate scores below the grid's, the range of the means."""
     edges = [
         f"{labels[r.normaliser]} at batch {r.batch_size} ({r.edge})" for r in best.itertuples() if r.edge != "inside"
     ]
-    m["lrEdgeCells"] = words(edges) if edges else "no cell"
+    m = {"lrEdgeCells": words(edges) if edges else "no cell"}
     margins = best[best.edge != "inside"].margin
     m["lrEdgeMargin"] = points(float(margins.max()), 2) if len(margins) else "n/a"
     m["lrEdgeCount"] = str(len(edges))
@@ -179,10 +186,16 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
         for name, table in (("best", best), ("grid", grid)):
             means = table[table.normaliser == norm].test_mean
             m[latex.macro_name("lr range", norm, name)] = points(means.max() - means.min())
-    summary = {
+    return m
+
+
+def summary_json(runs, rates, best, grid, paired_best, paired_grid, grid_lr, confidence, design) -> dict:
+    """The JSON summary: every cell at its chosen and at the grid's rate, the paired differences,
+    the validation accuracy of every rate."""
+    return {
         "grid_lr": grid_lr,
-        "lrs": lrs,
-        "seeds": seeds,
+        "lrs": sorted(float(v) for v in runs.lr.unique()),
+        "seeds": sorted(int(s) for s in runs.seed.unique()),
         "confidence": confidence,
         "design": {k: int(v) for k, v in design.items()},
         "best": {
@@ -207,11 +220,28 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
             for n, gn in rates.groupby("normaliser")
         },
     }
+
+
+def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[str, str], design: dict) -> dict:
+    """Everything the summary rule writes: tables (rates, best, paired), the JSON summary, macros
+    and two LaTeX tables. ``labels``: each normaliser's name in prose; ``design``: rows and config
+    values named in the paper (``fit_rows``, ``validation_rows``, ``epochs``, ``grid_seeds``)."""
+    runs = runs.sort_values(["normaliser", "batch_size", "lr", "seed"], kind="stable").reset_index(drop=True)
+    rates = rate_table(runs, confidence)
+    best = best_rates(rates)
+    grid = at_rate(rates, grid_lr)
+    paired_best = paired_at(runs, best, "batchnorm", "none", confidence)
+    paired_grid = paired_at(runs, grid, "batchnorm", "none", confidence)
+    sizes = sorted(int(b) for b in runs.batch_size.unique())
+    m = setting_macros(runs, grid_lr, design)
+    m |= cell_macros(best, grid, sizes)
+    m |= paired_macros(paired_best, paired_grid)
+    m |= choice_macros(best, grid, labels, design)
     return {
         "rates": rates,
         "best": best,
         "paired": pd.concat([paired_best.assign(rates="best"), paired_grid.assign(rates="grid")], ignore_index=True),
-        "summary": summary,
+        "summary": summary_json(runs, rates, best, grid, paired_best, paired_grid, grid_lr, confidence, design),
         "macros": m,
         "tables": {
             "table": best_table(best, paired_best, paired_grid),

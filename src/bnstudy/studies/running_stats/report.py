@@ -2,9 +2,9 @@
 the replicate shuffles and the class-sorted networks.
 
 The rule script ``running_stats_summary.py`` reads its inputs and writes what
-:func:`summarise` returns. Means over shuffles and seeds, with Student-t intervals,
-are :func:`bnstudy.base.stats.summarise_over_seeds` (sums correctly rounded); ratios are
-single divisions. Nothing here depends on the CPU.
+:func:`summarise` returns. Means over shuffles and seeds, with Student-t intervals (the
+shuffles' errors on the log scale), are :func:`bnstudy.base.stats.summarise_over_seeds` (sums
+correctly rounded); ratios are single divisions. Nothing here depends on the CPU.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base import stats
-from bnstudy.paper import latex
+from bnstudy.paper.build import latex
 from bnstudy.studies.running_stats import science as running_stats
 from bnstudy.studies.running_stats import selfchecks
 
@@ -21,13 +21,22 @@ VAR_HIGH, VAR_LOW = 5.0, 0.5  # the population description counts variances at l
 
 
 def shuffle_summary_table(shuffles: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Mean, sd and t interval over shuffles of each metric, per estimator and batch size."""
+    """Mean, sd and interval over shuffles of each metric, per estimator and batch size: both
+    metrics are errors (never negative), so the Student-t interval is formed on the log scale
+    (:func:`bnstudy.base.stats.positive_interval`) and never reaches below zero."""
     long = shuffles.melt(
         id_vars=["estimator", "batch_size", "updates", "shuffle"], value_vars=list(SHUFFLE_METRICS), var_name="metric"
     )
     return stats.summarise_over_seeds(
-        long, ["estimator", "batch_size", "updates", "metric"], "value", confidence
+        long, ["estimator", "batch_size", "updates", "metric"], "value", confidence, positive=True
     ).rename(columns={"seeds": "shuffles"})
+
+
+def _shuffle_interval(lo, hi) -> str:
+    """``[lo, hi]`` with four decimals; ``(every shuffle alike)`` for a degenerate interval."""
+    if latex.degenerate(lo, hi):
+        return "(every shuffle alike)"
+    return f"[{latex.endpoint(float(lo), 4, scale=1.0)}, {latex.endpoint(float(hi), 4, scale=1.0)}]"
 
 
 def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
@@ -41,7 +50,7 @@ def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
         """``mean [lo, hi]``; ``exactly 0 in every shuffle`` for a degenerate interval at zero."""
         if float(r.mean) == 0 and float(r.ci_low) == 0 and float(r.ci_high) == 0:
             return "exactly 0 in every shuffle", ""
-        return f4(r.mean), f"[{f4(r.ci_low)}, {f4(r.ci_high)}]"
+        return f4(r.mean), _shuffle_interval(r.ci_low, r.ci_high)
 
     m = {"rsShuffles": str(int(summary["shuffles"].max())), "rsConfidence": f"{100 * confidence:g}\\%"}
     ema = summary[(summary.estimator == "ema") & (summary.metric == "running_error")]
@@ -57,7 +66,7 @@ def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
         for end, b in (("min", sizes[0]), ("max", sizes[-1]), ("best", best)):
             r = ema[ema.batch_size == b].iloc[0]
             m[latex.macro_name("rs rep running error", end)] = f4(r["mean"])
-            m[latex.macro_name("rs rep running error", end, "ci")] = f"[{f4(r.ci_low)}, {f4(r.ci_high)}]"
+            m[latex.macro_name("rs rep running error", end, "ci")] = _shuffle_interval(r.ci_low, r.ci_high)
         # every estimator at the smallest and the largest batch, named without the size
         for r in summary[summary.batch_size.isin([sizes[0], sizes[-1]])].itertuples(index=False):
             end = "min" if int(r.batch_size) == sizes[0] else "max"
@@ -80,7 +89,7 @@ def shuffle_table(summary: pd.DataFrame) -> tuple:
         r = r.iloc[0]
         if float(r["mean"]) == 0 and float(r.ci_low) == 0 and float(r.ci_high) == 0:
             return "exactly 0"
-        return f"{f4(r['mean'])} [{f4(r.ci_low)}, {f4(r.ci_high)}]"
+        return f"{f4(r['mean'])} {_shuffle_interval(r.ci_low, r.ci_high)}"
 
     rows = []
     for b in sorted(int(v) for v in summary.batch_size.unique()):
@@ -103,17 +112,21 @@ def shuffle_table(summary: pd.DataFrame) -> tuple:
     )
 
 
-def summarise(passes, checks, population, trained, shuffles, published, p) -> dict:
-    """Everything the rule writes. ``p``: keep, sort_feature, rows, features, seed, confidence."""
-    out = {}
-    keep = p["keep"]
-    shuffle_summary = shuffle_summary_table(shuffles, p["confidence"])
-    out["shuffle_summary"] = shuffle_summary
-    out["table_shuffles"] = shuffle_table(shuffle_summary)
+def _f4(v) -> str:
+    """Four decimals; exact zero as ``exactly 0``; a nonzero value never as ``0.0000``."""
+    return "exactly 0" if float(v) == 0 else latex.endpoint(float(v), 4, scale=1.0)
 
-    # ---- JSON summary ------------------------------------------------------------------
-    records = passes.astype(object).where(passes.notna(), None).to_dict("records")
-    out["summary"] = running_stats.summary_json(records, keep=keep)
+
+def _power_of_ten(tol: float) -> str:
+    """``$10^{k}$`` for a tolerance ``10**k``, read from its decimal form (no libm log10)."""
+    mantissa, exponent = f"{tol:.0e}".split("e")
+    assert mantissa == "1", f"tolerance {tol} is not a power of ten"
+    return f"$10^{{{int(exponent)}}}$"
+
+
+def pass_cells(passes: pd.DataFrame, keep: float) -> tuple[dict, dict]:
+    """The swept passes by batch size: the EMA's per order, and every estimator's per (order,
+    estimator); the EMA and the bias-corrected EMA at the keep-factor ``keep``."""
 
     def cell(order, estimator, with_keep=True):
         rows = passes[(passes["order"] == order) & (passes["estimator"] == estimator)]
@@ -127,94 +140,115 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         for o in running_stats.ORDERS
         for e in running_stats.ESTIMATORS
     }
-    sizes = sorted(ema["shuffled"])
+    return ema, est
+
+
+def divergence_ratios(ema: dict, sizes: list[int]) -> dict:
+    """Per batch size, the class-sorted pass's train/inference RMSE over the shuffled pass's."""
+    return {b: ema["sorted"][b].train_eval_rmse / ema["shuffled"][b].train_eval_rmse for b in sizes}
+
+
+def setting_macros(passes: pd.DataFrame, ema: dict, sizes: list[int], p) -> dict:
+    """The pass's settings: rows, features, seed, keep-factors, batch sizes, the checks' tolerances."""
     bmin, bmax = sizes[0], sizes[-1]
-    m = latex.macro_name
-
-    def power_of_ten(tol: float) -> str:
-        """``$10^{k}$`` for a tolerance ``10**k``, read from its decimal form (no libm log10)."""
-        mantissa, exponent = f"{tol:.0e}".split("e")
-        assert mantissa == "1", f"tolerance {tol} is not a power of ten"
-        return f"$10^{{{int(exponent)}}}$"
-
-    def f4(v):
-        """Four decimals; exact zero as ``exactly 0``; a nonzero value never as ``0.0000``."""
-        return "exactly 0" if float(v) == 0 else latex.endpoint(float(v), 4, scale=1.0)
-
-    macros = {
+    return {
         "rsRows": str(p["rows"]),
         "rsFeatures": str(p["features"]),
         "rsSeed": str(p["seed"]),
-        "rsKeep": latex.fmt(keep, 2),
+        "rsKeep": latex.fmt(p["keep"], 2),
         "rsBatchMin": str(bmin),
         "rsBatchMax": str(bmax),
         "rsUpdatesMin": str(ema["shuffled"][bmax].updates),
         "rsUpdatesMax": str(ema["shuffled"][bmin].updates),
         "rsKeeps": ", ".join(latex.fmt(k, 2) for k in sorted(passes["keep"].dropna().unique())),
         "rsBatchSizes": ", ".join(map(str, sizes)),
-        "rsMeanTol": power_of_ten(selfchecks.MEAN_TOL),
-        "rsVarTol": power_of_ten(selfchecks.VAR_TOL),
+        "rsMeanTol": _power_of_ten(selfchecks.MEAN_TOL),
+        "rsVarTol": _power_of_ten(selfchecks.VAR_TOL),
         "rsDifferentialTol": latex.fmt(selfchecks.DIFFERENTIAL_TOL, 1),
     }
+
+
+def ema_pass_macros(ema: dict, sizes: list[int]) -> dict:
+    """The EMA's passes: per batch size and at the two ends, the best batch size, the growth of
+    the error, the divergence ratios and the worst variance error."""
+    m = latex.macro_name
+    bmin, bmax = sizes[0], sizes[-1]
+    macros = {}
     for b in sizes:
         sh, so = ema["shuffled"][b], ema["sorted"][b]
         macros |= {
             m("rs updates b", b): str(sh.updates),
-            m("rs initial weight b", b): f4(sh.initial_weight),
-            m("rs predicted error b", b): f4(sh.predicted_error),
-            m("rs running error b", b): f4(sh.running_error),
-            m("rs batch estimate error b", b): f4(sh.batch_estimate_error),
-            m("rs train eval shuffled b", b): f4(sh.train_eval_rmse),
-            m("rs train eval sorted b", b): f4(so.train_eval_rmse),
+            m("rs initial weight b", b): _f4(sh.initial_weight),
+            m("rs predicted error b", b): _f4(sh.predicted_error),
+            m("rs running error b", b): _f4(sh.running_error),
+            m("rs batch estimate error b", b): _f4(sh.batch_estimate_error),
+            m("rs train eval shuffled b", b): _f4(sh.train_eval_rmse),
+            m("rs train eval sorted b", b): _f4(so.train_eval_rmse),
             m("rs divergence ratio b", b): latex.fmt(so.train_eval_rmse / sh.train_eval_rmse, 1),
         }
     for end, b in (("min", bmin), ("max", bmax)):
         sh, so = ema["shuffled"][b], ema["sorted"][b]
         macros |= {
-            m("rs running error", end): f4(sh.running_error),
-            m("rs predicted error", end): f4(sh.predicted_error),
-            m("rs initial weight", end): f4(sh.initial_weight),
-            m("rs batch estimate error", end): f4(sh.batch_estimate_error),
-            m("rs train eval shuffled", end): f4(sh.train_eval_rmse),
-            m("rs train eval sorted", end): f4(so.train_eval_rmse),
+            m("rs running error", end): _f4(sh.running_error),
+            m("rs predicted error", end): _f4(sh.predicted_error),
+            m("rs initial weight", end): _f4(sh.initial_weight),
+            m("rs batch estimate error", end): _f4(sh.batch_estimate_error),
+            m("rs train eval shuffled", end): _f4(sh.train_eval_rmse),
+            m("rs train eval sorted", end): _f4(so.train_eval_rmse),
             m("rs divergence ratio", end): latex.fmt(so.train_eval_rmse / sh.train_eval_rmse, 1),
         }
     best = min(sizes, key=lambda b: ema["shuffled"][b].running_error)
-    ratios = {b: ema["sorted"][b].train_eval_rmse / ema["shuffled"][b].train_eval_rmse for b in sizes}
+    ratios = divergence_ratios(ema, sizes)
     macros |= {
         "rsRunningErrorGrowth": latex.fmt(ema["shuffled"][bmax].running_error / ema["shuffled"][bmin].running_error, 1),
         "rsBatchEstimateGain": latex.fmt(
             ema["shuffled"][bmin].batch_estimate_error / ema["shuffled"][bmax].batch_estimate_error, 1
         ),
         "rsRunningErrorBestBatch": str(best),
-        "rsRunningErrorBest": f4(ema["shuffled"][best].running_error),
+        "rsRunningErrorBest": _f4(ema["shuffled"][best].running_error),
         "rsDivergenceRatioLow": latex.fmt(min(ratios.values()), 1),
         "rsDivergenceRatioHigh": latex.fmt(max(ratios.values()), 1),
     }
-    worst_b = max(sizes, key=lambda b: ema["shuffled"][b].worst_var_error)
+    worst_b = worst_var_batch(ema, sizes)
     worst = ema["shuffled"][worst_b]
     macros |= {
         "rsWorstVarError": latex.fmt(worst.worst_var_error, 2),
         "rsWorstVarBatch": str(worst_b),
         "rsWorstVarFeature": str(int(worst.worst_var_feature)),
     }
-    # Remedies: the shuffled pass at the largest batch, the sorted pass at the smallest.
-    for order, b in (("shuffled", bmax), ("sorted", bmin)):
+    return macros
+
+
+def worst_var_batch(ema: dict, sizes: list[int]) -> int:
+    """The batch size whose shuffled EMA pass has the largest worst-feature variance error."""
+    return max(sizes, key=lambda b: ema["shuffled"][b].worst_var_error)
+
+
+def remedy_macros(est: dict, sizes: list[int], sort_feature) -> dict:
+    """Remedies: the shuffled pass at the largest batch, the sorted pass at the smallest; the
+    sorted feature's variance within and between the smallest batches."""
+    m = latex.macro_name
+    macros = {}
+    for order, b in (("shuffled", sizes[-1]), ("sorted", sizes[0])):
         for e in running_stats.ESTIMATORS:
             r = est[(order, e)][b]
-            macros[m("rs remedy", order, e)] = f4(r.running_error)
+            macros[m("rs remedy", order, e)] = _f4(r.running_error)
             macros[m("rs remedy", order, e, "var")] = latex.fmt(r.worst_var_error, 2)
-            macros[m("rs remedy", order, e, "divergence")] = f4(r.train_eval_rmse)
-    so_min = ema["sorted"][bmin]
+            macros[m("rs remedy", order, e, "divergence")] = _f4(r.train_eval_rmse)
+    so_min = est[("sorted", "ema")][sizes[0]]
     macros |= {
-        "rsSortFeature": str(p["sort_feature"]),
+        "rsSortFeature": str(sort_feature),
         "rsSortedWithinVar": latex.fmt(so_min.sort_feature_within_var, 3),
         "rsSortedBetweenVar": latex.fmt(so_min.sort_feature_between_var, 3),
         "rsSortFeatureVar": latex.fmt(so_min.sort_feature_within_var + so_min.sort_feature_between_var, 3),
     }
-    # The population.
+    return macros
+
+
+def population_macros(population, worst_feature: int) -> dict:
+    """The synthetic population: the spread of its means and variances, the initial offset."""
     mu, sigma2 = running_stats.population_stats(population)
-    macros |= {
+    return {
         "rsPopVarMin": latex.fmt(float(sigma2.min()), 2),
         "rsPopVarMax": latex.fmt(float(sigma2.max()), 2),
         "rsPopMeanAbsMax": latex.fmt(float(abs(mu).max()), 2),
@@ -222,12 +256,15 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         "rsPopVarBelowHalf": str(int((sigma2 <= VAR_LOW).sum())),
         "rsPopVarHigh": f"{VAR_HIGH:g}",
         "rsPopVarLow": f"{VAR_LOW:g}",
-        "rsInitialOffset": f4(running_stats.initial_offset(mu, sigma2)),
-        "rsWorstVarTrue": latex.fmt(float(sigma2[int(worst.worst_var_feature)]), 2),
+        "rsInitialOffset": _f4(running_stats.initial_offset(mu, sigma2)),
+        "rsWorstVarTrue": latex.fmt(float(sigma2[worst_feature]), 2),
     }
-    # Self-checks.
+
+
+def selfcheck_macros(checks: pd.DataFrame, sizes: list[int]) -> dict:
+    """How many of the layer's self-checks pass, in all and per order."""
     self_ok = checks.apply(lambda r: selfchecks.self_checks_pass(r.to_dict()), axis=1)
-    macros |= {
+    return {
         "rsSelfCheckPasses": str(int(sum(checks[f"{c}_pass"].sum() for c in selfchecks.CHECKS))),
         "rsSelfCheckTotal": str(len(checks) * len(selfchecks.CHECKS)),
         "rsSelfCheckPassesAll": "all" if bool(self_ok.all()) else "not all",
@@ -235,9 +272,12 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         "rsDifferentialPassesSorted": str(int(checks[checks["order"] == "sorted"]["differential_pass"].sum())),
         "rsPasses": str(len(sizes)),
     }
-    # Published anchors.
+
+
+def published_macros(published: dict) -> dict:
+    """The published anchors of the running-statistics study."""
     pub_sizes = sorted(published["running_error"])
-    macros |= {
+    return {
         "rsPublishedRunningErrorMin": latex.fmt(published["running_error"][pub_sizes[0]], 4),
         "rsPublishedRunningErrorMax": latex.fmt(published["running_error"][pub_sizes[-1]], 4),
         "rsPublishedBatchMin": str(pub_sizes[0]),
@@ -253,29 +293,39 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         "rsPublishedWorstVarError": latex.fmt(published["worst_feature_var_error"], 2),
     }
 
-    # ---- trained networks: class-sorted versus shuffled ---------------------------------
-    metrics = ["inference_accuracy", "train_mode_accuracy", "label_disagreement", "train_eval_rmse"]
-    long = trained.melt(id_vars=["normaliser", "batch_size", "order", "seed"], value_vars=metrics, var_name="metric")
-    sorted_summary = stats.summarise_over_seeds(
-        long, ["normaliser", "batch_size", "order", "metric"], "value", p["confidence"]
+
+TRAINED_METRICS = ["inference_accuracy", "train_mode_accuracy", "label_disagreement", "train_eval_rmse"]
+
+
+def trained_summary(trained: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """The class-sorted and shuffled trained networks: mean, sd and interval over seeds per metric."""
+    long = trained.melt(
+        id_vars=["normaliser", "batch_size", "order", "seed"], value_vars=TRAINED_METRICS, var_name="metric"
     )
-    out["sorted_training"] = sorted_summary
-    cells = {(int(r.batch_size), r.order, r.metric): r for r in sorted_summary.itertuples(index=False)}
+    return stats.summarise_over_seeds(long, ["normaliser", "batch_size", "order", "metric"], "value", confidence)
+
+
+def trained_macros(cells: dict, seeds: int) -> dict:
+    """Macros of the trained networks: every cell's mean, and the smallest batch size's by name."""
+    m = latex.macro_name
+    macros = {}
     for (b, order, metric), r in cells.items():
         macros[m("rs trained", order, metric, "b", b)] = latex.fmt(r.mean, 3)
     trained_sizes = sorted({k[0] for k in cells})
-    macros["rsTrainedSeeds"] = str(trained["seed"].nunique())
+    macros["rsTrainedSeeds"] = str(seeds)
     b0 = trained_sizes[0]
     macros["rsTrainedBatch"] = str(b0)
     for order in ("shuffled", "sorted"):
-        for metric in metrics:
+        for metric in TRAINED_METRICS:
             r = cells.get((b0, order, metric))
             macros[m("rs trained", order, metric)] = latex.fmt(None if r is None else float(r.mean), 3)
     macros["rsTrainedBatchSizes"] = ", ".join(map(str, trained_sizes))
-    macros |= shuffle_macros(shuffle_summary, p["confidence"])
-    out["macros"] = macros
+    return macros
 
-    # ---- tables ------------------------------------------------------------------------
+
+def errors_table(ema: dict, sizes: list[int], published: dict) -> tuple:
+    """Study 3's table: per batch size the EMA pass's errors and divergences beside the published error."""
+    ratios = divergence_ratios(ema, sizes)
     rows = []
     for b in sizes:
         sh, so = ema["shuffled"][b], ema["sorted"][b]
@@ -284,25 +334,30 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
             [
                 str(b),
                 str(sh.updates),
-                f4(sh.initial_weight),
-                f4(sh.predicted_error),
-                f4(sh.running_error),
-                f4(sh.batch_estimate_error),
-                f4(sh.train_eval_rmse),
-                f4(so.train_eval_rmse),
+                _f4(sh.initial_weight),
+                _f4(sh.predicted_error),
+                _f4(sh.running_error),
+                _f4(sh.batch_estimate_error),
+                _f4(sh.train_eval_rmse),
+                _f4(so.train_eval_rmse),
                 latex.fmt(ratios[b], 1),
                 "--" if pub is None else f"{pub:.4f}",
             ]
         )
-    out["table_errors"] = (
+    return (
         ["$b$", "updates", "$k^u$", "predicted", "running", "one batch", "shuffled", "sorted", "ratio", "publ."],
         rows,
         "rrrrrrrrrr",
         "Study 3: running-statistics error and train/inference divergence",
     )
 
-    def mark(ok):
-        return "pass" if bool(ok) else "\\textbf{fail}"
+
+def _mark(ok) -> str:
+    return "pass" if bool(ok) else "\\textbf{fail}"
+
+
+def selfchecks_table(checks: pd.DataFrame, passes: pd.DataFrame) -> tuple:
+    """Study 5's table: the four self-checks, the divergence and the differential check per pass."""
 
     def pass_divergence(r) -> str:
         """The divergence of the same pass (order, batch size and keep-factor) as the tables of
@@ -315,7 +370,7 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
             & (passes["batch_size"] == int(r.batch_size))
             & ((passes["keep"] - float(r.keep)).abs() < 1e-12)
         ]
-        return f4(same.iloc[0].train_eval_rmse if len(same) else r.train_eval_rmse)
+        return _f4(same.iloc[0].train_eval_rmse if len(same) else r.train_eval_rmse)
 
     rows = []
     for r in checks.sort_values(["batch_size", "order"], ascending=[True, False], kind="stable").itertuples(
@@ -325,15 +380,15 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
             [
                 str(r.batch_size),
                 r.order,
-                f"{mark(r.train_mean_pass)} ({r.train_mean:.0e})",
-                f"{mark(r.train_var_pass)} ({r.train_var:.0e})",
-                mark(r.inference_repeatable_pass),
-                mark(r.shape_pass),
+                f"{_mark(r.train_mean_pass)} ({r.train_mean:.0e})",
+                f"{_mark(r.train_var_pass)} ({r.train_var:.0e})",
+                _mark(r.inference_repeatable_pass),
+                _mark(r.shape_pass),
                 pass_divergence(r),
-                f"{mark(r.differential_pass)} ({r.differential_rmse:.3f})",
+                f"{_mark(r.differential_pass)} ({r.differential_rmse:.3f})",
             ]
         )
-    out["table_selfchecks"] = (
+    return (
         [
             "$b$",
             "order",
@@ -349,20 +404,27 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         "Study 5: the four self-checks, the divergence and the differential check",
     )
 
+
+def remedies_table(est: dict, sizes: list[int]) -> tuple:
+    """Study 3's remedies on the same passes: each estimator's error, the EMA's and pooled divergence."""
     rows = []
     for order in running_stats.ORDERS:
         for b in sizes:
             rows.append(
                 [order, str(b)]
-                + [f4(est[(order, e)][b].running_error) for e in running_stats.ESTIMATORS]
-                + [f4(est[(order, e)][b].train_eval_rmse) for e in ("ema", "pooled")]
+                + [_f4(est[(order, e)][b].running_error) for e in running_stats.ESTIMATORS]
+                + [_f4(est[(order, e)][b].train_eval_rmse) for e in ("ema", "pooled")]
             )
-    out["table_remedies"] = (
+    return (
         ["order", "$b$", "EMA", "bias-corr.", "cumulative", "pooled", "div.\\ EMA", "div.\\ pooled"],
         rows,
         "lrrrrrrr",
         "Study 3: remedies on the same passes",
     )
+
+
+def sorted_table(cells: dict) -> tuple:
+    """Study 3 in trained networks: mean +- sd over seeds per batch size, order and metric."""
 
     def ms(b, order, metric, digits=3):
         r = cells.get((b, order, metric))
@@ -371,13 +433,46 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
         sd = "" if pd.isna(r.sd) else f" $\\pm$ {r.sd:.{digits}f}"
         return f"{r.mean:.{digits}f}{sd}"
 
+    trained_sizes = sorted({k[0] for k in cells})
     rows = [
-        [str(b), order] + [ms(b, order, k) for k in metrics] for b in trained_sizes for order in ("shuffled", "sorted")
+        [str(b), order] + [ms(b, order, k) for k in TRAINED_METRICS]
+        for b in trained_sizes
+        for order in ("shuffled", "sorted")
     ]
-    out["table_sorted"] = (
+    return (
         ["$b$", "batches", "inference acc.", "training-mode acc.", "label disagreement", "logit RMSE"],
         rows,
         "rlllll",
         "Study 3 in trained networks: class-sorted versus shuffled training batches",
     )
+
+
+def summarise(passes, checks, population, trained, shuffles, published, p) -> dict:
+    """Everything the rule writes. ``p``: keep, sort_feature, rows, features, seed, confidence."""
+    out = {}
+    shuffle_summary = shuffle_summary_table(shuffles, p["confidence"])
+    out["shuffle_summary"] = shuffle_summary
+    out["table_shuffles"] = shuffle_table(shuffle_summary)
+    records = passes.astype(object).where(passes.notna(), None).to_dict("records")
+    out["summary"] = running_stats.summary_json(records, keep=p["keep"])
+
+    ema, est = pass_cells(passes, p["keep"])
+    sizes = sorted(ema["shuffled"])
+    worst = ema["shuffled"][worst_var_batch(ema, sizes)]
+    macros = setting_macros(passes, ema, sizes, p) | ema_pass_macros(ema, sizes)
+    macros |= remedy_macros(est, sizes, p["sort_feature"])
+    macros |= population_macros(population, int(worst.worst_var_feature))
+    macros |= selfcheck_macros(checks, sizes) | published_macros(published)
+
+    sorted_summary = trained_summary(trained, p["confidence"])
+    out["sorted_training"] = sorted_summary
+    cells = {(int(r.batch_size), r.order, r.metric): r for r in sorted_summary.itertuples(index=False)}
+    macros |= trained_macros(cells, trained["seed"].nunique())
+    macros |= shuffle_macros(shuffle_summary, p["confidence"])
+    out["macros"] = macros
+
+    out["table_errors"] = errors_table(ema, sizes, published)
+    out["table_selfchecks"] = selfchecks_table(checks, passes)
+    out["table_remedies"] = remedies_table(est, sizes)
+    out["table_sorted"] = sorted_table(cells)
     return out

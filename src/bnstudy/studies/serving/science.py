@@ -284,13 +284,14 @@ def crossed_interval(table, confidence: float) -> dict:
     The grand mean is a ``math.fsum``; its variance ``sigma_net^2 / M + sigma_stream^2 / R +
     sigma_residual^2 / (M R)`` is estimated from the two-way mean squares as ``(MS_net +
     MS_stream - MS_residual) / (M R)``, Satterthwaite's degrees of freedom, and a Student-t
-    interval. Where that estimate falls below ``max(MS_net, MS_stream) / (M R)`` (each
+    interval. Where that estimate falls to or below ``max(MS_net, MS_stream) / (M R)`` (each
     factor's own lower bound on the variance) that bound is used with its own degrees of
-    freedom. With one replicate (``R = 1``) it is the Student-t interval over networks; with
+    freedom: :func:`bnstudy.base.stats.crossed_mean_variance`, the rule the companions' crossed
+    components use too. With one replicate (``R = 1``) it is the Student-t interval over networks; with
     one network, over streams. ``sd_networks``/``sd_streams``: the components' standard
     deviations (negative estimates as 0).
     """
-    from bnstudy.base.stats import t_quantile
+    from bnstudy.base.stats import crossed_mean_variance, t_quantile
 
     t = np.asarray(table, np.float64)
     m, r = t.shape
@@ -307,13 +308,8 @@ def crossed_interval(table, confidence: float) -> dict:
         resid = [t[i, j] - rows[i] - cols[j] + grand for i in range(m) for j in range(r)]
         df_e = (m - 1) * (r - 1)
         ms_e = math.fsum(e * e for e in resid) / df_e
-        combined = ms_n + ms_s - ms_e
-        floor, df_floor = max((ms_n, m - 1), (ms_s, r - 1))
-        if combined > floor:
-            var = combined / (m * r)
-            df = combined * combined / (ms_n * ms_n / (m - 1) + ms_s * ms_s / (r - 1) + ms_e * ms_e / df_e)
-        else:
-            var, df = floor / (m * r), float(df_floor)
+        combined, df = crossed_mean_variance(ms_n, m - 1, ms_s, r - 1, ms_e, df_e)
+        var = combined / (m * r)
         sd_n = math.sqrt(max(ms_n - ms_e, 0.0) / r)
         sd_s = math.sqrt(max(ms_s - ms_e, 0.0) / m)
     elif m > 1:  # one stream replicate: over networks
