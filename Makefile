@@ -9,8 +9,8 @@ PYTHON   ?= python3.11
 VENV     ?= .venv
 BIN       = $(VENV)/bin
 CORES    ?= 4
-# The config `make plan` plans and `make paper` checks first (bnstudy.config check, then
-# bnstudy.plan's budget: over a CPU-week is refused unless ALLOW_BUDGET=1).
+# The config `make plan` plans and `make paper` checks first (bnstudy.base.config check, then
+# bnstudy.base.plan's budget: over a CPU-week is refused unless ALLOW_BUDGET=1).
 CONFIG   ?= config/config.yaml
 ALLOW_BUDGET ?=
 STAMP     = $(VENV)/.installed
@@ -58,10 +58,10 @@ tex:
 
 # The data set CONFIG names, from apt when its files are missing (Fashion-MNIST: Debian's
 # dataset-fashion-mnist, four idx files in /usr/share/datasets/fashion-mnist; the digits come
-# with scikit-learn). `python -m bnstudy.datasets package CONFIG` names the package a config
+# with scikit-learn). `python -m bnstudy.base.datasets package CONFIG` names the package a config
 # needs and lacks; the workflow checks each file's sha256 against the config before any job.
 dataset: $(STAMP)
-	@pkgs="$$($(BIN)/python -m bnstudy.datasets package $(CONFIG))" || exit 1; \
+	@pkgs="$$($(BIN)/python -m bnstudy.base.datasets package $(CONFIG))" || exit 1; \
 	if [ -z "$$pkgs" ]; then :; \
 	elif command -v apt-get >/dev/null; then \
 	  echo "installing $$pkgs with apt-get ($(CONFIG) needs it)"; \
@@ -104,17 +104,17 @@ lock:
 	@echo "$(LOCK): $$(grep -c '^[a-z0-9]' $(LOCK)) packages pinned"
 
 paper: setup
-	$(BIN)/python -m bnstudy.config check $(CONFIG)
+	$(BIN)/python -m bnstudy.base.config check $(CONFIG)
 	$(MAKE) --no-print-directory dataset CONFIG=$(CONFIG)
-	$(BIN)/python -m bnstudy.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
+	$(BIN)/python -m bnstudy.base.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
 # What CONFIG would build: jobs by rule, jobs that would run now, estimated CPU time from
 # workflow/resources/cpu_seconds.tsv; over a CPU-week fails unless ALLOW_BUDGET=1.
 .PHONY: plan
 plan: $(STAMP)
-	$(BIN)/python -m bnstudy.config check $(CONFIG)
-	$(BIN)/python -m bnstudy.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
+	$(BIN)/python -m bnstudy.base.config check $(CONFIG)
+	$(BIN)/python -m bnstudy.base.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
 
 # Regenerate only the figures (and what they need).
 figures: setup
@@ -148,11 +148,11 @@ format: $(STAMP)
 # cores 4 as an AVX2 machine; cores 2, killed and resumed, without AVX/FMA/AVX512):
 # determinism and portability in one check, the same runs `make test` makes.
 determinism: setup
-	$(BIN)/python -m bnstudy.determinism --configfile config/test.yaml
+	$(BIN)/python -m bnstudy.base.determinism --configfile config/test.yaml
 
 .PHONY: portability verify
 portability: setup
-	$(BIN)/python -m bnstudy.determinism --configfile config/test.yaml
+	$(BIN)/python -m bnstudy.base.determinism --configfile config/test.yaml
 
 # Check an existing build in seconds, without building (docs/verify.md): hash every output on
 # disk and compare it with the build's own manifest and the config's expected one; names each
@@ -161,18 +161,18 @@ portability: setup
 # CONFIG=config/test.yaml for a test-config build. `make reproduce`: build, verify, check the PDF.
 .PHONY: repair reproduce
 verify: $(STAMP)
-	$(BIN)/python -m bnstudy.manifest verify --configfile $(CONFIG) --results results
+	$(BIN)/python -m bnstudy.base.manifest verify --configfile $(CONFIG) --results results
 
 repair: $(STAMP)
-	$(BIN)/python -m bnstudy.manifest repair --configfile $(CONFIG) --results results --cores $(CORES)
+	$(BIN)/python -m bnstudy.base.manifest repair --configfile $(CONFIG) --results results --cores $(CORES)
 
 reproduce: setup
 	$(BIN)/snakemake --cores $(CORES)
-	$(BIN)/python -m bnstudy.manifest verify --configfile config/config.yaml --results results
+	$(BIN)/python -m bnstudy.base.manifest verify --configfile config/config.yaml --results results
 	$(BIN)/python -m pytest -q -m paper_config
 
 benchmark: setup
-	$(BIN)/python -m bnstudy.benchmark
+	$(BIN)/python -m bnstudy.tools.benchmark
 
 # Mutation testing (docs/mutation.md; settings in setup.cfg): mutmut, pinned, in its
 # own venv $(MUTATION_VENV) so that the lock stays the project's; that venv sees

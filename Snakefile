@@ -46,11 +46,11 @@ include: "workflow/rules/manifest.smk"
 
 
 # Compile every Numba kernel once, before any job starts, instead of once in each
-# of the first jobs running side by side (bnstudy.warmup). Compiled code goes to
+# of the first jobs running side by side (bnstudy.tools.warmup). Compiled code goes to
 # the package's on-disk cache; on a cluster, jobs on nodes of another CPU model
 # compile their own.
 onstart:
-    shell(f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.warmup --jobs {workflow.cores or 1}")
+    shell(f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.tools.warmup --jobs {workflow.cores or 1}")
 
 
 rule all:

@@ -77,7 +77,7 @@ BACKGROUND = {}
 
 
 def _start_runs(tmp_path_factory):
-    from bnstudy import determinism
+    from bnstudy.base import determinism
 
     base = tmp_path_factory.mktemp("determinism")
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="determinism-runs")
@@ -91,7 +91,7 @@ def runs(tmp_path_factory):
     """The three determinism and portability runs of the test config, once per session.
 
     cores 1 on this machine (native), cores 4 as an AVX2 machine, cores 2 killed
-    and resumed as a machine without AVX/FMA (generic): see bnstudy.determinism.
+    and resumed as a machine without AVX/FMA (generic): see bnstudy.base.determinism.
     Returns ``(base, manifests, times)``; each run's directory is ``base/<name>``.
     """
     if "runs" not in BACKGROUND:
@@ -107,7 +107,7 @@ def runs(tmp_path_factory):
 
 def hashed_outputs(runs, paths) -> Path:
     """Check that each of ``paths`` is in the native run's manifest; return that run's ``results/``."""
-    from bnstudy import manifest
+    from bnstudy.base import manifest
 
     _, manifests, _ = runs
     hashed = set(manifest.read(manifests["cores1"])["path"])
@@ -134,7 +134,7 @@ def pytest_collection_finish(session):
 
 def pytest_sessionfinish(session):
     """Stop runs still under way (a session ended early: -x, an interrupt)."""
-    from bnstudy import determinism
+    from bnstudy.base import determinism
 
     determinism.stop_all()
     started = BACKGROUND.get("cluster_runs")
@@ -150,7 +150,7 @@ def pytest_sessionfinish(session):
 @pytest.fixture(scope="session")
 def configured():
     """Deterministic compute settings (one thread, deterministic algorithms)."""
-    from bnstudy import runtime
+    from bnstudy.base import runtime
 
     runtime.configure(1)
 

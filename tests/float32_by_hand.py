@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bnstudy import model as mlp
+from bnstudy.nets import model as mlp
 
 
 def linear32(a, w, bias):

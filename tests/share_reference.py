@@ -1,4 +1,4 @@
-"""Reference intervals for shares, written independently of :mod:`bnstudy.stats` for the value
+"""Reference intervals for shares, written independently of :mod:`bnstudy.base.stats` for the value
 tests: the Student-t interval on the logit scale around the logit of the mean (delta method),
 with SciPy's ``logit``/``expit`` and t quantile."""
 

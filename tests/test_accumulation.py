@@ -16,9 +16,11 @@ import pytest
 import torch
 from scipy import stats
 
-from bnstudy import accumulation, accumulation_report, plain, train
-from bnstudy import model as mlp
-from bnstudy.recipe import Recipe
+from bnstudy.nets import model as mlp
+from bnstudy.nets import plain, train
+from bnstudy.nets.recipe import Recipe
+from bnstudy.studies.accumulation import report as accumulation_report
+from bnstudy.studies.accumulation import science as accumulation
 
 
 def _data(n=48, seed=0):

@@ -16,7 +16,7 @@ from bnstudy.audit import AuditError, audit, cli, designs
 from bnstudy.audit.engine import Engine, naive_labels
 from bnstudy.audit.layers import find_normalisers, probe_copy, set_group
 from bnstudy.audit.report import figure_png, html_report, to_dict
-from bnstudy.norms import BatchRenorm1d, GhostBatchNorm1d
+from bnstudy.nets.norms import BatchRenorm1d, GhostBatchNorm1d
 from conftest import torch_threads
 
 
@@ -403,7 +403,7 @@ def test_the_command_on_torchscript_and_on_a_factory_with_safetensors_weights(tm
 
 
 def test_the_benchmarks_audit_rows_compare_the_same_labels():
-    from bnstudy.benchmark import bench_audit
+    from bnstudy.tools.benchmark import bench_audit
 
     net, (x, _) = NETWORKS["BatchNorm2d"]()
     out = bench_audit(warmed(net, x), x.numpy(), (2, 8), probes=2, loop_batches=10, repeats=1)

@@ -2,7 +2,7 @@
 
 The networks come from the test config's build of the determinism runs (the ``runs``
 fixture; no build of its own), loaded as PyTorch modules by
-``bnstudy.weights.load_module``. The pipeline computes in fixed-order float32 kernels
+``bnstudy.nets.weights.load_module``. The pipeline computes in fixed-order float32 kernels
 and PyTorch in its own order, so their logits differ in the last bits; a label can then
 differ only where the two largest logits are within rounding of each other. The exact
 b = 2 comparison below finds every probe whose labels differ, checks that the
@@ -21,9 +21,10 @@ import pandas as pd
 import pytest
 import torch
 
-from bnstudy import io, weights
 from bnstudy.audit import AuditError, audit, cli
-from bnstudy.benchmark import NEAR_TIE
+from bnstudy.base import io
+from bnstudy.nets import weights
+from bnstudy.tools.benchmark import NEAR_TIE
 from conftest import hashed_outputs, torch_threads
 
 MAX_TIES = 3
@@ -71,7 +72,7 @@ def data(root):
 
 def network(root, path, seed):
     """The pipeline's network as a module, batch renorm with its final (rmax, dmax) as the probes use them."""
-    from bnstudy.recipe import final_limits
+    from bnstudy.nets.recipe import final_limits
 
     net = weights.load_module(root / path, seed=seed)
     limits = final_limits(io.read_metadata(root / path), len(io.read_array(root / DATA[3])))
@@ -82,9 +83,9 @@ def network(root, path, seed):
 
 
 def test_exact_b2_flip_rates_equal_the_pipelines_but_at_logit_ties(build):
-    from bnstudy import companions
     from bnstudy.audit.engine import Engine
-    from bnstudy.probes import Prober
+    from bnstudy.compiled.probes import Prober
+    from bnstudy.studies.companions import science as companions
 
     x, y, _, _ = data(build)
     examples = io.read_table(build / "results/companions/examples.csv")["example"].to_numpy()
@@ -105,7 +106,7 @@ def test_exact_b2_flip_rates_equal_the_pipelines_but_at_logit_ties(build):
         # every probe whose label differs: the pipeline's two largest logits are within rounding
         stacked, spec, metas = weights.read(build / path)
         i = [int(m["seed"]) for m in metas].index(seed)
-        from bnstudy.recipe import final_limits
+        from bnstudy.nets.recipe import final_limits
 
         limits = final_limits(metas[i], len(io.read_array(build / DATA[3])))
         prober = Prober({k: v[i : i + 1] for k, v in stacked.items()}, spec, x, limits)
@@ -125,8 +126,8 @@ def test_exact_b2_flip_rates_equal_the_pipelines_but_at_logit_ties(build):
 def test_the_convolutional_networks_exact_b2_flip_counts_equal_the_pipelines(build):
     """The study's small CNN (batch norm over channels and positions), every training batch size and
     seed, on the pipeline's exact examples: the same flip count, example by example."""
-    from bnstudy.conv_torch import build_module, images
-    from bnstudy.conv_train import ConvSpec
+    from bnstudy.nets.conv_torch import build_module, images
+    from bnstudy.nets.conv_train import ConvSpec
 
     x, y, _, _ = data(build)
     meta = io.read_metadata(build / "results/conv/batchnorm.safetensors")

@@ -64,7 +64,7 @@ class ResNet18(nn.Module):
 
 def digits_28():
     """The study's digits split as 28 x 28 single-channel images (bilinear upsampling of the 8 x 8)."""
-    from bnstudy.data import split_digits
+    from bnstudy.nets.data import split_digits
 
     s = split_digits(0)
 

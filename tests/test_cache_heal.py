@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bnstudy import warmup
+from bnstudy.tools import warmup
 from conftest import ROOT
 
 
@@ -56,7 +56,7 @@ def test_an_index_of_the_wrong_shape_is_unreadable(tmp_path):
 
 
 KERNEL_CALL = (
-    "import numpy as np; from bnstudy import stats; "
+    "import numpy as np; from bnstudy.base import stats; "
     "print(stats.bootstrap_examples(np.array([0.0, 1.0, 1.0]), 8, 0.95, np.random.default_rng(0)))"
 )
 
@@ -72,7 +72,7 @@ def test_warm_up_heals_a_truncated_cache_and_jobs_load_kernels_again(tmp_path):
     part = [
         sys.executable,
         "-m",
-        "bnstudy.warmup",
+        "bnstudy.tools.warmup",
         "--part",
         str(len(warmup.PARTS) - 1),
         "--parts",

@@ -86,7 +86,7 @@ def _registry(root):
 
 
 def test_manifest_order_does_not_depend_on_include_order(tmp_path):
-    from bnstudy import determinism
+    from bnstudy.base import determinism
 
     copy = determinism.copy_workflow(ROOT, tmp_path / "wf")
     (copy / "tests").mkdir(exist_ok=True)

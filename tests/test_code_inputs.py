@@ -1,39 +1,48 @@
 """Rules that only print or draw load no compiled code, so editing a kernel re-runs only the rules
-that compute with it (each rule's code inputs are the modules its script can load: bnstudy.codedeps)."""
+that compute with it (each rule's code inputs are the modules its script can load: bnstudy.base.codedeps)."""
 
 import ast
 from pathlib import Path
 
 import pytest
 
-from bnstudy.codedeps import code_inputs, module_closure
+from bnstudy.base.codedeps import code_inputs, module_closure
 from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "bnstudy"
 SCRIPTS = ROOT / "workflow" / "scripts"
 # the statistics the reports compute with (bootstrap and t intervals): compiled, and loaded on purpose
-STATISTICS = {"stats", "fixedmath"}
+STATISTICS = {"base.stats", "base.fixedmath"}
 
 
 def compiled_modules() -> set[str]:
-    """Modules that import numba or define kernels with bnstudy.fixedmath's JIT decorator."""
+    """Modules that import numba or define kernels with bnstudy.base.fixedmath's JIT decorator."""
     found = set()
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import) and any(a.name == "numba" for a in node.names):
-                found.add(path.stem)
+                found.add(name)
             elif (
                 isinstance(node, ast.ImportFrom)
-                and node.module == "fixedmath"
+                and (node.module or "").endswith("fixedmath")
                 and "JIT" in {a.name for a in node.names}
             ):
-                found.add(path.stem)
+                found.add(name)
     return found
 
 
 def test_the_compiled_modules_are_found():
-    assert {"kernels", "probes", "backprop", "serving", "conv", "stats", "fixedmath"} <= compiled_modules()
-    assert not {"latex", "figures", "designs", "io"} & compiled_modules()
+    assert {
+        "compiled.kernels",
+        "compiled.probes",
+        "compiled.backprop",
+        "studies.serving.science",
+        "compiled.conv",
+        "base.stats",
+        "base.fixedmath",
+    } <= compiled_modules()
+    assert not {"paper.latex", "paper.figures", "base.designs", "base.io"} & compiled_modules()
 
 
 FIGURE_SCRIPTS = sorted(p.name for p in SCRIPTS.glob("*.py") if "figure" in p.stem)
@@ -41,20 +50,31 @@ FIGURE_SCRIPTS = sorted(p.name for p in SCRIPTS.glob("*.py") if "figure" in p.st
 
 @pytest.mark.parametrize("script", FIGURE_SCRIPTS)
 def test_a_figure_rule_loads_no_compiled_code(script):
-    loaded = {Path(p).stem for p in code_inputs(script, ROOT) if p.startswith("src/")}
+    loaded = {
+        ".".join(Path(p).relative_to("src/bnstudy").with_suffix("").parts)
+        for p in code_inputs(script, ROOT)
+        if p.startswith("src/")
+    }
     assert not loaded & compiled_modules(), f"{script} can load compiled code: {sorted(loaded & compiled_modules())}"
 
 
-@pytest.mark.parametrize("module", ["serving_report", "conv_report", "finetune_report", "accumulation_report"])
-def test_a_study_report_loads_only_the_compiled_statistics(module):
-    loaded = set(module_closure(PACKAGE / f"{module}.py", PACKAGE)) & compiled_modules()
+@pytest.mark.parametrize("study", ["serving", "conv", "finetune", "accumulation"])
+def test_a_study_report_loads_only_the_compiled_statistics(study):
+    module = f"studies.{study}.report"
+    loaded = set(module_closure(PACKAGE / "studies" / study / "report.py", PACKAGE)) & compiled_modules()
     assert loaded <= STATISTICS, (
-        f"{module} loads {sorted(loaded - STATISTICS)}: take the constants from bnstudy.designs"
+        f"{module} loads {sorted(loaded - STATISTICS)}: take the constants from bnstudy.base.designs"
     )
 
 
 def test_the_designs_are_the_studies_own_constants():
-    from bnstudy import accumulation_report, batching, conv, designs, finetune, finetune_report, serving
+    from bnstudy.base import designs
+    from bnstudy.compiled import conv
+    from bnstudy.nets import batching
+    from bnstudy.studies.accumulation import report as accumulation_report
+    from bnstudy.studies.finetune import report as finetune_report
+    from bnstudy.studies.finetune import science as finetune
+    from bnstudy.studies.serving import science as serving
 
     assert serving.STREAMS == designs.SERVING_STREAMS
     assert finetune.STREAMS == designs.FINETUNE_STREAMS == batching.ORDERS
@@ -64,6 +84,6 @@ def test_the_designs_are_the_studies_own_constants():
     assert accumulation_report.CONFIGS == designs.ACCUMULATION_CONFIGS
     assert not [
         n
-        for n in ast.walk(ast.parse((PACKAGE / "designs.py").read_text()))
+        for n in ast.walk(ast.parse((PACKAGE / "base" / "designs.py").read_text()))
         if isinstance(n, ast.Import | ast.ImportFrom)
     ]

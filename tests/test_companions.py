@@ -11,10 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import companions, data, kernels, normalisers, recipe, train
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
-from bnstudy.runtime import STREAM_PROBE, derive_seed
+from bnstudy.base import normalisers
+from bnstudy.base.runtime import STREAM_PROBE, derive_seed
+from bnstudy.compiled import kernels
+from bnstudy.nets import data, recipe, train
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
+from bnstudy.studies.companions import science as companions
 
 N_TEST = 899
 NEAR_TIE = 1e-4  # logits whose two largest are closer than this may round to either label
@@ -358,7 +361,8 @@ def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules(results):
     within those pairs (none, in the runs so far)."""
     torch = pytest.importorskip("torch")
     # companions.json describes the first dependence network (seed 0 in both configs)
-    from bnstudy import io, weights
+    from bnstudy.base import io
+    from bnstudy.nets import weights
 
     path = results / "runs" / "dependence" / "networks.safetensors"
     net = weights.load_module(path, seed=0)

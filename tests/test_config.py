@@ -6,7 +6,7 @@ import re
 import pytest
 import yaml
 
-from bnstudy.config import (
+from bnstudy.base.config import (
     DIGITS_CLASS_COUNTS,
     ConfigError,
     check_cross_fields,
@@ -83,7 +83,7 @@ def validation_error(cfg, schema):
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_each_bad_value_is_rejected_with_one_line_naming_the_key(case, test_config, schema):
-    """Every bad value, through the workflow's own check (bnstudy.config.validate)."""
+    """Every bad value, through the workflow's own check (bnstudy.base.config.validate)."""
     path, value, key = BAD[case]
     assert validation_error(test_config, schema) is None
     message = validation_error(mutate(test_config, path, value), schema)
@@ -323,7 +323,7 @@ def test_test_size_100_is_rejected_before_any_job_with_one_line(test_config, tmp
     ],
 )
 def test_key_path_by_hand(parts, text):
-    from bnstudy.config import key_path
+    from bnstudy.base.config import key_path
 
     assert key_path(parts) == text
 
@@ -335,7 +335,7 @@ def schema_error(schema, instance):
 
 
 def test_describe_schema_error_one_line_per_kind():
-    from bnstudy.config import describe_schema_error
+    from bnstudy.base.config import describe_schema_error
 
     obj = {
         "type": "object",
@@ -370,7 +370,7 @@ def test_describe_schema_error_without_a_quoted_key():
     """A required-key message without quotes is used whole."""
     from types import SimpleNamespace
 
-    from bnstudy.config import describe_schema_error
+    from bnstudy.base.config import describe_schema_error
 
     error = SimpleNamespace(absolute_path=["grid"], validator="required", message="lr missing")
     assert describe_schema_error(error) == "config error: grid.lr missing: required key is missing"
@@ -395,7 +395,7 @@ def test_approximate_mode_is_scikit_learns_on_any_counts():
     from hypothesis import strategies as st
     from sklearn.utils.extmath import _approximate_mode as sk_mode
 
-    from bnstudy.config import _approximate_mode
+    from bnstudy.base.config import _approximate_mode
 
     @settings(max_examples=200, deadline=None)
     @given(st.lists(st.integers(2, 40), min_size=2, max_size=8), st.floats(0.05, 0.95), st.integers(0, 2**31))
@@ -419,7 +419,7 @@ def test_approximate_mode_draws_nothing_when_the_shares_are_whole():
     import numpy as np
     from sklearn.utils.extmath import _approximate_mode as sk_mode
 
-    from bnstudy.config import _approximate_mode
+    from bnstudy.base.config import _approximate_mode
 
     for seed in range(20):
         ours_rng, sk_rng = np.random.RandomState(seed), np.random.RandomState(seed)
@@ -449,7 +449,7 @@ def test_accumulation_sizes_are_grid_batch_sizes_and_micro_batches_divide_the_st
     for name in ("ghostbatchnorm", "batchrenorm", "groupnorm"):  # in the test grid, but not batch norm
         message = cross_field_error(mutate(test_config, ["accumulation", "normaliser"], name))
         assert message == f"config error: accumulation.normaliser: {name} is not a grid normaliser computing batch norm"
-    from bnstudy.config import _check_accumulation  # batch norm not trained by the grid (other checks fire first)
+    from bnstudy.base.config import _check_accumulation  # batch norm not trained by the grid (other checks fire first)
 
     with pytest.raises(ConfigError, match="accumulation.normaliser: batchnorm is not a grid normaliser"):
         _check_accumulation(mutate(test_config, ["normalisers"], ["none", "layernorm"]))
@@ -465,14 +465,14 @@ def test_accumulation_sizes_are_grid_batch_sizes_and_micro_batches_divide_the_st
     ],
 )
 def test_finetune_config_cross_checks(test_config, key, value, message):
-    from bnstudy.config import ConfigError, check_cross_fields
+    from bnstudy.base.config import ConfigError, check_cross_fields
 
     check_cross_fields(test_config)
     test_config["finetune"]["batch_size"] = 898  # the whole training half is one batch: allowed
     test_config["finetune"]["every"] = test_config["finetune"]["steps"]  # measured once, at the end: allowed
     check_cross_fields(test_config)
     if key == "normalisers":  # lr_sweep needs batch norm too and is checked first: this check alone
-        from bnstudy.config import _check_finetune as check_cross_fields
+        from bnstudy.base.config import _check_finetune as check_cross_fields
 
         test_config["normalisers"] = value
     else:

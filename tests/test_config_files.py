@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from bnstudy.config import ConfigError, load_file
+from bnstudy.base.config import ConfigError, load_file
 from conftest import ROOT, snakemake
 
 CASES = {
@@ -64,7 +64,7 @@ def test_snakemake_refuses_a_key_given_twice_before_any_job(tmp_path):
 def test_the_check_command_names_file_and_line_and_exits_non_zero(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("grid:\n  lr: [1\n")
-    cmd = [sys.executable, "-m", "bnstudy.config", "check", str(ROOT / "config" / "test.yaml"), str(bad)]
+    cmd = [sys.executable, "-m", "bnstudy.base.config", "check", str(ROOT / "config" / "test.yaml"), str(bad)]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 1
     assert result.stdout.splitlines() == [f"{ROOT / 'config' / 'test.yaml'}: valid"]

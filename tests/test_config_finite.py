@@ -1,7 +1,7 @@
 """NaN and infinite numbers in a config fail like any other bad value: one line naming the key.
 
 JSON Schema's number checks let NaN pass (every comparison with it is false) and
-infinity pass an open upper bound; bnstudy.config.validate (the workflow's check)
+infinity pass an open upper bound; bnstudy.base.config.validate (the workflow's check)
 rejects both before the schema, through the same config-error path as
 tests/test_config.py.
 """
@@ -11,7 +11,7 @@ import copy
 import pytest
 import yaml
 
-from bnstudy.config import ConfigError, load_schema, validate
+from bnstudy.base.config import ConfigError, load_schema, validate
 from conftest import ROOT, snakemake
 
 CASES = {

@@ -5,8 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import conv, conv_report, conv_study, conv_train, normkernels
-from bnstudy.recipe import Recipe
+from bnstudy.compiled import conv, normkernels
+from bnstudy.nets import conv_train
+from bnstudy.nets.recipe import Recipe
+from bnstudy.studies.conv import report as conv_report
+from bnstudy.studies.conv import science as conv_study
 
 KINDS = ("none", "batchnorm", "groupnorm", "layernorm")
 
@@ -90,7 +93,7 @@ def _grad_parts(spec, flat):
 @pytest.mark.parametrize("kind", KINDS)
 def test_first_gradient_is_autograds(kind):
     """The compiled backward pass gives PyTorch's gradient (each tensor to 1e-5 of its largest entry)."""
-    conv_torch = pytest.importorskip("bnstudy.conv_torch")
+    conv_torch = pytest.importorskip("bnstudy.nets.conv_torch")
     x, y = images(24)
     spec = conv_train.ConvSpec(kind, (4, 8), 2)
     n = sum(int(np.prod(s)) for _, s in conv_train.layout(spec))
@@ -110,7 +113,7 @@ def test_training_and_logits_agree_with_the_plain_pytorch_loop(kind):
     """Three epochs of Adam agree with torch.optim.Adam; the trained network's logits agree with the
     module's in inference mode and in training mode (batches of 4, running statistics untouched)."""
     torch = pytest.importorskip("torch")
-    conv_torch = pytest.importorskip("bnstudy.conv_torch")
+    conv_torch = pytest.importorskip("bnstudy.nets.conv_torch")
     x, y = images(40)
     spec = conv_train.ConvSpec(kind, (4, 8), 2)
     recipe = Recipe(batch_size=8, epochs=3)
@@ -143,7 +146,7 @@ def test_training_and_logits_agree_with_the_plain_pytorch_loop(kind):
 def test_one_step_moves_every_tensor_as_pytorch_does(kind):
     """One batch, one Adam step: every tensor, running statistics included."""
     pytest.importorskip("torch")
-    conv_torch = pytest.importorskip("bnstudy.conv_torch")
+    conv_torch = pytest.importorskip("bnstudy.nets.conv_torch")
     x, y = images(8)
     spec = conv_train.ConvSpec(kind, (4, 8), 2)
     recipe = Recipe(batch_size=8, epochs=1)
@@ -187,7 +190,7 @@ def test_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
     pairs = np.array([[0, 1], [3, 7], [7, 3], [5, 11]], np.int64)
     got = np.empty(4, np.int64)
     flat = np.ascontiguousarray(x.reshape(-1, 1))
-    conv.pair_labels(spec.kind(), *conv_train.model_arrays(stacked, spec, 0), flat, pairs, np.float32(1e-5), 1, got)
+    conv.pair_labels(conv_train.model_arrays(stacked, spec, 0), conv_train.norm_settings(spec), flat, pairs, got)
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))

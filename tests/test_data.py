@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnstudy import data, datasets
-from bnstudy.data import PINNED_VARIANCES, population_parameters, synthetic_population
-from bnstudy.datasets import DataSetError, check_files, read_idx, write_idx
+from bnstudy.base import datasets
+from bnstudy.base.datasets import DataSetError, check_files, read_idx, write_idx
+from bnstudy.nets import data
+from bnstudy.nets.data import PINNED_VARIANCES, population_parameters, synthetic_population
 
 
 @pytest.fixture(scope="module")

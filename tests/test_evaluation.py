@@ -1,7 +1,7 @@
 """Study 2's evaluation: accuracy in both modes, test batches, divergence, summary keys.
 
 Each function is checked against an independent computation: PyTorch (the plain
-``nn.Sequential`` and :mod:`bnstudy.torchnet`, float32 with the tolerance stated, or
+``nn.Sequential`` and :mod:`bnstudy.nets.torchnet`, float32 with the tolerance stated, or
 float64), or values worked out by hand on a tiny two-model stack.
 """
 
@@ -14,10 +14,12 @@ import pandas as pd
 import pytest
 import torch
 
-from bnstudy import evaluation, normalisers, torchnet
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
-from bnstudy.runtime import STREAM_EVAL_BATCHES, derive_seed
+from bnstudy.base import normalisers
+from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
+from bnstudy.nets import model as mlp
+from bnstudy.nets import torchnet
+from bnstudy.nets.model import NetSpec
+from bnstudy.studies.batch_size import evaluation
 
 SPEC = NetSpec("batchnorm", widths=(64, 12, 10, 10))
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,7 +289,8 @@ def test_evaluation_leaves_the_stack_untouched():
 @pytest.mark.slow
 def test_evaluation_and_remedies_do_not_import_pytorch():
     src = str(ROOT / "src")
-    code = f"import sys; sys.path.insert(0, {src!r}); import bnstudy.evaluation, bnstudy.remedies; "
+    code = f"import sys; sys.path.insert(0, {src!r}); "
+    code += "import bnstudy.studies.batch_size.evaluation, bnstudy.studies.batch_size.remedies; "
     code += "print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -310,7 +313,7 @@ def test_remedy_rows_give_one_row_per_seed_and_remedy_and_distances_per_layer():
 
 
 def test_remedy_rows_accuracy_is_the_plain_module_with_the_replaced_statistics():
-    from bnstudy import remedies
+    from bnstudy.studies.batch_size import remedies
 
     stacked = _stack()
     x, y = _data()
@@ -328,12 +331,12 @@ def test_remedy_rows_accuracy_is_the_plain_module_with_the_replaced_statistics()
 
 
 def test_load_trained_reads_numpy_and_the_final_renorm_limits(tmp_path):
-    from bnstudy.recipe import Recipe, renorm_schedule
+    from bnstudy.nets.recipe import Recipe, renorm_schedule
 
     spec = NetSpec("batchrenorm", widths=(64, 12, 10, 10))
     stacked = _stack(spec, seeds=(0, 1))
     recipe = Recipe(batch_size=4, epochs=3)
-    from bnstudy import weights
+    from bnstudy.nets import weights
 
     states = mlp.unstack(stacked)
     paths = [tmp_path / "seeds0-0.safetensors", tmp_path / "seeds1-1.safetensors"]
@@ -440,7 +443,7 @@ def test_remedy_rows_extend_correct_with_every_row_of_every_remedy_and_seed():
 
 
 def test_remedy_rows_pass_the_last_batch_policy_on():
-    from bnstudy import remedies
+    from bnstudy.studies.batch_size import remedies
 
     stacked = _stack()
     x, y = _data()  # 37 rows in batches of 5: two leftover rows to keep or drop
@@ -489,7 +492,7 @@ def test_training_mode_accuracy_and_divergence_pass_batch_renorms_limits_on():
 def test_remedy_distances_use_the_networks_eps():
     from dataclasses import replace
 
-    from bnstudy import remedies
+    from bnstudy.studies.batch_size import remedies
 
     spec = replace(SPEC, eps=0.5)  # far from the default: the variance distance moves with it
     stacked = _stack()

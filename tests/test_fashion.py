@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from bnstudy import datasets, determinism, manifest
-from bnstudy.config import ConfigError, load_schema, parts, validate
+from bnstudy.base import datasets, determinism, manifest
+from bnstudy.base.config import ConfigError, load_schema, parts, validate
 from conftest import ROOT, snakemake
 
 TINY = "config/fashion-tiny.yaml"
@@ -116,7 +116,7 @@ def test_digits_config_without_test_size_or_with_fashion_keys_is_refused(schema)
 
 
 def test_config_digest_leaves_out_only_a_default_data_section():
-    from bnstudy.provenance import config_digest
+    from bnstudy.base.provenance import config_digest
 
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     assert config_digest(config | {"data": {"name": "digits"}}) == config_digest(config)
@@ -132,7 +132,7 @@ def _require_files(data):
 
 @pytest.mark.pipeline
 def test_split_of_the_real_files_is_official_stratified_standardised_and_seeded(tiny):
-    from bnstudy import data
+    from bnstudy.nets import data
 
     _require_files(tiny["data"])
     split = data.split(tiny)
@@ -183,7 +183,7 @@ def test_snakemake_refuses_a_bad_data_set_before_any_job_with_one_line(tiny, tmp
 def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, tmp_path):
     """The whole DAG on 3,000 Fashion-MNIST images to the paper, on a simulated machine without
     AVX/FMA (the committed manifest was written on another one): the same bytes."""
-    from bnstudy.machines import environments
+    from bnstudy.base.machines import environments
 
     _require_files(tiny["data"])
     workdir = determinism.copy_workflow(ROOT, tmp_path / "fashion-tiny")
@@ -201,6 +201,6 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, t
     assert "digits" not in design
     identical, lines = manifest.verify(EXPECTED, workdir / "results")
     assert identical, "\n".join(lines) + (
-        f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.manifest expected --results "
+        f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.base.manifest expected --results "
         f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{seconds:.0f} s]"
     )

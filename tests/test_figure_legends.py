@@ -2,7 +2,7 @@
 
 Each figure the pipeline makes is built by its package function on the small inputs of
 tests/test_figures.py. A *series* is a visible line of an axes holding data (error-bar
-caps and reference lines, :data:`bnstudy.figures.REFERENCE`, aside); lines sharing a
+caps and reference lines, :data:`bnstudy.paper.figures.REFERENCE`, aside); lines sharing a
 label are one series drawn in parts (``"_other networks"``), any other line is its own.
 A series is *named* when a legend of its axes or of the figure has an entry that draws
 its colour and shows nothing else than its marker and line style (a colour key, a
@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.offsetbox import DrawingArea, OffsetBox
 from matplotlib.patches import Patch
 
-from bnstudy import figures
+from bnstudy.paper import figures
 from test_figures import build
 
 NO_MARKER = (None, "None", "none", "", " ", ",")

@@ -19,11 +19,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import figures, lr_sweep_report, normalisers
-from bnstudy.figures_companions import DESIGNS, all_zero, companions, layout
-from bnstudy.figures_finetune import finetune
-from bnstudy.figures_running_stats import running_stats
-from bnstudy.figures_serving import serving
+from bnstudy.base import normalisers
+from bnstudy.paper import figures
+from bnstudy.studies.batch_size import figure as batch_size_figure
+from bnstudy.studies.companions.figure import DESIGNS, all_zero, companions, layout
+from bnstudy.studies.finetune.figure import finetune
+from bnstudy.studies.lr_sweep import report as lr_sweep_report
+from bnstudy.studies.running_stats.figure import running_stats
+from bnstudy.studies.serving.figure import serving
 from conftest import ROOT
 
 SIZES = [2, 4, 16, 64]
@@ -76,7 +79,7 @@ def batch_size_summary():
 
 
 def gains_table(sizes=(2, 4, 8, 16, 32, 64)):
-    """Paired comparisons as bnstudy.paired.summarise writes them (gains.csv)."""
+    """Paired comparisons as bnstudy.studies.batch_size.paired.summarise writes them (gains.csv)."""
     names = ["batchnorm_vs_none", "batchrenorm_vs_batchnorm", "layernorm_vs_batchnorm"]
     names += [f"{m}_vs_ema" for m in ("debiased_ema", "cumulative", "precise_bn", "exact")] + ["none_keep_vs_drop"]
     rows = [
@@ -131,7 +134,7 @@ def passes_table(keeps=(0.5, 0.9, 0.99)):
 
 
 def lr_sweep_figure():
-    from bnstudy import figures_lr_sweep
+    from bnstudy.studies.lr_sweep import figure as figures_lr_sweep
 
     rows = [
         dict(normaliser=n, batch_size=b, lr=lr, seed=s, validation_accuracy=0.9 + 0.01 * s - lr, test_accuracy=0.9 - lr)
@@ -185,7 +188,7 @@ def finetune_table(rates=(1e-4, 1e-3), steps=(0, 25, 50, 300), seeds=None):
 
 
 def conv_figure():
-    from bnstudy import figures_conv
+    from bnstudy.studies.conv import figure as figures_conv
 
     rows = []
     for model in ("cnn", "mlp"):
@@ -205,9 +208,9 @@ def build(name):
     if name == "companions":
         return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
     if name == "batch_size":
-        return figures.batch_size(batch_size_summary(), gains_table())
+        return batch_size_figure.batch_size(batch_size_summary(), gains_table())
     if name == "batch_size_remedies":
-        return figures.batch_size_remedies(batch_size_summary(), gains_table())
+        return batch_size_figure.batch_size_remedies(batch_size_summary(), gains_table())
     if name == "running_stats":
         return running_stats(passes_table(), 0.9, shuffles_table())
     if name == "lr_sweep":
@@ -215,7 +218,7 @@ def build(name):
     if name == "serving":
         return serving(along_table(), 0.97)
     if name == "accumulation":
-        from bnstudy.figures_accumulation import accumulation
+        from bnstudy.studies.accumulation.figure import accumulation
 
         return accumulation(accumulation_cells(), 64)
     if name == "finetune":

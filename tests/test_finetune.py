@@ -1,4 +1,4 @@
-"""Fine-tuning in small batches (bnstudy.finetune, bnstudy.finetune_report): the frozen-statistics
+"""Fine-tuning in small batches (bnstudy.studies.finetune: science and report): the frozen-statistics
 mode of the training loop against PyTorch's BatchNorm1d in eval mode inside a training loop
 (autograd, torch.optim.Adam), the live mode's running statistics against PyTorch's training mode,
 the batch streams, the summary's intervals by hand, the macros and table, the figure's
@@ -13,7 +13,10 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from bnstudy import backprop, finetune, finetune_report, gradients, kernels, model, train
+from bnstudy.compiled import backprop, gradients, kernels, normkernels
+from bnstudy.nets import model, train
+from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import science as finetune
 from conftest import hashed_outputs
 
 WIDTHS = (6, 5, 4, 3)
@@ -65,10 +68,12 @@ def test_frozen_forward_is_the_inference_kernel_bit_for_bit():
     rng = np.random.default_rng(2)
     h = (rng.random((7, 5)) * 6 - 3).astype(np.float32)
     g, be, rm, rv = (state[f"1.{k}"] for k in ("weight", "bias", "running_mean", "running_var"))
-    out, xhat, invstd = np.empty_like(h), np.empty_like(h), np.empty(5, np.float32)
-    gradients.frozen_forward(h, 7, g, be, rm, rv, np.float32(spec.eps), invstd, out, xhat)
+    out, xhat, stats = np.empty_like(h), np.empty_like(h), np.empty((5, 5), np.float32)
+    lp = normkernels.Params(g, be, rm, rv)
+    gradients.frozen_forward(lp, np.float32(spec.eps), h, 7, normkernels.Keep(stats, xhat, xhat[:0]), out)
+    invstd = stats[2]
     want = np.empty_like(h)
-    kernels.norm_inference(kernels.BATCH, h, g, be, rm, rv, np.float32(spec.eps), 1, True, want)
+    kernels.norm_inference(normkernels.settings(kernels.BATCH, spec.eps), lp, h, True, want)
     assert out.tobytes() == want.tobytes()
     np.testing.assert_array_equal(invstd, np.float32(1) / np.sqrt(rv + np.float32(spec.eps)))
     assert (rm.tobytes(), rv.tobytes()) == (state["1.running_mean"].tobytes(), state["1.running_var"].tobytes())
@@ -86,9 +91,9 @@ def test_frozen_gradient_equals_autograd_through_batchnorm1d_in_eval_mode():
         running[2 * i + 1, : WIDTHS[i + 1]] = state[f"{layer}.running_var"]
     kept = running.copy()
     backprop.train_run(
-        kernels.BATCH, np.array(WIDTHS, np.int64), flat, running, x, y, np.arange(12, dtype=np.int64)[None],
-        np.array([12], np.int64), np.array([[1.0, 0.0]], np.float32), np.float32(spec.eps), 1, np.float32(0.1),
-        backprop.SGD, 1.0, 0.9, 0.999, 1e-8, 0.0, 7, np.zeros(1), np.zeros(1, np.int64), 1, True,
+        backprop.mlp_arch(WIDTHS), backprop.State(flat, running), backprop.Data(x, y),
+        backprop.schedule(np.arange(12)[None], [12]), normkernels.settings(kernels.BATCH, spec.eps, 1, 0.1),
+        backprop.optimiser(backprop.SGD, 1.0), 7, backprop.new_log(1), True,
     )  # fmt: skip
     assert running.tobytes() == kept.tobytes(), "frozen: the running statistics are never written"
     net = _module(state, spec).eval()
@@ -273,7 +278,7 @@ def test_macros_and_table_print_the_summary():
 
 
 def test_finetune_outputs_are_built_and_in_the_manifest(runs):
-    from bnstudy import io
+    from bnstudy.base import io
 
     results = hashed_outputs(
         runs,

@@ -15,7 +15,7 @@ import pytest
 import torch
 import yaml
 
-from bnstudy import io, manifest
+from bnstudy.base import io, manifest
 
 
 def test_weights_are_byte_identical_when_written_twice(tmp_path):
@@ -36,7 +36,7 @@ def test_weights_are_byte_identical_across_processes(tmp_path):
     code = textwrap.dedent(f"""
         import sys, torch
         sys.path.insert(0, {str(io.__file__.rsplit("/bnstudy", 1)[0])!r})
-        from bnstudy import io
+        from bnstudy.base import io
         meta = {{k: str(i) for i, k in enumerate(["seed", "normaliser", "widths", "groups", "eps", "momentum", "lr"])}}
         state = {{f"{{i}}.weight": torch.full((2, 2), float(i)) for i in range(7)}}
         io.write_weights(sys.argv[1], state, meta)
@@ -137,7 +137,7 @@ def test_a_process_killed_mid_write_leaves_no_file_that_looks_finished(tmp_path)
     code = textwrap.dedent(f"""
         import os, sys, numpy as np
         sys.path.insert(0, {str(io.__file__.rsplit("/bnstudy", 1)[0])!r})
-        from bnstudy import io
+        from bnstudy.base import io
         with io.atomic_path({str(target)!r}) as tmp:
             with open(tmp, "wb") as f:
                 f.write(b"x" * 1000)
@@ -242,7 +242,7 @@ FILES = [
 
 
 def test_compare_names_the_first_rule_and_the_values_that_moved(tmp_path):
-    from bnstudy import determinism
+    from bnstudy.base import determinism
 
     a = _run_dir(tmp_path / "a", FILES)
     moved = [
@@ -295,7 +295,7 @@ def test_verify_says_identical_or_names_the_first_differing_rule_and_pinned_valu
 def test_verify_without_an_expected_manifest_says_how_to_create_it(tmp_path):
     good = _run_dir(tmp_path / "good", FILES)
     identical, [line, checked] = manifest.verify(tmp_path / "none.manifest.tsv", good.parent)
-    assert not identical and "python -m bnstudy.manifest expected --results" in line
+    assert not identical and "python -m bnstudy.base.manifest expected --results" in line
     assert checked == f"every file is as {good} records it"
 
 
@@ -461,7 +461,7 @@ def test_a_rule_script_reading_a_damaged_output_ends_with_one_line(tmp_path):
     io.write_weights(tmp_path / "w.safetensors", {"a": np.arange(64, dtype=np.float32)}, {"seed": "0"})
     data = (tmp_path / "w.safetensors").read_bytes()
     (tmp_path / "w.safetensors").write_bytes(data[: len(data) // 2])
-    code = f"import sys; sys.path.insert(0, {str(Path(io.__file__).parents[1])!r}); from bnstudy import io; "
+    code = f"import sys; sys.path.insert(0, {str(Path(io.__file__).parents[2])!r}); from bnstudy.base import io; "
     code += "io.read_weights('w.safetensors')"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 1
@@ -486,9 +486,9 @@ def test_snakemake_of_another_copy_runs_without_the_kernel_cache_this_import_cho
 
 
 def test_a_killed_run_may_lack_files_but_never_holds_a_half_written_one(tmp_path):
-    """bnstudy.determinism.check_killed: after a kill, files missing is fine; a file on disk with other
+    """bnstudy.base.determinism.check_killed: after a kill, files missing is fine; a file on disk with other
     bytes than expected (half-written), or a build that already verifies, is an error."""
-    from bnstudy import determinism
+    from bnstudy.base import determinism
 
     wf = tmp_path / "wf"
     built = _run_dir(wf, FILES)
@@ -508,7 +508,7 @@ def test_a_killed_run_may_lack_files_but_never_holds_a_half_written_one(tmp_path
 
 @pytest.mark.slow
 def test_the_commands_of_a_runs_session_are_seen(tmp_path):
-    from bnstudy import determinism
+    from bnstudy.base import determinism
 
     proc = subprocess.Popen(
         [

@@ -1,4 +1,4 @@
-"""The kernel cache is filed by code and machine, not by the checkout's path (bnstudy.kernelcache):
+"""The kernel cache is filed by code and machine, not by the checkout's path (bnstudy.base.kernelcache):
 a second copy of the package loads what the first compiled; another simulated machine compiles its own."""
 
 import json
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 PROBE = """
 import json, sys
 import numpy as np
-from bnstudy import fixedmath
+from bnstudy.base import fixedmath
 fixedmath.powi(1.5, 3)
 print(json.dumps({"hits": sum(fixedmath.powi.stats.cache_hits.values()),
                   "misses": sum(fixedmath.powi.stats.cache_misses.values()),
@@ -60,7 +60,7 @@ def test_an_edited_kernel_module_is_compiled_afresh_in_its_copy(tmp_path):
     cache = tmp_path / "cache"
     first, second = _copy(tmp_path / "a"), _copy(tmp_path / "b")
     assert _powi(first, cache)["misses"] == 1
-    module = second / "bnstudy" / "fixedmath.py"
+    module = second / "bnstudy" / "base" / "fixedmath.py"
     module.write_text(module.read_text() + "\n# an edit\n")
     assert _powi(second, cache)["misses"] == 1  # another digest: another directory
     assert _powi(first, cache)["hits"] == 1  # the first copy's entries are still there

@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnstudy import blocks, kernels, normalisers, normkernels
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
+from bnstudy.base import normalisers
+from bnstudy.compiled import blocks, kernels, normkernels
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 NORMALISERS = normalisers.NAMES
@@ -216,9 +217,8 @@ def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
     # the kind's setting: group norm's 4 groups (layer norm: one, as kernels.logits passes it),
     # ghost batch norm's virtual batches of 3 rows (batches of 8: 3 and 5 rows; of 2 and 3: one)
     setting = {"groupnorm": 4, "ghostbatchnorm": 3}.get(kind, 1)
-    kernels.norm_train(
-        kernels.KIND[kind], h, batch, gamma, beta, rm, rv, EPS, setting, F32(limits[0]), F32(limits[1]), relu, out
-    )
+    ns = normkernels.settings(kernels.KIND[kind], EPS, setting, 0.1, *limits)
+    kernels.norm_train(ns, normkernels.Params(gamma, beta, rm, rv), h, batch, relu, out)
     assert _same_bits(out, np_norm(kind, h, batch, gamma, beta, rm, rv, 4, limits, True, relu, virtual_batch=3))
 
 
@@ -227,7 +227,8 @@ def test_norm_train_is_the_documented_arithmetic(kind, limits, batch, relu):
 def test_norm_inference_is_the_documented_arithmetic(kind, relu):
     h, gamma, beta, rm, rv = _case(11)
     out = np.full_like(h, np.nan)
-    kernels.norm_inference(kernels.KIND[kind], h, gamma, beta, rm, rv, EPS, 4 if kind == "groupnorm" else 1, relu, out)
+    ns = normkernels.settings(kernels.KIND[kind], EPS, 4 if kind == "groupnorm" else 1)
+    kernels.norm_inference(ns, normkernels.Params(gamma, beta, rm, rv), h, relu, out)
     assert _same_bits(out, np_norm(kind, h, 0, gamma, beta, rm, rv, 4, (1.0, 0.0), False, relu))
 
 
@@ -246,7 +247,8 @@ def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
     n, f_ = h.shape
     out, xhat, rstd = np.full_like(h, np.nan), np.full_like(h, np.nan), np.full((n, 1), np.nan, F32)
     for i in range(n):
-        normkernels.row_forward(normalisers.RMS, h, i, 1, EPS, gamma, beta, True, out, xhat, rstd)
+        lp = normkernels.Params(gamma, beta, gamma, gamma)
+        normkernels.row_forward(normkernels.settings(normalisers.RMS, EPS), lp, h, i, True, out, xhat, rstd)
     assert _same_bits(out, np_rms_norm(h, gamma))
     ms = np.zeros(n, F32)
     for f in range(f_):
@@ -256,7 +258,8 @@ def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
     # backward: dxhat = dz * gamma, dh = invrms * (dxhat - xhat * (sum(dxhat * xhat) / F)); no beta
     dz = np.random.default_rng(7).standard_normal(h.shape).astype(F32)
     dh, dgamma, dbeta = np.full_like(h, np.nan), np.full(f_, np.nan, F32), np.full(f_, np.nan, F32)
-    normkernels.row_backward(normalisers.RMS, dz, n, gamma, xhat, rstd, 1, dh, dgamma, dbeta)
+    keep = normkernels.Keep(np.empty((5, f_), F32), xhat, rstd)
+    normkernels.row_backward(normkernels.settings(normalisers.RMS, EPS), gamma, keep, dz, n, dh, dgamma, dbeta)
     dx = dz * gamma
     total = np.zeros(n, F32)
     for f in range(f_):
@@ -271,8 +274,9 @@ def test_rms_norm_forward_and_backward_are_the_documented_arithmetic():
 def test_renorm_with_limits_one_and_zero_is_batch_norm_bit_for_bit():
     h, gamma, beta, rm, rv = _case(5)
     a, b = np.empty_like(h), np.empty_like(h)
-    kernels.norm_train(kernels.BATCH, h, 4, gamma, beta, rm, rv, EPS, 1, F32(1), F32(0), True, a)
-    kernels.norm_train(kernels.RENORM, h, 4, gamma, beta, rm, rv, EPS, 1, F32(1), F32(0), True, b)
+    lp = normkernels.Params(gamma, beta, rm, rv)
+    kernels.norm_train(normkernels.settings(kernels.BATCH, EPS), lp, h, 4, True, a)
+    kernels.norm_train(normkernels.settings(kernels.RENORM, EPS, 1, 0.1, 1.0, 0.0), lp, h, 4, True, b)
     assert _same_bits(a, b)
 
 
@@ -323,7 +327,7 @@ def test_logits_are_the_layers_composed_bit_for_bit(norm, train):
 @pytest.mark.parametrize("train", [False, True])
 def test_logits_match_torchnet_forward(norm, train):
     torch = pytest.importorskip("torch")
-    from bnstudy import torchnet
+    from bnstudy.nets import torchnet
 
     # ghost batch norm: batches of 8 in virtual batches of 3 and 5 rows (of 2, rounding differences
     # between two float32 orders grow past the tolerance, as batch norm's own do on batches of 2)
@@ -352,9 +356,11 @@ WORKER = r"""
 import hashlib, json, re, sys, warnings
 import numba
 import numpy as np
-from bnstudy import blocks, data, kernels, normalisers, normkernels, probes, tiled
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
+from bnstudy.compiled import blocks, kernels, normkernels, probes, tiled
+from bnstudy.nets import data
+from bnstudy.base import normalisers
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
 
 F32 = np.float32
 x = data.split_digits(0).x_test
@@ -394,8 +400,13 @@ for module in (blocks, kernels, normkernels, probes, tiled):
     for name, obj in sorted(vars(module).items()):
         if not isinstance(obj, numba.core.registry.CPUDispatcher) or id(obj) in seen:
             continue
-        if obj.__module__ not in ("bnstudy.blocks", "bnstudy.kernels", "bnstudy.normkernels", "bnstudy.probes",
-                                  "bnstudy.tiled"):
+        if obj.__module__ not in (
+            "bnstudy.compiled.blocks",
+            "bnstudy.compiled.kernels",
+            "bnstudy.compiled.normkernels",
+            "bnstudy.compiled.probes",
+            "bnstudy.compiled.tiled",
+        ):
             continue
         seen.add(id(obj))
         if not obj.signatures and module is not normkernels:
@@ -464,16 +475,16 @@ def test_every_kernel_was_compiled_and_inspected(machine_code):
         assert not report["warnings"], report["warnings"]
         names = {k.split("(")[0] for k in report["asm"]}
         assert {
-            "bnstudy.blocks.linear_t",
-            "bnstudy.kernels.forward_model",
-            "bnstudy.normkernels.batch_norm_rows",
-            "bnstudy.normkernels.row_norm",
-            "bnstudy.probes.probe_design",
-            "bnstudy.tiled.linear_t_tiled",
+            "bnstudy.compiled.blocks.linear_t",
+            "bnstudy.compiled.kernels.forward_model",
+            "bnstudy.compiled.normkernels.batch_norm_rows",
+            "bnstudy.compiled.normkernels.row_norm",
+            "bnstudy.compiled.probes.probe_design",
+            "bnstudy.compiled.tiled.linear_t_tiled",
         } <= names
         assert all(a["lines"] > 10 for a in report["asm"].values())
         assert report["asm"][
-            "bnstudy.tiled.linear_t_tiled"
+            "bnstudy.compiled.tiled.linear_t_tiled"
             + next(k.split("linear_t_tiled", 1)[1] for k in report["asm"] if "linear_t_tiled" in k)
         ]["mul"]
 

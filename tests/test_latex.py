@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bnstudy import latex
+from bnstudy.paper.build import latex
 
 
 @pytest.mark.parametrize(
@@ -187,6 +187,9 @@ def test_endpoint_prints_the_sign_of_every_nonzero_value(value, digits, signed):
 def test_a_verdict_can_be_read_off_the_printed_interval(lo, width, digits):
     hi = lo + width
     text = latex.points_interval(lo, hi, signed=True, digits=digits)
+    if hi == lo:  # every seed alike: no interval printed, the point carries the sign
+        assert text == latex.ALIKE
+        return
     plo, phi = (float(v) for v in text.strip("[]").split(", "))
     words = latex.verdict(lo, hi)
     assert words == {(True, False): "lies wholly above zero", (False, True): "lies wholly below zero"}.get(
@@ -209,3 +212,12 @@ def test_degenerate_shares_are_said_in_words():
 def test_verdict_agrees_in_number():
     assert latex.verdict(0.1, 0.2, plural=True) == "lie wholly above zero"
     assert latex.verdict(-0.1, 0.2, plural=True) == "contain zero"
+
+
+def test_a_degenerate_interval_prints_no_interval():
+    """Every seed alike: no ``[0.00, 0.00]`` or ``[80.0, 80.0]`` (issue 29, item 4), in text and in math."""
+    assert latex.points_interval(0.0, 0.0, signed=True) == "\\text{(every seed alike)}"
+    assert latex.points_interval(0.8, 0.8) == "\\text{(every seed alike)}"
+    assert latex.math_points_interval({"ci": [0.0, 0.0]}) == "$\\text{(every seed alike)}$"
+    assert latex.points_interval(0.1, 0.2) == "[10.0, 20.0]"
+    assert latex.points_interval(float("nan"), float("nan")) == "[n/a, n/a]"

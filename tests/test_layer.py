@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import reductions
-from bnstudy.fixedmath import JIT
-from bnstudy.layer import BatchNorm1d, _inference, _train_batch, _train_pass, _update
-from bnstudy.normkernels import running_update
+from bnstudy.base.fixedmath import JIT
+from bnstudy.compiled import reductions
+from bnstudy.compiled.layer import BatchNorm1d, _inference, _train_batch, _train_pass, _update
+from bnstudy.compiled.normkernels import running_update
 
 EPS = 1e-5
 
@@ -207,24 +207,12 @@ def test_kernels_contain_no_fused_multiply_add(dtype):
         _uncached_asm(
             _train_pass,
             x,
-            rows,
-            np.array([0, 4]),
-            np.array([4], dtype),
-            c(1),
-            v[0],
-            v[1],
-            c(EPS),
-            c(0.1),
-            False,
+            (rows, np.array([0, 4]), np.array([4], dtype)),
+            (v[0], v[1], v[2], v[3]),
+            (c(1), c(EPS), c(0.1), False),
             c(0),
-            v[2],
-            v[3],
-            np.empty_like(x),
-            np.empty((1, 3), dtype),
-            np.empty((1, 3), dtype),
-            v[4],
-            v[5],
-            v[6],
+            (np.empty_like(x), np.empty((1, 3), dtype), np.empty((1, 3), dtype)),
+            (v[4], v[5], v[6]),
         ),
     ]
     if dtype == np.float64:

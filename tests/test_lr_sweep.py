@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import lr_sweep, lr_sweep_report
-from bnstudy.config import ConfigError, check_cross_fields
+from bnstudy.base.config import ConfigError, check_cross_fields
+from bnstudy.studies.lr_sweep import report as lr_sweep_report
+from bnstudy.studies.lr_sweep import science as lr_sweep
 
 LABELS = {"none": "none", "batchnorm": "batch norm"}
 
@@ -132,8 +133,9 @@ def test_report_macros_and_tables_follow_the_choice():
 
 
 def test_sweep_trains_on_the_fit_rows_and_scores_each_split(configured):
-    from bnstudy import evaluation, model, train
-    from bnstudy.recipe import Recipe
+    from bnstudy.nets import model, train
+    from bnstudy.nets.recipe import Recipe
+    from bnstudy.studies.batch_size import evaluation
 
     rng = np.random.default_rng(0)
     x = rng.random((30, 64)).astype(np.float32)

@@ -1,6 +1,6 @@
 """The registry of normalisers: every kind has every part, and runs through the study's code.
 
-Adding a normaliser to bnstudy.normalisers.REGISTRY makes every test here run for it.
+Adding a normaliser to bnstudy.base.normalisers.REGISTRY makes every test here run for it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 import yaml
 
-from bnstudy import backprop, conv_train, figures, kernels, model, normalisers, norms, optimisers, train
-from bnstudy.recipe import Recipe
+from bnstudy.base import normalisers
+from bnstudy.compiled import backprop, kernels, optimisers
+from bnstudy.nets import conv_train, model, norms, train
+from bnstudy.nets.recipe import Recipe
+from bnstudy.paper.build import figures
 from conftest import ROOT
 
 KINDS = normalisers.NAMES
@@ -55,7 +58,7 @@ def normaliser_codes_are_constants():
 
 
 def test_the_convolutional_network_builds_its_normalisers_from_the_registry():
-    from bnstudy import conv_torch
+    from bnstudy.nets import conv_torch
 
     for entry in normalisers.REGISTRY:
         spec = conv_train.ConvSpec(entry.name)
@@ -87,7 +90,7 @@ def test_the_test_config_studies_every_registered_normaliser_and_the_paper_confi
 
 
 def test_the_methods_name_the_configs_normalisers_from_the_registry():
-    from bnstudy import design
+    from bnstudy.paper.build import design
 
     for config_file in ("config.yaml", "test.yaml"):
         config = yaml.safe_load((ROOT / "config" / config_file).read_text())
@@ -139,7 +142,8 @@ def test_the_schema_requires_ghost_batch_norms_section_and_virtual_batches_of_tw
 
 @pytest.mark.slow
 def test_registry_does_not_import_torch():
-    code = "import sys; import bnstudy.normalisers, bnstudy.kernels, bnstudy.model; print('torch' in sys.modules)"
+    code = "import sys; import bnstudy.base.normalisers, bnstudy.compiled.kernels, bnstudy.nets.model; "
+    code += "print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 
@@ -240,9 +244,8 @@ def _first_gradient(spec, x, y):
     running = np.zeros((4, max(spec.widths[1:3])), np.float32)
     running[1] = running[3] = 1.0
     backprop.train_run(
-        kernels.KIND[spec.normaliser], np.array(spec.widths, np.int64), flat, running, x, y,
-        np.arange(len(y), dtype=np.int64)[None, :], np.array([len(y)], np.int64), np.array([[1.0, 0.0]], np.float32),
-        np.float32(spec.eps), kernels.setting(spec), np.float32(spec.momentum), backprop.SGD, 1.0, 0.9, 0.999, 1e-8,
-        0.0, 0, np.zeros(1), np.zeros(1, np.int64),
+        backprop.mlp_arch(spec.widths), backprop.State(flat, running), backprop.Data(x, y),
+        backprop.schedule(np.arange(len(y))[None, :], [len(y)]), kernels.norm_settings(spec),
+        backprop.optimiser(backprop.SGD, 1.0), 0, backprop.new_log(1),
     )  # fmt: skip
     return state, before - flat

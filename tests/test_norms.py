@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from bnstudy.norms import BatchRenorm1d, RenormSchedule, normalise
+from bnstudy.nets.norms import BatchRenorm1d, normalise
+from bnstudy.nets.recipe import RenormSchedule
 
 EPS = 1e-5
 

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import batch_size_summary, paired
+from bnstudy.studies.batch_size import paired
+from bnstudy.studies.batch_size import summary as batch_size_summary
 
 
 def test_paired_interval_is_scipys_paired_t_interval():

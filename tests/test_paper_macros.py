@@ -11,7 +11,12 @@ import pytest
 import yaml
 from scipy import stats as sps
 
-from bnstudy import batch_size_summary, companions_summary, design, paired, running_stats_report, stats
+from bnstudy.base import stats
+from bnstudy.paper import design
+from bnstudy.studies.batch_size import paired
+from bnstudy.studies.batch_size import summary as batch_size_summary
+from bnstudy.studies.companions import summary as companions_summary
+from bnstudy.studies.running_stats import report as running_stats_report
 
 ROOT = Path(__file__).resolve().parents[1]
 

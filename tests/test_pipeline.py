@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from bnstudy import determinism, machines, manifest
+from bnstudy.base import determinism, machines, manifest
 from conftest import ROOT, snakemake
 
 EXPECTED = ROOT / "config" / "expected" / "test.manifest.tsv"
@@ -48,8 +48,8 @@ def test_test_config_gives_the_expected_manifest(runs):
     _, manifests, _ = runs
     identical, lines = manifest.verify(EXPECTED, manifests["cores1"].parent)
     assert identical, "\n".join(lines) + (
-        "\n(a deliberate change of the science: refresh it with python -m bnstudy.determinism --update-expected, "
-        "or after a test-config build python -m bnstudy.manifest expected --results results "
+        "\n(a deliberate change of the science: refresh it with python -m bnstudy.base.determinism --update-expected, "
+        "or after a test-config build python -m bnstudy.base.manifest expected --results results "
         f"--out {EXPECTED.relative_to(ROOT)}, and review the diff)"
     )
 

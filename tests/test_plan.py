@@ -1,4 +1,4 @@
-"""bnstudy.plan: the planned jobs, the cost model's arithmetic, and the budget's refusal."""
+"""bnstudy.base.plan: the planned jobs, the cost model's arithmetic, and the budget's refusal."""
 
 import re
 import sys
@@ -6,8 +6,8 @@ import sys
 import pytest
 import yaml
 
-from bnstudy import plan
-from bnstudy.plan import Cost, Job, Plan
+from bnstudy.base import plan
+from bnstudy.base.plan import Cost, Job, Plan
 from conftest import ROOT, snakemake
 
 PAPER = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -240,7 +240,7 @@ def _run_plan(*args):
     import subprocess
 
     return subprocess.run(
-        [sys.executable, "-m", "bnstudy.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "bnstudy.base.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
 
 
@@ -273,7 +273,7 @@ def test_absurd_epochs_are_refused_in_one_line_and_pass_with_the_override(absurd
 
 
 def test_block_seeds_counts_the_configured_seeds_of_a_block():
-    from bnstudy.weights import blocks
+    from bnstudy.nets.weights import blocks
 
     config = {"grid": {"seeds": [0, 1, 2, 3, 4, 7, 12], "seed_block": 5}}
     for label, seeds in blocks(config["grid"]["seeds"], 5).items():

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnstudy import data, kernels, normalisers
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
-from bnstudy.probes import Prober
-from bnstudy.tiled import linear_t_tiled
+from bnstudy.base import normalisers
+from bnstudy.compiled import kernels
+from bnstudy.compiled.probes import Prober
+from bnstudy.compiled.tiled import linear_t_tiled
+from bnstudy.nets import data
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
 
 NORMALISERS = normalisers.NAMES
 LIMITS = {"batchrenorm": (2.0, 0.5)}

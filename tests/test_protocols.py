@@ -1,4 +1,4 @@
-"""Study 1 under both protocols (bnstudy.protocols_report): per-network estimates from probe counts,
+"""Study 1 under both protocols (bnstudy.studies.companions.protocols): per-network estimates from probe counts,
 intervals over networks, kept minus dropped by seed, whether each protocol reproduces the published
 rates, and every variant of the generated sentences, against values written out here."""
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import protocols_report as pr
+from bnstudy.studies.companions import protocols as pr
 
 PUBLISHED = {"flip_rate": {2: 0.453, 64: 0.006}, "train_mode_accuracy": {2: 0.540, 64: 0.984}}
 

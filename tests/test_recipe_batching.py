@@ -4,8 +4,9 @@ reductions' Python wrappers, by value on tiny inputs."""
 import numpy as np
 import pytest
 
-from bnstudy import batching, recipe, reductions
-from bnstudy.runtime import STREAM_ORDER, derive_seed
+from bnstudy.base.runtime import STREAM_ORDER, derive_seed
+from bnstudy.compiled import reductions
+from bnstudy.nets import batching, recipe
 
 # ---- recipe ----------------------------------------------------------------------
 

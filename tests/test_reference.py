@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import reference
-from bnstudy.reference import BatchNorm1dReference, BatchOfOneError, conformance
+from bnstudy.nets import reference
+from bnstudy.nets.reference import BatchNorm1dReference, BatchOfOneError, conformance
 
 
 @pytest.fixture(scope="module")

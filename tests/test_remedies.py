@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import fixedmath, remedies, torchnet
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
-from bnstudy.runtime import STREAM_EVAL_BATCHES, derive_seed
+from bnstudy.base import fixedmath
+from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
+from bnstudy.nets import model as mlp
+from bnstudy.nets import torchnet
+from bnstudy.nets.model import NetSpec
+from bnstudy.studies.batch_size import remedies
 
 SPEC = NetSpec("batchnorm", widths=(64, 12, 10, 10))
 

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import model as mlp
-from bnstudy import remedies, stats
-from bnstudy.model import NetSpec
+from bnstudy.base import stats
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
+from bnstudy.studies.batch_size import remedies
 
 SPEC = NetSpec("batchnorm", widths=(6, 4, 3, 3))
 

@@ -79,7 +79,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_report_embeds_every_figure_table_summary_and_the_paper_byte_for_byte(report):
-    from bnstudy import manifest
+    from bnstudy.base import manifest
 
     workdir, manifest_path, html = report
     results = embedded(html)["results"]
@@ -100,7 +100,7 @@ def test_report_embeds_every_figure_table_summary_and_the_paper_byte_for_byte(re
 
 
 def test_report_groups_by_study_and_labels_every_figure_by_its_normalisers(report, test_config):
-    from bnstudy import normalisers
+    from bnstudy.base import normalisers
 
     _, _, html = report
     data = embedded(html)

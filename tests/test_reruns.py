@@ -63,7 +63,7 @@ def test_editing_one_figure_script_reruns_that_figure_and_the_paper_only(finishe
 
 
 def test_editing_a_package_module_reruns_the_rules_that_import_it(finished):
-    module = finished / "src" / "bnstudy" / "figures.py"
+    module = finished / "src" / "bnstudy" / "paper" / "figures.py"
     module.write_text(module.read_text() + "\n# a cosmetic edit\n")
     plan = planned(finished)
     assert plan.get("figure_batch_size") == 1, plan
@@ -72,7 +72,7 @@ def test_editing_a_package_module_reruns_the_rules_that_import_it(finished):
 
 def test_editing_the_probes_module_reruns_the_probes_and_nothing_upstream(finished):
     """probes is loaded by companions only: editing it re-runs the probes and what follows them."""
-    module = finished / "src" / "bnstudy" / "probes.py"
+    module = finished / "src" / "bnstudy" / "compiled" / "probes.py"
     module.write_text(module.read_text() + "\n# a cosmetic edit\n")
     plan = planned(finished)
     assert plan.get("probe_companions_grid") and plan.get("probe_companions_dependence") == 1, plan

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from bnstudy import running_stats as rs
-from bnstudy.data import synthetic_population
+from bnstudy.nets.data import synthetic_population
+from bnstudy.studies.running_stats import science as rs
 
 
 @pytest.fixture(scope="module")
@@ -260,9 +260,11 @@ def test_importing_the_study_modules_does_not_load_torch():
     src = str(Path(__file__).resolve().parents[1] / "src")
     code = (
         f"import sys; sys.path.insert(0, {src!r}); "
-        "import bnstudy.running_stats, bnstudy.data, bnstudy.selfchecks, bnstudy.layer, bnstudy.reductions; "
-        "import numpy as np; x = bnstudy.data.synthetic_population(0, 64, 4); "
-        "bnstudy.running_stats.study(x, [8], [0.9], 'shuffled', 0); bnstudy.selfchecks.table(x, [8], 0.9, 0); "
+        "import bnstudy.studies.running_stats.science, bnstudy.nets.data, bnstudy.studies.running_stats.selfchecks; "
+        "import bnstudy.compiled.layer, bnstudy.compiled.reductions; "
+        "import numpy as np; x = bnstudy.nets.data.synthetic_population(0, 64, 4); "
+        "bnstudy.studies.running_stats.science.study(x, [8], [0.9], 'shuffled', 0); "
+        "bnstudy.studies.running_stats.selfchecks.table(x, [8], 0.9, 0); "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

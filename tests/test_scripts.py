@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bnstudy.codedeps import code_inputs, module_closure
+from bnstudy.base.codedeps import code_inputs, module_closure
 
 pytestmark = pytest.mark.slow  # rule scripts in their own processes
 
@@ -100,24 +100,43 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
     package = ROOT / "src" / "bnstudy"
     # evaluation imports model inside a function; model and kernels read the registry of normalisers
     # (which names the PyTorch modules by string: no pipeline job imports norms)
-    assert {"evaluation", "model", "normalisers", "recipe", "kernels"} <= set(
-        module_closure(SCRIPTS_DIR / "running_stats_sorted.py", package)
-    )
-    assert module_closure(SCRIPTS_DIR / "figure_batch_size.py", package) == ["__init__", "figures", "io", "normalisers"]
+    assert {
+        "studies.batch_size.evaluation",
+        "nets.model",
+        "base.normalisers",
+        "nets.recipe",
+        "compiled.kernels",
+    } <= set(module_closure(SCRIPTS_DIR / "running_stats_sorted.py", package))
+    assert module_closure(SCRIPTS_DIR / "figure_batch_size.py", package) == [
+        "__init__",
+        "base",
+        "base.io",
+        "base.normalisers",
+        "paper",
+        "paper.figures",
+        "studies",
+        "studies.batch_size",
+        "studies.batch_size.figure",
+    ]
     # every script starts through _setup.py, which loads runtime
     assert code_inputs("figure_batch_size.py", ROOT) == [
         "workflow/scripts/_setup.py",
         "workflow/scripts/figure_batch_size.py",
         "src/bnstudy/__init__.py",
-        "src/bnstudy/figures.py",
-        "src/bnstudy/io.py",
-        "src/bnstudy/normalisers.py",
-        "src/bnstudy/runtime.py",
+        "src/bnstudy/base/__init__.py",
+        "src/bnstudy/base/io.py",
+        "src/bnstudy/base/normalisers.py",
+        "src/bnstudy/base/runtime.py",
+        "src/bnstudy/paper/__init__.py",
+        "src/bnstudy/paper/figures.py",
+        "src/bnstudy/studies/__init__.py",
+        "src/bnstudy/studies/batch_size/__init__.py",
+        "src/bnstudy/studies/batch_size/figure.py",
     ]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
 def test_modules_a_script_loads_on_import_are_among_its_code_inputs(script):
     """The static reading is checked against what importing the script's imports really loads."""
-    loaded = {m.split(".")[1] for m in loaded_after_imports(script) if m.startswith("bnstudy.")}
+    loaded = {m.partition(".")[2] for m in loaded_after_imports(script) if m.startswith("bnstudy.")}
     assert loaded and loaded <= set(module_closure(script, ROOT / "src" / "bnstudy"))

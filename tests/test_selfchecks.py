@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import selfchecks as sc
-from bnstudy.data import synthetic_population
-from bnstudy.layer import BatchNorm1d
-from bnstudy.reductions import column_moments
-from bnstudy.running_stats import pass_batches
+from bnstudy.compiled.layer import BatchNorm1d
+from bnstudy.compiled.reductions import column_moments
+from bnstudy.nets.data import synthetic_population
+from bnstudy.studies.running_stats import selfchecks as sc
+from bnstudy.studies.running_stats.science import pass_batches
 
 
 @pytest.fixture(scope="module")

@@ -16,15 +16,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnstudy import (
-    accumulation_report,
-    batch_size_macros,
-    companions_summary,
-    finetune_report,
-    latex,
-    lr_sweep_report,
-    running_stats,
-)
+from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
+from bnstudy.paper.build import latex
+from bnstudy.studies.accumulation import report as accumulation_report
+from bnstudy.studies.batch_size import macros as batch_size_macros
+from bnstudy.studies.companions import summary as companions_summary
+from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.lr_sweep import report as lr_sweep_report
+from bnstudy.studies.running_stats import science as running_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ROOT / "paper" / "sections"
@@ -314,3 +313,193 @@ def test_recompute_sentence_claims_only_what_its_intervals_show(gains, changes):
     for window in windows:
         assert not problems(window), window
         assert "helps both modes, to" not in window  # the old fixed claim is gone
+
+
+# ---- the abstract's recovery and renormalisation sentences, section 2's difference clause -----
+
+ROW = {  # adjusted intervals (shares) on each side of zero, with the sentence's printed form
+    "below": (-0.02, -0.03, -0.01, "$-2.00$ points $[-3.00, -1.00]$"),
+    "zero": (0.0006, -0.0206, 0.0218, "$+0.06$ points $[-2.06, +2.18]$"),
+    "above": (0.02, 0.01, 0.03, "$+2.00$ points $[+1.00, +3.00]$"),
+}
+
+
+def pair_row(side: str, batch_size: int = 2) -> pd.Series:
+    gain, lo, hi, _ = ROW[side]
+    return pd.Series({"gain": gain, "ci_low_adj": lo, "ci_high_adj": hi, "batch_size": batch_size})
+
+
+STATS = "exact statistics of the training data in place of the running averages"
+RECOVERY = {  # (loss side, exact side, share closed) -> the sentence, written out
+    ("zero", "above", 0.5): "At batch 2 the adjusted interval of batch normalisation minus no normaliser contains "
+    f"zero, so there is no established loss to recover; {STATS} change the accuracy there by {ROW['above'][3]} "
+    "(adjusted), an interval that lies wholly above zero",
+    ("zero", "zero", 0.5): "At batch 2 the adjusted interval of batch normalisation minus no normaliser contains "
+    f"zero, so there is no established loss to recover; {STATS} change the accuracy there by {ROW['zero'][3]} "
+    "(adjusted), an interval that contains zero",
+    ("above", "below", 0.5): "At batch 2 batch normalisation is ahead of no normaliser (the adjusted interval "
+    f"lies wholly above zero), so there is no loss to recover; {STATS} change its accuracy by "
+    f"{ROW['below'][3]} (adjusted)",
+    ("below", "zero", 0.5): f"Exact statistics of the training data in place of the running averages change "
+    f"the accuracy at batch 2 by {ROW['zero'][3]} (adjusted), an interval that contains zero, so no share of "
+    "the loss is shown to lie in the running statistics",
+    ("below", "below", 0.5): "Exact statistics of the training data in place of the running averages lower "
+    f"the accuracy at batch 2 further, by {ROW['below'][3]} (adjusted)",
+    ("below", "above", 0.4): "Exact statistics of the training data in place of the running averages recover "
+    f"40\\% of the loss at batch 2 ({ROW['above'][3]} (adjusted)); as no set of statistics we tried recovers "
+    "the rest, we infer, without measuring it directly, that the rest lies in the weights",
+    ("below", "above", 1.0): "Exact statistics of the training data in place of the running averages recover "
+    f"the whole loss at batch 2 (100\\% of it; {ROW['above'][3]} (adjusted))",
+}
+
+
+@pytest.mark.parametrize("case", list(RECOVERY))
+def test_recovery_sentence_every_verdict(case):
+    loss, exact, closed = case
+    text = batch_size_macros.recovery_sentence(pair_row(loss), pair_row(exact), closed, 2)
+    assert text == RECOVERY[case]
+    assert not problems(text), text
+    # a share of the loss only where the loss's interval lies below zero and the gain's above
+    assert ("\\% of" in text) == (loss == "below" and exact == "above"), text
+    for window in in_place("abstract.tex", "recoverySentence", text):
+        assert not problems(window), window
+
+
+RENORM_HEAD = {  # (side at the smallest batch, batch norm's loss below zero) -> the opening
+    ("above", True): f"Batch renormalisation recovers 30\\% of the loss at batch 2 ({ROW['above'][3]} (adjusted))",
+    ("above", False): f"Batch renormalisation is ahead of batch normalisation at batch 2, by {ROW['above'][3]} "
+    "(adjusted)",
+    ("below", True): f"Batch renormalisation falls behind batch normalisation at batch 2, by {ROW['below'][3]} "
+    "(adjusted)",
+    ("zero", False): f"Batch renormalisation cannot be told apart from batch normalisation at batch 2 "
+    f"({ROW['zero'][3]} (adjusted), an interval that contains zero)",
+}
+RENORM_LEAST = {
+    "below": f"; its smallest paired difference to batch normalisation, at batch 4, is {ROW['below'][3]} "
+    "(adjusted), an interval that lies wholly below zero: there it loses accuracy",
+    "zero": f"; its smallest paired difference to batch normalisation, at batch 4, is {ROW['zero'][3]} "
+    "(adjusted), an interval that contains zero",
+    "above": f"; its smallest paired difference to batch normalisation, at batch 4, is {ROW['above'][3]} "
+    "(adjusted), an interval that lies wholly above zero",
+}
+
+
+@pytest.mark.parametrize("head", list(RENORM_HEAD))
+@pytest.mark.parametrize("least", [*RENORM_LEAST, "same size"])
+def test_renorm_sentence_every_verdict(head, least):
+    side, loss_below = head
+    at_min = pair_row(side)
+    least_row = at_min if least == "same size" else pair_row(least, 4)
+    text = batch_size_macros.renorm_sentence(at_min, least_row, 0.3, loss_below, 2)
+    tail = "; this is its smallest paired difference to batch normalisation" if least == "same size" else None
+    assert text == RENORM_HEAD[head] + (tail or RENORM_LEAST[least])
+    assert not problems(text), text
+    for window in in_place("abstract.tex", "renormSentence", text):
+        assert not problems(window), window
+
+
+@pytest.mark.parametrize(
+    "side, said",
+    [("below", "lies wholly below zero"), ("zero", "contains zero"), ("above", "lies wholly above zero")],
+)
+def test_difference_clause_never_says_above_for_an_interval_holding_zero(side, said):
+    gain, lo, hi, printed = ROW[side]
+    text = latex.difference_clause(gain, lo, hi, "batch normalisation")
+    assert text == f"a paired difference to batch normalisation of {printed}, an interval that {said}"
+    windows = in_place("batch_size.tex", "pairedBatchrenormVsBatchnormMinDifference", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+        assert not re.search(r"\] (above|below) batch", window), window
+
+
+# ---- fine-tuning: what one-class batches cost, what recomputing recovered, the remedy ---------
+
+
+def interval(side: str) -> dict:
+    gain, lo, hi, _ = ROW[side]
+    return {"mean": gain, "ci": [lo, hi], "sd": 0.01, "seeds": 3}
+
+
+MATH = {  # the same intervals as fine-tuning prints them (math points, one decimal)
+    "below": "$-2.0$ [$-3.0$, $-1.0$] points",
+    "zero": "$+0.1$ [$-2.1$, $+2.2$] points",
+    "above": "$+2.0$ [$+1.0$, $+3.0$] points",
+}
+COST = {"below": "cost more", "above": "cost less", "zero": "cannot be told apart from them"}
+
+
+@pytest.mark.parametrize("sides", [s for n in (1, 2, 3) for s in itertools.product(COST, repeat=n)])
+def test_skew_cost_sentence_every_verdict(sides):
+    rates = ["r1", "r2", "r3"][: len(sides)]
+    text = finetune_report.skew_cost_sentence(rates, [interval(s) for s in sides])
+    groups = {side: [r for r, s in zip(rates, sides) if s == side] for side in ("below", "above", "zero")}
+    clauses = []
+    for side, where in groups.items():
+        if not where:
+            continue
+        if len(where) == len(rates):
+            at = "at either rate" if len(rates) == 2 else "at every rate"
+        else:
+            at = "at " + (where[0] if len(where) == 1 else ", ".join(where[:-1]) + " and " + where[-1])
+        clauses.append(f"{COST[side]} {at}")
+    joined = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + " and " + clauses[-1]
+    want = "against random batches of the same size, one-class batches " + joined
+    if len(rates) == 1:
+        assert "at every rate" in want
+    assert text == want
+    assert not problems(text), text
+    assert "no more than" not in text  # the old fixed claim
+    for window in in_place("finetune.tex", "finetuneSortedCostSentence", text):
+        assert not problems(window), window
+
+
+RECOVERED = {  # (live change's side, recomputed minus before's side) -> the sentence, written out
+    ("below", "below"): f"recomputing recovered only part of what live fine-tuning had cost ({MATH['below']}): "
+    f"recomputed, the networks still lie {MATH['below']} from the start, an interval wholly below zero",
+    ("below", "above"): f"recomputing recovered more than live fine-tuning had cost ({MATH['below']}): "
+    f"recomputed, the networks lie {MATH['above']} from the start, an interval wholly above zero",
+    ("below", "zero"): f"live fine-tuning cost {MATH['below']}, and recomputed the networks can no longer be "
+    f"told apart from the start ({MATH['zero']}, an interval that contains zero)",
+    ("zero", "below"): f"live fine-tuning showed no cost for recomputing to recover (its change, {MATH['zero']}, "
+    f"contains zero); recomputed, the networks lie {MATH['below']} from the start",
+    ("above", "zero"): f"live fine-tuning showed no cost for recomputing to recover (its change, "
+    f"{MATH['above']}, lies wholly above zero); recomputed, the networks lie {MATH['zero']} from the start",
+}
+
+
+@pytest.mark.parametrize("case", list(RECOVERED))
+def test_finetune_recovery_sentence_every_verdict(case):
+    live = {"inference_change": interval(case[0]), "recomputed_change": interval(case[1])}
+    text = finetune_report.recovery_sentence(live)
+    assert text == RECOVERED[case]
+    assert not problems(text), text
+    assert "recovered all" not in text
+    windows = in_place("finetune.tex", "finetuneRateOneRecoverySentence", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+
+
+REMEDY = {
+    "above": "does better than live fine-tuning",
+    "below": "does worse than live fine-tuning",
+    "zero": "cannot be told apart from live fine-tuning",
+}
+
+
+@pytest.mark.parametrize("sides", list(itertools.product(REMEDY, repeat=2)))
+def test_finetune_remedy_sentence_every_verdict(sides):
+    cell = {s: {"frozen_minus_live": {"inference_after": interval(side)}} for s, side in zip(STREAMS, sides)}
+    text = finetune_report.remedy_sentence(cell)
+    if sides[0] == sides[1]:
+        assert text == f"the remedy {REMEDY[sides[0]]} on either stream"
+    else:
+        short = {"above": "does better", "below": "does worse", "zero": "cannot be told apart from it"}
+        assert text == (
+            f"against live fine-tuning, the remedy {short[sides[0]]} on random batches and "
+            f"{short[sides[1]]} on one-class batches"
+        )
+    for macro in ("finetuneRateOneRemedySentence", "finetuneRateTwoRemedySentence"):
+        for window in in_place("finetune.tex", macro, text):
+            assert not problems(window), window

@@ -1,4 +1,4 @@
-"""Training-mode serving with live running statistics (bnstudy.serving): the stream kernel
+"""Training-mode serving with live running statistics (bnstudy.studies.serving.science): the stream kernel
 bit for bit against the documented steps in NumPy and within rounding against PyTorch,
 the streams, the measures by hand, the summary's intervals, the config checks, and the
 rules' outputs in the test config's manifest."""
@@ -12,8 +12,10 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from bnstudy import model, serving, serving_report
-from bnstudy.config import ConfigError, check_cross_fields
+from bnstudy.base.config import ConfigError, check_cross_fields
+from bnstudy.nets import model
+from bnstudy.studies.serving import report as serving_report
+from bnstudy.studies.serving import science as serving
 from conftest import hashed_outputs
 
 WIDTHS = (6, 5, 4, 3)
@@ -286,7 +288,7 @@ def test_serving_batch_size_may_be_every_streamed_row_and_no_more(test_config):
 
 
 def test_serving_outputs_are_built_and_in_the_manifest(runs):
-    from bnstudy import io
+    from bnstudy.base import io
 
     results = hashed_outputs(
         runs,

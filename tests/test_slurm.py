@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from bnstudy.determinism import NICENESS, copy_workflow, niced
+from bnstudy.base.determinism import NICENESS, copy_workflow, niced
 
 pytestmark = pytest.mark.slurm
 
@@ -129,7 +129,7 @@ def start_in_background(tmp_path_factory):
     remote = copy_workflow(ROOT, tmp_path_factory.mktemp("slurm"))
     log = remote / "snakemake.log"
     args = ["--configfile", CONFIG, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS]
-    # at the determinism runs' low priority (bnstudy.determinism.NICENESS): it runs beside them
+    # at the determinism runs' low priority (bnstudy.base.determinism.NICENESS): it runs beside them
     return remote, log, time.monotonic(), start_snakemake(remote, args, log, BACKGROUND_NICENESS)
 
 

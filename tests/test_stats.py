@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from bnstudy import stats
+from bnstudy.base import stats
 
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
 
@@ -139,9 +139,59 @@ def test_t_quantile_is_scipy_stats_t_ppf_bit_for_bit():
     from scipy import special
     from scipy import stats as sps
 
-    from bnstudy.stats import t_quantile
+    from bnstudy.base.stats import t_quantile
 
     for df in [*range(1, 60), 0.5, 2.7, 17.25, 1e3, 1e6]:
         for q in (0.6, 0.75, 0.9, 0.95, 0.975, 0.99, 0.995, 0.9995):
             assert t_quantile(q, df) == float(sps.t.ppf(q, df)), (q, df)
             assert abs(float(special.stdtr(df, t_quantile(q, df))) - q) < 1e-12
+
+
+def test_crossed_mean_variance_by_hand():
+    # the combination above both mean squares: Satterthwaite, written out
+    v, df = stats.crossed_mean_variance(0.05, 4, 0.04, 9, 0.01, 36)
+    assert v == pytest.approx(0.08)
+    assert df == pytest.approx(0.08**2 / (0.05**2 / 4 + 0.04**2 / 9 + 0.01**2 / 36))
+    # the residual as large as the smaller mean square: the larger one, with its own df
+    assert stats.crossed_mean_variance(0.05, 4, 0.02, 9, 0.03, 36) == (0.05, 4.0)
+    assert stats.crossed_mean_variance(0.02, 4, 0.05, 9, 0.03, 36) == (0.05, 9.0)
+    # nothing varies: zero, with a finite df
+    assert stats.crossed_mean_variance(0.0, 4, 0.0, 9, 0.0, 36) == (0.0, 9.0)
+
+
+def test_companions_and_serving_floor_the_variance_alike():
+    """One rule for both crossed intervals: a table whose residual swamps the factors takes the
+    larger factor's mean square in both (it was MS_res in one and max(MS_a, MS_b) in the other)."""
+    from bnstudy import serving
+
+    y = np.array([[0.30, 0.50, 0.40], [0.50, 0.30, 0.42], [0.41, 0.39, 0.40]])
+    c = stats.crossed_components(y, 0.95)
+    s = serving.crossed_interval(y, 0.95)
+    n, e = y.shape
+    grand = y.mean()
+    ms_net = e * ((y.mean(axis=1) - grand) ** 2).sum() / (n - 1)
+    ms_ex = n * ((y.mean(axis=0) - grand) ** 2).sum() / (e - 1)
+    assert c["se"] ** 2 == pytest.approx(max(ms_net, ms_ex) / (n * e))
+    assert s["sd"] ** 2 / (n * e) == pytest.approx(max(ms_net, ms_ex) / (n * e))
+    assert c["df"] == s["df"] == 2.0
+
+
+def test_positive_interval_stays_above_zero_and_holds_the_mean():
+    # a t interval on the raw scale reaches below zero here: mean 0.01, sd 0.01, 3 values
+    values = [0.001, 0.008, 0.021]
+    mean, sd, lo, hi = stats.positive_interval(values, 0.95)
+    raw = stats.seed_interval(values, 0.95)
+    assert raw[2] < 0 < lo < mean < hi
+    # the log-scale interval written out: mean * exp(-+ q * se / mean)
+    q = stats.t_quantile(0.975, 2)
+    half = q * (sd / np.sqrt(3)) / mean
+    assert lo == pytest.approx(mean * np.exp(-half)) and hi == pytest.approx(mean * np.exp(half))
+    # every value zero: [0, 0] (printed as "exactly 0"); one value: no interval
+    assert stats.positive_interval([0.0, 0.0, 0.0])[2:] == (0.0, 0.0)
+    assert all(np.isnan(v) for v in stats.positive_interval([0.2])[1:])
+
+
+def test_summarise_over_seeds_positive_uses_the_log_scale():
+    df = pd.DataFrame({"g": ["a"] * 3, "v": [0.001, 0.008, 0.021]})
+    row = stats.summarise_over_seeds(df, ["g"], "v", 0.95, positive=True).iloc[0]
+    assert (row.ci_low, row.ci_high) == stats.positive_interval([0.001, 0.008, 0.021], 0.95)[2:]

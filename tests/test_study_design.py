@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnstudy import companions, design, stats
+from bnstudy.base import stats
+from bnstudy.paper import design
+from bnstudy.studies.companions import science as companions
 
 
 def test_stratified_bootstrap_keeps_class_counts_so_constant_classes_give_no_spread():
@@ -62,7 +64,7 @@ def test_pooled_rows_sentence_counts_the_rows_a_pass_keeps():
 
 
 def test_monotone_sentence_is_true_of_the_means():
-    from bnstudy import running_stats
+    from bnstudy.studies.running_stats import science as running_stats
 
     assert running_stats.monotone_sentence({8: 0.1, 32: 0.2, 256: 1.0}) == "rises with every step in batch size"
     text = running_stats.monotone_sentence({8: 0.12, 16: 0.09, 32: 0.2, 256: 1.0})
@@ -70,7 +72,8 @@ def test_monotone_sentence_is_true_of_the_means():
 
 
 def test_replicate_shuffles_differ_and_shuffle_zero_is_the_single_pass():
-    from bnstudy import data, running_stats
+    from bnstudy.nets import data
+    from bnstudy.studies.running_stats import science as running_stats
 
     x = data.synthetic_population(0, 64, 5)
     rows = running_stats.replicated_study(x, [8], 0.9, seed=0, shuffles=3)
@@ -85,7 +88,7 @@ def test_shuffle_summary_is_the_t_interval_over_shuffles():
     import pandas as pd
     from scipy import stats as sps
 
-    from bnstudy import running_stats_report
+    from bnstudy.studies.running_stats import report as running_stats_report
 
     vals = [0.11, 0.14, 0.09]
     shuffles = pd.DataFrame(

@@ -1,7 +1,7 @@
 """The compiled training loop: its gradients, optimisers, batches and determinism.
 
-The PyTorch side (autograd through :mod:`bnstudy.torchnet`, ``torch.optim``,
-the plain loop of :mod:`bnstudy.plain`) is the independent reference. Float32
+The PyTorch side (autograd through :mod:`bnstudy.nets.torchnet`, ``torch.optim``,
+the plain loop of :mod:`bnstudy.nets.plain`) is the independent reference. Float32
 sums in another order differ in the last bits, so the comparisons state
 tolerances; Adam turns rounding noise of a mathematically zero gradient (the
 bias of a Linear before a batch norm) into steps of size ``lr``, so Adam with
@@ -19,9 +19,11 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy import backprop, batching, kernels, normalisers, optimisers, plain, torchnet, train
-from bnstudy import model as mlp
-from bnstudy.recipe import Recipe, batch_sizes_per_epoch
+from bnstudy.base import normalisers
+from bnstudy.compiled import backprop, kernels, optimisers
+from bnstudy.nets import batching, plain, torchnet, train
+from bnstudy.nets import model as mlp
+from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch
 
 KINDS = normalisers.NAMES
 
@@ -53,32 +55,18 @@ def _sgd_gradient(spec, x, y, limits=(1.0, 0.0)):
     running[1] = running[3] = 1.0
     running[0] += 0.2  # renorm's d is then not zero
     running[1] *= 1.5
-    kind = kernels.KIND[spec.normaliser]
     rows = np.arange(len(y), dtype=np.int64)[None, :]
     sizes = np.array([len(y)], np.int64)
     lim = np.array([limits], np.float32)
     backprop.train_run(
-        kind,
-        np.array(spec.widths, np.int64),
-        flat,
-        running,
-        x,
-        y,
-        rows,
-        sizes,
-        lim,
-        np.float32(spec.eps),
-        kernels.setting(spec),
-        np.float32(spec.momentum),
-        backprop.SGD,
-        1.0,
-        0.9,
-        0.999,
-        1e-8,
-        0.0,
+        backprop.mlp_arch(spec.widths),
+        backprop.State(flat, running),
+        backprop.Data(x, y),
+        backprop.schedule(rows, sizes, lim),
+        kernels.norm_settings(spec),
+        backprop.optimiser(backprop.SGD, 1.0),
         0,
-        np.zeros(1),
-        np.zeros(1, np.int64),
+        backprop.new_log(1),
     )
     return state, before - flat
 
@@ -144,7 +132,7 @@ def test_adam_agrees_with_torch_adam_without_batch_statistics(kind):
 
 @pytest.mark.parametrize("kind", normalisers.BATCH_NAMES)
 def test_adam_with_batch_statistics_trains_as_well_as_the_plain_loop(kind):
-    from bnstudy.data import split_digits
+    from bnstudy.nets.data import split_digits
 
     split = split_digits(0)
     spec = mlp.NetSpec(kind, virtual_batch=8)  # ghost batch norm: four virtual batches per batch
@@ -247,7 +235,8 @@ def test_epoch_log_is_the_mean_batch_loss_and_row_accuracy():
 
 @pytest.mark.slow
 def test_training_does_not_import_pytorch():
-    code = "import sys, bnstudy.train, bnstudy.kernels, bnstudy.model; assert 'torch' not in sys.modules"
+    code = "import sys, bnstudy.nets.train, bnstudy.compiled.kernels, bnstudy.nets.model; "
+    code += "assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ | {"PYTHONPATH": f"{ROOT}/src"})
 
 
@@ -256,8 +245,8 @@ def test_the_same_bits_on_a_generic_x86_cpu():
     """Compiled for this CPU and for generic x86-64 (no AVX, no FMA): the same bytes."""
     code = (
         "import hashlib, numpy as np\n"
-        "from bnstudy import train, model as mlp\n"
-        "from bnstudy.recipe import Recipe\n"
+        "from bnstudy.nets import train, model as mlp\n"
+        "from bnstudy.nets.recipe import Recipe\n"
         "rng = np.random.default_rng(0)\n"
         "x = (rng.random((40, 64)) * 4 - 2).astype(np.float32); y = rng.integers(0, 10, 40)\n"
         "h = hashlib.sha256()\n"

@@ -1,4 +1,4 @@
-"""The accumulation study's summary by value (bnstudy.accumulation_report): the long table, the
+"""The accumulation study's summary by value (bnstudy.studies.accumulation.report): the long table, the
 cells, the paired differences and the closeness rows against frames built here, the complete
 JSON summary, the complete macro dict and every header, row and alignment of the LaTeX table,
 all computed here from small hand-made accuracies (shares of 997 test rows) with Student-t
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import accumulation_report as ar
+from bnstudy.studies.accumulation import report as ar
 
 ROWS = 997  # accuracies are counts of rows / ROWS: no value prints on a rounding tie
 CONFIGS = ("large", "accumulate", "ghost", "small", "scaled")
@@ -360,19 +360,21 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
     for c in CONFIGS:
         _, gain, _, lo, hi = recompute[(m, c)]
         out[f"accumRecompute{_cap(c)}{w}"] = _s(gain)
-        out[f"accumRecompute{_cap(c)}{w}Ci"] = f"[{_s(lo)}, {_s(hi)}]"
+        out[f"accumRecompute{_cap(c)}{w}Ci"] = "\\text{(every seed alike)}" if lo == hi else f"[{_s(lo)}, {_s(hi)}]"
         out[f"accumRecompute{_cap(c)}{w}Verdict"] = _verdict(lo, hi)
     for c in CONFIGS:
         for mode in MODES:
             _, mean, _, lo, hi = cells[(m, c, mode)]
             out[f"accum{_cap(c)}{_cap(mode)}{w}"] = _p(mean)
-            out[f"accumCi{_cap(c)}{_cap(mode)}{w}"] = f"[{_p(lo)}, {_p(hi)}]"
+            out[f"accumCi{_cap(c)}{_cap(mode)}{w}"] = (
+                "\\text{(every seed alike)}" if lo == hi else f"[{_p(lo)}, {_p(hi)}]"
+            )
     for name, _, _ in COMPARISONS:
         stem = _cap(name.replace("_vs_", " minus "))
         for mode in MODES:
             _, gain, _, lo, hi = pairs[(m, name, mode)]
             out[f"accum{stem}{_cap(mode)}{w}"] = _s(gain)
-            out[f"accum{stem}{_cap(mode)}{w}Ci"] = f"[{_s(lo)}, {_s(hi)}]"
+            out[f"accum{stem}{_cap(mode)}{w}Ci"] = "\\text{(every seed alike)}" if lo == hi else f"[{_s(lo)}, {_s(hi)}]"
             out[f"accum{stem}{_cap(mode)}{w}Verdict"] = _verdict(lo, hi)
     c = close[m]
     out[f"accumFirstRelative{w}"] = tens
@@ -500,7 +502,7 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
     assert m["accumAccumulateMinusLargeTrainingMaxVerdict"] == "lies wholly above zero"
     assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == "contains zero"
     assert m["accumGhostMinusAccumulateTrainingMax"] == "0.00"  # exactly zero: unsigned
-    assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "[0.00, 0.00]"
+    assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["accumGhostMinusAccumulateTrainingMaxVerdict"] == "contains zero"
     assert m["accumAccumulateMinusLargeInferenceMax"] == f"{100 * (-118 / 3) / ROWS:+.2f}" == "-3.95"
     assert m["accumRunParametersMin"] == "0.31" and m["accumRunRunningMin"] == "0.76"

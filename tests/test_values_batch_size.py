@@ -17,7 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from bnstudy import batch_size_macros, batch_size_summary, evaluation, latex, paired
+from bnstudy.paper.build import latex
+from bnstudy.studies.batch_size import evaluation, paired
+from bnstudy.studies.batch_size import macros as batch_size_macros
+from bnstudy.studies.batch_size import summary as batch_size_summary
 from share_reference import logit_t_interval
 
 ROWS = 8  # test rows per network
@@ -374,6 +377,12 @@ def test_gains_are_scipys_paired_t_interval_with_mcnemar_seeds(result):
 # ---- macros --------------------------------------------------------------------------------
 
 
+def sci(lo, hi):
+    """A signed interval in points as the paper prints it; a degenerate one (every seed's
+    difference the same) as words, never ``[x, x]``."""
+    return "\\text{(every seed alike)}" if lo == hi else f"[{spts(lo)}, {spts(hi)}]"
+
+
 def expected_macros():
     cells = expected_cells()
     m = {
@@ -420,10 +429,10 @@ def expected_macros():
     for (name, b), e in gains.items():
         for stem in (f"paired{names[name]}{END[b]}",) + ((f"paired{names[name]}",) if "keep" in name else ()):
             m[f"{stem}Gain"] = spts(e["gain"])
-            m[f"{stem}Ci"] = f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]"
+            m[f"{stem}Ci"] = sci(e["ci_low"], e["ci_high"])
             m[f"{stem}Won"] = str(e["a_only"])
             if stem.endswith(END[b]):
-                m[f"{stem}AdjCi"] = f"[{spts(e['ci_low_adj'])}, {spts(e['ci_high_adj'])}]"
+                m[f"{stem}AdjCi"] = sci(e["ci_low_adj"], e["ci_high_adj"])
                 m[f"{stem}AdjVerdict"] = (
                     "lies wholly below zero"
                     if e["ci_high_adj"] < 0
@@ -448,12 +457,12 @@ def expected_macros():
         for key, found in (("AboveSizes", above), ("BelowSizes", below)):
             plural = "es" if len(found) > 1 else ""
             m[f"paired{word}{key}"] = f"at batch{plural} {' and '.join(found)}" if found else "at no batch size"
-        m[f"paired{word}SignSentence"] = latex.zero_sentence("the adjusted paired intervals", above, below, 2)
+        m[f"paired{word}SignSentence"] = sign_sentence_of_two(above, below)
         least = min(SIZES, key=lambda b: by_size[b]["gain"])
         e = by_size[least]
         m[f"paired{word}LeastGain"] = spts(e["gain"])
-        m[f"paired{word}LeastCi"] = f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]"
-        m[f"paired{word}LeastAdjCi"] = f"[{spts(e['ci_low_adj'])}, {spts(e['ci_high_adj'])}]"
+        m[f"paired{word}LeastCi"] = sci(e["ci_low"], e["ci_high"])
+        m[f"paired{word}LeastAdjCi"] = sci(e["ci_low_adj"], e["ci_high_adj"])
         m[f"paired{word}LeastAdjVerdict"] = (
             "lies wholly below zero"
             if e["ci_high_adj"] < 0
@@ -528,7 +537,63 @@ def expected_macros():
     m["pubGapBatchnormMinInSe"] = f"{abs(gap_bn2) / (sd_bn2 * math.sqrt(1 / 5 + 1 / 3)):.1f}"
     m["pubBatchnormBTwo"] = "0.400"
     m["pubBatchnormBEight"] = "0.900"
+    # the generated claims: batch norm minus none at b = 2 holds zero once adjusted, so no share of a
+    # loss is claimed; renormalisation's adjusted interval at 2 lies above zero, its least (at 8) holds it
+    exact, renorm, least = (
+        gains[("exact_vs_ema", 2)],
+        gains[("batchrenorm_vs_batchnorm", 2)],
+        gains[("batchrenorm_vs_batchnorm", 8)],
+    )
+    assert gains[("batchnorm_vs_none", 2)]["ci_low_adj"] < 0 < gains[("batchnorm_vs_none", 2)]["ci_high_adj"]
+    assert exact["ci_low_adj"] > 0 and renorm["ci_low_adj"] > 0 and least["ci_low_adj"] < 0 < least["ci_high_adj"]
+    m["recoverySentence"] = (
+        "At batch 2 the adjusted interval of batch normalisation minus no normaliser contains zero, so there is "
+        "no established loss to recover; exact statistics of the training data in place of the running averages "
+        f"change the accuracy there by ${spts(exact['gain'])}$ points "
+        f"$[{spts(exact['ci_low_adj'])}, {spts(exact['ci_high_adj'])}]$ (adjusted), an interval that lies wholly "
+        "above zero"
+    )
+    m["renormSentence"] = (
+        "Batch renormalisation is ahead of batch normalisation at batch 2, by "
+        f"${spts(renorm['gain'])}$ points $[{spts(renorm['ci_low_adj'])}, {spts(renorm['ci_high_adj'])}]$ "
+        "(adjusted); its smallest paired difference to batch normalisation, at batch 8, is "
+        f"${spts(least['gain'])}$ points $[{spts(least['ci_low_adj'])}, {spts(least['ci_high_adj'])}]$ "
+        "(adjusted), an interval that contains zero"
+    )
+    m["pairedBatchrenormVsBatchnormMinDifference"] = (
+        f"a paired difference to batch normalisation of ${spts(renorm['gain'])}$ points "
+        f"$[{spts(renorm['ci_low'])}, {spts(renorm['ci_high'])}]$, an interval that lies wholly above zero"
+    )
     return m
+
+
+def sign_sentence_of_two(above: list[str], below: list[str]) -> str:
+    """Where the adjusted intervals of the two batch sizes lie, every case written out (not
+    built by the code under test: bnstudy.paper.latex.zero_sentence)."""
+    s = "the adjusted paired intervals"
+    return {
+        ((), ()): f"{s} contain zero at every batch size",
+        (("2",), ()): f"{s} lie wholly above zero at batch 2, and contain zero at the other batch size",
+        (("8",), ()): f"{s} lie wholly above zero at batch 8, and contain zero at the other batch size",
+        (("2", "8"), ()): f"{s} lie wholly above zero at every batch size",
+        ((), ("2",)): f"{s} lie wholly below zero at batch 2, and contain zero at the other batch size",
+        ((), ("8",)): f"{s} lie wholly below zero at batch 8, and contain zero at the other batch size",
+        ((), ("2", "8")): f"{s} lie wholly below zero at every batch size",
+        (("8",), ("2",)): f"{s} lie wholly below zero at batch 2, and wholly above zero at batch 8",
+        (("2",), ("8",)): f"{s} lie wholly below zero at batch 8, and wholly above zero at batch 2",
+    }[(tuple(above), tuple(below))]
+
+
+def test_sign_sentence_of_two_is_the_codes_for_every_case():
+    """The written-out expectation above against the code, case by case."""
+    for above, below in [([], []), (["2"], []), (["8"], []), (["2", "8"], []), ([], ["2"]), ([], ["8"])]:
+        assert latex.zero_sentence("the adjusted paired intervals", above, below, 2) == sign_sentence_of_two(
+            above, below
+        )
+    for above, below in [([], ["2", "8"]), (["8"], ["2"]), (["2"], ["8"])]:
+        assert latex.zero_sentence("the adjusted paired intervals", above, below, 2) == sign_sentence_of_two(
+            above, below
+        )
 
 
 def test_every_macro_by_value(result):
@@ -752,7 +817,7 @@ def test_tables_by_value(result):
                 paired.LABELS[name] if first else "",
                 str(b),
                 spts(e["gain"]),
-                f"[{spts(e['ci_low'])}, {spts(e['ci_high'])}]",
+                sci(e["ci_low"], e["ci_high"]),
                 e["net_rows"],
                 f"{e['a_only']} / {e['b_only']}",
                 f"{e['better']} / {e['worse']}",
@@ -953,7 +1018,7 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
     same = COUNTS[("none", "inference")][8]
     counts = COUNTS | {("batchnorm", "inference"): {2: [2, 4, 1], 8: list(same)}}
     m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
-    assert m["pairedBatchnormVsNoneMaxCi"] == "[0.00, 0.00]"
+    assert m["pairedBatchnormVsNoneMaxCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["gainComparedExcludingZero"] == "0"  # an interval touching zero does not exclude it
     assert m["gainsExcludingZero"] == "0"  # adjusted over b = 2 and 8, b = 2's no longer excludes zero
     # no spread in either cell at b = 8: the standard error of the difference is 0
@@ -1002,7 +1067,7 @@ def test_a_remedy_interval_of_exactly_zero_lies_neither_above_nor_below():
     # the cumulative average scores as the trained EMA at b = 2, seed by seed: its interval is [0, 0]
     counts = COUNTS | {("batchnorm", "cumulative"): {2: [2, 4, 1], 8: [7, 7, 6]}}
     m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
-    assert m["pairedCumulativeVsEmaMinCi"] == "[0.00, 0.00]"
+    assert m["pairedCumulativeVsEmaMinCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["remedySignSentence"].startswith(
         "the paired intervals of the cumulative average lie wholly below zero at batch 8, "
         "and contain zero at the other batch size; "

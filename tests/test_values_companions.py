@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import companions, companions_summary
-from bnstudy.runtime import STREAM_BOOTSTRAP, derive_seed
+from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
+from bnstudy.studies.companions import science as companions
+from bnstudy.studies.companions import summary as companions_summary
 from share_reference import logit_t_interval
 
 K = 7  # probes per example (random and one-class designs)
@@ -293,20 +294,26 @@ def with_ci(v, lo, hi, f=pct):
         return "every one"
     if v == lo == hi == 0:
         return "none"
-    return f"{f(v)} [{f(lo)}, {f(hi)}]"
+    return f"{f(v)} {ci_text(lo, hi, f)}"
+
+
+def ci_text(lo, hi, f=pct):
+    """``[lo, hi]``, or ``(no spread)`` where both ends are one point."""
+    return "(no spread)" if lo == hi else f"[{f(lo)}, {f(hi)}]"
 
 
 def value_and_ci(v, lo, hi, f=pct):
     """The value and the interval as two macros; the words and no interval when degenerate."""
     words = with_ci(v, lo, hi, f)
-    return (words, "") if words in ("every one", "none") else (f(v), f"[{f(lo)}, {f(hi)}]")
+    return (words, "") if words in ("every one", "none") else (f(v), ci_text(lo, hi, f))
 
 
 def crossed_reference(table):
     """Mean, interval and variance components of a networks x examples table, written out:
     the two-way analysis of variance without replication by NumPy's row and column means, the
-    grand mean's variance ``(MS_net + MS_ex - MS_res) / (N E)`` (at least ``MS_res / (N E)``),
-    Satterthwaite's degrees of freedom and the t interval on the logit scale."""
+    grand mean's variance ``(MS_net + MS_ex - MS_res) / (N E)`` with Satterthwaite's degrees of
+    freedom, or, where that is not above the larger of ``MS_net`` and ``MS_ex``, that mean square
+    over ``N E`` with its own degrees of freedom; the t interval on the logit scale."""
     y = np.asarray(table, dtype=float)
     n, e = y.shape
     grand = y.mean()
@@ -314,8 +321,10 @@ def crossed_reference(table):
     resid = y - grand - rows[:, None] - cols[None, :]
     ms_n, ms_e = e * (rows**2).sum() / (n - 1), n * (cols**2).sum() / (e - 1)
     ms_r = (resid**2).sum() / ((n - 1) * (e - 1))
-    combined = max(ms_n + ms_e - ms_r, ms_r)
+    combined = ms_n + ms_e - ms_r
     df = combined**2 / (ms_n**2 / (n - 1) + ms_e**2 / (e - 1) + ms_r**2 / ((n - 1) * (e - 1)))
+    if combined <= max(ms_n, ms_e):
+        combined, df = (ms_n, n - 1) if ms_n >= ms_e else (ms_e, e - 1)
     half = sps.t.ppf(0.5 + CONF / 2, df) * np.sqrt(combined / (n * e)) / (grand * (1 - grand))
     logit = np.log(grand / (1 - grand))
     s_n, s_e = max((ms_n - ms_r) / e, 0.0), max((ms_e - ms_r) / n, 0.0)
@@ -342,6 +351,10 @@ def expected_macros(published=PUBLISHED):
     first = {(d, b): expected_cell("dependence", 1, d, b) for d, b, _ in DESIGN_PLANS}
     own, other, any_ = (first[(d, ONE_CLASS_B)]["flip_rate"] for d in ("own_class", "other_class", "any_class"))
     exact = first[("exact", 2)]["flip_rate"]
+    net_acc = logit_t_interval(
+        np.array([expected_cell("dependence", s, *min(DESIGN_PLANS)[:2])["inference_accuracy"] for s in (1, 2, 4)]),
+        CONF,
+    )
     m = {
         "compExamples": "4",
         "compPerClass": "2",
@@ -353,6 +366,10 @@ def expected_macros(published=PUBLISHED):
         "compConfidence": "95\\%",
         "compSizeList": "2, 4",
         "compInferenceAcc": f"{first[('random', 2)]['inference_accuracy']:.3f}",
+        # every dependence network's accuracy over the probed examples: mean and logit-scale t interval
+        "compNetInferenceAcc": f3(net_acc[0]),
+        # every network alike here: "(no spread)", not "[0.750, 0.750]"
+        "compNetInferenceAccCi": ci_text(net_acc[2], net_acc[3], f3),
         "compPublishedInferenceAcc": "0.990",
         "compOwnFlip": pct(own),
         "compOtherFlip": pct(other),

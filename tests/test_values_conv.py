@@ -1,5 +1,5 @@
 """The convolutional network's summary by value: every macro, every JSON entry and every table
-cell of :func:`bnstudy.conv_report.report`, computed independently on small fixed inputs
+cell of :func:`bnstudy.studies.conv.report.report`, computed independently on small fixed inputs
 (means and Student-t intervals with NumPy and ``scipy.stats``, for accuracies and flip rates on the
 logit scale (``share_reference``), numbers printed with f-strings, an end that would print as 0 or 100
 with the decimals that tell it apart)."""
@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import conv_report, conv_study
-from bnstudy.latex import macro_name
+from bnstudy.paper.latex import macro_name
+from bnstudy.studies.conv import report as conv_report
+from bnstudy.studies.conv import science as conv_study
 from share_reference import logit_t_interval
 
 NORMS = ("batchnorm", "groupnorm", "none")
@@ -224,9 +225,13 @@ def expected_macros(runs, rates, mlp):
                 gain, _, lo, hi = t_interval(diffs)
                 _, _, lo_adj, hi_adj = t_interval(diffs, 1 - (1 - CONFIDENCE) / len(SIZES))  # Bonferroni
                 m[macro_name("conv gain", norm, short, where)] = spts(gain)
-                m[macro_name("conv gain", norm, short, where, "ci")] = f"[{spts(lo)}, {spts(hi)}]"
+                m[macro_name("conv gain", norm, short, where, "ci")] = (
+                    "\\text{(every seed alike)}" if lo == hi else f"[{spts(lo)}, {spts(hi)}]"
+                )
                 m[macro_name("conv gain", norm, short, where, "verdict")] = where_(lo, hi)
-                m[macro_name("conv gain", norm, short, where, "adj ci")] = f"[{spts(lo_adj)}, {spts(hi_adj)}]"
+                m[macro_name("conv gain", norm, short, where, "adj ci")] = (
+                    "\\text{(every seed alike)}" if lo_adj == hi_adj else f"[{spts(lo_adj)}, {spts(hi_adj)}]"
+                )
                 m[macro_name("conv gain", norm, short, where, "adj verdict")] = where_(lo_adj, hi_adj)
                 if norm == "batchnorm" and short == "train" and hi < 0:
                     below.append(str(b))
@@ -424,7 +429,7 @@ def test_mlp_rows_take_each_field_from_its_place(inputs):
 
 def test_exact_subset_is_the_documented_seeded_draw():
     """``per_class`` of each class's examples, drawn by PCG64 seeded from (seed, STREAM_PROBE)."""
-    from bnstudy.runtime import STREAM_PROBE, derive_seed
+    from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 
     examples = np.array([3, 5, 8, 11, 12, 17, 20, 21, 30])
     labels = np.array([0, 1, 0, 1, 0, 1, 0, 2, 2])
@@ -441,7 +446,7 @@ def test_exact_subset_is_the_documented_seeded_draw():
 
 
 def test_companion_pairs_are_the_documented_seeded_draws():
-    from bnstudy.runtime import STREAM_PROBE, derive_seed
+    from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 
     y = np.array([0, 1, 0, 1, 0, 2, 1, 0, 2])
     pairs = conv_study.companion_pairs([2, 5], y, 40, np.array([1]), seed=3)

@@ -14,17 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnstudy import (
-    accumulation_report,
-    batch_size_macros,
-    companions_summary,
-    conv_report,
-    io,
-    remedies,
-    running_stats_report,
-)
-from bnstudy import model as mlp
-from bnstudy.model import NetSpec
+from bnstudy.base import io
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
+from bnstudy.studies.accumulation import report as accumulation_report
+from bnstudy.studies.batch_size import macros as batch_size_macros
+from bnstudy.studies.batch_size import remedies
+from bnstudy.studies.companions import summary as companions_summary
+from bnstudy.studies.conv import report as conv_report
+from bnstudy.studies.running_stats import report as running_stats_report
 from float32_by_hand import exact_by_hand
 
 

@@ -1,4 +1,4 @@
-"""The fine-tuning report by value (bnstudy.finetune_report, bnstudy.finetune._layer_mean): the
+"""The fine-tuning report by value (bnstudy.studies.finetune.report, bnstudy.studies.finetune.science._layer_mean): the
 whole summary against Student-t intervals computed here over seeds, the complete macro dict
 and table rows of a hand-built summary against names and texts written out here, the table
 file's text, and the per-model layer means of distance rows."""
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from bnstudy import finetune, finetune_report
+from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import science as finetune
 
 SEEDS = (0, 1, 2, 3)
 CONFIDENCE = 0.9  # not the default 0.95 of seed_interval, so a dropped confidence shows
@@ -352,6 +353,16 @@ def _expected_macros(summary):
             m[f"{r}{mname}SortedMinusShuffle"] = _pts(d["mean"])
             m[f"{r}{mname}SortedMinusShuffleCi"] = _ci(d)
             m[f"{r}{mname}SortedMinusShuffleVerdict"] = _verdict(d)
+        # the generated claims' variants are written out in test_sentences.py; here: which entries feed them
+        m[f"{r}RemedySentence"] = finetune_report.remedy_sentence(cell)
+    ordered = sorted(summary["by_rate"], key=float)
+    m["finetuneSortedCostSentence"] = finetune_report.skew_cost_sentence(
+        [RATE_TEXT[rate][1] for rate in ordered],
+        [summary["by_rate"][rate]["class_sorted_minus_shuffle"]["live"] for rate in ordered],
+    )
+    m["finetuneRateOneRecoverySentence"] = finetune_report.recovery_sentence(
+        summary["by_rate"]["1e-05"]["shuffle"]["live"]
+    )
     return m
 
 
@@ -359,7 +370,7 @@ def test_macros_are_the_complete_dict_of_names_and_texts():
     summary = _hand_summary()
     got = finetune_report.macros(summary, SETTINGS)
     want = _expected_macros(summary)
-    assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 4 + 2 * 3)
+    assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 4 + 2 * 3 + 1) + 2
     assert set(got) == set(want)
     assert got == want
 
@@ -381,7 +392,8 @@ def test_macros_print_the_settings_of_another_study():
     settings = dict(source_batch_size=64, batch_size=5, steps=40, every=10, train_rows=898, momentum=0.2,
                     confidence=0.99)  # fmt: skip
     got = finetune_report.macros(summary, settings)
-    assert {k: got[k] for k in _expected_macros(_hand_summary()) if not k.startswith("finetuneRate")} | {
+    per_rate = ("finetuneRate", "finetuneSortedCost")  # the rates' own macros, and the sentence over them
+    assert {k: got[k] for k in _expected_macros(_hand_summary()) if not k.startswith(per_rate)} | {
         "finetuneRateCount": got["finetuneRateCount"],
         "finetuneRates": got["finetuneRates"],
         "finetuneRateOne": got["finetuneRateOne"],

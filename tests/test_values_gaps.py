@@ -12,11 +12,15 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import accumulation, accumulation_report, conv_report, finetune, remedies
-from bnstudy import model as mlp
-from bnstudy.latex import macro_name
-from bnstudy.model import NetSpec
-from bnstudy.runtime import derive_seed
+from bnstudy.base.runtime import derive_seed
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
+from bnstudy.paper.latex import macro_name
+from bnstudy.studies.accumulation import report as accumulation_report
+from bnstudy.studies.accumulation import science as accumulation
+from bnstudy.studies.batch_size import remedies
+from bnstudy.studies.conv import report as conv_report
+from bnstudy.studies.finetune import science as finetune
 from float32_by_hand import exact_by_hand, linear32
 from share_reference import logit_t_interval
 

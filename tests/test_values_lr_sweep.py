@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import lr_sweep_report
-from bnstudy.latex import macro_name
+from bnstudy.paper.latex import macro_name
+from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from share_reference import logit_t_interval
 
 LABELS = {"none": "plain", "batchnorm": "batch norm"}
@@ -232,7 +232,9 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
         first = table[sizes[0]]
         lo, hi = first["ci_adjusted"]
         m[macro_name("lr paired", name, "min gain")] = sgn(first["gain"])
-        m[macro_name("lr paired", name, "min ci")] = f"[{sgn(lo)}, {sgn(hi)}]"
+        m[macro_name("lr paired", name, "min ci")] = (
+            "\\text{(every seed alike)}" if lo == hi else f"[{sgn(lo)}, {sgn(hi)}]"
+        )
         m[macro_name("lr paired", name, "min verdict")] = where(lo, hi)
         below = [str(b) for b in sizes if table[b]["ci_adjusted"][1] < 0]
         above = [str(b) for b in sizes if table[b]["ci_adjusted"][0] > 0]
@@ -282,7 +284,9 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
             row += [ten(c["lr"]), f"{pts(c['test_accuracy'])} $\\pm$ {pts(c['test_sd'])}"]
         for table in (pb, pg):
             p = table[b]
-            row.append(f"${sgn(p['gain'])}$ $[{sgn(p['ci'][0])}, {sgn(p['ci'][1])}]$")
+            lo, hi = p["ci"]
+            ci = "\\text{(every seed alike)}" if lo == hi else f"[{sgn(lo)}, {sgn(hi)}]"
+            row.append(f"${sgn(p['gain'])}$ ${ci}$")
         rows.append(row)
     header = ["batch", "none: rate", "accuracy", "BN: rate", "accuracy", "BN $-$ none", "at the grid's rate"]
     table = (header, rows, "rllllll", "learning rate chosen on the validation split, per cell")
@@ -453,7 +457,9 @@ def test_report_with_one_batch_size_and_no_edge_cell_by_value(noise, answer, ver
     assert m["lrBelowGridNone"] == m["lrBelowGridBatchnorm"] == "0"  # chosen and grid cells are the same
     assert m["lrValidationRowPoints"] == "33.33" and m["lrFitRows"] == "1{,}234"
     if noise["batchnorm"] == noise["none"]:
-        assert m["lrPairedBestMinGain"] == "0.00" and m["lrPairedBestMinCi"] == "[0.00, 0.00]"  # exact zero, unsigned
+        assert (
+            m["lrPairedBestMinGain"] == "0.00" and m["lrPairedBestMinCi"] == "\\text{(every seed alike)}"
+        )  # exact zero, unsigned
     assert m["lrFamily"] == "1" and m["lrPairedBestSignSentence"] == (
         "the adjusted paired intervals contain zero at every batch size"
     )

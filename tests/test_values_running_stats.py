@@ -2,7 +2,7 @@
 
 The pass itself (the compiled layer) is held against PyTorch in tests/test_running_stats.py;
 here each score is computed by hand on tiny inputs, and every macro and table cell of
-:func:`bnstudy.running_stats_report.summarise` is looked up independently in its input
+:func:`bnstudy.studies.running_stats.report.summarise` is looked up independently in its input
 tables (pandas filtering, NumPy, ``scipy.stats.t.interval``), macro names written out.
 """
 
@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bnstudy import running_stats as rs
-from bnstudy import running_stats_report
-from bnstudy.data import synthetic_population
-from bnstudy.runtime import STREAM_POPULATION, derive_seed
+from bnstudy.base.runtime import STREAM_POPULATION, derive_seed
+from bnstudy.nets.data import synthetic_population
+from bnstudy.studies.running_stats import report as running_stats_report
+from bnstudy.studies.running_stats import science as rs
 
 # ---- the estimators and scores by hand -------------------------------------------------------
 
@@ -336,6 +336,16 @@ def t_interval(v):
     return v.mean(), v.std(ddof=1), lo, hi
 
 
+def log_t_interval(v):
+    """The shuffles' errors (never negative): the t interval on the log scale, written out (delta
+    method, standard error of the log ``sem / mean``), mapped back; the point where all are equal."""
+    v = np.asarray(v, float)
+    if v.std() == 0 or v.mean() == 0:
+        return v.mean(), v.std(ddof=1), v.mean(), v.mean()
+    half = sps.t.ppf(0.5 + P["confidence"] / 2, len(v) - 1) * sps.sem(v) / v.mean()
+    return v.mean(), v.std(ddof=1), v.mean() * np.exp(-half), v.mean() * np.exp(half)
+
+
 def test_summary_json_of_the_report_is_the_shuffled_ema_at_the_keep(result, tables):
     passes = tables[0]
     out = result["summary"]
@@ -459,7 +469,7 @@ def expected_macros(passes, checks, population, trained, shuffles):
             for metric, mw in (("running_error", "RunningError"), ("train_eval_rmse", "TrainEvalRmse")):
                 v = shuffles[(shuffles.estimator == e) & (shuffles.batch_size == b)][metric]
                 assert len(v) == SHUFFLES
-                mean, _, lo, hi = t_interval(v)
+                mean, _, lo, hi = log_t_interval(v)
                 for end in [NAME[b]] + (["Min"] if b == 4 else []) + (["Max"] if b == 16 else []):
                     if mean == lo == hi == 0:  # zero in every shuffle: said in words, no interval
                         m[f"rsRep{w}{mw}{end}"], m[f"rsRep{w}{mw}{end}Ci"] = "exactly 0 in every shuffle", ""
@@ -537,7 +547,8 @@ def test_shuffle_summary_is_the_t_interval_over_shuffles(result, tables):
     ]
     for r in s.itertuples(index=False):
         v = shuffles[(shuffles.estimator == r.estimator) & (shuffles.batch_size == r.batch_size)][r.metric]
-        mean, sd, lo, hi = t_interval(v)
+        mean, sd, lo, hi = log_t_interval(v)
+        assert 0 <= lo <= mean <= hi
         assert r.shuffles == SHUFFLES and r.updates == shuffles[shuffles.batch_size == r.batch_size].updates.iloc[0]
         assert (r.mean, r.sd, r.ci_low, r.ci_high) == pytest.approx((mean, sd, lo, hi), abs=1e-12)
 
@@ -646,7 +657,7 @@ def test_tables_by_value(result, tables):
             ("pooled", "running_error"),
             ("ema", "train_eval_rmse"),
         ):
-            mean, _, lo, hi = t_interval(shuffles[(shuffles.estimator == e) & (shuffles.batch_size == b)][metric])
+            mean, _, lo, hi = log_t_interval(shuffles[(shuffles.estimator == e) & (shuffles.batch_size == b)][metric])
             cells.append("exactly 0" if mean == lo == hi == 0 else f"{f4(mean)} [{f4(lo)}, {f4(hi)}]")
         want.append([str(b), str(shuffles[shuffles.batch_size == b].updates.iloc[0])] + cells)
     assert rows == want

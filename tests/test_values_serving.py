@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from bnstudy import serving, serving_report
-from bnstudy.runtime import derive_seed
+from bnstudy.base.runtime import derive_seed
+from bnstudy.studies.serving import report as serving_report
+from bnstudy.studies.serving import science as serving
 
 # ---- the streams ------------------------------------------------------------------------------
 

@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-from bnstudy import io, kernels, model, weights
-from bnstudy.model import NetSpec
-from bnstudy.recipe import Recipe
+from bnstudy.base import io
+from bnstudy.compiled import kernels
+from bnstudy.nets import model, weights
+from bnstudy.nets.model import NetSpec
+from bnstudy.nets.recipe import Recipe
 
 
 def test_blocks_group_seeds_by_fixed_ranges_whatever_their_order():

@@ -4,8 +4,8 @@
 # arm at the micro-batch with the rate scaled by micro-batch / batch (issue 29, item 11), and
 # every network in inference mode with recomputed (exact) population statistics too.
 
-from bnstudy.accumulation import KINDS as ACC_KINDS
-from bnstudy.accumulation import variant_name
+from bnstudy.studies.accumulation.science import KINDS as ACC_KINDS
+from bnstudy.studies.accumulation.science import variant_name
 
 ACC = config["accumulation"]
 ACC_VARIANTS = [variant_name(k, m) for m in ACC["micro_batches"] for k in ACC_KINDS]

@@ -9,13 +9,13 @@ from snakemake.io import apply_wildcards
 from snakemake.iocontainers import Wildcards
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from bnstudy.codedeps import code_inputs
-from bnstudy.config import ConfigError, load_schema
-from bnstudy.config import load_file as load_config_file
-from bnstudy.config import validate as validate_config
-from bnstudy.normalisers import RENORM, spec_settings
-from bnstudy.normalisers import get as normaliser
-from bnstudy.weights import blocks as seed_blocks
+from bnstudy.base.codedeps import code_inputs
+from bnstudy.base.config import ConfigError, load_schema
+from bnstudy.base.config import load_file as load_config_file
+from bnstudy.base.config import validate as validate_config
+from bnstudy.base.normalisers import RENORM, spec_settings
+from bnstudy.base.normalisers import get as normaliser
+from bnstudy.nets.weights import blocks as seed_blocks
 
 # The config schema, its normaliser lists filled from the registry of normalisers.
 SCHEMA = load_schema(Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
@@ -37,7 +37,7 @@ def _check(cfg, source):
 # Every --configfile must be a complete experiment on its own (a missing key is
 # an error, not silently taken from config/config.yaml); then the merged config.
 # Each file is read strictly (a key given twice, which YAML would silently
-# resolve to the later value, is refused with its line: bnstudy.config.load_file).
+# resolve to the later value, is refused with its line: bnstudy.base.config.load_file).
 for _path in workflow.overwrite_configfiles or [Path(workflow.basedir) / "config" / "config.yaml"]:
     try:
         _check(load_config_file(_path), _path)
@@ -72,7 +72,7 @@ CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 
 
 # The code inputs of a rule: its script, _setup.py and every package module the
-# script can load, read from the imports (bnstudy.codedeps), so that a change to
+# script can load, read from the imports (bnstudy.base.codedeps), so that a change to
 # the science re-runs what depends on it (the code trigger sees only the script:
 # file itself).
 def code(script):

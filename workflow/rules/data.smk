@@ -1,6 +1,6 @@
 # The data: the split of the configured data set (`data.name`; the digits without a data
 # section) into standardised training and test parts, and Fashion-MNIST's validation split.
-from bnstudy.datasets import DIGITS, DataSetError, check_files, data_config
+from bnstudy.base.datasets import DIGITS, DataSetError, check_files, data_config
 
 DATA = data_config(config)
 

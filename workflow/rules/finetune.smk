@@ -3,7 +3,7 @@
 # layers live (training mode) or frozen (inference mode).
 
 TUNE = config["finetune"]
-# bnstudy.finetune.CONTROLS that the grid trains: the fine-tuning arms' controls
+# bnstudy.studies.finetune.science.CONTROLS that the grid trains: the fine-tuning arms' controls
 FINETUNE_CONTROLS = [n for n in ["none", "layernorm"] if n in config["normalisers"]]
 
 

@@ -70,7 +70,7 @@ def start(snakemake, torch: bool = True):
     )
     if _BlasBeforeNumbasNumPy not in sys.meta_path:
         sys.meta_path.insert(0, _BlasBeforeNumbasNumPy)
-    from bnstudy import runtime
+    from bnstudy.base import runtime
 
     runtime.configure(snakemake.threads, torch=torch)
     log = logging.getLogger(snakemake.rule)

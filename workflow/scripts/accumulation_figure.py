@@ -1,4 +1,4 @@
-"""Rule figure_accumulation: accuracy of every configuration per micro-batch (bnstudy.figures_accumulation)."""
+"""Rule figure_accumulation: accuracy of every configuration per micro-batch (bnstudy.studies.accumulation.figure)."""
 
 import sys
 
@@ -6,7 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import figures, figures_accumulation, io
+from bnstudy.base import io
+from bnstudy.paper import figures
+from bnstudy.studies.accumulation import figure as figures_accumulation
 
 fig = figures_accumulation.accumulation(io.read_table(snakemake.input.cells), snakemake.params.batch_size)
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)

@@ -1,6 +1,6 @@
 """Rule summarise_accumulation: accuracy of every configuration (with running and with recomputed
 statistics), paired differences, accumulation against ghost batch norm; JSON, macros, table
-(bnstudy.accumulation_report)."""
+(bnstudy.studies.accumulation.report)."""
 
 import sys
 
@@ -10,7 +10,9 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy import accumulation_report, io, latex
+from bnstudy.base import io
+from bnstudy.paper import latex
+from bnstudy.studies.accumulation import report as accumulation_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 runs = pd.concat([io.read_table(f) for f in inp.runs], ignore_index=True)

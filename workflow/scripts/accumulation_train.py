@@ -1,7 +1,7 @@
 """Rule train_accumulation: batch norm accumulating micro-batches, ghost batch norm in virtual
 batches of the micro-batch and batch norm at the micro-batch with the rate scaled, one seed block;
 weights, epoch logs, accuracy (inference mode with running and with recomputed statistics, training
-mode), and how far accumulation and ghost batch norm lie apart (bnstudy.accumulation)."""
+mode), and how far accumulation and ghost batch norm lie apart (bnstudy.studies.accumulation.science)."""
 
 import sys
 
@@ -9,8 +9,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import accumulation, io, model, weights
-from bnstudy.recipe import Recipe
+from bnstudy.base import io
+from bnstudy.nets import model, weights
+from bnstudy.nets.recipe import Recipe
+from bnstudy.studies.accumulation import science as accumulation
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 x = io.read_array(inp.x)

@@ -8,7 +8,7 @@ from _setup import start
 log = start(snakemake, torch=False)
 from pathlib import Path
 
-from bnstudy import paper
+from bnstudy.paper import build as paper
 
 pdf = paper.build(
     sources=Path(snakemake.input.main).parent,

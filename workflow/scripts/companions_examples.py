@@ -8,7 +8,8 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy import companions, io
+from bnstudy.base import io
+from bnstudy.studies.companions import science as companions
 
 inp, p = snakemake.input, snakemake.params
 y = io.read_array(inp.y_test)

@@ -1,4 +1,4 @@
-"""Rule figure_companions: flip rate against probe batch size (bnstudy.figures_companions)."""
+"""Rule figure_companions: flip rate against probe batch size (bnstudy.studies.companions.figure)."""
 
 import sys
 
@@ -11,8 +11,9 @@ import logging
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # font subsetting chatter
 import yaml
 
-from bnstudy import figures, io
-from bnstudy.figures_companions import companions
+from bnstudy.base import io
+from bnstudy.paper import figures
+from bnstudy.studies.companions.figure import companions
 
 inp = snakemake.input
 with open(inp.published) as f:

@@ -6,7 +6,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import companions, io
+from bnstudy.base import io
+from bnstudy.studies.companions import science as companions
 
 inp, p = snakemake.input, snakemake.params
 rows = companions.probe_files(

@@ -9,7 +9,9 @@ log = start(snakemake, torch=False)
 import pandas as pd
 import yaml
 
-from bnstudy import companions_summary, io, latex
+from bnstudy.base import io
+from bnstudy.paper import latex
+from bnstudy.studies.companions import summary as companions_summary
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 probes = pd.concat([io.read_table(f) for f in [inp.dependence, inp.dependence_keep, *inp.cells]], ignore_index=True)

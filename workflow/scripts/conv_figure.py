@@ -1,4 +1,4 @@
-"""Rule figure_conv: the convolutional network beside the MLP (bnstudy.figures_conv)."""
+"""Rule figure_conv: the convolutional network beside the MLP (bnstudy.studies.conv.figure)."""
 
 import sys
 
@@ -6,7 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import figures, figures_conv, io
+from bnstudy.base import io
+from bnstudy.paper import figures
+from bnstudy.studies.conv import figure as figures_conv
 
 fig = figures_conv.conv(io.read_table(snakemake.input.side))
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)

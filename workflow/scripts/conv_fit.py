@@ -1,5 +1,5 @@
 """Rule train_conv: one normaliser's convolutional networks at every batch size x seed, scored on
-the test half in inference mode and in training mode (bnstudy.conv_study.train_normaliser)."""
+the test half in inference mode and in training mode (bnstudy.studies.conv.science.train_normaliser)."""
 
 import sys
 
@@ -7,8 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import conv_study, conv_train, io
-from bnstudy.recipe import Recipe
+from bnstudy.base import io
+from bnstudy.nets import conv_train
+from bnstudy.nets.recipe import Recipe
+from bnstudy.studies.conv import science as conv_study
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 spec = conv_train.ConvSpec(

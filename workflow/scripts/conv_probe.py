@@ -1,5 +1,5 @@
 """Rule probe_conv: study 1 at batches of two on the batch-norm convolutional networks
-(bnstudy.conv_study: companion_pairs, probe, flip_rates)."""
+(bnstudy.studies.conv.science: companion_pairs, probe, flip_rates)."""
 
 import sys
 
@@ -7,7 +7,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import conv_study, conv_train, io
+from bnstudy.base import io
+from bnstudy.nets import conv_train
+from bnstudy.studies.conv import science as conv_study
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 spec = conv_train.ConvSpec(

@@ -1,5 +1,5 @@
 """Rule summarise_conv: the convolutional network's cells, paired differences and flip rates
-beside the MLP's (bnstudy.conv_report): tables, JSON, macros, the LaTeX table."""
+beside the MLP's (bnstudy.studies.conv.report): tables, JSON, macros, the LaTeX table."""
 
 import sys
 
@@ -9,7 +9,9 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy import conv_report, io, latex, normalisers
+from bnstudy.base import io, normalisers
+from bnstudy.paper import latex
+from bnstudy.studies.conv import report as conv_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 runs = pd.concat([io.read_table(f) for f in inp.runs], ignore_index=True)

@@ -6,7 +6,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import design, io, latex
+from bnstudy.base import io
+from bnstudy.paper import design, latex
 
 inp = snakemake.input
 macros = design.design_macros(

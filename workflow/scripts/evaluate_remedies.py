@@ -6,7 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import evaluation, io, recipe, weights
+from bnstudy.base import io
+from bnstudy.nets import recipe, weights
+from bnstudy.studies.batch_size import evaluation
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 stacked, spec, metas = weights.read(inp.weights)

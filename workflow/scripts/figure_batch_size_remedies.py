@@ -6,8 +6,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import figures, io
+from bnstudy.base import io
+from bnstudy.paper import figures
+from bnstudy.studies.batch_size import figure
 
-fig = figures.batch_size_remedies(io.read_table(snakemake.input.summary), io.read_table(snakemake.input.gains))
+fig = figure.batch_size_remedies(io.read_table(snakemake.input.summary), io.read_table(snakemake.input.gains))
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)
 log.info("figure written")

@@ -1,5 +1,5 @@
 """Rule finetune_arms: batch norm live, frozen and at momentum 0, and the controls (no normaliser,
-layer norm), fine-tuned on the training half as it is and with shifted inputs (bnstudy.finetune)."""
+layer norm), fine-tuned on the training half as it is and with shifted inputs (bnstudy.studies.finetune.science)."""
 
 import sys
 
@@ -7,7 +7,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import evaluation, finetune, io
+from bnstudy.base import io
+from bnstudy.studies.batch_size import evaluation
+from bnstudy.studies.finetune import science as finetune
 
 inp, p = snakemake.input, snakemake.params
 cells = {

@@ -1,4 +1,4 @@
-"""Rule figure_finetune: the networks along the fine-tuning (bnstudy.figures_finetune)."""
+"""Rule figure_finetune: the networks along the fine-tuning (bnstudy.studies.finetune.figure)."""
 
 import sys
 
@@ -6,8 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import figures, io
-from bnstudy.figures_finetune import finetune
+from bnstudy.base import io
+from bnstudy.paper import figures
+from bnstudy.studies.finetune.figure import finetune
 
 start_values = io.read_json(snakemake.input.summary)["start"]
 start_means = {

@@ -6,7 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import evaluation, finetune, io
+from bnstudy.base import io
+from bnstudy.studies.batch_size import evaluation
+from bnstudy.studies.finetune import science as finetune
 
 inp, p = snakemake.input, snakemake.params
 cell = evaluation.load_trained(list(inp.weights), inp.x_test, inp.y_test, inp.y_train)

@@ -6,7 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import finetune_report, io, latex
+from bnstudy.base import io
+from bnstudy.paper import latex
+from bnstudy.studies.finetune import report as finetune_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 networks = io.read_table(inp.networks).to_dict("records")

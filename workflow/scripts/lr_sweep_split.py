@@ -6,7 +6,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import io, lr_sweep
+from bnstudy.base import io
+from bnstudy.studies.lr_sweep import science as lr_sweep
 
 p = snakemake.params
 fit, validation = lr_sweep.validation_split(io.read_array(snakemake.input.y), p.fraction, p.seed)

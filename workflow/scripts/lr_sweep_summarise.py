@@ -8,7 +8,9 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy import io, latex, lr_sweep_report, normalisers
+from bnstudy.base import io, normalisers
+from bnstudy.paper import latex
+from bnstudy.studies.lr_sweep import report as lr_sweep_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 runs = pd.concat([io.read_table(f) for f in inp.runs], ignore_index=True)

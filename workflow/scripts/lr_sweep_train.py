@@ -7,8 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import io, lr_sweep, model
-from bnstudy.recipe import Recipe
+from bnstudy.base import io
+from bnstudy.nets import model
+from bnstudy.nets.recipe import Recipe
+from bnstudy.studies.lr_sweep import science as lr_sweep
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 x = io.read_array(inp.x)

@@ -1,5 +1,5 @@
 """Rule summarise_protocols: study 1's dependence networks with the leftover rows dropped and kept,
-over networks and paired by seed, beside the published table (bnstudy.protocols_report)."""
+over networks and paired by seed, beside the published table (bnstudy.studies.companions.protocols)."""
 
 import sys
 
@@ -10,7 +10,9 @@ log = start(snakemake, torch=False)
 import pandas as pd
 import yaml
 
-from bnstudy import io, latex, protocols_report
+from bnstudy.base import io
+from bnstudy.paper import latex
+from bnstudy.studies.companions import protocols as protocols_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 probes = pd.concat([io.read_table(f) for f in [inp.dropped, *inp.kept]], ignore_index=True)

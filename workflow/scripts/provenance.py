@@ -16,7 +16,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import io, latex, manifest, provenance
+from bnstudy.base import io, manifest, provenance
+from bnstudy.paper import latex
 
 out, p = snakemake.output, snakemake.params
 table = manifest.build([tuple(e) for e in p.entries])

@@ -1,4 +1,4 @@
-"""Rule figure_running_stats: running-statistics error against batch size (bnstudy.figures_running_stats)."""
+"""Rule figure_running_stats: running-statistics error against batch size (bnstudy.studies.running_stats.figure)."""
 
 import sys
 
@@ -6,8 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import figures, io
-from bnstudy.figures_running_stats import running_stats
+from bnstudy.base import io
+from bnstudy.paper import figures
+from bnstudy.studies.running_stats.figure import running_stats
 
 fig = running_stats(
     io.read_table(snakemake.input.passes), snakemake.params.keep, io.read_table(snakemake.input.shuffles)

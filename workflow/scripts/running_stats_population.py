@@ -6,7 +6,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import data, io
+from bnstudy.base import io
+from bnstudy.nets import data
 
 p = snakemake.params
 x = data.synthetic_population(p.seed, p.rows, p.features)

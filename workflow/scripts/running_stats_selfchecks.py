@@ -6,7 +6,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import io, selfchecks
+from bnstudy.base import io
+from bnstudy.studies.running_stats import selfchecks
 
 p = snakemake.params
 x = io.read_array(snakemake.input.population)

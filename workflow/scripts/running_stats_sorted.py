@@ -6,7 +6,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import evaluation, io
+from bnstudy.base import io
+from bnstudy.studies.batch_size import evaluation
 
 inp, p = snakemake.input, snakemake.params
 b = int(snakemake.wildcards.batch_size)

@@ -9,7 +9,9 @@ log = start(snakemake, torch=False)
 import pandas as pd
 import yaml
 
-from bnstudy import io, latex, running_stats_report
+from bnstudy.base import io
+from bnstudy.paper import latex
+from bnstudy.studies.running_stats import report as running_stats_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 with open(inp.published) as f:

@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import io, provenance
+from bnstudy.base import io, provenance
 
 table = provenance.runtimes(snakemake.input.benchmarks)
 io.write_table(snakemake.output.runtimes, table.round(3))

@@ -1,4 +1,4 @@
-"""Rule figure_serving: training-mode accuracy along the streams (bnstudy.figures_serving)."""
+"""Rule figure_serving: training-mode accuracy along the streams (bnstudy.studies.serving.figure)."""
 
 import sys
 
@@ -8,8 +8,9 @@ from _setup import start
 log = start(snakemake, torch=False)
 import math
 
-from bnstudy import figures, io
-from bnstudy.figures_serving import serving
+from bnstudy.base import io
+from bnstudy.paper import figures
+from bnstudy.studies.serving.figure import serving
 
 summary = io.read_json(snakemake.input.summary)["by_train_batch_size"]
 befores = [cell["random"]["inference_before"]["mean"] for cell in summary.values()]

@@ -6,7 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import evaluation, io, serving
+from bnstudy.base import io
+from bnstudy.studies.batch_size import evaluation
+from bnstudy.studies.serving import science as serving
 
 inp, p = snakemake.input, snakemake.params
 networks, along = [], []

@@ -6,7 +6,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import io, latex, serving, serving_report
+from bnstudy.base import io
+from bnstudy.paper import latex
+from bnstudy.studies.serving import report as serving_report
+from bnstudy.studies.serving import science as serving
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 networks = io.read_table(inp.networks).to_dict("records")

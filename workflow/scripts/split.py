@@ -8,7 +8,8 @@ from _setup import start
 log = start(snakemake, torch=False)
 import pandas as pd
 
-from bnstudy import data, io
+from bnstudy.base import io
+from bnstudy.nets import data
 
 out, p = snakemake.output, snakemake.params
 config = {"split": {"seed": p.seed}}

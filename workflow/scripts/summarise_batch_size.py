@@ -9,7 +9,9 @@ log = start(snakemake, torch=False)
 import pandas as pd
 import yaml
 
-from bnstudy import batch_size_summary, io, latex
+from bnstudy.base import io
+from bnstudy.paper import latex
+from bnstudy.studies.batch_size import summary as batch_size_summary
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 distances = (

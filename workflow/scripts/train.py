@@ -7,8 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy import evaluation, io, model, train, weights
-from bnstudy.recipe import Recipe
+from bnstudy.base import io
+from bnstudy.nets import model, train, weights
+from bnstudy.nets.recipe import Recipe
+from bnstudy.studies.batch_size import evaluation
 
 p, out = snakemake.params, snakemake.output
 x = io.read_array(snakemake.input.x)

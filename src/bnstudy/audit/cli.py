@@ -94,7 +94,7 @@ def load_model(spec: str, weights: str | None = None, seed: int | None = None):
     if _is_safetensors(p):
         meta = _safetensors_metadata(p)
         if "normaliser" in meta and "seeds" in meta:
-            from .. import weights as pipeline_weights
+            from bnstudy.nets import weights as pipeline_weights
 
             try:
                 return pipeline_weights.load_module(p, seed=seed)

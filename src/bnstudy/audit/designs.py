@@ -1,6 +1,6 @@
 """Probe batches in which every row is a probe.
 
-The study probes one example per batch (row 0; :mod:`bnstudy.companions`). The audit
+The study probes one example per batch (row 0; :mod:`bnstudy.studies.companions.science`). The audit
 uses every row: a batch of ``b`` rows gives ``b`` training-mode predictions, each of
 its row's example with the other ``b - 1`` rows as companions. So its cost is the
 number of probes, not examples x batches x ``b``.
@@ -19,7 +19,7 @@ each paired once with every other row of the pool; a pair of two sampled example
 is one batch that probes both.
 
 Generators are PCG64, seeded from ``(seed, STREAM_PROBE, design, b)``
-(:func:`bnstudy.runtime.derive_seed`), the groups of a one-group design drawn in
+(:func:`bnstudy.base.runtime.derive_seed`), the groups of a one-group design drawn in
 sorted order from one generator.
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import STREAM_PROBE, derive_seed
+from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 
 DESIGN_CODES = {"random": 0, "exact": 1, "label": 2, "group": 3, "sample": 4}
 
@@ -88,12 +88,12 @@ def exact_pair_count(sample_size: int, pool_size: int) -> int:
 
 def stratified_sample(n: int, size: int, y: np.ndarray | None, seed: int) -> np.ndarray:
     """Sorted row indices of about ``size`` of ``n`` rows: with labels ``y``, the study's stratified
-    choice (:func:`bnstudy.companions.choose_examples`, ``size // classes`` per class, at most the
+    choice (:func:`bnstudy.studies.companions.science.choose_examples`, ``size // classes`` per class, at most the
     smallest class); without, a uniform draw."""
     if size >= n:
         return np.arange(n)
     if y is not None:
-        from ..companions import choose_examples
+        from bnstudy.studies.companions.science import choose_examples
 
         classes, counts = np.unique(y, return_counts=True)
         per_class = max(1, min(size // len(classes), int(counts.min())))

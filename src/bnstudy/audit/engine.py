@@ -216,7 +216,8 @@ class Engine:
 
 
 def distance(mean, var, exact_mean, exact_var, eps: float) -> tuple[float, float]:
-    """The study's distances of running statistics from exact ones (:func:`bnstudy.remedies.distances`):
+    """The study's distances of running statistics from exact ones
+    (:func:`bnstudy.studies.batch_size.remedies.distances`):
 
     ``mean distance = sqrt(mean over channels of (mean - exact_mean)**2 / (exact_var + eps))``, the RMS
     shift of a normalised activation in exact standard deviations; ``variance distance = sqrt(mean over

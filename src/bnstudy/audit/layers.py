@@ -2,8 +2,8 @@
 
 :func:`find_normalisers` lists every normalisation layer of a module and sorts
 them into layers that read batch statistics in training mode (batch norm 1d/2d/3d,
-synchronised batch norm, the package's :class:`bnstudy.norms.BatchRenorm1d` and
-:class:`bnstudy.norms.GhostBatchNorm1d`) and *batch-free* ones, which normalise
+synchronised batch norm, the package's :class:`bnstudy.nets.norms.BatchRenorm1d` and
+:class:`bnstudy.nets.norms.GhostBatchNorm1d`) and *batch-free* ones, which normalise
 each example by itself (group, layer and instance norm).
 
 :func:`probe_copy` gives a copy of the network (the caller's module is never
@@ -32,13 +32,13 @@ SCRIPT_FREE = {"GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "In
 
 
 def _renorm_type():
-    from ..norms import BatchRenorm1d
+    from bnstudy.nets.norms import BatchRenorm1d
 
     return BatchRenorm1d
 
 
 def _ghost_type():
-    from ..norms import GhostBatchNorm1d
+    from bnstudy.nets.norms import GhostBatchNorm1d
 
     return GhostBatchNorm1d
 
@@ -92,7 +92,7 @@ class ProbeNorm(torch.nn.Module):
     rows (and positions), ``(h - mean) / sqrt(var + eps)``; batch renorm then
     ``* r + d`` with ``r``, ``d`` clipped by the layer's ``rmax``, ``dmax`` against its
     running statistics; ghost batch norm over each batch's virtual batches
-    (:func:`bnstudy.norms.virtual_batch_bounds`); then the affine map.
+    (:func:`bnstudy.nets.norms.virtual_batch_bounds`); then the affine map.
     """
 
     def __init__(self, layer: torch.nn.Module):
@@ -112,7 +112,7 @@ class ProbeNorm(torch.nn.Module):
         if self.virtual is None:
             y = self._normalise(h)
         else:
-            from ..norms import virtual_batch_bounds
+            from bnstudy.nets.norms import virtual_batch_bounds
 
             y = torch.cat([self._normalise(h[:, lo:hi]) for lo, hi in virtual_batch_bounds(b, self.virtual)], dim=1)
         return y.reshape(x.shape)

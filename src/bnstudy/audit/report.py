@@ -36,6 +36,11 @@ def _ever(share: float) -> str:
 
 def findings(result) -> list[dict]:
     """One dict per finding: ``topic``, ``level`` (ok, note, warn) and ``text``."""
+    return _companion_findings(result) + _group_findings(result) + _layer_findings(result) + _accuracy_findings(result)
+
+
+def _companion_findings(result) -> list[dict]:
+    """No batch statistics at all; the serving batch; random batches."""
     out = []
     s = result.settings
     conf = f"{100 * s['confidence']:g}% interval over examples"
@@ -75,6 +80,14 @@ def findings(result) -> list[dict]:
                 f"({', '.join(batch_kinds)}); largest at b={worst['batch_size']}{interval(worst)}.",
             }
         )
+    return out
+
+
+def _group_findings(result) -> list[dict]:
+    """Batches of one label or one group; the exact design at b = 2."""
+    out = []
+    s = result.settings
+    serving = s.get("serving_batch")
     for design, what in (("label", "one label"), ("group", "one group")):
         rows = sorted((r for r in result.flips if r["design"] == design), key=lambda r: r["batch_size"])
         if not rows or result.batch_free:
@@ -102,6 +115,12 @@ def findings(result) -> list[dict]:
                 f"{interval(ex)}; {_ever(ex['ever_flipped'])} with at least one companion.",
             }
         )
+    return out
+
+
+def _layer_findings(result) -> list[dict]:
+    """Running statistics never updated, or stale for the data (or all within bounds)."""
+    out = []
     bn = [r for r in result.layers if r["batch_statistics"]]
     never = [r for r in bn if r.get("never_updated")]
     if never:
@@ -148,6 +167,12 @@ def findings(result) -> list[dict]:
                 f"{worst['var_distance']:.3f}).",
             }
         )
+    return out
+
+
+def _accuracy_findings(result) -> list[dict]:
+    """Accuracy with the stored running statistics, and with recomputed ones."""
+    out = []
     a = result.accuracy
     if a is not None and a.get("recomputed") is not None:
         gain = 100 * a["gain"]
@@ -274,6 +299,31 @@ def write_figure(result, path) -> None:
         f.write(figure_png(result))
 
 
+def _layer_table_rows(result) -> str:
+    """The HTML rows of the normalisation layers' table."""
+    e = html.escape
+
+    def num(v, f="{:.3f}"):
+        return "n/a" if v is None else f.format(v)
+
+    def verdict(r):
+        if r.get("never_updated"):
+            return "never updated"
+        return {True: "stale", False: "ok"}.get(r.get("stale"), "n/a")
+
+    return "\n".join(
+        f"<tr><td>{e(r['name'])}</td><td>{e(r['kind'])}</td>"
+        + (
+            f"<td>{num(r.get('updates'), '{}')}</td><td>{num(r.get('mean_distance'))}</td>"
+            f"<td>{num(r.get('var_distance'))}</td><td>{verdict(r)}</td>"
+            if r["batch_statistics"]
+            else "<td colspan=4>batch-free (normalises each example by itself)</td>"
+        )
+        + "</tr>"
+        for r in result.layers
+    )
+
+
 def html_report(result) -> str:
     """A self-contained HTML page: findings, the figure (embedded PNG), tables. The page's script
     records whether the figure decoded (``data-figure-width`` on the body) and says so if not."""
@@ -292,25 +342,7 @@ def html_report(result) -> str:
         for r in result.flips
     )
 
-    def num(v, f="{:.3f}"):
-        return "n/a" if v is None else f.format(v)
-
-    def verdict(r):
-        if r.get("never_updated"):
-            return "never updated"
-        return {True: "stale", False: "ok"}.get(r.get("stale"), "n/a")
-
-    layer_rows = "\n".join(
-        f"<tr><td>{e(r['name'])}</td><td>{e(r['kind'])}</td>"
-        + (
-            f"<td>{num(r.get('updates'), '{}')}</td><td>{num(r.get('mean_distance'))}</td>"
-            f"<td>{num(r.get('var_distance'))}</td><td>{verdict(r)}</td>"
-            if r["batch_statistics"]
-            else "<td colspan=4>batch-free (normalises each example by itself)</td>"
-        )
-        + "</tr>"
-        for r in result.layers
-    )
+    layer_rows = _layer_table_rows(result)
     notes = "".join(f"<li>{e(n)}</li>" for n in result.notes)
     s, t = result.settings, result.timing
     return f"""<!DOCTYPE html>

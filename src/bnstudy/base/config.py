@@ -1,0 +1,411 @@
+"""Configuration checks, with one-line messages: :func:`validate` runs them all.
+
+A config passes, in this order: every number finite (JSON Schema accepts NaN and
+infinities), the schema (``workflow/schemas/config.schema.yaml``, its normaliser
+lists filled from the registry by :func:`load_schema`), then the rules between keys
+that JSON Schema cannot express (:func:`check_cross_fields`). The workflow calls
+:func:`validate` on each ``--configfile`` and on the merged config before any job.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bnstudy.base.datasets import DIGITS_CLASS_COUNTS, FASHION, FASHION_TEST_CLASS_ROWS, SHAPES, data_config
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message is one line naming the key."""
+
+
+def key_path(parts) -> str:
+    """``['grid', 'seeds', 2]`` -> ``grid.seeds[2]``."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def describe_schema_error(error) -> str:
+    """One line for a ``jsonschema.ValidationError``."""
+    path = list(error.absolute_path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"config error: {key_path(path + [missing])}: required key is missing"
+    if error.validator == "additionalProperties":
+        return f"config error: {key_path(path)}: {error.message} (misspelled key?)"
+    if error.validator == "uniqueItems":
+        return f"config error: {key_path(path)}: duplicate values in {error.instance}"
+    return f"config error: {key_path(path)}: {error.message}"
+
+
+def non_finite(node, path=()):
+    """The key path (a tuple) of the first NaN or infinite number in ``node``, or None."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return path
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = non_finite(value, path + (key,))
+        if found is not None:
+            return found
+    return None
+
+
+def load_schema(path: str | Path) -> dict:
+    """The config schema at ``path``, its normaliser lists filled from the registry."""
+    import yaml
+
+    from bnstudy.base.normalisers import fill_schema
+
+    return fill_schema(yaml.safe_load(Path(path).read_text()))
+
+
+def validate(config: dict, schema: dict) -> None:
+    """Every check a config must pass before any job; raises :class:`ConfigError` with one line
+    (``config error: <key>: ...``) for the first failure."""
+    import jsonschema
+
+    bad = non_finite(config)
+    if bad is not None:
+        value = config
+        for key in bad:
+            value = value[key]
+        raise ConfigError(f"config error: {key_path(bad)}: {value} is not a finite number")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is not None:
+        raise ConfigError(describe_schema_error(error))
+    check_cross_fields(config)
+
+
+def _approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.RandomState) -> np.ndarray:
+    """scikit-learn's stratified allocation (``sklearn.utils.extmath._approximate_mode``):
+    the floors of the proportional shares, then one more row for the largest
+    remainders, ties broken by ``rng``."""
+    continuous = class_counts / class_counts.sum() * n_draws
+    floored = np.floor(continuous)
+    need_to_add = int(n_draws - floored.sum())
+    if need_to_add > 0:
+        remainder = continuous - floored
+        for value in np.sort(np.unique(remainder))[::-1]:
+            (inds,) = np.where(remainder == value)
+            add_now = min(len(inds), need_to_add)
+            floored[rng.choice(inds, size=add_now, replace=False)] += 1
+            need_to_add -= add_now
+            if need_to_add == 0:
+                break
+    return floored.astype(int)
+
+
+def split_class_counts(test_size: int, seed: int) -> tuple[list[int], list[int]]:
+    """Rows per class of the training and the test half of the digits split.
+
+    The same allocation as the split job's stratified ``train_test_split`` (train
+    share first, then the test share of what is left, both from
+    ``RandomState(seed)``), computed without importing scikit-learn (2.6 s at
+    every Snakemake start); ``tests/test_config.py`` checks it against the real
+    split.
+    """
+    counts = np.array(DIGITS_CLASS_COUNTS)
+    n_train = int(counts.sum()) - test_size
+    rng = np.random.RandomState(seed)
+    train = _approximate_mode(counts, n_train, rng)
+    test = _approximate_mode(counts - train, test_size, rng)
+    return train.tolist(), test.tolist()
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The sizes of a config's training and test parts, known without reading the data:
+    ``train_rows``, ``test_class_rows`` (per class), and how messages name their source."""
+
+    train_rows: int
+    test_class_rows: tuple[int, ...]
+    test_source: str  # e.g. "split.test_size 899"
+    train_source: str  # e.g. "1797 - split.test_size 899"
+    class_word: str = "digit"  # how a message names a class: "digit 8", "class 8"
+
+    @property
+    def test_rows(self) -> int:
+        return sum(self.test_class_rows)
+
+
+def parts(config: dict) -> Parts:
+    """:class:`Parts` of the config's data set; raises :class:`ConfigError` for ``split`` and ``data``
+    keys that do not fit it (the digits need ``split.test_size``; Fashion-MNIST's test part is
+    fixed, and its training subset and validation split must fit in its 60,000 training images)."""
+    data = data_config(config)
+    if data["name"] == FASHION:
+        if "test_size" in config["split"]:
+            raise ConfigError(
+                "config error: split.test_size: Fashion-MNIST's test part is its 10,000 test images; "
+                "leave test_size out (data.train_size sets the training rows)"
+            )
+        total = SHAPES[FASHION].train_rows
+        if data["train_size"] + data["validation_size"] > total:
+            raise ConfigError(
+                f"config error: data.validation_size: {data['validation_size']} + data.train_size "
+                f"{data['train_size']} exceed the {total} training images"
+            )
+        classes = SHAPES[FASHION].classes
+        return Parts(
+            data["train_size"],
+            (FASHION_TEST_CLASS_ROWS,) * classes,
+            "Fashion-MNIST's test set",
+            "data.train_size",
+            "class",
+        )
+    if "test_size" not in config["split"]:
+        raise ConfigError("config error: split.test_size: required key is missing (the digits' test half)")
+    test_size = config["split"]["test_size"]
+    _, test_counts = split_class_counts(test_size, config["split"]["seed"])
+    return Parts(
+        sum(DIGITS_CLASS_COUNTS) - test_size,
+        tuple(test_counts),
+        f"split.test_size {test_size}",
+        f"{sum(DIGITS_CLASS_COUNTS)} - split.test_size {test_size}",
+    )
+
+
+def check_cross_fields(config: dict) -> None:
+    """Rules between keys; raises :class:`ConfigError`."""
+    part = parts(config)
+    groups = config["network"]["groups"]
+    if "groupnorm" in config["normalisers"]:
+        for width in config["network"]["hidden"]:
+            if width % groups:
+                raise ConfigError(
+                    f"config error: network.groups: {groups} groups do not divide the hidden width {width}"
+                )
+            if width // groups < 2:
+                raise ConfigError(
+                    f"config error: network.groups: {groups} groups leave one feature per group "
+                    f"in width {width}; group norm would output a constant"
+                )
+    rs = config["running_stats"]
+    if rs["sort_feature"] >= rs["features"]:
+        raise ConfigError(
+            f"config error: running_stats.sort_feature: {rs['sort_feature']} >= features {rs['features']}"
+        )
+    for b in rs["batch_sizes"]:
+        if b > rs["rows"]:
+            raise ConfigError(f"config error: running_stats.batch_sizes: {b} exceeds rows {rs['rows']}")
+    c = config["companions"]
+    if max(c["batch_sizes"]) > part.test_rows:
+        raise ConfigError(
+            f"config error: companions.batch_sizes: {max(c['batch_sizes'])} is larger than the test half "
+            f"({part.test_source})"
+        )
+    # Companion examples and one-class batches are drawn within one class of the
+    # test half: an own-class batch holds the example and b - 1 other rows of its
+    # class, an other-class batch b - 1 rows of another class.
+    test_counts = list(part.test_class_rows)
+    smallest = min(test_counts)
+    digit = test_counts.index(smallest)
+    for key in ("examples_per_class", "one_class_batch_size"):
+        if c[key] > smallest:
+            raise ConfigError(
+                f"config error: companions.{key}: {c[key]} exceeds the {smallest} test rows of the "
+                f"smallest class ({part.class_word} {digit}) at {part.test_source}"
+            )
+    # A training batch must fit in the training half.
+    n_train = part.train_rows
+    training = [(f"grid.batch_sizes[{i}]", b) for i, b in enumerate(config["grid"]["batch_sizes"])]
+    training.append(("dependence.batch_size", config["dependence"]["batch_size"]))
+    training += [
+        (f"sorted_training.batch_sizes[{i}]", b) for i, b in enumerate(config["sorted_training"]["batch_sizes"])
+    ]
+    for key, b in training:
+        if b > n_train:
+            raise ConfigError(f"config error: {key}: {b} exceeds the {n_train} training rows ({part.train_source})")
+    _check_lr_sweep(config)
+    _check_serving(config, part)
+    _check_accumulation(config)
+    _check_finetune(config, part)
+    if "conv" in config:
+        _check_conv(config)
+
+
+def _check_lr_sweep(config: dict) -> None:
+    """The learning-rate sweep compares batch norm with none, against the grid's rate."""
+    lr = config["lr_sweep"]
+    for name in ("none", "batchnorm"):
+        if name not in lr["normalisers"]:
+            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is missing (batch norm minus none)")
+    for name in lr["normalisers"]:
+        if name not in config["normalisers"]:
+            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is not a grid normaliser (normalisers)")
+    if config["grid"]["lr"] not in lr["lrs"]:
+        raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")
+
+
+def _check_serving(config: dict, part: Parts | None = None) -> None:
+    """The served networks are grid networks; a served batch fits in the test half."""
+    s = config["serving"]
+    part = part or parts(config)
+    if s["normaliser"] not in config["normalisers"]:
+        raise ConfigError(f"config error: serving.normaliser: {s['normaliser']} is not one of normalisers")
+    for i, b in enumerate(s["train_batch_sizes"]):
+        if b not in config["grid"]["batch_sizes"]:
+            raise ConfigError(f"config error: serving.train_batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
+    if s["batch_size"] > part.test_rows:
+        raise ConfigError(
+            f"config error: serving.batch_size: {s['batch_size']} is larger than the test half ({part.test_source})"
+        )
+    # each class holds out floor(share * its rows), so at least this many rows are streamed
+    streamed = part.test_rows - math.floor(s["held_out"] * part.test_rows)
+    if s["batch_size"] > streamed:
+        raise ConfigError(
+            f"config error: serving.batch_size: {s['batch_size']} is larger than the streamed rows "
+            f"({streamed} of {part.test_source} with serving.held_out {s['held_out']})"
+        )
+
+
+def _check_accumulation(config: dict) -> None:
+    """Accumulation is compared with the grid's batch-norm networks at the step's batch and at each
+    micro-batch, and with ghost batch norm in virtual batches of the micro-batch (batch norm's
+    arithmetic in groups): the normaliser is a grid normaliser computing plain batch norm, both
+    sizes are grid batch sizes, and each micro-batch divides the batch into two or more."""
+    from bnstudy.base.normalisers import BATCH, get
+
+    a = config["accumulation"]
+    if a["normaliser"] not in config["normalisers"] or get(a["normaliser"]).kernel != BATCH:
+        raise ConfigError(
+            f"config error: accumulation.normaliser: {a['normaliser']} is not a grid normaliser computing batch norm"
+        )
+    sizes = config["grid"]["batch_sizes"]
+    if a["batch_size"] not in sizes:
+        raise ConfigError(f"config error: accumulation.batch_size: {a['batch_size']} is not one of grid.batch_sizes")
+    for i, m in enumerate(a["micro_batches"]):
+        if m not in sizes:
+            raise ConfigError(f"config error: accumulation.micro_batches[{i}]: {m} is not one of grid.batch_sizes")
+        if m >= a["batch_size"] or a["batch_size"] % m:
+            raise ConfigError(
+                f"config error: accumulation.micro_batches[{i}]: {m} does not divide accumulation.batch_size "
+                f"{a['batch_size']} into two or more micro-batches"
+            )
+
+
+def _check_finetune(config: dict, part: Parts | None = None) -> None:
+    """The fine-tuned networks are batch-norm grid networks; a batch fits in the training half;
+    the networks are measured at least once along the fine-tuning."""
+    t = config["finetune"]
+    part = part or parts(config)
+    if "batchnorm" not in config["normalisers"]:
+        raise ConfigError("config error: finetune: batchnorm (the fine-tuned networks) is not one of normalisers")
+    if t["source_batch_size"] not in config["grid"]["batch_sizes"]:
+        raise ConfigError(
+            f"config error: finetune.source_batch_size: {t['source_batch_size']} is not one of grid.batch_sizes"
+        )
+    train_rows = part.train_rows
+    if t["batch_size"] > train_rows:
+        raise ConfigError(
+            f"config error: finetune.batch_size: {t['batch_size']} is larger than the training half ({train_rows} rows)"
+        )
+    if t["every"] > t["steps"]:
+        raise ConfigError(f"config error: finetune.every: {t['every']} is more than finetune.steps {t['steps']}")
+
+
+def _check_conv(config: dict) -> None:
+    """The CNN is compared with none and beside the MLP's grid cells; its groups divide its channels."""
+    c = config["conv"]
+    if data_config(config)["name"] != "digits":
+        raise ConfigError(
+            "config error: conv: the convolutional study reads 8x8 digits; leave it out for this data set"
+        )
+    for name in ("none", "batchnorm"):
+        if name not in c["normalisers"]:
+            raise ConfigError(f"config error: conv.normalisers: {name} is missing (against none; study 1)")
+    for i, name in enumerate(c["normalisers"]):
+        if name not in config["normalisers"]:
+            raise ConfigError(f"config error: conv.normalisers[{i}]: {name} is not a grid normaliser (normalisers)")
+    for i, b in enumerate(c["batch_sizes"]):
+        if b not in config["grid"]["batch_sizes"]:
+            raise ConfigError(f"config error: conv.batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
+    for i, ch in enumerate(c["channels"]):
+        if ch % c["groups"]:
+            raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide conv.channels[{i}] {ch}")
+    if config["grid"]["optimizer"] != "adam":
+        raise ConfigError("config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam")
+
+
+# ---- reading a config file ------------------------------------------------------
+
+
+def load_file(path: str | Path) -> dict:
+    """The mapping in the YAML (or JSON) file at ``path``, read strictly.
+
+    Refused with a one-line :class:`ConfigError` naming the file and line: a YAML
+    syntax error, an empty file or one whose top level is not a mapping, and a key
+    given twice in one mapping (PyYAML, and so Snakemake, silently keep the later
+    value). Snakemake itself reads ``--configfile`` files before the Snakefile runs
+    and reports a syntax error without file or line; ``python -m bnstudy.base.config
+    check FILE`` (run by ``make plan`` and ``make paper CONFIG=FILE``) says where.
+    """
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(
+                    f"config error: {path}:{key_node.start_mark.line + 1}: key '{key}' is given twice "
+                    f"(first on line {seen[key] + 1}); YAML keeps only the later value"
+                )
+            seen[key] = key_node.start_mark.line
+        return loader.construct_mapping(node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config error: {path}: cannot be read ({e.__class__.__name__}: {e})") from None
+    try:
+        data = yaml.load(text, Loader=StrictLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = " ".join(str(e.problem or e.context or "not valid YAML").split())
+        raise ConfigError(f"config error: {where}: YAML syntax error: {problem}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config error: {path}: not valid YAML ({' '.join(str(e).split())})") from None
+    if data is None:
+        raise ConfigError(f"config error: {path}: the file is empty; a config is a YAML mapping of keys")
+    if not isinstance(data, dict):
+        raise ConfigError(f"config error: {path}:1: the top level is a {type(data).__name__}, not a mapping of keys")
+    return data
+
+
+def main(argv=None) -> int:
+    """``python -m bnstudy.base.config check FILE...``: each file read strictly and checked against the schema."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m bnstudy.base.config", description=main.__doc__)
+    parser.add_argument("command", choices=["check"])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument(
+        "--schema", type=Path, default=Path(__file__).resolve().parents[3] / "workflow/schemas/config.schema.yaml"
+    )
+    args = parser.parse_args(argv)
+    schema = load_schema(args.schema)
+    for path in args.files:
+        try:
+            validate(load_file(path), schema)
+        except ConfigError as e:
+            message = str(e)
+            print(message if str(path) in message else f"{message} [{path}]", file=sys.stderr)
+            return 1
+        print(f"{path}: valid")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""Where Numba files the compiled kernels: by their code and the machine compiled for, not by the checkout's path.
+
+Numba's own locator for a cache directory (``NUMBA_CACHE_DIR``) files a module's kernels under a
+digest of the directory the source file lies in, so every copy of the workflow (a fresh clone, each
+determinism run, the SLURM test's copy, each re-run test's copy) compiles every kernel again: about
+40-70 CPU s each time on the 2-core development machine, several times in one ``make test``.
+
+:class:`KernelCacheLocator` files this package's kernels under the package-relative directory
+instead, below a directory named by the machine code's target (the CPU name and feature string
+Numba compiles for, ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` or the host's). That is safe because
+what decides the machine code is already in the path: ``bnstudy`` chooses ``NUMBA_CACHE_DIR`` by a
+digest of every module that uses Numba (so an edit anywhere compiles afresh), Numba checks each
+source file's content hash before it loads an entry, and each target has directory and files of its
+own (two processes compiling for two simulated machines never write the same file; two compiling
+for one target write the same machine code). Functions of other packages keep Numba's default.
+
+Selected with Numba's ``NUMBA_CACHE_LOCATOR_CLASSES`` (set by importing ``bnstudy``, unless set:
+this class in place of Numba's user-provided one, then Numba's other default locators).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from numba.core import config
+from numba.core.caching import UserProvidedCacheLocator
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def target() -> str:
+    """``<cpu name>-<digest of the feature string>``: what Numba compiles for in this process."""
+    from llvmlite import binding
+    from numba.core.codegen import get_host_cpu_features
+
+    name = config.CPU_NAME or binding.get_host_cpu_name()
+    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else get_host_cpu_features()
+    return f"{name}-{hashlib.sha256(features.encode()).hexdigest()[:12]}"
+
+
+class KernelCacheLocator(UserProvidedCacheLocator):
+    """Numba's locator for ``NUMBA_CACHE_DIR``, with this package's files filed by target and
+    package-relative directory (``<cache dir>/<target>/bnstudy[/audit]``)."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        source = Path(os.path.abspath(py_file)).parent
+        if source == PACKAGE or PACKAGE in source.parents:
+            relative = source.relative_to(PACKAGE.parent)
+            self._cache_path = os.path.join(config.CACHE_DIR, target(), *relative.parts)

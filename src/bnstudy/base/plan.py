@@ -1,0 +1,749 @@
+"""What a config would build, and what it would cost, before anything runs.
+
+``python -m bnstudy.base.plan --configfile FILE [--cores N] [--allow-budget]`` (``make plan``)
+builds Snakemake's DAG of the default target in this process, from the Snakefile in the
+working directory, as ``snakemake -n`` would, and prints in a few lines: the jobs of the
+whole build by rule (the build from empty results: the config's budget), the jobs that
+would run now, the estimated CPU time of both, and the wall time at ``--cores`` as CPU
+time / cores (a lower bound: it assumes every core busy from the first job to the last).
+
+An estimate above :data:`BUDGET_CPU_S` (one CPU-week) is refused: exit status 1 and one
+line on stderr naming the rule that costs most and the config key that drives it, and how
+to run anyway (``--allow-budget``, ``make paper ALLOW_BUDGET=1``).
+
+The cost model (:data:`TABLE`, ``workflow/resources/cpu_seconds.tsv``): per rule, a job
+costs ``start_s + cpu_s_per_unit * work``, where ``work`` comes from the job's params
+(:data:`WORK`: training runs count optimiser steps, probes count probe rows, ...; a rule
+not in :data:`WORK` has one unit per job and costs its median job). ``python -m
+bnstudy.base.plan calibrate --results DIR --configfile FILE`` refits the table from the
+``benchmark:`` files of a finished build of that config (:func:`calibrate`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+TABLE = ROOT / "workflow" / "resources" / "cpu_seconds.tsv"
+BUDGET_CPU_S = 604_800  # one CPU-week
+# One optimiser step costs as much as this many rows of it (the compiled training loop's
+# per-step and per-row costs, docs/performance.md: per epoch at b = 2 and b = 64).
+ROWS_PER_STEP = 25
+CLASSES = 10
+# Snakemake samples a benchmarked job's CPU time every 0.5 s for its first 15 s, then
+# every 30 s (snakemake.benchmark); what a job spends after its last sample is not in
+# the file. :func:`job_cpu` scales the recorded CPU time by wall time / last sample.
+SAMPLE_SHORT, SAMPLE_SHORT_UNTIL, SAMPLE_LONG = 0.5, 15.0, 30.0
+COLUMNS = ["rule", "unit", "jobs", "cpu_s_median", "start_s", "cpu_s_per_unit"]
+DEFAULT_RULE = "*"  # the table's row for a rule it does not list: the median job of the build
+
+
+class PlanError(Exception):
+    """A one-line refusal (bad table, missing benchmark files)."""
+
+
+# ---- work per job ------------------------------------------------------------------
+
+
+def train_rows(config) -> int:
+    from bnstudy.base.config import parts
+
+    return parts(config).train_rows
+
+
+def test_rows(config) -> int:
+    from bnstudy.base.config import parts
+
+    return parts(config).test_rows
+
+
+def epoch_steps(rows: int, batch_size: int, last_batch: str = "drop") -> float:
+    """Step-equivalents of one epoch of one model: its optimiser steps plus its rows / ROWS_PER_STEP."""
+    steps = rows // batch_size
+    if last_batch == "keep" and rows % batch_size >= 2:
+        steps += 1
+    return steps + rows / ROWS_PER_STEP
+
+
+def _train(p, wc, config):
+    r = p["recipe"]
+    return len(p["seeds"]) * r["epochs"] * epoch_steps(train_rows(config), r["batch_size"], r["last_batch"])
+
+
+def _lr_sweep(p, wc, config):
+    rows = round(train_rows(config) * (1 - config["lr_sweep"]["validation_fraction"]))
+    per_model = sum(epoch_steps(rows, b, p["recipe"]["last_batch"]) for b in p["batch_sizes"])
+    return len(p["seeds"]) * len(p["lrs"]) * p["recipe"]["epochs"] * per_model
+
+
+def _accumulation(p, wc, config):
+    # every variant runs one forward/backward pass per micro-batch
+    per_variant = len(p["variants"]) / len(p["micro_batches"])
+    rows, epochs = train_rows(config), p["recipe"]["epochs"]
+    return len(p["seeds"]) * epochs * per_variant * sum(epoch_steps(rows, m) for m in p["micro_batches"])
+
+
+def _conv(p, wc, config):
+    rows, epochs = train_rows(config), p["recipe"]["epochs"]
+    return len(p["seeds"]) * epochs * sum(epoch_steps(rows, b, p["recipe"]["last_batch"]) for b in p["batch_sizes"])
+
+
+def block_seeds(config, block: str) -> int:
+    """How many of grid.seeds the seed block labelled ``block`` (``"0-4"``: bnstudy.nets.weights.blocks) holds."""
+    first, last = (int(v) for v in block.split("-"))
+    return sum(first <= int(s) <= last for s in config["grid"]["seeds"])
+
+
+def _probe_statistics(rule):
+    def variant(p, wc, config):
+        # a normaliser with batch statistics goes through every row of every probe batch; one
+        # normalised row by row needs the probed row alone (bnstudy.compiled.probes.Prober)
+        from bnstudy.base.normalisers import BATCH_NAMES
+
+        name = wc.get("normaliser") if rule == "probe_companions_grid" else config["dependence"]["normaliser"]
+        return "batch-statistics" if name in BATCH_NAMES else "row-wise"
+
+    return variant
+
+
+def _companion_models(rule, wc, config) -> int:
+    if rule == "probe_companions_dependence":
+        return len(config["dependence"]["seeds"])
+    if rule == "probe_companions_dependence_keep":
+        return 1
+    if rule == "probe_companions_dependence_keep_more":
+        return len(config["dependence"]["seeds"]) - 1
+    return block_seeds(config, wc["block"]) * len(config["grid"]["batch_sizes"])
+
+
+def _companions(rule):
+    def work(p, wc, config):
+        # probe rows of one example (bnstudy.studies.companions.science.example_plans): random companions at
+        # each size, every pair when 2 is among them, three one-class designs
+        k, b1 = p["batches_per_example"], p["one_class_batch_size"]
+        rows = k * sum(p["batch_sizes"]) + 3 * k * b1
+        if 2 in p["batch_sizes"]:
+            rows += 2 * (test_rows(config) - 1)
+        examples = CLASSES * config["companions"]["examples_per_class"]
+        return _companion_models(rule, wc, config) * examples * rows
+
+    return work
+
+
+def _probe_rows(rule, model_keys) -> Work:
+    """The work of a companion-probe rule: probe rows, one fit for the three rules (one script),
+    apart with and without batch statistics; grows with the design's keys and ``model_keys``."""
+    return Work(
+        "probe rows (models x examples x rows of every probe batch)",
+        _companions(rule),
+        ("companions.batches_per_example", "companions.examples_per_class", "companions.batch_sizes", *model_keys),
+        group="companions_probe.py",
+        variant=_probe_statistics(rule),
+    )
+
+
+def _probe_conv(p, wc, config):
+    # batches of two (bnstudy.studies.conv.science.companion_pairs): 3 designs x draws per example, and
+    # every other test row for exact_per_class examples of each class
+    examples = CLASSES * config["companions"]["examples_per_class"]
+    pairs = examples * 3 * p["draws"] + CLASSES * p["exact_per_class"] * (test_rows(config) - 1)
+    return len(p["batch_sizes"]) * len(p["seeds"]) * pairs
+
+
+def _finetune(p, wc, config):
+    # every source network, each rate, random and one-class streams, live and frozen
+    return len(config["grid"]["seeds"]) * len(p["lrs"]) * 4 * p["steps"]
+
+
+def _serving(p, wc, config):
+    batches = math.ceil(test_rows(config) / p["batch_size"])
+    return len(p["train_batch_sizes"]) * len(config["grid"]["seeds"]) * 2 * p["passes"] * batches
+
+
+def _remedies(p, wc, config):
+    return block_seeds(config, wc["block"])
+
+
+def _running_stats(p, wc, config):
+    return len(p["batch_sizes"]) * len(p["keeps"]) * (1 + p["shuffles"])
+
+
+@dataclass(frozen=True)
+class Work:
+    unit: str  # what one unit of work is (the table's unit column)
+    function: object  # (params, wildcards, config) -> units of work of one job
+    keys: tuple  # the config keys the rule's cost grows with (its work per job or its job count)
+    group: str = ""  # rules of one group (one script) are fitted together, their jobs pooled
+    variant: object = None  # (params, wildcards, config) -> a kind of job fitted apart ("" for none)
+
+
+_TRAIN_UNIT = "step-equivalents (seeds x epochs x (steps + rows/25))"
+WORK = {
+    "train_grid": Work(
+        _TRAIN_UNIT,
+        _train,
+        ("grid.epochs", "grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers", "split.test_size"),
+        group="train.py",
+    ),
+    "train_sorted": Work(
+        _TRAIN_UNIT,
+        _train,
+        ("grid.epochs", "grid.seed_block", "grid.seeds", "sorted_training.batch_sizes"),
+        group="train.py",
+    ),
+    "train_keep": Work(
+        _TRAIN_UNIT,
+        _train,
+        ("grid.epochs", "grid.seed_block", "grid.seeds", "last_batch_keep.normalisers"),
+        group="train.py",
+    ),
+    "train_dependence": Work(_TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py"),
+    "train_dependence_keep": Work(_TRAIN_UNIT, _train, ("dependence.epochs",), group="train.py"),
+    "train_dependence_keep_more": Work(
+        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py"
+    ),
+    "train_lr_sweep": Work(
+        "step-equivalents (seeds x rates x epochs x batch sizes' (steps + rows/25))",
+        _lr_sweep,
+        ("lr_sweep.epochs", "lr_sweep.seeds", "lr_sweep.lrs", "grid.batch_sizes", "lr_sweep.normalisers"),
+    ),
+    "train_accumulation": Work(
+        "step-equivalents (seeds x epochs x variants x (micro-batches + rows/25))",
+        _accumulation,
+        ("grid.epochs", "accumulation.micro_batches", "grid.seed_block", "grid.seeds"),
+    ),
+    "train_conv": Work(
+        "step-equivalents (seeds x epochs x batch sizes' (steps + rows/25))",
+        _conv,
+        ("conv.epochs", "conv.seeds", "conv.batch_sizes", "conv.normalisers"),
+    ),
+    "probe_companions_grid": _probe_rows(
+        "probe_companions_grid",
+        ("grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers"),
+    ),
+    "probe_companions_dependence": _probe_rows("probe_companions_dependence", ("dependence.seeds",)),
+    "probe_companions_dependence_keep": _probe_rows("probe_companions_dependence_keep", ()),
+    "probe_companions_dependence_keep_more": _probe_rows(
+        "probe_companions_dependence_keep_more", ("dependence.seeds",)
+    ),
+    "probe_conv": Work(
+        "probe batches of two (models x companion pairs)",
+        _probe_conv,
+        ("conv.probe.draws", "conv.probe.exact_per_class", "companions.examples_per_class", "conv.seeds"),
+    ),
+    "finetune": Work(
+        "fine-tuning steps (networks x rates x 4 streams x steps)",
+        _finetune,
+        ("finetune.steps", "finetune.lrs", "grid.seeds"),
+    ),
+    "serve_stream": Work(
+        "served batches (networks x 2 streams x passes x batches)",
+        _serving,
+        ("serving.passes", "serving.train_batch_sizes", "grid.seeds"),
+    ),
+    "evaluate_remedies": Work("networks (seeds of the block)", _remedies, ("grid.seed_block", "grid.seeds")),
+    "running_stats": Work(
+        "passes (batch sizes x keep-factors x (1 + shuffles))",
+        _running_stats,
+        ("running_stats.shuffles", "running_stats.keeps", "running_stats.batch_sizes"),
+    ),
+}
+JOB_UNIT = "job"
+
+
+def work_of(rule: str, params: dict, wildcards: dict, config: dict) -> float:
+    """Units of work of one job of ``rule`` (1 for a rule priced per job)."""
+    spec = WORK.get(rule)
+    return float(spec.function(params, wildcards, config)) if spec else 1.0
+
+
+def cost_key(rule: str, params: dict, wildcards: dict, config: dict) -> str:
+    """The table's row for a job: its rule, or ``rule:variant`` for a rule whose jobs are of kinds
+    fitted apart (:attr:`Work.variant`: companion probes with and without batch statistics)."""
+    spec = WORK.get(rule)
+    variant = spec.variant(params, wildcards, config) if spec and spec.variant else ""
+    return f"{rule}:{variant}" if variant else rule
+
+
+def _split(key: str) -> tuple[str, str]:
+    rule, _, variant = key.partition(":")
+    return rule, variant
+
+
+def group_of(key: str) -> str:
+    """The table rows fitted together with ``key`` (one script's jobs of one variant): its rule's
+    group, else the rule itself, with the variant."""
+    rule, variant = _split(key)
+    group = (WORK[rule].group if rule in WORK else "") or rule
+    return f"{group}:{variant}" if variant else group
+
+
+def unit_of(key: str) -> str:
+    rule, _ = _split(key)
+    return WORK[rule].unit if rule in WORK else JOB_UNIT
+
+
+# ---- the cost model -------------------------------------------------------------------
+
+
+@dataclass
+class Cost:
+    """One rule's row of the table: a job costs ``start_s + cpu_s_per_unit * work`` CPU seconds."""
+
+    rule: str
+    unit: str
+    jobs: int
+    cpu_s_median: float
+    start_s: float
+    cpu_s_per_unit: float
+
+    def predict(self, work: float) -> float:
+        return self.start_s + self.cpu_s_per_unit * work
+
+
+def job_cpu(wall_s: float, cpu_s: float) -> float:
+    """A job's CPU seconds from its benchmark file's wall ``s`` and ``cpu_time``: the CPU time
+    recorded at the last sample, scaled by wall time / the last sample's time (Snakemake's
+    sampling: :data:`SAMPLE_SHORT` apart up to :data:`SAMPLE_SHORT_UNTIL`, then
+    :data:`SAMPLE_LONG` apart), i.e. the job's CPU share assumed the same after the last sample."""
+    if wall_s <= 0:
+        return cpu_s
+    if wall_s < SAMPLE_SHORT_UNTIL:
+        last = math.floor(wall_s / SAMPLE_SHORT) * SAMPLE_SHORT
+    else:
+        last = SAMPLE_SHORT_UNTIL + math.floor((wall_s - SAMPLE_SHORT_UNTIL) / SAMPLE_LONG) * SAMPLE_LONG
+    return cpu_s * wall_s / last if last > 0 else cpu_s
+
+
+def fit_rule(rule: str, unit: str, points, start_s: float) -> Cost:
+    """One rule's cost from its jobs' ``(work, cpu_s)`` points.
+
+    Per job (unit ``job``): the median job. Per unit of work, when the jobs' work spans a
+    factor of 2 or more: a least-squares line (its intercept the job's start-up cost, at least
+    0; its slope the cost per unit, at least 0). Else the start-up cost is ``start_s`` (the
+    median job of the rules priced per job) and the cost per unit the median over the jobs of
+    ``(cpu_s - start_s) / work``, at least 0.
+    """
+    work = [w for w, _ in points]
+    cpu = [c for _, c in points]
+    median = statistics.median(cpu)
+    if unit == JOB_UNIT:
+        return Cost(rule, unit, len(points), median, median, 0.0)
+    if min(work) > 0 and max(work) >= 2 * min(work):
+        slope = max(0.0, statistics.linear_regression(work, cpu).slope)
+        start = max(0.0, statistics.mean(cpu) - slope * statistics.mean(work))
+        return Cost(rule, unit, len(points), median, start, slope)
+    per_unit = max(0.0, statistics.median((c - start_s) / w for w, c in points))
+    return Cost(rule, unit, len(points), median, start_s, per_unit)
+
+
+def fit(jobs) -> dict[str, Cost]:
+    """The table from ``(rule, work, cpu_s)`` of every job of a build (:func:`fit_rule`; the rules of
+    one :attr:`Work.group` fitted to their jobs pooled, each row with its own jobs and median), with
+    the :data:`DEFAULT_RULE` row: the median job of the build, for rules the table lacks."""
+    by_rule: dict[str, list] = {}
+    for rule, work, cpu in jobs:
+        by_rule.setdefault(rule, []).append((work, cpu))
+    if not by_rule:
+        raise PlanError("plan: no benchmarked jobs to calibrate from")
+    per_job = [c for rule, pts in by_rule.items() if unit_of(rule) == JOB_UNIT for _, c in pts]
+    start = statistics.median(per_job or [c for pts in by_rule.values() for _, c in pts])
+    pooled: dict[str, list] = {}
+    for rule, pts in by_rule.items():
+        pooled.setdefault(group_of(rule), []).extend(pts)
+    table = {}
+    for rule in sorted(by_rule):
+        cost = fit_rule(rule, unit_of(rule), pooled[group_of(rule)], start)
+        cost.jobs, cost.cpu_s_median = len(by_rule[rule]), statistics.median(c for _, c in by_rule[rule])
+        table[rule] = cost
+    everything = [c for pts in by_rule.values() for _, c in pts]
+    m = statistics.median(everything)
+    table[DEFAULT_RULE] = Cost(DEFAULT_RULE, JOB_UNIT, len(everything), m, m, 0.0)
+    return table
+
+
+def read_table(path=TABLE) -> dict[str, Cost]:
+    import csv
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            rows = list(csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t"))
+    except OSError as e:
+        raise PlanError(
+            f"plan: {path}: cannot be read ({e.strerror}); `python -m bnstudy.base.plan calibrate` writes it"
+        )
+    table = {}
+    for i, row in enumerate(rows):
+        try:
+            table[row["rule"]] = Cost(
+                row["rule"],
+                row["unit"],
+                int(row["jobs"]),
+                float(row["cpu_s_median"]),
+                float(row["start_s"]),
+                float(row["cpu_s_per_unit"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise PlanError(f"plan: {path}: row {i + 1} is not {'/'.join(COLUMNS)}") from None
+    if DEFAULT_RULE not in table:
+        raise PlanError(f"plan: {path}: no '{DEFAULT_RULE}' row (the cost of a rule the table lacks)")
+    return table
+
+
+def write_table(table: dict[str, Cost], path, header: list[str]) -> None:
+    lines = [f"# {h}" for h in header] + ["\t".join(COLUMNS)]
+    for c in table.values():
+        lines.append(
+            "\t".join(
+                [c.rule, c.unit, str(c.jobs), f"{c.cpu_s_median:.3f}", f"{c.start_s:.3f}", f"{c.cpu_s_per_unit:.4g}"]
+            )
+        )
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# ---- the planned jobs ---------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    rule: str
+    wildcards: dict
+    params: dict
+    benchmark: str | None
+    needrun: bool
+    runs: bool = True  # False: a target rule without anything to run (``all``), free
+    work: float = 0.0
+    cpu_s: float = 0.0
+
+
+@dataclass
+class Plan:
+    configfile: str
+    config: dict
+    jobs: list = field(default_factory=list)
+
+    def by_rule(self, only_needrun=False) -> dict[str, list[Job]]:
+        out: dict[str, list[Job]] = {}
+        for job in self.jobs:
+            if job.needrun or not only_needrun:
+                out.setdefault(job.rule, []).append(job)
+        return out
+
+    def cpu(self, only_needrun=False) -> float:
+        return sum(j.cpu_s for j in self.jobs if j.needrun or not only_needrun)
+
+
+def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> tuple[dict, list[Job]]:
+    """The config and every job of the default target's DAG, built by Snakemake in this process
+    as ``snakemake -n`` builds it (the default profile's ``rerun-incomplete``); ``needrun``: the
+    job would run now (every job with ``forceall``). Nothing runs, nothing is locked."""
+    import logging
+
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+    quiet = OutputSettings(quiet={"all"}, dryrun=True, log_level_override=logging.ERROR, enable_file_logging=False)
+    with SnakemakeApi(quiet) as api:
+        workflow_api = api.workflow(
+            snakefile=Path(snakefile).resolve(),
+            workdir=Path(workdir).resolve(),
+            resource_settings=ResourceSettings(cores=1),
+            config_settings=ConfigSettings(configfiles=[Path(configfile).resolve()]),
+        )
+        dag_api = workflow_api.dag(DAGSettings(forceall=forceall, force_incomplete=True))
+        workflow = dag_api.workflow_api._workflow
+        workflow._prepare_dag(forceall=forceall, ignore_incomplete=True, lock_warn_only=True, nolock=True)
+        workflow._build_dag()
+        dag = workflow.dag
+        jobs = [
+            Job(
+                rule=job.rule.name,
+                wildcards=dict(job.wildcards_dict),
+                params=dict(job.params.items()),
+                benchmark=str(job.benchmark) if job.benchmark else None,
+                needrun=dag.needrun(job),
+                runs=not job.rule.norun,
+            )
+            for job in dag.jobs
+        ]
+        return dict(workflow.config), jobs
+
+
+def make_plan(configfile, table: dict[str, Cost], snakefile="Snakefile", workdir=".") -> Plan:
+    config, jobs = dag_jobs(configfile, snakefile, workdir)
+    plan = Plan(str(configfile), config, jobs)
+    price(plan, table)
+    return plan
+
+
+def price(plan: Plan, table: dict[str, Cost]) -> None:
+    """Each job's work and estimated CPU seconds; a rule the table lacks (or lists with another
+    unit) costs the :data:`DEFAULT_RULE` row, a job with nothing to run nothing."""
+    for job in plan.jobs:
+        job.work = work_of(job.rule, job.params, job.wildcards, plan.config)
+        cost = table.get(cost_key(job.rule, job.params, job.wildcards, plan.config))
+        if not job.runs:
+            job.cpu_s = 0.0
+        elif cost is None or cost.unit != unit_of(job.rule):  # unknown or differently measured: the median job
+            cost = table[DEFAULT_RULE]
+            job.cpu_s = cost.start_s
+        else:
+            job.cpu_s = cost.predict(job.work)
+
+
+# ---- the driver of a budget ---------------------------------------------------------
+
+
+def _lookup(config, key):
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _size(value) -> float:
+    if isinstance(value, (list, tuple, dict)):
+        return float(len(value))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 1.0
+    return abs(float(value)) or 1.0
+
+
+def driver(plan: Plan, reference: dict | None) -> tuple[str, float, str | None]:
+    """``(rule, share of the estimate, config key)``: the rule whose jobs cost most, and of the
+    config keys it grows with the one that grew most against ``reference`` (the paper config),
+    else the largest."""
+    costs = {rule: sum(j.cpu_s for j in jobs) for rule, jobs in plan.by_rule().items()}
+    rule = max(costs, key=costs.get)
+    share = costs[rule] / (sum(costs.values()) or 1.0)
+    keys = WORK[rule].keys if rule in WORK else ()
+    best, best_ratio = None, 0.0
+    for key in keys:
+        value = _lookup(plan.config, key)
+        if value is None:
+            continue
+        ref = _lookup(reference, key) if reference else None
+        ratio = _size(value) / _size(ref) if ref is not None else _size(value)
+        if ratio > best_ratio:
+            best, best_ratio = key, ratio
+    return rule, share, best
+
+
+# ---- printing -----------------------------------------------------------------------
+
+
+def duration(seconds: float) -> str:
+    """``12 s``, ``7 min 36 s``, ``3 h 5 min``, ``2.5 days``, ``1.2e+06 years``."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    if s < 86400 * 365:
+        return f"{seconds / 86400:.1f} days"
+    return f"{seconds / (86400 * 365):.3g} years"
+
+
+def _rules_line(groups: dict[str, list[Job]]) -> str:
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    many = [f"{rule} {len(jobs)}" for rule, jobs in ranked if len(jobs) > 1]
+    single = sum(1 for _, jobs in ranked if len(jobs) == 1)
+    if single:
+        many.append(f"{single} more rule{'s' if single > 1 else ''} of 1 job")
+    return ", ".join(many)
+
+
+def report(plan: Plan, cores: int, available: int | None = None) -> list[str]:
+    """A few lines: jobs in all and by rule, jobs that would run now, estimated CPU time, and
+    the wall time at ``cores`` (at most ``available``, the machine's) as CPU time / cores."""
+    import os
+
+    available = available or os.cpu_count() or 1
+    busy = min(cores, available)
+    total, now = plan.cpu(), plan.cpu(only_needrun=True)
+    needrun = sum(j.needrun for j in plan.jobs)
+    costs = {rule: sum(j.cpu_s for j in jobs) for rule, jobs in plan.by_rule().items()}
+    top = sorted(costs.items(), key=lambda kv: -kv[1])[:3]
+    here = f" ({available} cores here)" if cores > available else ""
+    return [
+        f"plan of {plan.configfile}: {len(plan.jobs)} jobs in all, {needrun} would run now",
+        f"  jobs by rule: {_rules_line(plan.by_rule())}",
+        f"  estimated CPU time of the jobs: {total:,.0f} s ({duration(total)}) for the whole build"
+        f" [{', '.join(f'{r} {c:,.0f} s' for r, c in top)}], {now:,.0f} s for the jobs that would run now",
+        f"  wall time at --cores {cores}{here}: at least {duration(total / busy)} for the whole build,"
+        f" {duration(now / busy)} now (CPU time / cores: a lower bound; jobs that wait for others leave cores idle)",
+    ]
+
+
+def over_budget(plan: Plan, reference: dict | None) -> str | None:
+    """The refusal line when the whole build's estimate is above :data:`BUDGET_CPU_S`, else None."""
+    total = plan.cpu()
+    if total <= BUDGET_CPU_S:
+        return None
+    rule, share, key = driver(plan, reference)
+    through = f"{key} = {_lookup(plan.config, key)}" if key else "its job count"
+    return (
+        f"plan: {plan.configfile}: estimated {total:,.3g} CPU s ({duration(total)}) is over the budget of "
+        f"{BUDGET_CPU_S:,} CPU s (one CPU-week), {share:.0%} of it in rule {rule}, driven by {through}; "
+        f"fix the config, or run anyway with --allow-budget (make paper ALLOW_BUDGET=1)"
+    )
+
+
+# ---- calibration --------------------------------------------------------------------
+
+
+def benchmarked_jobs(results, jobs: list[Job], config: dict):
+    """``(table row, work, cpu_s)`` of every job with a benchmark file under ``results`` (the
+    ``results/`` of a build of the same config; a partial build gives the jobs it ran), and
+    how many jobs had none."""
+    import pandas as pd
+
+    out, missing = [], 0
+    for job in jobs:
+        if job.benchmark is None:
+            continue
+        path = Path(results) / Path(job.benchmark).relative_to("results")
+        if not path.is_file():
+            missing += 1
+            continue
+        row = pd.read_csv(path, sep="\t").iloc[0]
+        cpu = pd.to_numeric(row["cpu_time"], errors="coerce")
+        if pd.isna(cpu):
+            missing += 1
+            continue
+        key = cost_key(job.rule, job.params, job.wildcards, config)
+        out.append((key, work_of(job.rule, job.params, job.wildcards, config), job_cpu(float(row["s"]), cpu)))
+    return out, missing
+
+
+def machine() -> str:
+    import os
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+def calibrate(builds, out=TABLE, snakefile="Snakefile", workdir=".", note="") -> tuple[dict[str, Cost], list[str]]:
+    """Refit :data:`TABLE` from the benchmark files of builds, ``[(configfile, results), ...]``
+    (each a finished or partial build of its config); returns the table and a line per build."""
+    import datetime
+
+    points, lines = [], []
+    for configfile, results in builds:
+        config, jobs = dag_jobs(configfile, snakefile, workdir, forceall=True)
+        found, missing = benchmarked_jobs(results, jobs, config)
+        if not found:
+            raise PlanError(f"plan: {results}: no benchmark file of a job of {configfile}; calibrate from a build")
+        points += found
+        lines.append(f"{len(found)} jobs of {configfile} ({results}; {missing} without a benchmark file)")
+    table = fit(points)
+    date = datetime.datetime.now(datetime.UTC).date().isoformat()
+    header = [
+        "CPU seconds per job of each rule, for `python -m bnstudy.base.plan` (make plan); written by",
+        f"`python -m bnstudy.base.plan calibrate` on {date} on {machine()}, from the benchmark files of",
+        *[f"  {line}" for line in lines],
+        *([note] if note else []),
+        "A job costs start_s + cpu_s_per_unit x work (its unit: bnstudy.base.plan.WORK; unit 'job': its rule's",
+        "median job, work 1). CPU s: the files' cpu_time scaled by wall time / Snakemake's last sample.",
+        "A work-priced rule whose jobs' work spans 2x or more: a least-squares line; else start_s is the",
+        "median job of the rules priced per job and cpu_s_per_unit the median of (CPU s - start_s) / work.",
+        "Rules of one script (bnstudy.base.plan.WORK's group) share one fit over their jobs pooled; rule:variant",
+        "rows are kinds of jobs fitted apart (companion probes with and without batch statistics).",
+        "Row '*': the median job, for a rule missing here.",
+    ]
+    write_table(table, out, header)
+    return table, lines
+
+
+# ---- command line -------------------------------------------------------------------
+
+
+def _reference_config():
+    from bnstudy.base.config import ConfigError, load_file
+
+    try:
+        return load_file(ROOT / "config" / "config.yaml")
+    except ConfigError:
+        return None
+
+
+def main(argv=None) -> int:
+    """Print what a config would build and its estimated CPU time; refuse an estimate over a CPU-week."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bnstudy.base.plan", description=main.__doc__)
+    parser.add_argument("command", nargs="?", choices=["show", "calibrate"], default="show")
+    parser.add_argument("--configfile", default="config/config.yaml")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--allow-budget", action="store_true", help="report an estimate over the budget, exit 0")
+    parser.add_argument("--table", type=Path, default=TABLE)
+    parser.add_argument("--results", type=Path, help="calibrate: the results/ of a build of --configfile")
+    parser.add_argument(
+        "--build",
+        action="append",
+        default=[],
+        metavar="CONFIGFILE=RESULTS",
+        help="calibrate: one more build (repeatable), e.g. config/test.yaml=/tmp/tc/results",
+    )
+    parser.add_argument("--note", default="", help="calibrate: a line for the table's header (the build's load)")
+    args = parser.parse_args(argv)
+    if args.cores < 1:
+        parser.error("--cores must be at least 1")
+
+    from bnstudy.base.config import ConfigError, load_file, load_schema, validate
+
+    try:  # the config first, read strictly: one line naming the file and the line or key
+        validate(load_file(args.configfile), load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    except ConfigError as e:
+        message = str(e)
+        print(message if str(args.configfile) in message else f"{message} [{args.configfile}]", file=sys.stderr)
+        return 1
+    try:
+        if args.command == "calibrate":
+            builds = [(args.configfile, args.results)] if args.results else []
+            for spec in args.build:
+                configfile, sep, results = spec.partition("=")
+                if not sep:
+                    parser.error(f"--build {spec}: expected CONFIGFILE=RESULTS")
+                builds.append((configfile, Path(results)))
+            if not builds:
+                parser.error("calibrate needs --results (the build of --configfile) or --build CONFIGFILE=RESULTS")
+            table, lines = calibrate(builds, args.table, note=args.note)
+            print(f"{args.table}: {len(table) - 1} rows from " + "; ".join(lines))
+            return 0
+        plan = make_plan(args.configfile, read_table(args.table))
+    except PlanError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except Exception as e:  # Snakemake could not build the DAG (a missing input, a workflow error)
+        first = (str(e).strip().splitlines() or [""])[0]
+        print(f"plan: Snakemake could not plan {args.configfile}: {type(e).__name__}: {first}", file=sys.stderr)
+        return 1
+    print("\n".join(report(plan, args.cores)))
+    refusal = over_budget(plan, _reference_config())
+    if refusal and not args.allow_budget:
+        print(refusal, file=sys.stderr)
+        return 1
+    if refusal:
+        print(f"  over the budget of {BUDGET_CPU_S:,} CPU s (one CPU-week): allowed by --allow-budget")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,358 @@
+"""The compiled training loop: whole runs of one model, forward, backward and optimiser.
+
+:func:`train_run` trains one network for every epoch of its recipe in one
+compiled call (no Python per step). The network is data (:class:`Arch`): a list
+of layers, each a weight matrix ``(out, fan_in)`` and bias in one flat parameter
+vector (hidden layers also their normaliser's gamma and beta; :func:`param_views`
+cuts the vector, layer after layer), the hidden layers either linear maps (the
+MLP) or 3x3 convolutions followed, after the last, by the average pool (the
+convolutional network, :mod:`bnstudy.compiled.conv`). Both families run through this one
+loop, its optimisers and its accumulation. Each step gathers its batch's rows, then:
+
+1. forward, training mode, layer after layer (:func:`forward_pass`):
+   :func:`bnstudy.compiled.blocks.linear_t` (after :func:`bnstudy.compiled.conv.im2col` for a
+   convolution) and the normaliser and ReLU (:func:`bnstudy.compiled.gradients.norm_forward`,
+   or its per-image form :func:`bnstudy.compiled.normkernels.spatial_forward`), which keeps
+   what backward needs and moves the running statistics;
+2. the loss and its gradient at the logits (:func:`bnstudy.compiled.gradients.loss_and_grad`);
+3. backward, output layer first (:func:`backward_pass`:
+   :func:`bnstudy.compiled.gradients.linear_backward`, :func:`bnstudy.compiled.gradients.norm_backward`),
+   into a gradient vector laid out as the parameters;
+4. one optimiser step (:func:`bnstudy.compiled.optimisers.step_adam` or ``step_sgd``).
+
+:mod:`bnstudy.compiled.gradients` states the arithmetic of every pass, and
+:mod:`bnstudy.compiled.optimisers` the steps; both follow :mod:`bnstudy.compiled.kernels`'
+discipline (float32, no fast-math, no FMA, every reduction in the order stated).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numba
+import numpy as np
+
+from bnstudy.base.fixedmath import JIT
+from bnstudy.compiled.blocks import linear_t, transpose_into
+from bnstudy.compiled.conv import P, average_pool, col2im, im2col
+from bnstudy.compiled.gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
+from bnstudy.compiled.normkernels import (
+    Keep,
+    Params,
+    batch_parts,
+    batch_statistics,
+    new_stats,
+    rstd_scratch,
+    spatial_backward,
+    spatial_forward,
+    with_limits,
+)
+from bnstudy.compiled.optimisers import ADAM, SGD, step_adam, step_sgd
+
+__all__ = ["ADAM", "SGD", "train_run"]
+
+# ---- the records train_run takes ------------------------------------------------------
+
+Arch = namedtuple("Arch", "conv shapes")
+Arch.__doc__ = """A network's layers: ``shapes`` ``(L, 2)`` int64, each layer's weight matrix
+``(out, fan_in)`` (input side first, the output layer last); ``conv``: the hidden layers are 3x3
+convolutions over the ``P`` positions of an image (``fan_in = 9 * in channels``), the output
+layer reads their average pool. Every hidden layer is followed by the normaliser and ReLU."""
+
+State = namedtuple("State", "params running")
+State.__doc__ = """What a run trains in place: the flat parameter vector (float32, :func:`param_views`)
+and ``running`` ``(2 * hidden layers, F)``: rows ``2l`` and ``2l + 1`` the running mean and
+variance of hidden layer ``l`` (its first ``out`` columns)."""
+
+Data = namedtuple("Data", "x y")
+Data.__doc__ = """The training rows ``x`` ``(N, in)`` float32 (an image: its ``P`` pixels) and labels ``y`` int64."""
+
+Schedule = namedtuple("Schedule", "rows sizes limits accumulate")
+Schedule.__doc__ = """Epoch ``e`` feeds rows ``rows[e]`` in consecutive batches of ``sizes``; optimiser
+step ``s`` (counted over the run) uses batch renorm's ``limits[s]`` ``(rmax, dmax)``; each batch
+runs as ``accumulate`` micro-batches (see :func:`train_run`)."""
+
+Optimiser = namedtuple("Optimiser", "code lr beta1 beta2 eps momentum")
+Optimiser.__doc__ = """:data:`ADAM` (``lr``, ``beta1``, ``beta2``, ``eps``) or :data:`SGD` (``lr``,
+``momentum``); float64 settings."""
+
+Log = namedtuple("Log", "loss correct first_grad")
+Log.__doc__ = """What a run writes: each epoch's mean batch loss (float64) and correctly labelled rows
+(int64), and the first step's gradient into ``first_grad`` if it has any elements."""
+
+Scratch = namedtuple("Scratch", "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none")
+
+
+def mlp_arch(widths) -> Arch:
+    """The MLP of ``widths`` (input, hidden..., classes): linear layers."""
+    w = [int(v) for v in widths]
+    return Arch(False, np.array([(w[i + 1], w[i]) for i in range(len(w) - 1)], np.int64).reshape(-1, 2))
+
+
+def conv_arch(channels, classes: int) -> Arch:
+    """The convolutional network: 3x3 convolutions from one input channel to ``channels``, then
+    the average pool and a linear map to ``classes``."""
+    c = [1, *(int(v) for v in channels)]
+    shapes = [(c[i + 1], 9 * c[i]) for i in range(len(c) - 1)] + [(int(classes), c[-1])]
+    return Arch(True, np.array(shapes, np.int64))
+
+
+def schedule(rows, sizes, limits=None, accumulate: int = 1) -> Schedule:
+    """A :class:`Schedule` with the kernels' types (limits default to ``(1, 0)`` at every step)."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    if limits is None:
+        steps = max(1, np.asarray(rows).shape[0] * len(sizes))
+        limits = np.tile(np.array([1.0, 0.0], np.float32), (steps, 1))
+    limits = np.ascontiguousarray(limits, dtype=np.float32)
+    return Schedule(np.ascontiguousarray(rows, dtype=np.int64), sizes, limits, int(accumulate))
+
+
+def optimiser(code: int, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, momentum: float = 0.0) -> Optimiser:
+    """An :class:`Optimiser` with the kernels' types."""
+    return Optimiser(int(code), float(lr), float(betas[0]), float(betas[1]), float(eps), float(momentum))
+
+
+def new_log(epochs: int, first_grad=None) -> Log:
+    """A :class:`Log` for ``epochs`` epochs (``first_grad``: an array to receive the first gradient)."""
+    grad = np.empty(0, np.float32) if first_grad is None else first_grad
+    return Log(np.zeros(epochs, np.float64), np.zeros(epochs, np.int64), grad)
+
+
+# ---- the network's parts ----------------------------------------------------------------
+
+
+@numba.njit(**JIT)
+def param_views(flat, shapes):
+    """The layers' parts of a flat vector, as views: lists of weights ``(out, fan_in)`` and biases
+    of every layer, and of gamma and beta of every hidden layer, laid out layer after layer
+    (each: weight, bias, then gamma and beta)."""
+    layers = shapes.shape[0]
+    starts = np.empty(layers, np.int64)
+    o = 0
+    for i in range(layers):
+        starts[i] = o
+        o += shapes[i, 0] * shapes[i, 1] + shapes[i, 0] * (3 if i < layers - 1 else 1)
+    w = [
+        flat[starts[i] : starts[i] + shapes[i, 0] * shapes[i, 1]].reshape((shapes[i, 0], shapes[i, 1]))
+        for i in range(layers)
+    ]
+    vec = [
+        flat[starts[i] + shapes[i, 0] * (shapes[i, 1] + k) : starts[i] + shapes[i, 0] * (shapes[i, 1] + k + 1)]
+        for i in range(layers)
+        for k in range(3)
+    ]
+    b = [vec[3 * i] for i in range(layers)]
+    gamma = [vec[3 * i + 1] for i in range(layers - 1)]
+    beta = [vec[3 * i + 2] for i in range(layers - 1)]
+    return w, b, gamma, beta
+
+
+@numba.njit(**JIT)
+def running_views(running, shapes):
+    """Hidden layer ``l``'s running mean and variance: rows ``2l`` and ``2l + 1`` of ``running``."""
+    mean = [running[2 * i, : shapes[i, 0]] for i in range(shapes.shape[0] - 1)]
+    var = [running[2 * i + 1, : shapes[i, 0]] for i in range(shapes.shape[0] - 1)]
+    return mean, var
+
+
+@numba.njit(**JIT)
+def new_scratch(arch, ns, inputs, bmax):
+    """Every scratch array of a run with batches of up to ``bmax`` examples of ``inputs`` values."""
+    shapes = arch.shapes
+    hidden = shapes.shape[0] - 1
+    per = P if arch.conv else 1
+    rows = bmax * per
+    f32 = np.float32
+    feats = [shapes[i, 0] for i in range(hidden)]
+    wide = [np.empty((rows if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)]
+    per_layer = [np.empty((rows, f), f32) for f in feats]
+    last, classes = shapes[hidden, 1], shapes[hidden, 0]
+    return Scratch(
+        np.empty((rows, inputs // per), f32), np.empty(bmax, np.int64),
+        [np.empty((shapes[i, 1], shapes[i, 0]), f32) for i in range(hidden + 1)],
+        wide, [a.copy() for a in wide], per_layer, [a.copy() for a in per_layer], [a.copy() for a in per_layer],
+        [a.copy() for a in per_layer], [a.copy() for a in per_layer],
+        [rstd_scratch(ns.kind, bmax, ns.setting, f) for f in feats], [new_stats(f) for f in feats],
+        np.empty((bmax, last), f32), np.empty((bmax, last), f32), np.ones((bmax, last), f32),
+        np.empty((bmax, classes), f32), np.empty((bmax, classes), f32), np.empty((rows, 0), f32),
+    )  # fmt: skip
+
+
+@numba.njit(**JIT)
+def gather(data, rows, n, per, xb, yb):
+    """The batch's ``n`` examples (row indices ``rows``) into ``xb`` (``per`` rows each) and ``yb``."""
+    cin = data.x.shape[1] // per
+    for i in range(n):
+        row = rows[i]
+        yb[i] = data.y[row]
+        for q in range(per):
+            for k in range(cin):
+                xb[i * per + q, k] = data.x[row, q * cin + k]
+
+
+@numba.njit(**JIT)
+def forward_pass(arch, ns, views, sc, n, updates):
+    """Training-mode forward of a batch of ``n`` examples (``sc.xb``) to the logits ``sc.z``;
+    ``views``: the parameters' (:func:`param_views`) and the running statistics' views."""
+    w, b, gamma, beta, rm, rv = views
+    hidden = len(gamma)
+    r = n * (P if arch.conv else 1)
+    src = sc.xb
+    for i in range(hidden):
+        lp = Params(gamma[i], beta[i], rm[i], rv[i])
+        keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
+        if arch.conv:
+            im2col(src, n, sc.patches[i])
+            linear_t(sc.patches[i][:r], sc.wt[i], b[i], sc.pre[i][:r])
+            spatial_forward(ns, lp, sc.pre[i][:r], n, keep, sc.act[i])
+        else:
+            linear_t(src[:n], sc.wt[i], b[i], sc.pre[i])
+            norm_forward(ns, lp, sc.pre[i], n, updates, keep, sc.act[i])
+        src = sc.act[i]
+    if arch.conv:
+        average_pool(src, n, sc.pooled)
+        linear_t(sc.pooled[:n], sc.wt[hidden], b[hidden], sc.z[:n])
+    else:
+        linear_t(src[:n], sc.wt[hidden], b[hidden], sc.z)
+
+
+@numba.njit(**JIT)
+def unpool(dpooled, act, n, da):
+    """The average pool's backward: ``dz / P`` to every position, then the ReLU mask of ``act``."""
+    inv = np.float32(P)
+    for i in range(n):
+        for q in range(P):
+            for c in range(act.shape[1]):
+                da[i * P + q, c] = dpooled[i, c] / inv if act[i * P + q, c] > 0 else np.float32(0)
+
+
+@numba.njit(**JIT)
+def backward_pass(arch, ns, params, grads, sc, n):
+    """Backward of :func:`forward_pass` from ``sc.dz``, output layer first, into ``grads``' views
+    (weights, biases, gammas, betas) of the gradient vector; ``params``: the parameters' views."""
+    w, gamma = params[0], params[2]
+    dw, db, dgamma, dbeta = grads
+    hidden = len(dgamma)
+    r = n * (P if arch.conv else 1)
+    top = sc.act[hidden - 1]
+    if arch.conv:
+        linear_backward(sc.dz, sc.pooled, n, w[hidden], dw[hidden], db[hidden], sc.dpooled, sc.ones)
+        unpool(sc.dpooled, top, n, sc.da[hidden - 1])
+    else:
+        linear_backward(sc.dz, top, n, w[hidden], dw[hidden], db[hidden], sc.da[hidden - 1], top)
+    for i in range(hidden - 1, -1, -1):
+        keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
+        da = sc.none if i == 0 else sc.da[i - 1]  # the gradient at the layer below's output
+        if arch.conv:
+            spatial_backward(ns, gamma[i], keep, sc.da[i][:r], n, sc.dh[i], dgamma[i], dbeta[i])
+            dpatches = sc.none if i == 0 else sc.dpatches[i]
+            linear_backward(sc.dh[i], sc.patches[i], r, w[i], dw[i], db[i], dpatches, sc.patches[i])
+            if i > 0:
+                col2im(dpatches, n, da)
+        else:
+            below = sc.xb if i == 0 else sc.act[i - 1]
+            norm_backward(ns, gamma[i], keep, sc.da[i], n, sc.dh[i], dgamma[i], dbeta[i])
+            linear_backward(sc.dh[i], below, n, w[i], dw[i], db[i], da, below)
+
+
+@numba.njit(**JIT)
+def accumulated(grad, total, s, accumulate):
+    """Micro-batch ``s``'s gradient added to ``total``; after every ``accumulate``-th, ``grad`` becomes
+    their mean and ``total`` zero again. Whether an optimiser step is due (always, for ``accumulate = 1``)."""
+    if accumulate == 1:
+        return True
+    for i in range(grad.shape[0]):
+        total[i] += grad[i]
+    if (s + 1) % accumulate != 0:
+        return False
+    for i in range(grad.shape[0]):
+        grad[i] = total[i] / np.float32(accumulate)
+        total[i] = 0
+    return True
+
+
+@numba.njit(**JIT)
+def optimiser_step(opt, p, grad, state, step):
+    """Step ``step`` (from 1) of the optimiser ``opt`` on ``p``; ``state`` its two moment vectors."""
+    if opt.code == ADAM:
+        step_adam(p, grad, state[0], state[1], step, opt.lr, opt.beta1, opt.beta2, opt.eps)
+    else:
+        step_sgd(p, grad, state[0], step, opt.lr, opt.momentum)
+
+
+@numba.njit(**JIT)
+def micro_sizes(plan):
+    """The batch sizes run: ``plan.sizes``, or each cut into ``plan.accumulate`` micro-batches."""
+    if plan.accumulate > 1:
+        return np.repeat(plan.sizes // plan.accumulate, plan.accumulate)
+    return plan.sizes.copy()
+
+
+@numba.njit(**JIT)
+def train_run(arch, state, data, plan, ns, opt, updates, log, frozen=False):
+    """Train one model (:class:`Arch`, :class:`State`, in place) over ``plan.rows.shape[0]`` epochs.
+
+    ``plan`` (:class:`Schedule`): epoch ``e`` feeds the rows ``plan.rows[e]`` of ``data``
+    (:class:`Data`) in consecutive batches of ``plan.sizes``; optimiser step ``s`` uses batch
+    renorm's limits ``plan.limits[s]``. ``ns``: the normaliser's settings
+    (:class:`bnstudy.compiled.normkernels.Settings`, momentum < 0: None, the cumulative average);
+    ``updates``: the running statistics' update count so far. Writes each epoch's mean batch loss
+    and correctly labelled rows into ``log`` (:class:`Log`); returns the update count (ghost
+    batch norm: one per virtual batch).
+
+    ``plan.accumulate`` (``k``): each batch of ``n`` rows runs as ``k`` consecutive micro-batches of
+    ``n // k`` rows (``n`` divisible by ``k``), each its own forward (normalised over the
+    micro-batch, one running-statistics update) and backward; their gradients are added in
+    micro-batch order from zero, divided by ``k``, and take one optimiser step. The batch's loss
+    is the mean of its micro-batches' losses. ``k = 1``: one batch, one step, as without it.
+
+    The run starts from the given parameters, running statistics and ``updates`` and from a fresh
+    optimiser state (Adam's moments zero, step 1 first). With ``frozen``, the normalisation
+    layers of a batch-statistics kind stay in inference mode while the weights, gamma and beta
+    train (:data:`bnstudy.compiled.gradients.FROZEN`): the running statistics normalise and are never
+    written (the returned count still counts the steps).
+    """
+    p = state.params
+    sizes = micro_sizes(plan)
+    bmax = 0
+    for size in sizes:
+        bmax = max(bmax, size)
+    sc = new_scratch(arch, ns, data.x.shape[1], bmax)
+    params = param_views(p, arch.shapes)
+    w, b, gamma, beta = params
+    rm, rv = running_views(state.running, arch.shapes)
+    views = (w, b, gamma, beta, rm, rv)
+    grad, total = np.zeros_like(p), np.zeros_like(p)
+    grads = param_views(grad, arch.shapes)
+    moments = (np.zeros_like(p), np.zeros_like(p))
+    if frozen and batch_statistics(ns.kind):  # the statistics frozen: inference-mode normalisation, no update
+        ns = with_limits(ns, FROZEN, ns.setting, ns.rmax, ns.dmax)
+    per = P if arch.conv else 1
+    step = 0
+    for e in range(plan.rows.shape[0]):
+        pos = 0
+        loss = 0.0
+        correct = 0
+        for s in range(sizes.shape[0]):
+            n = sizes[s]
+            gather(data, plan.rows[e, pos : pos + n], n, per, sc.xb, sc.yb)
+            pos += n
+            updates += 1
+            step_ns = with_limits(ns, ns.kind, ns.setting, plan.limits[step, 0], plan.limits[step, 1])
+            for i in range(len(w)):
+                transpose_into(w[i], sc.wt[i])
+            forward_pass(arch, step_ns, views, sc, n, updates)
+            updates += batch_parts(ns.kind, n, ns.setting) - 1  # one update per (virtual) batch
+            batch_loss, batch_correct = loss_and_grad(sc.z, sc.yb, n, sc.dz)
+            loss += batch_loss / plan.accumulate
+            correct += batch_correct
+            backward_pass(arch, step_ns, params, grads, sc, n)
+            if not accumulated(grad, total, s, plan.accumulate):
+                continue
+            if step == 0 and log.first_grad.shape[0] > 0:
+                log.first_grad[:] = grad
+            step += 1
+            optimiser_step(opt, p, grad, moments, step)
+        log.loss[e] = loss / plan.sizes.shape[0]
+        log.correct[e] = correct
+    return updates

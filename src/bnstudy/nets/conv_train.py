@@ -1,0 +1,229 @@
+"""The small convolutional network: its weights, its compiled training loop, its logits.
+
+``nn.Sequential(Conv2d(1, C1, 3, padding=1), Norm(C1), ReLU, Conv2d(C1, C2, 3,
+padding=1), Norm(C2), ReLU, AdaptiveAvgPool2d(1), Flatten, Linear(C2, 10))`` on
+the digits as 8x8 images of one channel (the standardised pixels, row-major);
+``Norm`` is ``BatchNorm2d``, ``GroupNorm(groups, C)``, ``GroupNorm(1, C)`` (layer
+norm over channels x positions) or nothing. :mod:`bnstudy.compiled.conv` states the
+arithmetic; :mod:`bnstudy.nets.conv_torch` builds the same network in PyTorch (the
+tests' reference).
+
+Initial weights follow PyTorch's defaults (convolution and linear weights and
+biases uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``, ``fan_in = in channels x
+9`` for a convolution; gamma 1, beta 0, running mean 0, running variance 1) drawn
+as :mod:`bnstudy.nets.model` draws the MLP's: PCG64 seeded from ``(seed,
+STREAM_INIT)``, ``(2u - 1) / sqrt(fan_in)`` in float64 rounded to float32, layer
+by layer, weight before bias. Batches are :func:`bnstudy.nets.batching.epoch_rows`
+from the seed's order stream (the MLP grid's order for the same seed). It trains in
+the MLP's compiled loop (:func:`bnstudy.compiled.backprop.train_run`, the network as data:
+:func:`bnstudy.compiled.backprop.conv_arch`). One training step is: forward in training mode
+(the running statistics moved with PyTorch's rule, once per step),
+:func:`bnstudy.compiled.gradients.loss_and_grad`, backward layer by layer,
+:func:`bnstudy.compiled.optimisers.step_adam` over the flat parameter vector (:func:`layout`;
+without a normaliser gamma and beta stay 1 and 0).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from bnstudy.base import normalisers
+from bnstudy.base.runtime import STREAM_INIT, derive_seed
+from bnstudy.compiled import backprop
+from bnstudy.compiled.conv import P
+from bnstudy.compiled.kernels import Hidden, Net
+from bnstudy.compiled.normkernels import Params, settings
+from bnstudy.nets.batching import epoch_rows, order_generator
+from bnstudy.nets.recipe import batch_sizes_per_epoch
+
+CLASSES = 10
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+NORMS = ("1", "4")
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """One convolutional network: normaliser, channels of the two convolutions, group norm's
+    groups (layer norm: 1), eps and PyTorch momentum of batch norm."""
+
+    normaliser: str
+    channels: tuple[int, int] = (8, 16)
+    groups: int = 4
+    eps: float = 1e-5
+    momentum: float = 0.1
+
+    def setting(self) -> int:
+        """The integer the kernels receive with the kind: its registered ``setting`` field
+        (group norm's groups, which must divide both convolutions' channels), else 1."""
+        field = normalisers.get(self.normaliser).setting
+        if not field:
+            return 1
+        value = int(getattr(self, field))
+        if field == "groups" and min(self.channels) % value:
+            raise ValueError(f"{value} groups do not divide the channels {self.channels}")
+        return value
+
+    def kind(self) -> int:
+        return normalisers.get(self.normaliser).kernel
+
+
+def layout(spec: ConvSpec) -> list[tuple[str, tuple[int, ...]]]:
+    """The flat parameter vector's parts: ``(state-dict key, shape)`` in order."""
+    c1, c2 = spec.channels
+    return [
+        ("0.weight", (c1, 1, 3, 3)),
+        ("0.bias", (c1,)),
+        ("1.weight", (c1,)),
+        ("1.bias", (c1,)),
+        ("3.weight", (c2, c1, 3, 3)),
+        ("3.bias", (c2,)),
+        ("4.weight", (c2,)),
+        ("4.bias", (c2,)),
+        ("8.weight", (CLASSES, c2)),
+        ("8.bias", (CLASSES,)),
+    ]
+
+
+def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
+    """The initial weights of one network for ``seed`` (keys of the module's ``state_dict``)."""
+    rng = np.random.default_rng(derive_seed(seed, STREAM_INIT))
+    c1, c2 = spec.channels
+    info = normalisers.get(spec.normaliser)
+    state: dict[str, np.ndarray] = {}
+    for layer, fan_in, shape in (("0", 9, (c1, 1, 3, 3)), ("3", 9 * c1, (c2, c1, 3, 3)), ("8", c2, (CLASSES, c2))):
+        bound = 1.0 / np.sqrt(np.float64(fan_in))
+        for name, sh in (("weight", shape), ("bias", shape[:1])):
+            state[f"{layer}.{name}"] = ((2.0 * rng.random(sh) - 1.0) * bound).astype(np.float32)
+        norm = {"0": "1", "3": "4"}.get(layer)
+        if norm and info.affine:
+            for name in info.parameters:  # gamma ones, beta zeros
+                state[f"{norm}.{name}"] = np.full(shape[0], 1.0 if name == "weight" else 0.0, np.float32)
+            if info.batch_statistics:
+                state[f"{norm}.running_mean"] = np.zeros(shape[0], np.float32)
+                state[f"{norm}.running_var"] = np.ones(shape[0], np.float32)
+                state[f"{norm}.num_batches_tracked"] = np.zeros((), np.int64)
+    order = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+    return {k: state[k] for k in sorted(state, key=lambda k: (int(k.split(".")[0]), order.index(k.split(".")[1])))}
+
+
+# ---- whole runs and stacks (Python) -------------------------------------------------
+
+
+def _flat(spec: ConvSpec, state: dict) -> np.ndarray:
+    parts = []
+    for key, shape in layout(spec):
+        if key in state:
+            parts.append(np.asarray(state[key], np.float32).reshape(-1))
+        else:  # no normaliser: gamma 1 and beta 0, never moved
+            parts.append(np.full(int(np.prod(shape)), 1.0 if key.endswith("weight") else 0.0, np.float32))
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None):
+    """Train the network of ``seed`` with Adam (``recipe``: batch size, lr, epochs, last batch);
+    returns its state dict and one log row per epoch (``first_grad``: an array of the flat
+    vector's size that receives the first step's gradient, laid out as :func:`layout`)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    first_grad = np.empty(0, np.float32) if first_grad is None else first_grad
+    if recipe.optimizer != "adam":
+        raise ValueError(f"the convolutional network trains with adam, not {recipe.optimizer!r}")
+    initial = initial_state(spec, seed)
+    rng = order_generator(seed)
+    rows = np.stack([epoch_rows(rng, y, recipe.batch_size, "shuffle", recipe.last_batch) for _ in range(recipe.epochs)])
+    sizes = np.array(batch_sizes_per_epoch(len(y), recipe.batch_size, recipe.last_batch), np.int64)
+    flat = _flat(spec, initial)
+    c1, c2 = spec.channels
+    running = np.zeros((4, max(c1, c2)), np.float32)
+    running[1] = running[3] = 1.0
+    log = backprop.new_log(recipe.epochs, first_grad)
+    backprop.train_run(
+        backprop.conv_arch(spec.channels, CLASSES),
+        backprop.State(flat, running),
+        backprop.Data(x, y),
+        backprop.schedule(rows, sizes),
+        norm_settings(spec),
+        backprop.optimiser(backprop.ADAM, recipe.lr, ADAM_BETAS, ADAM_EPS),
+        0,
+        log,
+        False,  # the MLP's specialisation of the loop
+    )
+    loss, correct = log.loss, log.correct
+    state, offset = {}, 0
+    for key, shape in layout(spec):
+        size = int(np.prod(shape))
+        state[key] = flat[offset : offset + size].reshape(shape).copy()
+        offset += size
+    for i, layer in enumerate(NORMS):
+        c = spec.channels[i]
+        state[f"{layer}.running_mean"] = running[2 * i, :c].copy()
+        state[f"{layer}.running_var"] = running[2 * i + 1, :c].copy()
+        state[f"{layer}.num_batches_tracked"] = np.array(recipe.epochs * len(sizes), np.int64)
+    seen = int(sizes.sum())
+    log = [
+        {"seed": seed, "epoch": e + 1, "loss": float(loss[e]), "train_accuracy": int(correct[e]) / seen}
+        for e in range(recipe.epochs)
+    ]
+    return {k: state[k] for k in initial}, log
+
+
+def train_models(spec: ConvSpec, recipe, seeds, x, y, threads: int = 1):
+    """One network per seed: ``(stack, log)`` (model axis in the order of ``seeds``)."""
+    seeds = [int(s) for s in seeds]
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        results = list(pool.map(lambda s: train_one(spec, recipe, s, x, y), seeds))
+    log = sorted((row for _, rows in results for row in rows), key=lambda r: (r["epoch"], seeds.index(r["seed"])))
+    stacked = {k: np.stack([state[k] for state, _ in results]) for k in results[0][0]}
+    return stacked, log
+
+
+def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
+    """Model ``i`` as :func:`bnstudy.compiled.conv.forward_model` takes it: a :class:`bnstudy.compiled.kernels.Net`
+    (``W^T`` for every layer)."""
+    c1, c2 = spec.channels
+
+    def get(key, fill, size):
+        if key in stacked:
+            return np.ascontiguousarray(stacked[key][i], dtype=np.float32)
+        return np.full(size, fill, np.float32)
+
+    def norm(layer, c):
+        return Params(
+            *(
+                get(f"{layer}.{n}", f, c)
+                for n, f in (("weight", 1), ("bias", 0), ("running_mean", 0), ("running_var", 1))
+            )
+        )
+
+    t = lambda key, rows: np.ascontiguousarray(np.asarray(stacked[key][i], np.float32).reshape(rows, -1).T)  # noqa: E731
+    hidden = (
+        Hidden(t("0.weight", c1), get("0.bias", 0, c1), norm("1", c1)),
+        Hidden(t("3.weight", c2), get("3.bias", 0, c2), norm("4", c2)),
+    )
+    return Net(hidden, t("8.weight", CLASSES), get("8.bias", 0, CLASSES))
+
+
+def norm_settings(spec: ConvSpec):
+    """The network's normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`)."""
+    return settings(spec.kind(), spec.eps, spec.setting(), spec.momentum)
+
+
+def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False, batch: int = 0) -> np.ndarray:
+    """Logits ``(M, N, 10)`` of every model for the images ``x`` (``(N, 64)``): inference mode,
+    or training mode on consecutive batches of ``batch`` images (running statistics never written)."""
+    from bnstudy.compiled.conv import forward_model
+
+    x = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
+    n = x.shape[0] // P
+    if train and (batch < 2 or n % batch):
+        raise ValueError(f"training mode needs batches of >= 2 images that tile the {n} images; got {batch}")
+    m = next(iter(stacked.values())).shape[0]
+    out = np.empty((m, n, CLASSES), np.float32)
+    ns = norm_settings(spec)
+    for i in range(m):
+        forward_model(model_arrays(stacked, spec, i), ns, x, n, batch if train else 1, train, out[i])
+    return out

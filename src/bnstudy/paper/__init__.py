@@ -1,0 +1,2 @@
+"""The paper's shared parts: the figures' house style, LaTeX macros and tables, the Methods'
+design macros, and the reproducible pdfTeX build."""

@@ -1,0 +1,172 @@
+"""The study design as LaTeX macros: the Methods section quotes the config, never types it."""
+
+from __future__ import annotations
+
+import math
+
+from bnstudy.base import normalisers
+from bnstudy.nets.recipe import batch_sizes_per_epoch
+from bnstudy.paper.latex import fmt
+
+
+def _list(values) -> str:
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def _sci(x: float) -> str:
+    """1e-05 -> ``10^{-5}``, 0.003 -> ``3\\cdot10^{-3}`` (for math mode)."""
+    mantissa, exponent = f"{x:e}".split("e")
+    mantissa = f"{float(mantissa):g}"
+    power = f"10^{{{int(exponent)}}}"
+    return power if mantissa == "1" else f"{mantissa}\\cdot{power}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:g}\\%"
+
+
+def digits_shape() -> tuple[int, int, int]:
+    """``(side, features, classes)`` of scikit-learn's handwritten digits: images of
+    ``side x side`` pixels, one feature per pixel, and the number of distinct labels."""
+    from sklearn.datasets import load_digits  # here: only the design macros need it
+
+    digits = load_digits()
+    side = int(digits.images.shape[1])
+    if digits.images.shape[1:] != (side, side):
+        raise ValueError(f"the digits are not square: {digits.images.shape[1:]}")
+    return side, int(digits.data.shape[1]), int(len(set(digits.target.tolist())))
+
+
+def data_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
+    """What the paper says of the data set: its name (``dataSetName``), its shape, and the
+    sentence on how it is split (``dataSplitSentence``)."""
+    from bnstudy.base.datasets import DIGITS, SHAPES, data_config
+
+    data = data_config(config)
+    if data["name"] == DIGITS:
+        side, features, classes = digits_shape()
+        split = (
+            f"are split into stratified halves of {fmt(train_rows)} training and {fmt(test_rows)} test rows "
+            f"with a seed of their own ({config['split']['seed']}). Every feature is standardised with the "
+            "training half's mean and standard deviation; a constant feature keeps unit scale."
+        )
+        rows = train_rows + test_rows
+    else:
+        shape = SHAPES[data["name"]]
+        side, features, classes = shape.side, shape.features, shape.classes
+        split = (
+            f"keeps its official test set of {fmt(test_rows)} images; of its {fmt(shape.train_rows)} "
+            f"training images, a stratified subset of {fmt(train_rows)} is the training set and "
+            f"{fmt(data['validation_size'])} others, stratified too, a validation split, both drawn with a "
+            f"seed of their own ({config['split']['seed']}). Every pixel is standardised with one mean and "
+            "one standard deviation over all pixels of the training set."
+        )
+        rows = shape.train_rows + shape.test_rows
+    return {
+        "dataSetName": SHAPES[data["name"]].title,
+        "dataSplitSentence": split,
+        "dataSide": str(side),
+        "dataFeatures": str(features),
+        "dataClasses": str(classes),
+        "dataRows": fmt(rows),
+    }
+
+
+def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
+    net, grid, dep, rn = config["network"], config["grid"], config["dependence"], config["batchrenorm"]
+    return data_macros(config, train_rows, test_rows) | {
+        "computeThreads": str(config["compute_threads"]),
+        "trainRows": fmt(train_rows),
+        "testRows": fmt(test_rows),
+        "splitSeed": str(config["split"]["seed"]),
+        "hiddenOne": str(net["hidden"][0]),
+        "hiddenTwo": str(net["hidden"][1]),
+        "netEps": _sci(net["eps"]),
+        "netMomentum": f"{net['momentum']:g}",
+        "netKeep": f"{1 - net['momentum']:g}",
+        "netGroups": str(net["groups"]),
+        "groupWidth": str(net["hidden"][0] // net["groups"]),
+        "renormWarmup": _pct(rn["warmup"]),
+        "renormRmax": f"{rn['rmax']:g}",
+        "renormDmax": f"{rn['dmax']:g}",
+        "renormRmaxFull": _pct(rn["rmax_full"]),
+        "renormDmaxFull": _pct(rn["dmax_full"]),
+        "gridRuns": str(len(config["normalisers"]) * len(grid["batch_sizes"]) * len(grid["seeds"])),
+        "gridNormalisers": str(len(config["normalisers"])),
+        "normaliserList": normalisers.methods_list(config["normalisers"]),
+        "gridBatchSizes": str(len(grid["batch_sizes"])),
+        "gridBatchSizeList": _list(grid["batch_sizes"]),
+        "gridSeedList": _list(grid["seeds"]),
+        "gridLr": f"{grid['lr']:g}",
+        "gridEpochs": str(grid["epochs"]),
+        "depMomentum": f"{dep['sgd_momentum']:g}",
+        "depLr": f"{dep['lr']:g}",
+        "depBatchSize": str(dep["batch_size"]),
+        "depEpochs": str(dep["epochs"]),
+        "depSeed": str(dep["seeds"][0]),
+        "depSeedList": _list(dep["seeds"]),
+        "depNetworks": str(len(dep["seeds"])),
+        "lastBatchRule": last_batch_sentence(grid["last_batch"], grid["batch_sizes"], train_rows, net["eps"]),
+        "remedyPooledRows": pooled_rows_sentence(grid["last_batch"], grid["batch_sizes"], train_rows),
+        "lastBatchDeparture": last_batch_departure(grid["last_batch"], dep["last_batch"]),
+        "twoRowRootEps": f"{math.sqrt(net['eps']):.2g}",
+        "twoRowAtRootEps": f"{two_row_output(math.sqrt(net['eps']), net['eps']):.3f}",
+        "evalConfidencePct": _pct(config["batch_size_eval"]["confidence"]),
+        "compConfidencePct": _pct(config["companions"]["confidence"]),
+        "followUpStudies": "Five" if "conv" in config else "Four",
+    }
+
+
+def two_row_output(delta: float, eps: float) -> float:
+    """|output| of batch norm (gamma 1, beta 0) for a unit in a batch of two rows whose inputs
+    differ by ``2 * delta``: ``delta / sqrt(delta**2 + eps)``; 1 only in the limit eps -> 0."""
+    return delta / math.sqrt(delta * delta + eps)
+
+
+def pooled_rows_sentence(policy: str, batch_sizes, rows: int) -> str:
+    """How many training rows one pass cut like a training epoch sees, by batch size, in words."""
+    seen: dict[int, list[int]] = {}
+    for b in batch_sizes:
+        seen.setdefault(sum(batch_sizes_per_epoch(rows, b, policy)), []).append(b)
+    parts = [
+        f"{fmt(n)} of the {fmt(rows)} rows at batch{'es' if len(bs) > 1 else ''} {_list(bs)}"
+        for n, bs in sorted(seen.items(), reverse=True)
+    ]
+    return "it pools " + _list(parts)
+
+
+def last_batch_departure(grid_policy: str, dependence_policy: str) -> str:
+    """Whether dropping the leftover rows departs from the published protocol, in words."""
+    dropped = [
+        name
+        for name, policy in (("the grid", grid_policy), ("the dependence network", dependence_policy))
+        if policy == "drop"
+    ]
+    if not dropped:
+        return "Like the published study, whose default data loader keeps the leftover rows, we keep them."
+    return (
+        f"This departs from the published protocol for {_list(dropped)}: a default data loader, "
+        "as the published study used, keeps the leftover rows as a last, smaller batch."
+    )
+
+
+def last_batch_sentence(policy: str, batch_sizes, rows: int, eps: float = 1e-5) -> str:
+    """How the rows left over after cutting an epoch into batches are treated, in words."""
+    left = sorted({rows % b for b in batch_sizes} - {0})
+    counts = _list(left) if left else "no"
+    if policy == "drop":
+        return (
+            f"The rows left over when an epoch is cut into batches ({counts} rows at these "
+            "batch sizes) are dropped: a batch of two rows maps every unit to "
+            "$\\pm\\delta/\\sqrt{\\delta^2+\\epsilon}$, $\\delta$ half the difference of its two "
+            "inputs (close to $\\pm1$ unless $\\delta$ is of the order of $\\sqrt\\epsilon$: "
+            f"$\\pm{two_row_output(math.sqrt(eps), eps):.3f}$ at $\\delta=\\sqrt\\epsilon={math.sqrt(eps):.2g}$), and "
+            "would enter the running averages with the weight of a full batch; a single row "
+            "cannot be normalised with batch statistics at all."
+        )
+    return (
+        f"The rows left over when an epoch is cut into batches ({counts} rows at these "
+        "batch sizes) form a final, smaller batch, except a single row, which cannot be "
+        "normalised with batch statistics and is dropped."
+    )

@@ -1,0 +1,1 @@
+"""Gradient accumulation against ghost batch norm: micro-batch statistics, batch steps."""

@@ -1,0 +1,385 @@
+"""Remedies for batch normalisation's running statistics, applied to frozen networks.
+
+Every function here takes a trained stack (see :mod:`bnstudy.nets.model`: a dict of
+NumPy arrays with a leading model axis) and returns *replacement* running
+statistics as ``{layer: (mean, var)}``, ``layer`` one of ``model.NORMS`` and
+``mean``/``var`` float32 arrays of shape ``(M, F)``. The stack itself is never
+written: :func:`with_statistics` builds a copy carrying the replacement, so the
+network evaluated with its own running statistics stays exactly as trained.
+
+The four replacements, for a batch-norm layer with input rows ``h`` (pre-norm
+activations) and keep-factor ``keep = 1 - momentum``:
+
+(a) :func:`debiased_ema` -- the running averages with the initial value's weight
+    removed. After ``u`` updates PyTorch's running value is
+    ``r_u = keep**u * r_0 + (1 - keep) * sum_k keep**(u - k) * s_k`` with
+    ``r_0 = 0`` (mean) or ``1`` (variance); the debiased value is
+    ``(r_u - keep**u * r_0) / (1 - keep**u)``, a weighted mean of the batch
+    statistics ``s_k`` alone (Adam's bias correction). ``u`` is the layer's
+    ``num_batches_tracked``.
+(b) :func:`cumulative_average` -- one pass over the training half in batches of
+    the training size, weights frozen, training-mode forward passes: the plain
+    mean of the per-batch means and of the per-batch *unbiased* variances (what
+    PyTorch's ``momentum=None`` rule accumulates from reset buffers). Layer 2
+    sees layer 1 normalised with batch statistics, as in training.
+(c) :func:`precise_statistics` -- PreciseBN-style population statistics pooled
+    over the same pass: the mean and the variance of *all* input rows of the
+    layer over the training half, layer 2's rows computed in training mode as in
+    (b). fvcore's ``update_bn_stats``, like (b), averages per-batch *unbiased*
+    variances, which for random batches is itself an unbiased estimate of the
+    population variance; only an average of *biased* per-batch variances falls
+    short, by ``(B - 1) / B`` in expectation (``var(all rows) = mean(per-batch
+    biased var) + var(batch means)`` for equal batches). We pool the rows because
+    pooling gives the variance of the rows seen exactly, not an estimate of it.
+    The variance is that of a finite population, divisor ``N``, as in (d).
+(d) :func:`exact_statistics` -- the exact statistics of the training half layer
+    by layer: layer 1's mean and variance (divisor ``N``) of all rows, then layer
+    2's input computed in inference mode *with layer 1's exact statistics* (as
+    float32 running statistics), and its mean and variance. At layer 1, (c) and
+    (d) differ only in the rows pooled: the pass is cut like a training epoch, so
+    with ``last_batch="drop"`` it leaves out the ``N mod B`` leftover rows (896 of
+    898 rows at batch 64); at layer 2 they also differ through the batch noise
+    in layer 1's normalisation.
+
+:func:`distances` measures each replacement against (d), per layer.
+
+Arithmetic (the rules of :mod:`bnstudy.base.fixedmath`: the same bits on every CPU).
+The network's layers are :mod:`bnstudy.compiled.kernels`' canonical float32 operations:
+``kernels.linear_t`` gives a layer's pre-norm input, ``kernels.norm_train`` (one
+call per batch) or ``kernels.norm_inference`` the normalised, rectified output.
+Every statistic is then reduced in float64 (float32 inputs widen exactly) by the
+compiled loops below, in these orders, each feature an independent sum:
+
+- per-batch moments (b): ``mean = (sum over the batch's rows in batch order) / n``,
+  ``var = (sum over the same rows, same order, of (h - mean)**2) / (n - 1)``;
+  then ``(sum over batches in pass order of the batch values) / K``;
+- pooled moments (c) and (d): ``mean = (sum over all rows in pass order) / N``
+  (the pass order is batch by batch, rows in batch order; for (d) rows 0, 1, ...),
+  ``var = (sum over the same rows, same order, of (h - mean)**2) / N``;
+- distances: sums over features ``f = 0, 1, ...`` (see :func:`distances`), the
+  logarithm from :func:`bnstudy.base.fixedmath.log`;
+- ``keep**u`` by :func:`bnstudy.base.fixedmath.powi`.
+
+The statistics are rounded to float32, the dtype of the running statistics they
+replace; the distances stay float64.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from bnstudy.base.fixedmath import JIT, log_array, powi
+from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
+from bnstudy.compiled import kernels, normkernels
+from bnstudy.nets import model as mlp
+from bnstudy.nets.batching import epoch_batches
+from bnstudy.nets.model import NetSpec
+
+REMEDIES = ("debiased_ema", "cumulative", "precise_bn", "exact")
+
+
+# ---- compiled reductions (float64, fixed order) --------------------------------
+
+
+@numba.njit(**JIT)
+def _pooled_moments(h, mean, var):
+    """``h`` is ``(N, F)``: mean and biased variance per feature, rows in order 0, 1, ..."""
+    n, f_ = h.shape
+    for f in range(f_):
+        mean[f] = 0.0
+    for r in range(n):
+        for f in range(f_):
+            mean[f] += h[r, f]
+    for f in range(f_):
+        mean[f] = mean[f] / n
+        var[f] = 0.0
+    for r in range(n):
+        for f in range(f_):
+            d = h[r, f] - mean[f]
+            var[f] += d * d
+    for f in range(f_):
+        var[f] = var[f] / n
+
+
+@numba.njit(**JIT)
+def _cumulative_moments(h, starts, mean, var):
+    """Batch ``j`` is rows ``starts[j] .. starts[j + 1] - 1`` of ``h``: the mean over batches
+    (in order) of each batch's mean and unbiased variance (rows in batch order)."""
+    f_ = h.shape[1]
+    k = starts.shape[0] - 1
+    bmean = np.empty(f_, np.float64)
+    bvar = np.empty(f_, np.float64)
+    for f in range(f_):
+        mean[f] = 0.0
+        var[f] = 0.0
+    for j in range(k):
+        s, e = starts[j], starts[j + 1]
+        n = e - s
+        for f in range(f_):
+            bmean[f] = 0.0
+        for r in range(s, e):
+            for f in range(f_):
+                bmean[f] += h[r, f]
+        for f in range(f_):
+            bmean[f] = bmean[f] / n
+            bvar[f] = 0.0
+        for r in range(s, e):
+            for f in range(f_):
+                d = h[r, f] - bmean[f]
+                bvar[f] += d * d
+        for f in range(f_):
+            mean[f] += bmean[f]
+            var[f] += bvar[f] / (n - 1)
+    for f in range(f_):
+        mean[f] = mean[f] / k
+        var[f] = var[f] / k
+
+
+@numba.njit(**JIT)
+def _root_means(a, out):
+    """``out[i] = sqrt((sum over j = 0, 1, ... of a[i, j]) / J)`` for every row ``i``."""
+    m_, f_ = a.shape
+    for i in range(m_):
+        s = 0.0
+        for f in range(f_):
+            s += a[i, f]
+        out[i] = np.sqrt(s / f_)
+
+
+# The compiled functions of this module call no compiled function of another module
+# (calls into :mod:`bnstudy.compiled.kernels` and :mod:`bnstudy.base.fixedmath` are made from
+# Python): Numba's cache checks only the caller's own source file. The package
+# also names its cache directory by a digest of every Numba module (see
+# ``bnstudy/__init__.py``); this keeps the module right without relying on it.
+
+
+# ---- statistics ----------------------------------------------------------------
+
+
+def running_statistics(stacked) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The stack's own running statistics, ``{layer: (running_mean, running_var)}`` (copies)."""
+    return {
+        layer: (
+            np.array(stacked[f"{layer}.running_mean"], copy=True),
+            np.array(stacked[f"{layer}.running_var"], copy=True),
+        )
+        for layer in mlp.NORMS
+    }
+
+
+def with_statistics(stacked, statistics) -> dict[str, np.ndarray]:
+    """A copy of the stack whose running statistics are replaced by ``statistics``."""
+    out = {k: np.array(v, copy=True) for k, v in stacked.items()}
+    for layer, (mean, var) in statistics.items():
+        for name, value in (("running_mean", mean), ("running_var", var)):
+            key = f"{layer}.{name}"
+            out[key] = np.array(value, dtype=out[key].dtype, copy=True).reshape(out[key].shape)
+    return out
+
+
+def initial_weight(spec: NetSpec, updates: int) -> float:
+    """Weight ``keep**updates`` the initial running value still carries (:func:`fixedmath.powi`)."""
+    return float(powi(1.0 - spec.momentum, int(updates)))
+
+
+def debiased_ema(stacked, spec: NetSpec) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(a) Running averages with the initial value's weight ``w0 = keep**u`` removed.
+
+    Initial values: mean 0, variance 1 (PyTorch's); per model and feature, in
+    float64, ``mean = r_mean / (1 - w0)`` and ``var = (r_var - w0) / (1 - w0)``,
+    rounded to float32. A layer that was never updated (``u = 0``) has no batch
+    statistic to average and raises.
+    """
+    if spec.momentum is None:
+        raise ValueError("the cumulative average (momentum=None) carries no initial-value bias")
+    out = {}
+    for layer in mlp.NORMS:
+        u = np.asarray(stacked[f"{layer}.num_batches_tracked"]).reshape(-1)
+        if (u < 1).any():
+            raise ValueError("debiasing needs at least one update")
+        w0 = np.array([initial_weight(spec, k) for k in u], np.float64).reshape(-1, 1)
+        mean = np.asarray(stacked[f"{layer}.running_mean"], np.float64)
+        var = np.asarray(stacked[f"{layer}.running_var"], np.float64)
+        out[layer] = ((mean / (1.0 - w0)).astype(np.float32), ((var - w0) / (1.0 - w0)).astype(np.float32))
+    return out
+
+
+def pass_generator(batch_size: int, seed: int) -> np.random.Generator:
+    """The generator of the remedies' pass: PCG64 seeded from ``(seed, STREAM_EVAL_BATCHES, b, 1)``."""
+    return np.random.default_rng(derive_seed(seed, STREAM_EVAL_BATCHES, batch_size, 1))
+
+
+def pass_batches(labels, batch_size: int, seed: int, last_batch: str = "drop") -> list[np.ndarray]:
+    """Row indices of one seeded shuffled pass over the training half in training-size batches.
+
+    Cut as in training (:func:`bnstudy.nets.batching.epoch_batches`, same ``last_batch``
+    policy): leftover rows are dropped, or with ``"keep"`` form a final batch if
+    there are two or more. The order comes from the evaluation seed, so every
+    model of a stack sees the same batches.
+    """
+    return epoch_batches(pass_generator(batch_size, seed), np.asarray(labels), batch_size, "shuffle", last_batch)
+
+
+def _starts(batches) -> np.ndarray:
+    sizes = [len(b) for b in batches]
+    if not sizes or min(sizes) < 2:
+        raise ValueError("a training-mode pass needs batches of at least 2 rows")
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Pre-norm inputs of each batch-norm layer over a training-mode pass over ``batches``.
+
+    Returns ``({layer: (M, N, F) float32}, starts)``: the rows of the batches
+    concatenated in pass order, batch ``j`` at rows ``starts[j] .. starts[j + 1] - 1``.
+    Each layer's input is computed from the layer below normalised with each batch's own
+    statistics (``kernels.norm_train``), layer after layer of the network's hidden layers
+    (:class:`bnstudy.compiled.kernels.Net`); running statistics are neither read nor written.
+    """
+    if spec.normaliser != "batchnorm":
+        raise ValueError("the remedies replace batch norm's running statistics")
+    starts = _starts(batches)
+    rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
+    xp = np.ascontiguousarray(np.asarray(x)[rows], dtype=np.float32)
+    hidden = kernels.stack_arrays(stacked).hidden
+    m, n = hidden[0].wt.shape[0], len(rows)
+    pres = [np.empty((m, n, layer.wt.shape[2]), np.float32) for layer in hidden]
+    ns = normkernels.settings(kernels.BATCH, spec.eps)
+    for i in range(m):
+        a = xp
+        for layer, pre in zip(hidden, pres):
+            kernels.linear_t(a, layer.wt[i], layer.bias[i], pre[i])  # row by row: the same bits as batch by batch
+            if pre is pres[-1]:
+                break
+            lp = normkernels.Params(*(v[i] for v in layer.norm))
+            a = np.empty(pre.shape[1:], np.float32)
+            for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
+                kernels.norm_train(ns, lp, pre[i, s:e], e - s, True, a[s:e])
+    return dict(zip(mlp.NORMS, pres)), starts
+
+
+def _cumulative(inputs, starts) -> dict:
+    out = {}
+    for layer, h in inputs.items():
+        mean = np.empty(h.shape[::2], np.float64)
+        var = np.empty(h.shape[::2], np.float64)
+        for i in range(h.shape[0]):
+            _cumulative_moments(h[i], starts, mean[i], var[i])
+        out[layer] = (mean.astype(np.float32), var.astype(np.float32))
+    return out
+
+
+def _pooled(inputs) -> dict:
+    out = {}
+    for layer, h in inputs.items():
+        mean = np.empty(h.shape[::2], np.float64)
+        var = np.empty(h.shape[::2], np.float64)
+        for i in range(h.shape[0]):
+            _pooled_moments(h[i], mean[i], var[i])
+        out[layer] = (mean.astype(np.float32), var.astype(np.float32))
+    return out
+
+
+def cumulative_average(stacked, spec: NetSpec, x, batches) -> dict:
+    """(b) Mean over ``batches`` (in order) of per-batch means and unbiased variances.
+
+    Equivalent, up to rounding, to resetting the buffers and running the network
+    in training mode with ``momentum=None`` over the batches (see the tests);
+    computed here from the layer inputs directly, on a frozen stack. Per batch of
+    ``n`` rows, float64, rows in batch order: ``mean = sum(h) / n``,
+    ``var = sum((h - mean)**2) / (n - 1)``; then each summed over batches in pass
+    order and divided by their number ``K``.
+    """
+    return _cumulative(*training_mode_layer_inputs(stacked, spec, x, batches))
+
+
+def precise_statistics(stacked, spec: NetSpec, x, batches) -> dict:
+    """(c) Mean and variance (divisor ``N``) of all input rows pooled over ``batches``.
+
+    Float64, two passes over the rows in pass order (batch by batch, rows in batch
+    order): ``mean = sum(h) / N``, then ``var = sum((h - mean)**2) / N``.
+    """
+    inputs, _ = training_mode_layer_inputs(stacked, spec, x, batches)
+    return _pooled(inputs)
+
+
+def exact_statistics(stacked, spec: NetSpec, x) -> dict:
+    """(d) Exact statistics of the rows ``x``, layer 2's input under layer 1's exact statistics.
+
+    Layer 1's input ``x W1^T + b1`` (``kernels.linear_t``), its mean and variance
+    (divisor ``N``; float64, rows in order 0, 1, ...; two passes) rounded to
+    float32; layer 1 in inference mode with those statistics
+    (``kernels.norm_inference``, then ReLU), layer 2's input, its mean and variance
+    the same way (and so on up the network's hidden layers).
+    """
+    if spec.normaliser != "batchnorm":
+        raise ValueError("the remedies replace batch norm's running statistics")
+    hidden = kernels.stack_arrays(stacked).hidden
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    m, n = hidden[0].wt.shape[0], x.shape[0]
+    stats = {}
+    for name, layer in zip(mlp.NORMS, hidden):
+        f = layer.wt.shape[2]
+        stats[name] = (np.empty((m, f), np.float64), np.empty((m, f), np.float64))
+    ns = normkernels.settings(kernels.BATCH, spec.eps)
+    for i in range(m):
+        a = x
+        for (mean, var), layer in zip(stats.values(), hidden):
+            pre = np.empty((n, layer.wt.shape[2]), np.float32)
+            kernels.linear_t(a, layer.wt[i], layer.bias[i], pre)
+            _pooled_moments(pre, mean[i], var[i])
+            if layer is hidden[-1]:
+                break
+            lp = normkernels.Params(
+                layer.norm.gamma[i], layer.norm.beta[i], mean[i].astype(np.float32), var[i].astype(np.float32)
+            )
+            a = np.empty_like(pre)
+            kernels.norm_inference(ns, lp, pre, True, a)
+    return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
+
+
+def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
+    """Per model and layer, how far ``statistics`` are from the ``exact`` ones.
+
+    ``mean_distance`` = sqrt(mean over features of (mean - exact_mean)**2 / (exact_var + eps)):
+    the RMS shift of a normalised activation, in exact standard deviations.
+    ``var_distance`` = sqrt(mean over features of log((var + eps) / (exact_var + eps))**2):
+    the RMS log-ratio of the variances (0.1 is about a 10% error).
+    Float64 (float32 statistics widen exactly), each sum over features ``f = 0, 1, ...``,
+    divided by ``F``, ``log`` from :func:`bnstudy.base.fixedmath.log`.
+    """
+    rows = []
+    for number, layer in enumerate(mlp.NORMS, start=1):
+        mean, var = (np.ascontiguousarray(t, dtype=np.float64) for t in statistics[layer])
+        emean, evar = (np.ascontiguousarray(t, dtype=np.float64) for t in exact[layer])
+        shift = mean - emean
+        ratio = log_array((var + eps) / (evar + eps))
+        md = np.empty(mean.shape[0], np.float64)
+        vd = np.empty(mean.shape[0], np.float64)
+        _root_means(shift * shift / (evar + eps), md)
+        _root_means(ratio * ratio, vd)
+        for i in range(mean.shape[0]):
+            rows.append({"model": i, "layer": number, "mean_distance": float(md[i]), "var_distance": float(vd[i])})
+    return rows
+
+
+def all_statistics(
+    stacked, spec: NetSpec, x_train, y_train, batch_size: int, seed: int, last_batch: str = "drop"
+) -> dict[str, dict]:
+    """Every set of statistics of a batch-norm stack, by name: the trained ``ema`` and (a)-(d).
+
+    The training-mode pass is cut like the networks' training epochs (``last_batch``).
+    """
+    if spec.normaliser != "batchnorm":
+        raise ValueError("the remedies replace batch norm's running statistics")
+    inputs, starts = training_mode_layer_inputs(
+        stacked, spec, x_train, pass_batches(y_train, batch_size, seed, last_batch)
+    )
+    return {
+        "ema": running_statistics(stacked),
+        "debiased_ema": debiased_ema(stacked, spec),
+        "cumulative": _cumulative(inputs, starts),
+        "precise_bn": _pooled(inputs),
+        "exact": exact_statistics(stacked, spec, x_train),
+    }

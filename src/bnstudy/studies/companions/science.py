@@ -1,0 +1,382 @@
+"""Study 1: how a training-mode prediction depends on its batch companions.
+
+A *probe* of test example ``e`` at batch size ``b`` is one training-mode forward
+pass of a batch of ``b`` test rows whose first row is ``e`` and whose other ``b - 1``
+rows (its *companions*) are drawn without replacement from the rest of the test
+half; the probe's result is the label the network gives ``e`` in that batch. It
+*flips* when that label differs from the label ``e`` gets in inference mode.
+
+Companion designs, per example and size (each from its own generator, seeded from
+``(seed, STREAM_PROBE, test index of e, b, design)``, so every network sees the
+same batches):
+
+- ``random``: ``K`` batches, companions uniform over the other test rows;
+- ``exact`` (``b = 2``): every one of the ``n - 1`` other test rows once as the
+  single companion -- the flip rate is then exact for that example, not an estimate;
+- ``own_class`` / ``other_class`` / ``any_class``: ``K`` batches whose ``b - 1``
+  companions all come from one class: the example's own; or for each batch a class
+  drawn uniformly from the other classes; or for each batch a class drawn uniformly
+  from all classes, the example's own included (never the example itself). With
+  ``C`` classes, ``any_class`` is the mixture ``1/C`` own + ``(C - 1)/C`` other.
+
+The draws are the same on every machine: NumPy's PCG64 generator (an integer
+algorithm), integer draws and ``Generator.random()`` uniforms only. ``K`` uniform
+``m``-subsets of a pool of ``p`` rows are ``K x p`` uniform keys (row by row); each
+subset is the pool rows of the ``m`` smallest keys of its row, in key order, ties
+(which 53-bit keys make very unlikely) broken by pool position: the first ``m``
+of a stable argsort (:func:`smallest_in_order`). Other-class batches first draw
+their classes (``Generator.integers``, one per batch), then the companions class
+by class in class order, all batches of one class in one draw.
+
+Estimators, per network, design and size, over the ``E`` chosen examples, each with
+the same number of probes ``K``:
+
+- flip rate ``= (1/E) sum_e flips_e / K`` (the mean of per-example flip shares);
+- training-mode accuracy ``= (1/E) sum_e correct_e / K``;
+- ever flipped ``= (1/E) sum_e [flips_e > 0]``;
+
+each with a percentile interval from a bootstrap that resamples *examples* (the
+probes of one example share that example and are not independent), within each
+class (the examples are drawn a fixed number per class). Means over examples add
+the per-example values correctly rounded (``math.fsum``).
+
+The probes run in the compiled kernel of :mod:`bnstudy.compiled.probes` (fixed float32
+order, the arithmetic of :mod:`bnstudy.compiled.kernels`), which reads running statistics
+and never writes them; inference-mode labels come from
+:func:`bnstudy.compiled.kernels.predict`. Nothing here imports PyTorch except the reference
+loop :func:`batch_logits_loop`, used by the tests and the benchmark.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bnstudy.base.runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
+from bnstudy.base.stats import bootstrap_examples, mean_sd
+from bnstudy.compiled import kernels
+from bnstudy.compiled.probes import Prober
+from bnstudy.nets import model as mlp
+from bnstudy.nets.model import NetSpec
+
+DESIGNS = ("random", "exact", "own_class", "other_class", "any_class")
+_DESIGN_CODE = {d: i for i, d in enumerate(DESIGNS)}
+
+
+# ---- which examples, which batches ---------------------------------------------
+
+
+def choose_examples(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
+    """Test-set row indices of ``per_class`` examples of every class, sorted.
+
+    Within each class the rows are a uniform draw without replacement from a
+    generator seeded from ``(seed, STREAM_PROBE)``.
+    """
+    rng = np.random.default_rng(derive_seed(seed, STREAM_PROBE))
+    chosen = []
+    for c in np.unique(y):
+        rows = np.flatnonzero(y == c)
+        if len(rows) < per_class:
+            raise ValueError(f"class {c} has {len(rows)} test rows, fewer than {per_class}")
+        chosen.append(rng.choice(rows, size=per_class, replace=False))
+    return np.sort(np.concatenate(chosen))
+
+
+def _generator(seed: int, example: int, b: int, design: str) -> np.random.Generator:
+    key = derive_seed(seed, STREAM_PROBE, int(example), int(b), _DESIGN_CODE[design])
+    return np.random.Generator(np.random.PCG64(key))
+
+
+def smallest_in_order(keys: np.ndarray, m: int) -> np.ndarray:
+    """Column indices of the ``m`` smallest keys of every row, in key order, ties by column.
+
+    By definition ``np.argsort(keys, axis=1, kind="stable")[:, :m]``, which is
+    unique whatever sort algorithm NumPy picks. Computed without sorting whole rows:
+    the ``m``-th smallest key of a row (a value, the same whatever selection
+    algorithm finds it) bounds the candidates; when exactly ``m`` keys are at most
+    that value (no tie at the bound) they are the ``m`` smallest, taken in column
+    order and stably sorted by key. Rows with a tie at the bound are argsorted
+    whole, stably.
+    """
+    keys = np.asarray(keys)
+    k, n = keys.shape
+    if not 1 <= m <= n:
+        raise ValueError(f"cannot take {m} of {n} keys")
+    if m == n:
+        return np.argsort(keys, axis=1, kind="stable")
+    bound = np.partition(keys, m - 1, axis=1)[:, m - 1 : m]
+    candidate = keys <= bound
+    plain = candidate.sum(1) == m
+    out = np.empty((k, m), np.int64)
+    rows = np.flatnonzero(plain)
+    if len(rows):
+        cols = np.nonzero(candidate[rows])[1].reshape(len(rows), m)  # column order within each row
+        order = np.argsort(np.take_along_axis(keys[rows], cols, axis=1), axis=1, kind="stable")
+        out[rows] = np.take_along_axis(cols, order, axis=1)
+    tied = np.flatnonzero(~plain)
+    if len(tied):
+        out[tied] = np.argsort(keys[tied], axis=1, kind="stable")[:, :m]
+    return out
+
+
+def _draw_from(pool: np.ndarray, k: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """``k`` rows of ``m`` distinct elements of ``pool`` each (uniform, without replacement)."""
+    if m > len(pool):
+        raise ValueError(f"cannot draw {m} companions from {len(pool)} rows")
+    return pool[smallest_in_order(rng.random((k, len(pool))), m)]
+
+
+def _others(n: int, example: int) -> np.ndarray:
+    return np.concatenate([np.arange(example), np.arange(example + 1, n)])
+
+
+def _with_example(example: int, companions: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.full((len(companions), 1), example, np.int64), companions], axis=1)
+
+
+def random_batches(n: int, example: int, b: int, k: int, seed: int) -> np.ndarray:
+    """``(k, b)`` row indices: column 0 is ``example``, then ``b - 1`` random other rows."""
+    rng = _generator(seed, example, b, "random")
+    return _with_example(example, _draw_from(_others(n, example), k, b - 1, rng))
+
+
+def exact_pairs(n: int, example: int) -> np.ndarray:
+    """``(n - 1, 2)``: ``example`` with each other test row once, in row order."""
+    return _with_example(example, _others(n, example)[:, None])
+
+
+def one_class_batches(y: np.ndarray, example: int, b: int, k: int, seed: int, own: bool | str) -> np.ndarray:
+    """``(k, b)``: ``example`` and ``b - 1`` companions all of one class.
+
+    ``own=True`` (design ``own_class``): the example's class (never the example
+    itself); ``own=False`` (``other_class``): each batch's class drawn uniformly from
+    the other classes; ``own="any"`` (``any_class``): each batch's class drawn
+    uniformly from all classes, the example's own included (its rows other than the
+    example).
+    """
+    y = np.asarray(y)
+    design = "any_class" if own == "any" else "own_class" if own else "other_class"
+    rng = _generator(seed, example, b, design)
+    label = y[example]
+    rows = np.arange(len(y))
+    if design == "own_class":
+        companions = _draw_from(rows[(y == label) & (rows != example)], k, b - 1, rng)
+    else:
+        classes = [c for c in np.unique(y) if design == "any_class" or c != label]
+        pick = rng.integers(len(classes), size=k)
+        companions = np.empty((k, b - 1), np.int64)
+        for i, c in enumerate(classes):  # one draw per class, not per batch
+            where = np.flatnonzero(pick == i)
+            if len(where):
+                companions[where] = _draw_from(rows[(y == c) & (rows != example)], len(where), b - 1, rng)
+    return _with_example(example, companions)
+
+
+# ---- evaluating probes -----------------------------------------------------------
+
+
+def batch_predictions(
+    stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+) -> np.ndarray:
+    """Training-mode labels ``(M, K)`` of row 0 of each batch (``(K, b)`` row indices of ``x``),
+    every model of ``stacked`` (a NumPy stack), by the compiled probes."""
+    return Prober(stacked, spec, x, limits).labels(batches)
+
+
+def batch_logits_loop(
+    stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+) -> np.ndarray:
+    """The independent reference: PyTorch, one batch at a time; row 0's logits ``(M, K, C)``.
+
+    For each model, a plain ``nn.Sequential`` (:func:`bnstudy.nets.model.build_module`)
+    loaded with its weights and put in training mode; before every batch its
+    buffers are restored from the saved state, so the updates PyTorch makes in
+    training mode neither leak into later batches (batch renorm reads them) nor
+    reach the caller's arrays (the module holds copies).
+    """
+    import torch
+
+    x = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    batches = torch.from_numpy(np.ascontiguousarray(batches, dtype=np.int64))
+    states = mlp.unstack(stacked)
+    out = None
+    for i, state in enumerate(states):
+        net = mlp.build_module(spec)
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+        net.train()
+        if spec.normaliser == "batchrenorm":
+            for layer in mlp.NORMS:
+                net[int(layer)].rmax, net[int(layer)].dmax = limits
+        saved = {k: v.clone() for k, v in net.named_buffers()}
+        live = dict(net.named_buffers())
+        with torch.no_grad():
+            for j, batch in enumerate(batches):
+                for k, v in saved.items():
+                    live[k].copy_(v)
+                z = net(x[batch])[0]
+                if out is None:
+                    out = np.empty((len(states), len(batches), z.shape[-1]), np.float32)
+                out[i, j] = z.numpy()
+    return out
+
+
+def batch_predictions_loop(
+    stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+) -> np.ndarray:
+    """Labels ``(M, K)`` of :func:`batch_logits_loop` (the first largest logit)."""
+    return batch_logits_loop(stacked, spec, x, batches, limits).argmax(-1)
+
+
+# ---- one network: every example, design and size ---------------------------------
+
+
+def example_plans(
+    y: np.ndarray, example: int, batch_sizes, batches_per_example: int, one_class_batch_size: int, seed: int
+) -> list[tuple[str, int, np.ndarray]]:
+    """Every probe batch of one example, as ``(design, b, batches)``, in probing order.
+
+    Random companions at each size in ``batch_sizes``, every pair when 2 is among
+    them, and own-, other- and any-class companions at ``one_class_batch_size``.
+    """
+    n, k, b1 = len(y), batches_per_example, one_class_batch_size
+    plans = [("random", b, random_batches(n, example, b, k, seed)) for b in batch_sizes]
+    if 2 in batch_sizes:
+        plans.append(("exact", 2, exact_pairs(n, example)))
+    plans.append(("own_class", b1, one_class_batches(y, example, b1, k, seed, own=True)))
+    plans.append(("other_class", b1, one_class_batches(y, example, b1, k, seed, own=False)))
+    plans.append(("any_class", b1, one_class_batches(y, example, b1, k, seed, own="any")))
+    return plans
+
+
+def probe_network(
+    stacked: dict,
+    spec: NetSpec,
+    x: np.ndarray,
+    y: np.ndarray,
+    examples,
+    *,
+    batch_sizes,
+    batches_per_example: int,
+    one_class_batch_size: int,
+    seed: int,
+    limits=(1.0, 0.0),
+) -> list[dict]:
+    """Per-example probe counts of every model of ``stacked`` (a NumPy stack).
+
+    One dict per (model, example, design, batch size) with ``batches`` (probes),
+    ``flips`` (label differs from inference mode), ``correct`` (label is the true
+    one), plus the example's true and inference-mode labels. ``model`` is the index
+    into the stack.
+    """
+    y = np.asarray(y)
+    examples = [int(e) for e in examples]
+    prober = Prober(stacked, spec, x, limits)
+    inference = kernels.predict(stacked, spec, np.asarray(x)[examples])  # (M, E)
+    rows = []
+    for j, e in enumerate(examples):
+        for design, b, batches in example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed):
+            labels = prober.labels(batches)  # (M, K)
+            flips = (labels != inference[:, j : j + 1]).sum(1)
+            correct = (labels == y[e]).sum(1)
+            for i in range(prober.models):
+                rows.append(
+                    {
+                        "model": i,
+                        "example": e,
+                        "label": int(y[e]),
+                        "inference_label": int(inference[i, j]),
+                        "design": design,
+                        "batch_size": b,
+                        "batches": len(batches),
+                        "flips": int(flips[i]),
+                        "correct": int(correct[i]),
+                    }
+                )
+    return rows
+
+
+# ---- summaries -------------------------------------------------------------------
+
+
+def probe_files(paths, network: str, x, y, train_rows: int, examples, *, seed: int, **design) -> list[dict]:
+    """:func:`probe_network` for every network in the weights files ``paths``, file by file: one
+    row per model, example and design, led by ``network``, ``normaliser``, ``train_batch_size`` and
+    ``seed``. ``train_rows`` fixes batch renorm's final (rmax, dmax); ``design`` is the keyword
+    arguments of :func:`probe_network` (``batch_sizes``, ``batches_per_example``, ``one_class_batch_size``)."""
+    from bnstudy.nets import weights
+    from bnstudy.nets.recipe import final_limits
+
+    out = []
+    for path in weights.as_paths(paths):
+        stacked, spec, metas = weights.read(path)
+        limits = final_limits(metas[0], train_rows)
+        for row in probe_network(stacked, spec, x, y, examples, seed=seed, limits=limits, **design):
+            model = row.pop("model")
+            head = {"network": network, "normaliser": spec.normaliser, "train_batch_size": int(metas[0]["batch_size"])}
+            out.append(head | {"seed": int(metas[model]["seed"])} | row)
+    return out
+
+
+def summarise(per_example, resamples: int, confidence: float, seed: int) -> list[dict]:
+    """Flip rate, training-mode accuracy and ever-flipped share per (network, seed, design, b).
+
+    ``per_example`` is a DataFrame of :func:`probe_network` rows plus ``network``
+    and ``seed`` columns. Each estimate (see the module docstring) comes with a
+    percentile bootstrap interval over examples, stratified by the examples' class
+    (``label``); the bootstrap generator is seeded from ``(seed, STREAM_BOOTSTRAP,
+    design, b)``, so every network is resampled with the same example draws.
+    ``inference_accuracy`` is over the same examples.
+    """
+    out = []
+    keys = ["network", "normaliser", "train_batch_size", "seed", "design", "batch_size"]
+    for key, g in per_example.groupby(keys, sort=True):
+        g = g.sort_values("example")
+        cell = dict(zip(keys, key))
+        measures = {
+            "flip_rate": (g["flips"] / g["batches"]).to_numpy(),
+            "train_mode_accuracy": (g["correct"] / g["batches"]).to_numpy(),
+            "ever_flipped": (g["flips"] > 0).to_numpy(dtype=np.float64),
+        }
+        row = dict(
+            cell,
+            examples=len(g),
+            batches_per_example=int(g["batches"].iloc[0]),
+            inference_accuracy=int((g["inference_label"] == g["label"]).sum()) / len(g),
+        )
+        for name, values in measures.items():
+            rng = np.random.default_rng(
+                derive_seed(seed, STREAM_BOOTSTRAP, _DESIGN_CODE[cell["design"]], int(cell["batch_size"]))
+            )
+            lo, hi = bootstrap_examples(values, resamples, confidence, rng, strata=g["label"].to_numpy())
+            row |= {name: mean_sd(values)[0], f"{name}_ci_low": lo, f"{name}_ci_high": hi}
+        out.append(row)
+    return out
+
+
+def dependence_json(summary) -> dict:
+    """``results/summary/companions.json`` for one network from its :func:`summarise` rows."""
+    s = summary.set_index(["design", "batch_size"])
+    out = {}
+    for b in sorted(int(b) for b in summary.loc[summary["design"] == "random", "batch_size"]):
+        r = s.loc[("random", b)]
+        out[str(b)] = {
+            "flip_rate": float(r["flip_rate"]),
+            "flip_ci": [float(r["flip_rate_ci_low"]), float(r["flip_rate_ci_high"])],
+            "train_mode_accuracy": float(r["train_mode_accuracy"]),
+            "ever_flipped": float(r["ever_flipped"]),
+        }
+    exact = s.loc[("exact", 2)] if ("exact", 2) in s.index else None
+    out["exact_flip_rate_b2"] = None if exact is None else float(exact["flip_rate"])
+    out["inference_accuracy"] = float(summary["inference_accuracy"].iloc[0])
+    own = summary[summary["design"] == "own_class"].iloc[0]
+    other = summary[summary["design"] == "other_class"].iloc[0]
+    out["one_class_same_flip"] = float(own["flip_rate"])
+    out["one_class_other_flip"] = float(other["flip_rate"])
+    if (summary["design"] == "any_class").any():
+        out["one_class_any_flip"] = float(summary[summary["design"] == "any_class"].iloc[0]["flip_rate"])
+    return out
+
+
+def mixture_flip_rate(own: float, other: float, classes: int) -> float:
+    """The any-class flip rate that the own- and other-class designs predict: the class is
+    the example's own with probability ``1/classes``, another with ``(classes - 1)/classes``."""
+    return own / classes + other * (classes - 1) / classes

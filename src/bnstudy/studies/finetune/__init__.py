@@ -1,0 +1,1 @@
+"""Fine-tuning in small batches: what live statistics cost, with controls."""

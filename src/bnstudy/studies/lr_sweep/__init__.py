@@ -1,0 +1,1 @@
+"""Study 2 with Adam's learning rate tuned at every batch size."""

@@ -1,0 +1,79 @@
+"""Study 2 with the learning rate tuned: Adam's rate swept at every grid batch size.
+
+The grid trains every network with one learning rate; here each (normaliser, batch
+size) cell is trained at every rate of a list, on the training half minus a
+validation split, and the cell's rate is the one with the best mean validation
+accuracy over seeds. The test half is read only to score the chosen rate.
+
+- :func:`validation_split`: a stratified, seeded split of the training half's rows
+  (scikit-learn's ``train_test_split``, integer work, as :func:`bnstudy.nets.data.split_digits`);
+- :func:`sweep`: the networks of one normaliser (every batch size x rate x seed) through
+  :func:`bnstudy.nets.train.train_models`, scored in inference mode on both splits;
+- the summary (chosen rates, paired differences, macros, tables) is :mod:`bnstudy.studies.lr_sweep.report`.
+
+Accuracies are integer counts of rows divided by the number of rows.
+
+Nothing here depends on the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+SUBSETS = ("fit", "validation")
+RUN_COLUMNS = ["normaliser", "batch_size", "lr", "seed", "validation_accuracy", "test_accuracy", "final_loss"]
+
+
+def validation_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(fit, validation)``: sorted row indices of ``y`` (the training half), the validation rows
+    a stratified ``fraction`` of them (scikit-learn's ``train_test_split`` with ``stratify=y``,
+    ``random_state=seed``, as the halves of :func:`bnstudy.nets.data.split_digits`)."""
+    from sklearn.model_selection import train_test_split  # only the split needs it
+
+    index = np.arange(len(y))
+    fit, validation = train_test_split(index, test_size=fraction, stratify=y, random_state=seed, shuffle=True)
+    return np.sort(fit).astype(np.int64), np.sort(validation).astype(np.int64)
+
+
+def split_table(fit: np.ndarray, validation: np.ndarray) -> pd.DataFrame:
+    """One row per training-half row: ``row`` (its index in the training half) and ``subset``."""
+    rows = [(int(i), "fit") for i in fit] + [(int(i), "validation") for i in validation]
+    return pd.DataFrame(sorted(rows), columns=["row", "subset"])
+
+
+def read_split(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`split_table`."""
+    pick = lambda s: np.sort(table.loc[table["subset"] == s, "row"].to_numpy(np.int64))  # noqa: E731
+    return pick("fit"), pick("validation")
+
+
+def sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, fit, validation, x_test, y_test, threads: int = 1):
+    """Train ``spec`` at every batch size x rate on rows ``fit`` of ``(x, y)``, one network per seed,
+    the recipe otherwise ``recipe``; returns ``(runs, epochs)`` rows. ``runs``: per network its
+    inference-mode accuracy on rows ``validation`` and on the test half, and its last epoch's mean
+    batch loss; ``epochs``: :func:`bnstudy.nets.train.train_models`' log with batch size and rate."""
+    from dataclasses import replace
+
+    from bnstudy.nets import train
+    from bnstudy.studies.batch_size import evaluation
+
+    x_fit, y_fit = x[fit], y[fit]
+    x_val, y_val = x[validation], y[validation]
+    runs, epochs = [], []
+    for b in batch_sizes:
+        for lr in lrs:
+            r = replace(recipe, batch_size=int(b), lr=float(lr))
+            stacked, log = train.train_models(spec, r, seeds, x_fit, y_fit, threads=threads)
+            val = evaluation.inference_accuracy(stacked, spec, x_val, y_val)
+            test = evaluation.inference_accuracy(stacked, spec, x_test, y_test)
+            last = {row["seed"]: row["loss"] for row in log if row["epoch"] == r.epochs}
+            head = {"normaliser": spec.normaliser, "batch_size": int(b), "lr": float(lr)}
+            runs += [
+                head
+                | {"seed": int(s), "validation_accuracy": float(val[i]), "test_accuracy": float(test[i])}
+                | {"final_loss": float(last[int(s)])}
+                for i, s in enumerate(seeds)
+            ]
+            epochs += [head | row for row in log]
+    return pd.DataFrame(runs, columns=RUN_COLUMNS), pd.DataFrame(epochs)

@@ -1,0 +1,1 @@
+"""Studies 3 and 5: the running statistics of one batch-norm layer, and what tests can see."""

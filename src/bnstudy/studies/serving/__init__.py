@@ -1,0 +1,1 @@
+"""Serving in training mode: live running statistics along a stream."""

@@ -1,0 +1,375 @@
+"""Training-mode serving with live running statistics (issue 17, item 3).
+
+Study 1 probes a trained batch-norm network in training mode with its running
+statistics frozen. A network deployed in training mode moves them with every
+batch it serves. Here a stream of test batches goes through each trained network
+in training mode, and after every batch each batch-norm layer updates its running
+statistics exactly as in training (:func:`bnstudy.compiled.gradients.norm_forward`, the
+arithmetic of the training step: the batch's biased statistics normalise it, then
+``running = (1 - m) * running + m * batch`` with the unbiased batch variance and
+the momentum ``m`` the network was trained with, ``1 / t`` for momentum None).
+No weight changes: only the running statistics move.
+
+The test half is first split (:func:`held_out_split`, seeded by ``(seed,
+STREAM_SERVING, HELD_OUT_KEY)``, stratified by class) into the rows served and the
+held-out rows, which the stream never sees: the inference-mode accuracy before and
+after the stream is scored on the held-out rows, so "after" measures the model left
+behind on new traffic, not how well the statistics adapted to the rows they were
+computed from (issue 29, item 9).
+
+Streams (:func:`stream_rows`) over the served rows, ``replicates`` of each kind, the
+same for every network; replicate ``r`` of pass ``p`` seeded by ``(seed,
+STREAM_SERVING, stream, p)`` for ``r = 0`` and ``(seed, STREAM_SERVING, stream, p, r)``
+otherwise (PCG64, integer draws only):
+
+- ``random``: the rows in a random permutation;
+- ``sorted``: the rows sorted by class, the order within a class that of a random
+  permutation; the classes in ascending order in replicate 0, in a seeded random
+  order (:func:`class_order`) in every other replicate;
+
+each pass over the ``n`` rows is cut into ``n // b`` consecutive batches of ``b``
+rows (the last ``n mod b`` rows of each pass are not served), passes one after
+another.
+
+Measured per network and stream (:func:`serve_stack`): the training-mode label of
+every served row (so the accuracy of every batch along the stream); the
+inference-mode accuracy on the held-out rows before and after the stream; and how
+far the running statistics moved (:func:`movement`). Accuracies are integer counts
+over row counts; the movement's sums are ``math.fsum``. Everything network-valued
+runs through the fixed-order float32 kernels (:mod:`bnstudy.compiled.kernels`).
+
+The summary (:func:`summarise`) crosses networks with stream replicates: each
+interval is :func:`crossed_interval`'s, over both.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from bnstudy.base.designs import SERVING_STREAMS
+from bnstudy.base.fixedmath import JIT
+from bnstudy.base.runtime import derive_seed
+from bnstudy.compiled import kernels
+from bnstudy.compiled.gradients import norm_forward
+from bnstudy.compiled.kernels import argmax_rows, linear_t
+from bnstudy.compiled.normkernels import Keep, settings
+
+STREAM_SERVING = 17  # the random stream of this study (issue 17, item 3)
+STREAMS = SERVING_STREAMS
+LAYERS = ("1", "4")
+HELD_OUT_KEY = 2  # the held-out split's key after the two streams' indices 0 and 1
+CLASS_ORDER_KEY = 3  # the class orders' key
+
+
+def held_out_split(y, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(served, held_out)`` row indices (int64, ascending) of the test half ``y``.
+
+    Per class in ascending order, ``floor(share * count)`` of its rows are held out: the
+    first of a seeded permutation of the class's rows (PCG64 from ``(seed, STREAM_SERVING,
+    HELD_OUT_KEY, class)``). Refused if no row, or every row, would be held out.
+    """
+    y = np.asarray(y)
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"serving.held_out must lie strictly between 0 and 1; got {share}")
+    held = []
+    for c in np.unique(y):
+        rows = np.flatnonzero(y == c).astype(np.int64)
+        rng = np.random.default_rng(derive_seed(seed, STREAM_SERVING, HELD_OUT_KEY, int(c)))
+        held.append(rows[rng.permutation(len(rows))[: int(math.floor(share * len(rows)))]])
+    held_out = np.sort(np.concatenate(held)) if held else np.zeros(0, np.int64)
+    served = np.setdiff1d(np.arange(len(y), dtype=np.int64), held_out)
+    if len(held_out) == 0 or len(served) == 0:
+        raise ValueError(f"serving.held_out {share} holds out {len(held_out)} of {len(y)} test rows")
+    return served.astype(np.int64), held_out.astype(np.int64)
+
+
+def class_order(classes, seed: int, replicate: int) -> list:
+    """The order of the classes in the sorted stream of ``replicate``: ascending for replicate 0,
+    else a seeded permutation of the ascending classes (PCG64 from ``(seed, STREAM_SERVING,
+    CLASS_ORDER_KEY, replicate)``)."""
+    classes = sorted(int(c) for c in set(np.asarray(classes).tolist()))
+    if replicate == 0:
+        return classes
+    rng = np.random.default_rng(derive_seed(seed, STREAM_SERVING, CLASS_ORDER_KEY, int(replicate)))
+    return [classes[i] for i in rng.permutation(len(classes))]
+
+
+def stream_rows(y, stream: str, seed: int, passes: int = 1, replicate: int = 0) -> np.ndarray:
+    """The order in which the rows of ``y`` are served: ``passes * n`` row indices (int64)."""
+    y = np.asarray(y)
+    if stream not in STREAMS:
+        raise ValueError(f"unknown stream {stream!r}; expected one of {STREAMS}")
+    if stream == "sorted":
+        rank = {c: i for i, c in enumerate(class_order(y, seed, replicate))}
+    out = []
+    for p in range(int(passes)):
+        keys = (seed, STREAM_SERVING, STREAMS.index(stream), p) + ((int(replicate),) if replicate else ())
+        rng = np.random.default_rng(derive_seed(*keys))
+        perm = rng.permutation(len(y)).astype(np.int64)
+        if stream == "sorted":
+            ranks = np.array([rank[int(c)] for c in y[perm]], np.int64)
+            perm = perm[np.argsort(ranks, kind="stable")]
+        out.append(perm)
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+def stream_batches(order: np.ndarray, n: int, batch_size: int) -> np.ndarray:
+    """``(K, b)`` row indices: each pass of ``n`` rows of ``order`` cut into ``n // b`` batches."""
+    if not 2 <= batch_size <= n:
+        raise ValueError(f"serving needs 2 <= batch_size <= n rows; got {batch_size} for {n}")
+    passes = np.asarray(order, np.int64).reshape(-1, n)
+    full = n // batch_size
+    return np.ascontiguousarray(passes[:, : full * batch_size].reshape(-1, batch_size))
+
+
+@numba.njit(**JIT)
+def _serve(net, ns, x, batches, tracked, out):
+    """Serve ``x[batches[k]]`` for ``k = 0, 1, ...`` in training mode through one model (a
+    :class:`bnstudy.compiled.kernels.Net`), updating every layer's running statistics after each batch;
+    ``out[k]`` receives the batch's labels."""
+    k_, b = batches.shape
+    xb = np.empty((b, x.shape[1]), np.float32)
+    z = np.empty((b, net.wt.shape[1]), np.float32)
+    widths = [net.hidden[layer].wt.shape[1] for layer in range(len(net.hidden))]
+    pres = [np.empty((b, f_), np.float32) for f_ in widths]
+    acts = [np.empty((b, f_), np.float32) for f_ in widths]
+    keeps = [
+        Keep(np.empty((5, f_), np.float32), np.empty((0, f_), np.float32), np.empty((0, f_), np.float32))
+        for f_ in widths
+    ]
+    for k in range(k_):
+        for j in range(b):
+            for i in range(x.shape[1]):
+                xb[j, i] = x[batches[k, j], i]
+        tracked += 1
+        a = xb
+        for layer in range(len(net.hidden)):
+            hid = net.hidden[layer]
+            linear_t(a, hid.wt, hid.bias, pres[layer])
+            norm_forward(ns, hid.norm, pres[layer], b, tracked, keeps[layer], acts[layer])
+            a = acts[layer]
+        linear_t(a, net.wt, net.bias, z)
+        argmax_rows(z, out[k])
+
+
+def serve_stack(stacked: dict, spec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)) -> tuple[np.ndarray, dict]:
+    """Serve ``batches`` (``(K, b)`` row indices of ``x``) through every model of a batch-norm stack.
+
+    Returns ``(labels, after)``: the training-mode labels ``(M, K, b)`` of the rows
+    as served, and a copy of ``stacked`` holding the running statistics (and batch
+    counts) after the stream. ``stacked`` is not modified.
+    """
+    kind = kernels.KIND[spec.normaliser]
+    if kind not in (kernels.BATCH, kernels.RENORM):
+        raise ValueError(f"serving moves running statistics: {spec.normaliser} has none")
+    after = {k: np.array(v, copy=True) for k, v in stacked.items()}
+    arrays = kernels.stack_arrays(after)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    batches = np.ascontiguousarray(batches, dtype=np.int64)
+    m = arrays.wt.shape[0]
+    labels = np.empty((m, *batches.shape), np.int64)
+    ns = settings(kind, spec.eps, 1, -1.0 if spec.momentum is None else spec.momentum, *limits)
+    tracked = after.get("1.num_batches_tracked", np.zeros(m, np.int64))
+    for i in range(m):
+        _serve(kernels.model_net(arrays, i), ns, x, batches, int(tracked[i]), labels[i])
+    for layer, hidden in zip(LAYERS, arrays.hidden):
+        after[f"{layer}.running_mean"], after[f"{layer}.running_var"] = (
+            hidden.norm.running_mean,
+            hidden.norm.running_var,
+        )
+        key = f"{layer}.num_batches_tracked"
+        if key in after:
+            after[key] = after[key] + np.int64(len(batches))
+    return labels, after
+
+
+def movement(before: dict, after: dict, eps: float) -> dict[str, np.ndarray]:
+    """How far the running statistics moved, per model (``(M,)`` float64), over both layers' features:
+
+    - ``mean_shift``: mean of ``|mean_after - mean_before| / sqrt(var_before + eps)``
+      (the shift in units of the trained standard deviation);
+    - ``var_change``: mean of ``|var_after - var_before| / var_before`` (relative change).
+
+    Element-wise in float64; each mean a ``math.fsum`` over layer 1's features then layer 2's.
+    """
+    shift, change = [], []
+    for layer in LAYERS:
+        m0, m1 = (np.asarray(s[f"{layer}.running_mean"], np.float64) for s in (before, after))
+        v0, v1 = (np.asarray(s[f"{layer}.running_var"], np.float64) for s in (before, after))
+        shift.append(np.abs(m1 - m0) / np.sqrt(v0 + eps))
+        change.append(np.abs(v1 - v0) / v0)
+    shift, change = np.concatenate(shift, axis=1), np.concatenate(change, axis=1)
+    f = shift.shape[1]
+    return {
+        "mean_shift": np.array([math.fsum(r) / f for r in shift]),
+        "var_change": np.array([math.fsum(r) / f for r in change]),
+    }
+
+
+def batch_accuracy(labels: np.ndarray, y: np.ndarray, batches: np.ndarray) -> np.ndarray:
+    """``(M, K)`` share of each served batch's rows labelled correctly (integer count / b)."""
+    hits = labels == np.asarray(y)[batches][None]
+    return np.count_nonzero(hits, axis=2).astype(np.int64) / np.float64(batches.shape[1])
+
+
+def serve_cell(
+    cell, batch_size: int, seed: int, passes: int = 1, held_out: float = 0.5, replicates: int = 1
+) -> tuple[list[dict], list[dict]]:
+    """Every stream replicate of both kinds through one trained cell
+    (:class:`bnstudy.studies.batch_size.evaluation.TrainedCell`).
+
+    Returns ``(networks, along)``: per seed, stream and replicate, the training-mode
+    accuracy over every served row, the inference-mode accuracy on the held-out rows
+    (:func:`held_out_split`) before and after the stream and the movement of the running
+    statistics; and, for replicate 0, per seed, stream and served batch (``position`` 0,
+    1, ...) that batch's training-mode accuracy.
+    """
+    from bnstudy.studies.batch_size.evaluation import inference_accuracy
+
+    seeds = [int(meta["seed"]) for meta in cell.metas]
+    train_b = int(cell.metas[0]["batch_size"])
+    served, held = held_out_split(cell.y, held_out, seed)
+    x_served, y_served = cell.x[served], cell.y[served]
+    x_held, y_held = cell.x[held], cell.y[held]
+    before = inference_accuracy(cell.stacked, cell.spec, x_held, y_held)
+    networks, along = [], []
+    for stream in STREAMS:
+        for r in range(int(replicates)):
+            order = stream_rows(y_served, stream, seed, passes, r)
+            batches = stream_batches(order, len(y_served), batch_size)
+            labels, after = serve_stack(cell.stacked, cell.spec, x_served, batches, cell.limits)
+            hits = np.count_nonzero(labels == y_served[batches][None], axis=(1, 2)).astype(np.int64)
+            acc_after = inference_accuracy(after, cell.spec, x_held, y_held)
+            moved = movement(cell.stacked, after, cell.spec.eps)
+            head = {"train_batch_size": train_b, "stream": stream}
+            for i, s in enumerate(seeds):
+                networks.append(
+                    head
+                    | {
+                        "replicate": r,
+                        "seed": s,
+                        "test_rows": len(cell.y),
+                        "stream_rows": len(y_served),
+                        "held_out_rows": len(y_held),
+                        "served": int(batches.size),
+                        "stream_accuracy": float(hits[i] / np.float64(batches.size)),
+                        "inference_before": float(before[i]),
+                        "inference_after": float(acc_after[i]),
+                        "mean_shift": float(moved["mean_shift"][i]),
+                        "var_change": float(moved["var_change"][i]),
+                    }
+                )
+            if r == 0:
+                per_batch = batch_accuracy(labels, y_served, batches)
+                along += [
+                    head | {"seed": s, "position": k, "accuracy": float(a)}
+                    for i, s in enumerate(seeds)
+                    for k, a in enumerate(per_batch[i])
+                ]
+    return networks, along
+
+
+# ---- summary over seeds ---------------------------------------------------------------
+
+MEASURES = ("stream_accuracy", "inference_before", "inference_after", "mean_shift", "var_change")
+
+
+def crossed_interval(table, confidence: float) -> dict:
+    """Mean and interval of a networks x streams table (``(M, R)``, every network served every
+    stream replicate), both factors random.
+
+    The grand mean is a ``math.fsum``; its variance ``sigma_net^2 / M + sigma_stream^2 / R +
+    sigma_residual^2 / (M R)`` is estimated from the two-way mean squares as ``(MS_net +
+    MS_stream - MS_residual) / (M R)``, Satterthwaite's degrees of freedom, and a Student-t
+    interval. Where that estimate falls to or below ``max(MS_net, MS_stream) / (M R)`` (each
+    factor's own lower bound on the variance) that bound is used with its own degrees of
+    freedom: :func:`bnstudy.base.stats.crossed_mean_variance`, the rule the companions' crossed
+    components use too. With one replicate (``R = 1``) it is the Student-t interval over networks; with
+    one network, over streams. ``sd_networks``/``sd_streams``: the components' standard
+    deviations (negative estimates as 0).
+    """
+    from bnstudy.base.stats import crossed_mean_variance, t_quantile
+
+    t = np.asarray(table, np.float64)
+    m, r = t.shape
+    grand = math.fsum(t.ravel().tolist()) / (m * r)
+    out = {"mean": grand, "networks": int(m), "streams": int(r), "seeds": int(m)}
+    nan = float("nan")
+    if m * r < 2 or (m < 2 and r < 2):
+        return out | {"sd": nan, "sd_networks": nan, "sd_streams": nan, "ci": [nan, nan], "df": nan}
+    rows = [math.fsum(t[i].tolist()) / r for i in range(m)]
+    cols = [math.fsum(t[:, j].tolist()) / m for j in range(r)]
+    ms_n = r * math.fsum((v - grand) * (v - grand) for v in rows) / (m - 1) if m > 1 else 0.0  # no libm pow
+    ms_s = m * math.fsum((v - grand) * (v - grand) for v in cols) / (r - 1) if r > 1 else 0.0
+    if m > 1 and r > 1:
+        resid = [t[i, j] - rows[i] - cols[j] + grand for i in range(m) for j in range(r)]
+        df_e = (m - 1) * (r - 1)
+        ms_e = math.fsum(e * e for e in resid) / df_e
+        combined, df = crossed_mean_variance(ms_n, m - 1, ms_s, r - 1, ms_e, df_e)
+        var = combined / (m * r)
+        sd_n = math.sqrt(max(ms_n - ms_e, 0.0) / r)
+        sd_s = math.sqrt(max(ms_s - ms_e, 0.0) / m)
+    elif m > 1:  # one stream replicate: over networks
+        var, df, sd_n, sd_s = ms_n / m, float(m - 1), math.sqrt(ms_n), nan
+    else:  # one network: over streams
+        var, df, sd_n, sd_s = ms_s / r, float(r - 1), nan, math.sqrt(ms_s)
+    half = t_quantile(0.5 + confidence / 2, df) * math.sqrt(var)
+    sd = math.sqrt(var * m * r)
+    return out | {"sd": sd, "sd_networks": sd_n, "sd_streams": sd_s, "ci": [grand - half, grand + half], "df": df}
+
+
+def _table(g, measure) -> np.ndarray:
+    """The ``(networks, replicates)`` table of one measure (rows sorted by seed, columns by replicate)."""
+    wide = g.pivot(index="seed", columns="replicate", values=measure).sort_index().sort_index(axis=1)
+    if wide.isna().any().any():
+        raise ValueError(f"serving: {measure}: not every network served every stream replicate")
+    return wide.to_numpy(np.float64)
+
+
+def summarise(networks, confidence: float) -> dict:
+    """``{train_batch_size: {stream: {measure: interval}, "sorted_minus_random": ...}}`` over networks
+    and stream replicates (:func:`crossed_interval`).
+
+    ``inference_change`` is the paired after - before difference per network and
+    replicate; ``sorted_minus_random`` the paired (same network, same replicate number)
+    sorted - random difference of the stream accuracy and of the inference accuracy after
+    the stream. Rows without a ``replicate`` are replicate 0.
+    """
+    import pandas as pd
+
+    df = pd.DataFrame(networks)
+    if "replicate" not in df:
+        df["replicate"] = 0
+    df = df.sort_values(["train_batch_size", "stream", "seed", "replicate"])
+    out: dict = {}
+    for b, cell in df.groupby("train_batch_size", sort=True):
+        entry: dict = {}
+        by = {s: g for s, g in cell.groupby("stream")}
+        for stream in STREAMS:
+            g = by[stream]
+            entry[stream] = {m: crossed_interval(_table(g, m), confidence) for m in MEASURES}
+            change = _table(g, "inference_after") - _table(g, "inference_before")
+            entry[stream]["inference_change"] = crossed_interval(change, confidence)
+        entry["sorted_minus_random"] = {
+            m: crossed_interval(_table(by["sorted"], m) - _table(by["random"], m), confidence)
+            for m in ("stream_accuracy", "inference_after")
+        }
+        out[str(int(b))] = entry
+    return out
+
+
+def along_means(along) -> list[dict]:
+    """Mean over seeds of each served batch's accuracy: rows ``train_batch_size, stream, position, accuracy``.
+
+    The seeds' accuracies (multiples of ``1 / b``) summed with ``math.fsum``.
+    """
+    groups: dict = {}
+    for r in along:
+        groups.setdefault((int(r["train_batch_size"]), r["stream"], int(r["position"])), []).append(r["accuracy"])
+    return [
+        {"train_batch_size": b, "stream": s, "position": p, "accuracy": math.fsum(v) / len(v)}
+        for (b, s, p), v in sorted(groups.items(), key=lambda kv: (kv[0][0], STREAMS.index(kv[0][1]), kv[0][2]))
+    ]

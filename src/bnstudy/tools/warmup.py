@@ -1,0 +1,326 @@
+"""Compile every kernel once, before the jobs that use them.
+
+Numba compiles a kernel on its first call and keeps the machine code in its
+on-disk cache (see :mod:`bnstudy`), so only the first process pays. Jobs started
+together would each compile the same kernels (about 15 s apiece); the pipeline's
+first rule instead calls every compiled entry point here, on tiny inputs through
+the same code paths as the study (so with the argument types the jobs use), and
+every job that runs a kernel waits for it. :func:`compile_all` returns the
+compiled signatures, one line per kernel.
+
+A damaged cache heals here: Numba unpickles its cache files without a guard, so
+a truncated or corrupt one would fail every job that loads it. :func:`heal_cache`
+first reads every index and data file of the cache (data files by pickle
+opcode, nothing built); a kernel with an unreadable file loses its whole
+entry (index and data files), said in one line, and is compiled afresh. A load
+that still fails while compiling (damage the structural read cannot see) removes
+the whole cache, says so, and compiles everything afresh.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import pickletools
+from pathlib import Path
+
+import numpy as np
+
+
+def _dispatchers():
+    import numba
+
+    from bnstudy.base import fixedmath, stats
+    from bnstudy.compiled import (
+        backprop,
+        blocks,
+        conv,
+        gradients,
+        kernels,
+        layer,
+        normkernels,
+        optimisers,
+        probes,
+        reductions,
+        tiled,
+    )
+    from bnstudy.nets import conv_train, data
+    from bnstudy.studies.batch_size import evaluation, remedies
+    from bnstudy.studies.serving import science as serving
+
+    modules = (fixedmath, blocks, normkernels, kernels, gradients, optimisers, backprop, tiled, probes, serving)
+    modules = (*modules, conv, conv_train)
+    for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
+        for name in sorted(vars(module)):
+            obj = getattr(module, name)
+            if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.__module__ == module.__name__:
+                yield f"{module.__name__}.{name}", obj
+
+
+def _inputs():
+    rng = np.random.default_rng(0)
+    x = (rng.random((40, 64)) * 2 - 1).astype(np.float32)
+    y = np.arange(40, dtype=np.int64) % 10
+    return x, y
+
+
+def _training() -> None:
+    """Training, and the remedies (which need a network whose running statistics were updated)."""
+    from bnstudy.base import normalisers
+    from bnstudy.compiled import kernels
+    from bnstudy.nets import model, train
+    from bnstudy.nets.recipe import Recipe
+    from bnstudy.studies.batch_size import evaluation, remedies
+    from bnstudy.studies.finetune import science as finetune
+    from bnstudy.studies.serving import science as serving
+
+    x, y = _inputs()
+    for kind in normalisers.NAMES:
+        spec = model.NetSpec(kind)
+        stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+        kernels.predict(stacked, spec, x)
+        if kind == "batchnorm":
+            remedies.all_statistics(stacked, spec, x, y, 4, 0)
+            evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)
+            serving.serve_stack(stacked, spec, x, serving.stream_batches(serving.stream_rows(y, "sorted", 0), 40, 4))
+            finetune.run(model.unstack(stacked)[0], spec, x, y, np.arange(8), 2, 1e-3, True)  # train_run(frozen=...)
+
+
+def _evaluation() -> None:
+    from bnstudy.base import normalisers
+    from bnstudy.nets import model
+    from bnstudy.studies.batch_size import evaluation
+
+    x, y = _inputs()
+    for kind in normalisers.NAMES:
+        spec = model.NetSpec(kind)
+        stacked = model.initial_stack(spec, [0])
+        evaluation.train_mode_accuracy(stacked, spec, x, y, 4, 0)
+        evaluation.trained_divergence(stacked, spec, x, y, 4, 0)
+
+
+def _probes() -> None:
+    from bnstudy.base import normalisers
+    from bnstudy.nets import model
+    from bnstudy.studies.companions import science as companions
+
+    x, y = _inputs()
+    for kind in normalisers.NAMES:
+        spec = model.NetSpec(kind)
+        stacked = model.initial_stack(spec, [0])
+        companions.probe_network(
+            stacked, spec, x, y, [0], batch_sizes=[2, 4], batches_per_example=2, one_class_batch_size=2, seed=0
+        )
+
+
+def _conv() -> None:
+    """The convolutional network: training, both modes of its forward pass, the pair probes."""
+    from bnstudy.nets import conv_train
+    from bnstudy.nets.recipe import Recipe
+    from bnstudy.studies.conv import science as conv_study
+
+    x, y = _inputs()
+    for kind in ("none", "batchnorm", "groupnorm", "layernorm"):
+        spec = conv_train.ConvSpec(kind, (4, 8), 2)
+        weights, _, _ = conv_study.train_normaliser(spec, Recipe(batch_size=4, epochs=1), [4], [0], x, y, x, y, 0)
+        if kind == "batchnorm":
+            pairs = conv_study.companion_pairs([0], y, 1, np.array([0]), 0)
+            conv_study.probe(weights, spec, [4], [0], x, y, pairs)
+
+
+def _population() -> None:
+    from bnstudy.base import stats
+    from bnstudy.nets import data
+    from bnstudy.studies.running_stats import science as running_stats
+    from bnstudy.studies.running_stats import selfchecks
+
+    rng = np.random.default_rng(0)
+    data.standardisation(rng.random((6, 3)))
+    population = data.synthetic_population(0, rows=32, features=5)
+    running_stats.study(population, [8], [0.9], "shuffled", 0)
+    selfchecks.table(population, [8], 0.9, 0)
+    stats.bootstrap_examples(np.array([0.0, 1.0]), 4, 0.95, rng)
+
+
+# ---- the on-disk cache --------------------------------------------------------
+# Numba keeps one index per kernel (``<name>-<line>.py311.nbi``: a pickled version
+# string, then a pickled (source stamp, overloads)) and a data file per compiled
+# signature (``<name>-<line>.py311.<n>.nbc``: one pickle); a kernel's files share the
+# part of the name before the Python tag.
+CACHE_SUFFIXES = (".nbi", ".nbc")
+# what unpickling a damaged file raises (pickletools: ValueError)
+UNREADABLE = (pickle.UnpicklingError, EOFError, ValueError, IndexError, KeyError, TypeError, AttributeError)
+
+
+def cache_dir() -> Path:
+    """The Numba cache directory this process uses (``NUMBA_CACHE_DIR``, set by importing ``bnstudy``)."""
+    import numba
+
+    return Path(numba.config.CACHE_DIR or os.environ["NUMBA_CACHE_DIR"])
+
+
+def _pickles(data: bytes) -> int:
+    """The number of whole pickles ``data`` holds, back to back; raises if any is cut short or garbled."""
+    count, pos = 0, 0
+    while pos < len(data):
+        end = None
+        for opcode, _, end_pos in pickletools.genops(data[pos:]):
+            end = end_pos
+        if end is None or opcode.name != "STOP":
+            raise pickle.UnpicklingError("pickle data was truncated")
+        pos += end + 1
+        count += 1
+    return count
+
+
+def unreadable(path: Path) -> str | None:
+    """Why a cache file cannot be loaded (one line), or ``None`` if it reads whole.
+
+    A data file is read by opcode (nothing is built); an index, small, is loaded as Numba loads it.
+    """
+    try:
+        data = path.read_bytes()
+        whole = _pickles(data)
+        if path.suffix == ".nbi":
+            if whole != 2:
+                raise pickle.UnpicklingError(f"{whole} pickle(s) where an index has 2")
+            import io
+
+            stream = io.BytesIO(data)
+            pickle.load(stream)  # Numba's version
+            pickle.load(stream)  # the source stamp and the overloads
+        elif whole != 1:
+            raise pickle.UnpicklingError(f"{whole} pickles where a data file has 1")
+    except FileNotFoundError:
+        return None  # removed meanwhile (another run's heal)
+    except (OSError, *UNREADABLE) as err:
+        return f"{type(err).__name__}: {' '.join(str(err).split())}"
+    return None
+
+
+def _kernel(name: str) -> str:
+    """The kernel a cache file's name is of: ``<qualified name>-<line>`` before ``.py<version>.``."""
+    import re
+
+    found = re.match(r"(.+-\d+)\.py\d+\.", name)
+    return found.group(1) if found else name
+
+
+def _entry(path: Path) -> list[Path]:
+    """Every file of the kernel whose cache file ``path`` is: its index and its data files."""
+    kernel = _kernel(path.name)
+    return [p for p in path.parent.iterdir() if p.suffix in CACHE_SUFFIXES and _kernel(p.name) == kernel]
+
+
+def heal_cache(root: Path | None = None) -> list[str]:
+    """Remove the entries of kernels with an unreadable cache file under ``root`` (default: this
+    process's cache directory); return one line saying what was removed (empty: nothing)."""
+    root = cache_dir() if root is None else Path(root)
+    if not root.is_dir():
+        return []
+    bad = {}
+    for path in sorted(root.rglob("*")):
+        if path.suffix in CACHE_SUFFIXES and path.is_file():
+            why = unreadable(path)
+            if why is not None:
+                bad[path] = why
+    if not bad:
+        return []
+    removed = set()
+    for path in bad:
+        removed.update(_entry(path))
+    for path in removed:
+        path.unlink(missing_ok=True)
+    first, why = next(iter(bad.items()))
+    kernels = {(p.parent, _kernel(p.name)) for p in removed}
+    return [
+        f"bnstudy: damaged kernel cache in {root}: {len(bad)} unreadable file(s) (first {first.name}: {why}); "
+        f"removed the entries of {len(kernels)} kernel(s), compiling them afresh"
+    ]
+
+
+def remove_cache(root: Path | None = None) -> int:
+    """Remove every Numba cache file under ``root`` (default: this process's cache directory)."""
+    root = cache_dir() if root is None else Path(root)
+    files = [p for p in root.rglob("*") if p.suffix in CACHE_SUFFIXES] if root.is_dir() else []
+    for path in files:
+        path.unlink(missing_ok=True)
+    return len(files)
+
+
+def _from_cache(err: BaseException) -> bool:
+    """Whether ``err`` was raised while Numba loaded a cache file."""
+    tb = err.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).as_posix().endswith("numba/core/caching.py"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def compile_healing(part: int = 0, parts: int = 1) -> list[str]:
+    """:func:`compile_all`; a failure while Numba loads its cache removes the whole cache (one line
+    says so) and compiles again. Any other error is raised as it is."""
+    try:
+        return compile_all(part, parts)
+    except Exception as err:
+        if not _from_cache(err):
+            raise
+        n = remove_cache()
+        print(
+            f"bnstudy: damaged kernel cache in {cache_dir()} ({type(err).__name__}: {' '.join(str(err).split())}); "
+            f"removed it ({n} files), compiling afresh",
+            flush=True,
+        )
+        return compile_all(part, parts)
+
+
+# Independent parts, longest first: ``--jobs N`` compiles them in N processes at once.
+PARTS = (_training, _conv, _probes, _evaluation, _population)
+
+
+def compile_all(part: int = 0, parts: int = 1) -> list[str]:
+    """Run every study computation on tiny inputs (parts ``part``, ``part + parts``, ... of
+    :data:`PARTS`); return ``"kernel: signatures"`` lines of the kernels compiled here."""
+    for task in PARTS[part::parts]:
+        task()
+    return [f"{name}: {len(d.signatures)} signature(s)" for name, d in _dispatchers() if d.signatures]
+
+
+def main(argv=None) -> None:
+    import argparse
+    import subprocess
+    import sys
+    import time
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1, help="processes compiling at once (capped at the CPUs)")
+    parser.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--parts", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--healed", action="store_true", help=argparse.SUPPRESS)  # the cache was checked already
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    if not args.healed:  # once, before any part compiles
+        for line in heal_cache():
+            print(line, flush=True)
+    jobs = max(1, min(args.jobs, len(PARTS), os.cpu_count() or 1))
+    if jobs > 1 and args.parts == 1:
+        # each part in its own process; Numba's cache writes are atomic renames, so the
+        # kernels two parts share are written whole by whichever finishes first
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "bnstudy.tools.warmup", "--part", str(i), "--parts", str(jobs), "--healed"]
+            )
+            for i in range(jobs)
+        ]
+        if any(p.wait() for p in procs):
+            raise SystemExit("bnstudy: compiling the kernels failed")
+        print(f"bnstudy: kernels ready in {time.monotonic() - start:.1f} s ({jobs} processes)", flush=True)
+        return
+    lines = compile_healing(args.part, args.parts)
+    if args.parts == 1:
+        print(f"bnstudy: {len(lines)} kernels ready in {time.monotonic() - start:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The package's layout shows its architecture: layers in one order, each module saying what it holds.
+
+Read from the source with ``ast`` (no import), so a new module is checked as soon as it exists."""
+
+import ast
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "src" / "bnstudy"
+# each layer may import the layers before it, never one after it (bnstudy/__init__.py)
+LAYERS = ["base", "compiled", "nets", "paper", "studies", "audit", "tools"]
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _imports(source: str, here: tuple[str, ...]) -> set[str]:
+    """The ``bnstudy`` modules ``source`` (a module of package ``here``) imports from, dotted,
+    relative imports resolved."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(here[: len(here) - node.level + 1])
+                found.add(".".join([*base, *([node.module] if node.module else [])]))
+            elif node.module and node.module.startswith("bnstudy"):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("bnstudy.")}
+    return found
+
+
+def test_every_module_lies_in_a_layer_and_the_layers_are_the_declared_ones():
+    top = {p.relative_to(PACKAGE).parts[0] for p in MODULES if len(p.relative_to(PACKAGE).parts) > 1}
+    assert top == set(LAYERS)
+    assert [p.name for p in PACKAGE.glob("*.py")] == ["__init__.py"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_no_module_imports_a_later_layer(path):
+    layer = path.relative_to(PACKAGE).parts[0]
+    if layer == "__init__.py":
+        return
+    upward = _upward(path.read_text(), path.relative_to(PACKAGE.parent).parent.parts)
+    assert not upward, f"{path.relative_to(PACKAGE)} imports {upward}, a later layer than {layer}"
+
+
+def _upward(source: str, here: tuple[str, ...]) -> list[str]:
+    """The imports of ``source`` (in package ``here``, e.g. ``("bnstudy", "base")``) from a later layer."""
+    later = set(LAYERS[LAYERS.index(here[1]) + 1 :])
+    return sorted(m for m in _imports(source, here) if m.split(".")[1:2] and m.split(".")[1] in later)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_every_module_and_subpackage_says_what_it_holds(path):
+    doc = ast.get_docstring(ast.parse(path.read_text()))
+    assert doc and len(doc.split()) >= 5, f"{path.relative_to(PACKAGE)} has no docstring worth the name"
+
+
+def test_the_layer_check_sees_an_upward_import():
+    """The check can fail: a base module importing a study is caught."""
+    source = (PACKAGE / "base" / "io.py").read_text()
+    assert _upward(source, ("bnstudy", "base")) == []
+    assert _upward(source + "\nfrom bnstudy.studies.batch_size import evaluation\n", ("bnstudy", "base")) == [
+        "bnstudy.studies.batch_size"
+    ]
+    assert _upward("from ..nets import model\n", ("bnstudy", "compiled")) == ["bnstudy.nets"]
