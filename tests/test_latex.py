@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from bnstudy.base import normalisers
 from bnstudy.compiled import backprop, kernels, optimisers
 from bnstudy.nets import conv_train, model, norms, train
 from bnstudy.nets.recipe import Recipe
-from bnstudy.paper.build import figures
+from bnstudy.paper import figures
 from conftest import ROOT
 
 KINDS = normalisers.NAMES
@@ -90,7 +90,7 @@ def test_the_test_config_studies_every_registered_normaliser_and_the_paper_confi
 
 
 def test_the_methods_name_the_configs_normalisers_from_the_registry():
-    from bnstudy.paper.build import design
+    from bnstudy.paper import design
 
     for config_file in ("config.yaml", "test.yaml"):
         config = yaml.safe_load((ROOT / "config" / config_file).read_text())

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.studies.accumulation import report as accumulation_report
 from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.companions import summary as companions_summary

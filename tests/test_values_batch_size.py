@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.studies.batch_size import evaluation, paired
 from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.batch_size import summary as batch_size_summary

@@ -29,7 +29,7 @@ import pandas as pd
 
 from bnstudy.base.designs import ACCUMULATION_CONFIGS
 from bnstudy.base.stats import seed_interval
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
 

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from bnstudy.base.fixedmath import powi
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, signed_points, words
 
 KEYS = ["normaliser", "batch_size", "mode", "seed"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base import stats
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points
 from bnstudy.studies.batch_size import evaluation, paired
 from bnstudy.studies.batch_size.macros import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)

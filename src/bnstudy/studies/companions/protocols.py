@@ -24,7 +24,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd, share_interval
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import words
 from bnstudy.studies.batch_size.paired import paired_interval
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from bnstudy.base import stats
 from bnstudy.nets.model import BATCH_KINDS
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import words
 from bnstudy.studies.companions import science as companions
 

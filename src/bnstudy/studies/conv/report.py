@@ -17,7 +17,7 @@ import pandas as pd
 from bnstudy.base.designs import CONV_POSITIONS as P
 from bnstudy.base.designs import CONV_SIDE as SIDE
 from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
 

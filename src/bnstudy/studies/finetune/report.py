@@ -15,7 +15,7 @@ from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAM_WORDS
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
 from bnstudy.base.stats import seed_interval
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
 from bnstudy.paper.latex import power_of_ten, verdict, words

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
 

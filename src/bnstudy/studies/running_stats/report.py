@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base import stats
-from bnstudy.paper.build import latex
+from bnstudy.paper import latex
 from bnstudy.studies.running_stats import science as running_stats
 from bnstudy.studies.running_stats import selfchecks
 
