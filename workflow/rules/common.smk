@@ -141,11 +141,11 @@ def register(rule, wildcard_sets=({},)):
 
 def register_the_rest():
     """Register every rule defined so far that writes files, has no wildcards and is not
-    registered yet (a rule with wildcards names its jobs: ``register(rules.x, cells)``)."""
+    registered yet; with wildcards, its rules file names its jobs (``register(rules.x, cells)``)."""
     done = {name for name, _ in REGISTERED_JOBS}
-    for rule in list(workflow.rules):
-        if rule.output and not rule.wildcard_names and rule.name not in done:
-            register(getattr(rules, rule.name))
+    for r in list(workflow.rules):
+        if r.output and not r.wildcard_names and r.name not in done:
+            register(getattr(rules, r.name))
 
 
 def _job_inputs(rule, wc):
