@@ -1,4 +1,4 @@
-"""The studies' catalogue (bnstudy.studies.catalogue) is the one list of studies: every study folder,
+"""The studies' catalogue (bnstudy.base.catalogue) is the one list of studies: every study folder,
 rules file and paper section is listed in it, and what the workflow derives from it matches the files."""
 
 import re
@@ -6,8 +6,8 @@ import re
 import pytest
 import yaml
 
+from bnstudy.base import catalogue
 from bnstudy.paper import build, figures
-from bnstudy.studies import catalogue
 from conftest import ROOT
 
 COMMON = {"common", "data", "train", "paper", "manifest"}  # rules files that are no study's

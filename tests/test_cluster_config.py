@@ -93,14 +93,14 @@ def test_manifest_order_does_not_depend_on_include_order(tmp_path):
     shutil.copy2(ROOT / "tests" / "dag_outputs.py", copy / "tests" / "dag_outputs.py")
     before = _registry(copy)
     snakefile = copy / "Snakefile"
-    # the studies come in bnstudy.studies.catalogue's order: the first three (companions, batch_size,
+    # the studies come in bnstudy.base.catalogue's order: the first three (companions, batch_size,
     # running_stats) in reverse; accumulation.smk and conv.smk read studies 1 and 2's outputs by rule
     # (rules.evaluate_remedies, rules.companion_examples, ...), so they stay after them
     loop = "for study in STUDIES:\n"
     text = snakefile.read_text()
     assert text.count(loop) == 1
     snakefile.write_text(text.replace(loop, "for study in [*STUDIES[:3][::-1], *STUDIES[3:]]:\n"))
-    from bnstudy.studies.catalogue import STUDIES
+    from bnstudy.base.catalogue import STUDIES
 
     assert [s.name for s in STUDIES[:3]] == ["companions", "batch_size", "running_stats"]
     after = _registry(copy)

@@ -21,8 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bnstudy.base import normalisers  # noqa: E402
-from bnstudy.base.io import atomic_path  # noqa: E402
 from bnstudy.base.catalogue import printed_widths  # noqa: E402
+from bnstudy.base.io import atomic_path  # noqa: E402
 
 # paper/main.tex: \documentclass[a4paper]{article} with \usepackage[margin=2.2cm]{geometry}
 PAGE_WIDTH_CM, MARGIN_CM = 21.0, 2.2
