@@ -21,28 +21,24 @@ wildcard_constraints:
 
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/batch_size.smk"
-include: "workflow/rules/companions.smk"
-include: "workflow/rules/running_stats.smk"
-include: "workflow/rules/lr_sweep.smk"
-include: "workflow/rules/serving.smk"
-include: "workflow/rules/accumulation.smk"
-include: "workflow/rules/finetune.smk"
 
 
-# The convolutional study, where the config has one (its `conv` section; the digits only).
-if "conv" in config:
+# The studies, in the paper's order: one line each in src/bnstudy/base/catalogue.py, which
+# says which this config runs (an optional one, such as the convolutional study, only where the
+# config has its section). Then every rule without wildcards registers its outputs, and the
+# studies' summaries and figures are local rules (jobs of seconds: they run where Snakemake runs,
+# not as cluster jobs waiting in a queue; the bookkeeping rules below say `localrule: True`).
+for study in STUDIES:
 
-    include: "workflow/rules/conv.smk"
+    include: study.rules_file
+
+
+register_the_rest()
+workflow.localrules(*catalogue.local_rules(config))
 
 
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
-
-
-# Jobs of seconds (summaries, figures, macros, the paper, the manifest and the
-# build record) say `localrule: True` in their own rules: they run where
-# Snakemake runs, not as cluster jobs waiting in a queue.
 
 
 # Compile every Numba kernel once, before any job starts, instead of once in each

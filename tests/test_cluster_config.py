@@ -93,19 +93,16 @@ def test_manifest_order_does_not_depend_on_include_order(tmp_path):
     shutil.copy2(ROOT / "tests" / "dag_outputs.py", copy / "tests" / "dag_outputs.py")
     before = _registry(copy)
     snakefile = copy / "Snakefile"
-    studies = [f'include: "workflow/rules/{name}.smk"\n' for name in ("batch_size", "companions", "running_stats")]
-    # accumulation.smk and conv.smk read studies 1 and 2's outputs by rule (rules.evaluate_remedies,
-    # rules.companion_examples, ...), so they must come after them: they move with them, after them
-    readers = [
-        'include: "workflow/rules/accumulation.smk"\n',
-        'if "conv" in config:\n\n    include: "workflow/rules/conv.smk"\n',  # where the config has one
-    ]
+    # the studies come in bnstudy.base.catalogue's order: the first three (companions, batch_size,
+    # running_stats) in reverse; accumulation.smk and conv.smk read studies 1 and 2's outputs by rule
+    # (rules.evaluate_remedies, rules.companion_examples, ...), so they stay after them
+    loop = "for study in STUDIES:\n"
     text = snakefile.read_text()
-    for line in studies + readers:
-        assert line in text
-        text = text.replace(line, "")
-    anchor = 'include: "workflow/rules/paper.smk"\n'
-    snakefile.write_text(text.replace(anchor, "".join(reversed(studies)) + "".join(readers) + anchor))
+    assert text.count(loop) == 1
+    snakefile.write_text(text.replace(loop, "for study in [*STUDIES[:3][::-1], *STUDIES[3:]]:\n"))
+    from bnstudy.base.catalogue import STUDIES
+
+    assert [s.name for s in STUDIES[:3]] == ["companions", "batch_size", "running_stats"]
     after = _registry(copy)
     assert after["registry"] == before["registry"]
 

@@ -449,10 +449,11 @@ def test_accumulation_sizes_are_grid_batch_sizes_and_micro_batches_divide_the_st
     for name in ("ghostbatchnorm", "batchrenorm", "groupnorm"):  # in the test grid, but not batch norm
         message = cross_field_error(mutate(test_config, ["accumulation", "normaliser"], name))
         assert message == f"config error: accumulation.normaliser: {name} is not a grid normaliser computing batch norm"
-    from bnstudy.base.config import _check_accumulation  # batch norm not trained by the grid (other checks fire first)
+    from bnstudy.base.config import parts
+    from bnstudy.studies.accumulation.checks import check  # batch norm not trained by the grid (others fire first)
 
     with pytest.raises(ConfigError, match="accumulation.normaliser: batchnorm is not a grid normaliser"):
-        _check_accumulation(mutate(test_config, ["normalisers"], ["none", "layernorm"]))
+        check(mutate(test_config, ["normalisers"], ["none", "layernorm"]), parts(test_config))
 
 
 @pytest.mark.parametrize(
@@ -472,7 +473,11 @@ def test_finetune_config_cross_checks(test_config, key, value, message):
     test_config["finetune"]["every"] = test_config["finetune"]["steps"]  # measured once, at the end: allowed
     check_cross_fields(test_config)
     if key == "normalisers":  # lr_sweep needs batch norm too and is checked first: this check alone
-        from bnstudy.base.config import _check_finetune as check_cross_fields
+        from bnstudy.base.config import parts
+        from bnstudy.studies.finetune.checks import check
+
+        def check_cross_fields(config):
+            check(config, parts(config))
 
         test_config["normalisers"] = value
     else:

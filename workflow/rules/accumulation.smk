@@ -39,18 +39,16 @@ rule train_accumulation:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(30),
+        **job_size(1000, 30),
     log:
-        "results/logs/train_accumulation/seeds{block}.log",
+        log_for("train_accumulation", "seeds{block}"),
     benchmark:
-        "results/benchmarks/train_accumulation/seeds{block}.tsv"
+        bench_for("train_accumulation", "seeds{block}")
     script:
         "../scripts/accumulation_train.py"
 
 
 rule summarise_accumulation:
-    localrule: True
     message:
         "Summarising the accumulation study: accuracy, paired differences, accumulation against ghost batch norm"
     input:
@@ -89,20 +87,17 @@ rule summarise_accumulation:
         lr=config["grid"]["lr"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_accumulation.log",
+        log_for("summarise_accumulation"),
     benchmark:
-        "results/benchmarks/summarise_accumulation.tsv"
+        bench_for("summarise_accumulation")
     script:
         "../scripts/accumulation_summarise.py"
 
 
 rule figure_accumulation:
-    localrule: True
     message:
         "Drawing the accuracy of accumulation, ghost batch norm and the grid's batches"
     input:
@@ -135,21 +130,14 @@ rule figure_accumulation:
         batch_size=ACC["batch_size"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_accumulation.log",
+        log_for("figure_accumulation"),
     benchmark:
-        "results/benchmarks/figure_accumulation.tsv"
+        bench_for("figure_accumulation")
     script:
         "../scripts/accumulation_figure.py"
 
 
 register(rules.train_accumulation, [dict(block=b) for b in SEED_BLOCKS])
-register(rules.summarise_accumulation)
-register(rules.figure_accumulation)
-PAPER_INPUTS["macros_accumulation"] = rules.summarise_accumulation.output.macros
-PAPER_INPUTS["table_accumulation"] = rules.summarise_accumulation.output.latex_table
-PAPER_INPUTS["figure_accumulation"] = rules.figure_accumulation.output.pdf

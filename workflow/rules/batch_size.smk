@@ -25,20 +25,17 @@ rule evaluate_remedies:
         seed=config["batch_size_eval"]["seed"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(10),
+        **job_size(1000, 10),
     log:
-        "results/logs/evaluate_remedies/{normaliser}_b{batch_size}_seeds{block}.log",
+        log_for("evaluate_remedies", "{normaliser}_b{batch_size}_seeds{block}"),
     benchmark:
-        "results/benchmarks/evaluate_remedies/{normaliser}_b{batch_size}_seeds{block}.tsv"
+        bench_for("evaluate_remedies", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/evaluate_remedies.py"
 
 
 rule summarise_batch_size:
-    localrule: True
     message:
         "Summarising accuracy over seeds for every normaliser and batch size"
     input:
@@ -100,20 +97,17 @@ rule summarise_batch_size:
         epochs=config["grid"]["epochs"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_batch_size.log",
+        log_for("summarise_batch_size"),
     benchmark:
-        "results/benchmarks/summarise_batch_size.tsv"
+        bench_for("summarise_batch_size")
     script:
         "../scripts/summarise_batch_size.py"
 
 
 rule figure_batch_size:
-    localrule: True
     message:
         "Drawing accuracy against training batch size"
     input:
@@ -145,20 +139,17 @@ rule figure_batch_size:
         ),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_batch_size.log",
+        log_for("figure_batch_size"),
     benchmark:
-        "results/benchmarks/figure_batch_size.tsv"
+        bench_for("figure_batch_size")
     script:
         "../scripts/figure_batch_size.py"
 
 
 rule figure_batch_size_remedies:
-    localrule: True
     message:
         "Drawing batch norm's inference accuracy under each replacement of its running statistics"
     input:
@@ -190,26 +181,14 @@ rule figure_batch_size_remedies:
         ),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_batch_size_remedies.log",
+        log_for("figure_batch_size_remedies"),
     benchmark:
-        "results/benchmarks/figure_batch_size_remedies.tsv"
+        bench_for("figure_batch_size_remedies")
     script:
         "../scripts/figure_batch_size_remedies.py"
 
 
 register(rules.evaluate_remedies, REMEDY_CELLS)
-register(rules.summarise_batch_size)
-register(rules.figure_batch_size)
-register(rules.figure_batch_size_remedies)
-PAPER_INPUTS["macros_batch_size"] = rules.summarise_batch_size.output.macros
-PAPER_INPUTS["table_batch_size"] = rules.summarise_batch_size.output.table
-PAPER_INPUTS["figure_batch_size"] = rules.figure_batch_size.output.pdf
-PAPER_INPUTS["table_batch_size_remedies"] = rules.summarise_batch_size.output.remedies_table
-PAPER_INPUTS["table_batch_size_distances"] = rules.summarise_batch_size.output.distance_table
-PAPER_INPUTS["table_batch_size_gains"] = rules.summarise_batch_size.output.gain_table
-PAPER_INPUTS["figure_batch_size_remedies"] = rules.figure_batch_size_remedies.output.pdf

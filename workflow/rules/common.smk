@@ -16,6 +16,7 @@ from bnstudy.base.config import validate as validate_config
 from bnstudy.base.normalisers import RENORM, spec_settings
 from bnstudy.base.normalisers import get as normaliser
 from bnstudy.nets.weights import blocks as seed_blocks
+from bnstudy.base import catalogue
 
 # The config schema, its normaliser lists filled from the registry of normalisers.
 SCHEMA = load_schema(Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
@@ -79,12 +80,30 @@ def code(script):
     return code_inputs(script, Path(workflow.basedir))
 
 
-# ---- cluster resources -----------------------------------------------------
+# ---- plumbing: resources, logs, benchmarks -----------------------------------
 # Each rule's memory (MB) and run time (minutes, = sbatch --time) for its first
 # attempt; a job killed for either is retried (profiles/slurm: retries) with
-# twice, then three times as much.
+# twice, then three times as much. Threads: 1 unless the rule says otherwise.
 def per_attempt(first):
     return lambda wc, attempt: first * attempt
+
+
+def job_size(mem_mb, runtime):
+    """A rule's ``resources:`` (``**job_size(MB, minutes)``): both grow with the attempt."""
+    return dict(mem_mb=per_attempt(mem_mb), runtime=per_attempt(runtime))
+
+
+SECONDS_JOB = job_size(500, 5)  # summaries, figures, macros, the paper's bookkeeping
+
+
+def log_for(rule, wildcards=None):
+    """A job's log: ``results/logs/<rule>.log``, or ``results/logs/<rule>/<wildcards>.log``."""
+    return f"results/logs/{rule}/{wildcards}.log" if wildcards else f"results/logs/{rule}.log"
+
+
+def bench_for(rule, wildcards=None):
+    """A job's benchmark: ``results/benchmarks/<rule>.tsv``, or ``.../<rule>/<wildcards>.tsv``."""
+    return f"results/benchmarks/{rule}/{wildcards}.tsv" if wildcards else f"results/benchmarks/{rule}.tsv"
 
 
 # ---- output registry -------------------------------------------------------
@@ -94,10 +113,16 @@ def per_attempt(first):
 REGISTRY = []
 BENCHMARKS = []  # every job's benchmark file: runtimes for the build record
 REGISTERED_JOBS = []  # (name, wildcards) of every registered job, by which manifest.smk orders REGISTRY
+# Generated parts of the paper, by name (macros_<x>, table_<x>, figure_<x>): every registered
+# output in results/paper/{macros,tables,figures}/; the paper rule copies them into the LaTeX build.
+PAPER_INPUTS = {}
+_PAPER_PART = re.compile(r"results/paper/(macros|tables|figures)/(\w+)\.(tex|pdf)")
+_PAPER_KEY = {"macros": "macros", "tables": "table", "figures": "figure"}
 
 
 def register(rule, wildcard_sets=({},)):
-    """Record the outputs of ``rule`` for every wildcard set; return the paths."""
+    """Record the outputs of ``rule`` for every wildcard set (its jobs; a rule without
+    wildcards registers itself: :func:`register_the_rest`); return the paths."""
     paths = []
     for wc in wildcard_sets:
         REGISTERED_JOBS.append((rule.rule.name, dict(wc)))
@@ -108,7 +133,19 @@ def register(rule, wildcard_sets=({},)):
             path = apply_wildcards(str(pattern), wc)
             REGISTRY.append((rule.rule.name, label, path))
             paths.append(path)
+            part = _PAPER_PART.fullmatch(path)
+            if part and (part[1] != "figures" or part[3] == "pdf"):
+                PAPER_INPUTS[f"{_PAPER_KEY[part[1]]}_{part[2]}"] = path
     return paths
+
+
+def register_the_rest():
+    """Register every rule defined so far that writes files, has no wildcards and is not
+    registered yet; with wildcards, its rules file names its jobs (``register(rules.x, cells)``)."""
+    done = {name for name, _ in REGISTERED_JOBS}
+    for r in list(workflow.rules):
+        if r.output and not r.wildcard_names and r.name not in done:
+            register(getattr(rules, r.name))
 
 
 def _job_inputs(rule, wc):
@@ -210,6 +247,7 @@ def expand_cells(pattern, cells):
     return [apply_wildcards(str(pattern), c) for c in cells]
 
 
-# Generated parts of the paper, by name: each study's rules file adds its macros,
-# tables and figures; the paper rule copies them into the LaTeX build.
-PAPER_INPUTS = {}
+# ---- studies -----------------------------------------------------------------
+# The studies this config runs (bnstudy.base.catalogue), in the paper's order: the Snakefile
+# includes their rules files; their summary and figure rules are local rules.
+STUDIES = catalogue.included(config)

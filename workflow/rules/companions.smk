@@ -21,14 +21,12 @@ rule companion_examples:
         examples_per_class=COMP["examples_per_class"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/companion_examples.log",
+        log_for("companion_examples"),
     benchmark:
-        "results/benchmarks/companion_examples.tsv"
+        bench_for("companion_examples")
     script:
         "../scripts/companions_examples.py"
 
@@ -49,14 +47,12 @@ rule probe_companions_dependence:
         **comp_probe_params("dependence"),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
+        **job_size(2000, 30),
     log:
-        "results/logs/probe_companions_dependence.log",
+        log_for("probe_companions_dependence"),
     benchmark:
-        "results/benchmarks/probe_companions_dependence.tsv"
+        bench_for("probe_companions_dependence")
     script:
         "../scripts/companions_probe.py"
 
@@ -77,14 +73,12 @@ rule probe_companions_dependence_keep:
         **comp_probe_params("dependence_keep"),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
+        **job_size(2000, 30),
     log:
-        "results/logs/probe_companions_dependence_keep.log",
+        log_for("probe_companions_dependence_keep"),
     benchmark:
-        "results/benchmarks/probe_companions_dependence_keep.tsv"
+        bench_for("probe_companions_dependence_keep")
     script:
         "../scripts/companions_probe.py"
 
@@ -107,20 +101,17 @@ rule probe_companions_grid:
         **comp_probe_params("grid"),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(120),
+        **job_size(2000, 120),
     log:
-        "results/logs/probe_companions_grid/{normaliser}_seeds{block}.log",
+        log_for("probe_companions_grid", "{normaliser}_seeds{block}"),
     benchmark:
-        "results/benchmarks/probe_companions_grid/{normaliser}_seeds{block}.tsv"
+        bench_for("probe_companions_grid", "{normaliser}_seeds{block}")
     script:
         "../scripts/companions_probe.py"
 
 
 rule summarise_companions:
-    localrule: True
     message:
         "Summarising companion dependence with bootstrap intervals over examples"
     input:
@@ -164,20 +155,17 @@ rule summarise_companions:
         one_class_batch_size=COMP["one_class_batch_size"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(10),
+        **job_size(1000, 10),
     log:
-        "results/logs/summarise_companions.log",
+        log_for("summarise_companions"),
     benchmark:
-        "results/benchmarks/summarise_companions.tsv"
+        bench_for("summarise_companions")
     script:
         "../scripts/companions_summarise.py"
 
 
 rule figure_companions:
-    localrule: True
     message:
         "Drawing flip rate against probe batch size for every normaliser"
     input:
@@ -212,28 +200,17 @@ rule figure_companions:
         ),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_companions.log",
+        log_for("figure_companions"),
     benchmark:
-        "results/benchmarks/figure_companions.tsv"
+        bench_for("figure_companions")
     script:
         "../scripts/companions_figure.py"
 
 
-register(rules.companion_examples)
-register(rules.probe_companions_dependence)
-register(rules.probe_companions_dependence_keep)
 register(rules.probe_companions_grid, PROBE_JOBS)
-register(rules.summarise_companions)
-register(rules.figure_companions)
-PAPER_INPUTS["macros_companions"] = rules.summarise_companions.output.macros
-PAPER_INPUTS["table_companions"] = rules.summarise_companions.output.table
-PAPER_INPUTS["table_companions_networks"] = rules.summarise_companions.output.networks_latex
-PAPER_INPUTS["figure_companions"] = rules.figure_companions.output.pdf
 
 
 # Study 1 under both protocols (issue 29, item 2): every dependence network trained again with
@@ -262,12 +239,11 @@ if DEP_KEEP_MORE:
             CONDA_ENV
         threads: THREADS  # config compute_threads: seeds trained at once
         resources:
-            mem_mb=per_attempt(1000),
-            runtime=per_attempt(20),
+            **job_size(1000, 20),
         log:
-            "results/logs/train_dependence_keep_more.log",
+            log_for("train_dependence_keep_more"),
         benchmark:
-            "results/benchmarks/train_dependence_keep_more.tsv"
+            bench_for("train_dependence_keep_more")
         script:
             "../scripts/train.py"
 
@@ -287,24 +263,19 @@ if DEP_KEEP_MORE:
             **comp_probe_params("dependence_keep"),
         conda:
             CONDA_ENV
-        threads: 1
         resources:
-            mem_mb=per_attempt(2000),
-            runtime=per_attempt(30),
+            **job_size(2000, 30),
         log:
-            "results/logs/probe_companions_dependence_keep_more.log",
+            log_for("probe_companions_dependence_keep_more"),
         benchmark:
-            "results/benchmarks/probe_companions_dependence_keep_more.tsv"
+            bench_for("probe_companions_dependence_keep_more")
         script:
             "../scripts/companions_probe.py"
 
-    register(rules.train_dependence_keep_more)
-    register(rules.probe_companions_dependence_keep_more)
     KEPT_PROBES.append(rules.probe_companions_dependence_keep_more.output.probes)
 
 
 rule summarise_protocols:
-    localrule: True
     message:
         "Comparing study 1 under both protocols: leftover rows dropped and kept, over networks"
     input:
@@ -335,18 +306,11 @@ rule summarise_protocols:
         confidence=COMP["confidence"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_protocols.log",
+        log_for("summarise_protocols"),
     benchmark:
-        "results/benchmarks/summarise_protocols.tsv"
+        bench_for("summarise_protocols")
     script:
         "../scripts/protocols_summarise.py"
-
-
-register(rules.summarise_protocols)
-PAPER_INPUTS["macros_protocols"] = rules.summarise_protocols.output.macros
-PAPER_INPUTS["table_protocols"] = rules.summarise_protocols.output.latex_table

@@ -36,12 +36,11 @@ rule train_conv:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(30),
+        **job_size(1000, 30),
     log:
-        "results/logs/train_conv/{normaliser}.log",
+        log_for("train_conv", "{normaliser}"),
     benchmark:
-        "results/benchmarks/train_conv/{normaliser}.tsv"
+        bench_for("train_conv", "{normaliser}")
     script:
         "../scripts/conv_fit.py"
 
@@ -67,20 +66,17 @@ rule probe_conv:
         exact_per_class=CONV["probe"]["exact_per_class"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(30),
+        **job_size(1000, 30),
     log:
-        "results/logs/probe_conv.log",
+        log_for("probe_conv"),
     benchmark:
-        "results/benchmarks/probe_conv.tsv"
+        bench_for("probe_conv")
     script:
         "../scripts/conv_probe.py"
 
 
 rule summarise_conv:
-    localrule: True
     message:
         "Summarising the convolutional network beside the MLP"
     input:
@@ -119,20 +115,17 @@ rule summarise_conv:
         mlp_seeds=len(SEEDS),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_conv.log",
+        log_for("summarise_conv"),
     benchmark:
-        "results/benchmarks/summarise_conv.tsv"
+        bench_for("summarise_conv")
     script:
         "../scripts/conv_summarise.py"
 
 
 rule figure_conv:
-    localrule: True
     message:
         "Drawing the convolutional network beside the MLP"
     input:
@@ -163,22 +156,14 @@ rule figure_conv:
         ),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_conv.log",
+        log_for("figure_conv"),
     benchmark:
-        "results/benchmarks/figure_conv.tsv"
+        bench_for("figure_conv")
     script:
         "../scripts/conv_figure.py"
 
 
 register(rules.train_conv, CONV_CELLS)
-register(rules.probe_conv)
-register(rules.summarise_conv)
-register(rules.figure_conv)
-PAPER_INPUTS["macros_conv"] = rules.summarise_conv.output.macros
-PAPER_INPUTS["table_conv"] = rules.summarise_conv.output.table
-PAPER_INPUTS["figure_conv"] = rules.figure_conv.output.pdf

@@ -45,14 +45,12 @@ rule split:
         **SPLIT_PARAMS,
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000 if DATA["name"] == DIGITS else 3000),
-        runtime=per_attempt(5),
+        **job_size(1000 if DATA["name"] == DIGITS else 3000, 5),
     log:
-        "results/logs/split.log",
+        log_for("split"),
     benchmark:
-        "results/benchmarks/split.tsv"
+        bench_for("split")
     script:
         "../scripts/split.py"
 

@@ -34,14 +34,12 @@ rule finetune:
         seed=TUNE["seed"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(10),
+        **job_size(1000, 10),
     log:
-        "results/logs/finetune.log",
+        log_for("finetune"),
     benchmark:
-        "results/benchmarks/finetune.tsv"
+        bench_for("finetune")
     script:
         "../scripts/finetune_run.py"
 
@@ -72,20 +70,17 @@ rule finetune_arms:
         shift=TUNE["shift"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(10),
+        **job_size(1000, 10),
     log:
-        "results/logs/finetune_arms.log",
+        log_for("finetune_arms"),
     benchmark:
-        "results/benchmarks/finetune_arms.tsv"
+        bench_for("finetune_arms")
     script:
         "../scripts/finetune_arms.py"
 
 
 rule summarise_finetune:
-    localrule: True
     message:
         "Summarising the fine-tuning study: JSON, macros, table"
     input:
@@ -130,20 +125,17 @@ rule summarise_finetune:
         confidence=TUNE["confidence"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_finetune.log",
+        log_for("summarise_finetune"),
     benchmark:
-        "results/benchmarks/summarise_finetune.tsv"
+        bench_for("summarise_finetune")
     script:
         "../scripts/finetune_summarise.py"
 
 
 rule figure_finetune:
-    localrule: True
     message:
         "Drawing the networks along the fine-tuning"
     input:
@@ -176,23 +168,11 @@ rule figure_finetune:
         ),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_finetune.log",
+        log_for("figure_finetune"),
     benchmark:
-        "results/benchmarks/figure_finetune.tsv"
+        bench_for("figure_finetune")
     script:
         "../scripts/finetune_figure.py"
-
-
-register(rules.finetune)
-register(rules.finetune_arms)
-register(rules.summarise_finetune)
-register(rules.figure_finetune)
-PAPER_INPUTS["macros_finetune"] = rules.summarise_finetune.output.macros
-PAPER_INPUTS["table_finetune"] = rules.summarise_finetune.output.table
-PAPER_INPUTS["table_finetune_arms"] = rules.summarise_finetune.output.arms_table
-PAPER_INPUTS["figure_finetune"] = rules.figure_finetune.output.pdf

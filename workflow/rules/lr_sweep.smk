@@ -19,14 +19,12 @@ rule lr_sweep_split:
         seed=LR["validation_seed"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/lr_sweep_split.log",
+        log_for("lr_sweep_split"),
     benchmark:
-        "results/benchmarks/lr_sweep_split.tsv"
+        bench_for("lr_sweep_split")
     script:
         "../scripts/lr_sweep_split.py"
 
@@ -54,18 +52,16 @@ rule train_lr_sweep:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(30),
+        **job_size(1000, 30),
     log:
-        "results/logs/train_lr_sweep/{normaliser}.log",
+        log_for("train_lr_sweep", "{normaliser}"),
     benchmark:
-        "results/benchmarks/train_lr_sweep/{normaliser}.tsv"
+        bench_for("train_lr_sweep", "{normaliser}")
     script:
         "../scripts/lr_sweep_train.py"
 
 
 rule summarise_lr_sweep:
-    localrule: True
     message:
         "Summarising the learning-rate sweep: chosen rates, accuracy at them, batch norm minus none"
     input:
@@ -105,20 +101,17 @@ rule summarise_lr_sweep:
         grid_seeds=len(SEEDS),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_lr_sweep.log",
+        log_for("summarise_lr_sweep"),
     benchmark:
-        "results/benchmarks/summarise_lr_sweep.tsv"
+        bench_for("summarise_lr_sweep")
     script:
         "../scripts/lr_sweep_summarise.py"
 
 
 rule figure_lr_sweep:
-    localrule: True
     message:
         "Drawing accuracy against batch size at each cell's chosen learning rate"
     input:
@@ -152,23 +145,14 @@ rule figure_lr_sweep:
         grid_lr=config["grid"]["lr"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_lr_sweep.log",
+        log_for("figure_lr_sweep"),
     benchmark:
-        "results/benchmarks/figure_lr_sweep.tsv"
+        bench_for("figure_lr_sweep")
     script:
         "../scripts/lr_sweep_figure.py"
 
 
-register(rules.lr_sweep_split)
 register(rules.train_lr_sweep, LR_CELLS)
-register(rules.summarise_lr_sweep)
-register(rules.figure_lr_sweep)
-PAPER_INPUTS["macros_lr_sweep"] = rules.summarise_lr_sweep.output.macros
-PAPER_INPUTS["table_lr_sweep"] = rules.summarise_lr_sweep.output.table
-PAPER_INPUTS["table_lr_sweep_validation"] = rules.summarise_lr_sweep.output.validation_table
-PAPER_INPUTS["figure_lr_sweep"] = rules.figure_lr_sweep.output.pdf

@@ -41,14 +41,12 @@ rule manifest:
         entries=REGISTRY,
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/manifest.log",
+        log_for("manifest"),
     benchmark:
-        "results/benchmarks/manifest.tsv"
+        bench_for("manifest")
     script:
         "../scripts/manifest.py"
 
@@ -71,11 +69,9 @@ rule runtimes:
         ),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/runtimes.log",
+        log_for("runtimes"),
     script:
         "../scripts/runtimes.py"

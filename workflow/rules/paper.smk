@@ -15,14 +15,12 @@ rule design_macros:
         config=CANONICAL_CONFIG,
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/design_macros.log",
+        log_for("design_macros"),
     benchmark:
-        "results/benchmarks/design_macros.tsv"
+        bench_for("design_macros")
     script:
         "../scripts/design_macros.py"
 
@@ -53,15 +51,13 @@ rule provenance:
         config=CANONICAL_CONFIG,
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/provenance.log",
+        log_for("provenance"),
         machine="results/provenance/machine.csv",  # the build record: not hashed
     benchmark:
-        "results/benchmarks/provenance.tsv"
+        bench_for("provenance")
     script:
         "../scripts/provenance.py"
 
@@ -86,16 +82,15 @@ rule paper:
         ),
     params:
         generated=lambda wc: sorted((k, str(v)) for k, v in PAPER_INPUTS.items()),
+        sections=catalogue.paper_sections(config),  # the studies' sections, for main.tex
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(15),
+        **job_size(1000, 15),
     log:
-        "results/logs/paper.log",
+        log_for("paper"),
     benchmark:
-        "results/benchmarks/paper.tsv"
+        bench_for("paper")
     script:
         "../scripts/build_paper.py"
 

@@ -18,14 +18,12 @@ rule population:
         features=RS["features"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/population.log",
+        log_for("population"),
     benchmark:
-        "results/benchmarks/population.tsv"
+        bench_for("population")
     script:
         "../scripts/running_stats_population.py"
 
@@ -49,14 +47,12 @@ rule running_stats:
         shuffles=RS["shuffles"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(10),
+        **job_size(1000, 10),
     log:
-        "results/logs/running_stats.log",
+        log_for("running_stats"),
     benchmark:
-        "results/benchmarks/running_stats.tsv"
+        bench_for("running_stats")
     script:
         "../scripts/running_stats.py"
 
@@ -76,14 +72,12 @@ rule running_stats_selfchecks:
         sort_feature=RS["sort_feature"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(10),
+        **job_size(1000, 10),
     log:
-        "results/logs/running_stats_selfchecks.log",
+        log_for("running_stats_selfchecks"),
     benchmark:
-        "results/benchmarks/running_stats_selfchecks.tsv"
+        bench_for("running_stats_selfchecks")
     script:
         "../scripts/running_stats_selfchecks.py"
 
@@ -113,20 +107,17 @@ rule evaluate_sorted:
         seed=config["batch_size_eval"]["seed"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(5),
+        **job_size(1000, 5),
     log:
-        "results/logs/evaluate_sorted/{normaliser}_b{batch_size}.log",
+        log_for("evaluate_sorted", "{normaliser}_b{batch_size}"),
     benchmark:
-        "results/benchmarks/evaluate_sorted/{normaliser}_b{batch_size}.tsv"
+        bench_for("evaluate_sorted", "{normaliser}_b{batch_size}")
     script:
         "../scripts/running_stats_sorted.py"
 
 
 rule summarise_running_stats:
-    localrule: True
     message:
         "Summarising the running-statistics study: JSON, macros, tables"
     input:
@@ -197,20 +188,17 @@ rule summarise_running_stats:
         seed=RS["seed"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_running_stats.log",
+        log_for("summarise_running_stats"),
     benchmark:
-        "results/benchmarks/summarise_running_stats.tsv"
+        bench_for("summarise_running_stats")
     script:
         "../scripts/running_stats_summary.py"
 
 
 rule figure_running_stats:
-    localrule: True
     message:
         "Drawing running-statistics error against batch size"
     input:
@@ -244,28 +232,14 @@ rule figure_running_stats:
         keep=RS_KEEP,
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_running_stats.log",
+        log_for("figure_running_stats"),
     benchmark:
-        "results/benchmarks/figure_running_stats.tsv"
+        bench_for("figure_running_stats")
     script:
         "../scripts/running_stats_figure.py"
 
 
-register(rules.population)
-register(rules.running_stats)
-register(rules.running_stats_selfchecks)
 register(rules.evaluate_sorted, SORTED_CELLS)
-register(rules.summarise_running_stats)
-register(rules.figure_running_stats)
-PAPER_INPUTS["macros_running_stats"] = rules.summarise_running_stats.output.macros
-PAPER_INPUTS["table_running_stats"] = rules.summarise_running_stats.output.table_errors
-PAPER_INPUTS["table_running_stats_selfchecks"] = rules.summarise_running_stats.output.table_selfchecks
-PAPER_INPUTS["table_running_stats_remedies"] = rules.summarise_running_stats.output.table_remedies
-PAPER_INPUTS["table_running_stats_sorted"] = rules.summarise_running_stats.output.table_sorted
-PAPER_INPUTS["table_running_stats_shuffles"] = rules.summarise_running_stats.output.table_shuffles
-PAPER_INPUTS["figure_running_stats"] = rules.figure_running_stats.output.pdf

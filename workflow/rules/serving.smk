@@ -32,20 +32,17 @@ rule serve_stream:
         replicates=SERVE["replicates"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(10),
+        **job_size(1000, 10),
     log:
-        "results/logs/serve_stream.log",
+        log_for("serve_stream"),
     benchmark:
-        "results/benchmarks/serve_stream.tsv"
+        bench_for("serve_stream")
     script:
         "../scripts/serving_stream.py"
 
 
 rule summarise_serving:
-    localrule: True
     message:
         "Summarising the serving study: JSON, macros, table"
     input:
@@ -80,20 +77,17 @@ rule summarise_serving:
         confidence=SERVE["confidence"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/summarise_serving.log",
+        log_for("summarise_serving"),
     benchmark:
-        "results/benchmarks/summarise_serving.tsv"
+        bench_for("summarise_serving")
     script:
         "../scripts/serving_summarise.py"
 
 
 rule figure_serving:
-    localrule: True
     message:
         "Drawing training-mode accuracy along the served streams"
     input:
@@ -127,21 +121,11 @@ rule figure_serving:
         normaliser=SERVE["normaliser"],
     conda:
         CONDA_ENV
-    threads: 1
     resources:
-        mem_mb=per_attempt(500),
-        runtime=per_attempt(5),
+        **SECONDS_JOB,
     log:
-        "results/logs/figure_serving.log",
+        log_for("figure_serving"),
     benchmark:
-        "results/benchmarks/figure_serving.tsv"
+        bench_for("figure_serving")
     script:
         "../scripts/serving_figure.py"
-
-
-register(rules.serve_stream)
-register(rules.summarise_serving)
-register(rules.figure_serving)
-PAPER_INPUTS["macros_serving"] = rules.summarise_serving.output.macros
-PAPER_INPUTS["table_serving"] = rules.summarise_serving.output.table
-PAPER_INPUTS["figure_serving"] = rules.figure_serving.output.pdf

@@ -26,12 +26,11 @@ rule train_grid:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1500),
-        runtime=per_attempt(60),
+        **job_size(1500, 60),
     log:
-        "results/logs/train_grid/{normaliser}_b{batch_size}_seeds{block}.log",
+        log_for("train_grid", "{normaliser}_b{batch_size}_seeds{block}"),
     benchmark:
-        "results/benchmarks/train_grid/{normaliser}_b{batch_size}_seeds{block}.tsv"
+        bench_for("train_grid", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/train.py"
 
@@ -54,12 +53,11 @@ rule train_sorted:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1500),
-        runtime=per_attempt(60),
+        **job_size(1500, 60),
     log:
-        "results/logs/train_sorted/{normaliser}_b{batch_size}_seeds{block}.log",
+        log_for("train_sorted", "{normaliser}_b{batch_size}_seeds{block}"),
     benchmark:
-        "results/benchmarks/train_sorted/{normaliser}_b{batch_size}_seeds{block}.tsv"
+        bench_for("train_sorted", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/train.py"
 
@@ -85,12 +83,11 @@ rule train_dependence:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(20),
+        **job_size(1000, 20),
     log:
-        "results/logs/train_dependence.log",
+        log_for("train_dependence"),
     benchmark:
-        "results/benchmarks/train_dependence.tsv"
+        bench_for("train_dependence")
     script:
         "../scripts/train.py"
 
@@ -122,12 +119,11 @@ rule train_keep:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(30),
+        **job_size(1000, 30),
     log:
-        "results/logs/train_keep/{normaliser}_b{batch_size}_seeds{block}.log",
+        log_for("train_keep", "{normaliser}_b{batch_size}_seeds{block}"),
     benchmark:
-        "results/benchmarks/train_keep/{normaliser}_b{batch_size}_seeds{block}.tsv"
+        bench_for("train_keep", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/train.py"
 
@@ -150,12 +146,11 @@ rule train_dependence_keep:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        mem_mb=per_attempt(1000),
-        runtime=per_attempt(15),
+        **job_size(1000, 15),
     log:
-        "results/logs/train_dependence_keep.log",
+        log_for("train_dependence_keep"),
     benchmark:
-        "results/benchmarks/train_dependence_keep.tsv"
+        bench_for("train_dependence_keep")
     script:
         "../scripts/train.py"
 

@@ -13,6 +13,7 @@ from bnstudy.paper import build as paper
 pdf = paper.build(
     sources=Path(snakemake.input.main).parent,
     generated=dict(snakemake.params.generated),
+    sections=snakemake.params.sections,
     build_dir=Path("results/paper/build"),
     log_file=snakemake.log[0],
 )

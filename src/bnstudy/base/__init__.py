@@ -1,4 +1,5 @@
 """The base every layer stands on: configuration checks, the registry of normalisers (every kind
-declared once), the data sets' files and their hashes, byte-stable I/O, statistics with
+declared once), the catalogue of studies (one line each, from which the workflow is derived),
+the data sets' files and their hashes, byte-stable I/O, statistics with
 machine-independent arithmetic, and the build record (manifest, pins, provenance, plan,
-determinism check, kernel cache). Nothing here knows a study."""
+determinism check, kernel cache). Nothing here imports a study."""

@@ -9,6 +9,7 @@ that JSON Schema cannot express (:func:`check_cross_fields`). The workflow calls
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,7 +172,8 @@ def parts(config: dict) -> Parts:
 
 
 def check_cross_fields(config: dict) -> None:
-    """Rules between keys; raises :class:`ConfigError`."""
+    """Rules between keys: the network's and the training batches', then each study's
+    (:func:`study_checks`); raises :class:`ConfigError`."""
     part = parts(config)
     groups = config["network"]["groups"]
     if "groupnorm" in config["normalisers"]:
@@ -185,32 +187,6 @@ def check_cross_fields(config: dict) -> None:
                     f"config error: network.groups: {groups} groups leave one feature per group "
                     f"in width {width}; group norm would output a constant"
                 )
-    rs = config["running_stats"]
-    if rs["sort_feature"] >= rs["features"]:
-        raise ConfigError(
-            f"config error: running_stats.sort_feature: {rs['sort_feature']} >= features {rs['features']}"
-        )
-    for b in rs["batch_sizes"]:
-        if b > rs["rows"]:
-            raise ConfigError(f"config error: running_stats.batch_sizes: {b} exceeds rows {rs['rows']}")
-    c = config["companions"]
-    if max(c["batch_sizes"]) > part.test_rows:
-        raise ConfigError(
-            f"config error: companions.batch_sizes: {max(c['batch_sizes'])} is larger than the test half "
-            f"({part.test_source})"
-        )
-    # Companion examples and one-class batches are drawn within one class of the
-    # test half: an own-class batch holds the example and b - 1 other rows of its
-    # class, an other-class batch b - 1 rows of another class.
-    test_counts = list(part.test_class_rows)
-    smallest = min(test_counts)
-    digit = test_counts.index(smallest)
-    for key in ("examples_per_class", "one_class_batch_size"):
-        if c[key] > smallest:
-            raise ConfigError(
-                f"config error: companions.{key}: {c[key]} exceeds the {smallest} test rows of the "
-                f"smallest class ({part.class_word} {digit}) at {part.test_source}"
-            )
     # A training batch must fit in the training half.
     n_train = part.train_rows
     training = [(f"grid.batch_sizes[{i}]", b) for i, b in enumerate(config["grid"]["batch_sizes"])]
@@ -221,115 +197,19 @@ def check_cross_fields(config: dict) -> None:
     for key, b in training:
         if b > n_train:
             raise ConfigError(f"config error: {key}: {b} exceeds the {n_train} training rows ({part.train_source})")
-    _check_lr_sweep(config)
-    _check_serving(config, part)
-    _check_accumulation(config)
-    _check_finetune(config, part)
-    if "conv" in config:
-        _check_conv(config)
+    for check in study_checks(config):
+        check(config, part)
 
 
-def _check_lr_sweep(config: dict) -> None:
-    """The learning-rate sweep compares batch norm with none, against the grid's rate."""
-    lr = config["lr_sweep"]
-    for name in ("none", "batchnorm"):
-        if name not in lr["normalisers"]:
-            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is missing (batch norm minus none)")
-    for name in lr["normalisers"]:
-        if name not in config["normalisers"]:
-            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is not a grid normaliser (normalisers)")
-    if config["grid"]["lr"] not in lr["lrs"]:
-        raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")
+def study_checks(config: dict) -> list:
+    """The checks of the studies ``config`` runs (:mod:`bnstudy.base.catalogue`: each study's
+    ``bnstudy.studies.<name>.checks.check(config, part)``), in the paper's order.
 
-
-def _check_serving(config: dict, part: Parts | None = None) -> None:
-    """The served networks are grid networks; a served batch fits in the test half."""
-    s = config["serving"]
-    part = part or parts(config)
-    if s["normaliser"] not in config["normalisers"]:
-        raise ConfigError(f"config error: serving.normaliser: {s['normaliser']} is not one of normalisers")
-    for i, b in enumerate(s["train_batch_sizes"]):
-        if b not in config["grid"]["batch_sizes"]:
-            raise ConfigError(f"config error: serving.train_batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
-    if s["batch_size"] > part.test_rows:
-        raise ConfigError(
-            f"config error: serving.batch_size: {s['batch_size']} is larger than the test half ({part.test_source})"
-        )
-    # each class holds out floor(share * its rows), so at least this many rows are streamed
-    streamed = part.test_rows - math.floor(s["held_out"] * part.test_rows)
-    if s["batch_size"] > streamed:
-        raise ConfigError(
-            f"config error: serving.batch_size: {s['batch_size']} is larger than the streamed rows "
-            f"({streamed} of {part.test_source} with serving.held_out {s['held_out']})"
-        )
-
-
-def _check_accumulation(config: dict) -> None:
-    """Accumulation is compared with the grid's batch-norm networks at the step's batch and at each
-    micro-batch, and with ghost batch norm in virtual batches of the micro-batch (batch norm's
-    arithmetic in groups): the normaliser is a grid normaliser computing plain batch norm, both
-    sizes are grid batch sizes, and each micro-batch divides the batch into two or more."""
-    from bnstudy.base.normalisers import BATCH, get
-
-    a = config["accumulation"]
-    if a["normaliser"] not in config["normalisers"] or get(a["normaliser"]).kernel != BATCH:
-        raise ConfigError(
-            f"config error: accumulation.normaliser: {a['normaliser']} is not a grid normaliser computing batch norm"
-        )
-    sizes = config["grid"]["batch_sizes"]
-    if a["batch_size"] not in sizes:
-        raise ConfigError(f"config error: accumulation.batch_size: {a['batch_size']} is not one of grid.batch_sizes")
-    for i, m in enumerate(a["micro_batches"]):
-        if m not in sizes:
-            raise ConfigError(f"config error: accumulation.micro_batches[{i}]: {m} is not one of grid.batch_sizes")
-        if m >= a["batch_size"] or a["batch_size"] % m:
-            raise ConfigError(
-                f"config error: accumulation.micro_batches[{i}]: {m} does not divide accumulation.batch_size "
-                f"{a['batch_size']} into two or more micro-batches"
-            )
-
-
-def _check_finetune(config: dict, part: Parts | None = None) -> None:
-    """The fine-tuned networks are batch-norm grid networks; a batch fits in the training half;
-    the networks are measured at least once along the fine-tuning."""
-    t = config["finetune"]
-    part = part or parts(config)
-    if "batchnorm" not in config["normalisers"]:
-        raise ConfigError("config error: finetune: batchnorm (the fine-tuned networks) is not one of normalisers")
-    if t["source_batch_size"] not in config["grid"]["batch_sizes"]:
-        raise ConfigError(
-            f"config error: finetune.source_batch_size: {t['source_batch_size']} is not one of grid.batch_sizes"
-        )
-    train_rows = part.train_rows
-    if t["batch_size"] > train_rows:
-        raise ConfigError(
-            f"config error: finetune.batch_size: {t['batch_size']} is larger than the training half ({train_rows} rows)"
-        )
-    if t["every"] > t["steps"]:
-        raise ConfigError(f"config error: finetune.every: {t['every']} is more than finetune.steps {t['steps']}")
-
-
-def _check_conv(config: dict) -> None:
-    """The CNN is compared with none and beside the MLP's grid cells; its groups divide its channels."""
-    c = config["conv"]
-    if data_config(config)["name"] != "digits":
-        raise ConfigError(
-            "config error: conv: the convolutional study reads 8x8 digits; leave it out for this data set"
-        )
-    for name in ("none", "batchnorm"):
-        if name not in c["normalisers"]:
-            raise ConfigError(f"config error: conv.normalisers: {name} is missing (against none; study 1)")
-    for i, name in enumerate(c["normalisers"]):
-        if name not in config["normalisers"]:
-            raise ConfigError(f"config error: conv.normalisers[{i}]: {name} is not a grid normaliser (normalisers)")
-    for i, b in enumerate(c["batch_sizes"]):
-        if b not in config["grid"]["batch_sizes"]:
-            raise ConfigError(f"config error: conv.batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
-    for i, ch in enumerate(c["channels"]):
-        if ch % c["groups"]:
-            raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide conv.channels[{i}] {ch}")
-    if config["grid"]["optimizer"] != "adam":
-        raise ConfigError("config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam")
+    Looked up by name: the config checks change no output, so no rule whose script reads a
+    config through this module takes the catalogue or a study's checks among its code inputs
+    (``bnstudy.base.codedeps`` follows import statements), and adding a study re-runs none of them.
+    """
+    return importlib.import_module("bnstudy.base.catalogue").checks(config)
 
 
 # ---- reading a config file ------------------------------------------------------

@@ -18,10 +18,11 @@ from bnstudy.base.io import atomic_path, write_text
 REPRODUCIBLE_ENV = {"SOURCE_DATE_EPOCH": "0", "FORCE_SOURCE_DATE": "1", "TZ": "UTC"}
 
 
-def build(sources: Path, generated: dict[str, str], build_dir: Path, log_file: str) -> Path:
+def build(sources: Path, generated: dict[str, str], build_dir: Path, log_file: str, sections: list[str] = ()) -> Path:
     """Copy ``sources`` (main.tex, sections/) and the generated files into a
-    clean ``build_dir``, write ``generated/inputs.tex`` (every macros file), run
-    latexmk; return the PDF path."""
+    clean ``build_dir``, write ``generated/inputs.tex`` (every macros file) and
+    ``generated/sections.tex`` (an ``\\input`` of each of the studies' ``sections``, in
+    order), run latexmk; return the PDF path."""
     if build_dir.exists():
         shutil.rmtree(build_dir)
     shutil.copytree(sources, build_dir, ignore=shutil.ignore_patterns("*.pdf", "*.aux", "*.log"))
@@ -36,6 +37,7 @@ def build(sources: Path, generated: dict[str, str], build_dir: Path, log_file: s
         if kind == "macros":
             macros.append(f"\\input{{generated/macros/{path.name}}}")
     write_text(gen / "inputs.tex", "\n".join(sorted(macros)) + "\n")
+    write_text(gen / "sections.tex", "".join(f"\\input{{sections/{name}.tex}}\n" for name in sections))
     env = os.environ | REPRODUCIBLE_ENV
     cmd = ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", "main.tex"]
     with open(log_file, "a") as log:

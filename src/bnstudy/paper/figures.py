@@ -21,23 +21,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bnstudy.base import normalisers  # noqa: E402
+from bnstudy.base.catalogue import printed_widths  # noqa: E402
 from bnstudy.base.io import atomic_path  # noqa: E402
 
 # paper/main.tex: \documentclass[a4paper]{article} with \usepackage[margin=2.2cm]{geometry}
 PAGE_WIDTH_CM, MARGIN_CM = 21.0, 2.2
 LINEWIDTH = (PAGE_WIDTH_CM - 2 * MARGIN_CM) / 2.54  # inches
-# width of each figure in the paper, as a fraction of \linewidth (its \includegraphics)
-PRINTED_WIDTH = {
-    "companions": 1.0,
-    "batch_size": 0.6,
-    "batch_size_remedies": 0.6,
-    "running_stats": 1.0,
-    "lr_sweep": 0.6,
-    "serving": 1.0,
-    "accumulation": 1.0,
-    "finetune": 1.0,
-    "conv": 1.0,
-}
+# width of each figure in the paper, as a fraction of \linewidth (its \includegraphics):
+# each study lists its figures' widths in bnstudy.base.catalogue
+PRINTED_WIDTH = printed_widths()
 MIN_FONT_PT = 7
 
 STYLE = {

@@ -1,0 +1,110 @@
+"""The studies, one line each, in the paper's order: add a study here and nowhere else.
+
+A study named ``x`` is its folder ``src/bnstudy/studies/x/``, its rules file
+``workflow/rules/x.smk``, its paper section ``paper/sections/x.tex`` and its tests. From
+:data:`STUDIES` the workflow derives what was once kept by hand in eight places:
+
+- the ``Snakefile`` includes each study's rules file, in this order (a study reading another's
+  outputs by rule comes after it); an ``optional`` study only where the config has its section;
+- its summary and figure rules are local rules (:attr:`Study.local_rules`);
+- ``paper/main.tex`` inputs each included study's sections, in this order (the paper rule writes
+  ``generated/sections.tex``);
+- the config checks run each included study's ``checks.check(config, part)``, if its folder has
+  a ``checks`` module (:func:`checks`);
+- the house style prints each figure at its width (``bnstudy.paper.figures.PRINTED_WIDTH``).
+
+Each rule's outputs reach the manifest and the paper by ``register()`` in
+``workflow/rules/common.smk``: a rule without wildcards registers itself, a rule with wildcards
+names its jobs; whatever lands in ``results/paper/{macros,tables,figures}/`` is a paper input.
+
+It sits in the base layer, as the registry of normalisers does, because the house style
+(``bnstudy.paper.figures``) reads the widths; the study checks it names are looked up by name.
+Of the rule scripts only the figures' load it (for the widths), so adding a study re-runs no
+other study's jobs but the figure jobs and the paper.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study: ``name`` (its folder, rules file and, by default, paper section), ``config`` (its
+    config section, None: none of its own), ``figures`` (each figure it prints: its width as a
+    fraction of ``\\linewidth``), ``optional`` (it runs only where the config has its section),
+    ``sections`` (its paper sections, if not just ``name``) and ``local`` (local rules beyond
+    ``summarise_<name>`` and ``figure_<figure>``)."""
+
+    name: str
+    config: str | None
+    figures: dict[str, float] = field(default_factory=dict)
+    optional: bool = False
+    sections: tuple[str, ...] = ()
+    local: tuple[str, ...] = ()
+
+    @property
+    def rules_file(self) -> str:
+        """Its rules file, relative to the workflow's base directory."""
+        return f"workflow/rules/{self.name}.smk"
+
+    @property
+    def paper_sections(self) -> tuple[str, ...]:
+        """Its sections in ``paper/sections/`` (names without ``.tex``), in the paper's order."""
+        return self.sections or (self.name,)
+
+    @property
+    def local_rules(self) -> tuple[str, ...]:
+        """Its rules of seconds, run where Snakemake runs (not queued on a cluster)."""
+        return (f"summarise_{self.name}", *(f"figure_{f}" for f in self.figures), *self.local)
+
+    def runs(self, config: dict) -> bool:
+        """Whether ``config`` includes the study (an optional one only with its section)."""
+        return not self.optional or self.config in config
+
+    def check(self):
+        """Its cross-field config check ``check(config, part)`` (``studies/<name>/checks.py``), or None."""
+        module = f"bnstudy.studies.{self.name}.checks"
+        if importlib.util.find_spec(module) is None:
+            return None
+        return importlib.import_module(module).check
+
+
+STUDIES = (
+    Study("companions", "companions", {"companions": 1.0},
+          sections=("companions", "protocols"), local=("summarise_protocols",)),  # and both protocols
+    Study("batch_size", "batch_size_eval", {"batch_size": 0.6, "batch_size_remedies": 0.6}),
+    Study("running_stats", "running_stats", {"running_stats": 1.0}),
+    Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}),
+    Study("serving", "serving", {"serving": 1.0}),
+    Study("accumulation", "accumulation", {"accumulation": 1.0}),
+    Study("finetune", "finetune", {"finetune": 1.0}),
+    Study("conv", "conv", {"conv": 1.0}, optional=True),
+)  # fmt: skip
+
+
+def included(config: dict) -> list[Study]:
+    """The studies ``config`` runs, in the paper's order."""
+    return [s for s in STUDIES if s.runs(config)]
+
+
+def checks(config: dict) -> list:
+    """The cross-field checks of the studies ``config`` runs, each ``check(config, part)``."""
+    return [c for c in (s.check() for s in included(config)) if c is not None]
+
+
+def local_rules(config: dict) -> list[str]:
+    """The local rules of the studies ``config`` runs."""
+    return [rule for s in included(config) for rule in s.local_rules]
+
+
+def paper_sections(config: dict) -> list[str]:
+    """The study sections of the paper for ``config`` (names in ``paper/sections/``), in order."""
+    return [section for s in included(config) for section in s.paper_sections]
+
+
+def printed_widths() -> dict[str, float]:
+    """Every study figure's printed width, as a fraction of ``\\linewidth``."""
+    return {name: w for s in STUDIES for name, w in s.figures.items()}

@@ -1,0 +1,19 @@
+"""The learning-rate sweep's config section against the grid: its check, run with the
+config checks (``bnstudy.base.catalogue``)."""
+
+from __future__ import annotations
+
+from bnstudy.base.config import ConfigError, Parts
+
+
+def check(config: dict, part: Parts) -> None:
+    """The learning-rate sweep compares batch norm with none, against the grid's rate."""
+    lr = config["lr_sweep"]
+    for name in ("none", "batchnorm"):
+        if name not in lr["normalisers"]:
+            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is missing (batch norm minus none)")
+    for name in lr["normalisers"]:
+        if name not in config["normalisers"]:
+            raise ConfigError(f"config error: lr_sweep.normalisers: {name} is not a grid normaliser (normalisers)")
+    if config["grid"]["lr"] not in lr["lrs"]:
+        raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")

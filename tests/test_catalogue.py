@@ -1,0 +1,71 @@
+"""The studies' catalogue (bnstudy.base.catalogue) is the one list of studies: every study folder,
+rules file and paper section is listed in it, and what the workflow derives from it matches the files."""
+
+import re
+
+import pytest
+import yaml
+
+from bnstudy.base import catalogue
+from bnstudy.paper import build, figures
+from conftest import ROOT
+
+COMMON = {"common", "data", "train", "paper", "manifest"}  # rules files that are no study's
+
+
+def test_every_study_folder_rules_file_and_section_is_listed_once():
+    names = [s.name for s in catalogue.STUDIES]
+    assert len(set(names)) == len(names)
+    folders = {p.parent.name for p in (ROOT / "src" / "bnstudy" / "studies").glob("*/__init__.py")}
+    assert folders == set(names)
+    rules = {p.stem for p in (ROOT / "workflow" / "rules").glob("*.smk")} - COMMON
+    assert rules == set(names)
+    sections = {p.stem for p in (ROOT / "paper" / "sections").glob("*.tex")}
+    listed = [x for s in catalogue.STUDIES for x in s.paper_sections]
+    assert set(listed) <= sections and len(set(listed)) == len(listed)
+    # main.tex inputs the studies' sections only through the generated list
+    main = (ROOT / "paper" / "main.tex").read_text()
+    assert "\\input{generated/sections.tex}" in main
+    assert not [x for x in listed if f"sections/{x}.tex" in main]
+
+
+def test_an_optional_study_runs_only_where_the_config_has_its_section():
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    assert "conv" in config and catalogue.STUDIES[-1].optional
+    assert "conv" in catalogue.paper_sections(config) and "figure_conv" in catalogue.local_rules(config)
+    del config["conv"]
+    assert "conv" not in catalogue.paper_sections(config) and "figure_conv" not in catalogue.local_rules(config)
+    assert len(catalogue.included(config)) == len(catalogue.STUDIES) - 1
+
+
+def test_each_study_check_with_a_checks_module_runs_with_the_config_checks():
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    found = {c.__module__ for c in catalogue.checks(config)}
+    modules = {
+        f"bnstudy.studies.{p.parent.name}.checks" for p in (ROOT / "src" / "bnstudy" / "studies").glob("*/checks.py")
+    }
+    assert found == modules and len(modules) >= 7
+    from bnstudy.base.config import study_checks
+
+    assert study_checks(config) == catalogue.checks(config)
+
+
+def test_figure_widths_come_from_the_catalogue_and_match_the_paper():
+    assert figures.PRINTED_WIDTH == catalogue.printed_widths()
+    printed = {}
+    for tex in (ROOT / "paper" / "sections").glob("*.tex"):
+        for frac, name in re.findall(
+            r"\\includegraphics\[width=([\d.]*)\\linewidth\]\{generated/figures/(\w+)\.pdf\}", tex.read_text()
+        ):
+            printed[name] = float(frac) if frac else 1.0
+    assert printed == catalogue.printed_widths()
+
+
+@pytest.mark.parametrize("sections", [[], ["companions", "protocols"]])
+def test_the_paper_build_writes_one_input_per_section_in_order(tmp_path, monkeypatch, sections):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.tex").write_text("x")
+    monkeypatch.setattr(build.subprocess, "run", lambda *a, **k: type("R", (), {"returncode": 0})())
+    build.build(tmp_path / "src", {}, tmp_path / "out", str(tmp_path / "log"), sections=sections)
+    written = (tmp_path / "out" / "generated" / "sections.tex").read_text()
+    assert written == "".join(f"\\input{{sections/{s}.tex}}\n" for s in sections)
