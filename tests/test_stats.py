@@ -162,7 +162,7 @@ def test_crossed_mean_variance_by_hand():
 def test_companions_and_serving_floor_the_variance_alike():
     """One rule for both crossed intervals: a table whose residual swamps the factors takes the
     larger factor's mean square in both (it was MS_res in one and max(MS_a, MS_b) in the other)."""
-    from bnstudy import serving
+    from bnstudy.studies.serving import science as serving
 
     y = np.array([[0.30, 0.50, 0.40], [0.50, 0.30, 0.42], [0.41, 0.39, 0.40]])
     c = stats.crossed_components(y, 0.95)

@@ -84,7 +84,7 @@ def test_replicate_shuffles_differ_and_shuffle_zero_is_the_single_pass():
     assert ema[0]["running_error"] == single["running_error"]
 
 
-def test_shuffle_summary_is_the_t_interval_over_shuffles():
+def test_shuffle_summary_is_the_t_interval_over_shuffles_on_the_log_scale():
     import pandas as pd
     from scipy import stats as sps
 
@@ -106,5 +106,10 @@ def test_shuffle_summary_is_the_t_interval_over_shuffles():
     )
     s = running_stats_report.shuffle_summary_table(shuffles, 0.95)
     r = s[s.metric == "running_error"].iloc[0]
-    lo, hi = sps.t.interval(0.95, 2, loc=np.mean(vals), scale=sps.sem(vals))
+    # the error cannot be negative: the t interval is formed on the log scale (delta method,
+    # standard error of the log = sem / mean) and mapped back
+    mean, sem = np.mean(vals), sps.sem(vals)
+    half = sps.t.ppf(0.975, 2) * sem / mean
+    lo, hi = mean * np.exp(-half), mean * np.exp(half)
     assert r["shuffles"] == 3 and (r.ci_low, r.ci_high) == pytest.approx((lo, hi))
+    assert 0 < r.ci_low < mean < r.ci_high
