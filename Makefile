@@ -123,7 +123,7 @@ figures: setup
 # the pipeline tests build config/fashion-tiny.yaml too: its data set first
 test: setup browser lint
 	$(MAKE) --no-print-directory dataset CONFIG=config/fashion-tiny.yaml
-	$(BIN)/python -m pytest -q -m "not paper_config"
+	$(BIN)/python -m pytest -q --durations=40 -m "not paper_config"
 
 # Unit tests only (no pipeline runs, no TeX needed).
 test-fast: $(STAMP)
