@@ -62,7 +62,7 @@ def test_non_finite_number_stops_snakemake_before_any_job(test_config, tmp_path)
 def test_every_config_key_has_a_description():
     from conftest import ROOT
 
-    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    schema = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")  # with every study's section
     missing = []
 
     def walk(node, path):
@@ -73,3 +73,23 @@ def test_every_config_key_has_a_description():
 
     walk(schema, [])
     assert not missing, f"config keys without a description in the schema: {missing}"
+
+
+def test_each_study_states_its_section_beside_its_code_and_only_there():
+    """A study's config section is described by its folder's schema.yaml (issue 26: a study is a
+    unit), set into the schema under the catalogue's section name; the base file holds none of them."""
+    from bnstudy.base import catalogue
+
+    base = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    schema = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    for study in catalogue.STUDIES:
+        fragment = study.schema()
+        if fragment is None:
+            continue
+        assert study.config not in base["properties"], f"{study.config}: described in the base file too"
+        assert schema["properties"][study.config]["description"] == fragment["description"]
+        assert (study.config in schema["required"]) != study.optional, study.name
+    doubled = copy.deepcopy(base)
+    doubled["properties"]["serving"] = {"type": "object"}
+    with pytest.raises(ValueError, match="'serving' has a schema in the base file and in"):
+        catalogue.with_study_schemas(doubled)

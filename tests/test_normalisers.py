@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from bnstudy.base import normalisers
+from bnstudy.base.config import load_schema
 from bnstudy.compiled import backprop, kernels, optimisers
 from bnstudy.nets import conv_train, model, norms, train
 from bnstudy.nets.recipe import Recipe
@@ -26,7 +27,8 @@ KINDS = normalisers.NAMES
 def test_names_are_unique_and_listed_once():
     assert len(set(KINDS)) == len(KINDS) == len(normalisers.REGISTRY)
     # the schema lists no names of its own: they come from the registry
-    schema = (ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text()
+    files = [ROOT / "workflow/schemas/config.schema.yaml", *(ROOT / "src/bnstudy/studies").glob("*/schema.yaml")]
+    schema = "".join(p.read_text() for p in files)
     enums = " ".join(re.findall(r"enum:.*", schema))
     for name in KINDS:
         assert not re.search(rf"\b{name}\b", enums), f"{name} typed into the schema"
@@ -77,7 +79,7 @@ def test_consumers_read_the_registry():
     assert model.AFFINE_KINDS == normalisers.AFFINE_NAMES
     for table in (figures.COLOURS, figures.LABELS, figures.MARKERS, figures.LINESTYLES):
         assert tuple(table) == KINDS
-    schema = normalisers.fill_schema(yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text()))
+    schema = load_schema(ROOT / "workflow/schemas/config.schema.yaml")
     assert schema["definitions"]["normaliser"]["enum"] == list(KINDS)
     assert schema["definitions"]["batch_normaliser"]["enum"] == list(normalisers.BATCH_NAMES)
 
@@ -127,7 +129,7 @@ def test_own_settings_come_from_the_kinds_config_section_and_only_its_weights_re
 def test_the_schema_requires_ghost_batch_norms_section_and_virtual_batches_of_two_rows_or_more():
     import jsonschema
 
-    schema = normalisers.fill_schema(yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text()))
+    schema = load_schema(ROOT / "workflow/schemas/config.schema.yaml")
     validator = jsonschema.Draft202012Validator(schema)
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     assert not list(validator.iter_errors(config))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,19 @@ class Study:
         """Whether ``config`` includes the study (an optional one only with its section)."""
         return not self.optional or self.config in config
 
+    @property
+    def schema_file(self) -> Path:
+        """Its config section's schema fragment, ``studies/<name>/schema.yaml`` (may be absent)."""
+        return Path(__file__).resolve().parents[1] / "studies" / self.name / "schema.yaml"
+
+    def schema(self) -> dict | None:
+        """Its config section's JSON Schema (:attr:`schema_file`), or None for a study without one."""
+        if self.config is None or not self.schema_file.is_file():
+            return None
+        import yaml
+
+        return yaml.safe_load(self.schema_file.read_text())
+
     def check(self):
         """Its cross-field config check ``check(config, part)`` (``studies/<name>/checks.py``), or None."""
         module = f"bnstudy.studies.{self.name}.checks"
@@ -83,6 +97,24 @@ STUDIES = (
     Study("finetune", "finetune", {"finetune": 1.0}),
     Study("conv", "conv", {"conv": 1.0}, optional=True),
 )  # fmt: skip
+
+
+def with_study_schemas(schema: dict) -> dict:
+    """``schema`` (the base config schema) with each study's fragment (:meth:`Study.schema`) as the
+    schema of its config section, in the catalogue's order; a study that is not optional makes its
+    section required. A section stated twice (base file and fragment) is an error."""
+    properties, required = schema.setdefault("properties", {}), schema.setdefault("required", [])
+    for study in STUDIES:
+        fragment = study.schema()
+        if fragment is None:
+            continue
+        if study.config in properties:
+            where = study.schema_file
+            raise ValueError(f"config section {study.config!r} has a schema in the base file and in {where}")
+        properties[study.config] = fragment
+        if not study.optional and study.config not in required:
+            required.append(study.config)
+    return schema
 
 
 def included(config: dict) -> list[Study]:

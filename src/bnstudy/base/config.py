@@ -57,12 +57,15 @@ def non_finite(node, path=()):
 
 
 def load_schema(path: str | Path) -> dict:
-    """The config schema at ``path``, its normaliser lists filled from the registry."""
+    """The config schema: the base file at ``path`` (the sections every study shares) with each
+    study's section from its folder (``studies/<name>/schema.yaml``, :func:`bnstudy.base.catalogue.with_study_schemas`),
+    its normaliser lists filled from the registry."""
     import yaml
 
+    from bnstudy.base.catalogue import with_study_schemas
     from bnstudy.base.normalisers import fill_schema
 
-    return fill_schema(yaml.safe_load(Path(path).read_text()))
+    return fill_schema(with_study_schemas(yaml.safe_load(Path(path).read_text())))
 
 
 def validate(config: dict, schema: dict) -> None:
