@@ -191,3 +191,16 @@ def test_deep_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))
+
+
+def test_benchmark_counts_the_multiply_adds_and_reads_the_peak():
+    from bnstudy.tools import convbench
+
+    spec = conv_train.ConvSpec("none", (4, 8), strides=(1, 2))
+    # layer 0: 64 positions x 9 x 4 (forward, weight gradient); layer 1: 16 x 36 x 8 (and input
+    # gradient); linear: 8 x 10 (three products)
+    macs = 2 * 64 * 9 * 4 + 3 * 16 * 36 * 8 + 3 * 8 * 10
+    assert convbench.training_flops(spec, 8) == 2 * macs
+    info = "model name\t: Test CPU\nflags\t\t: fpu sse avx avx2 avx512f\ncpu MHz\t\t: 2500.000\n"
+    assert convbench.peak(info)[0] == 2 * 16 * 2.5
+    assert convbench.peak(info.replace(" avx512f", ""))[0] == 2 * 8 * 2.5
