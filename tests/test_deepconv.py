@@ -204,3 +204,39 @@ def test_benchmark_counts_the_multiply_adds_and_reads_the_peak():
     info = "model name\t: Test CPU\nflags\t\t: fpu sse avx avx2 avx512f\ncpu MHz\t\t: 2500.000\n"
     assert convbench.peak(info)[0] == 2 * 16 * 2.5
     assert convbench.peak(info.replace(" avx512f", ""))[0] == 2 * 8 * 2.5
+
+
+def test_the_blocked_linear_backward_adds_in_the_stated_order():
+    """Rows four at a time (weight gradients) and outputs eight at a time (input gradients): the
+    bits of the one-at-a-time loops of the stated order, remainders included."""
+    import numba
+
+    from bnstudy.compiled.gradients import linear_backward
+
+    @numba.njit
+    def one_at_a_time(dh, a, n, w, dw, db, da):
+        o_, k_ = w.shape
+        dw[:] = 0
+        db[:] = 0
+        for i in range(n):
+            for o in range(o_):
+                db[o] += dh[i, o]
+                for k in range(k_):
+                    dw[o, k] += dh[i, o] * a[i, k]
+        for i in range(n):
+            for k in range(k_):
+                da[i, k] = 0
+                for o in range(o_):
+                    da[i, k] += dh[i, o] * w[o, k]
+                if not a[i, k] > 0:
+                    da[i, k] = 0
+
+    rng = np.random.default_rng(7)
+    for n, o_, k_ in [(37, 13, 11), (128, 32, 144), (3, 5, 9), (64, 8, 16)]:
+        dh, a = rng.standard_normal((n, o_)).astype(np.float32), rng.standard_normal((n, k_)).astype(np.float32)
+        w = rng.standard_normal((o_, k_)).astype(np.float32)
+        got = [np.empty_like(w), np.empty(o_, np.float32), np.empty_like(a)]
+        ref = [np.empty_like(w), np.empty(o_, np.float32), np.empty_like(a)]
+        linear_backward(dh, a, n, w, *got, a)
+        one_at_a_time(dh, a, n, w, *ref)
+        assert all(g.tobytes() == r.tobytes() for g, r in zip(got, ref)), (n, o_, k_)
