@@ -240,3 +240,25 @@ def test_the_blocked_linear_backward_adds_in_the_stated_order():
         linear_backward(dh, a, n, w, *got, a)
         one_at_a_time(dh, a, n, w, *ref)
         assert all(g.tobytes() == r.tobytes() for g, r in zip(got, ref)), (n, o_, k_)
+
+
+def test_a_config_names_its_layers_or_its_channels():
+    from pathlib import Path
+
+    import yaml
+
+    from bnstudy.base.config import ConfigError, load_schema, validate
+
+    root = Path(__file__).resolve().parents[1]
+    schema = load_schema(root / "workflow" / "schemas" / "config.schema.yaml")
+    config = yaml.safe_load((root / "config" / "test.yaml").read_text())
+    validate(config, schema)
+    conv_config = config["conv"]
+    conv_config["layers"] = [{"channels": 4}, {"channels": 8, "stride": 2}, {"channels": 8, "skip": 1}]
+    with pytest.raises(ConfigError, match="one of the two"):
+        validate(config, schema)
+    del conv_config["channels"]
+    validate(config, schema)
+    conv_config["layers"][1]["stride"] = 3
+    with pytest.raises(ConfigError, match="stride"):
+        validate(config, schema)

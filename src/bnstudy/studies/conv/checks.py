@@ -40,6 +40,10 @@ def check(config: dict, part: Parts) -> None:
     for i, b in enumerate(c["batch_sizes"]):
         if b not in config["grid"]["batch_sizes"]:
             raise ConfigError(f"config error: conv.batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
+    if ("channels" in c) == ("layers" in c):
+        raise ConfigError(
+            "config error: conv: give its convolutions as conv.channels or as conv.layers (one of the two)"
+        )
     where = "conv.layers[{}].channels" if "layers" in c else "conv.channels[{}]"
     for i, ch in enumerate(channels(c)):
         if ch % c["groups"]:
