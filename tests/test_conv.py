@@ -29,7 +29,7 @@ def test_im2col_holds_each_padded_neighbourhood_in_column_order():
     rng = np.random.default_rng(1)
     img = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
     out = np.empty((128, 27), np.float32)
-    conv.im2col(rows(img), 2, out)
+    conv.im2col(rows(img), 2, 64, conv.source_table(8, 1), out)
     padded = np.pad(img, ((0, 0), (0, 0), (1, 1), (1, 1)))
     for n, y, x in [(0, 0, 0), (1, 7, 7), (1, 3, 5), (0, 0, 6)]:
         expect = padded[n, :, y : y + 3, x : x + 3].reshape(-1)  # (channel, ky, kx)
@@ -43,14 +43,15 @@ def test_col2im_is_the_adjoint_of_im2col():
     d = rng.standard_normal((128, 27)).astype(np.float32)
     patches = np.empty((128, 27), np.float32)
     back = np.empty((128, 3), np.float32)
-    conv.im2col(a, 2, patches)
-    conv.col2im(d, 2, back)
+    table = conv.source_table(8, 1)
+    conv.im2col(a, 2, 64, table, patches)
+    conv.col2im(d, 2, 64, table, back)
     lhs = np.sum(patches.astype(np.float64) * d)
     rhs = np.sum(a.astype(np.float64) * back)
     assert lhs == pytest.approx(rhs, rel=1e-5)
     # and a corner receives exactly the four patches that read it: (0,0) from (0,0),(0,1),(1,0),(1,1)
     ones = np.ones((128, 27), np.float32)
-    conv.col2im(ones, 2, back)
+    conv.col2im(ones, 2, 64, table, back)
     assert back[0, 0] == 4 and back[9, 0] == 9 and back[63, 2] == 4
 
 
@@ -65,7 +66,7 @@ def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
     h = rows(img)
     out, xhat = np.empty_like(h), np.empty_like(h)
     rstd = np.empty((3, groups), np.float32)
-    normkernels.spatial_norm(h, 3, groups, np.float32(1e-5), gamma, beta, False, out, xhat, rstd)
+    normkernels.spatial_norm(h, 3, 64, groups, np.float32(1e-5), gamma, beta, False, out, xhat, rstd)
     t = torch.from_numpy(img).requires_grad_()
     gn = torch.nn.GroupNorm(groups, 8, eps=1e-5)
     with torch.no_grad():
@@ -75,7 +76,7 @@ def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
     y.backward(torch.from_numpy(upstream))
     np.testing.assert_allclose(out, rows(y.detach().numpy()), rtol=1e-5, atol=1e-5)
     dh, dg, db = np.empty_like(h), np.empty(8, np.float32), np.empty(8, np.float32)
-    normkernels.spatial_norm_backward(rows(upstream), 3, groups, gamma, xhat, rstd, dh, dg, db)
+    normkernels.spatial_norm_backward(rows(upstream), 3, 64, groups, gamma, xhat, rstd, dh, dg, db)
     np.testing.assert_allclose(dh, rows(t.grad.numpy()), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(dg, gn.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(db, gn.bias.grad.numpy(), rtol=1e-5, atol=1e-5)
@@ -190,7 +191,8 @@ def test_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
     pairs = np.array([[0, 1], [3, 7], [7, 3], [5, 11]], np.int64)
     got = np.empty(4, np.int64)
     flat = np.ascontiguousarray(x.reshape(-1, 1))
-    conv.pair_labels(conv_train.model_arrays(stacked, spec, 0), conv_train.norm_settings(spec), flat, pairs, got)
+    net, geo = conv_train.model_arrays(stacked, spec, 0), spec.arch(8).geometry
+    conv.pair_labels(net, geo, conv_train.norm_settings(spec), flat, pairs, got)
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))

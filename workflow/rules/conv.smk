@@ -4,12 +4,13 @@
 
 CONV = config["conv"]
 CONV_CELLS = [dict(normaliser=n) for n in CONV["normalisers"]]
+CONV_CHANNELS = [layer["channels"] for layer in CONV["layers"]] if "layers" in CONV else CONV["channels"]
 CONV_SPEC = dict(
-    channels=CONV["channels"],
+    channels=CONV_CHANNELS,
     groups=CONV["groups"],
     eps=config["network"]["eps"],
     momentum=config["network"]["momentum"],
-)
+) | ({"layers": CONV["layers"]} if "layers" in CONV else {})
 
 
 rule train_conv:
@@ -106,7 +107,7 @@ rule summarise_conv:
         ),
     params:
         confidence=config["batch_size_eval"]["confidence"],
-        channels=CONV["channels"],
+        channels=CONV_CHANNELS,
         groups=CONV["groups"],
         epochs=CONV["epochs"],
         lr=config["grid"]["lr"],

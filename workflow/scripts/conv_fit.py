@@ -13,13 +13,7 @@ from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.conv import science as conv_study
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
-spec = conv_train.ConvSpec(
-    normaliser=snakemake.wildcards.normaliser,
-    channels=tuple(int(c) for c in p.spec["channels"]),
-    groups=int(p.spec["groups"]),
-    eps=float(p.spec["eps"]),
-    momentum=float(p.spec["momentum"]),
-)
+spec = conv_train.ConvSpec.from_params(snakemake.wildcards.normaliser, p.spec)
 seeds = [int(s) for s in p.seeds]
 weights, runs, epochs = conv_study.train_normaliser(
     spec,
@@ -33,7 +27,7 @@ weights, runs, epochs = conv_study.train_normaliser(
     int(p.eval_seed),
     threads=snakemake.threads,
 )
-meta = {k: str(v) for k, v in vars(spec).items()} | {"recipe": str(p.recipe), "seeds": str(seeds)}
+meta = spec.meta() | {"recipe": str(p.recipe), "seeds": str(seeds)}
 io.write_weights(out.weights, weights, meta)
 io.write_table(out.runs, runs)
 io.write_table(out.epochs, epochs)

@@ -12,13 +12,7 @@ from bnstudy.nets import conv_train
 from bnstudy.studies.conv import science as conv_study
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
-spec = conv_train.ConvSpec(
-    normaliser="batchnorm",
-    channels=tuple(int(c) for c in p.spec["channels"]),
-    groups=int(p.spec["groups"]),
-    eps=float(p.spec["eps"]),
-    momentum=float(p.spec["momentum"]),
-)
+spec = conv_train.ConvSpec.from_params("batchnorm", p.spec)
 x_test, y_test = io.read_array(inp.x_test), io.read_array(inp.y_test)
 examples = io.read_table(inp.examples)
 exact = conv_study.exact_subset(

@@ -34,7 +34,18 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled.blocks import linear_t, transpose_into
-from bnstudy.compiled.conv import P, average_pool, col2im, im2col
+from bnstudy.compiled.conv import (
+    P_IN,
+    P_OUT,
+    SKIP,
+    add_relu,
+    average_pool,
+    col2im,
+    geometry,
+    im2col,
+    no_geometry,
+    table_of,
+)
 from bnstudy.compiled.gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
 from bnstudy.compiled.normkernels import (
     Keep,
@@ -53,11 +64,13 @@ __all__ = ["ADAM", "SGD", "train_run"]
 
 # ---- the records train_run takes ------------------------------------------------------
 
-Arch = namedtuple("Arch", "conv shapes")
+Arch = namedtuple("Arch", "conv shapes geometry")
 Arch.__doc__ = """A network's layers: ``shapes`` ``(L, 2)`` int64, each layer's weight matrix
 ``(out, fan_in)`` (input side first, the output layer last); ``conv``: the hidden layers are 3x3
-convolutions over the ``P`` positions of an image (``fan_in = 9 * in channels``), the output
-layer reads their average pool. Every hidden layer is followed by the normaliser and ReLU."""
+convolutions (``fan_in = 9 * in channels``) of :class:`bnstudy.compiled.conv.Geometry` ``geometry``
+(positions, source tables, strides, residual connections), the output layer reads their average
+pool. Every hidden layer is followed by the normaliser (then a residual addition, if it has one) and
+ReLU."""
 
 State = namedtuple("State", "params running")
 State.__doc__ = """What a run trains in place: the flat parameter vector (float32, :func:`param_views`)
@@ -86,15 +99,24 @@ Scratch = namedtuple("Scratch", "xb yb wt patches dpatches pre act xhat da dh rs
 def mlp_arch(widths) -> Arch:
     """The MLP of ``widths`` (input, hidden..., classes): linear layers."""
     w = [int(v) for v in widths]
-    return Arch(False, np.array([(w[i + 1], w[i]) for i in range(len(w) - 1)], np.int64).reshape(-1, 2))
+    shapes = np.array([(w[i + 1], w[i]) for i in range(len(w) - 1)], np.int64).reshape(-1, 2)
+    return Arch(False, shapes, no_geometry())
 
 
-def conv_arch(channels, classes: int) -> Arch:
-    """The convolutional network: 3x3 convolutions from one input channel to ``channels``, then
-    the average pool and a linear map to ``classes``."""
-    c = [1, *(int(v) for v in channels)]
-    shapes = [(c[i + 1], 9 * c[i]) for i in range(len(c) - 1)] + [(int(classes), c[-1])]
-    return Arch(True, np.array(shapes, np.int64))
+def conv_arch(channels, classes: int, side: int = 8, strides=None, skips=None, in_channels: int = 1) -> Arch:
+    """The convolutional network on ``side x side`` images of ``in_channels`` channels: 3x3
+    convolutions to ``channels`` with ``strides`` (default 1), layer ``l`` adding the output of
+    layer ``skips[l]`` before its ReLU (-1, the default: none), then the average pool and a linear
+    map to ``classes``."""
+    c = [int(in_channels), *(int(v) for v in channels)]
+    layers = len(c) - 1
+    strides = [1] * layers if strides is None else [int(s) for s in strides]
+    skips = [-1] * layers if skips is None else [int(s) for s in skips]
+    for i, k in enumerate(skips):
+        if k >= 0 and c[k + 1] != c[i + 1]:
+            raise ValueError(f"layer {i}: its skip {k} has {c[k + 1]} channels, not {c[i + 1]}")
+    shapes = [(c[i + 1], 9 * c[i]) for i in range(layers)] + [(int(classes), c[-1])]
+    return Arch(True, np.array(shapes, np.int64), geometry(int(side), strides, skips))
 
 
 def schedule(rows, sizes, limits=None, accumulate: int = 1) -> Schedule:
@@ -156,25 +178,37 @@ def running_views(running, shapes):
 
 
 @numba.njit(**JIT)
+def positions_in(arch):
+    """Rows per example at the network's input: the image's positions, or 1 (the MLP)."""
+    return arch.geometry.layers[0, P_IN] if arch.conv else 1
+
+
+@numba.njit(**JIT)
+def positions_out(arch, layer):
+    """Rows per example at hidden layer ``layer``'s output: its positions, or 1 (the MLP)."""
+    return arch.geometry.layers[layer, P_OUT] if arch.conv else 1
+
+
+@numba.njit(**JIT)
 def new_scratch(arch, ns, inputs, bmax):
     """Every scratch array of a run with batches of up to ``bmax`` examples of ``inputs`` values."""
     shapes = arch.shapes
     hidden = shapes.shape[0] - 1
-    per = P if arch.conv else 1
-    rows = bmax * per
+    per = positions_in(arch)
     f32 = np.float32
     feats = [shapes[i, 0] for i in range(hidden)]
-    wide = [np.empty((rows if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)]
-    per_layer = [np.empty((rows, f), f32) for f in feats]
+    rows = [bmax * positions_out(arch, i) for i in range(hidden)]
+    wide = [np.empty((rows[i] if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)]
+    per_layer = [np.empty((rows[i], feats[i]), f32) for i in range(hidden)]
     last, classes = shapes[hidden, 1], shapes[hidden, 0]
     return Scratch(
-        np.empty((rows, inputs // per), f32), np.empty(bmax, np.int64),
+        np.empty((bmax * per, inputs // per), f32), np.empty(bmax, np.int64),
         [np.empty((shapes[i, 1], shapes[i, 0]), f32) for i in range(hidden + 1)],
         wide, [a.copy() for a in wide], per_layer, [a.copy() for a in per_layer], [a.copy() for a in per_layer],
         [a.copy() for a in per_layer], [a.copy() for a in per_layer],
         [rstd_scratch(ns.kind, bmax, ns.setting, f) for f in feats], [new_stats(f) for f in feats],
         np.empty((bmax, last), f32), np.empty((bmax, last), f32), np.ones((bmax, last), f32),
-        np.empty((bmax, classes), f32), np.empty((bmax, classes), f32), np.empty((rows, 0), f32),
+        np.empty((bmax, classes), f32), np.empty((bmax, classes), f32), np.empty((bmax * per, 0), f32),
     )  # fmt: skip
 
 
@@ -196,34 +230,79 @@ def forward_pass(arch, ns, views, sc, n, updates):
     ``views``: the parameters' (:func:`param_views`) and the running statistics' views."""
     w, b, gamma, beta, rm, rv = views
     hidden = len(gamma)
-    r = n * (P if arch.conv else 1)
+    geo = arch.geometry
     src = sc.xb
     for i in range(hidden):
         lp = Params(gamma[i], beta[i], rm[i], rv[i])
         keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
         if arch.conv:
-            im2col(src, n, sc.patches[i])
+            r = n * geo.layers[i, P_OUT]
+            skip = geo.layers[i, SKIP]
+            im2col(src, n, geo.layers[i, P_IN], table_of(geo, i), sc.patches[i])
             linear_t(sc.patches[i][:r], sc.wt[i], b[i], sc.pre[i][:r])
-            spatial_forward(ns, lp, sc.pre[i][:r], n, keep, sc.act[i])
+            spatial_forward(ns, lp, sc.pre[i][:r], n, geo.layers[i, P_OUT], keep, skip < 0, sc.act[i])
+            if skip >= 0:
+                add_relu(sc.act[i], sc.act[skip], r)
         else:
             linear_t(src[:n], sc.wt[i], b[i], sc.pre[i])
             norm_forward(ns, lp, sc.pre[i], n, updates, keep, sc.act[i])
         src = sc.act[i]
     if arch.conv:
-        average_pool(src, n, sc.pooled)
+        average_pool(src, n, geo.layers[hidden - 1, P_OUT], sc.pooled)
         linear_t(sc.pooled[:n], sc.wt[hidden], b[hidden], sc.z[:n])
     else:
         linear_t(src[:n], sc.wt[hidden], b[hidden], sc.z)
 
 
 @numba.njit(**JIT)
-def unpool(dpooled, act, n, da):
-    """The average pool's backward: ``dz / P`` to every position, then the ReLU mask of ``act``."""
-    inv = np.float32(P)
+def unpool(dpooled, act, n, positions, da):
+    """The average pool's backward: ``dz / positions`` to every position, then the ReLU mask of ``act``."""
+    inv = np.float32(positions)
     for i in range(n):
-        for q in range(P):
+        for q in range(positions):
             for c in range(act.shape[1]):
-                da[i * P + q, c] = dpooled[i, c] / inv if act[i * P + q, c] > 0 else np.float32(0)
+                r = i * positions + q
+                da[r, c] = dpooled[i, c] / inv if act[r, c] > 0 else np.float32(0)
+
+
+@numba.njit(**JIT)
+def gather_skips(geo, sc, i, rows):
+    """The gradient at layer ``i``'s output ``sc.da[i]`` (from layer ``i + 1``), plus the masked
+    gradient at the normaliser's output of every later layer that adds layer ``i``'s output, those
+    layers in increasing order; then the ReLU mask of ``sc.act[i]``. Nothing if none adds it."""
+    added = False
+    da, act = sc.da[i], sc.act[i]
+    for j in range(i + 1, geo.layers.shape[0]):
+        if geo.layers[j, SKIP] == i:
+            added = True
+            g = sc.da[j]
+            for r in range(rows):
+                for c in range(da.shape[1]):
+                    da[r, c] += g[r, c]
+    if added:
+        for r in range(rows):
+            for c in range(da.shape[1]):
+                if not act[r, c] > 0:
+                    da[r, c] = 0
+
+
+@numba.njit(**JIT)
+def conv_backward(ns, params, grads, sc, n, i, geo):
+    """Backward of convolutional layer ``i`` from ``sc.da[i]``: its residual gradients gathered
+    (:func:`gather_skips`), the normaliser's backward, the convolution's weight gradients and (but
+    for the first layer) its input gradient into ``sc.da[i - 1]`` (ReLU mask of the patches, then
+    :func:`bnstudy.compiled.conv.col2im`)."""
+    w, gamma = params[0], params[2]
+    dw, db, dgamma, dbeta = grads
+    positions = geo.layers[i, P_OUT]
+    r = n * positions
+    gather_skips(geo, sc, i, r)
+    keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
+    spatial_backward(ns, gamma[i], keep, sc.da[i][:r], n, positions, sc.dh[i], dgamma[i], dbeta[i])
+    dpatches = sc.none if i == 0 else sc.dpatches[i]
+    linear_backward(sc.dh[i], sc.patches[i], r, w[i], dw[i], db[i], dpatches, sc.patches[i])
+    if i > 0:
+        col2im(dpatches, n, geo.layers[i, P_IN], table_of(geo, i), sc.da[i - 1])
 
 
 @numba.njit(**JIT)
@@ -233,26 +312,21 @@ def backward_pass(arch, ns, params, grads, sc, n):
     w, gamma = params[0], params[2]
     dw, db, dgamma, dbeta = grads
     hidden = len(dgamma)
-    r = n * (P if arch.conv else 1)
     top = sc.act[hidden - 1]
     if arch.conv:
+        positions = arch.geometry.layers[hidden - 1, P_OUT]
         linear_backward(sc.dz, sc.pooled, n, w[hidden], dw[hidden], db[hidden], sc.dpooled, sc.ones)
-        unpool(sc.dpooled, top, n, sc.da[hidden - 1])
-    else:
-        linear_backward(sc.dz, top, n, w[hidden], dw[hidden], db[hidden], sc.da[hidden - 1], top)
+        unpool(sc.dpooled, top, n, positions, sc.da[hidden - 1])
+        for i in range(hidden - 1, -1, -1):
+            conv_backward(ns, params, grads, sc, n, i, arch.geometry)
+        return
+    linear_backward(sc.dz, top, n, w[hidden], dw[hidden], db[hidden], sc.da[hidden - 1], top)
     for i in range(hidden - 1, -1, -1):
         keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
         da = sc.none if i == 0 else sc.da[i - 1]  # the gradient at the layer below's output
-        if arch.conv:
-            spatial_backward(ns, gamma[i], keep, sc.da[i][:r], n, sc.dh[i], dgamma[i], dbeta[i])
-            dpatches = sc.none if i == 0 else sc.dpatches[i]
-            linear_backward(sc.dh[i], sc.patches[i], r, w[i], dw[i], db[i], dpatches, sc.patches[i])
-            if i > 0:
-                col2im(dpatches, n, da)
-        else:
-            below = sc.xb if i == 0 else sc.act[i - 1]
-            norm_backward(ns, gamma[i], keep, sc.da[i], n, sc.dh[i], dgamma[i], dbeta[i])
-            linear_backward(sc.dh[i], below, n, w[i], dw[i], db[i], da, below)
+        below = sc.xb if i == 0 else sc.act[i - 1]
+        norm_backward(ns, gamma[i], keep, sc.da[i], n, sc.dh[i], dgamma[i], dbeta[i])
+        linear_backward(sc.dh[i], below, n, w[i], dw[i], db[i], da, below)
 
 
 @numba.njit(**JIT)
@@ -327,7 +401,7 @@ def train_run(arch, state, data, plan, ns, opt, updates, log, frozen=False):
     moments = (np.zeros_like(p), np.zeros_like(p))
     if frozen and batch_statistics(ns.kind):  # the statistics frozen: inference-mode normalisation, no update
         ns = with_limits(ns, FROZEN, ns.setting, ns.rmax, ns.dmax)
-    per = P if arch.conv else 1
+    per = positions_in(arch)
     step = 0
     for e in range(plan.rows.shape[0]):
         pos = 0

@@ -1,153 +1,226 @@
-"""The small convolutional network's arithmetic, compiled, in one fixed order (one model).
+"""The convolutional network's arithmetic, compiled, in one fixed order (one model).
 
-The network (:mod:`bnstudy.nets.conv_train`) reads a digit as an 8x8 image of one
-channel: conv 3x3 (padding 1) -> normaliser -> ReLU -> conv 3x3 (padding 1) ->
-normaliser -> ReLU -> global average pool -> linear. Activations are 2-D float32
-arrays with one row per (example, position), examples in order and within an
-example the ``P = 64`` positions in row-major order (``p = 8 * row + column``),
-one column per channel. The discipline is :mod:`bnstudy.compiled.kernels`' (no fast-math,
-no FMA, every reduction in the order stated here, vectorised only across
+The network (:mod:`bnstudy.nets.conv_train`) is a list of layers as data: each a 3x3
+convolution (padding 1, stride 1 or 2) -> normaliser -> (optionally) the addition of an
+earlier layer's output of the same shape (a residual connection) -> ReLU; then the
+global average pool and a linear map. Its :class:`Geometry` holds, per layer, the
+positions of its input and output and a *source table*: for each output position and
+each of the 9 offsets of the 3x3 patch, the input position it reads, or -1 where the
+patch falls outside the image (the padding). The tables are arrays computed in Python
+(:func:`geometry`) and passed to the kernels; no image size is compiled in.
+
+Activations are 2-D float32 arrays with one row per (example, position), examples in
+order and within an example the positions in row-major order (``p = side * row +
+column``), one column per channel. The discipline is :mod:`bnstudy.compiled.kernels`' (no
+fast-math, no FMA, every reduction in the order stated here, vectorised only across
 independent outputs), and every step reuses its kernels where it can:
 
 - convolution = :func:`im2col` then :func:`bnstudy.compiled.blocks.linear_t`: the patch
-  matrix has a row per (example, position) and a column per ``(in channel, ky,
-  kx)``, ``column = 9 * channel + 3 * ky + kx`` (PyTorch's weight layout
-  ``(out, in, 3, 3)`` flattened), holding the input at ``(row + ky - 1, column +
-  kx - 1)`` or 0 outside the image; so each output is the bias plus the products
-  added in column order. Backward: :func:`bnstudy.compiled.gradients.linear_backward` on
-  the patches, then :func:`col2im`, which adds each patch gradient into the input
-  position it was copied from, patch rows in order and within a row columns in order;
+  matrix has a row per (example, output position) and a column per ``(in channel, ky,
+  kx)``, ``column = 9 * channel + 3 * ky + kx`` (PyTorch's weight layout ``(out, in, 3,
+  3)`` flattened), holding the input at ``(stride * row + ky - 1, stride * column + kx -
+  1)`` or 0 outside the image; so each output is the bias plus the products added in
+  column order. Backward: :func:`bnstudy.compiled.gradients.linear_backward` on the patches,
+  then :func:`col2im`, which adds each patch gradient into the input position it was
+  copied from, patch rows in order and within a row columns in order;
 - batch norm 2d = :mod:`bnstudy.compiled.kernels`' batch norm over the rows of a batch
   (statistics per channel over examples x positions, rows in order; the running
   variance's unbiased correction uses the ``B * P`` values, as PyTorch);
 - layer and group norm over (channels of a group x positions) per example
   (:func:`bnstudy.compiled.normkernels.spatial_norm`, ``spatial_norm_backward``; every kind's
   form here is dispatched by ``normkernels.spatial_layer``, ``spatial_forward`` and
-  ``spatial_backward``): groups of ``C / groups``
-  consecutive channels (layer norm: one group); per example and group, ``mean``
-  = (sum over positions in order, within a position the group's channels in
-  order) / count, biased ``var`` the same sum of squared deviations / count,
-  ``invstd = 1 / sqrt(var + eps)``, ``y = xhat * gamma[c] + beta[c]``; backward
-  ``dh = invstd * (dxhat - sum(dxhat) / count - xhat * sum(dxhat * xhat) / count)``
+  ``spatial_backward``): groups of ``C / groups`` consecutive channels (layer norm: one
+  group); per example and group, ``mean`` = (sum over positions in order, within a
+  position the group's channels in order) / count, biased ``var`` the same sum of squared
+  deviations / count, ``invstd = 1 / sqrt(var + eps)``, ``y = xhat * gamma[c] + beta[c]``;
+  backward ``dh = invstd * (dxhat - sum(dxhat) / count - xhat * sum(dxhat * xhat) / count)``
   (same order), ``dgamma``/``dbeta`` summed over all rows in order;
-- global average pool (:func:`average_pool`): per example and channel the
-  positions' values added in order, divided by ``P``; backward ``dz / P`` to every
-  position (then the ReLU mask).
+- residual connection of layer ``l`` from layer ``k < l`` (:func:`add_relu`): ``a_l =
+  relu(y_l + a_k)``, one addition per value (``y_l`` the normaliser's output). Backward
+  (:mod:`bnstudy.compiled.backprop`): the gradient at ``a_k`` is the input gradient of layer
+  ``k + 1`` (:func:`col2im`), then plus the masked gradient at ``y_l`` of each later layer
+  ``l`` that adds ``a_k``, ``l`` in increasing order, then ReLU's mask of ``a_k``;
+- global average pool (:func:`average_pool`): per example and channel the positions'
+  values added in order, divided by the positions; backward ``dz / P`` to every position
+  (then the ReLU mask).
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba
 import numpy as np
 
-from bnstudy.base.designs import CONV_POSITIONS, CONV_SIDE
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled.blocks import linear_t
 from bnstudy.compiled.normkernels import spatial_layer
 
-SIDE = CONV_SIDE
-P = CONV_POSITIONS  # positions per image
+Geometry = namedtuple("Geometry", "layers sources")
+Geometry.__doc__ = """The convolutions' shapes: ``layers`` ``(L, 5)`` int64, per layer its input's positions,
+its output's positions, the first row of its source table in ``sources``, the layer whose output it
+adds before the ReLU (-1: none) and its stride; ``sources`` ``(sum of output positions, 9)`` int64,
+every layer's table (:func:`source_table`) one after the other."""
+
+# the columns of Geometry.layers
+P_IN, P_OUT, TABLE, SKIP, STRIDE = range(5)
 
 
-def _sources() -> np.ndarray:
-    """``SOURCE[p, 3 * ky + kx]``: the position a 3x3 patch centred on position ``p`` reads
-    at offset ``(ky - 1, kx - 1)``, or -1 where that falls outside the image (padding)."""
-    src = np.full((P, 9), -1, np.int64)
-    for y in range(SIDE):
-        for x in range(SIDE):
+def out_side(side: int, stride: int) -> int:
+    """The output side of a 3x3 convolution with padding 1 and ``stride`` on a ``side``-wide image."""
+    return (side - 1) // stride + 1
+
+
+def source_table(side: int, stride: int) -> np.ndarray:
+    """``table[p, 3 * ky + kx]``: the input position the 3x3 patch of output position ``p`` reads at
+    offset ``(ky - 1, kx - 1)`` from ``(stride * row, stride * column)``, or -1 outside the image."""
+    o = out_side(side, stride)
+    src = np.full((o * o, 9), -1, np.int64)
+    for y in range(o):
+        for x in range(o):
             for ky in range(3):
                 for kx in range(3):
-                    yy, xx = y + ky - 1, x + kx - 1
-                    if 0 <= yy < SIDE and 0 <= xx < SIDE:
-                        src[y * SIDE + x, 3 * ky + kx] = yy * SIDE + xx
+                    yy, xx = stride * y + ky - 1, stride * x + kx - 1
+                    if 0 <= yy < side and 0 <= xx < side:
+                        src[y * o + x, 3 * ky + kx] = yy * side + xx
     return src
 
 
-SOURCE = _sources()
+def geometry(side: int, strides, skips) -> Geometry:
+    """The :class:`Geometry` of convolutions with ``strides`` on ``side x side`` inputs, layer ``l``
+    adding the output of layer ``skips[l]`` (-1: none; it must be an earlier layer of the same
+    positions; the channels are checked by the network's spec)."""
+    rows, tables, first, outs = [], [], 0, []
+    for i, (stride, skip) in enumerate(zip(strides, skips, strict=True)):
+        if int(stride) not in (1, 2):
+            raise ValueError(f"layer {i}: stride {stride} is not 1 or 2")
+        table = source_table(side, int(stride))
+        if skip >= 0 and (skip >= i or outs[skip] != len(table)):
+            raise ValueError(f"layer {i}: its skip {skip} is not an earlier layer of the same positions")
+        rows.append((side * side, len(table), first, int(skip), int(stride)))
+        tables.append(table)
+        outs.append(len(table))
+        first += len(table)
+        side = out_side(side, int(stride))
+    return Geometry(np.array(rows, np.int64).reshape(-1, 5), np.concatenate(tables).reshape(-1, 9))
+
+
+def no_geometry() -> Geometry:
+    """The empty :class:`Geometry` of a network without convolutions (the MLP)."""
+    return Geometry(np.zeros((0, 5), np.int64), np.zeros((0, 9), np.int64))
 
 
 @numba.njit(**JIT)
-def im2col(a, n_ex, out):
-    """Patches of ``a`` (``(n_ex * P, C)``) into ``out`` (``(n_ex * P, 9 * C)``), zero padded."""
+def table_of(geo, layer):
+    """Layer ``layer``'s source table (a view of ``geo.sources``)."""
+    lo = geo.layers[layer, TABLE]
+    return geo.sources[lo : lo + geo.layers[layer, P_OUT]]
+
+
+@numba.njit(**JIT)
+def im2col(a, n_ex, p_in, table, out):
+    """Patches of ``a`` (``(n_ex * p_in, C)``) into ``out`` (``(n_ex * P_out, 9 * C)``, ``P_out`` the
+    rows of ``table``), zero padded."""
     c_ = a.shape[1]
+    p_out = table.shape[0]
     for n in range(n_ex):
-        base = n * P
-        for p in range(P):
+        base = n * p_in
+        for p in range(p_out):
+            row = out[n * p_out + p]
             for c in range(c_):
                 for k in range(9):
-                    s = SOURCE[p, k]
-                    out[base + p, 9 * c + k] = a[base + s, c] if s >= 0 else np.float32(0)
+                    s = table[p, k]
+                    row[9 * c + k] = a[base + s, c] if s >= 0 else np.float32(0)
 
 
 @numba.njit(**JIT)
-def col2im(d, n_ex, out):
-    """The input gradient ``out`` (``(n_ex * P, C)``) from patch gradients ``d``
-    (``(n_ex * P, 9 * C)``): zeroed, then each patch entry added into the position it
-    was copied from, patch rows in order, within a row columns in order."""
+def col2im(d, n_ex, p_in, table, out):
+    """The input gradient ``out`` (``(n_ex * p_in, C)``) from patch gradients ``d`` (``(n_ex *
+    P_out, 9 * C)``): zeroed, then each patch entry added into the position it was copied from,
+    patch rows in order, within a row columns in order."""
     c_ = out.shape[1]
-    for r in range(n_ex * P):
+    p_out = table.shape[0]
+    for r in range(n_ex * p_in):
         for c in range(c_):
             out[r, c] = 0
     for n in range(n_ex):
-        base = n * P
-        for p in range(P):
+        base = n * p_in
+        for p in range(p_out):
+            row = d[n * p_out + p]
             for c in range(c_):
                 for k in range(9):
-                    s = SOURCE[p, k]
+                    s = table[p, k]
                     if s >= 0:
-                        out[base + s, c] += d[base + p, 9 * c + k]
+                        out[base + s, c] += row[9 * c + k]
 
 
 @numba.njit(**JIT)
-def average_pool(a, n_ex, out):
-    """``out[n, c]`` = (sum of ``a``'s positions of example ``n`` in order) / ``P``."""
+def add_relu(out, skip, rows):
+    """``out = relu(out + skip)`` on rows ``0 .. rows-1``: the residual connection."""
+    for r in range(rows):
+        for c in range(out.shape[1]):
+            y = out[r, c] + skip[r, c]
+            out[r, c] = y if y > 0 else np.float32(0)
+
+
+@numba.njit(**JIT)
+def average_pool(a, n_ex, positions, out):
+    """``out[n, c]`` = (sum of ``a``'s ``positions`` rows of example ``n`` in order) / ``positions``."""
     c_ = a.shape[1]
     for n in range(n_ex):
         for c in range(c_):
             out[n, c] = 0
-        for p in range(P):
+        for p in range(positions):
             for c in range(c_):
-                out[n, c] += a[n * P + p, c]
+                out[n, c] += a[n * positions + p, c]
         for c in range(c_):
-            out[n, c] = out[n, c] / np.float32(P)
+            out[n, c] = out[n, c] / np.float32(positions)
 
 
 @numba.njit(**JIT)
-def forward_model(net, ns, x, n_ex, batch, train, logits):
-    """One model's logits for ``n_ex`` images ``x`` (``(n_ex * P, 1)``): inference mode, or
+def forward_model(net, geo, ns, x, n_ex, batch, train, logits):
+    """One model's logits for ``n_ex`` images ``x`` (``(n_ex * P, C_in)``): inference mode, or
     training mode on consecutive batches of ``batch`` images (running statistics read-only).
 
     ``net`` is a :class:`bnstudy.compiled.kernels.Net` whose hidden layers are 3x3 convolutions (``W^T``
-    ``(9 * C_in, C_out)``), its output layer the linear map after the average pool; ``ns`` its
-    normaliser's settings (:class:`bnstudy.compiled.normkernels.Settings`)."""
-    rows = n_ex * P
+    ``(9 * C_in, C_out)``) of :class:`Geometry` ``geo``, its output layer the linear map after the
+    average pool; ``ns`` its normaliser's settings (:class:`bnstudy.compiled.normkernels.Settings`)."""
+    acts = []
     a = x
     for layer in range(len(net.hidden)):
         hid = net.hidden[layer]
+        rows = n_ex * geo.layers[layer, P_OUT]
         patches = np.empty((rows, hid.wt.shape[0]), np.float32)
         pre = np.empty((rows, hid.wt.shape[1]), np.float32)
         out = np.empty((rows, hid.wt.shape[1]), np.float32)
-        im2col(a, n_ex, patches)
+        im2col(a, n_ex, geo.layers[layer, P_IN], table_of(geo, layer), patches)
         linear_t(patches, hid.wt, hid.bias, pre)
-        spatial_layer(ns, hid.norm, pre, n_ex, batch, train, out)
+        skip = geo.layers[layer, SKIP]
+        positions = geo.layers[layer, P_OUT]
+        spatial_layer(ns, hid.norm, pre, n_ex, positions, batch, train, skip < 0, out)
+        if skip >= 0:
+            add_relu(out, acts[skip], rows)
+        acts.append(out)
         a = out
     pooled = np.empty((n_ex, a.shape[1]), np.float32)
-    average_pool(a, n_ex, pooled)
+    average_pool(a, n_ex, geo.layers[len(net.hidden) - 1, P_OUT], pooled)
     linear_t(pooled, net.wt, net.bias, logits)
 
 
 @numba.njit(**JIT)
-def pair_labels(net, ns, x, pairs, out):
-    """Training-mode label of image ``pairs[k, 0]`` of ``x`` (``(N * P, 1)``) in a batch of two
+def pair_labels(net, geo, ns, x, pairs, out):
+    """Training-mode label of image ``pairs[k, 0]`` of ``x`` (``(N * P, C_in)``) in a batch of two
     with image ``pairs[k, 1]`` (first largest logit), for every ``k`` in order."""
-    xb = np.empty((2 * P, 1), np.float32)
+    p = geo.layers[0, P_IN]
+    xb = np.empty((2 * p, x.shape[1]), np.float32)
     z = np.empty((2, net.wt.shape[1]), np.float32)
     for k in range(pairs.shape[0]):
         for j in range(2):
-            src = pairs[k, j] * P
-            for q in range(P):
-                xb[j * P + q, 0] = x[src + q, 0]
-        forward_model(net, ns, xb, 2, 2, True, z)
+            src = pairs[k, j] * p
+            for q in range(p):
+                for c in range(x.shape[1]):
+                    xb[j * p + q, c] = x[src + q, c]
+        forward_model(net, geo, ns, xb, 2, 2, True, z)
         best = 0
         for c in range(1, z.shape[1]):
             if z[0, c] > z[0, best]:

@@ -35,7 +35,6 @@ from collections import namedtuple
 import numba
 import numpy as np
 
-from bnstudy.base.designs import CONV_POSITIONS as P
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.normalisers import BATCH, GHOST, GROUP, LAYER, RENORM, RMS
 
@@ -244,8 +243,8 @@ def batch_train(ns, lp, h, batch, relu, out):
 
 
 @numba.njit(**JIT)
-def batch_forward(ns, lp, h, n, update_count, keep, out):
-    """Training mode + ReLU of rows ``0 .. n-1`` (one batch); keeps ``mean``, ``var``, ``invstd``,
+def batch_forward(ns, lp, h, n, update_count, keep, out, relu=True):
+    """Training mode + ReLU (if ``relu``) of rows ``0 .. n-1`` (one batch); keeps ``mean``, ``var``, ``invstd``,
     ``r``, ``d`` (``keep.stats``) and ``keep.xhat`` for backward and moves the running statistics
     once per (virtual) batch, the ``update_count + v``-th update (``momentum < 0``: cumulative
     average). Ghost batch norm keeps virtual batch ``v``'s ``invstd`` in row ``v`` of ``keep.rstd``."""
@@ -259,7 +258,7 @@ def batch_forward(ns, lp, h, n, update_count, keep, out):
         if kind == GHOST:
             for f in range(f_):
                 keep.rstd[v, f] = st[2, f]
-        batch_norm_rows(h, lo, rows, st, lp, kind == RENORM, True, out, lo, keep.xhat)
+        batch_norm_rows(h, lo, rows, st, lp, kind == RENORM, relu, out, lo, keep.xhat)
         if ns.momentum < 0:  # None: cumulative average
             factor = np.float32(1) / np.float32(update_count + v)
         else:
@@ -423,19 +422,19 @@ def row_norm(h, i, groups, eps, gamma, beta, relu, out, xhat, rstd):
 
 
 @numba.njit(**JIT)
-def spatial_norm(h, n_ex, groups, eps, gamma, beta, relu, out, xhat, rstd):
-    """Layer/group norm of each of the ``n_ex`` images (``P`` rows each) of ``h`` into ``out``."""
+def spatial_norm(h, n_ex, positions, groups, eps, gamma, beta, relu, out, xhat, rstd):
+    """Layer/group norm of each of the ``n_ex`` images (``positions`` rows each) of ``h`` into ``out``."""
     for n in range(n_ex):
-        group_norm_example(h, n, P, groups, eps, gamma, beta, relu, out, xhat, rstd)
+        group_norm_example(h, n, positions, groups, eps, gamma, beta, relu, out, xhat, rstd)
 
 
 @numba.njit(**JIT)
-def spatial_norm_backward(dz, n_ex, groups, gamma, xhat, rstd, dh, dgamma, dbeta):
+def spatial_norm_backward(dz, n_ex, positions, groups, gamma, xhat, rstd, dh, dgamma, dbeta):
     """Backward of :func:`spatial_norm` (``dz``: the gradient at its output, ReLU mask applied);
     ``dgamma``/``dbeta`` summed over all rows in order."""
-    affine_grads(dz, n_ex * P, xhat, gamma, gamma, False, dgamma, dbeta)
+    affine_grads(dz, n_ex * positions, xhat, gamma, gamma, False, dgamma, dbeta)
     for n in range(n_ex):
-        group_norm_example_backward(dz, n, P, groups, gamma, xhat, rstd, dh)
+        group_norm_example_backward(dz, n, positions, groups, gamma, xhat, rstd, dh)
 
 
 # ---- RMS norm (Zhang & Sennrich 2019): per row, no centring, gamma and no beta ------------
@@ -579,35 +578,45 @@ def rstd_scratch(kind, n, setting, features):
 
 
 @numba.njit(**JIT)
-def spatial_layer(ns, lp, h, n_ex, batch, train_mode, out):
-    """The convolutional network's normaliser + ReLU of ``n_ex`` examples' rows (``P`` each):
-    training mode on consecutive batches of ``batch`` examples, or inference mode; running
-    statistics never written."""
+def spatial_layer(ns, lp, h, n_ex, positions, batch, train_mode, relu, out):
+    """The convolutional network's normaliser (+ ReLU if ``relu``) of ``n_ex`` examples' rows
+    (``positions`` each): training mode on consecutive batches of ``batch`` examples, or inference
+    mode; running statistics never written."""
     kind = ns.kind
     if kind == LAYER or kind == GROUP:
         none = np.empty((0, h.shape[1]), np.float32)
         rstd = np.empty((0, ns.setting), np.float32)
-        spatial_norm(h, n_ex, ns.setting, ns.eps, lp.gamma, lp.beta, True, out, none, rstd)
+        spatial_norm(h, n_ex, positions, ns.setting, ns.eps, lp.gamma, lp.beta, relu, out, none, rstd)
     elif train_mode and batch_statistics(kind):
-        train(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, batch * P, True, out)
+        train(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, batch * positions, relu, out)
     else:
-        inference(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, True, out)
+        inference(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, relu, out)
 
 
 @numba.njit(**JIT)
-def spatial_forward(ns, lp, h, n_ex, keep, out):
-    """The convolutional network's training-mode normaliser + ReLU (statistics of a batch norm over
-    the batch's examples x positions, one running update per step)."""
-    if ns.kind == LAYER or ns.kind == GROUP:
-        spatial_norm(h, n_ex, ns.setting, ns.eps, lp.gamma, lp.beta, True, out, keep.xhat, keep.rstd)
+def spatial_forward(ns, lp, h, n_ex, positions, keep, relu, out):
+    """The convolutional network's training-mode normaliser + ReLU (if ``relu``; statistics of a
+    batch norm over the batch's examples x positions, one running update per step)."""
+    kind = ns.kind
+    one = with_limits(ns, kind, 1, np.float32(1), np.float32(0))
+    if kind == LAYER or kind == GROUP:
+        spatial_norm(h, n_ex, positions, ns.setting, ns.eps, lp.gamma, lp.beta, relu, out, keep.xhat, keep.rstd)
+    elif relu:
+        forward(one, lp, h, n_ex * positions, 1, keep, out)
+    elif batch_statistics(kind):
+        batch_forward(one, lp, h, n_ex * positions, 1, keep, out, False)
+    elif kind == FROZEN:
+        running_stats(lp, ns.eps, keep.stats)
+        batch_norm_rows(h, 0, n_ex * positions, keep.stats, lp, False, False, out, 0, keep.xhat)
     else:
-        forward(with_limits(ns, ns.kind, 1, np.float32(1), np.float32(0)), lp, h, n_ex * P, 1, keep, out)
+        for i in range(n_ex * positions):
+            relu_row(h, i, False, out)
 
 
 @numba.njit(**JIT)
-def spatial_backward(ns, gamma, keep, dz, n_ex, dh, dgamma, dbeta):
-    """Backward of :func:`spatial_forward`."""
+def spatial_backward(ns, gamma, keep, dz, n_ex, positions, dh, dgamma, dbeta):
+    """Backward of :func:`spatial_forward` (``dz``: the gradient at its output, ReLU mask applied)."""
     if ns.kind == LAYER or ns.kind == GROUP:
-        spatial_norm_backward(dz, n_ex, ns.setting, gamma, keep.xhat, keep.rstd, dh, dgamma, dbeta)
+        spatial_norm_backward(dz, n_ex, positions, ns.setting, gamma, keep.xhat, keep.rstd, dh, dgamma, dbeta)
     else:
-        backward(ns, gamma, keep, dz, n_ex * P, dh, dgamma, dbeta)
+        backward(ns, gamma, keep, dz, n_ex * positions, dh, dgamma, dbeta)

@@ -1,7 +1,8 @@
 """The convolutional network in plain PyTorch: the independent reference of the tests.
 
-:func:`build_module` gives ``nn.Sequential(Conv2d, Norm, ReLU, Conv2d, Norm, ReLU,
-AdaptiveAvgPool2d(1), Flatten, Linear)`` (``Norm``: the kind's registered ``conv_module``,
+:func:`build_module` gives ``nn.Sequential(Conv2d, Norm, ReLU, ..., Conv2d, Norm, ReLU,
+AdaptiveAvgPool2d(1), Flatten, Linear)`` from the spec's layers (a :class:`Residual` when a
+layer adds an earlier layer's output before its ReLU; ``Norm``: the kind's registered ``conv_module``,
 :mod:`bnstudy.nets.norms`: ``BatchNorm2d``, ``GroupNorm`` with the spec's groups,
 ``GroupNorm(1, C)`` for layer norm over channels x positions, or ``Identity``) holding
 :func:`bnstudy.nets.conv_train.initial_state`; :func:`train_plain` trains it with autograd and
@@ -16,7 +17,27 @@ import torch
 
 from bnstudy.base import normalisers
 from bnstudy.nets.batching import epoch_rows, order_generator
-from bnstudy.nets.conv_train import ADAM_BETAS, ADAM_EPS, CLASSES, ConvSpec, initial_state
+from bnstudy.nets.conv_train import ADAM_BETAS, ADAM_EPS, CLASSES, ConvSpec, image_side, initial_state
+
+
+class Residual(torch.nn.Sequential):
+    """``nn.Sequential`` of ``(Conv2d, Norm, ReLU) x L, AdaptiveAvgPool2d, Flatten, Linear`` whose layer
+    ``l`` adds the output of layer ``skips[l]`` (-1: none) to its normaliser's output before its ReLU
+    (same state-dict keys as the plain ``nn.Sequential``)."""
+
+    def __init__(self, skips, *modules):
+        super().__init__(*modules)
+        self.skips = [int(s) for s in skips]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        outs = []
+        for i, skip in enumerate(self.skips):
+            h = self[3 * i + 1](self[3 * i](x))
+            x = self[3 * i + 2](h if skip < 0 else h + outs[skip])
+            outs.append(x)
+        for module in list(self)[3 * len(self.skips) :]:
+            x = module(x)
+        return x
 
 
 def _norm(spec: ConvSpec, c: int) -> torch.nn.Module:
@@ -26,18 +47,13 @@ def _norm(spec: ConvSpec, c: int) -> torch.nn.Module:
 
 def build_module(spec: ConvSpec, seed: int | None = None, state: dict | None = None) -> torch.nn.Sequential:
     """The network; with ``seed`` holding its initial weights, with ``state`` those weights."""
-    c1, c2 = spec.channels
-    net = torch.nn.Sequential(
-        torch.nn.Conv2d(1, c1, 3, padding=1),
-        _norm(spec, c1),
-        torch.nn.ReLU(),
-        torch.nn.Conv2d(c1, c2, 3, padding=1),
-        _norm(spec, c2),
-        torch.nn.ReLU(),
-        torch.nn.AdaptiveAvgPool2d(1),
-        torch.nn.Flatten(),
-        torch.nn.Linear(c2, CLASSES),
-    )
+    modules, c_in = [], 1
+    for i, c in enumerate(int(v) for v in spec.channels):
+        modules += [torch.nn.Conv2d(c_in, c, 3, stride=spec.stride(i), padding=1), _norm(spec, c), torch.nn.ReLU()]
+        c_in = c
+    modules += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(c_in, CLASSES)]
+    skips = [spec.skip(i) for i in range(len(spec.channels))]
+    net = Residual(skips, *modules) if max(skips) >= 0 else torch.nn.Sequential(*modules)
     if seed is not None:
         state = initial_state(spec, seed)
     if state is not None:
@@ -46,8 +62,9 @@ def build_module(spec: ConvSpec, seed: int | None = None, state: dict | None = N
 
 
 def images(x: np.ndarray) -> torch.Tensor:
-    """Rows of 64 pixels as ``(N, 1, 8, 8)`` images."""
-    return torch.from_numpy(np.ascontiguousarray(x, np.float32)).reshape(-1, 1, 8, 8)
+    """Rows of ``side * side`` pixels as ``(N, 1, side, side)`` images."""
+    side = image_side(x)
+    return torch.from_numpy(np.ascontiguousarray(x, np.float32)).reshape(-1, 1, side, side)
 
 
 def first_gradient(spec: ConvSpec, seed: int, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,8 +1,15 @@
-"""The small convolutional network: its weights, its compiled training loop, its logits.
+"""The convolutional network: its weights, its compiled training loop, its logits.
 
-``nn.Sequential(Conv2d(1, C1, 3, padding=1), Norm(C1), ReLU, Conv2d(C1, C2, 3,
-padding=1), Norm(C2), ReLU, AdaptiveAvgPool2d(1), Flatten, Linear(C2, 10))`` on
-the digits as 8x8 images of one channel (the standardised pixels, row-major);
+A list of layers as data (:class:`ConvSpec`: channels, strides, residual connections):
+layer ``l`` is ``Conv2d(C_{l-1}, C_l, 3, stride, padding=1)``, ``Norm(C_l)``, then, if it
+has one, the addition of layer ``skip``'s output (same shape), then ReLU; then
+``AdaptiveAvgPool2d(1)``, ``Flatten`` and ``Linear(C_L, 10)``, on square images of one
+channel (the standardised pixels, row-major; the side is read off the data: 8 for the
+digits, 28 for Fashion-MNIST). The default, ``(8, 16)`` with stride 1 and no residual
+connection, is the study's small network: ``nn.Sequential(Conv2d(1, C1, 3, padding=1),
+Norm(C1), ReLU, Conv2d(C1, C2, 3, padding=1), Norm(C2), ReLU, AdaptiveAvgPool2d(1),
+Flatten, Linear(C2, 10))``, whose state-dict keys every network's keys follow (layer
+``l``'s convolution ``3l``, its normaliser ``3l + 1``, the linear map ``3L + 2``).
 ``Norm`` is ``BatchNorm2d``, ``GroupNorm(groups, C)``, ``GroupNorm(1, C)`` (layer
 norm over channels x positions) or nothing. :mod:`bnstudy.compiled.conv` states the
 arithmetic; :mod:`bnstudy.nets.conv_torch` builds the same network in PyTorch (the
@@ -33,7 +40,6 @@ import numpy as np
 from bnstudy.base import normalisers
 from bnstudy.base.runtime import STREAM_INIT, derive_seed
 from bnstudy.compiled import backprop
-from bnstudy.compiled.conv import P
 from bnstudy.compiled.kernels import Hidden, Net
 from bnstudy.compiled.normkernels import Params, settings
 from bnstudy.nets.batching import epoch_rows, order_generator
@@ -42,19 +48,54 @@ from bnstudy.nets.recipe import batch_sizes_per_epoch
 CLASSES = 10
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
-NORMS = ("1", "4")
 
 
 @dataclass(frozen=True)
 class ConvSpec:
-    """One convolutional network: normaliser, channels of the two convolutions, group norm's
-    groups (layer norm: 1), eps and PyTorch momentum of batch norm."""
+    """One convolutional network: normaliser, output channels of each convolution, group norm's
+    groups (layer norm: 1), eps and PyTorch momentum of batch norm; each convolution's stride
+    (``strides``, 1 or 2; empty: all 1) and the earlier layer whose output it adds before its ReLU
+    (``skips``, -1: none; empty: none anywhere)."""
 
     normaliser: str
-    channels: tuple[int, int] = (8, 16)
+    channels: tuple[int, ...] = (8, 16)
     groups: int = 4
     eps: float = 1e-5
     momentum: float = 0.1
+    strides: tuple[int, ...] = ()
+    skips: tuple[int, ...] = ()
+
+    @classmethod
+    def from_params(cls, normaliser: str, p: dict) -> ConvSpec:
+        """The spec of a config's ``conv`` section as the rules pass it: ``groups``, ``eps``,
+        ``momentum`` and either ``channels`` or ``layers`` (each ``{channels, stride, skip}``)."""
+        common = {"groups": int(p["groups"]), "eps": float(p["eps"]), "momentum": float(p["momentum"])}
+        if not p.get("layers"):
+            return cls(normaliser, tuple(int(c) for c in p["channels"]), **common)
+        layers = list(p["layers"])
+        return cls(
+            normaliser,
+            tuple(int(layer["channels"]) for layer in layers),
+            strides=tuple(int(layer.get("stride", 1)) for layer in layers),
+            skips=tuple(int(layer.get("skip", -1)) for layer in layers),
+            **common,
+        )
+
+    def meta(self) -> dict[str, str]:
+        """The spec as text for a weights file's metadata (the layers' strides and skips only when set)."""
+        return {k: str(v) for k, v in vars(self).items() if k not in ("strides", "skips") or v}
+
+    def stride(self, layer: int) -> int:
+        return int(self.strides[layer]) if self.strides else 1
+
+    def skip(self, layer: int) -> int:
+        return int(self.skips[layer]) if self.skips else -1
+
+    def arch(self, side: int) -> backprop.Arch:
+        """The network as the compiled loop takes it, on ``side x side`` images."""
+        layers = range(len(self.channels))
+        strides, skips = [self.stride(i) for i in layers], [self.skip(i) for i in layers]
+        return backprop.conv_arch(self.channels, CLASSES, side, strides, skips)
 
     def setting(self) -> int:
         """The integer the kernels receive with the kind: its registered ``setting`` field
@@ -63,7 +104,7 @@ class ConvSpec:
         if not field:
             return 1
         value = int(getattr(self, field))
-        if field == "groups" and min(self.channels) % value:
+        if field == "groups" and any(c % value for c in self.channels):
             raise ValueError(f"{value} groups do not divide the channels {self.channels}")
         return value
 
@@ -71,34 +112,45 @@ class ConvSpec:
         return normalisers.get(self.normaliser).kernel
 
 
+def image_side(x: np.ndarray) -> int:
+    """The side of the square one-channel images whose pixels are the columns of ``x``."""
+    pixels = int(np.asarray(x).shape[1])
+    side = int(np.sqrt(pixels) + 0.5)
+    if side * side != pixels:
+        raise ValueError(f"{pixels} pixels are not a square image")
+    return side
+
+
+def norm_keys(spec: ConvSpec) -> list[str]:
+    """The state-dict prefix of each convolution's normaliser: ``3l + 1``."""
+    return [str(3 * i + 1) for i in range(len(spec.channels))]
+
+
 def layout(spec: ConvSpec) -> list[tuple[str, tuple[int, ...]]]:
-    """The flat parameter vector's parts: ``(state-dict key, shape)`` in order."""
-    c1, c2 = spec.channels
-    return [
-        ("0.weight", (c1, 1, 3, 3)),
-        ("0.bias", (c1,)),
-        ("1.weight", (c1,)),
-        ("1.bias", (c1,)),
-        ("3.weight", (c2, c1, 3, 3)),
-        ("3.bias", (c2,)),
-        ("4.weight", (c2,)),
-        ("4.bias", (c2,)),
-        ("8.weight", (CLASSES, c2)),
-        ("8.bias", (CLASSES,)),
-    ]
+    """The flat parameter vector's parts: ``(state-dict key, shape)`` in order (per convolution its
+    weight, bias, and its normaliser's gamma and beta; then the linear map's weight and bias)."""
+    parts, c_in = [], 1
+    for i, c in enumerate(int(v) for v in spec.channels):
+        parts += [(f"{3 * i}.weight", (c, c_in, 3, 3)), (f"{3 * i}.bias", (c,))]
+        parts += [(f"{3 * i + 1}.weight", (c,)), (f"{3 * i + 1}.bias", (c,))]
+        c_in = c
+    last = 3 * len(spec.channels) + 2
+    return [*parts, (f"{last}.weight", (CLASSES, c_in)), (f"{last}.bias", (CLASSES,))]
 
 
 def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
     """The initial weights of one network for ``seed`` (keys of the module's ``state_dict``)."""
     rng = np.random.default_rng(derive_seed(seed, STREAM_INIT))
-    c1, c2 = spec.channels
     info = normalisers.get(spec.normaliser)
     state: dict[str, np.ndarray] = {}
-    for layer, fan_in, shape in (("0", 9, (c1, 1, 3, 3)), ("3", 9 * c1, (c2, c1, 3, 3)), ("8", c2, (CLASSES, c2))):
+    chans = [1, *(int(v) for v in spec.channels)]
+    weights = [(str(3 * i), 9 * chans[i], (chans[i + 1], chans[i], 3, 3)) for i in range(len(chans) - 1)]
+    weights.append((str(3 * len(spec.channels) + 2), chans[-1], (CLASSES, chans[-1])))
+    for layer, fan_in, shape in weights:
         bound = 1.0 / np.sqrt(np.float64(fan_in))
         for name, sh in (("weight", shape), ("bias", shape[:1])):
             state[f"{layer}.{name}"] = ((2.0 * rng.random(sh) - 1.0) * bound).astype(np.float32)
-        norm = {"0": "1", "3": "4"}.get(layer)
+        norm = str(int(layer) + 1) if len(shape) == 4 else None
         if norm and info.affine:
             for name in info.parameters:  # gamma ones, beta zeros
                 state[f"{norm}.{name}"] = np.full(shape[0], 1.0 if name == "weight" else 0.0, np.float32)
@@ -137,12 +189,11 @@ def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, f
     rows = np.stack([epoch_rows(rng, y, recipe.batch_size, "shuffle", recipe.last_batch) for _ in range(recipe.epochs)])
     sizes = np.array(batch_sizes_per_epoch(len(y), recipe.batch_size, recipe.last_batch), np.int64)
     flat = _flat(spec, initial)
-    c1, c2 = spec.channels
-    running = np.zeros((4, max(c1, c2)), np.float32)
-    running[1] = running[3] = 1.0
+    running = np.zeros((2 * len(spec.channels), max(spec.channels)), np.float32)
+    running[1::2] = 1.0
     log = backprop.new_log(recipe.epochs, first_grad)
     backprop.train_run(
-        backprop.conv_arch(spec.channels, CLASSES),
+        spec.arch(image_side(x)),
         backprop.State(flat, running),
         backprop.Data(x, y),
         backprop.schedule(rows, sizes),
@@ -158,7 +209,7 @@ def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, f
         size = int(np.prod(shape))
         state[key] = flat[offset : offset + size].reshape(shape).copy()
         offset += size
-    for i, layer in enumerate(NORMS):
+    for i, layer in enumerate(norm_keys(spec)):
         c = spec.channels[i]
         state[f"{layer}.running_mean"] = running[2 * i, :c].copy()
         state[f"{layer}.running_var"] = running[2 * i + 1, :c].copy()
@@ -184,7 +235,6 @@ def train_models(spec: ConvSpec, recipe, seeds, x, y, threads: int = 1):
 def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
     """Model ``i`` as :func:`bnstudy.compiled.conv.forward_model` takes it: a :class:`bnstudy.compiled.kernels.Net`
     (``W^T`` for every layer)."""
-    c1, c2 = spec.channels
 
     def get(key, fill, size):
         if key in stacked:
@@ -200,11 +250,12 @@ def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
         )
 
     t = lambda key, rows: np.ascontiguousarray(np.asarray(stacked[key][i], np.float32).reshape(rows, -1).T)  # noqa: E731
-    hidden = (
-        Hidden(t("0.weight", c1), get("0.bias", 0, c1), norm("1", c1)),
-        Hidden(t("3.weight", c2), get("3.bias", 0, c2), norm("4", c2)),
+    hidden = tuple(
+        Hidden(t(f"{3 * layer}.weight", c), get(f"{3 * layer}.bias", 0, c), norm(str(3 * layer + 1), c))
+        for layer, c in enumerate(int(v) for v in spec.channels)
     )
-    return Net(hidden, t("8.weight", CLASSES), get("8.bias", 0, CLASSES))
+    last = 3 * len(spec.channels) + 2
+    return Net(hidden, t(f"{last}.weight", CLASSES), get(f"{last}.bias", 0, CLASSES))
 
 
 def norm_settings(spec: ConvSpec):
@@ -213,17 +264,19 @@ def norm_settings(spec: ConvSpec):
 
 
 def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False, batch: int = 0) -> np.ndarray:
-    """Logits ``(M, N, 10)`` of every model for the images ``x`` (``(N, 64)``): inference mode,
-    or training mode on consecutive batches of ``batch`` images (running statistics never written)."""
+    """Logits ``(M, N, 10)`` of every model for the images ``x`` (``(N, side * side)``): inference
+    mode, or training mode on consecutive batches of ``batch`` images (running statistics never
+    written)."""
     from bnstudy.compiled.conv import forward_model
 
+    geo = spec.arch(image_side(x)).geometry
+    n = len(x)
     x = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
-    n = x.shape[0] // P
     if train and (batch < 2 or n % batch):
         raise ValueError(f"training mode needs batches of >= 2 images that tile the {n} images; got {batch}")
     m = next(iter(stacked.values())).shape[0]
     out = np.empty((m, n, CLASSES), np.float32)
     ns = norm_settings(spec)
     for i in range(m):
-        forward_model(model_arrays(stacked, spec, i), ns, x, n, batch if train else 1, train, out[i])
+        forward_model(model_arrays(stacked, spec, i), geo, ns, x, n, batch if train else 1, train, out[i])
     return out

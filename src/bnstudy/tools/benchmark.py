@@ -22,7 +22,13 @@ repeat, on the digits training half of the paper's split:
   (:func:`bnstudy.audit.engine.naive_labels`, row 0's label), on the MLP trained
   above and on the study's small convolutional network (its initial weights, running
   statistics moved by a few training-mode batches); the loop is timed on the first
-  ``--audit-loop-batches`` batches of each size. Threads: 1, as everywhere here.
+  ``--audit-loop-batches`` batches of each size. Threads: 1, as everywhere here;
+- the convolutional network (:mod:`bnstudy.tools.convbench`): training throughput of a
+  candidate Fashion-MNIST network (28x28, four convolutions, strides 2, a residual
+  connection) in the compiled kernels against PyTorch's own CPU path (``nn.Conv2d`` with
+  oneDNN, autograd, ``torch.optim.Adam``) at batch 2 and 128, images/s, GFLOP/s from the
+  counted multiply-adds and the fraction of the core's peak without FMA (``--conv-only``:
+  only these rows).
 
 Each figure is the median over ``--repeats`` repeats of wall-clock time
 (``time.perf_counter``) and of this process's CPU time (``time.process_time``;
@@ -50,6 +56,7 @@ from bnstudy.nets.data import split_digits
 from bnstudy.nets.model import NetSpec
 from bnstudy.nets.norms import NORMALISERS
 from bnstudy.nets.recipe import Recipe
+from bnstudy.tools import convbench
 
 NEAR_TIE = 1e-4
 
@@ -204,6 +211,7 @@ def main(argv=None) -> int:
     parser.add_argument("--audit-probes", type=int, default=20, help="the audit's probes per example and size")
     parser.add_argument("--audit-loop-batches", type=int, default=300, help="batches the naive loop is timed on")
     parser.add_argument("--audit-only", action="store_true", help="only the audit's rows (trains one cell, untimed)")
+    parser.add_argument("--conv-only", action="store_true", help="only the convolutional network's training rows")
     args = parser.parse_args(argv)
 
     runtime.configure(1)
@@ -220,6 +228,9 @@ def main(argv=None) -> int:
         f"per cell, {args.repeats} repeats, torch {torch.__version__} ({torch.get_num_threads()} thread), "
         f"numba {numba.__version__}"
     )
+    if args.conv_only:
+        print("\n".join(convbench.rows(repeats=args.repeats)))
+        return 0
     stacked = {}  # the trained models, by batch size: probed below
     if args.audit_only:
         from bnstudy.nets.train import train_models
@@ -260,6 +271,7 @@ def main(argv=None) -> int:
             loop, fast, agree = bench_companions(net, spec, x_test, [(label, batches)], args.repeats)
             print(row(f"  of which {label}", loop, fast, f"seconds, {len(batches)} batches, {same(agree)}"))
     audit_rows(args, spec, net, x_test)
+    print("\n".join(convbench.rows(repeats=args.repeats)))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MiB")
     return 0

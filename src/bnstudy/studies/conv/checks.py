@@ -7,6 +7,23 @@ from bnstudy.base.config import ConfigError, Parts
 from bnstudy.base.datasets import data_config
 
 
+def channels(c: dict) -> list[int]:
+    """The convolutions' output channels: ``conv.channels``, or those of ``conv.layers``."""
+    return [int(layer["channels"]) for layer in c["layers"]] if "layers" in c else [int(v) for v in c["channels"]]
+
+
+def _check_skips(layers: list) -> None:
+    """A layer's skip names an earlier layer of the same shape: same channels, every stride between 1."""
+    for i, layer in enumerate(layers):
+        k = layer.get("skip")
+        if k is None:
+            continue
+        if k >= i:
+            raise ConfigError(f"config error: conv.layers[{i}].skip: {k} is not an earlier layer")
+        if layers[k]["channels"] != layer["channels"] or any(x.get("stride", 1) != 1 for x in layers[k + 1 : i + 1]):
+            raise ConfigError(f"config error: conv.layers[{i}].skip: layer {k}'s output has another shape")
+
+
 def check(config: dict, part: Parts) -> None:
     """The CNN is compared with none and beside the MLP's grid cells; its groups divide its channels."""
     c = config["conv"]
@@ -23,8 +40,14 @@ def check(config: dict, part: Parts) -> None:
     for i, b in enumerate(c["batch_sizes"]):
         if b not in config["grid"]["batch_sizes"]:
             raise ConfigError(f"config error: conv.batch_sizes[{i}]: {b} is not one of grid.batch_sizes")
-    for i, ch in enumerate(c["channels"]):
+    if ("channels" in c) == ("layers" in c):
+        raise ConfigError(
+            "config error: conv: give its convolutions as conv.channels or as conv.layers (one of the two)"
+        )
+    where = "conv.layers[{}].channels" if "layers" in c else "conv.channels[{}]"
+    for i, ch in enumerate(channels(c)):
         if ch % c["groups"]:
-            raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide conv.channels[{i}] {ch}")
+            raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide {where.format(i)} {ch}")
+    _check_skips(c.get("layers", []))
     if config["grid"]["optimizer"] != "adam":
         raise ConfigError("config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam")

@@ -114,7 +114,9 @@ def probe(weights: dict, spec, batch_sizes, seeds, x_test, y_test, pairs: pd.Dat
         inference = evaluation.labels(conv_train.logits(stacked, spec, x_test))
         for i, s in enumerate(seeds):
             got = np.empty(len(index), np.int64)
-            pair_labels(conv_train.model_arrays(stacked, spec, i), conv_train.norm_settings(spec), x, index, got)
+            net = conv_train.model_arrays(stacked, spec, i)
+            geo = spec.arch(conv_train.image_side(x_test)).geometry
+            pair_labels(net, geo, conv_train.norm_settings(spec), x, index, got)
             table = pairs.assign(
                 flip=(got != inference[i][index[:, 0]]).astype(np.int64),
                 correct=(got == y_test[index[:, 0]]).astype(np.int64),

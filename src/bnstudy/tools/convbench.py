@@ -1,0 +1,117 @@
+"""The convolutional network's rows of ``python -m bnstudy.tools.benchmark``: training throughput.
+
+The network is a candidate for Fashion-MNIST (:data:`CANDIDATE`): 28x28 images of one channel,
+3x3 convolutions with 16, 32, 32, 32 channels and strides 1, 2, 2, 1, the last adding the third's
+output (a residual connection), batch norm after each, global average pool, linear map. One
+training run (forward in training mode, backward, Adam, as :func:`bnstudy.nets.conv_train.train_one`
+runs it, one compiled call) against PyTorch's own CPU path on the same batches
+(:func:`bnstudy.nets.conv_torch.train_plain`: ``nn.Conv2d`` with oneDNN, autograd,
+``torch.optim.Adam``), interleaved repeat by repeat in one process, 1 thread each, on seeded
+standard-normal images (the standardised pixels' scale; the arithmetic does not depend on the
+values).
+
+Figures: images per second (median over the repeats of wall-clock and of CPU time), GFLOP/s
+from the counted multiply-adds (:func:`training_flops`: the convolutions' and the linear map's
+forward, weight-gradient and input-gradient products, 2 flops each; the normalisers, ReLU, pool,
+loss and Adam are not counted) and that rate as a fraction of the machine's peak single-core
+float32 rate without FMA (:func:`peak`).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+CANDIDATE = dict(channels=(16, 32, 32, 32), strides=(1, 2, 2, 1), skips=(-1, -1, -1, 2), side=28)
+
+
+def candidate(normaliser: str = "batchnorm"):
+    from bnstudy.nets.conv_train import ConvSpec
+
+    c = CANDIDATE
+    return ConvSpec(normaliser, c["channels"], 4, strides=c["strides"], skips=c["skips"])
+
+
+def training_flops(spec, side: int) -> int:
+    """Counted flops of one image's training step: per convolution ``P_out x 9 C_in x C_out``
+    multiply-adds forward, as many for the weight gradient and (but the first) for the input
+    gradient; the same three for the linear map; 2 flops per multiply-add."""
+    geo = spec.arch(side).geometry
+    c_in, macs = 1, 0
+    for i, c in enumerate(spec.channels):
+        per = int(geo.layers[i, 1]) * 9 * c_in * c
+        macs += per * (3 if i > 0 else 2)
+        c_in = c
+    macs += 3 * c_in * 10
+    return 2 * macs
+
+
+def peak(cpuinfo: str | None = None) -> tuple[float, str]:
+    """``(GFLOP/s, assumption)``: the peak single-core float32 rate without FMA, from the widest
+    vector unit in the CPU's flags (AVX-512: 16 floats, AVX: 8, else SSE: 4) and its clock
+    (``cpu MHz`` of /proc/cpuinfo), assuming two vector floating-point operations per cycle
+    (a multiply and an add in two pipes, as a multiply-add without FMA needs)."""
+    text = Path("/proc/cpuinfo").read_text() if cpuinfo is None else cpuinfo
+    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split())
+    width = 16 if "avx512f" in flags else 8 if "avx" in flags else 4
+    mhz = float(re.search(r"^cpu MHz\s*:\s*([0-9.]+)", text, re.M).group(1))
+    model = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+    gflops = 2 * width * mhz / 1000
+    name = model.group(1).strip() if model else "unknown CPU"
+    return gflops, f"{name} at {mhz:.0f} MHz, {width} float32 lanes x 2 vector pipes (mul + add, no FMA)"
+
+
+def _timed(fn, *args):
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn(*args)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def bench(spec, side: int, batch: int, images: int, repeats: int) -> dict:
+    """Images per second (wall, CPU medians) of the compiled run and of PyTorch's, interleaved."""
+    from bnstudy.nets import conv_torch, conv_train
+    from bnstudy.nets.recipe import Recipe
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((images, side * side)).astype(np.float32)
+    y = (np.arange(images) % 10).astype(np.int64)
+    recipe = Recipe(batch_size=batch, epochs=1)
+    conv_train.train_one(spec, recipe, 0, x[: 2 * batch], y[: 2 * batch])  # compile before timing
+    conv_torch.train_plain(spec, recipe, 0, x[: 2 * batch], y[: 2 * batch])
+    ours, theirs = [], []
+    for r in range(repeats):
+        ours.append(_timed(conv_train.train_one, spec, recipe, r, x, y))
+        theirs.append(_timed(conv_torch.train_plain, spec, recipe, r, x, y))
+    med = lambda s, k: images / statistics.median(t[k] for t in s)  # noqa: E731
+    return {"compiled": (med(ours, 0), med(ours, 1)), "torch": (med(theirs, 0), med(theirs, 1))}
+
+
+def rows(batches=(2, 128), images: dict | None = None, repeats: int = 3) -> list[str]:
+    """The printed rows: per batch size, images/s and GFLOP/s of both, ratio, fraction of peak."""
+    spec, side = candidate(), CANDIDATE["side"]
+    images = images or {2: 256, 128: 1024}
+    flops = training_flops(spec, side)
+    top, assumption = peak()
+    out = [
+        f"convolutional network (28x28; channels {'-'.join(map(str, spec.channels))}, strides "
+        f"{'-'.join(map(str, spec.strides))}, layer 3 adds layer 2; batch norm): training, "
+        f"{flops / 1e6:.2f} MFLOP counted per image; peak {top:.1f} GFLOP/s ({assumption})",
+        f"{'':<26}{'images/s (wall, CPU)':>26}{'GFLOP/s (CPU)':>16}{'of peak':>9}{'ratio (CPU)':>13}",
+    ]
+    for b in batches:
+        n = images.get(b, 64 * b)
+        got = bench(spec, side, b, n, repeats)
+        for name in ("torch", "compiled"):
+            wall, cpu = got[name]
+            rate = cpu * flops / 1e9
+            ratio = f"{cpu / got['torch'][1]:12.2f}x" if name == "compiled" else ""
+            out.append(
+                f"  batch {b:>3}, {name:<9} ({n} images) {wall:9.0f} {cpu:9.0f} {rate:13.2f} "
+                f"{100 * rate / top:7.1f}% {ratio}"
+            )
+        out.append(f"{'':<26}compiled training time per image: {1e3 / got['compiled'][1]:.3f} ms (CPU)")
+    return out
