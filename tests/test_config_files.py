@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from bnstudy.base.config import ConfigError, load_file
 from conftest import ROOT, snakemake
@@ -71,3 +72,18 @@ def test_the_check_command_names_file_and_line_and_exits_non_zero(tmp_path):
     assert result.stderr.splitlines() == [
         f"config error: {bad}:3:1: YAML syntax error: expected ',' or ']', but got '<stream end>'"
     ]
+
+
+@pytest.mark.slow
+def test_the_check_command_says_a_studys_cross_field_error_in_one_line(tmp_path):
+    """A study's own check (here the convolutional study's: its batch sizes among the grid's) raises
+    the package's ConfigError; the command, run as ``python -m``, prints it as one line, no traceback."""
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    config["conv"]["batch_sizes"] = [2, 6]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "bnstudy.base.config", "check", str(bad)]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1
+    said = f"config error: conv.batch_sizes[0]: 2 is not one of grid.batch_sizes [{bad}]"
+    assert result.stderr.splitlines() == [said]

@@ -291,4 +291,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # run as the package's module, not as __main__: the studies' checks raise
+    # bnstudy.base.config.ConfigError, which a __main__ copy of this module would not catch
+    from bnstudy.base.config import main as package_main
+
+    raise SystemExit(package_main())
