@@ -4,7 +4,6 @@ that compute with it (each rule's code inputs are the modules its script can loa
 import ast
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bnstudy.base.codedeps import code_inputs, module_closure
@@ -70,7 +69,7 @@ def test_a_study_report_loads_only_the_compiled_statistics(study):
 
 def test_the_designs_are_the_studies_own_constants():
     from bnstudy.base import designs
-    from bnstudy.nets import batching, conv_train
+    from bnstudy.nets import batching
     from bnstudy.studies.accumulation import report as accumulation_report
     from bnstudy.studies.finetune import report as finetune_report
     from bnstudy.studies.finetune import science as finetune
@@ -80,7 +79,6 @@ def test_the_designs_are_the_studies_own_constants():
     assert finetune.STREAMS == designs.FINETUNE_STREAMS == batching.ORDERS
     assert finetune.MODES == designs.FINETUNE_MODES
     assert set(finetune_report.STREAM_WORDS) == set(batching.ORDERS)
-    assert conv_train.image_side(np.zeros((1, designs.CONV_POSITIONS))) == designs.CONV_SIDE  # the digits' image
     assert accumulation_report.CONFIGS == designs.ACCUMULATION_CONFIGS
     assert not [
         n

@@ -286,3 +286,91 @@ def test_mlp_rows_read_both_summaries():
     assert out.loc["train_mode_accuracy"]["mean"] == 0.6 and out.loc["train_mode_accuracy"].ci_low == 0.5
     assert out.loc["exact_flip_rate"]["mean"] == 0.4
     assert "random_flip_rate" not in out.index  # the MLP's random design at batch 16 is not a batch of two
+
+
+# ---- any data set: the images' side, the layers in the paper, a pool of exact companions ----------
+def test_layer_sides_are_the_compiled_geometrys():
+    """The report's pure-Python sides (no compiled import) are those the kernels compute with."""
+    for side, strides in ((8, [1, 1]), (28, [2, 2, 1]), (28, [1, 2, 2, 2]), (9, [2, 1, 2])):
+        geo = conv.geometry(side, strides, [-1] * len(strides))
+        want, s = [], side
+        for stride in strides:
+            s = conv.out_side(s, stride)
+            want.append(s)
+        assert conv_report.layer_sides(side, strides) == want
+        assert geo.layers[:, 1].tolist() == [s * s for s in want]  # each layer's output positions
+
+
+@pytest.mark.parametrize("side", [8, 28])
+def test_the_network_reads_images_of_the_data_sets_side(side):
+    """The same spec trains on 8x8 or 28x28 rows; the side comes from the data, not the spec."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, side * side)).astype(np.float32)
+    y = (np.arange(8) % 10).astype(np.int64)
+    assert conv_train.image_side(x) == conv_report.square_side(x.shape[1]) == side
+    spec = conv_train.ConvSpec.from_params(
+        "batchnorm", {"groups": 2, "eps": 1e-5, "momentum": 0.1, "layers": [{"channels": 4, "stride": 2}]}
+    )
+    stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+    assert conv_train.logits(stacked, spec, x).shape == (1, 8, 10)
+    with pytest.raises(ValueError, match="not a square image"):
+        conv_report.square_side(side * side + 1)
+
+
+def _setting(design, side):
+    runs = pd.DataFrame({"batch_size": [4, 4, 16, 16], "seed": [0, 1, 0, 1]})
+    rates = runs.copy()
+    base = {"groups": 4, "epochs": 1, "mlp_seeds": 2, "examples": 20, "draws": 3}
+    return conv_report.setting_macros(
+        runs, rates, design | base | {"exact_examples": 10, "exact_per_class": 1, "pairs": 99}, side
+    )
+
+
+def test_macros_naming_the_images_and_the_network_follow_the_config():
+    # conv.channels on the digits: the macros the digits paper has always had, and no other
+    digits = _setting({"channels": [4, 8]}, 8)
+    assert {k: digits[k] for k in ("convImageSide", "convPositions", "convPositionValues")} == {
+        "convImageSide": "8", "convPositions": "64", "convPositionValues": "128"
+    }  # fmt: skip
+    assert (digits["convChannelsOne"], digits["convChannelsTwo"]) == ("4", "8")
+    assert not {"convLayerList", "convDepth", "convPositionValuesLast", "convExactPool"} & set(digits)
+    # conv.layers on Fashion-MNIST: 28x28 -> 14x14 -> 7x7 -> 7x7, named layer by layer
+    layers = [{"channels": 8, "stride": 2}, {"channels": 16, "stride": 2}, {"channels": 16, "skip": 1}]
+    fashion = _setting({"layers": layers, "exact_companions": 300}, 28)
+    assert fashion["convImageSide"] == "28" and fashion["convPositions"] == "49"
+    assert fashion["convPositionValues"] == "392" and fashion["convPositionValuesLast"] == "98"
+    assert fashion["convDepth"] == "three" and fashion["convExactPool"] == "300"
+    assert "convChannelsOne" not in fashion
+    text = fashion["convLayerList"]
+    assert text.startswith("a convolution to 8 channels with stride 2 ($28\\times28$ positions to $14\\times14$)")
+    assert "one to 16 channels with stride 2 ($14\\times14$ positions to $7\\times7$)" in text
+    assert "one to 16 channels with stride 1 ($7\\times7$ positions), adding the second convolution's output" in text
+    # the same layers on the digits' 8x8 images: 8 -> 4 -> 2 -> 2
+    small = _setting({"layers": layers}, 8)
+    assert (small["convPositionValues"], small["convPositions"]) == ("32", "4") and "convExactPool" not in small
+    one = _setting({"layers": [{"channels": 6}]}, 28)
+    assert (
+        one["convDepth"] == "one"
+        and one["convLayerList"] == "a convolution to 6 channels with stride 1 ($28\\times28$ positions)"
+    )
+
+
+def test_exact_pool_is_a_seeded_sample_and_the_exact_design_uses_it():
+    from bnstudy.base.runtime import STREAM_PROBE, derive_seed
+
+    assert conv_study.exact_pool(50, None, 0) is None
+    pool = conv_study.exact_pool(50, 7, 3)
+    want = np.sort(np.random.default_rng(derive_seed(3, STREAM_PROBE, 0, 1)).permutation(50)[:7])
+    assert pool.dtype == np.int64 and pool.tolist() == want.tolist()
+    assert conv_study.exact_pool(50, 7, 4).tolist() != pool.tolist()
+    y = (np.arange(50) % 10).astype(np.int64)
+    exact = np.array([int(pool[0]), 49 if 49 not in pool else 48])
+    pairs = conv_study.companion_pairs([0, 1], y, 2, exact, 3, pool)
+    everyone = conv_study.companion_pairs([0, 1], y, 2, exact, 3)
+    assert pairs[pairs.design != "exact"].equals(everyone[everyone.design != "exact"])  # the same draws
+    got = pairs[pairs.design == "exact"]
+    assert got[got.example == exact[0]].companion.tolist() == pool[1:].tolist()  # every other row of the pool
+    assert got[got.example == exact[1]].companion.tolist() == pool.tolist()
+    assert len(everyone[everyone.design == "exact"]) == 2 * 49
+    with pytest.raises(ValueError):
+        conv_study.exact_pool(50, 51, 0)

@@ -45,7 +45,9 @@ def test_tiny_config_is_valid_and_its_parts_are_the_data_sets(tiny, schema):
     part = parts(tiny)
     assert part.train_rows == tiny["data"]["train_size"] == 3000
     assert part.test_rows == 10000 and part.test_class_rows == (1000,) * 10
-    assert "conv" not in tiny  # the convolutional study reads 8x8 digits
+    # the convolutional study too, on the 28x28 images, with a sample of the test rows as exact companions
+    assert datasets.shape(tiny).side == 28 and "layers" in tiny["conv"]
+    assert tiny["conv"]["probe"]["exact_companions"] < part.test_rows
 
 
 def test_digits_configs_name_no_data_set_or_the_digits(schema):
@@ -86,8 +88,8 @@ def test_digits_configs_name_no_data_set_or_the_digits(schema):
             "config error: data: Additional properties are not allowed ('test_size' was unexpected)",
         ),
         (
-            lambda c: c.update(conv=yaml.safe_load((ROOT / "config/test.yaml").read_text())["conv"]),
-            "config error: conv: the convolutional study reads 8x8 digits",
+            lambda c: c["conv"]["probe"].update(exact_companions=10001),
+            "config error: conv.probe.exact_companions: 10001 exceeds the 10000 test rows (Fashion-MNIST's test set)",
         ),
         (
             lambda c: c["serving"].update(batch_size=10001),
@@ -124,6 +126,17 @@ def test_config_digest_leaves_out_only_a_default_data_section():
     assert config_digest(tiny) != config_digest({k: v for k, v in tiny.items() if k != "data"})
 
 
+def test_the_digits_conv_study_reads_8x8_images(schema):
+    """The convolutional study's data are the split's rows, as images of the data set's side."""
+    from bnstudy.nets import conv_train, data
+
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    validate(config, schema)
+    split = data.split_digits(config["split"]["seed"], config["split"]["test_size"])
+    assert datasets.shape(config).side == 8
+    assert conv_train.image_side(split.x_train) == conv_train.image_side(split.x_test) == 8
+
+
 # ---- the real files ---------------------------------------------------------------------
 def _require_files(data):
     missing = datasets.missing_files(data)
@@ -154,6 +167,10 @@ def test_split_of_the_real_files_is_official_stratified_standardised_and_seeded(
     np.testing.assert_array_equal(split.x_train, ((pixels - split.mean[0]) / split.scale[0]).astype(np.float32))
     assert abs(float(split.x_train.astype(np.float64).mean())) < 1e-6
     assert abs(float(split.x_train.astype(np.float64).std()) - 1) < 1e-6
+    # the convolutional study reads these rows as 28x28 images (the digits': 8x8)
+    from bnstudy.nets import conv_train
+
+    assert conv_train.image_side(split.x_train) == conv_train.image_side(split.x_test) == datasets.shape(tiny).side
     other = data.split(tiny | {"split": {"seed": 1}})
     assert not np.array_equal(other.train_index, split.train_index)
 
@@ -195,7 +212,12 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, t
     assert pdf.read_bytes().startswith(b"%PDF")
     table = manifest.read(workdir / "results" / "manifest.tsv")
     assert {"split", "train_grid", "probe_companions_grid", "serve_stream", "finetune", "paper"} <= set(table.rule)
-    assert "results/data/x_validation.npy" in set(table.path) and not table.rule.str.contains("conv").any()
+    assert "results/data/x_validation.npy" in set(table.path)
+    assert {"train_conv", "probe_conv", "summarise_conv", "figure_conv"} <= set(table.rule)
+    conv = (workdir / "results" / "paper" / "macros" / "conv.tex").read_text()
+    for name, value in (("convImageSide", "28"), ("convPositions", "49"), ("convDepth", "three")):
+        assert f"\\newcommand{{\\{name}}}{{{value}}}" in conv, name
+    assert "\\newcommand{\\convExactPool}{300}" in conv and "convChannelsOne" not in conv
     design = (workdir / "results" / "paper" / "macros" / "design.tex").read_text()
     assert "\\newcommand{\\dataSetName}{Fashion-MNIST}" in design and "\\newcommand{\\dataFeatures}{784}" in design
     assert "digits" not in design

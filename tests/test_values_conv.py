@@ -34,6 +34,7 @@ DESIGN = {
     "pairs": 12345,
 }
 LABELS = {"none": "none", "batchnorm": "BN", "groupnorm": "GN", "layernorm": "LN"}
+SIDE = 8  # the digits: 8x8 images
 
 
 def t_interval(values, confidence=CONFIDENCE):
@@ -247,7 +248,7 @@ def expected_macros(runs, rates, mlp):
 
 def test_every_macro_by_hand(inputs):
     runs, rates, mlp = inputs
-    got = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["macros"]
+    got = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)["macros"]
     want = expected_macros(runs, rates, mlp)
     assert got == want
     # the inputs reach the branches they are meant to
@@ -262,17 +263,17 @@ def test_no_batch_size_below_none_reads_none(inputs):
     runs = runs.copy()
     bn = runs.normaliser == "batchnorm"
     runs.loc[bn, "train_mode_accuracy"] = runs.loc[bn, "inference_accuracy"] + 0.01
-    got = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["macros"]
+    got = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)["macros"]
     assert got["convBatchnormTrainBelowNone"] == "none"
     # and both sizes below it: words
     runs.loc[bn, "train_mode_accuracy"] = 0.2 + 0.01 * runs.loc[bn, "seed"]
-    got = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["macros"]
+    got = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)["macros"]
     assert got["convBatchnormTrainBelowNone"] == "2 and 8"
 
 
 def test_summary_json_by_hand(inputs):
     runs, rates, mlp = inputs
-    out = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)
+    out = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)
     summary = out["summary"]
     assert summary["confidence"] == CONFIDENCE and summary["seeds"] == [0, 1, 2] and summary["batch_sizes"] == [2, 8]
     assert summary["design"] == {k: (list(v) if isinstance(v, tuple) else v) for k, v in DESIGN.items()}
@@ -320,7 +321,7 @@ def test_summary_json_by_hand(inputs):
 
 def test_side_table_is_sorted_long_form_of_both_networks(inputs):
     runs, rates, mlp = inputs
-    side = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["side"]
+    side = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)["side"]
     assert list(side.columns) == [
         "model", "normaliser", "batch_size", "measure", "seeds", "mean", "sd", "ci_low", "ci_high"
     ]  # fmt: skip
@@ -334,7 +335,7 @@ def test_side_table_is_sorted_long_form_of_both_networks(inputs):
 
 def test_paired_rows_by_hand(inputs):
     runs, rates, mlp = inputs
-    paired = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["paired"]
+    paired = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)["paired"]
     assert list(paired.columns) == [
         "normaliser", "batch_size", "measure", "seeds", "gain", "sd", "ci_low", "ci_high",
         "family", "ci_low_adj", "ci_high_adj",
@@ -345,7 +346,7 @@ def test_paired_rows_by_hand(inputs):
 
 def test_table_by_hand(inputs):
     runs, rates, mlp = inputs
-    header, rows, align, comment = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["table"]
+    header, rows, align, comment = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)["table"]
     assert header == ["batch", "network", "none", "BN", "GN", "BN, training mode", "BN flips, $b = 2$"]
     assert align == "rlrrrrr"
     assert comment == "CNN beside the MLP: accuracy (points) and flip rate (%)"
@@ -363,7 +364,7 @@ def test_table_by_hand(inputs):
 
 def test_table_marks_a_missing_cell_with_a_dash(inputs):
     runs, rates, mlp = inputs
-    side = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN)["side"]
+    side = conv_report.report(runs, rates, mlp, CONFIDENCE, LABELS, DESIGN, SIDE)["side"]
     side = side[~((side.model == "mlp") & (side.measure == "exact_flip_rate"))]
     side = side[~((side.model == "cnn") & (side.normaliser == "groupnorm") & (side.batch_size == 8))]
     norms = ["batchnorm", "groupnorm", "layernorm", "none"]

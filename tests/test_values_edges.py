@@ -213,7 +213,7 @@ def test_conv_batchnorm_below_none_leaves_out_an_interval_ending_at_zero():
     )
     design = {"channels": (4, 8), "groups": 2, "epochs": 1, "mlp_seeds": 5, "examples": 10}
     design |= {"draws": 3, "exact_examples": 2, "exact_per_class": 1, "pairs": 7}
-    out = conv_report.report(runs, rates, mlp_rows, 0.9, {"none": "none", "batchnorm": "BN"}, design)
+    out = conv_report.report(runs, rates, mlp_rows, 0.9, {"none": "none", "batchnorm": "BN"}, design, image_side=8)
     pair = out["paired"].set_index(["normaliser", "batch_size", "measure"])
     assert pair.loc[("batchnorm", 8, "train_mode_accuracy")].ci_high == 0.0
     assert pair.loc[("batchnorm", 8, "train_mode_accuracy")].ci_low == 0.0

@@ -296,7 +296,7 @@ def _pts(v):
 
 def test_conv_report_max_macros_are_those_of_the_largest_of_three_batch_sizes():
     runs, rates, mlp_rows, design = _conv_inputs()
-    m = conv_report.report(runs, rates, mlp_rows, 0.9, {n: n for n in C_NORMS}, design)["macros"]
+    m = conv_report.report(runs, rates, mlp_rows, 0.9, {n: n for n in C_NORMS}, design, image_side=8)["macros"]
     assert m["convBatchSizes"] == "2, 4 and 8" and m["convBatchMin"] == "2" and m["convBatchMax"] == "8"
     for where, b in (("min", 2), ("max", 8)):
         for n in C_NORMS:
@@ -323,7 +323,7 @@ def test_conv_report_max_macros_are_those_of_the_largest_of_three_batch_sizes():
 
 def test_conv_report_gains_cover_a_normaliser_sorted_after_none():
     runs, rates, mlp_rows, design = _conv_inputs()
-    m = conv_report.report(runs, rates, mlp_rows, 0.9, {n: n for n in C_NORMS}, design)["macros"]
+    m = conv_report.report(runs, rates, mlp_rows, 0.9, {n: n for n in C_NORMS}, design, image_side=8)["macros"]
     for where, b in (("min", 2), ("max", 8)):
         for n in ("batchnorm", "renorm"):
             for short, f in (("inf", _c_inference), ("train", _c_train)):

@@ -1,6 +1,8 @@
-# Convolutional networks (issue 17, item 1): a small CNN on the digits as 8x8 images, every
-# normaliser of `conv` at its batch sizes and seeds (one job per normaliser), study 2 on every
-# network and study 1 at batches of two on the batch-norm networks, beside the MLP's numbers.
+# Convolutional networks (issue 17, item 1; issue 28): a CNN on the configured data set's split
+# (its training and test rows as square one-channel images of the data set's side: the digits
+# 8x8, Fashion-MNIST 28x28), every normaliser of `conv` at its batch sizes and seeds (one job per
+# normaliser), study 2 on every network and study 1 at batches of two on the batch-norm networks,
+# beside the MLP's numbers.
 
 CONV = config["conv"]
 CONV_CELLS = [dict(normaliser=n) for n in CONV["normalisers"]]
@@ -65,6 +67,7 @@ rule probe_conv:
         seed=CONV["probe"]["seed"],
         draws=CONV["probe"]["draws"],
         exact_per_class=CONV["probe"]["exact_per_class"],
+        exact_companions=CONV["probe"].get("exact_companions"),
     conda:
         CONDA_ENV
     resources:
@@ -86,6 +89,7 @@ rule summarise_conv:
         probes=rules.probe_conv.output.probes,
         mlp=rules.summarise_batch_size.output.summary,
         mlp_flips=rules.summarise_companions.output.grid_table,
+        x_test=rules.split.output.x_test,
         code=code("conv_summarise.py"),
     output:
         side="results/conv/side_by_side.csv",
@@ -108,11 +112,13 @@ rule summarise_conv:
     params:
         confidence=config["batch_size_eval"]["confidence"],
         channels=CONV_CHANNELS,
+        layers=CONV.get("layers"),
         groups=CONV["groups"],
         epochs=CONV["epochs"],
         lr=config["grid"]["lr"],
         draws=CONV["probe"]["draws"],
         exact_per_class=CONV["probe"]["exact_per_class"],
+        exact_companions=CONV["probe"].get("exact_companions"),
         mlp_seeds=len(SEEDS),
     conda:
         CONDA_ENV

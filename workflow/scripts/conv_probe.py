@@ -18,7 +18,8 @@ examples = io.read_table(inp.examples)
 exact = conv_study.exact_subset(
     examples["example"].to_numpy(), examples["label"].to_numpy(), int(p.exact_per_class), int(p.seed)
 )
-pairs = conv_study.companion_pairs(examples["example"].to_numpy(), y_test, int(p.draws), exact, int(p.seed))
+pool = conv_study.exact_pool(len(y_test), p.exact_companions, int(p.seed))
+pairs = conv_study.companion_pairs(examples["example"].to_numpy(), y_test, int(p.draws), exact, int(p.seed), pool)
 weights = io.read_weights(inp.weights[0])
 probes = conv_study.probe(
     weights, spec, [int(b) for b in p.batch_sizes], [int(s) for s in p.seeds], x_test, y_test, pairs

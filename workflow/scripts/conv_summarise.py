@@ -20,8 +20,9 @@ probes = io.read_table(inp.probes)
 sizes = sorted(int(b) for b in runs.batch_size.unique())
 mlp = conv_report.mlp_rows(io.read_json(inp.mlp), io.read_table(inp.mlp_flips), sorted(runs.normaliser.unique()), sizes)
 exact = probes[probes.design == "exact"]
-design = {
-    "channels": [int(c) for c in p.channels],
+# the network as the config gives it: conv.channels, or conv.layers
+network = {"layers": [dict(layer) for layer in p.layers]} if p.layers else {"channels": [int(c) for c in p.channels]}
+design = network | {
     "groups": int(p.groups),
     "epochs": int(p.epochs),
     "lr": float(p.lr),
@@ -32,7 +33,10 @@ design = {
     "pairs": int(probes[(probes.batch_size == sizes[0]) & (probes.seed == probes.seed.min())].batches.sum()),
     "mlp_seeds": int(p.mlp_seeds),
 }
-result = conv_report.report(runs, rates, mlp, p.confidence, normalisers.labels(), design)
+if p.exact_companions is not None:
+    design["exact_companions"] = int(p.exact_companions)
+side = conv_report.square_side(io.read_array(inp.x_test).shape[1])  # the images' side, from the data
+result = conv_report.report(runs, rates, mlp, p.confidence, normalisers.labels(), design, side)
 io.write_table(out.side, result["side"])
 io.write_table(out.paired, result["paired"])
 io.write_json(out.summary, result["summary"])

@@ -2,7 +2,7 @@
 and its figures share.
 
 Pure Python, importing nothing: a report or a figure that needs a study's stream
-names or image size takes them from here, never from the study's compiled module
+names takes them from here, never from the study's compiled module
 (``serving``, ``finetune``, ``conv``), so that editing a kernel re-runs only the
 rules that compute with it, not those that print or draw its results (each rule's
 code inputs are the modules its script can import: :mod:`bnstudy.base.codedeps`).
@@ -16,10 +16,6 @@ SERVING_STREAMS = ("random", "sorted")
 FINETUNE_STREAMS = ("shuffle", "class_sorted")
 FINETUNE_MODES = ("live", "frozen")
 FINETUNE_STREAM_WORDS = {"shuffle": "random batches", "class_sorted": "one-class batches"}
-
-# The convolutional network (bnstudy.compiled.conv): 8x8 single-channel images.
-CONV_SIDE = 8
-CONV_POSITIONS = CONV_SIDE * CONV_SIDE
 
 # Gradient accumulation (bnstudy.studies.accumulation.report): the five training configurations.
 ACCUMULATION_CONFIGS = ("large", "accumulate", "ghost", "small", "scaled")

@@ -4,7 +4,6 @@ config checks (``bnstudy.base.catalogue``)."""
 from __future__ import annotations
 
 from bnstudy.base.config import ConfigError, Parts
-from bnstudy.base.datasets import data_config
 
 
 def channels(c: dict) -> list[int]:
@@ -25,12 +24,10 @@ def _check_skips(layers: list) -> None:
 
 
 def check(config: dict, part: Parts) -> None:
-    """The CNN is compared with none and beside the MLP's grid cells; its groups divide its channels."""
+    """The CNN is compared with none and beside the MLP's grid cells; its groups divide its channels;
+    the exact design's pool of companions fits in the test part. Any data set: the network reads
+    its images at the data set's side (square, one channel)."""
     c = config["conv"]
-    if data_config(config)["name"] != "digits":
-        raise ConfigError(
-            "config error: conv: the convolutional study reads 8x8 digits; leave it out for this data set"
-        )
     for name in ("none", "batchnorm"):
         if name not in c["normalisers"]:
             raise ConfigError(f"config error: conv.normalisers: {name} is missing (against none; study 1)")
@@ -49,5 +46,11 @@ def check(config: dict, part: Parts) -> None:
         if ch % c["groups"]:
             raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide {where.format(i)} {ch}")
     _check_skips(c.get("layers", []))
+    pool = c["probe"].get("exact_companions")
+    if pool is not None and pool > part.test_rows:
+        raise ConfigError(
+            f"config error: conv.probe.exact_companions: {pool} exceeds the {part.test_rows} test rows "
+            f"({part.test_source})"
+        )
     if config["grid"]["optimizer"] != "adam":
         raise ConfigError("config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam")

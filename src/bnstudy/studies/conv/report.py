@@ -12,10 +12,10 @@ Sums are correctly rounded; nothing here depends on the CPU.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
-from bnstudy.base.designs import CONV_POSITIONS as P
-from bnstudy.base.designs import CONV_SIDE as SIDE
 from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, signed_points, verdict, words
@@ -122,12 +122,87 @@ def compare(a: pd.Series, b: pd.Series) -> str:
     return "overlapping"
 
 
-def setting_macros(runs: pd.DataFrame, rates: pd.DataFrame, design: dict) -> dict:
-    """The convolutional study's design: channels, groups, epochs, seeds, batch sizes, draws, image."""
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
+def square_side(pixels: int) -> int:
+    """The side of the square one-channel images of ``pixels`` pixels (a row of the data)."""
+    side = math.isqrt(int(pixels))
+    if side * side != int(pixels):
+        raise ValueError(f"{pixels} pixels are not a square image")
+    return side
+
+
+def layers(design: dict) -> list[dict]:
+    """The convolutions of ``design`` (the config's ``conv.channels`` or ``conv.layers``), each
+    ``{channels, stride, skip}`` (stride 1 and skip -1, none, where not given)."""
+    if "layers" in design:
+        return [
+            {"channels": int(x["channels"]), "stride": int(x.get("stride", 1)), "skip": int(x.get("skip", -1))}
+            for x in design["layers"]
+        ]
+    return [{"channels": int(c), "stride": 1, "skip": -1} for c in design["channels"]]
+
+
+def layer_sides(side: int, strides) -> list[int]:
+    """The output side of each 3x3 convolution with padding 1 on a ``side x side`` input, in turn:
+    ``(side - 1) // stride + 1`` (:func:`bnstudy.compiled.conv.out_side`, which a test holds it to)."""
+    out = []
+    for stride in strides:
+        side = (side - 1) // int(stride) + 1
+        out.append(side)
+    return out
+
+
+def number_word(n: int) -> str:
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
+def ordinal(i: int) -> str:
+    """``first``, ``second``, ... for the convolution of index ``i`` (from 0); ``convolution 12``'s
+    ``12th`` beyond the tenth."""
+    return ORDINALS[i] if i < len(ORDINALS) else f"{i + 1}th"
+
+
+def _square(side: int) -> str:
+    return f"${side}\\times{side}$"
+
+
+def layer_list(design: dict, side: int) -> str:
+    """The convolutions in prose, for the paper: each one's output channels, stride and the side of
+    its output, and the residual connections (layer ``l`` adds layer ``skip``'s output, after its
+    ReLU, to its own normaliser's output before its ReLU)."""
+    spec = layers(design)
+    sides = layer_sides(side, [x["stride"] for x in spec])
+    parts, before = [], side
+    for i, (x, after) in enumerate(zip(spec, sides, strict=True)):
+        shape = f"{_square(before)} positions to {_square(after)}" if after != before else f"{_square(after)} positions"
+        text = f"{'a convolution' if i == 0 else 'one'} to {x['channels']} channels with stride {x['stride']} ({shape})"
+        if x["skip"] >= 0:
+            text += (
+                f", adding the {ordinal(x['skip'])} convolution's output (after its ReLU) to its normaliser's "
+                "output before its own ReLU (a residual connection)"
+            )
+        parts.append(text)
+        before = after
+    return words(parts) if len(parts) < 3 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+
+
+def setting_macros(runs: pd.DataFrame, rates: pd.DataFrame, design: dict, side: int) -> dict:
+    """The convolutional study's design: channels, groups, epochs, seeds, batch sizes, draws, the
+    images' side (``side``, read from the data) and the positions of the first and the last
+    convolution's output. A network given as ``conv.layers`` is named by its layers in prose
+    (``convLayerList``, ``convDepth``, ``convPositionValuesLast``), one given as ``conv.channels`` (two
+    convolutions, stride 1) by its two channel counts; an exact design over a pool of companions
+    by the pool's size (``convExactPool``)."""
     sizes = sorted(int(b) for b in runs.batch_size.unique())
-    return {
-        "convChannelsOne": str(design["channels"][0]),
-        "convChannelsTwo": str(design["channels"][1]),
+    spec = layers(design)
+    sides = layer_sides(side, [x["stride"] for x in spec])
+    m = {}
+    if "layers" not in design:
+        m |= {"convChannelsOne": str(spec[0]["channels"]), "convChannelsTwo": str(spec[1]["channels"])}
+    m |= {
         "convGroups": str(design["groups"]),
         "convEpochs": str(design["epochs"]),
         "convSeeds": str(runs.seed.nunique()),
@@ -142,11 +217,20 @@ def setting_macros(runs: pd.DataFrame, rates: pd.DataFrame, design: dict) -> dic
         "convExactExamples": latex.fmt(int(design["exact_examples"])),
         "convExactPerClass": latex.fmt(int(design["exact_per_class"])),
         "convPairs": latex.fmt(int(design["pairs"])),
-        "convPositionValues": latex.fmt(2 * P),
-        "convPositions": str(P),
-        "convImageSide": str(SIDE),
+        "convPositionValues": latex.fmt(2 * sides[0] * sides[0]),
+        "convPositions": str(sides[-1] * sides[-1]),
+        "convImageSide": str(side),
         "convKernel": "3",
     }
+    if "layers" in design:
+        m |= {
+            "convLayerList": layer_list(design, side),
+            "convDepth": number_word(len(spec)),
+            "convPositionValuesLast": latex.fmt(2 * sides[-1] * sides[-1]),
+        }
+    if design.get("exact_companions") is not None:
+        m["convExactPool"] = latex.fmt(int(design["exact_companions"]))
+    return m
 
 
 def cell_macros(cell: pd.DataFrame, norms, where: str, b: int) -> dict:
@@ -232,11 +316,12 @@ def summary_json(side: pd.DataFrame, paired: pd.DataFrame, runs: pd.DataFrame, c
     }
 
 
-def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: dict) -> dict:
+def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: dict, image_side: int) -> dict:
     """Everything the summary rule writes: ``side`` (the long table of both networks' cells, which
     the figure draws), ``paired``, the JSON ``summary``, ``macros`` and the ``table``. ``mlp``:
-    :func:`mlp_rows`; ``design``: settings named in the paper (channels, groups, epochs, lr,
-    draws, exact examples, probed examples, pairs per network, MLP seeds)."""
+    :func:`mlp_rows`; ``design``: settings named in the paper (channels or layers, groups, epochs, lr,
+    draws, exact examples and their pool of companions, probed examples, pairs per network, MLP
+    seeds); ``image_side``: the images' side, read from the data (:func:`square_side`)."""
     runs = runs.sort_values(["normaliser", "batch_size", "seed"], kind="stable").reset_index(drop=True)
     side = pd.concat([cells(runs, confidence), flip_cells(rates, confidence), mlp], ignore_index=True)
     side = side.sort_values(["model", "normaliser", "batch_size", "measure"], kind="stable").reset_index(drop=True)
@@ -245,7 +330,7 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
     norms = sorted(runs.normaliser.unique())
     cell = side.set_index(["model", "normaliser", "batch_size", "measure"])
     pair = paired.set_index(["normaliser", "batch_size", "measure"])
-    m = setting_macros(runs, rates, design)
+    m = setting_macros(runs, rates, design, image_side)
     for where, b in (("min", sizes[0]), ("max", sizes[-1])):
         m |= cell_macros(cell, norms, where, b) | gain_macros(pair, norms, where, b)
         m["convFamily"] = str(len(sizes))

@@ -84,9 +84,24 @@ def exact_subset(examples: np.ndarray, labels: np.ndarray, per_class: int, seed:
     return np.sort(np.array(chosen, np.int64))
 
 
-def companion_pairs(examples, y_test, draws: int, exact: np.ndarray, seed: int) -> pd.DataFrame:
+def exact_pool(rows: int, size: int | None, seed: int) -> np.ndarray | None:
+    """The exact design's companions: ``None`` (every test row) when ``size`` is ``None``, else
+    ``size`` of the ``rows`` test rows drawn without replacement (the first ``size`` of a
+    permutation by PCG64 seeded from ``(seed, STREAM_PROBE, 0, 1)``, a key that neither an example's stream
+    ``(seed, STREAM_PROBE, example)`` nor :func:`exact_subset`'s ``(seed, STREAM_PROBE)`` shares), sorted."""
+    if size is None:
+        return None
+    if not 1 <= int(size) <= rows:
+        raise ValueError(f"a pool of {size} companions is not between 1 and the {rows} test rows")
+    rng = np.random.default_rng(derive_seed(seed, STREAM_PROBE, 0, 1))
+    return np.sort(rng.permutation(rows)[: int(size)]).astype(np.int64)
+
+
+def companion_pairs(examples, y_test, draws: int, exact: np.ndarray, seed: int, companions=None) -> pd.DataFrame:
     """Every probe batch: ``example``, ``companion`` and ``design`` (:data:`DESIGNS`), per example
-    in order ``random``, ``own_class``, ``other_class`` (``draws`` each), then ``exact``."""
+    in order ``random``, ``own_class``, ``other_class`` (``draws`` each), then ``exact``: each
+    example of ``exact`` beside every other test row, or every other row of ``companions``
+    (:func:`exact_pool`) when given, in ascending order."""
     y_test = np.asarray(y_test)
     n = len(y_test)
     rows = []
@@ -97,8 +112,9 @@ def companion_pairs(examples, y_test, draws: int, exact: np.ndarray, seed: int) 
         other = others[y_test[others] != y_test[e]]
         for design, pool in (("random", others), ("own_class", own), ("other_class", other)):
             rows += [(e, int(c), design) for c in pool[rng.integers(0, len(pool), size=draws)]]
+    companions = range(n) if companions is None else [int(c) for c in companions]
     for e in (int(v) for v in exact):
-        rows += [(e, int(c), "exact") for c in range(n) if c != e]
+        rows += [(e, c, "exact") for c in companions if c != e]
     return pd.DataFrame(rows, columns=["example", "companion", "design"])
 
 
