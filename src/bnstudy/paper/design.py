@@ -63,7 +63,13 @@ def data_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]
             "one standard deviation over all pixels of the training set."
         )
         rows = shape.train_rows + shape.test_rows
-    return {
+    # the paper calls the digits' parts halves (main.tex's defaults); another data set names its own
+    parts = (
+        {}
+        if data["name"] == DIGITS
+        else {"trainPart": "training set", "trainPartAdj": "training-set", "testPart": "test set"}
+    )
+    return parts | {
         "dataSetName": SHAPES[data["name"]].title,
         "dataSplitSentence": split,
         "dataSide": str(side),
