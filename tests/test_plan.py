@@ -5,6 +5,8 @@ import sys
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bnstudy.base import plan
 from bnstudy.base.plan import Cost, Job, Plan
@@ -321,3 +323,41 @@ def test_companion_probes_with_and_without_batch_statistics_are_priced_apart():
 
 
 PROBE = {"batch_sizes": [2], "batches_per_example": 1, "one_class_batch_size": 2}
+
+
+def _dag(costs, needs):
+    return [Job("r", {}, {}, None, True, cpu_s=c, needs=tuple(n)) for c, n in zip(costs, needs)]
+
+
+def test_schedule_of_a_small_dag_by_hand():
+    # 0 (4 s) -> 1 (1 s); 2 (3 s) and 3 (2 s) free. Two cores: 0 and 2 start (longest chains 5 and 3),
+    # 3 starts at 3 on the core 2 freed, 1 at 4 after 0: done at 5 = the critical path 0 -> 1.
+    jobs = _dag([4, 1, 3, 2], [[], [0], [], []])
+    assert plan.chain_lengths(jobs) == [5, 1, 3, 2]
+    assert plan.schedule(jobs, 2) == 5
+    assert plan.schedule(jobs, 1) == 10  # one core: every job in turn
+    assert plan.schedule(jobs, 8) == 5  # cores to spare: the critical path
+
+
+@given(st.data())
+def test_a_list_schedule_lies_between_the_lower_bound_and_grahams_bound(data):
+    n = data.draw(st.integers(1, 25))
+    costs = data.draw(st.lists(st.integers(0, 50), min_size=n, max_size=n))
+    needs = [data.draw(st.sets(st.integers(0, i - 1), max_size=3)) if i else set() for i in range(n)]
+    cores = data.draw(st.integers(1, 6))
+    jobs = _dag(costs, needs)
+    made = plan.schedule(jobs, cores)
+    critical, total = max(plan.chain_lengths(jobs)), sum(costs)
+    assert max(critical, total / cores) - 1e-9 <= made <= total / cores + critical + 1e-9
+    assert plan.schedule(jobs, 1) == total and plan.schedule(jobs, n) == critical
+
+
+@pytest.mark.slow  # Snakemake's DAG build starts processes (which sacct)
+def test_planned_jobs_carry_the_dags_dependencies():
+    config, jobs = plan.dag_jobs(ROOT / "config" / "test.yaml", ROOT / "Snakefile", ROOT, forceall=True)
+    rules = [j.rule for j in jobs]
+    paper = jobs[rules.index("paper")]
+    assert {"summarise_batch_size", "summarise_companions"} <= {jobs[i].rule for i in paper.needs}
+    assert all(i != k for k, j in enumerate(jobs) for i in j.needs)
+    training = [k for k, j in enumerate(jobs) if j.rule == "split"]
+    assert training and not jobs[training[0]].needs  # the split waits for nothing

@@ -5,7 +5,9 @@ builds Snakemake's DAG of the default target in this process, from the Snakefile
 working directory, as ``snakemake -n`` would, and prints in a few lines: the jobs of the
 whole build by rule (the build from empty results: the config's budget), the jobs that
 would run now, the estimated CPU time of both, and the wall time at ``--cores`` as CPU
-time / cores (a lower bound: it assumes every core busy from the first job to the last).
+time / cores (a lower bound: it assumes every core busy from the first job to the last), and the
+whole build's longest chain of jobs and a list schedule's wall time on ``--cores`` cores, which may
+be more than the machine has (a cluster's: :func:`schedule`).
 
 An estimate above :data:`BUDGET_CPU_S` (one CPU-week) is refused: exit status 1 and one
 line on stderr naming the rule that costs most and the config key that drives it, and how
@@ -418,6 +420,7 @@ class Job:
     runs: bool = True  # False: a target rule without anything to run (``all``), free
     work: float = 0.0
     cpu_s: float = 0.0
+    needs: tuple[int, ...] = ()  # the indices (in the plan's job list) of the jobs it waits for
 
 
 @dataclass
@@ -459,6 +462,8 @@ def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> 
         workflow._prepare_dag(forceall=forceall, ignore_incomplete=True, lock_warn_only=True, nolock=True)
         workflow._build_dag()
         dag = workflow.dag
+        planned = list(dag.jobs)
+        index = {job: i for i, job in enumerate(planned)}
         jobs = [
             Job(
                 rule=job.rule.name,
@@ -467,8 +472,9 @@ def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> 
                 benchmark=str(job.benchmark) if job.benchmark else None,
                 needrun=dag.needrun(job),
                 runs=not job.rule.norun,
+                needs=tuple(sorted(index[dep] for dep in dag.job_dependencies(job) if dep in index)),
             )
-            for job in dag.jobs
+            for job in planned
         ]
         return dict(workflow.config), jobs
 
@@ -493,6 +499,75 @@ def price(plan: Plan, table: dict[str, Cost]) -> None:
             job.cpu_s = cost.start_s
         else:
             job.cpu_s = cost.predict(job.work)
+
+
+# ---- wall time on many cores -------------------------------------------------------
+
+
+def chain_lengths(jobs: list[Job]) -> list[float]:
+    """Each job's estimated CPU seconds plus those of the longest chain of jobs that wait for it
+    (the job's priority in :func:`schedule`; the largest is the build's critical path)."""
+    waiting: list[list[int]] = [[] for _ in jobs]
+    for i, job in enumerate(jobs):
+        for j in job.needs:
+            waiting[j].append(i)
+    length: list[float | None] = [None] * len(jobs)
+    for start in range(len(jobs)):  # depth first, without recursion: a DAG can be deep
+        stack = [start]
+        while stack:
+            i = stack[-1]
+            if length[i] is not None:
+                stack.pop()
+                continue
+            todo = [k for k in waiting[i] if length[k] is None]
+            if todo:
+                stack.extend(todo)
+                continue
+            length[i] = jobs[i].cpu_s + max((length[k] for k in waiting[i]), default=0.0)
+            stack.pop()
+    return [float(v) for v in length]
+
+
+def schedule(jobs: list[Job], cores: int) -> float:
+    """The wall time of a list schedule of ``jobs`` on ``cores`` cores, one core per job, each
+    taking its estimated CPU seconds: whenever a core is free it takes the ready job with the
+    longest chain behind it (:func:`chain_lengths`; ties by DAG order). It lies between the lower
+    bound max(critical path, CPU time / cores) and, by Graham's bound for list schedules, CPU time /
+    cores + critical path: an estimate of what Snakemake's scheduler, or a cluster with that many
+    free cores, achieves. Hand-written: an event simulation of a few thousand jobs needs no library."""
+    import heapq
+
+    priority = chain_lengths(jobs)
+    left = [len(job.needs) for job in jobs]
+    waiting: list[list[int]] = [[] for _ in jobs]
+    for i, job in enumerate(jobs):
+        for j in job.needs:
+            waiting[j].append(i)
+    ready = [(-priority[i], i) for i, n in enumerate(left) if n == 0]
+    heapq.heapify(ready)
+    running: list[tuple[float, int]] = []
+    now, done = 0.0, 0
+    while done < len(jobs):
+        while ready and len(running) < cores:
+            _, i = heapq.heappop(ready)
+            heapq.heappush(running, (now + jobs[i].cpu_s, i))
+        now, i = heapq.heappop(running)
+        done += 1
+        for k in waiting[i]:
+            left[k] -= 1
+            if left[k] == 0:
+                heapq.heappush(ready, (-priority[k], k))
+    return now
+
+
+def on_cores(plan: Plan, cores: int) -> str:
+    """One line: the critical path and a list schedule's wall time of the whole build on ``cores``
+    cores (any number: a cluster's), from the jobs' estimated CPU seconds."""
+    critical = max(chain_lengths(plan.jobs), default=0.0)
+    return (
+        f"  whole build on {cores} cores (one per job, a cluster's if more than here): longest chain of jobs "
+        f"{duration(critical)}, a list schedule (longest chain first) {duration(schedule(plan.jobs, cores))}"
+    )
 
 
 # ---- the driver of a budget ---------------------------------------------------------
@@ -580,6 +655,7 @@ def report(plan: Plan, cores: int, available: int | None = None) -> list[str]:
         f" [{', '.join(f'{r} {c:,.0f} s' for r, c in top)}], {now:,.0f} s for the jobs that would run now",
         f"  wall time at --cores {cores}{here}: at least {duration(total / busy)} for the whole build,"
         f" {duration(now / busy)} now (CPU time / cores: a lower bound; jobs that wait for others leave cores idle)",
+        on_cores(plan, cores),
     ]
 
 
