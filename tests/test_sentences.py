@@ -503,3 +503,50 @@ def test_finetune_remedy_sentence_every_verdict(sides):
     for macro in ("finetuneRateOneRemedySentence", "finetuneRateTwoRemedySentence"):
         for window in in_place("finetune.tex", macro, text):
             assert not problems(window), window
+
+
+# ---- the convolutional study: how no normaliser's accuracy moves, own class against another ----
+
+
+@pytest.mark.parametrize(
+    "first, last, verb", [(0.9, 0.6, "falls"), (0.6, 0.9, "rises"), (0.9, 0.9, "goes"), (0.90001, 0.90002, "goes")]
+)
+def test_conv_trend_verb_follows_the_printed_values(first, last, verb):
+    from bnstudy.studies.conv import report as conv_report
+
+    assert conv_report.trend(first, last) == verb  # equal at the printed precision: no direction claimed
+    for window in in_place("conv.tex", "convNoneInfTrend", verb):
+        assert not problems(window), window
+        assert f"{verb}\nfrom" in window or f"{verb} from" in window, window
+
+
+def _flip_cells(own: tuple[float, float], other: tuple[float, float]) -> pd.DataFrame:
+    rows = []
+    for design, (lo, hi) in (("own_class", own), ("other_class", other)):
+        for b in (2, 64):
+            row = {"model": "cnn", "normaliser": "batchnorm", "batch_size": b, "measure": f"{design}_flip_rate"}
+            rows.append(row | {"mean": (lo + hi) / 2, "ci_low": lo, "ci_high": hi})
+    for b, acc in ((2, 0.9), (64, 0.7)):
+        rows.append(
+            {"model": "cnn", "normaliser": "none", "batch_size": b, "measure": "inference_accuracy"}
+            | {"mean": acc, "ci_low": acc - 0.01, "ci_high": acc + 0.01}
+        )
+    return pd.DataFrame(rows).set_index(["model", "normaliser", "batch_size", "measure"])
+
+
+@pytest.mark.parametrize(
+    "own, other, said",
+    [
+        ((0.3, 0.4), (0.05, 0.1), "more often than"),
+        ((0.05, 0.1), (0.3, 0.4), "less often than"),
+        ((0.1, 0.35), (0.3, 0.4), "neither clearly more nor clearly less often than"),
+    ],
+)
+def test_conv_own_class_sentence_claims_only_what_the_intervals_show(own, other, said):
+    from bnstudy.studies.conv import report as conv_report
+
+    m = conv_report.trend_macros(_flip_cells(own, other), [2, 64])
+    assert m == {"convNoneInfTrend": "falls", "convOwnOtherMin": said}
+    windows = in_place("conv.tex", "convOwnOtherMin", said)
+    assert len(windows) == 1
+    assert not problems(windows[0]) and f"flips it {said} one of another class" in windows[0], windows[0]

@@ -243,6 +243,17 @@ def expected_macros(runs, rates, mlp):
         _, _, _, mlo, mhi = cell("mlp", "batchnorm", b, "exact_flip_rate", runs, rates, mlp)
         m[macro_name("conv flip compare", where)] = "below" if chi < mlo else "above" if clo > mhi else "overlapping"
     m["convBatchnormTrainBelowNone"] = " and ".join(below) if below else "none"
+    first, last = (cell("cnn", "none", b, "inference_accuracy", runs, rates, mlp)[1] for b in (2, 8))
+    m["convNoneInfTrend"] = "goes" if pts(first) == pts(last) else "falls" if last < first else "rises"
+    _, _, _, olo, ohi = cell("cnn", "batchnorm", 2, "own_class_flip_rate", runs, rates, mlp)
+    _, _, _, tlo, thi = cell("cnn", "batchnorm", 2, "other_class_flip_rate", runs, rates, mlp)
+    m["convOwnOtherMin"] = (
+        "more often than"
+        if olo > thi
+        else "less often than"
+        if ohi < tlo
+        else "neither clearly more nor clearly less often than"
+    )
     return m
 
 

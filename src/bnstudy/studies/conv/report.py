@@ -122,6 +122,37 @@ def compare(a: pd.Series, b: pd.Series) -> str:
     return "overlapping"
 
 
+# How a companion of the example's own class flips it against one of another class, by how the
+# two flip rates' intervals lie (:func:`compare`): words for the paper, no claim the intervals lack.
+OWN_AGAINST_OTHER = {
+    "above": "more often than",
+    "below": "less often than",
+    "overlapping": "neither clearly more nor clearly less often than",
+}
+
+
+def trend(first: float, last: float) -> str:
+    """The verb for a quantity going from ``first`` to ``last`` as the paper prints them (points)."""
+    a, b = points(first), points(last)
+    if a == b:
+        return "goes"
+    return "falls" if last < first else "rises"
+
+
+def trend_macros(cell: pd.DataFrame, sizes) -> dict:
+    """Generated words of the sentences that compare the two ends: how no normaliser's inference
+    accuracy moves from the smallest to the largest batch (``convNoneInfTrend``), and how an own-
+    class companion flips against another class's at the smallest batch (``convOwnOtherMin``)."""
+    m = {}
+    ends = [("cnn", "none", b, "inference_accuracy") for b in (sizes[0], sizes[-1])]
+    if all(k in cell.index for k in ends):
+        m["convNoneInfTrend"] = trend(*(float(cell.loc[k]["mean"]) for k in ends))
+    own, other = (("cnn", "batchnorm", sizes[0], f"{d}_flip_rate") for d in ("own_class", "other_class"))
+    if own in cell.index and other in cell.index:
+        m["convOwnOtherMin"] = OWN_AGAINST_OTHER[compare(cell.loc[own], cell.loc[other])]
+    return m
+
+
 NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
@@ -335,6 +366,7 @@ def report(runs, rates, mlp, confidence: float, labels: dict[str, str], design: 
         m |= cell_macros(cell, norms, where, b) | gain_macros(pair, norms, where, b)
         m["convFamily"] = str(len(sizes))
         m |= end_macros(cell, norms, where, b)
+    m |= trend_macros(cell, sizes)
     below = [str(b) for b in sizes if pair.loc[("batchnorm", b, "train_mode_accuracy")].ci_high < 0]
     m["convBatchnormTrainBelowNone"] = words(below) if below else "none"
     summary = summary_json(side, paired, runs, confidence, design)
