@@ -24,6 +24,7 @@ leaving Snakemake waiting.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -59,8 +60,12 @@ FAILURE_TIMEOUT = 3 * 60  # a single failing job must be reported well within th
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
 
+@functools.cache
 def cluster_problem() -> str | None:
-    """Why no SLURM cluster can be used here, or None if ``sinfo`` shows a usable node."""
+    """Why no SLURM cluster can be used here, or None if ``sinfo`` shows a usable node.
+
+    Asked once per session: where the tiny Fashion build runs and whether the tests here run
+    follow the same answer (and a missing controller costs sinfo's wait once)."""
     if shutil.which("sinfo") is None:
         return "no SLURM client (sinfo) installed; run `scripts/slurm-local start` or `make slurm-test`"
     try:
@@ -78,7 +83,9 @@ def cluster_problem() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
+# session scope, as conftest's fashion_tiny: pytest sets up wider-scoped fixtures first, and
+# without a cluster the tests must skip before anything waits for the build
+@pytest.fixture(scope="session")
 def cluster():
     problem = cluster_problem()
     if problem:
@@ -184,7 +191,7 @@ def wait_for(build: Build) -> Build:
     return build
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def slurm_run(cluster, fashion_tiny):
     """The suite's build of the tiny Fashion config (conftest's ``fashion_tiny``), which went
     through SLURM since a cluster answers: ``(its copy, Snakemake's output)``."""
