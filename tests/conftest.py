@@ -79,11 +79,12 @@ def test_config():
 
 
 # ---- the pipeline runs, started in the background ---------------------------------
-# The determinism runs of the test config (and, with a cluster, tests/test_slurm.py's
-# SLURM run) are processes of their own. They start as soon as collection ends if a
-# selected test needs them, and the tests that wait for them run last, so the unit
-# tests run meanwhile instead of leaving cores idle. BACKGROUND: fixture name -> what
-# its starter returned.
+# The determinism runs of the test config and the build of the tiny Fashion config
+# (through SLURM when a cluster answers, else locally: tests/test_slurm.py) are
+# processes of their own. They start as soon as collection ends if a selected test
+# needs them, and the tests that wait for them run last, so the unit tests run
+# meanwhile instead of leaving cores idle. BACKGROUND: fixture name -> what its
+# starter returned.
 BACKGROUND = {}
 
 
@@ -131,6 +132,34 @@ def runs(tmp_path_factory):
     return base, manifests, times
 
 
+def _cluster_answers(items) -> bool:
+    """Whether tests/test_slurm.py's tests among ``items`` will run (else they skip: no build for them)."""
+    if not items:
+        return False
+    import test_slurm
+
+    return test_slurm.cluster_problem() is None
+
+
+def _start_fashion_tiny(tmp_path_factory):
+    import test_slurm  # tests/: on sys.path, as for `from conftest import ...` in the test modules
+
+    return test_slurm.start_in_background(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def fashion_tiny(tmp_path_factory):
+    """The build of config/fashion-tiny.yaml, once per session, as a machine without AVX/FMA:
+    through SLURM (``--workflow-profile profiles/slurm``) if a cluster answers, else locally on
+    2 cores (tests/test_slurm.py's ``start_in_background``). Returns its ``Build`` (``where``,
+    ``workdir``, ``output``, ``seconds``) once it succeeded."""
+    import test_slurm
+
+    if "fashion_tiny" not in BACKGROUND:
+        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(tmp_path_factory)
+    return test_slurm.wait_for(BACKGROUND["fashion_tiny"])
+
+
 def hashed_outputs(runs, paths) -> Path:
     """Check that each of ``paths`` is in the native run's manifest; return that run's ``results/``."""
     from bnstudy.base import manifest
@@ -153,9 +182,11 @@ def pytest_collection_finish(session):
     factory = session.config._tmp_path_factory
     if any(_waits_for(item, "runs") for item in session.items):
         BACKGROUND["runs"] = _start_runs(factory)
-    cluster = [item for item in session.items if _waits_for(item, "cluster_runs")]
-    if cluster:  # tests/test_slurm.py starts its run, if there is a cluster to run it on
-        BACKGROUND["cluster_runs"] = cluster[0].module.start_in_background(factory)
+    fashion = [item for item in session.items if _waits_for(item, "fashion_tiny")]
+    # the build serves tests/test_fashion.py's check and, with a cluster, the SLURM tests (which
+    # otherwise skip): without a test that will use it, it is not started
+    if fashion and (not all(_waits_for(item, "cluster") for item in fashion) or _cluster_answers(fashion)):
+        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory)
 
 
 def pytest_sessionfinish(session):
@@ -163,9 +194,9 @@ def pytest_sessionfinish(session):
     from bnstudy.base import determinism
 
     determinism.stop_all()
-    started = BACKGROUND.get("cluster_runs")
-    if started is not None and started[-1].poll() is None:  # interrupted: Snakemake cancels its jobs
-        proc = started[-1]
+    started = BACKGROUND.get("fashion_tiny")
+    if started is not None and started.proc.poll() is None:  # interrupted: Snakemake cancels its SLURM jobs
+        proc = started.proc
         os.killpg(proc.pid, signal.SIGINT)
         try:
             proc.wait(timeout=120)
@@ -199,7 +230,7 @@ def pytest_configure(config):
 # unit tests in this process only. A test that uses the pipeline runs is marked
 # pipeline here, whatever its module says; a test of the fast suite that starts a
 # process fails and asks to be marked slow, so the fast suite stays fast.
-PIPELINE_FIXTURES = {"runs"}
+PIPELINE_FIXTURES = {"runs", "fashion_tiny"}
 OUT_OF_FAST = {"pipeline", "slurm", "paper_config", "slow"}
 
 
@@ -223,8 +254,8 @@ def pytest_collection_modifyitems(config, items):
     times = _mutation_test_times()  # read here: mutmut writes it after conftest is imported
     if times:
         items.sort(key=lambda item: times.get(item.nodeid, 0.0))
-    # the tests that wait for the background runs, or use the cluster they keep busy, go last
-    items.sort(key=lambda item: _waits_for(item, "runs") or _waits_for(item, "cluster"))
+    # the tests that wait for the background runs, or use the cluster one keeps busy, go last
+    items.sort(key=lambda item: any(_waits_for(item, name) for name in ("runs", "fashion_tiny", "cluster")))
 
 
 _CURRENT = {}  # the test being run, and the processes it started

@@ -3,19 +3,21 @@ the one-line refusals at Snakemake's start, and config/fashion-tiny.yaml end to 
 its committed manifest.
 
 The config checks are unit tests; the rest reads Debian's dataset-fashion-mnist (`make test`
-installs it: `make dataset CONFIG=config/fashion-tiny.yaml`) and is marked ``pipeline``.
+installs it: `make dataset CONFIG=config/fashion-tiny.yaml`) and is marked ``pipeline``. The
+tiny config is built once per session, in the background from the end of collection
+(``tests/conftest.py``'s ``fashion_tiny``): through SLURM when a cluster answers
+(``tests/test_slurm.py``), else locally.
 """
 
 from __future__ import annotations
 
 import copy
-import time
 
 import numpy as np
 import pytest
 import yaml
 
-from bnstudy.base import datasets, determinism, manifest
+from bnstudy.base import datasets, manifest
 from bnstudy.base.config import ConfigError, load_schema, parts, validate
 from conftest import ROOT, snakemake
 
@@ -197,17 +199,15 @@ def test_snakemake_refuses_a_bad_data_set_before_any_job_with_one_line(tiny, tmp
 
 # ---- the tiny config end to end --------------------------------------------------------
 @pytest.mark.pipeline
-def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, tmp_path):
+@pytest.mark.slurm  # also `make slurm-test`'s (-m slurm): the bytes of the SLURM build
+def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, fashion_tiny):
     """The whole DAG on 3,000 Fashion-MNIST images to the paper, on a simulated machine without
-    AVX/FMA (the committed manifest was written on another one): the same bytes."""
-    from bnstudy.base.machines import environments
-
+    AVX/FMA (the committed manifest was written on another one): the same bytes. The suite's one
+    build of it (conftest's ``fashion_tiny``, started when collection ends): through SLURM
+    (profiles/slurm) when a cluster answers, else locally; tests/test_slurm.py checks the rest of
+    the SLURM run."""
     _require_files(tiny["data"])
-    workdir = determinism.copy_workflow(ROOT, tmp_path / "fashion-tiny")
-    start = time.monotonic()
-    with open(tmp_path / "fashion-tiny.log", "w") as log:
-        determinism.run(workdir, TINY, 2, log=log, env=environments()["generic"])
-    seconds = time.monotonic() - start
+    workdir, seconds = fashion_tiny.workdir, fashion_tiny.seconds
     pdf = workdir / "paper" / "main.pdf"
     assert pdf.read_bytes().startswith(b"%PDF")
     table = manifest.read(workdir / "results" / "manifest.tsv")
@@ -224,5 +224,5 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, t
     identical, lines = manifest.verify(EXPECTED, workdir / "results")
     assert identical, "\n".join(lines) + (
         f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.base.manifest expected --results "
-        f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{seconds:.0f} s]"
+        f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{fashion_tiny.where}, {seconds:.0f} s]"
     )

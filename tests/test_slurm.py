@@ -1,21 +1,30 @@
-"""The workflow on a real SLURM cluster (profiles/slurm) gives the local run's bytes.
+"""The workflow on a real SLURM cluster (profiles/slurm) gives the expected bytes.
 
 Needs a running cluster, e.g. the single-node one of ``scripts/slurm-local start``
 (``make slurm-test`` starts it, runs these tests and stops it). Without one every
 test here is skipped, with the reason.
 
-The test config is run twice from empty ``results/`` folders in scratch copies of
-the workflow: locally (``profiles/default``) and through the SLURM executor
-(``--workflow-profile profiles/slurm``). The SLURM run must write a
-``results/manifest.tsv`` byte-identical to the local one, every job must have gone
-through SLURM (a job id in Snakemake's output, a SLURM log file per id, and the id
-known to ``squeue`` as COMPLETED: the local cluster has no accounting database, so
-``sacct`` is not used), and a job that fails on the cluster must end the run with
-an error within a bounded time instead of leaving Snakemake waiting.
+The suite's one build of the reduced Fashion-MNIST config (``config/fashion-tiny.yaml``)
+goes through the SLURM executor (``--workflow-profile profiles/slurm``) when a
+cluster answers: started by :func:`start_in_background` from an empty ``results/``
+in a scratch copy of the workflow as soon as pytest has collected the tests
+(``tests/conftest.py``'s ``fashion_tiny``), as the simulated machine without
+AVX/FMA (``bnstudy.base.machines.environments()["generic"]``; ``sbatch
+--export=ALL`` hands those variables to every job). Without a cluster the same
+build runs locally instead, so it is checked either way. Its ``results/manifest.tsv``
+must equal ``config/expected/fashion-tiny.manifest.tsv`` byte for byte: the check is
+``tests/test_fashion.py``'s (marked ``slurm`` too, so ``make slurm-test`` runs it).
+Here: every job went through SLURM (a job id in Snakemake's output, a SLURM log file
+per id, and the id known to ``squeue`` as COMPLETED: the local cluster has no
+accounting database, so ``sacct`` is not used), the evaluation jobs were grouped,
+a job sees the submitting environment's kernel-selection variables, and a job that
+fails on the cluster ends the run with an error within a bounded time instead of
+leaving Snakemake waiting.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -24,31 +33,39 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from bnstudy.base.determinism import NICENESS, copy_workflow, niced
+from bnstudy.base.determinism import NICENESS, copy_workflow, niced, run_environment
+from bnstudy.base.machines import environments
 
 pytestmark = pytest.mark.slurm
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "profiles" / "slurm"
-CONFIG = "config/test.yaml"
+CONFIG = "config/fashion-tiny.yaml"
+MACHINE = "generic"  # the simulated machine the build runs as (its committed manifest was written on another)
 # Poll squeue 2 s after a job ends instead of the profile's 20 s: the test's jobs
 # are short, and the cluster's MinJobAge (scripts/slurm-local) stays far above
 # three such intervals, so finished jobs remain visible. SLURM's logs of
 # successful jobs are kept for the checks.
 CLUSTER_ARGS = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
-RUN_TIMEOUT = 45 * 60  # the whole test config on the cluster, at low priority beside the other runs
+LOCAL_ARGS = ["--cores", "2", "-q"]  # the same build without a cluster
+RUN_TIMEOUT = 45 * 60  # the whole tiny config, at low priority beside the other runs
 BACKGROUND_NICENESS = max(NICENESS.values())
 FAILURE_TIMEOUT = 3 * 60  # a single failing job must be reported well within this
 # "Job 3 has been submitted with SLURM jobid 17 (log: ...)."; group jobs are named by a UUID
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
 
+@functools.cache
 def cluster_problem() -> str | None:
-    """Why no SLURM cluster can be used here, or None if ``sinfo`` shows a usable node."""
+    """Why no SLURM cluster can be used here, or None if ``sinfo`` shows a usable node.
+
+    Asked once per session: where the tiny Fashion build runs and whether the tests here run
+    follow the same answer (and a missing controller costs sinfo's wait once)."""
     if shutil.which("sinfo") is None:
         return "no SLURM client (sinfo) installed; run `scripts/slurm-local start` or `make slurm-test`"
     try:
@@ -66,16 +83,21 @@ def cluster_problem() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
+# session scope, as conftest's fashion_tiny: pytest sets up wider-scoped fixtures first, and
+# without a cluster the tests must skip before anything waits for the build
+@pytest.fixture(scope="session")
 def cluster():
     problem = cluster_problem()
     if problem:
         pytest.skip(problem)
 
 
-def start_snakemake(workdir: Path, args: list[str], log: Path, niceness: int = 0) -> subprocess.Popen:
+def start_snakemake(
+    workdir: Path, args: list[str], log: Path, niceness: int = 0, env: dict[str, str] | None = None
+) -> subprocess.Popen:
     """Start Snakemake with this interpreter in ``workdir``, output to ``log``; at ``niceness``
-    (its SLURM jobs too: scripts/slurm-local's cluster propagates the submitter's niceness)."""
+    (its SLURM jobs too: scripts/slurm-local's cluster propagates the submitter's niceness);
+    ``env``: variables added to the run's environment (bnstudy.base.determinism.run_environment)."""
     with open(log, "w") as out:
         return subprocess.Popen(
             niced([sys.executable, "-m", "snakemake", *args], niceness),
@@ -83,6 +105,7 @@ def start_snakemake(workdir: Path, args: list[str], log: Path, niceness: int = 0
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=None if env is None else run_environment(env),
         )
 
 
@@ -101,10 +124,12 @@ def finish(proc: subprocess.Popen, timeout: float) -> int | None:
         return None
 
 
-def snakemake(workdir: Path, args: list[str], log: Path, timeout: float) -> tuple[int | None, float, str]:
+def snakemake(
+    workdir: Path, args: list[str], log: Path, timeout: float, env: dict[str, str] | None = None
+) -> tuple[int | None, float, str]:
     """Run Snakemake in ``workdir``: (exit status or None on timeout, seconds, output)."""
     start = time.monotonic()
-    code = finish(start_snakemake(workdir, args, log), timeout)
+    code = finish(start_snakemake(workdir, args, log, env=env), timeout)
     return code, time.monotonic() - start, log.read_text()
 
 
@@ -120,49 +145,58 @@ def squeue_states(job_ids: list[str]) -> dict[str, tuple[str, str]]:
     return {jid: (state, name) for jid, state, name in rows}
 
 
-def start_in_background(tmp_path_factory):
-    """Start the test config on SLURM in a scratch copy: ``(copy, log, start time, process)``,
-    or None without a usable cluster. Called by conftest when collection ends, so the run
-    goes on beside the unit tests."""
-    if cluster_problem():
-        return None
-    remote = copy_workflow(ROOT, tmp_path_factory.mktemp("slurm"))
-    log = remote / "snakemake.log"
-    args = ["--configfile", CONFIG, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS]
-    # at the determinism runs' low priority (bnstudy.base.determinism.NICENESS): it runs beside them
-    return remote, log, time.monotonic(), start_snakemake(remote, args, log, BACKGROUND_NICENESS)
+@dataclass
+class Build:
+    """A build of the tiny Fashion config under way (:func:`start_in_background`), then done (:func:`wait_for`)."""
+
+    where: str  # "slurm" or "local"
+    why_local: str | None  # cluster_problem()'s answer when it ran locally
+    workdir: Path
+    log: Path
+    start: float
+    proc: subprocess.Popen
+    env: dict[str, str]
+    seconds: float | None = None
+    output: str = ""
 
 
-@pytest.fixture(scope="module")
-def cluster_runs(cluster, runs, tmp_path_factory):
-    """The test config on SLURM, beside the suite's local run of it (conftest's
-    ``runs``: the cores-4 run of the determinism check)."""
-    from conftest import BACKGROUND
-
-    base, _, _ = runs
-    local = base / "cores4"
-    started = BACKGROUND.get("cluster_runs") or start_in_background(tmp_path_factory)
-    remote, log, start, proc = started
-    code = finish(proc, max(RUN_TIMEOUT - (time.monotonic() - start), 1))
-    seconds, output = time.monotonic() - start, log.read_text()
-    print(f"\ntest config on SLURM: {seconds:.0f} s")
-    assert code is not None, f"the SLURM run did not finish within {RUN_TIMEOUT} s:\n" + output[-3000:]
-    assert code == 0, "the SLURM run of the test config failed:\n" + output[-3000:]
-    return local, remote, output
+def start_in_background(tmp_path_factory) -> Build:
+    """Start the build of config/fashion-tiny.yaml in a scratch copy, as the simulated machine
+    without AVX/FMA: through SLURM (profiles/slurm) if a cluster answers, else locally on 2 cores.
+    Called by conftest when collection ends, so the run goes on beside the unit tests; at the
+    determinism runs' low priority (bnstudy.base.determinism.NICENESS): it runs beside them."""
+    problem = cluster_problem()
+    where = "local" if problem else "slurm"
+    work = copy_workflow(ROOT, tmp_path_factory.mktemp(f"fashion-tiny-{where}"))
+    log = work / "snakemake.log"
+    args = ["--configfile", CONFIG]
+    args += LOCAL_ARGS if problem else ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS]
+    env = environments()[MACHINE]
+    proc = start_snakemake(work, args, log, BACKGROUND_NICENESS, env)
+    return Build(where, problem, work, log, time.monotonic(), proc, env)
 
 
-@pytest.fixture(scope="module")
-def slurm_run(cluster_runs):
-    _, remote, output = cluster_runs
-    return remote, output
+def wait_for(build: Build) -> Build:
+    """Wait for the build (at most RUN_TIMEOUT from its start); fail unless it succeeded."""
+    code = finish(build.proc, max(RUN_TIMEOUT - (time.monotonic() - build.start), 1))
+    if build.seconds is None:
+        build.seconds, build.output = time.monotonic() - build.start, build.log.read_text()
+        how = "on SLURM" if build.where == "slurm" else f"locally ({build.why_local})"
+        print(f"\n{CONFIG} {how}: {build.seconds:.0f} s")
+    assert code is not None, f"the build of {CONFIG} did not finish within {RUN_TIMEOUT} s:\n" + build.output[-3000:]
+    assert code == 0, (
+        f"the build of {CONFIG} ({build.where}) failed (its data set: make dataset CONFIG={CONFIG}):\n"
+        + build.output[-3000:]
+    )
+    return build
 
 
-def test_slurm_run_writes_the_local_runs_manifest(cluster_runs):
-    local_work, slurm_work, _ = cluster_runs
-    local = (local_work / "results" / "manifest.tsv").read_bytes()
-    remote = (slurm_work / "results" / "manifest.tsv").read_bytes()
-    assert len(local.splitlines()) > 1
-    assert remote == local
+@pytest.fixture(scope="session")
+def slurm_run(cluster, fashion_tiny):
+    """The suite's build of the tiny Fashion config (conftest's ``fashion_tiny``), which went
+    through SLURM since a cluster answers: ``(its copy, Snakemake's output)``."""
+    assert fashion_tiny.where == "slurm", f"a cluster answers, but the build ran locally: {fashion_tiny.why_local}"
+    return fashion_tiny.workdir, fashion_tiny.output
 
 
 def test_every_job_of_the_slurm_run_went_through_slurm(slurm_run):
@@ -198,6 +232,46 @@ def test_slurm_profile_groups_the_evaluation_jobs(slurm_run):
     assert not alone, "evaluation jobs submitted one by one"
     grouped = [log for log in logs if "/group_evaluation" in log]
     assert 1 <= len(grouped) < evaluations
+
+
+# A job that writes down the kernel-selection variables it sees (bnstudy.base.provenance.KERNEL_VARIABLES)
+SHOW_ENVIRONMENT_SNAKEFILE = textwrap.dedent("""\
+    VARIABLES = {variables!r}
+
+    rule show_environment:
+        output: "environment.txt"
+        run:
+            import os
+            with open(output[0], "w") as out:
+                out.writelines(f"{{v}}={{os.environ[v]}}\\n" for v in VARIABLES if v in os.environ)
+    """)
+
+
+def test_the_slurm_jobs_run_as_the_simulated_machine(slurm_run, tmp_path):
+    """The build's Snakemake ran with the generic machine's variables (its build record, written
+    beside it, names them), and a SLURM job submitted the same way sees them all (sbatch
+    --export=ALL): so do the build's jobs."""
+    from bnstudy.base.provenance import KERNEL_VARIABLES
+
+    work, _ = slurm_run
+    env = environments()[MACHINE]
+    assert env["ATEN_CPU_CAPABILITY"] == "default"
+    expected = "".join(f"{v}={env[v]}\n" for v in KERNEL_VARIABLES if v in env)
+    record = (work / "results" / "provenance" / "machine.csv").read_text()
+    assert "ATEN_CPU_CAPABILITY=default" in record and f"GLIBC_TUNABLES={env['GLIBC_TUNABLES']}" in record
+    (tmp_path / "Snakefile").write_text(SHOW_ENVIRONMENT_SNAKEFILE.format(variables=KERNEL_VARIABLES))
+    code, seconds, output = snakemake(
+        tmp_path,
+        ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS, "--retries", "0"],
+        tmp_path / "snakemake.log",
+        FAILURE_TIMEOUT,
+        env=env,
+    )
+    assert code == 0, output[-3000:]
+    submitted = SUBMITTED.findall(output)
+    assert len(submitted) == 1 and squeue_states([submitted[0][1]])[submitted[0][1]][0] == "COMPLETED", output[-3000:]
+    assert (tmp_path / "environment.txt").read_text() == expected
+    print(f"\na SLURM job saw {expected.count(chr(10))} kernel-selection variables ({seconds:.0f} s)")
 
 
 FAILING_SNAKEFILE = textwrap.dedent("""\
