@@ -60,25 +60,35 @@ KERNEL_CALL = (
     "print(stats.bootstrap_examples(np.array([0.0, 1.0, 1.0]), 8, 0.95, np.random.default_rng(0)))"
 )
 
+# bnstudy.tools.warmup's command line, its population part replaced by that part's bootstrap call
+BOOTSTRAP_PART = (
+    "import numpy as np; from bnstudy.base import stats; from bnstudy.tools import warmup; "
+    "warmup.PARTS = (*warmup.PARTS[:-1], "
+    "lambda: stats.bootstrap_examples(np.array([0.0, 1.0]), 4, 0.95, np.random.default_rng(0))); "
+    "warmup.main()"
+)
+
 
 @pytest.mark.slow
 def test_warm_up_heals_a_truncated_cache_and_jobs_load_kernels_again(tmp_path):
-    """The warm-up's cheapest part (the population study's kernels) in a cache of its own; every
+    """The warm-up's command (its last part, the population study's, cut to the bootstrap kernel
+    the jobs' call below uses: the heal does not depend on how many kernels a part compiles, and
+    the whole part compiled three times over cost four times as much) in a cache of its own; every
     cache file truncated, as a full disk or a killed copy leaves them: a kernel call fails on it,
     the warm-up says so in one line, removes it and compiles afresh, and the call works again.
     Then a data file of the wrong content, which reads whole: loading it fails in the warm-up,
     which removes the whole cache (one line) and compiles afresh."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT / "src"))
+    assert warmup.PARTS[-1] is warmup._population
     part = [
         sys.executable,
-        "-m",
-        "bnstudy.tools.warmup",
+        "-c",
+        BOOTSTRAP_PART,
         "--part",
         str(len(warmup.PARTS) - 1),
         "--parts",
         str(len(warmup.PARTS)),
     ]
-    assert warmup.PARTS[-1] is warmup._population
 
     def run(cmd):
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)

@@ -4,14 +4,12 @@ Also: the hash manifest's rows come in an order that does not depend on the orde
 which the Snakefile includes the rules files.
 """
 
-import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 import yaml
 
+import dag_outputs
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow  # the workflow's rules read in their own process
@@ -29,16 +27,9 @@ def should_be_local(name: str) -> bool:
 
 @pytest.fixture(scope="module")
 def rules():
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "cluster_rules.py"), "config/test.yaml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    """Each rule's threads, resources and locality, read from the test config's workflow
+    (tests/dag_outputs.py: one process per session, with the DAG tests/test_registry.py checks)."""
+    return dag_outputs.of(ROOT, "config/test.yaml")["cluster"]
 
 
 def test_profile_sets_no_threads_or_resources_of_its_own():
@@ -72,27 +63,17 @@ def test_training_asks_for_compute_threads_and_scripts_do_not_read_them(rules):
     assert not readers, f"scripts reading compute_threads from the config instead of snakemake.threads: {readers}"
 
 
-def _registry(root):
-    result = subprocess.run(
-        [sys.executable, str(root / "tests" / "dag_outputs.py"), "config/test.yaml"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
 def test_manifest_order_does_not_depend_on_include_order(tmp_path):
     from bnstudy.base import determinism
 
+    # before: the checkout's own DAG (its registry's paths are relative to the workflow, the same in
+    # a copy); after: a copy's, its Snakefile including the studies' rules files in another order
+    before = dag_outputs.of(ROOT, "config/test.yaml")
     copy = determinism.copy_workflow(ROOT, tmp_path / "wf")
     (copy / "tests").mkdir(exist_ok=True)
     shutil.copy2(ROOT / "tests" / "dag_outputs.py", copy / "tests" / "dag_outputs.py")
-    before = _registry(copy)
     snakefile = copy / "Snakefile"
+    assert snakefile.read_text() == (ROOT / "Snakefile").read_text()
     # the studies come in bnstudy.base.catalogue's order: the first three (companions, batch_size,
     # running_stats) in reverse; accumulation.smk and conv.smk read studies 1 and 2's outputs by rule
     # (rules.evaluate_remedies, rules.companion_examples, ...), so they stay after them
@@ -103,7 +84,7 @@ def test_manifest_order_does_not_depend_on_include_order(tmp_path):
     from bnstudy.base.catalogue import STUDIES
 
     assert [s.name for s in STUDIES[:3]] == ["companions", "batch_size", "running_stats"]
-    after = _registry(copy)
+    after = dag_outputs.of(copy, "config/test.yaml")
     assert after["registry"] == before["registry"]
 
     # and the order is the DAG's: every file comes after the files its job reads

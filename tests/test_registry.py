@@ -7,12 +7,9 @@ list the manifest rule hashes). A new rule whose outputs are not registered, or
 that no target reaches, fails here.
 """
 
-import json
-import subprocess
-import sys
-
 import pytest
 
+import dag_outputs
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow  # Snakemake's DAG in its own process
@@ -30,16 +27,7 @@ NOT_HASHED = {
 
 @pytest.fixture(scope="module", params=["config/test.yaml", "config/config.yaml"])
 def dag(request):
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "dag_outputs.py"), request.param],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return dag_outputs.of(ROOT, request.param)
 
 
 def test_every_output_of_every_job_is_registered_for_hashing(dag):
