@@ -504,13 +504,19 @@ def price(plan: Plan, table: dict[str, Cost]) -> None:
 # ---- wall time on many cores -------------------------------------------------------
 
 
-def chain_lengths(jobs: list[Job]) -> list[float]:
-    """Each job's estimated CPU seconds plus those of the longest chain of jobs that wait for it
-    (the job's priority in :func:`schedule`; the largest is the build's critical path)."""
+def _waiting(jobs: list[Job]) -> list[list[int]]:
+    """For each job, the indices of the jobs that wait for it (``needs`` turned around)."""
     waiting: list[list[int]] = [[] for _ in jobs]
     for i, job in enumerate(jobs):
         for j in job.needs:
             waiting[j].append(i)
+    return waiting
+
+
+def chain_lengths(jobs: list[Job]) -> list[float]:
+    """Each job's estimated CPU seconds plus those of the longest chain of jobs that wait for it
+    (the job's priority in :func:`schedule`; the largest is the build's critical path)."""
+    waiting = _waiting(jobs)
     length: list[float | None] = [None] * len(jobs)
     for start in range(len(jobs)):  # depth first, without recursion: a DAG can be deep
         stack = [start]
@@ -539,10 +545,7 @@ def schedule(jobs: list[Job], cores: int) -> float:
 
     priority = chain_lengths(jobs)
     left = [len(job.needs) for job in jobs]
-    waiting: list[list[int]] = [[] for _ in jobs]
-    for i, job in enumerate(jobs):
-        for j in job.needs:
-            waiting[j].append(i)
+    waiting = _waiting(jobs)
     ready = [(-priority[i], i) for i, n in enumerate(left) if n == 0]
     heapq.heapify(ready)
     running: list[tuple[float, int]] = []
