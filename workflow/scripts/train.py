@@ -8,18 +8,18 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.nets import model, train, weights
+from bnstudy.nets import model, network, weights
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.batch_size import evaluation
 
 p, out = snakemake.params, snakemake.output
 x = io.read_array(snakemake.input.x)
 y = io.read_array(snakemake.input.y)
-spec = model.spec_from_params(p.net, inputs=x.shape[1])
+spec = network.spec_from_params(p.net, inputs=x.shape[1])
 recipe = Recipe.from_params(p.recipe)
 seeds = [int(s) for s in p.seeds]
 log.info("spec %s recipe %s seeds %s", spec, recipe, seeds)
-stacked, epochs = train.train_models(spec, recipe, seeds, x, y, threads=snakemake.threads)
+stacked, epochs = network.train_models(spec, recipe, seeds, x, y, threads=snakemake.threads)
 weights.write(out.weights, spec, recipe, seeds, model.unstack(stacked))
 io.write_table(out.epochs, epochs)
 for row in epochs[-len(seeds) :]:

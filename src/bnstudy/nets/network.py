@@ -1,0 +1,114 @@
+"""The study's two networks behind one interface: what a study calls, whichever network it measures.
+
+A network is described by its *spec*: :class:`bnstudy.nets.model.NetSpec` for the MLP
+(features-hidden-hidden-10, :mod:`bnstudy.nets.model`) or :class:`bnstudy.nets.conv_train.ConvSpec`
+for the convolutional network (a list of 3x3 convolutions with strides and residual connections,
+global average pool, linear map: :mod:`bnstudy.nets.conv_train`). Both train in the one compiled
+loop (:func:`bnstudy.compiled.backprop.train_run`, the network as data) and both keep their
+weights as a *stack* (state-dict keys with a leading model axis). The functions here take a spec
+and dispatch on its type in one place (:func:`_family`), so a study written against them runs on
+either network: train, logits in inference or training mode, labels, the state-dict prefixes of the
+normaliser layers, and the spec as a rule's parameters give it.
+
+The MLP's path is exactly the functions it dispatches to (the same bits); the convolutional
+network's computes with :mod:`bnstudy.compiled.conv`. What is defined for one network only raises
+a ``ValueError`` naming the network and what it lacks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+KINDS = ("mlp", "conv")
+
+
+def _family(spec):
+    """The module that implements ``spec``'s network (:mod:`bnstudy.nets.model`'s MLP or
+    :mod:`bnstudy.nets.conv_train`), and the name of its kind."""
+    from bnstudy.nets import conv_train
+
+    if isinstance(spec, conv_train.ConvSpec):
+        return "conv"
+    from bnstudy.nets.model import NetSpec
+
+    if isinstance(spec, NetSpec):
+        return "mlp"
+    raise TypeError(f"not a network spec: {spec!r}")
+
+
+def kind(spec) -> str:
+    """``"mlp"`` or ``"conv"``."""
+    return _family(spec)
+
+
+def spec_from_params(net: dict, inputs: int):
+    """The spec of a rule's network parameters: ``kind`` (``mlp`` when absent, as in every
+    config before the convolutional network could be chosen), the normaliser and its settings.
+    The MLP takes ``hidden`` and the data's ``inputs`` features; the convolutional network takes
+    ``layers`` (each ``{channels, stride, skip}``) on square images of ``inputs`` pixels."""
+    which = net.get("kind", "mlp")
+    if which == "mlp":
+        from bnstudy.nets.model import spec_from_params as mlp_spec
+
+        return mlp_spec({k: v for k, v in net.items() if k != "kind"}, inputs)
+    if which == "conv":
+        from bnstudy.nets.conv_train import ConvSpec
+
+        return ConvSpec.from_params(net["normaliser"], net)
+    raise ValueError(f"network kind {which!r} is not one of {', '.join(KINDS)}")
+
+
+def norm_layers(spec) -> list[str]:
+    """The state-dict prefix of each normaliser layer, in the network's order."""
+    if _family(spec) == "conv":
+        from bnstudy.nets.conv_train import norm_keys
+
+        return norm_keys(spec)
+    from bnstudy.nets.model import NORMS
+
+    return list(NORMS)
+
+
+def train_models(spec, recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1):
+    """One network per seed: ``(stack, log)`` (see :func:`bnstudy.nets.train.train_models`)."""
+    if _family(spec) == "conv":
+        from bnstudy.nets import conv_train
+
+        return conv_train.train_models(spec, recipe, seeds, x, y, threads)
+    from bnstudy.nets import train
+
+    return train.train_models(spec, recipe, seeds, x, y, threads)
+
+
+def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: int = 0, limits=(1.0, 0.0)):
+    """Logits ``(M, N, classes)`` of every model for the rows ``x``: inference mode, or training
+    mode on consecutive batches of ``batch`` rows (running statistics read, never written;
+    ``limits``: batch renorm's ``(rmax, dmax)``)."""
+    if _family(spec) == "conv":
+        from bnstudy.nets import conv_train
+
+        if tuple(float(v) for v in limits) != (1.0, 0.0):
+            raise ValueError("the convolutional network takes no batch renorm limits")
+        return conv_train.logits(stacked, spec, x, train=train, batch=batch)
+    from bnstudy.compiled import kernels
+
+    return kernels.logits(stacked, spec, x, train=train, batch=batch, limits=limits)
+
+
+def labels_of(z: np.ndarray) -> np.ndarray:
+    """Each row's label, ``(M, N)`` int64: the index of its first largest logit."""
+    from bnstudy.compiled.kernels import argmax_rows
+
+    out = np.empty(z.shape[:2], np.int64)
+    for i in range(z.shape[0]):
+        argmax_rows(np.ascontiguousarray(z[i]), out[i])
+    return out
+
+
+def predict(stacked: dict, spec, x: np.ndarray) -> np.ndarray:
+    """Inference-mode labels ``(M, N)`` of every model for the rows ``x``."""
+    if _family(spec) == "mlp":
+        from bnstudy.compiled import kernels
+
+        return kernels.predict(stacked, spec, x)
+    return labels_of(logits(stacked, spec, x))

@@ -1,0 +1,77 @@
+"""The one interface to both networks (bnstudy.nets.network): each call is, bit for bit, the
+network's own function, and a rule's parameters name the network."""
+
+import numpy as np
+import pytest
+
+from bnstudy.compiled import kernels
+from bnstudy.nets import conv_train, model, network, train
+from bnstudy.nets.recipe import Recipe
+
+MLP_PARAMS = dict(normaliser="batchnorm", hidden=[12, 10], groups=2, eps=1e-5, momentum=0.1)
+CONV_PARAMS = dict(
+    kind="conv",
+    normaliser="batchnorm",
+    layers=[{"channels": 4, "stride": 2}, {"channels": 4, "skip": 0}],
+    groups=2,
+    eps=1e-5,
+    momentum=0.1,
+)
+
+
+def data(n, features, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, features)).astype(np.float32), rng.integers(0, 10, n).astype(np.int64)
+
+
+def recipe(**kw):
+    return Recipe.from_params(dict(optimizer="adam", lr=1e-2, batch_size=8, epochs=1, order="shuffle") | kw)
+
+
+def test_a_rules_parameters_name_the_network_and_mlp_is_the_default():
+    mlp = network.spec_from_params(MLP_PARAMS, inputs=16)
+    assert mlp == model.spec_from_params(MLP_PARAMS, 16) and network.kind(mlp) == "mlp"
+    assert network.spec_from_params(MLP_PARAMS | {"kind": "mlp"}, inputs=16) == mlp
+    conv = network.spec_from_params(CONV_PARAMS, inputs=64)
+    assert conv == conv_train.ConvSpec.from_params("batchnorm", CONV_PARAMS) and network.kind(conv) == "conv"
+    assert conv.strides == (2, 1) and conv.skips == (-1, 0)
+    assert network.norm_layers(mlp) == ["1", "4"] and network.norm_layers(conv) == ["1", "4"]
+    with pytest.raises(ValueError, match="network kind 'rnn'"):
+        network.spec_from_params(MLP_PARAMS | {"kind": "rnn"}, inputs=16)
+    with pytest.raises(TypeError, match="not a network spec"):
+        network.kind({"normaliser": "batchnorm"})
+
+
+def _same(a: dict, b: dict):
+    assert list(a) == list(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes(), k
+
+
+def test_the_mlps_calls_are_its_own_functions_bit_for_bit():
+    spec = network.spec_from_params(MLP_PARAMS, inputs=16)
+    x, y = data(48, 16)
+    stacked, log = network.train_models(spec, recipe(), [0, 1], x, y)
+    direct, direct_log = train.train_models(spec, recipe(), [0, 1], x, y)
+    _same(stacked, direct)
+    assert log == direct_log
+    for mode in (dict(), dict(train=True, batch=8)):
+        assert network.logits(stacked, spec, x, **mode).tobytes() == kernels.logits(stacked, spec, x, **mode).tobytes()
+    assert np.array_equal(network.predict(stacked, spec, x), kernels.predict(stacked, spec, x))
+
+
+def test_the_convolutional_networks_calls_are_its_own_functions_bit_for_bit():
+    spec = network.spec_from_params(CONV_PARAMS, inputs=64)
+    x, y = data(32, 64, seed=1)
+    stacked, log = network.train_models(spec, recipe(), [3], x, y)
+    direct, direct_log = conv_train.train_models(spec, recipe(), [3], x, y)
+    _same(stacked, direct)
+    assert log == direct_log
+    for mode in (dict(), dict(train=True, batch=8)):
+        z = network.logits(stacked, spec, x, **mode)
+        assert z.tobytes() == conv_train.logits(stacked, spec, x, **mode).tobytes()
+    z = conv_train.logits(stacked, spec, x)
+    first_largest = np.array([[int(np.flatnonzero(row == row.max())[0]) for row in zi] for zi in z])
+    assert np.array_equal(network.predict(stacked, spec, x), first_largest)
+    with pytest.raises(ValueError, match="no batch renorm limits"):
+        network.logits(stacked, spec, x, train=True, batch=8, limits=(2.0, 1.0))
