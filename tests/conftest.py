@@ -126,6 +126,7 @@ def runs(tmp_path_factory):
     base, future = BACKGROUND["runs"]
     try:
         manifests, times = future.result()
+        _timeline("ready", "determinism runs")
     except subprocess.CalledProcessError as e:
         logs = "\n".join(p.read_text()[-3000:] for p in base.glob("*.log"))
         pytest.fail(f"a pipeline run failed: {e.cmd}\n{logs}")
@@ -157,7 +158,9 @@ def fashion_tiny(tmp_path_factory):
 
     if "fashion_tiny" not in BACKGROUND:
         BACKGROUND["fashion_tiny"] = _start_fashion_tiny(tmp_path_factory)
-    return test_slurm.wait_for(BACKGROUND["fashion_tiny"])
+    build = test_slurm.wait_for(BACKGROUND["fashion_tiny"])
+    _timeline("ready", "fashion-tiny build")
+    return build
 
 
 def hashed_outputs(runs, paths) -> Path:
@@ -329,3 +332,23 @@ def pytest_runtest_makereport(item, call):
     if not any(allowed in reason for allowed in CI_ALLOWED_SKIPS):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI (BNSTUDY_CI=1), where only {CI_ALLOWED_SKIPS} may skip: {reason}"
+
+
+# ---- where the suite's time goes ----------------------------------------------------
+# BNSTUDY_TIMELINE=FILE: one line per test start and end (wall clock, load average, node id), so a
+# maintainer can see when the cores sat idle (docs/testing.md reads a CI rehearsal this way).
+def _timeline(event: str, nodeid: str) -> None:
+    path = os.environ.get("BNSTUDY_TIMELINE")
+    if path:
+        import time
+
+        with open(path, "a") as f:
+            f.write(f"{time.time():.1f}\t{os.getloadavg()[0]:.2f}\t{event}\t{nodeid}\n")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _timeline("start", nodeid)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    _timeline("end", nodeid)
