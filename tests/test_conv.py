@@ -7,6 +7,7 @@ import pytest
 
 from bnstudy.compiled import conv, normkernels
 from bnstudy.nets import conv_train
+from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.conv import report as conv_report
 from bnstudy.studies.conv import science as conv_study
@@ -100,7 +101,7 @@ def test_first_gradient_is_autograds(kind):
     n = sum(int(np.prod(s)) for _, s in conv_train.layout(spec))
     grad = np.zeros(n, np.float32)
     conv_train.train_one(spec, Recipe(batch_size=8, epochs=1), 0, x, y, first_grad=grad)
-    first = conv_train.epoch_rows(conv_train.order_generator(0), y, 8)[:8]
+    first = epoch_rows(order_generator(0), y, 8)[:8]
     ref = conv_torch.first_gradient(spec, 0, x[first], y[first])
     mine = _grad_parts(spec, grad)
     assert set(ref) <= set(mine)

@@ -27,6 +27,7 @@ import pytest
 
 from bnstudy.compiled import conv
 from bnstudy.nets import conv_train
+from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.conv import checks as conv_checks
 
@@ -128,7 +129,7 @@ def test_first_gradient_of_the_deep_network_is_autograds(kind):
     spec = deep(kind)
     grad = np.zeros(sum(int(np.prod(s)) for _, s in conv_train.layout(spec)), np.float32)
     conv_train.train_one(spec, Recipe(batch_size=8, epochs=1), 0, x, y, first_grad=grad)
-    first = conv_train.epoch_rows(conv_train.order_generator(0), y, 8)[:8]
+    first = epoch_rows(order_generator(0), y, 8)[:8]
     ref = conv_torch.first_gradient(spec, 0, x[first], y[first])
     mine = _parts(spec, grad)
     assert set(ref) <= set(mine) and len(ref) == (18 if kind != "none" else 10)

@@ -83,7 +83,7 @@ def test_frozen_gradient_equals_autograd_through_batchnorm1d_in_eval_mode():
     """One SGD step of lr 1 on a batch: p0 - p1 is the gradient, against autograd on the eval-mode module."""
     state, spec = _state(seed=3)
     x, y = _data(12)
-    flat = train._flat(spec, state)
+    flat = train.buffers(spec, state)[0]
     before = flat.copy()
     running = np.zeros((4, 5), np.float32)
     for i, layer in enumerate(model.NORMS):
@@ -100,7 +100,7 @@ def test_frozen_gradient_equals_autograd_through_batchnorm1d_in_eval_mode():
     torch.nn.functional.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y)).backward()
     grads = dict(net.named_parameters())
     offset = 0
-    for key, shape in finetune.train.optimisers.layout(WIDTHS):
+    for key, shape in finetune.network.layout(spec):
         size = int(np.prod(shape))
         ours = (before - flat)[offset : offset + size].reshape(shape)
         offset += size

@@ -75,3 +75,32 @@ def test_the_convolutional_networks_calls_are_its_own_functions_bit_for_bit():
     assert np.array_equal(network.predict(stacked, spec, x), first_largest)
     with pytest.raises(ValueError, match="no batch renorm limits"):
         network.logits(stacked, spec, x, train=True, batch=8, limits=(2.0, 1.0))
+
+
+@pytest.mark.parametrize("kind", ["batchnorm", "groupnorm"])
+def test_the_shared_loop_trains_the_convolutional_network_with_sgd_on_class_sorted_batches_as_pytorch(kind):
+    """What the convolutional network gained from the loop the MLP uses: SGD with momentum (study 1's
+    recipe) and class-sorted batches, held to torch.optim.SGD and autograd over three epochs."""
+    pytest.importorskip("torch")
+    conv_torch = pytest.importorskip("bnstudy.nets.conv_torch")
+    spec = conv_train.ConvSpec(kind, (4, 8), 2, strides=(2, 1))
+    x, y = data(40, 64, seed=2)
+    r = recipe(optimizer="sgd", lr=0.05, sgd_momentum=0.9, epochs=3, order="class_sorted")
+    stacked, _ = network.train_models(spec, r, [0], x, y)
+    theirs = {k: v.detach().numpy() for k, v in conv_torch.train_plain(spec, r, 0, x, y).state_dict().items()}
+    assert list(stacked) == list(theirs)
+    for key, v in stacked.items():
+        np.testing.assert_allclose(v[0], theirs[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    assert int(stacked.get("1.num_batches_tracked", np.array([15]))[0]) == 15
+
+
+def test_buffers_and_state_are_inverse_for_both_networks():
+    for spec in (network.spec_from_params(MLP_PARAMS, 16), network.spec_from_params(CONV_PARAMS, 64)):
+        state = network.initial_state(spec, 4)
+        rng = np.random.default_rng(0)
+        for k in state:  # every float tensor moved off its initial value, so a swap would show
+            if state[k].dtype == np.float32:
+                state[k] = (state[k] + rng.standard_normal(state[k].shape)).astype(np.float32)
+        flat, running = train.buffers(spec, state)
+        again = train.state_from(spec, flat, running, int(state["1.num_batches_tracked"]), state)
+        _same(again, state)

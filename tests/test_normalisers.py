@@ -241,7 +241,7 @@ def _first_gradient(spec, x, y):
     """The compiled loop's gradient of one step on all of ``x`` from the initial weights of seed 3
     (SGD, lr 1, no momentum: p1 = p0 - g) and those weights."""
     state = model.initial_state(spec, 3)
-    flat = train._flat(spec, state)
+    flat = train.buffers(spec, state)[0]
     before = flat.copy()
     running = np.zeros((4, max(spec.widths[1:3])), np.float32)
     running[1] = running[3] = 1.0

@@ -49,7 +49,7 @@ def _data(n=48, seed=0):
 def _sgd_gradient(spec, x, y, limits=(1.0, 0.0)):
     """The kernel's gradient of one step on the whole of ``x`` (SGD, lr 1, no momentum: p1 = p0 - g)."""
     state = mlp.initial_state(spec, 3)
-    flat = train._flat(spec, state)
+    flat = train.buffers(spec, state)[0]
     before = flat.copy()
     running = np.zeros((4, 128), np.float32)
     running[1] = running[3] = 1.0

@@ -76,13 +76,17 @@ def first_gradient(spec: ConvSpec, seed: int, x: np.ndarray, y: np.ndarray) -> d
 
 
 def train_plain(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray) -> torch.nn.Sequential:
-    """The same run as :func:`bnstudy.nets.conv_train.train_one`, by autograd and ``torch.optim.Adam``."""
+    """The same run as :func:`bnstudy.nets.conv_train.train_one`, by autograd and ``torch.optim``
+    (Adam, or SGD with the recipe's momentum), batches in the recipe's order."""
     net = build_module(spec, seed).train()
-    opt = torch.optim.Adam(net.parameters(), lr=recipe.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
+    if recipe.optimizer == "sgd":
+        opt = torch.optim.SGD(net.parameters(), lr=recipe.lr, momentum=recipe.sgd_momentum)
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=recipe.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
     rng = order_generator(seed)
     xt, yt = images(x), torch.from_numpy(np.asarray(y, np.int64))
     for _ in range(recipe.epochs):
-        rows = epoch_rows(rng, np.asarray(y), recipe.batch_size, "shuffle", recipe.last_batch)
+        rows = epoch_rows(rng, np.asarray(y), recipe.batch_size, recipe.order, recipe.last_batch)
         for b in range(0, len(rows) - recipe.batch_size + 1, recipe.batch_size):
             idx = torch.from_numpy(rows[b : b + recipe.batch_size])
             opt.zero_grad()

@@ -42,8 +42,6 @@ from bnstudy.base.runtime import STREAM_INIT, derive_seed
 from bnstudy.compiled import backprop
 from bnstudy.compiled.kernels import Hidden, Net
 from bnstudy.compiled.normkernels import Params, settings
-from bnstudy.nets.batching import epoch_rows, order_generator
-from bnstudy.nets.recipe import batch_sizes_per_epoch
 
 CLASSES = 10
 ADAM_BETAS = (0.9, 0.999)
@@ -165,61 +163,14 @@ def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
 # ---- whole runs and stacks (Python) -------------------------------------------------
 
 
-def _flat(spec: ConvSpec, state: dict) -> np.ndarray:
-    parts = []
-    for key, shape in layout(spec):
-        if key in state:
-            parts.append(np.asarray(state[key], np.float32).reshape(-1))
-        else:  # no normaliser: gamma 1 and beta 0, never moved
-            parts.append(np.full(int(np.prod(shape)), 1.0 if key.endswith("weight") else 0.0, np.float32))
-    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
-
-
 def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None):
-    """Train the network of ``seed`` with Adam (``recipe``: batch size, lr, epochs, last batch);
-    returns its state dict and one log row per epoch (``first_grad``: an array of the flat
-    vector's size that receives the first step's gradient, laid out as :func:`layout`)."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    y = np.ascontiguousarray(y, dtype=np.int64)
-    first_grad = np.empty(0, np.float32) if first_grad is None else first_grad
-    if recipe.optimizer != "adam":
-        raise ValueError(f"the convolutional network trains with adam, not {recipe.optimizer!r}")
-    initial = initial_state(spec, seed)
-    rng = order_generator(seed)
-    rows = np.stack([epoch_rows(rng, y, recipe.batch_size, "shuffle", recipe.last_batch) for _ in range(recipe.epochs)])
-    sizes = np.array(batch_sizes_per_epoch(len(y), recipe.batch_size, recipe.last_batch), np.int64)
-    flat = _flat(spec, initial)
-    running = np.zeros((2 * len(spec.channels), max(spec.channels)), np.float32)
-    running[1::2] = 1.0
-    log = backprop.new_log(recipe.epochs, first_grad)
-    backprop.train_run(
-        spec.arch(image_side(x)),
-        backprop.State(flat, running),
-        backprop.Data(x, y),
-        backprop.schedule(rows, sizes),
-        norm_settings(spec),
-        backprop.optimiser(backprop.ADAM, recipe.lr, ADAM_BETAS, ADAM_EPS),
-        0,
-        log,
-        False,  # the MLP's specialisation of the loop
-    )
-    loss, correct = log.loss, log.correct
-    state, offset = {}, 0
-    for key, shape in layout(spec):
-        size = int(np.prod(shape))
-        state[key] = flat[offset : offset + size].reshape(shape).copy()
-        offset += size
-    for i, layer in enumerate(norm_keys(spec)):
-        c = spec.channels[i]
-        state[f"{layer}.running_mean"] = running[2 * i, :c].copy()
-        state[f"{layer}.running_var"] = running[2 * i + 1, :c].copy()
-        state[f"{layer}.num_batches_tracked"] = np.array(recipe.epochs * len(sizes), np.int64)
-    seen = int(sizes.sum())
-    log = [
-        {"seed": seed, "epoch": e + 1, "loss": float(loss[e]), "train_accuracy": int(correct[e]) / seen}
-        for e in range(recipe.epochs)
-    ]
-    return {k: state[k] for k in initial}, log
+    """Train the network of ``seed``: :func:`bnstudy.nets.train.train_one`, the loop both networks
+    share (the recipe's optimiser, batch order, micro-batches and batch renorm's limits); returns its
+    state dict and one log row per epoch (``first_grad``: an array of the flat vector's size that
+    receives the first step's gradient, laid out as :func:`layout`)."""
+    from bnstudy.nets import train
+
+    return train.train_one(spec, recipe, seed, x, y, first_grad)
 
 
 def train_models(spec: ConvSpec, recipe, seeds, x, y, threads: int = 1):

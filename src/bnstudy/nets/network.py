@@ -69,6 +69,68 @@ def norm_layers(spec) -> list[str]:
     return list(NORMS)
 
 
+def initial_state(spec, seed: int) -> dict[str, np.ndarray]:
+    """The initial weights of ``spec``'s network for ``seed`` (the module's state-dict keys)."""
+    if _family(spec) == "conv":
+        from bnstudy.nets import conv_train
+
+        return conv_train.initial_state(spec, seed)
+    from bnstudy.nets import model
+
+    return model.initial_state(spec, seed)
+
+
+def layout(spec) -> list[tuple[str, tuple[int, ...]]]:
+    """The compiled loop's flat parameter vector: ``(state-dict key, shape)`` of each part, in order."""
+    if _family(spec) == "conv":
+        from bnstudy.nets import conv_train
+
+        return conv_train.layout(spec)
+    from bnstudy.compiled import optimisers
+
+    return optimisers.layout(spec.widths)
+
+
+def norm_widths(spec) -> list[tuple[str, int]]:
+    """Each normaliser layer's state-dict prefix and features (channels), in order."""
+    if _family(spec) == "conv":
+        return list(zip(norm_layers(spec), (int(c) for c in spec.channels)))
+    return list(zip(norm_layers(spec), (int(w) for w in spec.widths[1:-1])))
+
+
+def arch(spec, inputs: int):
+    """The network as the compiled loop takes it (:class:`bnstudy.compiled.backprop.Arch`), for
+    rows of ``inputs`` features (the convolutional network: square images of ``inputs`` pixels)."""
+    from bnstudy.compiled import backprop
+
+    if _family(spec) == "conv":
+        from bnstudy.nets.conv_train import image_side
+
+        return spec.arch(image_side(np.empty((0, int(inputs)))))
+    return backprop.mlp_arch(spec.widths)
+
+
+def norm_settings(spec, limits=(1.0, 0.0), momentum=None):
+    """``spec``'s normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`):
+    batch renorm's ``limits``; ``momentum`` replaces the network's own when given (-1: None)."""
+    from bnstudy.compiled import kernels
+    from bnstudy.compiled.normkernels import settings
+
+    m = getattr(spec, "momentum", None) if momentum is None else momentum
+    m = -1.0 if m is None else m
+    return settings(kernels.KIND[spec.normaliser], spec.eps, setting(spec), m, *limits)
+
+
+def setting(spec) -> int:
+    """The integer the kernels receive with the kind (group norm's groups, ghost batch norm's
+    virtual batch; else 1), checked against the network's widths."""
+    if _family(spec) == "conv":
+        return spec.setting()
+    from bnstudy.compiled import kernels
+
+    return kernels.setting(spec)
+
+
 def train_models(spec, recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1):
     """One network per seed: ``(stack, log)`` (see :func:`bnstudy.nets.train.train_models`)."""
     if _family(spec) == "conv":

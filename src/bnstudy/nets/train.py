@@ -1,9 +1,11 @@
-"""Training: one run of a recipe for each seed, by the compiled loop.
+"""Training either network (the MLP or the convolutional one, :mod:`bnstudy.nets.network`): one run
+of a recipe for each seed, by the compiled loop.
 
-Each seed's network starts from :func:`bnstudy.nets.model.initial_state` and sees the
+Each seed's network starts from :func:`bnstudy.nets.network.initial_state` and sees the
 batches :func:`bnstudy.nets.batching.epoch_batches` draws from its own order
 generator; :func:`bnstudy.compiled.backprop.train_run` then runs every epoch in one
-compiled call. Seeds are independent: a seed's network is the same bytes
+compiled call (:func:`run`, which fine-tuning and the other studies that continue a trained
+network call too). Seeds are independent: a seed's network is the same bytes
 whichever other seeds are trained beside it, in whatever order, on however many
 threads (``threads`` trains that many seeds at once). The PyTorch loop of
 :mod:`bnstudy.nets.plain` trains the same networks with autograd and
@@ -16,17 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from bnstudy.compiled import backprop, optimisers
-from bnstudy.compiled.kernels import norm_settings
+from bnstudy.compiled import backprop
+from bnstudy.nets import network
 from bnstudy.nets.batching import epoch_rows, order_generator
-from bnstudy.nets.model import BATCH_KINDS, NORMS, NetSpec, initial_state, stack
+from bnstudy.nets.model import stack
 from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch, renorm_schedule
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 
 
-def step_limits(spec: NetSpec, recipe: Recipe, n: int) -> np.ndarray:
+def step_limits(spec, recipe: Recipe, n: int) -> np.ndarray:
     """Batch renorm's ``(rmax, dmax)`` at every step of the run, float32 ``(steps, 2)``."""
     schedule = renorm_schedule(spec.normaliser, recipe, n)
     steps = recipe.epochs * len(batch_sizes_per_epoch(n, recipe.batch_size, recipe.last_batch))
@@ -41,38 +43,75 @@ def _optimiser(recipe: Recipe):
     return backprop.optimiser(code, recipe.lr, ADAM_BETAS, ADAM_EPS, recipe.sgd_momentum)
 
 
-def _flat(spec: NetSpec, state: dict[str, np.ndarray]) -> np.ndarray:
+def buffers(spec, state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled loop's buffers of ``state``: the flat parameter vector (:func:`bnstudy.nets.network.layout`;
+    without a normaliser gamma 1 and beta 0, never moved) and the running statistics, one row per
+    normaliser layer's mean then variance, as wide as the widest layer (0 and 1 where ``state`` has none)."""
     parts = []
-    for key, shape in optimisers.layout(spec.widths):
+    for key, shape in network.layout(spec):
         if key in state:
-            parts.append(state[key].reshape(-1))
-        else:  # no normaliser: gamma 1 and beta 0, never moved
+            parts.append(np.asarray(state[key], np.float32).reshape(-1))
+        else:
             parts.append(np.full(int(np.prod(shape)), 1.0 if key.endswith("weight") else 0.0, np.float32))
-    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+    flat = np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+    layers = network.norm_widths(spec)
+    running = np.zeros((2 * len(layers), max(f for _, f in layers)), np.float32)
+    for i, (layer, f) in enumerate(layers):
+        running[2 * i + 1] = 1.0
+        if f"{layer}.running_mean" in state:
+            running[2 * i, :f] = state[f"{layer}.running_mean"]
+            running[2 * i + 1, :f] = state[f"{layer}.running_var"]
+    return flat, running
 
 
-def _unflat(spec: NetSpec, flat: np.ndarray, running: np.ndarray, updates: int, like: dict) -> dict:
+def state_from(spec, flat: np.ndarray, running: np.ndarray, updates: int, like: dict) -> dict:
+    """The state dict of the buffers (:func:`buffers`), ``updates`` as each layer's
+    ``num_batches_tracked``, with the keys of ``like`` in its order."""
     state, offset = {}, 0
-    for key, shape in optimisers.layout(spec.widths):
+    for key, shape in network.layout(spec):
         size = int(np.prod(shape))
         state[key] = flat[offset : offset + size].reshape(shape).copy()
         offset += size
-    widths = spec.widths
-    for i, layer in enumerate(NORMS):
-        f = widths[i + 1]
+    for i, (layer, f) in enumerate(network.norm_widths(spec)):
         state[f"{layer}.running_mean"] = running[2 * i, :f].copy()
         state[f"{layer}.running_var"] = running[2 * i + 1, :f].copy()
         state[f"{layer}.num_batches_tracked"] = np.array(updates, np.int64)
     return {k: state[k] for k in like}  # the module's keys, in its order
 
 
-def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.ndarray):
-    """Train the network of ``seed``; returns its state dict and one log row per epoch."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    y = np.ascontiguousarray(y, dtype=np.int64)
+def run(
+    spec,
+    state: dict,
+    x: np.ndarray,
+    y: np.ndarray,
+    plan,
+    ns,
+    opt,
+    updates: int = 0,
+    frozen: bool = False,
+    first_grad=None,
+):
+    """Train ``state`` (not modified) by the compiled loop on either network: ``plan`` (a
+    :class:`bnstudy.compiled.backprop.Schedule`: the rows of each epoch, the batch sizes, batch renorm's
+    limits, the micro-batches), the normaliser's settings ``ns``, the optimiser ``opt``, the running
+    statistics' update count so far ``updates``; ``frozen`` as :func:`bnstudy.compiled.backprop.train_run`.
+    Returns ``(state, log, updates)``: the new state (``num_batches_tracked`` the count returned),
+    the loop's :class:`bnstudy.compiled.backprop.Log` and the count."""
+    flat, running = buffers(spec, state)
+    log = backprop.new_log(int(np.asarray(plan.rows).shape[0]), first_grad)
+    data = backprop.Data(np.ascontiguousarray(x, dtype=np.float32), np.ascontiguousarray(y, dtype=np.int64))
+    arch = network.arch(spec, data.x.shape[1])
+    # frozen passed, not defaulted: one compiled specialisation for every caller
+    count = backprop.train_run(arch, backprop.State(flat, running), data, plan, ns, opt, updates, log, bool(frozen))
+    return state_from(spec, flat, running, count, state), log, count
+
+
+def train_one(spec, recipe: Recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None):
+    """Train the network of ``seed`` (either network); returns its state dict and one log row per
+    epoch (``first_grad``: an array of the flat vector's size that receives the first step's gradient)."""
     if recipe.optimizer not in ("adam", "sgd"):
         raise ValueError(f"unknown optimizer {recipe.optimizer!r}")
-    initial = initial_state(spec, seed)
+    y = np.ascontiguousarray(y, dtype=np.int64)
     rng = order_generator(seed)
     rows = np.stack(
         [epoch_rows(rng, y, recipe.batch_size, recipe.order, recipe.last_batch) for _ in range(recipe.epochs)]
@@ -83,33 +122,20 @@ def train_one(spec: NetSpec, recipe: Recipe, seed: int, x: np.ndarray, y: np.nda
             f"batches of {sorted(set(sizes.tolist()))} rows do not split into "
             f"{recipe.accumulate} micro-batches of 2 or more rows"
         )
-    flat = _flat(spec, initial)
-    width = max(spec.widths[1], spec.widths[2])
-    running = np.zeros((4, width), np.float32)
-    running[1] = running[3] = 1.0
-    log = backprop.new_log(recipe.epochs)
-    updates = backprop.train_run(
-        backprop.mlp_arch(spec.widths),
-        backprop.State(flat, running),
-        backprop.Data(x, y),
-        backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y)), recipe.accumulate),
-        norm_settings(spec),
-        _optimiser(recipe),
-        0,
-        log,
-        False,  # passed, not defaulted: one compiled specialisation for every caller
+    plan = backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y)), recipe.accumulate)
+    ns = network.norm_settings(spec)
+    state, log, _ = run(
+        spec, network.initial_state(spec, seed), x, y, plan, ns, _optimiser(recipe), 0, False, first_grad
     )
-    loss, correct = log.loss, log.correct
-    state = _unflat(spec, flat, running, updates if spec.normaliser in BATCH_KINDS else 0, initial)
     seen = int(sizes.sum())
-    log = [
-        {"seed": seed, "epoch": e + 1, "loss": float(loss[e]), "train_accuracy": int(correct[e]) / seen}
+    rows = [
+        {"seed": seed, "epoch": e + 1, "loss": float(log.loss[e]), "train_accuracy": int(log.correct[e]) / seen}
         for e in range(recipe.epochs)
     ]
-    return state, log
+    return state, rows
 
 
-def train_models(spec: NetSpec, recipe: Recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1):
+def train_models(spec, recipe: Recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1):
     """Train one network per seed: ``(stack, log)``, the stack's model axis in the order of
     ``seeds``, the log one row per (seed, epoch): mean batch loss, training-mode accuracy
     over the rows seen in that epoch."""

@@ -44,10 +44,10 @@ import numpy as np
 
 from bnstudy.base.designs import FINETUNE_MODES, FINETUNE_STREAMS
 from bnstudy.base.runtime import derive_seed
-from bnstudy.compiled import backprop, kernels, normkernels
-from bnstudy.nets import train
+from bnstudy.compiled import backprop
+from bnstudy.nets import network, train
 from bnstudy.nets.batching import epoch_rows
-from bnstudy.nets.model import NORMS, stack, unstack
+from bnstudy.nets.model import stack, unstack
 from bnstudy.studies.batch_size import remedies
 from bnstudy.studies.batch_size.evaluation import inference_accuracy, train_mode_accuracy
 
@@ -92,32 +92,16 @@ def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool,
     if frozen and spec.normaliser != "batchnorm":
         raise ValueError(f"{spec.normaliser} has no running statistics to freeze")
     steps = len(rows) // batch_size
-    flat = train._flat(spec, state)
-    width = max(spec.widths[1], spec.widths[2])
-    running = np.zeros((4, width), np.float32)
-    for i, layer in enumerate(NORMS):
-        f = spec.widths[i + 1]
-        if f"{layer}.running_mean" in state:
-            running[2 * i, :f] = state[f"{layer}.running_mean"]
-            running[2 * i + 1, :f] = state[f"{layer}.running_var"]
     start = int(state["1.num_batches_tracked"]) if "1.num_batches_tracked" in state else 0
-    if momentum is None:
-        momentum = spec.momentum
-    ns = normkernels.settings(
-        kernels.KIND[spec.normaliser], spec.eps, kernels.setting(spec), -1.0 if momentum is None else momentum
-    )
-    updates = backprop.train_run(
-        backprop.mlp_arch(spec.widths),
-        backprop.State(flat, running),
-        backprop.Data(np.ascontiguousarray(x, dtype=np.float32), np.ascontiguousarray(y, dtype=np.int64)),
-        backprop.schedule(np.reshape(rows, (1, -1)), np.full(steps, batch_size, np.int64)),
-        ns,
-        backprop.optimiser(backprop.ADAM, lr, train.ADAM_BETAS, train.ADAM_EPS, 0.0),
-        start,
-        backprop.new_log(1),
-        bool(frozen),
-    )
-    return train._unflat(spec, flat, running, start if frozen else updates, state)
+    plan = backprop.schedule(np.reshape(rows, (1, -1)), np.full(steps, batch_size, np.int64))
+    ns = network.norm_settings(spec, momentum=spec.momentum if momentum is None else momentum)
+    opt = backprop.optimiser(backprop.ADAM, lr, train.ADAM_BETAS, train.ADAM_EPS, 0.0)
+    tuned, _, updates = train.run(spec, state, x, y, plan, ns, opt, start, bool(frozen))
+    if frozen:  # the statistics and their count kept
+        for key in tuned:
+            if key.endswith("num_batches_tracked"):
+                tuned[key] = np.array(start, np.int64)
+    return tuned
 
 
 def _layer_mean(rows: list[dict], models: int) -> dict[str, np.ndarray]:
