@@ -104,3 +104,19 @@ def test_buffers_and_state_are_inverse_for_both_networks():
         flat, running = train.buffers(spec, state)
         again = train.state_from(spec, flat, running, int(state["1.num_batches_tracked"]), state)
         _same(again, state)
+
+
+def test_weights_files_record_either_network_and_read_back_its_spec(tmp_path):
+    from bnstudy.nets import weights
+
+    x, y = data(32, 64, seed=3)
+    for params, inputs in ((MLP_PARAMS, 64), (CONV_PARAMS, 64)):
+        spec = network.spec_from_params(params, inputs=inputs)
+        stacked, _ = network.train_models(spec, recipe(), [2, 7], x, y)
+        path = tmp_path / f"{network.kind(spec)}.safetensors"
+        weights.write(path, spec, recipe(), [2, 7], model.unstack(stacked))
+        again, read_spec, metas = weights.read(path)
+        assert read_spec == spec and [m["seed"] for m in metas] == ["2", "7"]
+        assert sorted(again) == sorted(stacked)  # the file holds its tensors by name
+        _same({k: again[k] for k in stacked}, stacked)
+    assert "kind" not in network.metadata(network.spec_from_params(MLP_PARAMS, 64))  # MLP files as before

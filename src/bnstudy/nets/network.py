@@ -58,6 +58,37 @@ def spec_from_params(net: dict, inputs: int):
     raise ValueError(f"network kind {which!r} is not one of {', '.join(KINDS)}")
 
 
+def metadata(spec) -> dict[str, str]:
+    """The spec as a weights file's metadata: the MLP's fields (:meth:`bnstudy.nets.model.NetSpec.metadata`,
+    no kind: the files of every MLP are as they were), or ``kind: conv`` and the convolutional
+    network's (:meth:`bnstudy.nets.conv_train.ConvSpec.meta`)."""
+    if _family(spec) == "conv":
+        return {"kind": "conv"} | spec.meta()
+    return spec.metadata()
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.strip("()").split(",") if v.strip())
+
+
+def spec_from_metadata(meta: dict[str, str]):
+    """The spec a weights file's metadata records (:func:`metadata`)."""
+    if meta.get("kind", "mlp") == "mlp":
+        from bnstudy.nets.model import spec_from_metadata as mlp_spec
+
+        return mlp_spec(meta)
+    from dataclasses import fields
+
+    from bnstudy.nets.conv_train import ConvSpec
+
+    parse = {tuple: _ints, int: int, float: float, str: str}
+    given = {}
+    for f in fields(ConvSpec):  # each field recorded, read back as the type of its default
+        if f.name in meta and f.name != "normaliser":
+            given[f.name] = parse[type(f.default)](meta[f.name])
+    return ConvSpec(meta["normaliser"], **given)
+
+
 def norm_layers(spec) -> list[str]:
     """The state-dict prefix of each normaliser layer, in the network's order."""
     if _family(spec) == "conv":

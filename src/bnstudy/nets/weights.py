@@ -51,7 +51,9 @@ def write(path, spec, recipe, seeds, states) -> None:
     if len(seeds) != len(states) or len(set(seeds)) != len(seeds):
         raise ValueError(f"one state per distinct seed expected: seeds {seeds}, {len(states)} states")
     tensors = {f"seed{s}/{k}": v for s, state in zip(seeds, states) for k, v in state.items()}
-    meta = spec.metadata() | recipe_metadata(recipe, spec.normaliser) | {"seeds": ",".join(map(str, seeds))}
+    from bnstudy.nets.network import metadata
+
+    meta = metadata(spec) | recipe_metadata(recipe, spec.normaliser) | {"seeds": ",".join(map(str, seeds))}
     write_weights(path, tensors, meta)
 
 
@@ -70,7 +72,8 @@ def read(paths) -> tuple[dict[str, np.ndarray], object, list[dict[str, str]]]:
     Returns the stacked tensors (:func:`bnstudy.nets.model.stack`), the spec and one
     metadata dict per model: the file's, with ``seed`` set to the model's seed.
     """
-    from bnstudy.nets.model import spec_from_metadata, stack
+    from bnstudy.nets.model import stack
+    from bnstudy.nets.network import spec_from_metadata
 
     states, metas = [], []
     for path in as_paths(paths):
