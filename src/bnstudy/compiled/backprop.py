@@ -20,6 +20,9 @@ loop, its optimisers and its accumulation. Each step gathers its batch's rows, t
    into a gradient vector laid out as the parameters;
 4. one optimiser step (:func:`bnstudy.compiled.optimisers.step_adam` or ``step_sgd``).
 
+:func:`serve_run` runs the forward pass alone over a stream of batches (training-mode serving:
+the running statistics move, the weights do not).
+
 :mod:`bnstudy.compiled.gradients` states the arithmetic of every pass, and
 :mod:`bnstudy.compiled.optimisers` the steps; both follow :mod:`bnstudy.compiled.kernels`'
 discipline (float32, no fast-math, no FMA, every reduction in the order stated).
@@ -47,6 +50,7 @@ from bnstudy.compiled.conv import (
     table_of,
 )
 from bnstudy.compiled.gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
+from bnstudy.compiled.kernels import argmax_rows
 from bnstudy.compiled.normkernels import (
     Keep,
     Params,
@@ -429,4 +433,26 @@ def train_run(arch, state, data, plan, ns, opt, updates, log, frozen=False):
             optimiser_step(opt, p, grad, moments, step)
         log.loss[e] = loss / plan.sizes.shape[0]
         log.correct[e] = correct
+    return updates
+
+
+@numba.njit(**JIT)
+def serve_run(arch, state, data, batches, ns, updates, out):
+    """Serve the batches ``data.x[batches[k]]``, ``k = 0, 1, ...``, through one model in training mode:
+    :func:`forward_pass` of each batch, which moves the running statistics in ``state`` as a
+    training step does (the ``updates + k + 1``-th update), no weight changed; ``out[k]`` receives
+    the batch's labels (first largest logit). Returns the update count after the stream."""
+    k_, b = batches.shape
+    sc = new_scratch(arch, ns, data.x.shape[1], b)
+    w, bias, gamma, beta = param_views(state.params, arch.shapes)
+    rm, rv = running_views(state.running, arch.shapes)
+    views = (w, bias, gamma, beta, rm, rv)
+    for i in range(len(w)):
+        transpose_into(w[i], sc.wt[i])
+    per = positions_in(arch)
+    for k in range(k_):
+        gather(data, batches[k], b, per, sc.xb, sc.yb)
+        updates += 1
+        forward_pass(arch, ns, views, sc, b, updates)
+        argmax_rows(sc.z[:b], out[k])
     return updates

@@ -46,20 +46,16 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from bnstudy.base.designs import SERVING_STREAMS
-from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import derive_seed
-from bnstudy.compiled import kernels
-from bnstudy.compiled.gradients import norm_forward
-from bnstudy.compiled.kernels import argmax_rows, linear_t
-from bnstudy.compiled.normkernels import Keep, settings
+from bnstudy.compiled import backprop, kernels
+from bnstudy.nets import network, train
+from bnstudy.nets.model import stack, unstack
 
 STREAM_SERVING = 17  # the random stream of this study (issue 17, item 3)
 STREAMS = SERVING_STREAMS
-LAYERS = ("1", "4")
 HELD_OUT_KEY = 2  # the held-out split's key after the two streams' indices 0 and 1
 CLASS_ORDER_KEY = 3  # the class orders' key
 
@@ -125,38 +121,10 @@ def stream_batches(order: np.ndarray, n: int, batch_size: int) -> np.ndarray:
     return np.ascontiguousarray(passes[:, : full * batch_size].reshape(-1, batch_size))
 
 
-@numba.njit(**JIT)
-def _serve(net, ns, x, batches, tracked, out):
-    """Serve ``x[batches[k]]`` for ``k = 0, 1, ...`` in training mode through one model (a
-    :class:`bnstudy.compiled.kernels.Net`), updating every layer's running statistics after each batch;
-    ``out[k]`` receives the batch's labels."""
-    k_, b = batches.shape
-    xb = np.empty((b, x.shape[1]), np.float32)
-    z = np.empty((b, net.wt.shape[1]), np.float32)
-    widths = [net.hidden[layer].wt.shape[1] for layer in range(len(net.hidden))]
-    pres = [np.empty((b, f_), np.float32) for f_ in widths]
-    acts = [np.empty((b, f_), np.float32) for f_ in widths]
-    keeps = [
-        Keep(np.empty((5, f_), np.float32), np.empty((0, f_), np.float32), np.empty((0, f_), np.float32))
-        for f_ in widths
-    ]
-    for k in range(k_):
-        for j in range(b):
-            for i in range(x.shape[1]):
-                xb[j, i] = x[batches[k, j], i]
-        tracked += 1
-        a = xb
-        for layer in range(len(net.hidden)):
-            hid = net.hidden[layer]
-            linear_t(a, hid.wt, hid.bias, pres[layer])
-            norm_forward(ns, hid.norm, pres[layer], b, tracked, keeps[layer], acts[layer])
-            a = acts[layer]
-        linear_t(a, net.wt, net.bias, z)
-        argmax_rows(z, out[k])
-
-
 def serve_stack(stacked: dict, spec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)) -> tuple[np.ndarray, dict]:
-    """Serve ``batches`` (``(K, b)`` row indices of ``x``) through every model of a batch-norm stack.
+    """Serve ``batches`` (``(K, b)`` row indices of ``x``) through every model of a batch-norm stack
+    of either network (:func:`bnstudy.compiled.backprop.serve_run`: the training step's forward pass,
+    every layer's running statistics updated after each batch).
 
     Returns ``(labels, after)``: the training-mode labels ``(M, K, b)`` of the rows
     as served, and a copy of ``stacked`` holding the running statistics (and batch
@@ -165,25 +133,20 @@ def serve_stack(stacked: dict, spec, x: np.ndarray, batches: np.ndarray, limits=
     kind = kernels.KIND[spec.normaliser]
     if kind not in (kernels.BATCH, kernels.RENORM):
         raise ValueError(f"serving moves running statistics: {spec.normaliser} has none")
-    after = {k: np.array(v, copy=True) for k, v in stacked.items()}
-    arrays = kernels.stack_arrays(after)
     x = np.ascontiguousarray(x, dtype=np.float32)
     batches = np.ascontiguousarray(batches, dtype=np.int64)
-    m = arrays.wt.shape[0]
-    labels = np.empty((m, *batches.shape), np.int64)
-    ns = settings(kind, spec.eps, 1, -1.0 if spec.momentum is None else spec.momentum, *limits)
-    tracked = after.get("1.num_batches_tracked", np.zeros(m, np.int64))
-    for i in range(m):
-        _serve(kernels.model_net(arrays, i), ns, x, batches, int(tracked[i]), labels[i])
-    for layer, hidden in zip(LAYERS, arrays.hidden):
-        after[f"{layer}.running_mean"], after[f"{layer}.running_var"] = (
-            hidden.norm.running_mean,
-            hidden.norm.running_var,
-        )
-        key = f"{layer}.num_batches_tracked"
-        if key in after:
-            after[key] = after[key] + np.int64(len(batches))
-    return labels, after
+    data = backprop.Data(x, np.zeros(len(x), np.int64))
+    arch, ns = network.arch(spec, x.shape[1]), network.norm_settings(spec, limits)
+    counted = f"{network.norm_layers(spec)[0]}.num_batches_tracked"
+    states = unstack(stacked)
+    labels = np.empty((len(states), *batches.shape), np.int64)
+    after = []
+    for i, state in enumerate(states):
+        flat, running = train.buffers(spec, state)
+        tracked = int(state[counted]) if counted in state else 0
+        count = backprop.serve_run(arch, backprop.State(flat, running), data, batches, ns, tracked, labels[i])
+        after.append(train.state_from(spec, flat, running, count, state))
+    return labels, stack(after)
 
 
 def movement(before: dict, after: dict, eps: float) -> dict[str, np.ndarray]:
@@ -196,7 +159,7 @@ def movement(before: dict, after: dict, eps: float) -> dict[str, np.ndarray]:
     Element-wise in float64; each mean a ``math.fsum`` over layer 1's features then layer 2's.
     """
     shift, change = [], []
-    for layer in LAYERS:
+    for layer in sorted({k.split(".")[0] for k in before if k.endswith(".running_mean")}, key=int):
         m0, m1 = (np.asarray(s[f"{layer}.running_mean"], np.float64) for s in (before, after))
         v0, v1 = (np.asarray(s[f"{layer}.running_var"], np.float64) for s in (before, after))
         shift.append(np.abs(m1 - m0) / np.sqrt(v0 + eps))
