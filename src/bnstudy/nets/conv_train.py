@@ -43,7 +43,8 @@ from bnstudy.compiled import backprop
 from bnstudy.compiled.kernels import Hidden, Net
 from bnstudy.compiled.normkernels import Params, settings
 from bnstudy.nets.batching import epoch_rows, order_generator
-from bnstudy.nets.recipe import batch_sizes_per_epoch
+from bnstudy.nets.recipe import batch_sizes_per_epoch, renorm_schedule
+from bnstudy.nets.train import step_limits
 
 CLASSES = 10
 ADAM_BETAS = (0.9, 0.999)
@@ -53,9 +54,11 @@ ADAM_EPS = 1e-8
 @dataclass(frozen=True)
 class ConvSpec:
     """One convolutional network: normaliser, output channels of each convolution, group norm's
-    groups (layer norm: 1), eps and PyTorch momentum of batch norm; each convolution's stride
-    (``strides``, 1 or 2; empty: all 1) and the earlier layer whose output it adds before its ReLU
-    (``skips``, -1: none; empty: none anywhere)."""
+    groups (layer norm: 1), eps and PyTorch momentum of the batch-statistics kinds; each
+    convolution's stride (``strides``, 1 or 2; empty: all 1) and the earlier layer whose output it
+    adds before its ReLU (``skips``, -1: none; empty: none anywhere); ghost batch norm's examples per
+    virtual batch (``virtual_batch``, a setting only that kind reads: the registry's
+    ``own_settings``). Batch renorm's limits come with the recipe (:func:`step_limits`)."""
 
     normaliser: str
     channels: tuple[int, ...] = (8, 16)
@@ -64,12 +67,15 @@ class ConvSpec:
     momentum: float = 0.1
     strides: tuple[int, ...] = ()
     skips: tuple[int, ...] = ()
+    virtual_batch: int = 16
 
     @classmethod
     def from_params(cls, normaliser: str, p: dict) -> ConvSpec:
         """The spec of a config's ``conv`` section as the rules pass it: ``groups``, ``eps``,
-        ``momentum`` and either ``channels`` or ``layers`` (each ``{channels, stride, skip}``)."""
+        ``momentum``, either ``channels`` or ``layers`` (each ``{channels, stride, skip}``) and the
+        kind's own settings if it has any (ghost batch norm's ``virtual_batch``)."""
         common = {"groups": int(p["groups"]), "eps": float(p["eps"]), "momentum": float(p["momentum"])}
+        common |= {k: int(p[k]) for k in normalisers.get(normaliser).own_settings}
         if not p.get("layers"):
             return cls(normaliser, tuple(int(c) for c in p["channels"]), **common)
         layers = list(p["layers"])
@@ -82,8 +88,11 @@ class ConvSpec:
         )
 
     def meta(self) -> dict[str, str]:
-        """The spec as text for a weights file's metadata (the layers' strides and skips only when set)."""
-        return {k: str(v) for k, v in vars(self).items() if k not in ("strides", "skips") or v}
+        """The spec as text for a weights file's metadata (the layers' strides and skips only when
+        set; of the kinds' own settings only its kind's)."""
+        own = normalisers.get(self.normaliser).own_settings
+        others = {k for n in normalisers.REGISTRY for k in n.own_settings} - set(own)
+        return {k: str(v) for k, v in vars(self).items() if (k not in ("strides", "skips") or v) and k not in others}
 
     def stride(self, layer: int) -> int:
         return int(self.strides[layer]) if self.strides else 1
@@ -99,13 +108,16 @@ class ConvSpec:
 
     def setting(self) -> int:
         """The integer the kernels receive with the kind: its registered ``setting`` field
-        (group norm's groups, which must divide both convolutions' channels), else 1."""
+        (group norm's groups, which must divide both convolutions' channels; ghost batch norm's
+        examples per virtual batch, at least 2), else 1."""
         field = normalisers.get(self.normaliser).setting
         if not field:
             return 1
         value = int(getattr(self, field))
         if field == "groups" and any(c % value for c in self.channels):
             raise ValueError(f"{value} groups do not divide the channels {self.channels}")
+        if field == "virtual_batch" and value < 2:
+            raise ValueError(f"ghost batch norm needs virtual batches of at least 2 examples, got {value}")
         return value
 
     def kind(self) -> int:
@@ -176,9 +188,11 @@ def _flat(spec: ConvSpec, state: dict) -> np.ndarray:
 
 
 def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None):
-    """Train the network of ``seed`` with Adam (``recipe``: batch size, lr, epochs, last batch);
-    returns its state dict and one log row per epoch (``first_grad``: an array of the flat
-    vector's size that receives the first step's gradient, laid out as :func:`layout`)."""
+    """Train the network of ``seed`` with Adam (``recipe``: batch size, lr, epochs, last batch, batch
+    renorm's ramps: :func:`bnstudy.nets.train.step_limits` at every step, as the MLP); returns its
+    state dict and one log row per epoch (``first_grad``: an array of the flat vector's size that
+    receives the first step's gradient, laid out as :func:`layout`). ``num_batches_tracked`` counts
+    the running statistics' updates (ghost batch norm: one per virtual batch)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     y = np.ascontiguousarray(y, dtype=np.int64)
     first_grad = np.empty(0, np.float32) if first_grad is None else first_grad
@@ -192,11 +206,11 @@ def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, f
     running = np.zeros((2 * len(spec.channels), max(spec.channels)), np.float32)
     running[1::2] = 1.0
     log = backprop.new_log(recipe.epochs, first_grad)
-    backprop.train_run(
+    updates = backprop.train_run(
         spec.arch(image_side(x)),
         backprop.State(flat, running),
         backprop.Data(x, y),
-        backprop.schedule(rows, sizes),
+        backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y))),
         norm_settings(spec),
         backprop.optimiser(backprop.ADAM, recipe.lr, ADAM_BETAS, ADAM_EPS),
         0,
@@ -213,7 +227,7 @@ def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, f
         c = spec.channels[i]
         state[f"{layer}.running_mean"] = running[2 * i, :c].copy()
         state[f"{layer}.running_var"] = running[2 * i + 1, :c].copy()
-        state[f"{layer}.num_batches_tracked"] = np.array(recipe.epochs * len(sizes), np.int64)
+        state[f"{layer}.num_batches_tracked"] = np.array(updates, np.int64)
     seen = int(sizes.sum())
     log = [
         {"seed": seed, "epoch": e + 1, "loss": float(loss[e]), "train_accuracy": int(correct[e]) / seen}
@@ -258,15 +272,23 @@ def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
     return Net(hidden, t(f"{last}.weight", CLASSES), get(f"{last}.bias", 0, CLASSES))
 
 
-def norm_settings(spec: ConvSpec):
-    """The network's normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`)."""
-    return settings(spec.kind(), spec.eps, spec.setting(), spec.momentum)
+def norm_settings(spec: ConvSpec, limits=(1.0, 0.0)):
+    """The network's normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`;
+    ``limits``: batch renorm's ``(rmax, dmax)``, which only that kind reads)."""
+    return settings(spec.kind(), spec.eps, spec.setting(), spec.momentum, *limits)
 
 
-def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False, batch: int = 0) -> np.ndarray:
+def final_limits(spec: ConvSpec, recipe, n: int) -> tuple[float, float]:
+    """Batch renorm's ``(rmax, dmax)`` at the end of a run of ``recipe`` over ``n`` training images
+    (:func:`bnstudy.nets.recipe.renorm_schedule`, as the MLP's); ``(1, 0)`` for every other kind."""
+    schedule = renorm_schedule(spec.normaliser, recipe, n)
+    return (1.0, 0.0) if schedule is None else schedule.final
+
+
+def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train=False, batch=0, limits=(1.0, 0.0)) -> np.ndarray:
     """Logits ``(M, N, 10)`` of every model for the images ``x`` (``(N, side * side)``): inference
     mode, or training mode on consecutive batches of ``batch`` images (running statistics never
-    written)."""
+    written; batch renorm with ``limits``, its run's :func:`final_limits`)."""
     from bnstudy.compiled.conv import forward_model
 
     geo = spec.arch(image_side(x)).geometry
@@ -276,7 +298,7 @@ def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False,
         raise ValueError(f"training mode needs batches of >= 2 images that tile the {n} images; got {batch}")
     m = next(iter(stacked.values())).shape[0]
     out = np.empty((m, n, CLASSES), np.float32)
-    ns = norm_settings(spec)
+    ns = norm_settings(spec, limits)
     for i in range(m):
         forward_model(model_arrays(stacked, spec, i), geo, ns, x, n, batch if train else 1, train, out[i])
     return out
