@@ -21,7 +21,11 @@ The dispatch functions at the end (:func:`inference`, :func:`train`,
 :func:`forward`, :func:`backward`, :func:`row_forward` and the convolutional
 network's :func:`spatial_layer`, :func:`spatial_forward`,
 :func:`spatial_backward`) branch on the kind's code (:mod:`bnstudy.base.normalisers`),
-an integer argument: one compiled specialisation serves every kind.
+an integer argument: one compiled specialisation serves every kind. The
+convolutional network has none, batch norm, batch renorm, ghost batch norm (their
+batch-statistics arithmetic on the rows of examples x positions: its virtual batch
+of ``setting`` examples is ``setting * positions`` rows, :func:`spatial_settings`),
+layer and group norm (per example over its channels x positions).
 
 Adding a normaliser's arithmetic: a section of its functions, and a branch on its
 code in each dispatch function it needs (a kind that normalises each row by

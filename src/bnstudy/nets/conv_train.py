@@ -10,8 +10,11 @@ connection, is the study's small network: ``nn.Sequential(Conv2d(1, C1, 3, paddi
 Norm(C1), ReLU, Conv2d(C1, C2, 3, padding=1), Norm(C2), ReLU, AdaptiveAvgPool2d(1),
 Flatten, Linear(C2, 10))``, whose state-dict keys every network's keys follow (layer
 ``l``'s convolution ``3l``, its normaliser ``3l + 1``, the linear map ``3L + 2``).
-``Norm`` is ``BatchNorm2d``, ``GroupNorm(groups, C)``, ``GroupNorm(1, C)`` (layer
-norm over channels x positions) or nothing. :mod:`bnstudy.compiled.conv` states the
+``Norm`` is ``BatchNorm2d``, batch renorm 2d (the MLP's batch renorm with statistics per
+channel over examples x positions; its limits ramp by the recipe's schedule, as the MLP's),
+ghost batch norm 2d (``BatchNorm2d`` within virtual batches of ``virtual_batch`` examples),
+``GroupNorm(groups, C)``, ``GroupNorm(1, C)`` (layer norm over channels x positions) or
+nothing. :mod:`bnstudy.compiled.conv` states the
 arithmetic; :mod:`bnstudy.nets.conv_torch` builds the same network in PyTorch (the
 tests' reference).
 
@@ -24,7 +27,8 @@ by layer, weight before bias. Batches are :func:`bnstudy.nets.batching.epoch_row
 from the seed's order stream (the MLP grid's order for the same seed). It trains in
 the MLP's compiled loop (:func:`bnstudy.compiled.backprop.train_run`, the network as data:
 :func:`bnstudy.compiled.backprop.conv_arch`). One training step is: forward in training mode
-(the running statistics moved with PyTorch's rule, once per step),
+(the running statistics moved with PyTorch's rule, once per step; ghost batch norm once per
+virtual batch; batch renorm with the step's limits, :func:`bnstudy.nets.train.step_limits`),
 :func:`bnstudy.compiled.gradients.loss_and_grad`, backward layer by layer,
 :func:`bnstudy.compiled.optimisers.step_adam` over the flat parameter vector (:func:`layout`;
 without a normaliser gamma and beta stay 1 and 0).
