@@ -62,7 +62,7 @@ BAD = {
     "sort feature beyond the features": (["running_stats", "sort_feature"], 16, "running_stats.sort_feature"),
     "CNN normaliser without a 2-d form": (
         ["conv", "normalisers"],
-        ["none", "batchnorm", "batchrenorm"],
+        ["none", "batchnorm", "rmsnorm"],
         "conv.normalisers[2]",
     ),
 }

@@ -73,8 +73,11 @@ def test_the_convolutional_networks_calls_are_its_own_functions_bit_for_bit():
     z = conv_train.logits(stacked, spec, x)
     first_largest = np.array([[int(np.flatnonzero(row == row.max())[0]) for row in zi] for zi in z])
     assert np.array_equal(network.predict(stacked, spec, x), first_largest)
-    with pytest.raises(ValueError, match="no batch renorm limits"):
-        network.logits(stacked, spec, x, train=True, batch=8, limits=(2.0, 1.0))
+    limited = dict(train=True, batch=8, limits=(2.0, 1.0))
+    assert (
+        network.logits(stacked, spec, x, **limited).tobytes()
+        == conv_train.logits(stacked, spec, x, **limited).tobytes()
+    )
 
 
 @pytest.mark.parametrize("kind", ["batchnorm", "groupnorm"])

@@ -30,8 +30,10 @@ rule train_conv:
         runs="results/conv/{normaliser}_runs.csv",
         epochs="results/conv/{normaliser}_epochs.csv",
     params:
-        spec=CONV_SPEC,
-        recipe=lambda wc: recipe_params(config["grid"] | {"epochs": CONV["epochs"]}, CONV["batch_sizes"][0], "none"),
+        spec=lambda wc: CONV_SPEC | spec_settings(wc.normaliser, config),
+        recipe=lambda wc: recipe_params(
+            config["grid"] | {"epochs": CONV["epochs"]}, CONV["batch_sizes"][0], wc.normaliser
+        ),
         batch_sizes=CONV["batch_sizes"],
         seeds=CONV["seeds"],
         eval_seed=config["batch_size_eval"]["seed"],

@@ -14,11 +14,13 @@ Each :class:`Normaliser` names everything the rest of the code asks about a kind
 - ``kernel``: its code, on which :mod:`bnstudy.compiled.normkernels` (the one place of every
   kind's compiled arithmetic, used by training, evaluation, the probes and both
   networks) dispatches;
-- ``setting``: the :class:`bnstudy.nets.model.NetSpec` field holding the one integer the
-  compiled kernels receive besides the code (group norm's ``groups``, ghost batch
-  norm's ``virtual_batch``), or empty (the kernels then get 1);
-- ``own_settings``: the ``NetSpec`` fields the kind alone reads, from its own
-  section of the config (``config[name]``, :func:`spec_settings`); only its
+- ``setting``: the :class:`bnstudy.nets.model.NetSpec` field (and, for a kind of the
+  convolutional network, :class:`bnstudy.nets.conv_train.ConvSpec` field) holding the one
+  integer the compiled kernels receive besides the code (group norm's ``groups``, ghost
+  batch norm's ``virtual_batch``: rows, or in the convolutional network examples, per
+  virtual batch), or empty (the kernels then get 1);
+- ``own_settings``: the ``NetSpec`` (and ``ConvSpec``) fields the kind alone reads, from
+  its own section of the config (``config[name]``, :func:`spec_settings`); only its
   weights files record them;
 - ``module``: ``"module:function"`` of its ``torch.nn.Module`` factory for users,
   ``factory(spec, features)`` (:func:`bnstudy.nets.model.build_module` calls it);
@@ -178,6 +180,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         module="bnstudy.nets.norms:batch_renorm_module",
         functional="bnstudy.nets.norms:batch_renorm",
         methods="batch renormalisation",
+        conv_module="bnstudy.nets.norms:batch_renorm2d_module",
     ),
     Normaliser(
         "layernorm",
@@ -222,6 +225,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         methods="ghost batch normalisation (batch normalisation within consecutive virtual batches of each batch)",
         setting="virtual_batch",
         own_settings=("virtual_batch",),
+        conv_module="bnstudy.nets.norms:ghost_batch_norm2d_module",
     ),
     Normaliser(  # Zhang & Sennrich (2019): each row scaled by its root mean square, no centring
         "rmsnorm",

@@ -244,7 +244,7 @@ def forward_pass(arch, ns, views, sc, n, updates):
             skip = geo.layers[i, SKIP]
             im2col(src, n, geo.layers[i, P_IN], table_of(geo, i), sc.patches[i])
             linear_t(sc.patches[i][:r], sc.wt[i], b[i], sc.pre[i][:r])
-            spatial_forward(ns, lp, sc.pre[i][:r], n, geo.layers[i, P_OUT], keep, skip < 0, sc.act[i])
+            spatial_forward(ns, lp, sc.pre[i][:r], n, geo.layers[i, P_OUT], updates, keep, skip < 0, sc.act[i])
             if skip >= 0:
                 add_relu(sc.act[i], sc.act[skip], r)
         else:

@@ -25,7 +25,14 @@ independent outputs), and every step reuses its kernels where it can:
   copied from, patch rows in order and within a row columns in order;
 - batch norm 2d = :mod:`bnstudy.compiled.kernels`' batch norm over the rows of a batch
   (statistics per channel over examples x positions, rows in order; the running
-  variance's unbiased correction uses the ``B * P`` values, as PyTorch);
+  variance's unbiased correction uses the ``B * P`` values, as PyTorch); batch renorm 2d
+  the same statistics with the MLP's ``r`` and ``d`` per channel, clipped by the step's
+  ``(rmax, dmax)`` (the run's schedule in training, its final limits in training-mode
+  evaluation); ghost batch norm 2d batch norm 2d within consecutive virtual batches of
+  ``g`` examples (``g * P`` rows; ``max(1, B // g)`` of them, the last taking the
+  remainder), each moving the running statistics once, in order, its unbiased correction
+  over its own ``g * P`` values (:func:`bnstudy.compiled.normkernels.spatial_settings`
+  turns the kind's settings into rows);
 - layer and group norm over (channels of a group x positions) per example
   (:func:`bnstudy.compiled.normkernels.spatial_norm`, ``spatial_norm_backward``; every kind's
   form here is dispatched by ``normkernels.spatial_layer``, ``spatial_forward`` and

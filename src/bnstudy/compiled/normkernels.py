@@ -21,7 +21,11 @@ The dispatch functions at the end (:func:`inference`, :func:`train`,
 :func:`forward`, :func:`backward`, :func:`row_forward` and the convolutional
 network's :func:`spatial_layer`, :func:`spatial_forward`,
 :func:`spatial_backward`) branch on the kind's code (:mod:`bnstudy.base.normalisers`),
-an integer argument: one compiled specialisation serves every kind.
+an integer argument: one compiled specialisation serves every kind. The
+convolutional network has none, batch norm, batch renorm, ghost batch norm (their
+batch-statistics arithmetic on the rows of examples x positions: its virtual batch
+of ``setting`` examples is ``setting * positions`` rows, :func:`spatial_settings`),
+layer and group norm (per example over its channels x positions).
 
 Adding a normaliser's arithmetic: a section of its functions, and a branch on its
 code in each dispatch function it needs (a kind that normalises each row by
@@ -578,39 +582,55 @@ def rstd_scratch(kind, n, setting, features):
 
 
 @numba.njit(**JIT)
+def spatial_settings(ns, positions):
+    """A batch-statistics kind's settings over the rows of examples of ``positions`` rows each (the
+    convolutional network): ghost batch norm's virtual batch of ``setting`` examples becomes
+    ``setting * positions`` rows (its examples x positions), batch renorm keeps ``ns``'s limits,
+    batch norm gets setting 1 and limits ``(1, 0)``."""
+    kind = ns.kind
+    if kind == GHOST:
+        return with_limits(ns, kind, ns.setting * positions, np.float32(1), np.float32(0))
+    if kind == RENORM:
+        return with_limits(ns, kind, 1, ns.rmax, ns.dmax)
+    return with_limits(ns, kind, 1, np.float32(1), np.float32(0))
+
+
+@numba.njit(**JIT)
 def spatial_layer(ns, lp, h, n_ex, positions, batch, train_mode, relu, out):
     """The convolutional network's normaliser (+ ReLU if ``relu``) of ``n_ex`` examples' rows
-    (``positions`` each): training mode on consecutive batches of ``batch`` examples, or inference
-    mode; running statistics never written."""
+    (``positions`` each): training mode on consecutive batches of ``batch`` examples (batch renorm
+    with ``ns``'s limits, ghost batch norm in virtual batches of ``ns.setting`` examples), or
+    inference mode; running statistics never written."""
     kind = ns.kind
     if kind == LAYER or kind == GROUP:
         none = np.empty((0, h.shape[1]), np.float32)
         rstd = np.empty((0, ns.setting), np.float32)
         spatial_norm(h, n_ex, positions, ns.setting, ns.eps, lp.gamma, lp.beta, relu, out, none, rstd)
     elif train_mode and batch_statistics(kind):
-        train(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, batch * positions, relu, out)
+        train(spatial_settings(ns, positions), lp, h, batch * positions, relu, out)
     else:
         inference(with_limits(ns, kind, 1, np.float32(1), np.float32(0)), lp, h, relu, out)
 
 
 @numba.njit(**JIT)
-def spatial_forward(ns, lp, h, n_ex, positions, keep, relu, out):
-    """The convolutional network's training-mode normaliser + ReLU (if ``relu``; statistics of a
-    batch norm over the batch's examples x positions, one running update per step)."""
+def spatial_forward(ns, lp, h, n_ex, positions, updates, keep, relu, out):
+    """The convolutional network's training-mode normaliser + ReLU (if ``relu``) of one batch of
+    ``n_ex`` examples: the batch-statistics kinds over the batch's examples x positions
+    (:func:`spatial_settings`: ghost batch norm per virtual batch of ``ns.setting`` examples, batch
+    renorm with ``ns``'s limits), moving the running statistics once per (virtual) batch as the
+    ``updates + v``-th update; layer and group norm per example."""
     kind = ns.kind
-    one = with_limits(ns, kind, 1, np.float32(1), np.float32(0))
+    rows = n_ex * positions
     if kind == LAYER or kind == GROUP:
         spatial_norm(h, n_ex, positions, ns.setting, ns.eps, lp.gamma, lp.beta, relu, out, keep.xhat, keep.rstd)
-    elif relu:
-        forward(one, lp, h, n_ex * positions, 1, keep, out)
     elif batch_statistics(kind):
-        batch_forward(one, lp, h, n_ex * positions, 1, keep, out, False)
+        batch_forward(spatial_settings(ns, positions), lp, h, rows, updates, keep, out, relu)
     elif kind == FROZEN:
         running_stats(lp, ns.eps, keep.stats)
-        batch_norm_rows(h, 0, n_ex * positions, keep.stats, lp, False, False, out, 0, keep.xhat)
+        batch_norm_rows(h, 0, rows, keep.stats, lp, False, relu, out, 0, keep.xhat)
     else:
-        for i in range(n_ex * positions):
-            relu_row(h, i, False, out)
+        for i in range(rows):
+            relu_row(h, i, relu, out)
 
 
 @numba.njit(**JIT)
@@ -618,5 +638,7 @@ def spatial_backward(ns, gamma, keep, dz, n_ex, positions, dh, dgamma, dbeta):
     """Backward of :func:`spatial_forward` (``dz``: the gradient at its output, ReLU mask applied)."""
     if ns.kind == LAYER or ns.kind == GROUP:
         spatial_norm_backward(dz, n_ex, positions, ns.setting, gamma, keep.xhat, keep.rstd, dh, dgamma, dbeta)
+    elif batch_statistics(ns.kind):
+        backward(spatial_settings(ns, positions), gamma, keep, dz, n_ex * positions, dh, dgamma, dbeta)
     else:
         backward(ns, gamma, keep, dz, n_ex * positions, dh, dgamma, dbeta)

@@ -3,11 +3,12 @@
 :func:`build_module` gives ``nn.Sequential(Conv2d, Norm, ReLU, ..., Conv2d, Norm, ReLU,
 AdaptiveAvgPool2d(1), Flatten, Linear)`` from the spec's layers (a :class:`Residual` when a
 layer adds an earlier layer's output before its ReLU; ``Norm``: the kind's registered ``conv_module``,
-:mod:`bnstudy.nets.norms`: ``BatchNorm2d``, ``GroupNorm`` with the spec's groups,
-``GroupNorm(1, C)`` for layer norm over channels x positions, or ``Identity``) holding
-:func:`bnstudy.nets.conv_train.initial_state`; :func:`train_plain` trains it with autograd and
-``torch.optim.Adam`` on the batches of the compiled loop. Imports PyTorch; no pipeline job
-uses it.
+:mod:`bnstudy.nets.norms`: ``BatchNorm2d``, ``BatchRenorm2d``, ``GhostBatchNorm2d`` with the spec's
+virtual batch, ``GroupNorm`` with the spec's groups, ``GroupNorm(1, C)`` for layer norm over
+channels x positions, or ``Identity``) holding :func:`bnstudy.nets.conv_train.initial_state`;
+:func:`train_plain` trains it with autograd and ``torch.optim.Adam`` on the batches of the
+compiled loop (batch renorm with the limits of each step, :func:`set_limits`). Imports PyTorch; no
+pipeline job uses it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import numpy as np
 import torch
 
 from bnstudy.base import normalisers
+from bnstudy.nets import norms
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.conv_train import ADAM_BETAS, ADAM_EPS, CLASSES, ConvSpec, image_side, initial_state
+from bnstudy.nets.recipe import renorm_schedule
 
 
 class Residual(torch.nn.Sequential):
@@ -75,9 +78,17 @@ def first_gradient(spec: ConvSpec, seed: int, x: np.ndarray, y: np.ndarray) -> d
     return {k: p.grad.numpy().copy() for k, p in net.named_parameters()}
 
 
+def set_limits(net: torch.nn.Module, rmax: float, dmax: float) -> None:
+    """Batch renorm's limits on every ``BatchRenorm2d`` of ``net`` (no other module has them)."""
+    for m in net.modules():
+        if isinstance(m, norms.BatchRenorm2d):
+            m.rmax, m.dmax = rmax, dmax
+
+
 def train_plain(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray) -> torch.nn.Sequential:
     """The same run as :func:`bnstudy.nets.conv_train.train_one`, by autograd and ``torch.optim``
-    (Adam, or SGD with the recipe's momentum), batches in the recipe's order."""
+    (Adam, or SGD with the recipe's momentum), batches in the recipe's order (batch renorm: the
+    limits of :func:`bnstudy.nets.recipe.renorm_schedule` at each step)."""
     net = build_module(spec, seed).train()
     if recipe.optimizer == "sgd":
         opt = torch.optim.SGD(net.parameters(), lr=recipe.lr, momentum=recipe.sgd_momentum)
@@ -85,9 +96,14 @@ def train_plain(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray)
         opt = torch.optim.Adam(net.parameters(), lr=recipe.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
     rng = order_generator(seed)
     xt, yt = images(x), torch.from_numpy(np.asarray(y, np.int64))
+    schedule = renorm_schedule(spec.normaliser, recipe, len(yt))
+    step = 0
     for _ in range(recipe.epochs):
         rows = epoch_rows(rng, np.asarray(y), recipe.batch_size, recipe.order, recipe.last_batch)
         for b in range(0, len(rows) - recipe.batch_size + 1, recipe.batch_size):
+            if schedule:
+                set_limits(net, *schedule.limits(step))
+            step += 1
             idx = torch.from_numpy(rows[b : b + recipe.batch_size])
             opt.zero_grad()
             torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()

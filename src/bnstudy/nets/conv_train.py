@@ -10,8 +10,11 @@ connection, is the study's small network: ``nn.Sequential(Conv2d(1, C1, 3, paddi
 Norm(C1), ReLU, Conv2d(C1, C2, 3, padding=1), Norm(C2), ReLU, AdaptiveAvgPool2d(1),
 Flatten, Linear(C2, 10))``, whose state-dict keys every network's keys follow (layer
 ``l``'s convolution ``3l``, its normaliser ``3l + 1``, the linear map ``3L + 2``).
-``Norm`` is ``BatchNorm2d``, ``GroupNorm(groups, C)``, ``GroupNorm(1, C)`` (layer
-norm over channels x positions) or nothing. :mod:`bnstudy.compiled.conv` states the
+``Norm`` is ``BatchNorm2d``, batch renorm 2d (the MLP's batch renorm with statistics per
+channel over examples x positions; its limits ramp by the recipe's schedule, as the MLP's),
+ghost batch norm 2d (``BatchNorm2d`` within virtual batches of ``virtual_batch`` examples),
+``GroupNorm(groups, C)``, ``GroupNorm(1, C)`` (layer norm over channels x positions) or
+nothing. :mod:`bnstudy.compiled.conv` states the
 arithmetic; :mod:`bnstudy.nets.conv_torch` builds the same network in PyTorch (the
 tests' reference).
 
@@ -24,7 +27,8 @@ by layer, weight before bias. Batches are :func:`bnstudy.nets.batching.epoch_row
 from the seed's order stream (the MLP grid's order for the same seed). It trains in
 the MLP's compiled loop (:func:`bnstudy.compiled.backprop.train_run`, the network as data:
 :func:`bnstudy.compiled.backprop.conv_arch`). One training step is: forward in training mode
-(the running statistics moved with PyTorch's rule, once per step),
+(the running statistics moved with PyTorch's rule, once per step; ghost batch norm once per
+virtual batch; batch renorm with the step's limits, :func:`bnstudy.nets.train.step_limits`),
 :func:`bnstudy.compiled.gradients.loss_and_grad`, backward layer by layer,
 :func:`bnstudy.compiled.optimisers.step_adam` over the flat parameter vector (:func:`layout`;
 without a normaliser gamma and beta stay 1 and 0).
@@ -42,6 +46,7 @@ from bnstudy.base.runtime import STREAM_INIT, derive_seed
 from bnstudy.compiled import backprop
 from bnstudy.compiled.kernels import Hidden, Net
 from bnstudy.compiled.normkernels import Params, settings
+from bnstudy.nets.recipe import renorm_schedule
 
 CLASSES = 10
 ADAM_BETAS = (0.9, 0.999)
@@ -51,9 +56,11 @@ ADAM_EPS = 1e-8
 @dataclass(frozen=True)
 class ConvSpec:
     """One convolutional network: normaliser, output channels of each convolution, group norm's
-    groups (layer norm: 1), eps and PyTorch momentum of batch norm; each convolution's stride
-    (``strides``, 1 or 2; empty: all 1) and the earlier layer whose output it adds before its ReLU
-    (``skips``, -1: none; empty: none anywhere)."""
+    groups (layer norm: 1), eps and PyTorch momentum of the batch-statistics kinds; each
+    convolution's stride (``strides``, 1 or 2; empty: all 1) and the earlier layer whose output it
+    adds before its ReLU (``skips``, -1: none; empty: none anywhere); ghost batch norm's examples per
+    virtual batch (``virtual_batch``, a setting only that kind reads: the registry's
+    ``own_settings``). Batch renorm's limits come with the recipe (:func:`step_limits`)."""
 
     normaliser: str
     channels: tuple[int, ...] = (8, 16)
@@ -62,12 +69,15 @@ class ConvSpec:
     momentum: float = 0.1
     strides: tuple[int, ...] = ()
     skips: tuple[int, ...] = ()
+    virtual_batch: int = 16
 
     @classmethod
     def from_params(cls, normaliser: str, p: dict) -> ConvSpec:
         """The spec of a config's ``conv`` section as the rules pass it: ``groups``, ``eps``,
-        ``momentum`` and either ``channels`` or ``layers`` (each ``{channels, stride, skip}``)."""
+        ``momentum``, either ``channels`` or ``layers`` (each ``{channels, stride, skip}``) and the
+        kind's own settings if it has any (ghost batch norm's ``virtual_batch``)."""
         common = {"groups": int(p["groups"]), "eps": float(p["eps"]), "momentum": float(p["momentum"])}
+        common |= {k: int(p[k]) for k in normalisers.get(normaliser).own_settings}
         if not p.get("layers"):
             return cls(normaliser, tuple(int(c) for c in p["channels"]), **common)
         layers = list(p["layers"])
@@ -80,8 +90,11 @@ class ConvSpec:
         )
 
     def meta(self) -> dict[str, str]:
-        """The spec as text for a weights file's metadata (the layers' strides and skips only when set)."""
-        return {k: str(v) for k, v in vars(self).items() if k not in ("strides", "skips") or v}
+        """The spec as text for a weights file's metadata (the layers' strides and skips only when
+        set; of the kinds' own settings only its kind's)."""
+        own = normalisers.get(self.normaliser).own_settings
+        others = {k for n in normalisers.REGISTRY for k in n.own_settings} - set(own)
+        return {k: str(v) for k, v in vars(self).items() if (k not in ("strides", "skips") or v) and k not in others}
 
     def stride(self, layer: int) -> int:
         return int(self.strides[layer]) if self.strides else 1
@@ -97,13 +110,16 @@ class ConvSpec:
 
     def setting(self) -> int:
         """The integer the kernels receive with the kind: its registered ``setting`` field
-        (group norm's groups, which must divide both convolutions' channels), else 1."""
+        (group norm's groups, which must divide both convolutions' channels; ghost batch norm's
+        examples per virtual batch, at least 2), else 1."""
         field = normalisers.get(self.normaliser).setting
         if not field:
             return 1
         value = int(getattr(self, field))
         if field == "groups" and any(c % value for c in self.channels):
             raise ValueError(f"{value} groups do not divide the channels {self.channels}")
+        if field == "virtual_batch" and value < 2:
+            raise ValueError(f"ghost batch norm needs virtual batches of at least 2 examples, got {value}")
         return value
 
     def kind(self) -> int:
@@ -209,15 +225,23 @@ def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
     return Net(hidden, t(f"{last}.weight", CLASSES), get(f"{last}.bias", 0, CLASSES))
 
 
-def norm_settings(spec: ConvSpec):
-    """The network's normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`)."""
-    return settings(spec.kind(), spec.eps, spec.setting(), spec.momentum)
+def norm_settings(spec: ConvSpec, limits=(1.0, 0.0)):
+    """The network's normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`;
+    ``limits``: batch renorm's ``(rmax, dmax)``, which only that kind reads)."""
+    return settings(spec.kind(), spec.eps, spec.setting(), spec.momentum, *limits)
 
 
-def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False, batch: int = 0) -> np.ndarray:
+def final_limits(spec: ConvSpec, recipe, n: int) -> tuple[float, float]:
+    """Batch renorm's ``(rmax, dmax)`` at the end of a run of ``recipe`` over ``n`` training images
+    (:func:`bnstudy.nets.recipe.renorm_schedule`, as the MLP's); ``(1, 0)`` for every other kind."""
+    schedule = renorm_schedule(spec.normaliser, recipe, n)
+    return (1.0, 0.0) if schedule is None else schedule.final
+
+
+def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train=False, batch=0, limits=(1.0, 0.0)) -> np.ndarray:
     """Logits ``(M, N, 10)`` of every model for the images ``x`` (``(N, side * side)``): inference
     mode, or training mode on consecutive batches of ``batch`` images (running statistics never
-    written)."""
+    written; batch renorm with ``limits``, its run's :func:`final_limits`)."""
     from bnstudy.compiled.conv import forward_model
 
     geo = spec.arch(image_side(x)).geometry
@@ -227,7 +251,7 @@ def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train: bool = False,
         raise ValueError(f"training mode needs batches of >= 2 images that tile the {n} images; got {batch}")
     m = next(iter(stacked.values())).shape[0]
     out = np.empty((m, n, CLASSES), np.float32)
-    ns = norm_settings(spec)
+    ns = norm_settings(spec, limits)
     for i in range(m):
         forward_model(model_arrays(stacked, spec, i), geo, ns, x, n, batch if train else 1, train, out[i])
     return out

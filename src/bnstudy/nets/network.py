@@ -180,9 +180,7 @@ def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: in
     if _family(spec) == "conv":
         from bnstudy.nets import conv_train
 
-        if tuple(float(v) for v in limits) != (1.0, 0.0):
-            raise ValueError("the convolutional network takes no batch renorm limits")
-        return conv_train.logits(stacked, spec, x, train=train, batch=batch)
+        return conv_train.logits(stacked, spec, x, train=train, batch=batch, limits=limits)
     from bnstudy.compiled import kernels
 
     return kernels.logits(stacked, spec, x, train=train, batch=batch, limits=limits)

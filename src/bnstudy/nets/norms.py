@@ -214,6 +214,14 @@ def batch_norm2d_module(spec, channels):
     return torch.nn.BatchNorm2d(channels, eps=spec.eps, momentum=spec.momentum)
 
 
+def batch_renorm2d_module(spec, channels):
+    return BatchRenorm2d(channels, eps=spec.eps, momentum=spec.momentum)
+
+
+def ghost_batch_norm2d_module(spec, channels):
+    return GhostBatchNorm2d(channels, spec.virtual_batch, eps=spec.eps, momentum=spec.momentum)
+
+
 def layer_norm2d_module(spec, channels):
     """Layer norm over channels x positions: one group."""
     return torch.nn.GroupNorm(1, channels, eps=spec.eps)
@@ -284,4 +292,57 @@ class GhostBatchNorm1d(torch.nn.BatchNorm1d):
         if not self.training:
             return super().forward(x)
         forward = super().forward  # one BatchNorm1d step per virtual batch, in order
+        return torch.cat([forward(x[lo:hi]) for lo, hi in virtual_batch_bounds(len(x), self.virtual_batch)])
+
+
+class BatchRenorm2d(torch.nn.BatchNorm2d):
+    """Batch renormalisation of images ``(N, C, H, W)``: ``BatchNorm2d``'s parameters, buffers and
+    inference mode; in training mode each channel is renormalised with the mean and biased variance
+    of its ``N x H x W`` values (:func:`batch_renorm` on them as rows), the running statistics moved
+    once with the unbiased variance over the ``N x H x W`` values. ``rmax`` and ``dmax`` are plain
+    attributes that the trainer sets each step (as :class:`BatchRenorm1d`'s)."""
+
+    def __init__(self, channels: int, eps: float = 1e-5, momentum: float | None = 0.1):
+        super().__init__(channels, eps=eps, momentum=momentum)
+        self.rmax, self.dmax = 1.0, 0.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return super().forward(x)
+        n, c, height, width = x.shape
+        rows = x.permute(0, 2, 3, 1).reshape(1, n * height * width, c)  # (1 model, N x H x W, C)
+        p = {k: getattr(self, k).unsqueeze(0) for k in ("weight", "bias", "running_mean", "running_var")}
+        p["num_batches_tracked"] = self.num_batches_tracked.unsqueeze(0)
+        y = normalise(
+            "batchrenorm",
+            rows,
+            p,
+            train=True,
+            update=True,
+            eps=self.eps,
+            momentum=self.momentum,
+            limits=(self.rmax, self.dmax),
+        )
+        return y.reshape(n, height, width, c).permute(0, 3, 1, 2)
+
+
+class GhostBatchNorm2d(torch.nn.BatchNorm2d):
+    """Ghost batch norm of images ``(N, C, H, W)``: ``BatchNorm2d`` over virtual batches of
+    ``virtual_batch`` images (:func:`virtual_batch_bounds` on the images), each normalised with the
+    statistics of its images x positions and moving the running statistics (and
+    ``num_batches_tracked``) once, in order; inference mode ``BatchNorm2d``'s."""
+
+    def __init__(self, channels: int, virtual_batch: int, eps: float = 1e-5, momentum: float | None = 0.1):
+        if virtual_batch < 2:
+            raise ValueError(f"ghost batch norm needs virtual batches of at least 2 examples, got {virtual_batch}")
+        super().__init__(channels, eps=eps, momentum=momentum)
+        self.virtual_batch = virtual_batch
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", virtual_batch={self.virtual_batch}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return super().forward(x)
+        forward = super().forward  # one BatchNorm2d step per virtual batch, in order
         return torch.cat([forward(x[lo:hi]) for lo, hi in virtual_batch_bounds(len(x), self.virtual_batch)])

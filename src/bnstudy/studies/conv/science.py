@@ -42,12 +42,13 @@ def networks(weights: dict, batch_size: int, seeds) -> dict:
     return {k: np.stack([weights[weight_key(batch_size, s, k)] for s in seeds]) for k in keys}
 
 
-def train_mode_accuracy(stacked, spec, x, y, batch_size: int, seed: int) -> np.ndarray:
+def train_mode_accuracy(stacked, spec, x, y, batch_size: int, seed: int, limits=(1.0, 0.0)) -> np.ndarray:
     """Per model, the share of test rows labelled right in training mode, each row scored once in
-    the seeded test batches of ``batch_size`` (:func:`bnstudy.studies.batch_size.evaluation.test_batches`)."""
+    the seeded test batches of ``batch_size`` (:func:`bnstudy.studies.batch_size.evaluation.test_batches`;
+    batch renorm with ``limits``, its run's final ones)."""
     batches, scored = evaluation.test_batches(len(x), batch_size, seed)
     flat, keep = batches.reshape(-1), scored.reshape(-1)
-    z = conv_train.logits(stacked, spec, np.asarray(x)[flat], train=True, batch=batch_size)
+    z = conv_train.logits(stacked, spec, np.asarray(x)[flat], train=True, batch=batch_size, limits=limits)
     hits = evaluation.labels(z)[:, keep] == np.asarray(y)[flat[keep]][None, :]
     return evaluation.share(hits)
 
@@ -57,9 +58,11 @@ def train_normaliser(spec, recipe, batch_sizes, seeds, x, y, x_test, y_test, eva
     epochs)``: every network's tensors (:func:`weight_key`), one run row per network, the epoch log."""
     weights, runs, epochs = {}, [], []
     for b in batch_sizes:
-        stacked, log = conv_train.train_models(spec, replace(recipe, batch_size=int(b)), seeds, x, y, threads)
+        run = replace(recipe, batch_size=int(b))
+        stacked, log = conv_train.train_models(spec, run, seeds, x, y, threads)
         inference = evaluation.share(evaluation.labels(conv_train.logits(stacked, spec, x_test)) == y_test[None, :])
-        training = train_mode_accuracy(stacked, spec, x_test, y_test, int(b), eval_seed)
+        limits = conv_train.final_limits(spec, run, len(y))
+        training = train_mode_accuracy(stacked, spec, x_test, y_test, int(b), eval_seed, limits)
         last = {row["seed"]: row["loss"] for row in log if row["epoch"] == recipe.epochs}
         for i, s in enumerate(seeds):
             for k, v in stacked.items():
