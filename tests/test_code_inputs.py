@@ -37,7 +37,7 @@ def test_the_compiled_modules_are_found():
         "compiled.kernels",
         "compiled.probes",
         "compiled.backprop",
-        "studies.serving.science",
+        "studies.batch_size.remedies",
         "compiled.conv",
         "base.stats",
         "base.fixedmath",
@@ -85,3 +85,31 @@ def test_the_designs_are_the_studies_own_constants():
         for n in ast.walk(ast.parse((PACKAGE / "base" / "designs.py").read_text()))
         if isinstance(n, ast.Import | ast.ImportFrom)
     ]
+
+
+def test_scans_kept_on_disk_follow_the_files_bytes_and_survive_a_damaged_entry(tmp_path, monkeypatch):
+    """The parse of each module is kept under the digest of its bytes (bnstudy.base.codedeps._scan):
+    an edited module is parsed again, whatever its time stamp, and an unreadable entry is replaced."""
+    from bnstudy.base import codedeps
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    package = tmp_path / "src" / "bnstudy"
+    (package / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "sub/__init__.py", "sub/a.py", "sub/b.py", "c.py"):
+        (package / name).write_text("")
+    module = package / "sub" / "a.py"
+
+    def scan_afresh(text):
+        module.write_text(text)
+        for f in (codedeps._scan, codedeps.imported_modules):  # a new process: only the disk kept
+            f.cache_clear()
+        return codedeps.imported_modules(module, package, "bnstudy.sub"), codedeps._uses_numba(module)
+
+    assert scan_afresh("from . import b\nimport numba\n") == (frozenset({"sub", "sub.b"}), True)
+    entries = list(codedeps._cache_dir().glob("*.json"))
+    assert len(entries) == 1
+    assert scan_afresh("def f():\n    from bnstudy import c\n") == (frozenset({"c"}), False)
+    assert len(list(codedeps._cache_dir().glob("*.json"))) == 2
+    entries[0].write_text("{not json")  # damaged: parsed again and rewritten
+    assert scan_afresh("from . import b\nimport numba\n") == (frozenset({"sub", "sub.b"}), True)
+    assert entries[0].read_text().startswith("{")

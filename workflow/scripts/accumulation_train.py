@@ -10,13 +10,13 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.nets import model, weights
+from bnstudy.nets import model, network, weights
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.accumulation import science as accumulation
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 x = io.read_array(inp.x)
-spec = model.spec_from_params(p.net, inputs=x.shape[1])
+spec = network.spec_from_params(p.net, inputs=x.shape[1])
 recipe = Recipe.from_params(p.recipe)
 seeds = [int(s) for s in p.seeds]
 stacks, logs, accuracy, differences = accumulation.train_block(

@@ -8,19 +8,13 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.nets import model
+from bnstudy.nets import network
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.lr_sweep import science as lr_sweep
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 x = io.read_array(inp.x)
-spec = model.NetSpec(
-    normaliser=p.net["normaliser"],
-    widths=(x.shape[1], *p.net["hidden"], 10),
-    groups=p.net["groups"],
-    eps=p.net["eps"],
-    momentum=p.net["momentum"],
-)
+spec = network.spec_from_params(p.net, inputs=x.shape[1])
 fit, validation = lr_sweep.read_split(io.read_table(inp.split))
 runs, epochs = lr_sweep.sweep(
     spec,

@@ -15,6 +15,9 @@ Modules are named by their dotted path below the package (``studies.serving.scie
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
+import os
 from functools import cache
 from pathlib import Path
 
@@ -31,36 +34,82 @@ def _file(name: str, package_dir: Path) -> Path | None:
     return init if init.exists() else None
 
 
-def _absolute(node: ast.ImportFrom, here: str) -> str | None:
-    """The dotted name below the package that ``node`` imports from (None: not this package)."""
-    if node.level:
-        base = here.split(".")[: len(here.split(".")) - node.level + 1] if here else []
-        return ".".join([*base[1:], *([node.module] if node.module else [])])
-    if node.module == PACKAGE:
+def _absolute(level: int, module: str | None, here: str) -> str | None:
+    """The dotted name below the package that ``from <level dots><module> import ...`` imports
+    from (None: not this package)."""
+    if level:
+        base = here.split(".")[: len(here.split(".")) - level + 1] if here else []
+        return ".".join([*base[1:], *([module] if module else [])])
+    if module == PACKAGE:
         return ""
-    if node.module and node.module.startswith(PACKAGE + "."):
-        return node.module[len(PACKAGE) + 1 :]
+    if module and module.startswith(PACKAGE + "."):
+        return module[len(PACKAGE) + 1 :]
     return None
 
 
-@cache  # one parse per file while the Snakefile is read
+SCAN_VERSION = b"codedeps-scan-1"  # part of the disk cache's key: change it when _parse changes
+
+
+def _parse(text: bytes, path: Path) -> dict:
+    """Every import statement of a module's source, anywhere in it (``[level, module or None,
+    [names]]``; ``import a.b`` as level -1), and whether it imports Numba."""
+    imports, numba = [], False
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if isinstance(node, ast.Import):
+            imports.append([-1, None, [a.name for a in node.names]])
+            numba |= any(a.name.split(".")[0] == "numba" for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.append([node.level, node.module, [a.name for a in node.names]])
+            numba |= node.level == 0 and (node.module or "").split(".")[0] == "numba"
+    return {"imports": imports, "numba": numba}
+
+
+def _cache_dir() -> Path:
+    """Where parsed modules are kept between processes: ``$XDG_CACHE_HOME/bnstudy/codedeps``."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "bnstudy" / "codedeps"
+
+
+@cache  # one scan per file while the Snakefile is read
+def _scan(path: Path) -> dict:
+    """:func:`_parse` of ``path``, kept on disk under the digest of its bytes: every Snakemake
+    process (each cluster job starts two) reads the workflow, and parsing the package's modules
+    was a third of that; the digest makes a stale entry impossible, whatever the files' times."""
+    text = Path(path).read_bytes()
+    entry = _cache_dir() / f"{hashlib.sha256(SCAN_VERSION + text).hexdigest()}.json"
+    try:
+        return json.loads(entry.read_text())
+    except (OSError, ValueError):
+        pass
+    scanned = _parse(text, path)
+    try:  # atomic: a concurrent reader sees the whole entry or none
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(scanned))
+        os.replace(tmp, entry)
+    except OSError:  # a read-only cache: parse every time
+        pass
+    return scanned
+
+
+@cache
 def imported_modules(path: Path, package_dir: Path, here: str = "") -> frozenset[str]:
     """Dotted names of the package's modules that ``path`` imports (absolute or relative).
 
     ``here``: the file's own package, dotted from ``bnstudy`` (for relative imports).
     """
     names: set[str] = set()
-    for node in ast.walk(ast.parse(Path(path).read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names |= {a.name[len(PACKAGE) + 1 :] for a in node.names if a.name.startswith(PACKAGE + ".")}
-        elif isinstance(node, ast.ImportFrom):
-            module = _absolute(node, here)
-            if module is None:
-                continue
-            if module:
-                names.add(module)
-            # from bnstudy.x import y: y may be a module of subpackage x
-            names |= {f"{module}.{a.name}".lstrip(".") for a in node.names}
+    for level, module, aliases in _scan(Path(path))["imports"]:
+        if level < 0:
+            names |= {a[len(PACKAGE) + 1 :] for a in aliases if a.startswith(PACKAGE + ".")}
+            continue
+        module = _absolute(level, module, here)
+        if module is None:
+            continue
+        if module:
+            names.add(module)
+        # from bnstudy.x import y: y may be a module of subpackage x
+        names |= {f"{module}.{a}".lstrip(".") for a in aliases}
     return frozenset(n for n in names if _file(n, package_dir) is not None)
 
 
@@ -91,17 +140,11 @@ def module_closure(script: Path, package_dir: Path) -> list[str]:
     return sorted(seen)
 
 
-@cache
 def _uses_numba(path: Path | None) -> bool:
     """Whether the module imports Numba (anywhere in it)."""
     if path is None or not path.exists():
         return False
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "numba" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "numba":
-            return True
-    return False
+    return bool(_scan(path)["numba"])
 
 
 def code_inputs(script: str, root: Path) -> list[str]:

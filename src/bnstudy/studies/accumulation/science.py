@@ -143,7 +143,7 @@ def first_gradient(spec, recipe, seed: int, x, y) -> dict:
     weights), as ``initial - after`` of one SGD step of rate 1 without momentum (exact to
     within the rounding of the parameters); running statistics as moved by that step."""
     from bnstudy.nets import train
-    from bnstudy.nets.model import initial_state
+    from bnstudy.nets.network import initial_state
 
     rows = first_batch(y, recipe, seed)
     sgd = replace(recipe, epochs=1, optimizer="sgd", lr=1.0, sgd_momentum=0.0)
@@ -211,6 +211,6 @@ def recomputed_statistics(stacked, spec, x) -> dict:
 
 
 def _logits(stacked, spec, x):
-    from bnstudy.compiled import kernels
+    from bnstudy.nets import network
 
-    return kernels.logits(stacked, spec, x)
+    return network.logits(stacked, spec, x)
