@@ -2,10 +2,19 @@
 
 Every function here takes a trained stack (see :mod:`bnstudy.nets.model`: a dict of
 NumPy arrays with a leading model axis) and returns *replacement* running
-statistics as ``{layer: (mean, var)}``, ``layer`` one of ``model.NORMS`` and
+statistics as ``{layer: (mean, var)}``, ``layer`` one of :func:`norm_layers` and
 ``mean``/``var`` float32 arrays of shape ``(M, F)``. The stack itself is never
 written: :func:`with_statistics` builds a copy carrying the replacement, so the
 network evaluated with its own running statistics stays exactly as trained.
+
+Either network: the MLP (a :class:`bnstudy.nets.model.NetSpec`, layers ``model.NORMS``)
+or the convolutional network (a :class:`bnstudy.nets.conv_train.ConvSpec`, layers
+``conv_train.norm_keys``, ``x`` its images); :func:`is_conv` is the one place the two
+are told apart. A convolutional layer's input rows ``h`` are its normaliser's input,
+one row per example x output position in :mod:`bnstudy.compiled.conv`'s order (examples
+in order, within one the positions row-major), ``F`` its channels: batch norm 2d's
+statistics per channel over examples x positions, the same reductions below over
+those rows.
 
 The four replacements, for a batch-norm layer with input rows ``h`` (pre-norm
 activations) and keep-factor ``keep = 1 - momentum``:
@@ -46,7 +55,11 @@ activations) and keep-factor ``keep = 1 - momentum``:
 Arithmetic (the rules of :mod:`bnstudy.base.fixedmath`: the same bits on every CPU).
 The network's layers are :mod:`bnstudy.compiled.kernels`' canonical float32 operations:
 ``kernels.linear_t`` gives a layer's pre-norm input, ``kernels.norm_train`` (one
-call per batch) or ``kernels.norm_inference`` the normalised, rectified output.
+call per batch) or ``kernels.norm_inference`` the normalised, rectified output. The
+convolutional network's are those of :func:`bnstudy.compiled.conv.forward_model`:
+``conv.layer_input`` (``im2col``, ``linear_t``) the pre-norm rows, ``conv.layer_output``
+(the normaliser, the residual connection's ``add_relu``) the output, one call per batch
+of images in training mode or one for all images in inference mode.
 Every statistic is then reduced in float64 (float32 inputs widen exactly) by the
 compiled loops below, in these orders, each feature an independent sum:
 
