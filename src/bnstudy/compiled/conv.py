@@ -185,6 +185,28 @@ def average_pool(a, n_ex, positions, out):
 
 
 @numba.njit(**JIT)
+def layer_input(hid, geo, layer, a, n_ex, pre):
+    """Convolution ``layer`` of :func:`forward_model`: its normaliser's input rows ``pre`` (``(n_ex *
+    P_out, C_out)``) from the layer's input ``a`` (``(n_ex * P_in, C_in)``), :func:`im2col` then
+    :func:`bnstudy.compiled.blocks.linear_t` (``hid``: the layer's :class:`bnstudy.compiled.kernels.Hidden`)."""
+    patches = np.empty((pre.shape[0], hid.wt.shape[0]), np.float32)
+    im2col(a, n_ex, geo.layers[layer, P_IN], table_of(geo, layer), patches)
+    linear_t(patches, hid.wt, hid.bias, pre)
+
+
+@numba.njit(**JIT)
+def layer_output(ns, lp, geo, layer, pre, skip_act, n_ex, batch, train, out):
+    """The rest of convolution ``layer`` of :func:`forward_model`: its normaliser (parameters and
+    running statistics ``lp``) on ``pre``, training mode on consecutive batches of ``batch``
+    examples or inference mode, then the ReLU, after adding ``skip_act`` (the output of the layer
+    it adds; ignored without one) if it has a residual connection (:func:`add_relu`)."""
+    skip = geo.layers[layer, SKIP]
+    spatial_layer(ns, lp, pre, n_ex, geo.layers[layer, P_OUT], batch, train, skip < 0, out)
+    if skip >= 0:
+        add_relu(out, skip_act, pre.shape[0])
+
+
+@numba.njit(**JIT)
 def forward_model(net, geo, ns, x, n_ex, batch, train, logits):
     """One model's logits for ``n_ex`` images ``x`` (``(n_ex * P, C_in)``): inference mode, or
     training mode on consecutive batches of ``batch`` images (running statistics read-only).
@@ -197,16 +219,11 @@ def forward_model(net, geo, ns, x, n_ex, batch, train, logits):
     for layer in range(len(net.hidden)):
         hid = net.hidden[layer]
         rows = n_ex * geo.layers[layer, P_OUT]
-        patches = np.empty((rows, hid.wt.shape[0]), np.float32)
         pre = np.empty((rows, hid.wt.shape[1]), np.float32)
         out = np.empty((rows, hid.wt.shape[1]), np.float32)
-        im2col(a, n_ex, geo.layers[layer, P_IN], table_of(geo, layer), patches)
-        linear_t(patches, hid.wt, hid.bias, pre)
+        layer_input(hid, geo, layer, a, n_ex, pre)
         skip = geo.layers[layer, SKIP]
-        positions = geo.layers[layer, P_OUT]
-        spatial_layer(ns, hid.norm, pre, n_ex, positions, batch, train, skip < 0, out)
-        if skip >= 0:
-            add_relu(out, acts[skip], rows)
+        layer_output(ns, hid.norm, geo, layer, pre, acts[skip] if skip >= 0 else out, n_ex, batch, train, out)
         acts.append(out)
         a = out
     pooled = np.empty((n_ex, a.shape[1]), np.float32)

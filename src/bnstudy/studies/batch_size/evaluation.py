@@ -30,6 +30,8 @@ import numpy as np
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
 from bnstudy.compiled import kernels
+from bnstudy.nets import conv_train
+from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.batch_size import remedies
 
@@ -75,12 +77,19 @@ def share(hits: np.ndarray) -> np.ndarray:
     return np.count_nonzero(hits, axis=1).astype(np.int64) / np.float64(hits.shape[1])
 
 
-def inference_correct(stacked, spec: NetSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Whether each row is labelled correctly in inference mode, per model: ``(M, N)`` booleans."""
+def inference_correct(stacked, spec: NetSpec | ConvSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Whether each row is labelled correctly in inference mode, per model: ``(M, N)`` booleans.
+
+    The MLP by :func:`bnstudy.compiled.kernels.predict`; the convolutional network (a
+    :class:`ConvSpec`, rows its images) by :func:`labels` of :func:`bnstudy.nets.conv_train.logits`,
+    which read the running statistics from the stack (so a stack of
+    :func:`bnstudy.studies.batch_size.remedies.with_statistics` is scored with its replacement)."""
+    if remedies.is_conv(spec):
+        return labels(conv_train.logits(stacked, spec, x)) == np.asarray(y)[None, :]
     return kernels.predict(stacked, spec, x) == np.asarray(y)[None, :]
 
 
-def inference_accuracy(stacked, spec: NetSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def inference_accuracy(stacked, spec: NetSpec | ConvSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Share of rows labelled correctly in inference mode, per model: shape ``(M,)``, float64."""
     return share(inference_correct(stacked, spec, x, y))
 
@@ -180,7 +189,7 @@ def trained_divergence(
 
 def remedy_rows(
     stacked,
-    spec: NetSpec,
+    spec: NetSpec | ConvSpec,
     seeds: list[int],
     x_train,
     y_train,
@@ -198,7 +207,9 @@ def remedy_rows(
     row per model, statistic (the trained ``ema`` and each remedy) and layer, to the
     exact statistics (d). Each remedy is evaluated on a copy: ``stacked`` is not
     modified. A list given as ``correct`` is extended with the :func:`correct_rows`
-    of every remedy (each test row, right or wrong, per seed).
+    of every remedy (each test row, right or wrong, per seed). Either network: the MLP's
+    :class:`NetSpec` or the convolutional network's :class:`ConvSpec` (rows its images, layers
+    numbered from 1 in :func:`bnstudy.studies.batch_size.remedies.norm_layers` order).
     """
     statistics = remedies.all_statistics(stacked, spec, x_train, y_train, batch_size, seed, last_batch)
     accuracy, distance = [], []
@@ -209,7 +220,7 @@ def remedy_rows(
             accuracy += [{"seed": s, "mode": name, "accuracy": float(acc[i])} for i, s in enumerate(seeds)]
             if correct is not None:
                 correct += correct_rows(hits, seeds, name)
-        for row in remedies.distances(stats, statistics["exact"], spec.eps):
+        for row in remedies.distances(stats, statistics["exact"], spec.eps, spec):
             distance.append({"seed": seeds[row.pop("model")], "statistics": name} | row)
     return accuracy, distance
 

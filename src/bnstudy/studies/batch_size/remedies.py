@@ -2,10 +2,19 @@
 
 Every function here takes a trained stack (see :mod:`bnstudy.nets.model`: a dict of
 NumPy arrays with a leading model axis) and returns *replacement* running
-statistics as ``{layer: (mean, var)}``, ``layer`` one of ``model.NORMS`` and
+statistics as ``{layer: (mean, var)}``, ``layer`` one of :func:`norm_layers` and
 ``mean``/``var`` float32 arrays of shape ``(M, F)``. The stack itself is never
 written: :func:`with_statistics` builds a copy carrying the replacement, so the
 network evaluated with its own running statistics stays exactly as trained.
+
+Either network: the MLP (a :class:`bnstudy.nets.model.NetSpec`, layers ``model.NORMS``)
+or the convolutional network (a :class:`bnstudy.nets.conv_train.ConvSpec`, layers
+``conv_train.norm_keys``, ``x`` its images); :func:`is_conv` is the one place the two
+are told apart. A convolutional layer's input rows ``h`` are its normaliser's input,
+one row per example x output position in :mod:`bnstudy.compiled.conv`'s order (examples
+in order, within one the positions row-major), ``F`` its channels: batch norm 2d's
+statistics per channel over examples x positions, the same reductions below over
+those rows.
 
 The four replacements, for a batch-norm layer with input rows ``h`` (pre-norm
 activations) and keep-factor ``keep = 1 - momentum``:
@@ -46,7 +55,11 @@ activations) and keep-factor ``keep = 1 - momentum``:
 Arithmetic (the rules of :mod:`bnstudy.base.fixedmath`: the same bits on every CPU).
 The network's layers are :mod:`bnstudy.compiled.kernels`' canonical float32 operations:
 ``kernels.linear_t`` gives a layer's pre-norm input, ``kernels.norm_train`` (one
-call per batch) or ``kernels.norm_inference`` the normalised, rectified output.
+call per batch) or ``kernels.norm_inference`` the normalised, rectified output. The
+convolutional network's are those of :func:`bnstudy.compiled.conv.forward_model`:
+``conv.layer_input`` (``im2col``, ``linear_t``) the pre-norm rows, ``conv.layer_output``
+(the normaliser, the residual connection's ``add_relu``) the output, one call per batch
+of images in training mode or one for all images in inference mode.
 Every statistic is then reduced in float64 (float32 inputs widen exactly) by the
 compiled loops below, in these orders, each feature an independent sum:
 
@@ -71,10 +84,14 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT, log_array, powi
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
-from bnstudy.compiled import kernels, normkernels
+from bnstudy.compiled import conv, kernels, normkernels
+from bnstudy.nets import conv_train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.batching import epoch_batches
+from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
+
+Spec = NetSpec | ConvSpec
 
 REMEDIES = ("debiased_ema", "cumulative", "precise_bn", "exact")
 
@@ -154,17 +171,42 @@ def _root_means(a, out):
 # ``bnstudy/__init__.py``); this keeps the module right without relying on it.
 
 
+# ---- the two networks ------------------------------------------------------------
+
+
+def is_conv(spec: Spec | None) -> bool:
+    """Whether ``spec`` is the convolutional network's (:class:`ConvSpec`) rather than the MLP's
+    (:class:`NetSpec`; ``None``: the MLP): the one place the remedies tell the networks apart."""
+    if isinstance(spec, ConvSpec):
+        return True
+    if spec is None or isinstance(spec, NetSpec):
+        return False
+    raise TypeError(f"not a network spec: {spec!r}")
+
+
+def norm_layers(spec: Spec | None = None) -> tuple[str, ...]:
+    """The state-dict prefixes of the network's normalisers, in layer order: the MLP's
+    ``model.NORMS`` (also for ``None``), the convolutional network's ``conv_train.norm_keys``."""
+    return tuple(conv_train.norm_keys(spec)) if is_conv(spec) else mlp.NORMS
+
+
+def _require_batchnorm(spec: Spec) -> None:
+    if spec.normaliser != "batchnorm":
+        raise ValueError("the remedies replace batch norm's running statistics")
+
+
 # ---- statistics ----------------------------------------------------------------
 
 
-def running_statistics(stacked) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The stack's own running statistics, ``{layer: (running_mean, running_var)}`` (copies)."""
+def running_statistics(stacked, spec: Spec | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The stack's own running statistics, ``{layer: (running_mean, running_var)}`` (copies), for
+    each of :func:`norm_layers` of ``spec`` (the MLP's without one)."""
     return {
         layer: (
             np.array(stacked[f"{layer}.running_mean"], copy=True),
             np.array(stacked[f"{layer}.running_var"], copy=True),
         )
-        for layer in mlp.NORMS
+        for layer in norm_layers(spec)
     }
 
 
@@ -178,12 +220,12 @@ def with_statistics(stacked, statistics) -> dict[str, np.ndarray]:
     return out
 
 
-def initial_weight(spec: NetSpec, updates: int) -> float:
+def initial_weight(spec: Spec, updates: int) -> float:
     """Weight ``keep**updates`` the initial running value still carries (:func:`fixedmath.powi`)."""
     return float(powi(1.0 - spec.momentum, int(updates)))
 
 
-def debiased_ema(stacked, spec: NetSpec) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def debiased_ema(stacked, spec: Spec) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(a) Running averages with the initial value's weight ``w0 = keep**u`` removed.
 
     Initial values: mean 0, variance 1 (PyTorch's); per model and feature, in
@@ -194,7 +236,7 @@ def debiased_ema(stacked, spec: NetSpec) -> dict[str, tuple[np.ndarray, np.ndarr
     if spec.momentum is None:
         raise ValueError("the cumulative average (momentum=None) carries no initial-value bias")
     out = {}
-    for layer in mlp.NORMS:
+    for layer in norm_layers(spec):
         u = np.asarray(stacked[f"{layer}.num_batches_tracked"]).reshape(-1)
         if (u < 1).any():
             raise ValueError("debiasing needs at least one update")
@@ -228,7 +270,7 @@ def _starts(batches) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
-def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def training_mode_layer_inputs(stacked, spec: Spec, x, batches) -> tuple[dict[str, np.ndarray], np.ndarray | dict]:
     """Pre-norm inputs of each batch-norm layer over a training-mode pass over ``batches``.
 
     Returns ``({layer: (M, N, F) float32}, starts)``: the rows of the batches
@@ -236,9 +278,19 @@ def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict
     Each layer's input is computed from the layer below normalised with each batch's own
     statistics (``kernels.norm_train``), layer after layer of the network's hidden layers
     (:class:`bnstudy.compiled.kernels.Net`); running statistics are neither read nor written.
+
+    The convolutional network (a :class:`ConvSpec`; ``x`` its images, one row of pixels each):
+    a layer's rows are one per example x output position as :mod:`bnstudy.compiled.conv` lays them
+    out (``N * P_l`` rows, ``F`` its channels), batch by batch, within a batch example by example,
+    each batch of images through :func:`bnstudy.compiled.conv.layer_input` and
+    :func:`~bnstudy.compiled.conv.layer_output` in training mode (batch statistics over the
+    batch's examples x positions, residual connections and strides as ``forward_model``);
+    ``starts`` is then ``{layer: row starts}``, batch ``j`` of layer ``l`` at rows
+    ``P_l * s[j] .. P_l * s[j + 1] - 1`` (``s`` the batches' first images).
     """
-    if spec.normaliser != "batchnorm":
-        raise ValueError("the remedies replace batch norm's running statistics")
+    _require_batchnorm(spec)
+    if is_conv(spec):
+        return _conv_training_inputs(stacked, spec, x, batches)
     starts = _starts(batches)
     rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
     xp = np.ascontiguousarray(np.asarray(x)[rows], dtype=np.float32)
@@ -259,13 +311,90 @@ def training_mode_layer_inputs(stacked, spec: NetSpec, x, batches) -> tuple[dict
     return dict(zip(mlp.NORMS, pres)), starts
 
 
+# ---- the convolutional network's layer inputs ---------------------------------------
+
+
+def _conv_net(stacked, spec: ConvSpec, x):
+    """``(models, geometry, settings, images)`` of a convolutional stack on the images ``x``: the
+    number of models, :class:`bnstudy.compiled.conv.Geometry`, normaliser settings, and ``x`` as
+    ``(N, side * side)`` float32."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    geo = spec.arch(conv_train.image_side(x)).geometry
+    m = np.asarray(stacked[f"{norm_layers(spec)[0]}.running_mean"]).shape[0]
+    return m, geo, conv_train.norm_settings(spec), x
+
+
+def _conv_layers(net, geo, ns, x, n_ex, train, pres, exact=None) -> None:
+    """``n_ex`` images ``x`` (``(n_ex * P, 1)``) through model ``net``'s convolutions as
+    :func:`bnstudy.compiled.conv.forward_model` (training mode: one batch of the ``n_ex`` images),
+    each layer's normaliser input into ``pres[l]``. With ``exact`` (float64 ``(mean, var)`` per
+    layer) each layer's pooled moments (:func:`_pooled_moments`) go there first, and the layer is
+    normalised with them, rounded to float32, as its running statistics (inference mode)."""
+    a, acts = x, []
+    for layer, (hid, pre) in enumerate(zip(net.hidden, pres)):
+        conv.layer_input(hid, geo, layer, a, n_ex, pre)
+        lp = hid.norm
+        if exact is not None:
+            mean, var = exact[layer]
+            _pooled_moments(pre, mean, var)
+            lp = normkernels.Params(lp.gamma, lp.beta, mean.astype(np.float32), var.astype(np.float32))
+        if layer == len(pres) - 1:
+            break
+        out = np.empty_like(pre)
+        skip = int(geo.layers[layer, conv.SKIP])
+        conv.layer_output(ns, lp, geo, layer, pre, acts[skip] if skip >= 0 else out, n_ex, n_ex, train, out)
+        acts.append(out)
+        a = out
+
+
+def _conv_training_inputs(stacked, spec: ConvSpec, x, batches) -> tuple[dict[str, np.ndarray], dict]:
+    """:func:`training_mode_layer_inputs` of a convolutional stack (its docstring)."""
+    starts = _starts(batches)
+    m, geo, ns, x = _conv_net(stacked, spec, x)
+    rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
+    positions = [int(p) for p in geo.layers[:, conv.P_OUT]]
+    pres = [np.empty((m, len(rows) * p, int(c)), np.float32) for p, c in zip(positions, spec.channels)]
+    for i in range(m):
+        net = conv_train.model_arrays(stacked, spec, i)
+        for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
+            images = np.ascontiguousarray(x[rows[s:e]].reshape(-1, 1))
+            views = [pre[i, p * s : p * e] for pre, p in zip(pres, positions)]
+            _conv_layers(net, geo, ns, images, e - s, True, views)
+    layers = norm_layers(spec)
+    return dict(zip(layers, pres)), {layer: starts * p for layer, p in zip(layers, positions)}
+
+
+def _conv_exact(stacked, spec: ConvSpec, x) -> dict:
+    """:func:`exact_statistics` of a convolutional stack: every image in one inference-mode pass,
+    layer ``l``'s moments pooled over its ``N * P_l`` rows (examples in order, within one the
+    positions), then used as its running statistics for the layers above."""
+    m, geo, ns, x = _conv_net(stacked, spec, x)
+    n = x.shape[0]
+    images = x.reshape(-1, 1)
+    positions = [int(p) for p in geo.layers[:, conv.P_OUT]]
+    stats = {
+        layer: (np.empty((m, int(c)), np.float64), np.empty((m, int(c)), np.float64))
+        for layer, c in zip(norm_layers(spec), spec.channels)
+    }
+    for i in range(m):
+        pres = [np.empty((n * p, int(c)), np.float32) for p, c in zip(positions, spec.channels)]
+        exact = [(mean[i], var[i]) for mean, var in stats.values()]
+        _conv_layers(conv_train.model_arrays(stacked, spec, i), geo, ns, images, n, False, pres, exact)
+    return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
+
+
+# ---- reductions and the remedies ----------------------------------------------------
+
+
 def _cumulative(inputs, starts) -> dict:
+    """Per layer :func:`_cumulative_moments`; ``starts`` one array for every layer, or by layer."""
     out = {}
     for layer, h in inputs.items():
         mean = np.empty(h.shape[::2], np.float64)
         var = np.empty(h.shape[::2], np.float64)
+        first = starts[layer] if isinstance(starts, dict) else starts
         for i in range(h.shape[0]):
-            _cumulative_moments(h[i], starts, mean[i], var[i])
+            _cumulative_moments(h[i], first, mean[i], var[i])
         out[layer] = (mean.astype(np.float32), var.astype(np.float32))
     return out
 
@@ -281,7 +410,7 @@ def _pooled(inputs) -> dict:
     return out
 
 
-def cumulative_average(stacked, spec: NetSpec, x, batches) -> dict:
+def cumulative_average(stacked, spec: Spec, x, batches) -> dict:
     """(b) Mean over ``batches`` (in order) of per-batch means and unbiased variances.
 
     Equivalent, up to rounding, to resetting the buffers and running the network
@@ -294,7 +423,7 @@ def cumulative_average(stacked, spec: NetSpec, x, batches) -> dict:
     return _cumulative(*training_mode_layer_inputs(stacked, spec, x, batches))
 
 
-def precise_statistics(stacked, spec: NetSpec, x, batches) -> dict:
+def precise_statistics(stacked, spec: Spec, x, batches) -> dict:
     """(c) Mean and variance (divisor ``N``) of all input rows pooled over ``batches``.
 
     Float64, two passes over the rows in pass order (batch by batch, rows in batch
@@ -304,7 +433,7 @@ def precise_statistics(stacked, spec: NetSpec, x, batches) -> dict:
     return _pooled(inputs)
 
 
-def exact_statistics(stacked, spec: NetSpec, x) -> dict:
+def exact_statistics(stacked, spec: Spec, x) -> dict:
     """(d) Exact statistics of the rows ``x``, layer 2's input under layer 1's exact statistics.
 
     Layer 1's input ``x W1^T + b1`` (``kernels.linear_t``), its mean and variance
@@ -312,9 +441,16 @@ def exact_statistics(stacked, spec: NetSpec, x) -> dict:
     float32; layer 1 in inference mode with those statistics
     (``kernels.norm_inference``, then ReLU), layer 2's input, its mean and variance
     the same way (and so on up the network's hidden layers).
+
+    The convolutional network (:class:`ConvSpec`, ``x`` its images): the same, per channel over
+    the ``N * P_l`` rows of layer ``l`` (examples in order, within an example the positions),
+    each convolution through :func:`bnstudy.compiled.conv.layer_input` and ``layer_output`` in
+    inference mode with the exact statistics of its layer, residual connections and strides as
+    :func:`bnstudy.compiled.conv.forward_model`.
     """
-    if spec.normaliser != "batchnorm":
-        raise ValueError("the remedies replace batch norm's running statistics")
+    _require_batchnorm(spec)
+    if is_conv(spec):
+        return _conv_exact(stacked, spec, x)
     hidden = kernels.stack_arrays(stacked).hidden
     x = np.ascontiguousarray(x, dtype=np.float32)
     m, n = hidden[0].wt.shape[0], x.shape[0]
@@ -339,7 +475,7 @@ def exact_statistics(stacked, spec: NetSpec, x) -> dict:
     return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
 
 
-def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
+def distances(statistics, exact, eps: float = 1e-5, spec: Spec | None = None) -> list[dict]:
     """Per model and layer, how far ``statistics`` are from the ``exact`` ones.
 
     ``mean_distance`` = sqrt(mean over features of (mean - exact_mean)**2 / (exact_var + eps)):
@@ -347,10 +483,11 @@ def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
     ``var_distance`` = sqrt(mean over features of log((var + eps) / (exact_var + eps))**2):
     the RMS log-ratio of the variances (0.1 is about a 10% error).
     Float64 (float32 statistics widen exactly), each sum over features ``f = 0, 1, ...``,
-    divided by ``F``, ``log`` from :func:`bnstudy.base.fixedmath.log`.
+    divided by ``F``, ``log`` from :func:`bnstudy.base.fixedmath.log`. Layers numbered from 1 in
+    the order of :func:`norm_layers` of ``spec`` (the MLP's without one).
     """
     rows = []
-    for number, layer in enumerate(mlp.NORMS, start=1):
+    for number, layer in enumerate(norm_layers(spec), start=1):
         mean, var = (np.ascontiguousarray(t, dtype=np.float64) for t in statistics[layer])
         emean, evar = (np.ascontiguousarray(t, dtype=np.float64) for t in exact[layer])
         shift = mean - emean
@@ -365,19 +502,18 @@ def distances(statistics, exact, eps: float = 1e-5) -> list[dict]:
 
 
 def all_statistics(
-    stacked, spec: NetSpec, x_train, y_train, batch_size: int, seed: int, last_batch: str = "drop"
+    stacked, spec: Spec, x_train, y_train, batch_size: int, seed: int, last_batch: str = "drop"
 ) -> dict[str, dict]:
     """Every set of statistics of a batch-norm stack, by name: the trained ``ema`` and (a)-(d).
 
     The training-mode pass is cut like the networks' training epochs (``last_batch``).
     """
-    if spec.normaliser != "batchnorm":
-        raise ValueError("the remedies replace batch norm's running statistics")
+    _require_batchnorm(spec)
     inputs, starts = training_mode_layer_inputs(
         stacked, spec, x_train, pass_batches(y_train, batch_size, seed, last_batch)
     )
     return {
-        "ema": running_statistics(stacked),
+        "ema": running_statistics(stacked, spec),
         "debiased_ema": debiased_ema(stacked, spec),
         "cumulative": _cumulative(inputs, starts),
         "precise_bn": _pooled(inputs),
