@@ -30,7 +30,7 @@ import numpy as np
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
 from bnstudy.compiled import kernels
-from bnstudy.nets import conv_train
+from bnstudy.nets import network
 from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.batch_size import remedies
@@ -80,13 +80,10 @@ def share(hits: np.ndarray) -> np.ndarray:
 def inference_correct(stacked, spec: NetSpec | ConvSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Whether each row is labelled correctly in inference mode, per model: ``(M, N)`` booleans.
 
-    The MLP by :func:`bnstudy.compiled.kernels.predict`; the convolutional network (a
-    :class:`ConvSpec`, rows its images) by :func:`labels` of :func:`bnstudy.nets.conv_train.logits`,
-    which read the running statistics from the stack (so a stack of
+    Either network (:func:`bnstudy.nets.network.predict`; the convolutional network's rows are its
+    images), the running statistics read from the stack (so a stack of
     :func:`bnstudy.studies.batch_size.remedies.with_statistics` is scored with its replacement)."""
-    if remedies.is_conv(spec):
-        return labels(conv_train.logits(stacked, spec, x)) == np.asarray(y)[None, :]
-    return kernels.predict(stacked, spec, x) == np.asarray(y)[None, :]
+    return network.predict(stacked, spec, x) == np.asarray(y)[None, :]
 
 
 def inference_accuracy(stacked, spec: NetSpec | ConvSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -142,7 +139,7 @@ def train_mode_logits(
     x = np.asarray(x)
     batches, scored = test_batches(len(x), batch_size, seed)
     flat, keep = batches.reshape(-1), scored.reshape(-1)
-    z = kernels.logits(stacked, spec, x[flat], train=True, batch=batch_size, limits=limits)
+    z = network.logits(stacked, spec, x[flat], train=True, batch=batch_size, limits=limits)
     out = np.empty((z.shape[0], len(x), z.shape[2]), np.float32)
     out[:, flat[keep]] = z[:, keep]
     return out
@@ -175,7 +172,7 @@ def trained_divergence(
     """
     y = np.asarray(y)
     train_z = train_mode_logits(stacked, spec, x, batch_size, seed, limits)
-    eval_z = kernels.logits(stacked, spec, x)
+    eval_z = network.logits(stacked, spec, x)
     train_label, eval_label = labels(train_z), labels(eval_z)
     sums = np.empty(train_z.shape[0], np.float64)
     _sum_squared_differences(train_z, eval_z, sums)

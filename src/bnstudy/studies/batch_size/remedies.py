@@ -85,7 +85,7 @@ import numpy as np
 from bnstudy.base.fixedmath import JIT, log_array, powi
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
 from bnstudy.compiled import conv, kernels, normkernels
-from bnstudy.nets import conv_train
+from bnstudy.nets import conv_train, network
 from bnstudy.nets import model as mlp
 from bnstudy.nets.batching import epoch_batches
 from bnstudy.nets.conv_train import ConvSpec
@@ -177,17 +177,13 @@ def _root_means(a, out):
 def is_conv(spec: Spec | None) -> bool:
     """Whether ``spec`` is the convolutional network's (:class:`ConvSpec`) rather than the MLP's
     (:class:`NetSpec`; ``None``: the MLP): the one place the remedies tell the networks apart."""
-    if isinstance(spec, ConvSpec):
-        return True
-    if spec is None or isinstance(spec, NetSpec):
-        return False
-    raise TypeError(f"not a network spec: {spec!r}")
+    return spec is not None and network.kind(spec) == "conv"
 
 
 def norm_layers(spec: Spec | None = None) -> tuple[str, ...]:
     """The state-dict prefixes of the network's normalisers, in layer order: the MLP's
     ``model.NORMS`` (also for ``None``), the convolutional network's ``conv_train.norm_keys``."""
-    return tuple(conv_train.norm_keys(spec)) if is_conv(spec) else mlp.NORMS
+    return mlp.NORMS if spec is None else tuple(network.norm_layers(spec))
 
 
 def _require_batchnorm(spec: Spec) -> None:
