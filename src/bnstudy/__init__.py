@@ -10,8 +10,10 @@ its figure draws. The layers, each importing only the layers before it in this l
 - ``compiled``  the Numba kernels in one fixed order (Linear blocks, reductions, every normaliser's
                 arithmetic in ``normkernels``, both networks' forward passes, gradients, optimisers,
                 the training loop ``backprop``, the probes, one batch-norm layer)
-- ``nets``      the data split, models, recipes, training runs, weights files, and the PyTorch
-                forms the tests compare the compiled arithmetic with
+- ``nets``      the data split, the two networks behind one interface (``nets.network``: the MLP of
+                ``model`` and the convolutional network of ``conv_train``), recipes, the training
+                loop both share (``train``), weights files, and the PyTorch forms the tests compare
+                the compiled arithmetic with
 - ``paper``     the figures' house style, LaTeX macros and tables, design macros, the pdfTeX build
 - ``studies``   one folder per study: ``companions`` (study 1), ``batch_size`` (study 2 and the
                 remedies, whose evaluation the later studies reuse), ``running_stats`` (studies 3
