@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from bnstudy.compiled import conv, normkernels
-from bnstudy.nets import conv_train
+from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.conv import report as conv_report
@@ -84,12 +84,7 @@ def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
 
 
 def _grad_parts(spec, flat):
-    out, offset = {}, 0
-    for key, shape in conv_train.layout(spec):
-        size = int(np.prod(shape))
-        out[key] = flat[offset : offset + size].reshape(shape)
-        offset += size
-    return out
+    return train.parts(spec, flat)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -66,12 +66,7 @@ def moved_state(spec: conv_train.ConvSpec, seed: int = 0) -> dict:
 
 
 def parts(spec, flat):
-    out, offset = {}, 0
-    for key, shape in conv_train.layout(spec):
-        size = int(np.prod(shape))
-        out[key] = flat[offset : offset + size].reshape(shape)
-        offset += size
-    return out
+    return train.parts(spec, flat)
 
 
 def compiled_step(spec, state, x, y, limits):

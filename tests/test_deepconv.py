@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from bnstudy.compiled import conv
-from bnstudy.nets import conv_train
+from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.conv import checks as conv_checks
@@ -113,12 +113,7 @@ def test_config_check_names_a_bad_skip():
 
 
 def _parts(spec, flat):
-    out, offset = {}, 0
-    for key, shape in conv_train.layout(spec):
-        size = int(np.prod(shape))
-        out[key] = flat[offset : offset + size].reshape(shape)
-        offset += size
-    return out
+    return train.parts(spec, flat)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -269,19 +269,18 @@ class BatchRenorm1d(torch.nn.Module):
         return y.squeeze(0)
 
 
-class GhostBatchNorm1d(torch.nn.BatchNorm1d):
-    """Ghost batch norm as a PyTorch module: ``BatchNorm1d`` over virtual batches.
+class VirtualBatches:
+    """Training mode over virtual batches, mixed in before a PyTorch batch norm: the batch
+    (dimension 0) is cut into virtual batches of ``virtual_batch`` rows or images
+    (:func:`virtual_batch_bounds`) and the batch norm's own forward runs on each in turn, so each
+    normalises with its own statistics and moves the running statistics (and
+    ``num_batches_tracked``) once; inference mode is the batch norm's."""
 
-    The same parameters, buffers and inference mode as ``BatchNorm1d``; in training
-    mode the batch (dimension 0) is cut into virtual batches of ``virtual_batch``
-    rows (:func:`virtual_batch_bounds`) and ``BatchNorm1d`` runs on each in turn,
-    so each normalises with its own statistics and moves the running statistics
-    (and ``num_batches_tracked``) once.
-    """
+    unit = "rows"  # what a virtual batch counts, for the error line
 
     def __init__(self, features: int, virtual_batch: int, eps: float = 1e-5, momentum: float | None = 0.1):
         if virtual_batch < 2:
-            raise ValueError(f"ghost batch norm needs virtual batches of at least 2 rows, got {virtual_batch}")
+            raise ValueError(f"ghost batch norm needs virtual batches of at least 2 {self.unit}, got {virtual_batch}")
         super().__init__(features, eps=eps, momentum=momentum)
         self.virtual_batch = virtual_batch
 
@@ -291,8 +290,19 @@ class GhostBatchNorm1d(torch.nn.BatchNorm1d):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training:
             return super().forward(x)
-        forward = super().forward  # one BatchNorm1d step per virtual batch, in order
+        forward = super().forward  # one batch-norm step per virtual batch, in order
         return torch.cat([forward(x[lo:hi]) for lo, hi in virtual_batch_bounds(len(x), self.virtual_batch)])
+
+
+class GhostBatchNorm1d(VirtualBatches, torch.nn.BatchNorm1d):
+    """Ghost batch norm as a PyTorch module: ``BatchNorm1d`` over virtual batches.
+
+    The same parameters, buffers and inference mode as ``BatchNorm1d``; in training
+    mode the batch (dimension 0) is cut into virtual batches of ``virtual_batch``
+    rows (:func:`virtual_batch_bounds`) and ``BatchNorm1d`` runs on each in turn,
+    so each normalises with its own statistics and moves the running statistics
+    (and ``num_batches_tracked``) once.
+    """
 
 
 class BatchRenorm2d(torch.nn.BatchNorm2d):
@@ -326,23 +336,10 @@ class BatchRenorm2d(torch.nn.BatchNorm2d):
         return y.reshape(n, height, width, c).permute(0, 3, 1, 2)
 
 
-class GhostBatchNorm2d(torch.nn.BatchNorm2d):
+class GhostBatchNorm2d(VirtualBatches, torch.nn.BatchNorm2d):
     """Ghost batch norm of images ``(N, C, H, W)``: ``BatchNorm2d`` over virtual batches of
     ``virtual_batch`` images (:func:`virtual_batch_bounds` on the images), each normalised with the
     statistics of its images x positions and moving the running statistics (and
     ``num_batches_tracked``) once, in order; inference mode ``BatchNorm2d``'s."""
 
-    def __init__(self, channels: int, virtual_batch: int, eps: float = 1e-5, momentum: float | None = 0.1):
-        if virtual_batch < 2:
-            raise ValueError(f"ghost batch norm needs virtual batches of at least 2 examples, got {virtual_batch}")
-        super().__init__(channels, eps=eps, momentum=momentum)
-        self.virtual_batch = virtual_batch
-
-    def extra_repr(self) -> str:
-        return super().extra_repr() + f", virtual_batch={self.virtual_batch}"
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training:
-            return super().forward(x)
-        forward = super().forward  # one BatchNorm2d step per virtual batch, in order
-        return torch.cat([forward(x[lo:hi]) for lo, hi in virtual_batch_bounds(len(x), self.virtual_batch)])
+    unit = "examples"

@@ -64,14 +64,21 @@ def buffers(spec, state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     return flat, running
 
 
+def parts(spec, flat: np.ndarray) -> dict[str, np.ndarray]:
+    """The flat parameter vector (or a gradient laid out as it) cut into the state-dict's tensors
+    (views, in :func:`bnstudy.nets.network.layout` order)."""
+    out, offset = {}, 0
+    for key, shape in network.layout(spec):
+        size = int(np.prod(shape))
+        out[key] = flat[offset : offset + size].reshape(shape)
+        offset += size
+    return out
+
+
 def state_from(spec, flat: np.ndarray, running: np.ndarray, updates: int, like: dict) -> dict:
     """The state dict of the buffers (:func:`buffers`), ``updates`` as each layer's
     ``num_batches_tracked``, with the keys of ``like`` in its order."""
-    state, offset = {}, 0
-    for key, shape in network.layout(spec):
-        size = int(np.prod(shape))
-        state[key] = flat[offset : offset + size].reshape(shape).copy()
-        offset += size
+    state = {key: v.copy() for key, v in parts(spec, flat).items()}
     for i, (layer, f) in enumerate(network.norm_widths(spec)):
         state[f"{layer}.running_mean"] = running[2 * i, :f].copy()
         state[f"{layer}.running_var"] = running[2 * i + 1, :f].copy()
