@@ -80,6 +80,16 @@ def test_batch_labels_are_row_zeros_training_mode_labels(conv_nets, kind, b):
         assert v.tobytes() == stacked[k].tobytes(), k
 
 
+def test_batch_labels_follow_strides_and_residual_connections():
+    """A deeper network (a stride-2 layer, a residual connection), initial weights: the same rule."""
+    spec = conv_train.ConvSpec("batchnorm", (4, 8, 8), 2, strides=(1, 2, 1), skips=(-1, -1, 1))
+    stacked = {k: v[None] for k, v in conv_train.initial_state(spec, 5).items()}
+    x, _ = _images()
+    batches = _batches(3)
+    want, _ = _direct(stacked, spec, x, batches)
+    assert np.array_equal(companions.batch_predictions(stacked, spec, x, batches), want)
+
+
 def test_batch_labels_depend_on_the_companions_under_batch_norm(conv_nets):
     """The equality above is not vacuous: under batch norm row 0's label changes with its batch."""
     stacked, spec = conv_nets["batchnorm"]
