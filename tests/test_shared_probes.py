@@ -207,15 +207,26 @@ def test_labeller_dispatches_on_the_spec_and_checks_its_input(conv_nets):
         companions.labeller(stacked, "batchnorm", x)
 
 
-def test_probe_files_names_a_convolutional_weights_file(conv_nets, tmp_path):
+def test_probe_files_reads_a_convolutional_weights_file(conv_nets, tmp_path):
+    """A weights file of convolutional networks (``kind: conv``) is probed as its stack is; the
+    convolutional study's own file (every batch size in one) is named and refused."""
+    from bnstudy.nets import weights
+
     stacked, spec = conv_nets["batchnorm"]
-    path = tmp_path / "conv.safetensors"
-    io.write_weights(path, {f"b8/seed0/{k}": v[0] for k, v in stacked.items()}, spec.meta() | {"seeds": "[0]"})
     x, y = _images()
-    with pytest.raises(ValueError, match="convolutional networks"):
-        companions.probe_files(
-            [path], "conv", x, y, 40, [0], seed=0, **{k: v for k, v in _DESIGN.items() if k != "seed"}
-        )
+    design = {k: v for k, v in _DESIGN.items() if k != "seed"}
+    path = tmp_path / "grid.safetensors"
+    weights.write(
+        path, spec, Recipe(batch_size=8, epochs=2), [3, 4], [{k: v[i] for k, v in stacked.items()} for i in (0, 1)]
+    )
+    rows = companions.probe_files([path], "conv", x, y, 40, [2, 9], seed=0, **design)
+    direct = companions.probe_network(stacked, spec, x, y, [2, 9], **_DESIGN)
+    head = {"network": "conv", "normaliser": "batchnorm", "train_batch_size": 8}
+    assert rows == [head | {"seed": 3 + r.pop("model")} | r for r in direct]
+    study = tmp_path / "study.safetensors"
+    io.write_weights(study, {f"b8/seed0/{k}": v[0] for k, v in stacked.items()}, spec.meta() | {"seeds": "[0]"})
+    with pytest.raises(ValueError, match="convolutional study's file"):
+        companions.probe_files([study], "conv", x, y, 40, [0], seed=0, **design)
 
 
 # ---- the convolutional study's probe -------------------------------------------------
