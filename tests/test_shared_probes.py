@@ -24,6 +24,7 @@ from bnstudy.studies.conv import science as conv_study
 N = 24
 CLASSES_HERE = 4  # classes among the test rows: 6 rows each, enough for one-class batches of 3
 NEAR_TIE = 1e-4
+RENORM_LIMITS = (1.5, 0.5)  # batch renorm's (rmax, dmax), other than batch norm's (1, 0)
 
 
 def _images(n=N, seed=0):
@@ -33,12 +34,13 @@ def _images(n=N, seed=0):
 
 @pytest.fixture(scope="module")
 def conv_nets():
-    """Two seeds of a small convolutional network per kind, trained two epochs on 40 images."""
+    """Two seeds of a small convolutional network per kind (every kind it takes), trained two epochs
+    on 40 images."""
     x, _ = _images(40, seed=1)
     y = (np.arange(40) % 10).astype(np.int64)
     out = {}
     for kind in normalisers.CONV_NAMES:
-        spec = conv_train.ConvSpec(kind, (4, 8), 2)
+        spec = conv_train.ConvSpec(kind, (4, 8), 2, virtual_batch=2)  # ghost: virtual batches of 2 images
         stacked, _ = conv_train.train_models(spec, Recipe(batch_size=8, epochs=2), [0, 1], x, y)
         out[kind] = (stacked, spec)
     return out
@@ -49,10 +51,12 @@ def _batches(b, k=6, seed=0):
     return np.concatenate([companions.random_batches(N, e, b, k, seed) for e in (0, 5, 17)])
 
 
-def _direct(stacked, spec, x, batches):
+def _direct(stacked, spec, x, batches, limits=(1.0, 0.0)):
     """Row 0's label of every batch, each batch laid out alone through ``conv_train.logits``."""
     b = batches.shape[1]
-    z = np.stack([conv_train.logits(stacked, spec, x[batch], train=True, batch=b)[:, 0] for batch in batches], 1)
+    z = np.stack(
+        [conv_train.logits(stacked, spec, x[batch], train=True, batch=b, limits=limits)[:, 0] for batch in batches], 1
+    )
     return evaluation.labels(z), z
 
 
@@ -70,8 +74,9 @@ def test_batch_labels_are_row_zeros_training_mode_labels(conv_nets, kind, b):
     before = {k: v.copy() for k, v in stacked.items()}
     x, _ = _images()
     batches = _batches(b)
-    want, _ = _direct(stacked, spec, x, batches)
-    geo, ns = spec.arch(8).geometry, conv_train.norm_settings(spec)
+    limits = RENORM_LIMITS if kind == "batchrenorm" else (1.0, 0.0)
+    want, _ = _direct(stacked, spec, x, batches, limits)
+    geo, ns = spec.arch(8).geometry, conv_train.norm_settings(spec, limits)
     for i in range(2):
         got = np.full(len(batches), -1, np.int64)
         conv.batch_labels(conv_train.model_arrays(stacked, spec, i), geo, ns, _flat(x), batches, got)
@@ -192,13 +197,24 @@ def test_conv_probe_network_is_the_direct_computation(conv_nets, kind):
         assert sum(r["flips"] for r in rows) == 0
 
 
+def test_conv_batch_renorm_probes_take_the_limits(conv_nets):
+    """The limits reach the convolutional probe: batch renorm with (1, 0) is batch norm on the same
+    weights, and with other limits it is the direct computation with them."""
+    stacked, spec = conv_nets["batchrenorm"]
+    x, _ = _images()
+    batches = np.concatenate([companions.exact_pairs(N, e) for e in (0, 3, 11)])
+    as_bn = companions.batch_predictions(stacked, conv_train.ConvSpec("batchnorm", (4, 8), 2), x, batches)
+    assert np.array_equal(companions.batch_predictions(stacked, spec, x, batches), as_bn)
+    relaxed = companions.batch_predictions(stacked, spec, x, batches, RENORM_LIMITS)
+    assert np.array_equal(relaxed, _direct(stacked, spec, x, batches, RENORM_LIMITS)[0])
+    assert not np.array_equal(relaxed, as_bn)
+
+
 def test_labeller_dispatches_on_the_spec_and_checks_its_input(conv_nets):
     stacked, spec = conv_nets["batchnorm"]
     x, _ = _images()
     assert type(companions.labeller(stacked, spec, x)).__name__ == "_ConvLabeller"
     assert type(companions.labeller(*_mlp_stack("batchnorm"), x)).__name__ == "_MlpLabeller"
-    with pytest.raises(ValueError, match="renorm limits"):
-        companions.labeller(stacked, spec, x, (2.0, 1.0))
     with pytest.raises(ValueError, match="b >= 2"):
         companions.batch_predictions(stacked, spec, x, np.zeros((3, 1), np.int64))
     with pytest.raises(ValueError, match="row indices"):

@@ -201,16 +201,15 @@ class _MlpLabeller:
 
 class _ConvLabeller:
     """The convolutional network's labels: :func:`bnstudy.compiled.conv.batch_labels` for training
-    mode (model by model), the first largest of :func:`bnstudy.nets.conv_train.logits` for inference."""
+    mode (model by model; batch renorm with ``limits``), the first largest of
+    :func:`bnstudy.nets.conv_train.logits` for inference."""
 
     def __init__(self, stacked: dict, spec: ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
-        if tuple(float(v) for v in limits) != (1.0, 0.0):
-            raise ValueError("the convolutional network takes no batch renorm limits")
         self._stacked, self._spec, self._x = stacked, spec, np.asarray(x)
         self.models = int(next(iter(stacked.values())).shape[0])
         self._pixels = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
         self._geo = spec.arch(conv_train.image_side(x)).geometry
-        self._settings = conv_train.norm_settings(spec)
+        self._settings = conv_train.norm_settings(spec, limits)
         self._nets = [conv_train.model_arrays(stacked, spec, i) for i in range(self.models)]
 
     def labels(self, batches: np.ndarray) -> np.ndarray:
@@ -236,7 +235,7 @@ def labeller(stacked: dict, spec: NetSpec | ConvSpec, x: np.ndarray, limits=(1.0
     ``models``, ``labels(batches)`` (training-mode labels ``(M, K)`` of row 0 of each of the
     ``(K, b)`` batches of row indices) and ``inference(rows)`` (inference-mode labels ``(M, R)``
     of the rows ``rows``). The one place that dispatches on the network (``limits``: batch
-    renorm's ``(rmax, dmax)``, the MLP's only)."""
+    renorm's ``(rmax, dmax)``)."""
     return _LABELLERS[network.kind(spec)](stacked, spec, x, limits)
 
 
