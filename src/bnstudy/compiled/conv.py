@@ -232,21 +232,34 @@ def forward_model(net, geo, ns, x, n_ex, batch, train, logits):
 
 
 @numba.njit(**JIT)
-def pair_labels(net, geo, ns, x, pairs, out):
-    """Training-mode label of image ``pairs[k, 0]`` of ``x`` (``(N * P, C_in)``) in a batch of two
-    with image ``pairs[k, 1]`` (first largest logit), for every ``k`` in order."""
+def batch_labels(net, geo, ns, x, batches, out):
+    """Training-mode label of row 0 of every batch: for each ``k`` in order, the images
+    ``batches[k, 0 .. b-1]`` of ``x`` (``(N * P, C_in)``) copied, in that order, into one batch of
+    ``b`` images, :func:`forward_model` in training mode on it (running statistics read, never
+    written), and ``out[k]`` = the first largest logit of its image 0 (``argmax_rows``' rule). So
+    each label is, bit for bit, row 0's of ``conv_train.logits(..., train=True, batch=b)`` on
+    that batch."""
     p = geo.layers[0, P_IN]
-    xb = np.empty((2 * p, x.shape[1]), np.float32)
-    z = np.empty((2, net.wt.shape[1]), np.float32)
-    for k in range(pairs.shape[0]):
-        for j in range(2):
-            src = pairs[k, j] * p
+    b = batches.shape[1]
+    xb = np.empty((b * p, x.shape[1]), np.float32)
+    z = np.empty((b, net.wt.shape[1]), np.float32)
+    for k in range(batches.shape[0]):
+        for j in range(b):
+            src = batches[k, j] * p
             for q in range(p):
                 for c in range(x.shape[1]):
                     xb[j * p + q, c] = x[src + q, c]
-        forward_model(net, geo, ns, xb, 2, 2, True, z)
+        forward_model(net, geo, ns, xb, b, b, True, z)
         best = 0
         for c in range(1, z.shape[1]):
             if z[0, c] > z[0, best]:
                 best = c
         out[k] = best
+
+
+@numba.njit(**JIT)
+def pair_labels(net, geo, ns, x, pairs, out):
+    """Training-mode label of image ``pairs[k, 0]`` of ``x`` (``(N * P, C_in)``) in a batch of two
+    with image ``pairs[k, 1]`` (first largest logit), for every ``k`` in order: :func:`batch_labels`
+    with ``b = 2``."""
+    batch_labels(net, geo, ns, x, pairs, out)

@@ -40,11 +40,17 @@ probes of one example share that example and are not independent), within each
 class (the examples are drawn a fixed number per class). Means over examples add
 the per-example values correctly rounded (``math.fsum``).
 
-The probes run in the compiled kernel of :mod:`bnstudy.compiled.probes` (fixed float32
-order, the arithmetic of :mod:`bnstudy.compiled.kernels`), which reads running statistics
-and never writes them; inference-mode labels come from
-:func:`bnstudy.compiled.kernels.predict`. Nothing here imports PyTorch except the reference
-loop :func:`batch_logits_loop`, used by the tests and the benchmark.
+The probes take either network (:func:`labeller`, which dispatches on the spec's type and
+nowhere else). For the MLP (:class:`bnstudy.nets.model.NetSpec`) they run in the compiled
+kernel of :mod:`bnstudy.compiled.probes` (fixed float32 order, the arithmetic of
+:mod:`bnstudy.compiled.kernels`) and inference-mode labels come from
+:func:`bnstudy.compiled.kernels.predict`. For the convolutional network
+(:class:`bnstudy.nets.conv_train.ConvSpec`) each batch goes through
+:func:`bnstudy.compiled.conv.batch_labels` (row 0's label in training mode, bit for bit
+``conv_train.logits(..., train=True, batch=b)``'s on that batch) and inference-mode labels are
+the first largest of :func:`bnstudy.nets.conv_train.logits`. Both read running statistics and
+never write them. Nothing here imports PyTorch except the reference loop
+:func:`batch_logits_loop` (the MLP's), used by the tests and the benchmark.
 """
 
 from __future__ import annotations
@@ -54,8 +60,11 @@ import numpy as np
 from bnstudy.base.runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
 from bnstudy.base.stats import bootstrap_examples, mean_sd
 from bnstudy.compiled import kernels
+from bnstudy.compiled.conv import batch_labels
 from bnstudy.compiled.probes import Prober
+from bnstudy.nets import conv_train, network
 from bnstudy.nets import model as mlp
+from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
 
 DESIGNS = ("random", "exact", "own_class", "other_class", "any_class")
@@ -174,12 +183,68 @@ def one_class_batches(y: np.ndarray, example: int, b: int, k: int, seed: int, ow
 # ---- evaluating probes -----------------------------------------------------------
 
 
+class _MlpLabeller:
+    """The MLP's labels: the compiled :class:`bnstudy.compiled.probes.Prober` for training mode,
+    :func:`bnstudy.compiled.kernels.predict` for inference mode."""
+
+    def __init__(self, stacked: dict, spec: NetSpec, x: np.ndarray, limits=(1.0, 0.0)):
+        self._prober = Prober(stacked, spec, x, limits)
+        self._stacked, self._spec, self._x = stacked, spec, np.asarray(x)
+        self.models = self._prober.models
+
+    def labels(self, batches: np.ndarray) -> np.ndarray:
+        return self._prober.labels(batches)
+
+    def inference(self, rows) -> np.ndarray:
+        return kernels.predict(self._stacked, self._spec, self._x[rows])
+
+
+class _ConvLabeller:
+    """The convolutional network's labels: :func:`bnstudy.compiled.conv.batch_labels` for training
+    mode (model by model; batch renorm with ``limits``), the first largest of
+    :func:`bnstudy.nets.conv_train.logits` for inference."""
+
+    def __init__(self, stacked: dict, spec: ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
+        self._stacked, self._spec, self._x = stacked, spec, np.asarray(x)
+        self.models = int(next(iter(stacked.values())).shape[0])
+        self._pixels = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
+        self._geo = spec.arch(conv_train.image_side(x)).geometry
+        self._settings = conv_train.norm_settings(spec, limits)
+        self._nets = [conv_train.model_arrays(stacked, spec, i) for i in range(self.models)]
+
+    def labels(self, batches: np.ndarray) -> np.ndarray:
+        batches = np.ascontiguousarray(batches, dtype=np.int64)
+        if batches.ndim != 2 or batches.shape[1] < 2:
+            raise ValueError(f"batches must be (K, b) with b >= 2, got {batches.shape}")
+        if batches.size and (batches.min() < 0 or batches.max() >= len(self._x)):
+            raise ValueError(f"row indices must lie in [0, {len(self._x)})")
+        out = np.empty((self.models, len(batches)), np.int64)
+        for i, net in enumerate(self._nets):
+            batch_labels(net, self._geo, self._settings, self._pixels, batches, out[i])
+        return out
+
+    def inference(self, rows) -> np.ndarray:
+        return network.labels_of(conv_train.logits(self._stacked, self._spec, self._x[rows]))
+
+
+_LABELLERS = {"mlp": _MlpLabeller, "conv": _ConvLabeller}
+
+
+def labeller(stacked: dict, spec: NetSpec | ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
+    """The stack ``stacked`` of ``spec``'s network ready to label rows of ``x``: an object with
+    ``models``, ``labels(batches)`` (training-mode labels ``(M, K)`` of row 0 of each of the
+    ``(K, b)`` batches of row indices) and ``inference(rows)`` (inference-mode labels ``(M, R)``
+    of the rows ``rows``). The one place that dispatches on the network (``limits``: batch
+    renorm's ``(rmax, dmax)``)."""
+    return _LABELLERS[network.kind(spec)](stacked, spec, x, limits)
+
+
 def batch_predictions(
-    stacked: dict, spec: NetSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+    stacked: dict, spec: NetSpec | ConvSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
 ) -> np.ndarray:
     """Training-mode labels ``(M, K)`` of row 0 of each batch (``(K, b)`` row indices of ``x``),
-    every model of ``stacked`` (a NumPy stack), by the compiled probes."""
-    return Prober(stacked, spec, x, limits).labels(batches)
+    every model of ``stacked`` (a NumPy stack), by the compiled probes of either network."""
+    return labeller(stacked, spec, x, limits).labels(batches)
 
 
 def batch_logits_loop(
@@ -249,7 +314,7 @@ def example_plans(
 
 def probe_network(
     stacked: dict,
-    spec: NetSpec,
+    spec: NetSpec | ConvSpec,
     x: np.ndarray,
     y: np.ndarray,
     examples,
@@ -265,12 +330,13 @@ def probe_network(
     One dict per (model, example, design, batch size) with ``batches`` (probes),
     ``flips`` (label differs from inference mode), ``correct`` (label is the true
     one), plus the example's true and inference-mode labels. ``model`` is the index
-    into the stack.
+    into the stack. Either network (:func:`labeller`): ``spec`` a ``NetSpec`` or a ``ConvSpec``
+    (whose ``x`` holds square one-channel images, one per row).
     """
     y = np.asarray(y)
     examples = [int(e) for e in examples]
-    prober = Prober(stacked, spec, x, limits)
-    inference = kernels.predict(stacked, spec, np.asarray(x)[examples])  # (M, E)
+    prober = labeller(stacked, spec, x, limits)
+    inference = prober.inference(examples)  # (M, E)
     rows = []
     for j, e in enumerate(examples):
         for design, b, batches in example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed):
@@ -301,12 +367,23 @@ def probe_files(paths, network: str, x, y, train_rows: int, examples, *, seed: i
     """:func:`probe_network` for every network in the weights files ``paths``, file by file: one
     row per model, example and design, led by ``network``, ``normaliser``, ``train_batch_size`` and
     ``seed``. ``train_rows`` fixes batch renorm's final (rmax, dmax); ``design`` is the keyword
-    arguments of :func:`probe_network` (``batch_sizes``, ``batches_per_example``, ``one_class_batch_size``)."""
+    arguments of :func:`probe_network` (``batch_sizes``, ``batches_per_example``, ``one_class_batch_size``).
+
+    The files are :mod:`bnstudy.nets.weights`' (``seed<s>/<tensor>``), of either network: an MLP's
+    or a convolutional network's (``kind: conv`` in the metadata), each probed through
+    :func:`labeller`. The convolutional study's own file (``ConvSpec.meta()`` without ``kind``, every
+    training batch size of a normaliser in one file) is not read here: its caller passes the stack
+    and the ``ConvSpec`` to :func:`probe_network` (:func:`bnstudy.studies.conv.science.probe` labels
+    through :func:`labeller` so)."""
+    from bnstudy.base.io import read_metadata
     from bnstudy.nets import weights
     from bnstudy.nets.recipe import final_limits
 
     out = []
     for path in weights.as_paths(paths):
+        meta = read_metadata(path)
+        if "kind" not in meta and "channels" in meta:
+            raise ValueError(f"{path} is the convolutional study's file: pass its stack and ConvSpec to probe_network")
         stacked, spec, metas = weights.read(path)
         limits = final_limits(metas[0], train_rows)
         for row in probe_network(stacked, spec, x, y, examples, seed=seed, limits=limits, **design):

@@ -3,7 +3,8 @@
 - :func:`train_normaliser`: one normaliser's networks at every batch size x seed, each scored
   on the test half in inference mode and in training mode on seeded test batches of its
   training size (:func:`bnstudy.studies.batch_size.evaluation.test_batches`, every row scored once);
-- :func:`companion_pairs` and :func:`probe`: study 1 at batches of two. Every probed test
+- :func:`companion_pairs` and :func:`probe`: study 1 at batches of two, labelled by the companion
+  study's shared probes (:func:`bnstudy.studies.companions.science.labeller`). Every probed test
   example is labelled in inference mode once and in training mode beside one companion:
   ``random`` companions (drawn uniformly, with replacement across draws, from the other test
   rows), ``own_class`` and ``other_class`` companions (from the rows of its class, or of the
@@ -23,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from bnstudy.base.runtime import STREAM_PROBE, derive_seed
-from bnstudy.compiled.conv import pair_labels
 from bnstudy.nets import conv_train
 from bnstudy.studies.batch_size import evaluation
+from bnstudy.studies.companions.science import labeller
 
 RUN_COLUMNS = ["normaliser", "batch_size", "seed", "inference_accuracy", "train_mode_accuracy", "final_loss"]
 DESIGNS = ("random", "own_class", "other_class", "exact")
@@ -123,19 +124,18 @@ def companion_pairs(examples, y_test, draws: int, exact: np.ndarray, seed: int, 
 
 def probe(weights: dict, spec, batch_sizes, seeds, x_test, y_test, pairs: pd.DataFrame) -> pd.DataFrame:
     """Per network (training batch size, seed), design and example: batches, flips (training-mode
-    label differs from the inference-mode one), training-mode correct labels, inference correct."""
-    x = np.ascontiguousarray(np.asarray(x_test, np.float32).reshape(-1, 1))
+    label differs from the inference-mode one), training-mode correct labels, inference correct.
+    The labels are the companion study's (:func:`bnstudy.studies.companions.science.labeller`): each
+    pair a training-mode batch of two, the example first."""
     y_test = np.asarray(y_test)
     index = np.ascontiguousarray(pairs[["example", "companion"]].to_numpy(np.int64))
     out = []
     for b in batch_sizes:
-        stacked = networks(weights, b, seeds)
-        inference = evaluation.labels(conv_train.logits(stacked, spec, x_test))
+        shared = labeller(networks(weights, b, seeds), spec, x_test)
+        inference = shared.inference(np.arange(len(y_test)))
+        labels = shared.labels(index)
         for i, s in enumerate(seeds):
-            got = np.empty(len(index), np.int64)
-            net = conv_train.model_arrays(stacked, spec, i)
-            geo = spec.arch(conv_train.image_side(x_test)).geometry
-            pair_labels(net, geo, conv_train.norm_settings(spec), x, index, got)
+            got = labels[i]
             table = pairs.assign(
                 flip=(got != inference[i][index[:, 0]]).astype(np.int64),
                 correct=(got == y_test[index[:, 0]]).astype(np.int64),
