@@ -250,6 +250,14 @@ def _mutation_test_times() -> dict:
     return json.loads(stats.read_text()).get("duration_by_test", {})
 
 
+def _background_order(item) -> int:
+    """0: a unit test; 1: a pipeline test (it may ask for the background runs while it runs);
+    2: a test whose fixtures are the background runs or the cluster."""
+    if any(_waits_for(item, name) for name in ("runs", "fashion_tiny", "cluster")):
+        return 2
+    return 1 if item.get_closest_marker("pipeline") else 0
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())):
@@ -257,8 +265,11 @@ def pytest_collection_modifyitems(config, items):
     times = _mutation_test_times()  # read here: mutmut writes it after conftest is imported
     if times:
         items.sort(key=lambda item: times.get(item.nodeid, 0.0))
-    # the tests that wait for the background runs, or use the cluster one keeps busy, go last
-    items.sort(key=lambda item: any(_waits_for(item, name) for name in ("runs", "fashion_tiny", "cluster")))
+    # the tests that wait for the background runs, or use the cluster one keeps busy, go last; before
+    # them the other pipeline tests, among which are those that ask for the runs only when they run
+    # (request.getfixturevalue: their fixturenames do not show it), which, run early, kept the
+    # foreground waiting on the runs while the unit tests after them could have used the core
+    items.sort(key=_background_order)
 
 
 _CURRENT = {}  # the test being run, and the processes it started
