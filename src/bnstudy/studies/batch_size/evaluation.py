@@ -132,7 +132,7 @@ def train_mode_logits(
 ) -> np.ndarray:
     """Training-mode logits ``(M, n, C)`` of every test row, in the batch that scores it.
 
-    The batches are :func:`test_batches`; ``kernels.logits(train=True)`` on them
+    The batches are :func:`test_batches`; ``network.logits(train=True)`` on them
     (running statistics read by batch renorm with ``limits``, never written); row
     ``i`` of the result is row ``i`` of ``x``.
     """
