@@ -46,9 +46,8 @@ def _dispatchers():
     )
     from bnstudy.nets import conv_train, data
     from bnstudy.studies.batch_size import evaluation, remedies
-    from bnstudy.studies.serving import science as serving
 
-    modules = (fixedmath, blocks, normkernels, kernels, gradients, optimisers, backprop, tiled, probes, serving)
+    modules = (fixedmath, blocks, normkernels, kernels, gradients, optimisers, backprop, tiled, probes)
     modules = (*modules, conv, conv_train)
     for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
         for name in sorted(vars(module)):

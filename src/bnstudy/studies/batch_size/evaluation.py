@@ -29,7 +29,6 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
-from bnstudy.compiled import kernels
 from bnstudy.nets import network
 from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
@@ -64,12 +63,7 @@ def _sum_and_squares(v):
     return mean, ss
 
 
-def labels(z: np.ndarray) -> np.ndarray:
-    """Each row's first largest logit: ``(M, N, C)`` logits to ``(M, N)`` labels."""
-    out = np.empty(z.shape[:2], np.int64)
-    for i in range(z.shape[0]):
-        kernels.argmax_rows(np.ascontiguousarray(z[i]), out[i])
-    return out
+labels = network.labels_of  # each row's first largest logit: (M, N, C) logits to (M, N) labels
 
 
 def share(hits: np.ndarray) -> np.ndarray:

@@ -59,7 +59,6 @@ import numpy as np
 
 from bnstudy.base.runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
 from bnstudy.base.stats import bootstrap_examples, mean_sd
-from bnstudy.compiled import kernels
 from bnstudy.compiled.conv import batch_labels
 from bnstudy.compiled.probes import Prober
 from bnstudy.nets import conv_train, network
@@ -183,29 +182,35 @@ def one_class_batches(y: np.ndarray, example: int, b: int, k: int, seed: int, ow
 # ---- evaluating probes -----------------------------------------------------------
 
 
-class _MlpLabeller:
-    """The MLP's labels: the compiled :class:`bnstudy.compiled.probes.Prober` for training mode,
-    :func:`bnstudy.compiled.kernels.predict` for inference mode."""
+class _Labeller:
+    """What both networks' labellers share: the stack, the spec, the rows, and inference-mode
+    labels (:func:`bnstudy.nets.network.predict`)."""
+
+    def __init__(self, stacked: dict, spec, x: np.ndarray):
+        self._stacked, self._spec, self._x = stacked, spec, np.asarray(x)
+
+    def inference(self, rows) -> np.ndarray:
+        return network.predict(self._stacked, self._spec, self._x[rows])
+
+
+class _MlpLabeller(_Labeller):
+    """The MLP's training-mode labels: the compiled :class:`bnstudy.compiled.probes.Prober`."""
 
     def __init__(self, stacked: dict, spec: NetSpec, x: np.ndarray, limits=(1.0, 0.0)):
+        super().__init__(stacked, spec, x)
         self._prober = Prober(stacked, spec, x, limits)
-        self._stacked, self._spec, self._x = stacked, spec, np.asarray(x)
         self.models = self._prober.models
 
     def labels(self, batches: np.ndarray) -> np.ndarray:
         return self._prober.labels(batches)
 
-    def inference(self, rows) -> np.ndarray:
-        return kernels.predict(self._stacked, self._spec, self._x[rows])
 
-
-class _ConvLabeller:
-    """The convolutional network's labels: :func:`bnstudy.compiled.conv.batch_labels` for training
-    mode (model by model; batch renorm with ``limits``), the first largest of
-    :func:`bnstudy.nets.conv_train.logits` for inference."""
+class _ConvLabeller(_Labeller):
+    """The convolutional network's training-mode labels: :func:`bnstudy.compiled.conv.batch_labels`
+    (model by model; batch renorm with ``limits``)."""
 
     def __init__(self, stacked: dict, spec: ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
-        self._stacked, self._spec, self._x = stacked, spec, np.asarray(x)
+        super().__init__(stacked, spec, x)
         self.models = int(next(iter(stacked.values())).shape[0])
         self._pixels = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
         self._geo = spec.arch(conv_train.image_side(x)).geometry
@@ -222,9 +227,6 @@ class _ConvLabeller:
         for i, net in enumerate(self._nets):
             batch_labels(net, self._geo, self._settings, self._pixels, batches, out[i])
         return out
-
-    def inference(self, rows) -> np.ndarray:
-        return network.labels_of(conv_train.logits(self._stacked, self._spec, self._x[rows]))
 
 
 _LABELLERS = {"mlp": _MlpLabeller, "conv": _ConvLabeller}
