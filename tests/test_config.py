@@ -31,6 +31,14 @@ def mutate(cfg, path, value):
 
 
 DELETE = object()
+# network.kind conv: every study trains this network (two convolutions, the second adding the first's output)
+CONV_NETWORK = {
+    "kind": "conv",
+    "layers": [{"channels": 8, "stride": 2}, {"channels": 8, "skip": 0}],
+    "groups": 4,
+    "eps": 1.0e-5,
+    "momentum": 0.1,
+}
 
 BAD = {
     "unknown normaliser": (["normalisers"], ["none", "batchnorn"], "normalisers[1]"),
@@ -60,6 +68,7 @@ BAD = {
     "companion batch beyond the test half": (["companions", "batch_sizes"], [2, 900], "companions.batch_sizes"),
     "running-stats batch beyond its rows": (["running_stats", "batch_sizes"], [8, 513], "running_stats.batch_sizes"),
     "sort feature beyond the features": (["running_stats", "sort_feature"], 16, "running_stats.sort_feature"),
+    "convolutional network beside the convolutional study": (["network"], CONV_NETWORK, "conv"),
     "CNN normaliser without a 2-d form": (
         ["conv", "normalisers"],
         ["none", "batchnorm", "rmsnorm"],
@@ -515,3 +524,51 @@ def test_the_cnn_needs_the_grids_adam(test_config):
     assert cross_field_error(mutate(test_config, ["grid", "optimizer"], "sgd")) == (
         "config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam"
     )
+
+
+def _conv_config(test_config, **network):
+    """The test config with every study on the convolutional network: no conv section (that study
+    sets a CNN beside the MLP), no normaliser without a 2-d form."""
+    cfg = copy.deepcopy(test_config)
+    del cfg["conv"]
+    cfg["normalisers"] = [n for n in cfg["normalisers"] if n != "rmsnorm"]
+    cfg["network"] = copy.deepcopy(CONV_NETWORK) | network
+    return cfg
+
+
+CONV_BAD = {
+    "hidden widths given to the convolutional network": ({"hidden": [16, 16]}, "network.hidden: not allowed here"),
+    "no layers": ({"layers": DELETE}, "network.layers: required key is missing"),
+    "a skip to a later layer": (
+        {"layers": [{"channels": 8}, {"channels": 8, "skip": 1}]},
+        "network.layers[1].skip: 1 is not an earlier layer",
+    ),
+    "a skip across a stride": (
+        {"layers": [{"channels": 8}, {"channels": 8, "stride": 2, "skip": 0}]},
+        "network.layers[1].skip: layer 0's output has another shape",
+    ),
+    "groups that do not divide the channels": ({"groups": 3}, "network.groups: 3 groups do not divide the channel"),
+    "a stride of 3": ({"layers": [{"channels": 8, "stride": 3}]}, "network.layers[0].stride"),
+}
+
+
+def test_the_convolutional_network_as_the_studys_network_is_checked_like_the_mlp(test_config, schema):
+    """network.kind conv: the config is valid as given; each bad value is refused in one line naming
+    its key; a normaliser without a 2-d form, and the MLP's keys on it (or its keys on the MLP), too."""
+    assert validation_error(_conv_config(test_config), schema) is None
+    for case, (network, want) in CONV_BAD.items():
+        cfg = _conv_config(test_config)
+        for key, value in network.items():
+            if value is DELETE:
+                del cfg["network"][key]
+            else:
+                cfg["network"][key] = value
+        message = validation_error(cfg, schema)
+        assert message is not None and message.startswith(f"config error: {want}"), (case, message)
+        assert "\n" not in message
+    cfg = _conv_config(test_config)
+    cfg["normalisers"].append("rmsnorm")
+    assert validation_error(cfg, schema).startswith("config error: normalisers: ['rmsnorm'] have no form")
+    mlp = copy.deepcopy(test_config)
+    mlp["network"]["layers"] = CONV_NETWORK["layers"]
+    assert validation_error(mlp, schema).startswith("config error: network.layers: not allowed here (the MLP")

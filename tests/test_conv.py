@@ -9,6 +9,7 @@ from bnstudy.compiled import conv, normkernels
 from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
+from bnstudy.paper import network_prose
 from bnstudy.studies.conv import report as conv_report
 from bnstudy.studies.conv import science as conv_study
 
@@ -293,7 +294,7 @@ def test_layer_sides_are_the_compiled_geometrys():
         for stride in strides:
             s = conv.out_side(s, stride)
             want.append(s)
-        assert conv_report.layer_sides(side, strides) == want
+        assert network_prose.layer_sides(side, strides) == want
         assert geo.layers[:, 1].tolist() == [s * s for s in want]  # each layer's output positions
 
 
@@ -303,14 +304,14 @@ def test_the_network_reads_images_of_the_data_sets_side(side):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, side * side)).astype(np.float32)
     y = (np.arange(8) % 10).astype(np.int64)
-    assert conv_train.image_side(x) == conv_report.square_side(x.shape[1]) == side
+    assert conv_train.image_side(x) == network_prose.square_side(x.shape[1]) == side
     spec = conv_train.ConvSpec.from_params(
         "batchnorm", {"groups": 2, "eps": 1e-5, "momentum": 0.1, "layers": [{"channels": 4, "stride": 2}]}
     )
     stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
     assert conv_train.logits(stacked, spec, x).shape == (1, 8, 10)
     with pytest.raises(ValueError, match="not a square image"):
-        conv_report.square_side(side * side + 1)
+        network_prose.square_side(side * side + 1)
 
 
 def _setting(design, side):

@@ -353,3 +353,57 @@ def test_shift_is_float32_scale_then_offset_and_arms_are_named():
     assert finetune.arm_settings("layernorm") == ("layernorm", False, None)
     with pytest.raises(ValueError, match="unknown fine-tuning arm"):
         finetune.arm_settings("ghost")
+
+
+def _conv_state(seed=6, tracked=5):
+    """A small residual convolutional batch-norm network (8x8 images) with non-trivial affine
+    parameters and running statistics."""
+    from bnstudy.nets import conv_train
+
+    spec = conv_train.ConvSpec("batchnorm", (4, 6, 6), 2, strides=(2, 1, 1), skips=(-1, -1, 1))
+    rng = np.random.default_rng(seed)
+    state = conv_train.initial_state(spec, seed)
+    for layer in conv_train.norm_keys(spec):
+        c = state[f"{layer}.weight"].shape[0]
+        state[f"{layer}.weight"] = (0.5 + rng.random(c)).astype(np.float32)
+        state[f"{layer}.bias"] = (rng.random(c) - 0.5).astype(np.float32)
+        state[f"{layer}.running_mean"] = (rng.random(c) - 0.5).astype(np.float32)
+        state[f"{layer}.running_var"] = (0.5 + rng.random(c)).astype(np.float32)
+        state[f"{layer}.num_batches_tracked"] = np.array(tracked, np.int64)
+    return state, spec
+
+
+def test_conv_finetuning_agrees_with_pytorch_batchnorm2d_in_a_training_loop():
+    """The convolutional network: frozen (BatchNorm2d in eval mode) against PyTorch's loop with
+    autograd and torch.optim.Adam on the same batches; live at learning rate 0, the running
+    statistics following every batch as in PyTorch's training mode (the weights stay bit for bit;
+    live Adam steps are not compared: a convolution's bias before batch norm gets gradients that are
+    zero in exact arithmetic, whose rounding Adam turns into full steps, as in the MLP)."""
+    from bnstudy.nets import conv_torch
+
+    state, spec = _conv_state()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((24, 64)).astype(np.float32)
+    y = np.arange(24, dtype=np.int64) % 3
+    rows = finetune.stream_rows(y, "shuffle", 0, 0, 12, 3)
+    xt, yt = conv_torch.images(x), torch.from_numpy(y)
+    for frozen, lr in ((True, 1e-2), (False, 0.0)):
+        ours = finetune.run(state, spec, x, y, rows, 3, lr, frozen=frozen)
+        net = conv_torch.build_module(spec, state=state)
+        net.eval() if frozen else net.train()
+        opt = torch.optim.Adam(net.parameters(), lr=lr, foreach=False)
+        for k in range(len(rows) // 3):
+            idx = torch.from_numpy(rows[k * 3 : (k + 1) * 3])
+            loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        for key, value in net.state_dict().items():
+            value = value.numpy()
+            if "num_batches" in key:
+                assert int(ours[key]) == int(value) == 5 + (0 if frozen else len(rows) // 3), key
+            elif ("running" in key) == frozen:  # frozen: statistics never written; live at lr 0: weights kept
+                assert ours[key].tobytes() == state[key].tobytes() and np.array_equal(value, state[key]), key
+            else:
+                assert np.abs(ours[key] - state[key]).max() > 1e-4, key  # it learned, or the statistics moved
+                np.testing.assert_allclose(ours[key], value, rtol=1e-4, atol=5e-5, err_msg=key)

@@ -279,3 +279,16 @@ def test_conv_study_probe_is_unchanged_through_the_shared_path(conv_nets):
     want = _probe_by_pairs(weights, spec, [8], [0, 1], x, y, pairs)
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert got.flips.sum() > 0
+
+
+@pytest.mark.parametrize("kind", ["batchnorm", "batchrenorm", "ghostbatchnorm"])
+def test_conv_probes_leave_every_tensor_bit_identical(conv_nets, kind):
+    """The paper's claim for the convolutional network's probes: training mode reads the running
+    statistics and writes nothing (PyTorch's BatchNorm2d would update them, even without gradients)."""
+    stacked, spec = conv_nets[kind]
+    before = {k: v.copy() for k, v in stacked.items()}
+    x, y = _images()
+    companions.probe_network(stacked, spec, x, y, [2, 9], **_DESIGN)
+    assert before.keys() == stacked.keys()
+    assert all(np.array_equal(before[k], stacked[k]) and before[k].dtype == stacked[k].dtype for k in before)
+    assert any("running" in k for k in before)  # the buffers are among the tensors checked

@@ -196,7 +196,11 @@ def net_params(normaliser):
     """The network's params: the shared ones, and the settings only this normaliser reads (from its own
     config section, e.g. ghost batch norm's virtual batch), so that changing them re-trains only it."""
     n = config["network"]
-    shared = dict(normaliser=normaliser, hidden=n["hidden"], groups=n["groups"], eps=n["eps"], momentum=n["momentum"])
+    if n.get("kind", "mlp") == "conv":  # the MLP's parameters stay as they were, without a kind
+        shared = dict(normaliser=normaliser, kind="conv", layers=n["layers"])
+    else:
+        shared = dict(normaliser=normaliser, hidden=n["hidden"])
+    shared |= dict(groups=n["groups"], eps=n["eps"], momentum=n["momentum"])
     return shared | spec_settings(normaliser, config)
 
 

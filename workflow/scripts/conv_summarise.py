@@ -10,7 +10,7 @@ log = start(snakemake, torch=False)
 import pandas as pd
 
 from bnstudy.base import io, normalisers
-from bnstudy.paper import latex
+from bnstudy.paper import latex, network_prose
 from bnstudy.studies.conv import report as conv_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
@@ -35,7 +35,7 @@ design = network | {
 }
 if p.exact_companions is not None:
     design["exact_companions"] = int(p.exact_companions)
-side = conv_report.square_side(io.read_array(inp.x_test).shape[1])  # the images' side, from the data
+side = network_prose.square_side(io.read_array(inp.x_test).shape[1])  # the images' side, from the data
 result = conv_report.report(runs, rates, mlp, p.confidence, normalisers.labels(), design, side)
 io.write_table(out.side, result["side"])
 io.write_table(out.paired, result["paired"])

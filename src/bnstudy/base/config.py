@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bnstudy.base import normalisers
 from bnstudy.base.datasets import DIGITS_CLASS_COUNTS, FASHION, FASHION_TEST_CLASS_ROWS, SHAPES, data_config
 
 
@@ -39,6 +40,11 @@ def describe_schema_error(error) -> str:
         return f"config error: {key_path(path + [missing])}: required key is missing"
     if error.validator == "additionalProperties":
         return f"config error: {key_path(path)}: {error.message} (misspelled key?)"
+    if error.validator == "not" and list(error.validator_value) == ["required"]:  # a key this variant forbids
+        why = error.schema.get("description")
+        return f"config error: {key_path(path + [error.validator_value['required'][0]])}: not allowed here" + (
+            f" ({why})" if why else ""
+        )
     if error.validator == "uniqueItems":
         return f"config error: {key_path(path)}: duplicate values in {error.instance}"
     return f"config error: {key_path(path)}: {error.message}"
@@ -174,22 +180,56 @@ def parts(config: dict) -> Parts:
     )
 
 
-def check_cross_fields(config: dict) -> None:
-    """Rules between keys: the network's and the training batches', then each study's
-    (:func:`study_checks`); raises :class:`ConfigError`."""
-    part = parts(config)
-    groups = config["network"]["groups"]
+def _check_network(config: dict) -> None:
+    """Group norm's groups against the widths (or channels), and the convolutional network's kinds,
+    residual connections and images."""
+    net = config["network"]
+    groups = net["groups"]
+    conv = net.get("kind", "mlp") == "conv"
+    widths = [layer["channels"] for layer in net["layers"]] if conv else net["hidden"]
+    what = "channel count" if conv else "hidden width"
     if "groupnorm" in config["normalisers"]:
-        for width in config["network"]["hidden"]:
+        for width in widths:
             if width % groups:
-                raise ConfigError(
-                    f"config error: network.groups: {groups} groups do not divide the hidden width {width}"
-                )
-            if width // groups < 2:
+                raise ConfigError(f"config error: network.groups: {groups} groups do not divide the {what} {width}")
+            if not conv and width // groups < 2:
                 raise ConfigError(
                     f"config error: network.groups: {groups} groups leave one feature per group "
                     f"in width {width}; group norm would output a constant"
                 )
+    if not conv:
+        return
+    if "conv" in config:
+        raise ConfigError(
+            "config error: conv: the convolutional study sets a convolutional network beside the MLP's grid; "
+            "with network.kind conv every study trains the convolutional network: remove the conv section"
+        )
+    missing = [n for n in config["normalisers"] if n not in normalisers.CONV_NAMES]
+    if missing:
+        raise ConfigError(
+            f"config error: normalisers: {missing} have no form in the convolutional network (network.kind conv)"
+        )
+    check_skips(net["layers"], "network.layers")
+
+
+def check_skips(layers: list, where: str) -> None:
+    """A convolution's skip names an earlier layer of the same shape: same channels, every stride
+    between them 1 (``where``: the layers' config key, for the error line)."""
+    for i, layer in enumerate(layers):
+        k = layer.get("skip")
+        if k is None:
+            continue
+        if k >= i:
+            raise ConfigError(f"config error: {where}[{i}].skip: {k} is not an earlier layer")
+        if layers[k]["channels"] != layer["channels"] or any(x.get("stride", 1) != 1 for x in layers[k + 1 : i + 1]):
+            raise ConfigError(f"config error: {where}[{i}].skip: layer {k}'s output has another shape")
+
+
+def check_cross_fields(config: dict) -> None:
+    """Rules between keys: the network's and the training batches', then each study's
+    (:func:`study_checks`); raises :class:`ConfigError`."""
+    part = parts(config)
+    _check_network(config)
     # A training batch must fit in the training half.
     n_train = part.train_rows
     training = [(f"grid.batch_sizes[{i}]", b) for i, b in enumerate(config["grid"]["batch_sizes"])]

@@ -106,6 +106,7 @@ class Normaliser:
     conv_module: str = ""  # its form in the convolutional network (bnstudy.compiled.conv, conv_train, conv_torch)
     shift: bool = True  # an affine kind's beta besides its gamma
     methods: str = ""  # the Methods' name for it (LaTeX); the label if empty
+    conv_methods: str = ""  # the Methods' name for it in the convolutional network (LaTeX); methods if empty
 
     @property
     def conv(self) -> bool:
@@ -166,6 +167,11 @@ REGISTRY: tuple[Normaliser, ...] = (
             r"batch normalisation (the function of PyTorch's \texttt{BatchNorm1d}, $\epsilon=\netEps$,"
             r" momentum \netMomentum, i.e.\ keep-factor \netKeep)"
         ),
+        conv_methods=(
+            r"batch normalisation (the function of PyTorch's \texttt{BatchNorm2d}: per channel over the"
+            r" examples and positions of the batch, $\epsilon=\netEps$, momentum \netMomentum,"
+            r" i.e.\ keep-factor \netKeep)"
+        ),
         conv_module="bnstudy.nets.norms:batch_norm2d_module",
     ),
     Normaliser(
@@ -180,6 +186,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         module="bnstudy.nets.norms:batch_renorm_module",
         functional="bnstudy.nets.norms:batch_renorm",
         methods="batch renormalisation",
+        conv_methods="batch renormalisation (per channel over the examples and positions, as batch normalisation)",
         conv_module="bnstudy.nets.norms:batch_renorm2d_module",
     ),
     Normaliser(
@@ -194,6 +201,7 @@ REGISTRY: tuple[Normaliser, ...] = (
         module="bnstudy.nets.norms:layer_norm_module",
         functional="bnstudy.nets.norms:layer_norm",
         methods="layer normalisation",
+        conv_methods="layer normalisation (over all channels and positions of one example)",
         conv_module="bnstudy.nets.norms:layer_norm2d_module",
     ),
     Normaliser(
@@ -208,6 +216,10 @@ REGISTRY: tuple[Normaliser, ...] = (
         module="bnstudy.nets.norms:group_norm_module",
         functional="bnstudy.nets.norms:group_norm",
         methods=r"group normalisation with \netGroups{} groups of \groupWidth{} features",
+        conv_methods=(
+            r"group normalisation with \netGroups{} groups of consecutive channels per convolution, each"
+            r" normalised over its channels and positions of one example"
+        ),
         conv_module="bnstudy.nets.norms:group_norm2d_module",
         setting="groups",
     ),
@@ -223,6 +235,10 @@ REGISTRY: tuple[Normaliser, ...] = (
         module="bnstudy.nets.norms:ghost_batch_norm_module",
         functional="bnstudy.nets.norms:ghost_batch_norm",
         methods="ghost batch normalisation (batch normalisation within consecutive virtual batches of each batch)",
+        conv_methods=(
+            "ghost batch normalisation (batch normalisation, per channel over examples and positions, within"
+            " consecutive virtual batches of each batch)"
+        ),
         setting="virtual_batch",
         own_settings=("virtual_batch",),
         conv_module="bnstudy.nets.norms:ghost_batch_norm2d_module",
@@ -279,10 +295,11 @@ def spec_settings(name: str, config: dict) -> dict:
     return {key: config[name][key] for key in get(name).own_settings}
 
 
-def methods_list(names) -> str:
+def methods_list(names, conv: bool = False) -> str:
     """The Methods' phrase naming the kinds ``names`` (a config's ``normalisers``, in its
-    order): each kind's ``methods`` (its label if empty), ``"A, B and C"``."""
-    words = [get(n).methods or get(n).label for n in names]
+    order): each kind's ``methods`` (its label if empty; ``conv``: its ``conv_methods`` first,
+    the convolutional network's form), ``"A, B and C"``."""
+    words = [(conv and get(n).conv_methods) or get(n).methods or get(n).label for n in names]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 

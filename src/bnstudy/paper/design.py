@@ -79,20 +79,45 @@ def data_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]
     }
 
 
+def network_macros(config: dict, side: int) -> dict[str, str]:
+    """The network every study trains: the MLP's hidden widths (``hiddenOne``, ``hiddenTwo``) and
+    group norm's features per group (``groupWidth``); or, for ``network.kind: conv``, ``netConv``
+    (the sections test ``\\ifdefined\\netConv``), its convolutions in prose (``netLayerList``,
+    ``netDepth``) and the positions the pool averages (``netPositions``), on images of ``side``
+    pixels a side. The normalisers' names follow the network (``normaliserList``)."""
+    net = config["network"]
+    names = config["normalisers"]
+    if net.get("kind", "mlp") != "conv":
+        return {
+            "hiddenOne": str(net["hidden"][0]),
+            "hiddenTwo": str(net["hidden"][1]),
+            "groupWidth": str(net["hidden"][0] // net["groups"]),
+            "normaliserList": normalisers.methods_list(names),
+        }
+    from bnstudy.paper.network_prose import layer_list, layer_sides, layers, number_word
+
+    sides = layer_sides(side, [x["stride"] for x in layers(net)])
+    return {
+        "netConv": "conv",
+        "netLayerList": layer_list(net, side),
+        "netDepth": number_word(len(sides)),
+        "netPositions": str(sides[-1] * sides[-1]),
+        "normaliserList": normalisers.methods_list(names, conv=True),
+    }
+
+
 def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]:
     net, grid, dep, rn = config["network"], config["grid"], config["dependence"], config["batchrenorm"]
-    return data_macros(config, train_rows, test_rows) | {
+    data = data_macros(config, train_rows, test_rows)
+    return data | network_macros(config, int(data["dataSide"])) | {
         "computeThreads": str(config["compute_threads"]),
         "trainRows": fmt(train_rows),
         "testRows": fmt(test_rows),
         "splitSeed": str(config["split"]["seed"]),
-        "hiddenOne": str(net["hidden"][0]),
-        "hiddenTwo": str(net["hidden"][1]),
         "netEps": _sci(net["eps"]),
         "netMomentum": f"{net['momentum']:g}",
         "netKeep": f"{1 - net['momentum']:g}",
         "netGroups": str(net["groups"]),
-        "groupWidth": str(net["hidden"][0] // net["groups"]),
         "renormWarmup": _pct(rn["warmup"]),
         "renormRmax": f"{rn['rmax']:g}",
         "renormDmax": f"{rn['dmax']:g}",
@@ -100,7 +125,6 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         "renormDmaxFull": _pct(rn["dmax_full"]),
         "gridRuns": str(len(config["normalisers"]) * len(grid["batch_sizes"]) * len(grid["seeds"])),
         "gridNormalisers": str(len(config["normalisers"])),
-        "normaliserList": normalisers.methods_list(config["normalisers"]),
         "gridBatchSizes": str(len(grid["batch_sizes"])),
         "gridBatchSizeList": _list(grid["batch_sizes"]),
         "gridSeedList": _list(grid["seeds"]),

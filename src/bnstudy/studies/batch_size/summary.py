@@ -113,11 +113,13 @@ def remedies_table(cell: dict, sizes: list[int]) -> tuple:
 
 
 def distance_table(distance_summary: pd.DataFrame, sizes: list[int]) -> tuple:
-    """Each set of running statistics' distance to the exact ones, per batch size and layer."""
+    """Each set of running statistics' distance to the exact ones, per batch size and layer (every
+    normalised layer of the network: two in the MLP, one per convolution in the convolutional one)."""
     rows = []
+    layers = sorted(int(v) for v in distance_summary.layer.unique())
     for b in sizes:
-        for layer in (1, 2):
-            row = [str(b) if layer == 1 else "", str(layer)]
+        for layer in layers:
+            row = [str(b) if layer == layers[0] else "", str(layer)]
             for name, _ in DISTANCE_COLUMNS:
                 d = distance_summary[
                     (distance_summary.batch_size == b)

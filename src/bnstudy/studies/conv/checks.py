@@ -3,24 +3,12 @@ config checks (``bnstudy.base.catalogue``)."""
 
 from __future__ import annotations
 
-from bnstudy.base.config import ConfigError, Parts
+from bnstudy.base.config import ConfigError, Parts, check_skips
 
 
 def channels(c: dict) -> list[int]:
     """The convolutions' output channels: ``conv.channels``, or those of ``conv.layers``."""
     return [int(layer["channels"]) for layer in c["layers"]] if "layers" in c else [int(v) for v in c["channels"]]
-
-
-def _check_skips(layers: list) -> None:
-    """A layer's skip names an earlier layer of the same shape: same channels, every stride between 1."""
-    for i, layer in enumerate(layers):
-        k = layer.get("skip")
-        if k is None:
-            continue
-        if k >= i:
-            raise ConfigError(f"config error: conv.layers[{i}].skip: {k} is not an earlier layer")
-        if layers[k]["channels"] != layer["channels"] or any(x.get("stride", 1) != 1 for x in layers[k + 1 : i + 1]):
-            raise ConfigError(f"config error: conv.layers[{i}].skip: layer {k}'s output has another shape")
 
 
 def check(config: dict, part: Parts) -> None:
@@ -45,7 +33,7 @@ def check(config: dict, part: Parts) -> None:
     for i, ch in enumerate(channels(c)):
         if ch % c["groups"]:
             raise ConfigError(f"config error: conv.groups: {c['groups']} does not divide {where.format(i)} {ch}")
-    _check_skips(c.get("layers", []))
+    check_skips(c.get("layers", []), "conv.layers")
     pool = c["probe"].get("exact_companions")
     if pool is not None and pool > part.test_rows:
         raise ConfigError(
