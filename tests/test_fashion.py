@@ -47,9 +47,9 @@ def test_tiny_config_is_valid_and_its_parts_are_the_data_sets(tiny, schema):
     part = parts(tiny)
     assert part.train_rows == tiny["data"]["train_size"] == 3000
     assert part.test_rows == 10000 and part.test_class_rows == (1000,) * 10
-    # the convolutional study too, on the 28x28 images, with a sample of the test rows as exact companions
-    assert datasets.shape(tiny).side == 28 and "layers" in tiny["conv"]
-    assert tiny["conv"]["probe"]["exact_companions"] < part.test_rows
+    # every study on the convolutional network (28x28 images), the exact design over a sample of the test rows
+    assert datasets.shape(tiny).side == 28 and tiny["network"]["kind"] == "conv" and "conv" not in tiny
+    assert tiny["companions"]["exact_companions"] < part.test_rows
 
 
 def test_digits_configs_name_no_data_set_or_the_digits(schema):
@@ -90,8 +90,8 @@ def test_digits_configs_name_no_data_set_or_the_digits(schema):
             "config error: data: Additional properties are not allowed ('test_size' was unexpected)",
         ),
         (
-            lambda c: c["conv"]["probe"].update(exact_companions=10001),
-            "config error: conv.probe.exact_companions: 10001 exceeds the 10000 test rows (Fashion-MNIST's test set)",
+            lambda c: c["companions"].update(exact_companions=10001),
+            "config error: companions.exact_companions: 10001 exceeds the 10000 test rows (Fashion-MNIST's test set)",
         ),
         (
             lambda c: c["serving"].update(batch_size=10001),
@@ -213,12 +213,14 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, f
     table = manifest.read(workdir / "results" / "manifest.tsv")
     assert {"split", "train_grid", "probe_companions_grid", "serve_stream", "finetune", "paper"} <= set(table.rule)
     assert "results/data/x_validation.npy" in set(table.path)
-    assert {"train_conv", "probe_conv", "summarise_conv", "figure_conv"} <= set(table.rule)
-    conv = (workdir / "results" / "paper" / "macros" / "conv.tex").read_text()
-    for name, value in (("convImageSide", "28"), ("convPositions", "49"), ("convDepth", "three")):
-        assert f"\\newcommand{{\\{name}}}{{{value}}}" in conv, name
-    assert "\\newcommand{\\convExactPool}{300}" in conv and "convChannelsOne" not in conv
+    # every study trained the convolutional network (network.kind conv): no separate convolutional study
+    assert not {"train_conv", "probe_conv", "summarise_conv", "figure_conv"} & set(table.rule)
     design = (workdir / "results" / "paper" / "macros" / "design.tex").read_text()
+    for name, value in (("netConv", "conv"), ("netPositions", "49"), ("netDepth", "three")):
+        assert f"\\newcommand{{\\{name}}}{{{value}}}" in design, name
+    assert "hiddenOne" not in design and "BatchNorm2d" in design
+    comp = (workdir / "results" / "paper" / "macros" / "companions.tex").read_text()
+    assert "\\newcommand{\\compExactPool}{300}" in comp
     assert "\\newcommand{\\dataSetName}{Fashion-MNIST}" in design and "\\newcommand{\\dataFeatures}{784}" in design
     assert "digits" not in design
     identical, lines = manifest.verify(EXPECTED, workdir / "results")

@@ -292,3 +292,24 @@ def test_conv_probes_leave_every_tensor_bit_identical(conv_nets, kind):
     assert before.keys() == stacked.keys()
     assert all(np.array_equal(before[k], stacked[k]) and before[k].dtype == stacked[k].dtype for k in before)
     assert any("running" in k for k in before)  # the buffers are among the tensors checked
+
+
+def test_the_exact_design_over_a_sample_of_companions(conv_nets):
+    """companions.exact_companions: each example paired with every row of one seeded sample of the
+    test rows but itself, the same sample for every example; without it, with every other row."""
+    pool = companions.exact_pool(N, 7, 0)
+    assert len(pool) == 7 == len(set(pool.tolist())) and np.array_equal(pool, np.sort(pool))
+    assert np.array_equal(companions.exact_pool(N, 7, 0), pool) and companions.exact_pool(N, None, 0) is None
+    for e in (int(pool[0]), next(r for r in range(N) if r not in pool)):
+        pairs = companions.exact_pairs(N, e, pool)
+        assert (pairs[:, 0] == e).all() and pairs[:, 1].tolist() == [r for r in pool.tolist() if r != e]
+    assert companions.exact_pairs(N, 3).tolist() == [[3, r] for r in range(N) if r != 3]
+    stacked, spec = conv_nets["batchnorm"]
+    x, y = _images()
+    rows = companions.probe_network(stacked, spec, x, y, [int(pool[0]), 9], exact_companions=7, **_DESIGN)
+    exact = {r["example"]: r["batches"] for r in rows if r["design"] == "exact"}
+    assert exact == {int(pool[0]): 6, 9: 7 - int(9 in pool)}
+    for r in rows:
+        if r["design"] == "exact":
+            labels = _direct(stacked, spec, x, companions.exact_pairs(N, r["example"], pool))[0][r["model"]]
+            assert r["flips"] == int((labels != r["inference_label"]).sum())

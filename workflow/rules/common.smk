@@ -222,15 +222,23 @@ def recipe_params(block, batch_size, kind, order="shuffle"):
 
 
 def comp_probe_params(network):
-    """Parameters of a companion probe job (study 1)."""
+    """Parameters of a companion probe job (study 1); the exact design's sample of companions only
+    where the config sets one (the parameters of every other config stay as they were)."""
     c = config["companions"]
-    return dict(
+    p = dict(
         network=network,
         seed=c["seed"],
         batch_sizes=c["batch_sizes"],
         batches_per_example=c["batches_per_example"],
         one_class_batch_size=c["one_class_batch_size"],
     )
+    return p | exact_companions_param()
+
+
+def exact_companions_param():
+    """``{exact_companions: n}`` where the config samples the exact design's companions, else ``{}``."""
+    n = config["companions"].get("exact_companions")
+    return {} if n is None else {"exact_companions": n}
 
 
 def grid_cells():

@@ -153,6 +153,7 @@ rule summarise_companions:
         examples_per_class=COMP["examples_per_class"],
         batches_per_example=COMP["batches_per_example"],
         one_class_batch_size=COMP["one_class_batch_size"],
+        **exact_companions_param(),
     conda:
         CONDA_ENV
     resources:
@@ -198,6 +199,8 @@ rule figure_companions:
                 "format": "raster (PNG)",
             },
         ),
+    params:
+        **exact_companions_param(),
     conda:
         CONDA_ENV
     resources:

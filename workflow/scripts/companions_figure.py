@@ -18,6 +18,11 @@ from bnstudy.studies.companions.figure import companions
 inp = snakemake.input
 with open(inp.published) as f:
     published = yaml.safe_load(f)["companions"]
-fig = companions(io.read_table(inp.summary_table), io.read_table(inp.grid_table), published)
+fig = companions(
+    io.read_table(inp.summary_table),
+    io.read_table(inp.grid_table),
+    published,
+    exact_companions=snakemake.params.get("exact_companions"),
+)
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)
 log.info("figure written")

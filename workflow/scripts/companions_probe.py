@@ -21,6 +21,7 @@ rows = companions.probe_files(
     batch_sizes=p.batch_sizes,
     batches_per_example=p.batches_per_example,
     one_class_batch_size=p.one_class_batch_size,
+    exact_companions=p.get("exact_companions"),
 )
 io.write_table(snakemake.output.probes, rows)
 log.info("%d rows, %d flips", len(rows), sum(r["flips"] for r in rows))

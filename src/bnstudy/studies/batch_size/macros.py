@@ -284,7 +284,10 @@ def cell_macros(cell: dict, sizes: list[int]) -> dict:
 
 
 def gap_closed_macros(cell: dict, sizes: list[int]) -> dict:
-    """How much of batch norm's inference-mode gap to no normaliser each remedy closes."""
+    """How much of batch norm's inference-mode gap to no normaliser each remedy closes. Where batch
+    norm is not behind at the smallest batch (a gap of zero or less), ``gapAheadMin`` (batch norm
+    minus none, signed points) is written as well, and the text says there is no gap to close instead
+    of a share of it."""
     m = {}
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
         base, ref = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
@@ -292,6 +295,8 @@ def gap_closed_macros(cell: dict, sizes: list[int]) -> dict:
             continue
         gap = ref.mean - base.mean
         m[latex.macro_name("gap", end)] = points(gap)
+        if end == "min" and not gap > 0:  # the text reads the smallest batch's
+            m[latex.macro_name("gapAhead", end)] = latex.signed_points(base.mean - ref.mean, 1)
         renorm = cell.get(("batchrenorm", b, "inference"))
         if renorm is not None:
             m[latex.macro_name("gapClosed", "batchrenorm", end)] = (

@@ -13,6 +13,12 @@ def check(config: dict, part: Parts) -> None:
             f"config error: companions.batch_sizes: {max(c['batch_sizes'])} is larger than the test half "
             f"({part.test_source})"
         )
+    pool = c.get("exact_companions")
+    if pool is not None and pool > part.test_rows:
+        raise ConfigError(
+            f"config error: companions.exact_companions: {pool} exceeds the {part.test_rows} test rows "
+            f"({part.test_source})"
+        )
     # Companion examples and one-class batches are drawn within one class of the
     # test half: an own-class batch holds the example and b - 1 other rows of its
     # class, an other-class batch b - 1 rows of another class.

@@ -151,7 +151,7 @@ def _grid_panel(ax, grid, norm, sizes):
     ax.set_ylim(bottom=0)
 
 
-def _legend(fig, sizes, dep_networks, first, bn):
+def _legend(fig, sizes, dep_networks, first, bn, exact_companions=None):
     """Keys in the dependence networks' normaliser's colour; the grid panels' training
     batch sizes as colour keys (each grid panel draws its normaliser's marker and line style)."""
     colour = figures.COLOURS[bn]
@@ -161,8 +161,10 @@ def _legend(fig, sizes, dep_networks, first, bn):
     if dep_networks > 1:
         handles.append(Line2D([], [], lw=0.7, ms=3, alpha=0.7, mfc="white", **style))
         labels.append("random, other networks")
-    for label, marker, _ in DESIGNS.values():
+    for design, (label, marker, _) in DESIGNS.items():
         handles.append(Line2D([], [], ls="none", marker=marker, ms=5, color=colour))
+        if design == "exact" and exact_companions is not None:
+            label = f"every one of {exact_companions:,} sampled companions (exact)"
         labels.append(label)
     handles.append(Line2D([], [], **PUBLISHED))
     labels.append("published")
@@ -172,9 +174,16 @@ def _legend(fig, sizes, dep_networks, first, bn):
     fig.legend(handles, labels, loc="outside lower center", ncol=4, frameon=False, handlelength=2.4, columnspacing=1.2)
 
 
-def companions(summary: pd.DataFrame, grid: pd.DataFrame, published: dict | None, width: float | None = None):
+def companions(
+    summary: pd.DataFrame,
+    grid: pd.DataFrame,
+    published: dict | None,
+    width: float | None = None,
+    exact_companions: int | None = None,
+):
     """Study 1's figure from ``summary.csv`` (per network), ``grid_over_seeds.csv``
-    (mean over seeds) and the published anchors; returns the figure."""
+    (mean over seeds) and the published anchors; returns the figure. ``exact_companions``: the
+    exact design's sample of companions, where the config draws one (its legend says so)."""
     width = figures.width("companions") if width is None else width
     kinds, batch = layout(grid)
     grid = grid[grid["measure"] == "flip_rate"]
@@ -202,5 +211,5 @@ def companions(summary: pd.DataFrame, grid: pd.DataFrame, published: dict | None
         p.yaxis.set_major_formatter(PercentFormatter(1.0))
         p.set_ylabel("flip rate")
     ax.set_ylim(0, 1)
-    _legend(fig, sizes, dep["seed"].nunique(), dep["seed"].min(), bn)
+    _legend(fig, sizes, dep["seed"].nunique(), dep["seed"].min(), bn, exact_companions)
     return fig

@@ -147,9 +147,27 @@ def random_batches(n: int, example: int, b: int, k: int, seed: int) -> np.ndarra
     return _with_example(example, _draw_from(_others(n, example), k, b - 1, rng))
 
 
-def exact_pairs(n: int, example: int) -> np.ndarray:
-    """``(n - 1, 2)``: ``example`` with each other test row once, in row order."""
-    return _with_example(example, _others(n, example)[:, None])
+def exact_pairs(n: int, example: int, pool: np.ndarray | None = None) -> np.ndarray:
+    """``(n - 1, 2)``: ``example`` with each other test row once, in row order; with a ``pool``
+    (:func:`exact_pool`), with each row of the pool but itself, in the pool's order."""
+    if pool is None:
+        return _with_example(example, _others(n, example)[:, None])
+    pool = np.asarray(pool, np.int64)
+    return _with_example(example, pool[pool != example][:, None])
+
+
+def exact_pool(rows: int, size: int | None, seed: int) -> np.ndarray | None:
+    """The exact design's companions (the companion study's ``exact_companions``, the convolutional
+    study's ``probe.exact_companions``): ``None`` (every test row) when ``size`` is ``None``, else
+    ``size`` of the ``rows`` test rows drawn without replacement (the first ``size`` of a
+    permutation by PCG64 seeded from ``(seed, STREAM_PROBE, 0, 1)``, a key that neither an example's stream
+    ``(seed, STREAM_PROBE, example)`` nor :func:`exact_subset`'s ``(seed, STREAM_PROBE)`` shares), sorted."""
+    if size is None:
+        return None
+    if not 1 <= int(size) <= rows:
+        raise ValueError(f"a pool of {size} companions is not between 1 and the {rows} test rows")
+    rng = np.random.default_rng(derive_seed(seed, STREAM_PROBE, 0, 1))
+    return np.sort(rng.permutation(rows)[: int(size)]).astype(np.int64)
 
 
 def one_class_batches(y: np.ndarray, example: int, b: int, k: int, seed: int, own: bool | str) -> np.ndarray:
@@ -297,17 +315,24 @@ def batch_predictions_loop(
 
 
 def example_plans(
-    y: np.ndarray, example: int, batch_sizes, batches_per_example: int, one_class_batch_size: int, seed: int
+    y: np.ndarray,
+    example: int,
+    batch_sizes,
+    batches_per_example: int,
+    one_class_batch_size: int,
+    seed: int,
+    pool: np.ndarray | None = None,
 ) -> list[tuple[str, int, np.ndarray]]:
     """Every probe batch of one example, as ``(design, b, batches)``, in probing order.
 
     Random companions at each size in ``batch_sizes``, every pair when 2 is among
-    them, and own-, other- and any-class companions at ``one_class_batch_size``.
+    them (with each row of ``pool`` only, when given: :func:`exact_pairs`), and own-,
+    other- and any-class companions at ``one_class_batch_size``.
     """
     n, k, b1 = len(y), batches_per_example, one_class_batch_size
     plans = [("random", b, random_batches(n, example, b, k, seed)) for b in batch_sizes]
     if 2 in batch_sizes:
-        plans.append(("exact", 2, exact_pairs(n, example)))
+        plans.append(("exact", 2, exact_pairs(n, example, pool)))
     plans.append(("own_class", b1, one_class_batches(y, example, b1, k, seed, own=True)))
     plans.append(("other_class", b1, one_class_batches(y, example, b1, k, seed, own=False)))
     plans.append(("any_class", b1, one_class_batches(y, example, b1, k, seed, own="any")))
@@ -326,8 +351,13 @@ def probe_network(
     one_class_batch_size: int,
     seed: int,
     limits=(1.0, 0.0),
+    exact_companions: int | None = None,
 ) -> list[dict]:
     """Per-example probe counts of every model of ``stacked`` (a NumPy stack).
+
+    ``exact_companions``: the exact design pairs each example with the rows of a seeded sample
+    of this many test rows (:func:`exact_pool`, the same for every example and network), not with
+    every other test row.
 
     One dict per (model, example, design, batch size) with ``batches`` (probes),
     ``flips`` (label differs from inference mode), ``correct`` (label is the true
@@ -339,9 +369,11 @@ def probe_network(
     examples = [int(e) for e in examples]
     prober = labeller(stacked, spec, x, limits)
     inference = prober.inference(examples)  # (M, E)
+    pool = exact_pool(len(y), exact_companions, seed)
     rows = []
     for j, e in enumerate(examples):
-        for design, b, batches in example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed):
+        plans = example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed, pool)
+        for design, b, batches in plans:
             labels = prober.labels(batches)  # (M, K)
             flips = (labels != inference[:, j : j + 1]).sum(1)
             correct = (labels == y[e]).sum(1)

@@ -79,6 +79,19 @@ def _value_and_interval(value, lo, hi, percent=True) -> tuple[str, str]:
     return (_pct if percent else _fraction)(value), _interval(lo, hi, percent)
 
 
+def exact_pool_macro(params) -> dict:
+    """``compExactPool``: the exact design's sample of companions, where the config draws one (the
+    sections test ``\\ifdefined\\compExactPool``); nothing where it pairs every test row."""
+    n = params.get("exact_companions")
+    return {} if n is None else {"compExactPool": latex.fmt(int(n))}
+
+
+def exact_label(params) -> str:
+    """The exact design's row label in the tables."""
+    n = params.get("exact_companions")
+    return "every companion" if n is None else f"every one of {latex.fmt(int(n))} sampled"
+
+
 def setting_macros(probes, dep0, dep_networks, result: dict, published, params) -> dict:
     """The probes' design and the first dependence network's headline numbers."""
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
@@ -91,6 +104,7 @@ def setting_macros(probes, dep0, dep_networks, result: dict, published, params) 
         "compExactBatches": latex.fmt(int(dep0.loc[dep0["design"] == "exact", "batches_per_example"].iloc[0]))
         if (dep0["design"] == "exact").any()
         else "n/a",
+        **exact_pool_macro(params),
         "compOneClassSize": str(params["one_class_batch_size"]),
         "compOneClassCompanions": str(params["one_class_batch_size"] - 1),
         "compResamples": latex.fmt(int(params["resamples"])),
@@ -327,8 +341,9 @@ def keep_macros(keep: pd.DataFrame) -> dict:
     return m
 
 
-def dependence_table(dep0, published) -> tuple:
-    """The first dependence network beside the published values, every estimate with its interval."""
+def dependence_table(dep0, published, exact: str = "every companion") -> tuple:
+    """The first dependence network beside the published values, every estimate with its interval
+    (``exact``: the exact design's row label, :func:`exact_label`)."""
 
     def theirs(key, b, percent):
         v = published.get(key, {}).get(b)
@@ -364,7 +379,7 @@ def dependence_table(dep0, published) -> tuple:
     for r in dep0[dep0["design"] == "exact"].to_dict("records"):
         rows.append(
             [
-                "every companion, $b=2$",
+                f"{exact}, $b=2$",
                 _pct(r["flip_rate"]),
                 "--",
                 latex.fmt(r["train_mode_accuracy"]),
@@ -388,13 +403,13 @@ def dependence_table(dep0, published) -> tuple:
     )
 
 
-def networks_table(dep_networks) -> tuple:
+def networks_table(dep_networks, exact: str = "every companion") -> tuple:
     """Mean over the dependence networks with a t interval over networks, per design and size."""
     rows = []
     order = {d: i for i, d in enumerate(companions.DESIGNS)}
     keys = dep_networks[["design", "batch_size"]].drop_duplicates()
     keys = keys.assign(_o=keys["design"].map(order)).sort_values(["_o", "batch_size"])
-    labels = {"random": "random", "exact": "every companion"} | dict(ONE_CLASS)
+    labels = {"random": "random", "exact": exact} | dict(ONE_CLASS)
     for k in keys.itertuples(index=False):
         cells = []
         for measure in MEASURES:
@@ -454,5 +469,8 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
         "networks_table": dep_networks,
         "summary": result,
         "macros": all_macros,
-        "tables": {"table": dependence_table(dep0, published), "networks_latex": networks_table(dep_networks)},
+        "tables": {
+            "table": dependence_table(dep0, published, exact_label(params)),
+            "networks_latex": networks_table(dep_networks, exact_label(params)),
+        },
     }

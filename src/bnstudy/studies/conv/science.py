@@ -26,7 +26,7 @@ import pandas as pd
 from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 from bnstudy.nets import conv_train
 from bnstudy.studies.batch_size import evaluation
-from bnstudy.studies.companions.science import labeller
+from bnstudy.studies.companions.science import exact_pool, labeller  # noqa: F401 (exact_pool: the probe script's)
 
 RUN_COLUMNS = ["normaliser", "batch_size", "seed", "inference_accuracy", "train_mode_accuracy", "final_loss"]
 DESIGNS = ("random", "own_class", "other_class", "exact")
@@ -86,19 +86,6 @@ def exact_subset(examples: np.ndarray, labels: np.ndarray, per_class: int, seed:
         pool = np.sort(np.asarray(examples)[np.asarray(labels) == c])
         chosen += list(pool[rng.permutation(len(pool))[:per_class]])
     return np.sort(np.array(chosen, np.int64))
-
-
-def exact_pool(rows: int, size: int | None, seed: int) -> np.ndarray | None:
-    """The exact design's companions: ``None`` (every test row) when ``size`` is ``None``, else
-    ``size`` of the ``rows`` test rows drawn without replacement (the first ``size`` of a
-    permutation by PCG64 seeded from ``(seed, STREAM_PROBE, 0, 1)``, a key that neither an example's stream
-    ``(seed, STREAM_PROBE, example)`` nor :func:`exact_subset`'s ``(seed, STREAM_PROBE)`` shares), sorted."""
-    if size is None:
-        return None
-    if not 1 <= int(size) <= rows:
-        raise ValueError(f"a pool of {size} companions is not between 1 and the {rows} test rows")
-    rng = np.random.default_rng(derive_seed(seed, STREAM_PROBE, 0, 1))
-    return np.sort(rng.permutation(rows)[: int(size)]).astype(np.int64)
 
 
 def companion_pairs(examples, y_test, draws: int, exact: np.ndarray, seed: int, companions=None) -> pd.DataFrame:
