@@ -101,6 +101,7 @@ def network_macros(config: dict, side: int) -> dict[str, str]:
         "netConv": "conv",
         "netLayerList": layer_list(net, side),
         "netDepth": number_word(len(sides)),
+        "netKernel": "3",  # every convolution's (bnstudy.compiled.conv)
         "netPositions": str(sides[-1] * sides[-1]),
         "normaliserList": normalisers.methods_list(names, conv=True),
     }
