@@ -106,10 +106,12 @@ def test_config_check_names_a_bad_skip():
     from bnstudy.base.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"conv.layers\[1\].skip: 1 is not an earlier layer"):
-        conv_checks._check_skips([{"channels": 4}, {"channels": 4, "skip": 1}])
+        conv_checks.check_skips([{"channels": 4}, {"channels": 4, "skip": 1}], "conv.layers")
     with pytest.raises(ConfigError, match="another shape"):
-        conv_checks._check_skips([{"channels": 4}, {"channels": 4, "stride": 2}, {"channels": 4, "skip": 0}])
-    conv_checks._check_skips([{"channels": 4}, {"channels": 8, "stride": 2}, {"channels": 8, "skip": 1}])
+        conv_checks.check_skips(
+            [{"channels": 4}, {"channels": 4, "stride": 2}, {"channels": 4, "skip": 0}], "conv.layers"
+        )
+    conv_checks.check_skips([{"channels": 4}, {"channels": 8, "stride": 2}, {"channels": 8, "skip": 1}], "conv.layers")
 
 
 def _parts(spec, flat):
