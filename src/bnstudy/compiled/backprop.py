@@ -43,11 +43,19 @@ from bnstudy.compiled.conv import (
     SKIP,
     add_relu,
     average_pool,
-    col2im,
     geometry,
-    im2col,
     no_geometry,
     table_of,
+)
+from bnstudy.compiled.convgemm import (
+    ROW_BLOCK,
+    col2im_offsets,
+    column_order,
+    conv_forward,
+    conv_input_grad,
+    conv_weight_grads,
+    im2col_offsets,
+    offsets_major,
 )
 from bnstudy.compiled.gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
 from bnstudy.compiled.kernels import argmax_rows
@@ -97,7 +105,10 @@ Log = namedtuple("Log", "loss correct first_grad")
 Log.__doc__ = """What a run writes: each epoch's mean batch loss (float64) and correctly labelled rows
 (int64), and the first step's gradient into ``first_grad`` if it has any elements."""
 
-Scratch = namedtuple("Scratch", "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none")
+Scratch = namedtuple(
+    "Scratch",
+    "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none order woff ident gbuf",
+)
 
 
 def mlp_arch(widths) -> Arch:
@@ -213,6 +224,10 @@ def new_scratch(arch, ns, inputs, bmax):
         [rstd_scratch(ns.kind, bmax, ns.setting, f) for f in feats], [new_stats(f) for f in feats],
         np.empty((bmax, last), f32), np.empty((bmax, last), f32), np.ones((bmax, last), f32),
         np.empty((bmax, classes), f32), np.empty((bmax, classes), f32), np.empty((bmax * per, 0), f32),
+        [column_order(shapes[i, 1] // 9 if arch.conv else 0) for i in range(hidden)],
+        [np.empty((shapes[i, 0] if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)],
+        np.arange(max(ROW_BLOCK, np.max(shapes[:, 0]))),
+        np.empty(np.max(shapes[:, 0] * shapes[:, 1]) if arch.conv else 0, f32),
     )  # fmt: skip
 
 
@@ -242,8 +257,8 @@ def forward_pass(arch, ns, views, sc, n, updates):
         if arch.conv:
             r = n * geo.layers[i, P_OUT]
             skip = geo.layers[i, SKIP]
-            im2col(src, n, geo.layers[i, P_IN], table_of(geo, i), sc.patches[i])
-            linear_t(sc.patches[i][:r], sc.wt[i], b[i], sc.pre[i][:r])
+            im2col_offsets(src, n, geo.layers[i, P_IN], table_of(geo, i), sc.patches[i])
+            conv_forward(sc.patches[i][:r], sc.order[i], sc.wt[i], b[i], sc.pre[i][:r])
             spatial_forward(ns, lp, sc.pre[i][:r], n, geo.layers[i, P_OUT], updates, keep, skip < 0, sc.act[i])
             if skip >= 0:
                 add_relu(sc.act[i], sc.act[skip], r)
@@ -303,10 +318,12 @@ def conv_backward(ns, params, grads, sc, n, i, geo):
     gather_skips(geo, sc, i, r)
     keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
     spatial_backward(ns, gamma[i], keep, sc.da[i][:r], n, positions, sc.dh[i], dgamma[i], dbeta[i])
-    dpatches = sc.none if i == 0 else sc.dpatches[i]
-    linear_backward(sc.dh[i], sc.patches[i], r, w[i], dw[i], db[i], dpatches, sc.patches[i])
+    channels = w[i].shape[1] // 9
+    conv_weight_grads(sc.dh[i], sc.patches[i], r, channels, dw[i], db[i], sc.ident, sc.gbuf)
     if i > 0:
-        col2im(dpatches, n, geo.layers[i, P_IN], table_of(geo, i), sc.da[i - 1])
+        offsets_major(w[i], channels, sc.woff[i])
+        conv_input_grad(sc.dh[i], r, sc.woff[i], sc.ident, sc.dpatches[i])
+        col2im_offsets(sc.dpatches[i], n, geo.layers[i, P_IN], table_of(geo, i), sc.act[i - 1], sc.da[i - 1])
 
 
 @numba.njit(**JIT)
