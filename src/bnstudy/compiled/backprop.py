@@ -49,13 +49,19 @@ from bnstudy.compiled.conv import (
 )
 from bnstudy.compiled.convgemm import (
     ROW_BLOCK,
-    col2im_offsets,
+    across_columns,
+    bias_grads,
+    chunk_examples,
+    col2im_add,
     column_order,
     conv_forward,
     conv_input_grad,
-    conv_weight_grads,
     im2col_offsets,
     offsets_major,
+    relu_mask,
+    weight_grad_buffer,
+    weight_grad_finish,
+    weight_grad_rows,
 )
 from bnstudy.compiled.gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
 from bnstudy.compiled.kernels import argmax_rows
@@ -107,7 +113,7 @@ Log.__doc__ = """What a run writes: each epoch's mean batch loss (float64) and c
 
 Scratch = namedtuple(
     "Scratch",
-    "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none order woff ident gbuf",
+    "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none order woff ident gbuf chunk",
 )
 
 
@@ -213,7 +219,8 @@ def new_scratch(arch, ns, inputs, bmax):
     f32 = np.float32
     feats = [shapes[i, 0] for i in range(hidden)]
     rows = [bmax * positions_out(arch, i) for i in range(hidden)]
-    wide = [np.empty((rows[i] if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)]
+    chunk = [chunk_examples(positions_out(arch, i), shapes[i, 1], bmax) if arch.conv else 0 for i in range(hidden)]
+    wide = [np.empty((chunk[i] * positions_out(arch, i), shapes[i, 1]), f32) for i in range(hidden)]
     per_layer = [np.empty((rows[i], feats[i]), f32) for i in range(hidden)]
     last, classes = shapes[hidden, 1], shapes[hidden, 0]
     return Scratch(
@@ -228,6 +235,7 @@ def new_scratch(arch, ns, inputs, bmax):
         [np.empty((shapes[i, 0] if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)],
         np.arange(max(ROW_BLOCK, np.max(shapes[:, 0]))),
         np.empty(np.max(shapes[:, 0] * shapes[:, 1]) if arch.conv else 0, f32),
+        np.array(chunk, np.int64),
     )  # fmt: skip
 
 
@@ -244,6 +252,20 @@ def gather(data, rows, n, per, xb, yb):
 
 
 @numba.njit(**JIT)
+def conv_layer_forward(src, n, geo, i, sc, bias):
+    """Convolution ``i``'s outputs ``sc.pre[i]`` for ``n`` examples of ``src``, a chunk of
+    ``sc.chunk[i]`` examples at a time (each output's sum does not depend on the chunks):
+    offset-major patches (:func:`bnstudy.compiled.convgemm.im2col_offsets`) then their product
+    (:func:`bnstudy.compiled.convgemm.conv_forward`, ``linear_t``'s sums)."""
+    p_in, p_out, table = geo.layers[i, P_IN], geo.layers[i, P_OUT], table_of(geo, i)
+    step = sc.chunk[i]
+    for n0 in range(0, n, step):
+        m = min(step, n - n0)
+        im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, sc.patches[i])
+        conv_forward(sc.patches[i][: m * p_out], sc.order[i], sc.wt[i], bias, sc.pre[i][n0 * p_out : (n0 + m) * p_out])
+
+
+@numba.njit(**JIT)
 def forward_pass(arch, ns, views, sc, n, updates):
     """Training-mode forward of a batch of ``n`` examples (``sc.xb``) to the logits ``sc.z``;
     ``views``: the parameters' (:func:`param_views`) and the running statistics' views."""
@@ -257,8 +279,7 @@ def forward_pass(arch, ns, views, sc, n, updates):
         if arch.conv:
             r = n * geo.layers[i, P_OUT]
             skip = geo.layers[i, SKIP]
-            im2col_offsets(src, n, geo.layers[i, P_IN], table_of(geo, i), sc.patches[i])
-            conv_forward(sc.patches[i][:r], sc.order[i], sc.wt[i], b[i], sc.pre[i][:r])
+            conv_layer_forward(src, n, geo, i, sc, b[i])
             spatial_forward(ns, lp, sc.pre[i][:r], n, geo.layers[i, P_OUT], updates, keep, skip < 0, sc.act[i])
             if skip >= 0:
                 add_relu(sc.act[i], sc.act[skip], r)
@@ -309,8 +330,11 @@ def gather_skips(geo, sc, i, rows):
 def conv_backward(ns, params, grads, sc, n, i, geo):
     """Backward of convolutional layer ``i`` from ``sc.da[i]``: its residual gradients gathered
     (:func:`gather_skips`), the normaliser's backward, the convolution's weight gradients and (but
-    for the first layer) its input gradient into ``sc.da[i - 1]`` (ReLU mask of the patches, then
-    :func:`bnstudy.compiled.conv.col2im`)."""
+    for the first layer) its input gradient into ``sc.da[i - 1]`` (:func:`bnstudy.compiled.conv.col2im`
+    with the ReLU mask of the layer's input), in chunks of examples: each chunk's offset-major
+    patches are made again (:func:`bnstudy.compiled.convgemm.im2col_offsets`), their products
+    added to the weight gradients' sums (rows in order, chunk after chunk) and their input
+    gradients into the positions they were copied from (:mod:`bnstudy.compiled.convgemm`)."""
     w, gamma = params[0], params[2]
     dw, db, dgamma, dbeta = grads
     positions = geo.layers[i, P_OUT]
@@ -319,11 +343,31 @@ def conv_backward(ns, params, grads, sc, n, i, geo):
     keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
     spatial_backward(ns, gamma[i], keep, sc.da[i][:r], n, positions, sc.dh[i], dgamma[i], dbeta[i])
     channels = w[i].shape[1] // 9
-    conv_weight_grads(sc.dh[i], sc.patches[i], r, channels, dw[i], db[i], sc.ident, sc.gbuf)
+    p_in, table = geo.layers[i, P_IN], table_of(geo, i)
+    src = sc.xb if i == 0 else sc.act[i - 1]
+    dh = sc.dh[i]
+    bias_grads(dh, r, db[i])
+    across = across_columns(dw[i])
+    g = weight_grad_buffer(dw[i], sc.gbuf)
+    below = sc.da[i - 1] if i > 0 else sc.da[0]
     if i > 0:
         offsets_major(w[i], channels, sc.woff[i])
-        conv_input_grad(sc.dh[i], r, sc.woff[i], sc.ident, sc.dpatches[i])
-        col2im_offsets(sc.dpatches[i], n, geo.layers[i, P_IN], table_of(geo, i), sc.act[i - 1], sc.da[i - 1])
+        for q in range(n * p_in):
+            for c in range(below.shape[1]):
+                below[q, c] = 0
+    step = sc.chunk[i]
+    for n0 in range(0, n, step):  # chunk by chunk: the patches again, then their gradients
+        m = min(step, n - n0)
+        rows = m * positions
+        im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, sc.patches[i])
+        part = dh[n0 * positions : n0 * positions + rows]
+        weight_grad_rows(part, sc.patches[i], rows, across, g, sc.ident)
+        if i > 0:
+            conv_input_grad(part, rows, sc.woff[i], sc.ident, sc.dpatches[i])
+            col2im_add(sc.dpatches[i], m, p_in, table, below[n0 * p_in : (n0 + m) * p_in])
+    weight_grad_finish(g, across, channels, dw[i])
+    if i > 0:
+        relu_mask(sc.da[i - 1], src, n * p_in)
 
 
 @numba.njit(**JIT)

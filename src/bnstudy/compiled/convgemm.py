@@ -54,6 +54,8 @@ _VEC = ir.VectorType(ir.FloatType(), _LANES)
 # rows of patches whose weight gradients are summed per pass over the gradient's tiles (a block of
 # patch rows, then the next, the sums carried in memory: their order is the rows' order)
 ROW_BLOCK = 128
+# floats of patches per chunk of examples (backprop runs each layer's kernels chunk by chunk)
+CHUNK_FLOATS = 48 * 1024
 
 
 class _F32x16(types.Type):
@@ -425,28 +427,30 @@ def _row_into(dh, patches, i, g):
 
 
 @numba.njit(**JIT)
-def conv_weight_grads(dh, patches, rows, channels, dw, db, ident, buf):
-    """``dw[o, 9 c + k] = sum_r dh[r, o] * patch[r, 9 c + k]`` and ``db[o] = sum_r dh[r, o]``, rows
-    ``r < rows`` in order from zero (``gradients.weight_grads``' sums), from offset-major
-    ``patches``. ``ident``: ``0, 1, 2, ...`` (at least :data:`ROW_BLOCK` long); ``buf``: at least
-    ``dw.size`` floats of scratch. When the patch columns come in 16s, vectorised across them: the
-    gradient (offset-major, in ``buf``) starts at zero and takes eight rows' products at a time,
-    each entry loaded and stored once per eight rows, their products added in row order. Else
-    (the first layer's 9 columns) vectorised across the outputs ``o``: :func:`gemm` over blocks
-    of :data:`ROW_BLOCK` rows."""
+def across_columns(dw):
+    """Whether :func:`weight_grad_rows` vectorises ``dw`` ``(O, 9 C)`` across its columns (they come
+    in 16s, or the outputs do not), else across its outputs."""
+    return dw.shape[1] % 16 == 0 or dw.shape[0] % 16 != 0
+
+
+@numba.njit(**JIT)
+def weight_grad_buffer(dw, buf):
+    """The offset-major gradient's sums in ``buf`` (at least ``dw.size`` floats), zeroed: ``(O, 9 C)``,
+    or ``(9 C, O)`` when vectorised across the outputs."""
     o_, k_ = dw.shape
-    for o in range(o_):
-        db[o] = 0
-    for r in range(rows):
-        for o in range(o_):
-            db[o] += dh[r, o]
-    across_columns = k_ % 16 == 0 or o_ % 16 != 0
-    if across_columns:
-        g = buf[: o_ * k_].reshape((o_, k_))
-    else:
-        g = buf[: o_ * k_].reshape((k_, o_))
+    g = buf[: o_ * k_].reshape((o_, k_)) if across_columns(dw) else buf[: o_ * k_].reshape((k_, o_))
     g[:] = 0
-    if k_ % 16 == 0:
+    return g
+
+
+@numba.njit(**JIT)
+def weight_grad_rows(dh, patches, rows, across, g, ident):
+    """Rows ``0 .. rows-1`` of ``dh`` and offset-major ``patches`` added into the sums ``g``
+    (:func:`weight_grad_buffer`), row after row: ``g[o, j] += dh[r, o] * patches[r, j]``. When the
+    patch columns come in 16s, eight rows at a time (each ``g`` entry loaded and stored once per
+    eight rows, their products added in row order), else (``across`` false: ``g`` is ``(9 C, O)``,
+    the first layer's 9 columns) :func:`gemm` over blocks of :data:`ROW_BLOCK` rows."""
+    if across and g.shape[1] % 16 == 0:
         i = 0
         while i + 8 <= rows:
             _rows8_into(dh, patches, i, g)
@@ -454,18 +458,47 @@ def conv_weight_grads(dh, patches, rows, channels, dw, db, ident, buf):
         while i < rows:
             _row_into(dh, patches, i, g)
             i += 1
-    else:
-        for r0 in range(0, rows, ROW_BLOCK):
-            r1 = min(rows, r0 + ROW_BLOCK)
-            if across_columns:
-                gemm(dh[r0:r1].T, ident[: r1 - r0], patches[r0:r1], db, g, MORE, True)
-            else:
-                gemm(patches[r0:r1].T, ident[: r1 - r0], dh[r0:r1], db, g, MORE, True)
-    for o in range(o_):
+        return
+    for r0 in range(0, rows, ROW_BLOCK):
+        r1 = min(rows, r0 + ROW_BLOCK)
+        if across:
+            gemm(dh[r0:r1].T, ident[: r1 - r0], patches[r0:r1], g[0], g, MORE, True)
+        else:
+            gemm(patches[r0:r1].T, ident[: r1 - r0], dh[r0:r1], g[0], g, MORE, True)
+
+
+@numba.njit(**JIT)
+def weight_grad_finish(g, across, channels, dw):
+    """``dw[o, 9 c + k]`` = the sum for offset-major column ``k * channels + c``."""
+    for o in range(dw.shape[0]):
         for c in range(channels):
             for k in range(9):
                 j = k * channels + c
-                dw[o, 9 * c + k] = g[o, j] if across_columns else g[j, o]
+                dw[o, 9 * c + k] = g[o, j] if across else g[j, o]
+
+
+@numba.njit(**JIT)
+def bias_grads(dh, rows, db):
+    """``db[o] = sum_r dh[r, o]``, rows ``r < rows`` in order from zero."""
+    for o in range(db.shape[0]):
+        db[o] = 0
+    for r in range(rows):
+        for o in range(db.shape[0]):
+            db[o] += dh[r, o]
+
+
+@numba.njit(**JIT)
+def conv_weight_grads(dh, patches, rows, channels, dw, db, ident, buf):
+    """``dw[o, 9 c + k] = sum_r dh[r, o] * patch[r, 9 c + k]`` and ``db[o] = sum_r dh[r, o]``, rows
+    ``r < rows`` in order from zero (``gradients.weight_grads``' sums), from offset-major
+    ``patches``: :func:`bias_grads`, :func:`weight_grad_buffer`, :func:`weight_grad_rows`,
+    :func:`weight_grad_finish` (``ident``: ``0, 1, 2, ...``, at least :data:`ROW_BLOCK` long;
+    ``buf``: at least ``dw.size`` floats of scratch)."""
+    bias_grads(dh, rows, db)
+    across = across_columns(dw)
+    g = weight_grad_buffer(dw, buf)
+    weight_grad_rows(dh, patches, rows, across, g, ident)
+    weight_grad_finish(g, across, channels, dw)
 
 
 @numba.njit(**JIT)
@@ -477,19 +510,12 @@ def conv_input_grad(dh, rows, w_offsets, ident, out):
 
 
 @numba.njit(**JIT)
-def col2im_offsets(d, n_ex, p_in, table, act, out):
-    """``conv.col2im`` of offset-major patch gradients ``d``, then the ReLU mask of the layer's input
-    ``act``: ``out`` (``(n_ex * p_in, C)``) zeroed, each patch entry added into the position it was
-    copied from (patch rows in order, within a row the offsets in order), then 0 wherever ``act``
-    is not positive — :func:`bnstudy.compiled.gradients.linear_backward`'s mask then ``col2im``, bit
-    for bit."""
+def col2im_add(d, n_ex, p_in, table, out):
+    """Each offset-major patch gradient of ``d`` added into the position of ``out`` (``(n_ex * p_in,
+    C)``) it was copied from: patch rows in order, within a row the offsets in order."""
     c_ = out.shape[1]
     p_out = table.shape[0]
-    rows = n_ex * p_in
     vec = c_ - c_ % 16
-    for r in range(rows):
-        for c in range(c_):
-            out[r, c] = 0
     for n in range(n_ex):
         base = n * p_in
         for p in range(p_out):
@@ -501,6 +527,13 @@ def col2im_offsets(d, n_ex, p_in, table, act, out):
                         _store(out, base + s, c, _add(_load(out, base + s, c), _load(d, i, k * c_ + c)))
                     for c in range(vec, c_):
                         out[base + s, c] += d[i, k * c_ + c]
+
+
+@numba.njit(**JIT)
+def relu_mask(out, act, rows):
+    """``out[r, c] = 0`` wherever ``act[r, c]`` is not positive, rows ``r < rows``."""
+    c_ = out.shape[1]
+    vec = c_ - c_ % 16
     for r in range(rows):
         for c in range(0, vec, 16):
             _store(out, r, c, _positive_or_zero(_load(out, r, c), _load(act, r, c)))
@@ -509,8 +542,38 @@ def col2im_offsets(d, n_ex, p_in, table, act, out):
                 out[r, c] = 0
 
 
+@numba.njit(**JIT)
+def col2im_offsets(d, n_ex, p_in, table, act, out):
+    """``conv.col2im`` of offset-major patch gradients ``d``, then the ReLU mask of the layer's input
+    ``act``: ``out`` (``(n_ex * p_in, C)``) zeroed, :func:`col2im_add`, :func:`relu_mask` —
+    :func:`bnstudy.compiled.gradients.linear_backward`'s mask then ``col2im``, bit for bit."""
+    rows = n_ex * p_in
+    for r in range(rows):
+        for c in range(out.shape[1]):
+            out[r, c] = 0
+    col2im_add(d, n_ex, p_in, table, out)
+    relu_mask(out, act, rows)
+
+
+@numba.njit(**JIT)
+def chunk_examples(p_out, width, bmax):
+    """Examples per chunk of a layer's batch (``p_out`` patch rows of ``width`` floats each): about
+    :data:`CHUNK_FLOATS` floats of patches, so that a chunk's patches and their gradients stay in
+    the second-level cache between the kernels that write and read them."""
+    return max(1, min(bmax, CHUNK_FLOATS // max(1, p_out * width)))
+
+
 __all__ = [
     "BIAS",
+    "CHUNK_FLOATS",
+    "across_columns",
+    "bias_grads",
+    "chunk_examples",
+    "col2im_add",
+    "relu_mask",
+    "weight_grad_buffer",
+    "weight_grad_finish",
+    "weight_grad_rows",
     "MORE",
     "ZERO",
     "col2im_offsets",
