@@ -50,7 +50,7 @@ from bnstudy.compiled.conv import (
 from bnstudy.compiled.convgemm import (
     ROW_BLOCK,
     across_columns,
-    bias_grads,
+    bias_grad_rows,
     chunk_examples,
     col2im_add,
     column_order,
@@ -346,28 +346,32 @@ def conv_backward(ns, params, grads, sc, n, i, geo):
     p_in, table = geo.layers[i, P_IN], table_of(geo, i)
     src = sc.xb if i == 0 else sc.act[i - 1]
     dh = sc.dh[i]
-    bias_grads(dh, r, db[i])
+    for o in range(db[i].shape[0]):
+        db[i][o] = 0
     across = across_columns(dw[i])
     g = weight_grad_buffer(dw[i], sc.gbuf)
     below = sc.da[i - 1] if i > 0 else sc.da[0]
     if i > 0:
         offsets_major(w[i], channels, sc.woff[i])
-        for q in range(n * p_in):
-            for c in range(below.shape[1]):
-                below[q, c] = 0
     step = sc.chunk[i]
     for n0 in range(0, n, step):  # chunk by chunk: the patches again, then their gradients
         m = min(step, n - n0)
         rows = m * positions
         im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, sc.patches[i])
         part = dh[n0 * positions : n0 * positions + rows]
+        bias_grad_rows(part, rows, db[i])
         weight_grad_rows(part, sc.patches[i], rows, across, g, sc.ident)
         if i > 0:
+            # a chunk's patches are copied from its own examples' positions only, so those
+            # positions' gradients are complete after it: zeroed, added, masked
             conv_input_grad(part, rows, sc.woff[i], sc.ident, sc.dpatches[i])
-            col2im_add(sc.dpatches[i], m, p_in, table, below[n0 * p_in : (n0 + m) * p_in])
+            lo, hi = n0 * p_in, (n0 + m) * p_in
+            for q in range(lo, hi):
+                for c in range(below.shape[1]):
+                    below[q, c] = 0
+            col2im_add(sc.dpatches[i], m, p_in, table, below[lo:hi])
+            relu_mask(below[lo:hi], src[lo:hi], hi - lo)
     weight_grad_finish(g, across, channels, dw[i])
-    if i > 0:
-        relu_mask(sc.da[i - 1], src, n * p_in)
 
 
 @numba.njit(**JIT)

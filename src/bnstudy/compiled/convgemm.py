@@ -478,13 +478,19 @@ def weight_grad_finish(g, across, channels, dw):
 
 
 @numba.njit(**JIT)
+def bias_grad_rows(dh, rows, db):
+    """``db[o] += dh[r, o]``, rows ``r < rows`` in order."""
+    for r in range(rows):
+        for o in range(db.shape[0]):
+            db[o] += dh[r, o]
+
+
+@numba.njit(**JIT)
 def bias_grads(dh, rows, db):
     """``db[o] = sum_r dh[r, o]``, rows ``r < rows`` in order from zero."""
     for o in range(db.shape[0]):
         db[o] = 0
-    for r in range(rows):
-        for o in range(db.shape[0]):
-            db[o] += dh[r, o]
+    bias_grad_rows(dh, rows, db)
 
 
 @numba.njit(**JIT)
@@ -567,6 +573,7 @@ __all__ = [
     "BIAS",
     "CHUNK_FLOATS",
     "across_columns",
+    "bias_grad_rows",
     "bias_grads",
     "chunk_examples",
     "col2im_add",
