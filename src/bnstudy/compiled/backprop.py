@@ -10,14 +10,16 @@ convolutional network, :mod:`bnstudy.compiled.conv`). Both families run through 
 loop, its optimisers and its accumulation. Each step gathers its batch's rows, then:
 
 1. forward, training mode, layer after layer (:func:`forward_pass`):
-   :func:`bnstudy.compiled.blocks.linear_t` (after :func:`bnstudy.compiled.conv.im2col` for a
-   convolution) and the normaliser and ReLU (:func:`bnstudy.compiled.gradients.norm_forward`,
+   :func:`bnstudy.compiled.blocks.linear_t` (a convolution: its arithmetic, ``conv.im2col`` then
+   ``linear_t``, by :mod:`bnstudy.compiled.convgemm`'s register-tiled kernels, chunk by chunk of
+   examples: :func:`conv_layer_forward`) and the normaliser and ReLU (:func:`bnstudy.compiled.gradients.norm_forward`,
    or its per-image form :func:`bnstudy.compiled.normkernels.spatial_forward`), which keeps
    what backward needs and moves the running statistics;
 2. the loss and its gradient at the logits (:func:`bnstudy.compiled.gradients.loss_and_grad`);
 3. backward, output layer first (:func:`backward_pass`:
-   :func:`bnstudy.compiled.gradients.linear_backward`, :func:`bnstudy.compiled.gradients.norm_backward`),
-   into a gradient vector laid out as the parameters;
+   :func:`bnstudy.compiled.gradients.linear_backward`, :func:`bnstudy.compiled.gradients.norm_backward`;
+   a convolution's sums those of ``linear_backward`` on its patches then ``conv.col2im``, by
+   :mod:`bnstudy.compiled.convgemm`, :func:`conv_backward`), into a gradient vector laid out as the parameters;
 4. one optimiser step (:func:`bnstudy.compiled.optimisers.step_adam` or ``step_sgd``).
 
 :func:`serve_run` runs the forward pass alone over a stream of batches (training-mode serving:
