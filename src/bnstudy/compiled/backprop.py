@@ -10,14 +10,16 @@ convolutional network, :mod:`bnstudy.compiled.conv`). Both families run through 
 loop, its optimisers and its accumulation. Each step gathers its batch's rows, then:
 
 1. forward, training mode, layer after layer (:func:`forward_pass`):
-   :func:`bnstudy.compiled.blocks.linear_t` (after :func:`bnstudy.compiled.conv.im2col` for a
-   convolution) and the normaliser and ReLU (:func:`bnstudy.compiled.gradients.norm_forward`,
+   :func:`bnstudy.compiled.blocks.linear_t` (a convolution: its arithmetic, ``conv.im2col`` then
+   ``linear_t``, by :mod:`bnstudy.compiled.convgemm`'s register-tiled kernels, chunk by chunk of
+   examples: :func:`conv_layer_forward`) and the normaliser and ReLU (:func:`bnstudy.compiled.gradients.norm_forward`,
    or its per-image form :func:`bnstudy.compiled.normkernels.spatial_forward`), which keeps
    what backward needs and moves the running statistics;
 2. the loss and its gradient at the logits (:func:`bnstudy.compiled.gradients.loss_and_grad`);
 3. backward, output layer first (:func:`backward_pass`:
-   :func:`bnstudy.compiled.gradients.linear_backward`, :func:`bnstudy.compiled.gradients.norm_backward`),
-   into a gradient vector laid out as the parameters;
+   :func:`bnstudy.compiled.gradients.linear_backward`, :func:`bnstudy.compiled.gradients.norm_backward`;
+   a convolution's sums those of ``linear_backward`` on its patches then ``conv.col2im``, by
+   :mod:`bnstudy.compiled.convgemm`, :func:`conv_backward`), into a gradient vector laid out as the parameters;
 4. one optimiser step (:func:`bnstudy.compiled.optimisers.step_adam` or ``step_sgd``).
 
 :func:`serve_run` runs the forward pass alone over a stream of batches (training-mode serving:
@@ -43,11 +45,25 @@ from bnstudy.compiled.conv import (
     SKIP,
     add_relu,
     average_pool,
-    col2im,
     geometry,
-    im2col,
     no_geometry,
     table_of,
+)
+from bnstudy.compiled.convgemm import (
+    ROW_BLOCK,
+    across_columns,
+    bias_grad_rows,
+    chunk_examples,
+    col2im_add,
+    column_order,
+    conv_forward,
+    conv_input_grad,
+    im2col_offsets,
+    offsets_major,
+    relu_mask,
+    weight_grad_buffer,
+    weight_grad_finish,
+    weight_grad_rows,
 )
 from bnstudy.compiled.gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
 from bnstudy.compiled.kernels import argmax_rows
@@ -97,7 +113,10 @@ Log = namedtuple("Log", "loss correct first_grad")
 Log.__doc__ = """What a run writes: each epoch's mean batch loss (float64) and correctly labelled rows
 (int64), and the first step's gradient into ``first_grad`` if it has any elements."""
 
-Scratch = namedtuple("Scratch", "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none")
+Scratch = namedtuple(
+    "Scratch",
+    "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none order woff ident gbuf chunk",
+)
 
 
 def mlp_arch(widths) -> Arch:
@@ -202,7 +221,8 @@ def new_scratch(arch, ns, inputs, bmax):
     f32 = np.float32
     feats = [shapes[i, 0] for i in range(hidden)]
     rows = [bmax * positions_out(arch, i) for i in range(hidden)]
-    wide = [np.empty((rows[i] if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)]
+    chunk = [chunk_examples(positions_out(arch, i), shapes[i, 1], bmax) if arch.conv else 0 for i in range(hidden)]
+    wide = [np.empty((chunk[i] * positions_out(arch, i), shapes[i, 1]), f32) for i in range(hidden)]
     per_layer = [np.empty((rows[i], feats[i]), f32) for i in range(hidden)]
     last, classes = shapes[hidden, 1], shapes[hidden, 0]
     return Scratch(
@@ -213,6 +233,11 @@ def new_scratch(arch, ns, inputs, bmax):
         [rstd_scratch(ns.kind, bmax, ns.setting, f) for f in feats], [new_stats(f) for f in feats],
         np.empty((bmax, last), f32), np.empty((bmax, last), f32), np.ones((bmax, last), f32),
         np.empty((bmax, classes), f32), np.empty((bmax, classes), f32), np.empty((bmax * per, 0), f32),
+        [column_order(shapes[i, 1] // 9 if arch.conv else 0) for i in range(hidden)],
+        [np.empty((shapes[i, 0] if arch.conv else 0, shapes[i, 1]), f32) for i in range(hidden)],
+        np.arange(max(ROW_BLOCK, np.max(shapes[:, 0]))),
+        np.empty(np.max(shapes[:, 0] * shapes[:, 1]) if arch.conv else 0, f32),
+        np.array(chunk, np.int64),
     )  # fmt: skip
 
 
@@ -229,6 +254,20 @@ def gather(data, rows, n, per, xb, yb):
 
 
 @numba.njit(**JIT)
+def conv_layer_forward(src, n, geo, i, sc, bias):
+    """Convolution ``i``'s outputs ``sc.pre[i]`` for ``n`` examples of ``src``, a chunk of
+    ``sc.chunk[i]`` examples at a time (each output's sum does not depend on the chunks):
+    offset-major patches (:func:`bnstudy.compiled.convgemm.im2col_offsets`) then their product
+    (:func:`bnstudy.compiled.convgemm.conv_forward`, ``linear_t``'s sums)."""
+    p_in, p_out, table = geo.layers[i, P_IN], geo.layers[i, P_OUT], table_of(geo, i)
+    step = sc.chunk[i]
+    for n0 in range(0, n, step):
+        m = min(step, n - n0)
+        im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, sc.patches[i])
+        conv_forward(sc.patches[i][: m * p_out], sc.order[i], sc.wt[i], bias, sc.pre[i][n0 * p_out : (n0 + m) * p_out])
+
+
+@numba.njit(**JIT)
 def forward_pass(arch, ns, views, sc, n, updates):
     """Training-mode forward of a batch of ``n`` examples (``sc.xb``) to the logits ``sc.z``;
     ``views``: the parameters' (:func:`param_views`) and the running statistics' views."""
@@ -242,8 +281,7 @@ def forward_pass(arch, ns, views, sc, n, updates):
         if arch.conv:
             r = n * geo.layers[i, P_OUT]
             skip = geo.layers[i, SKIP]
-            im2col(src, n, geo.layers[i, P_IN], table_of(geo, i), sc.patches[i])
-            linear_t(sc.patches[i][:r], sc.wt[i], b[i], sc.pre[i][:r])
+            conv_layer_forward(src, n, geo, i, sc, b[i])
             spatial_forward(ns, lp, sc.pre[i][:r], n, geo.layers[i, P_OUT], updates, keep, skip < 0, sc.act[i])
             if skip >= 0:
                 add_relu(sc.act[i], sc.act[skip], r)
@@ -294,8 +332,11 @@ def gather_skips(geo, sc, i, rows):
 def conv_backward(ns, params, grads, sc, n, i, geo):
     """Backward of convolutional layer ``i`` from ``sc.da[i]``: its residual gradients gathered
     (:func:`gather_skips`), the normaliser's backward, the convolution's weight gradients and (but
-    for the first layer) its input gradient into ``sc.da[i - 1]`` (ReLU mask of the patches, then
-    :func:`bnstudy.compiled.conv.col2im`)."""
+    for the first layer) its input gradient into ``sc.da[i - 1]`` (:func:`bnstudy.compiled.conv.col2im`
+    with the ReLU mask of the layer's input), in chunks of examples: each chunk's offset-major
+    patches are made again (:func:`bnstudy.compiled.convgemm.im2col_offsets`), their products
+    added to the weight gradients' sums (rows in order, chunk after chunk) and their input
+    gradients into the positions they were copied from (:mod:`bnstudy.compiled.convgemm`)."""
     w, gamma = params[0], params[2]
     dw, db, dgamma, dbeta = grads
     positions = geo.layers[i, P_OUT]
@@ -303,10 +344,36 @@ def conv_backward(ns, params, grads, sc, n, i, geo):
     gather_skips(geo, sc, i, r)
     keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
     spatial_backward(ns, gamma[i], keep, sc.da[i][:r], n, positions, sc.dh[i], dgamma[i], dbeta[i])
-    dpatches = sc.none if i == 0 else sc.dpatches[i]
-    linear_backward(sc.dh[i], sc.patches[i], r, w[i], dw[i], db[i], dpatches, sc.patches[i])
+    channels = w[i].shape[1] // 9
+    p_in, table = geo.layers[i, P_IN], table_of(geo, i)
+    src = sc.xb if i == 0 else sc.act[i - 1]
+    dh = sc.dh[i]
+    for o in range(db[i].shape[0]):
+        db[i][o] = 0
+    across = across_columns(dw[i])
+    g = weight_grad_buffer(dw[i], sc.gbuf)
+    below = sc.da[i - 1] if i > 0 else sc.da[0]
     if i > 0:
-        col2im(dpatches, n, geo.layers[i, P_IN], table_of(geo, i), sc.da[i - 1])
+        offsets_major(w[i], channels, sc.woff[i])
+    step = sc.chunk[i]
+    for n0 in range(0, n, step):  # chunk by chunk: the patches again, then their gradients
+        m = min(step, n - n0)
+        rows = m * positions
+        im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, sc.patches[i])
+        part = dh[n0 * positions : n0 * positions + rows]
+        bias_grad_rows(part, rows, db[i])
+        weight_grad_rows(part, sc.patches[i], rows, across, g, sc.ident)
+        if i > 0:
+            # a chunk's patches are copied from its own examples' positions only, so those
+            # positions' gradients are complete after it: zeroed, added, masked
+            conv_input_grad(part, rows, sc.woff[i], sc.ident, sc.dpatches[i])
+            lo, hi = n0 * p_in, (n0 + m) * p_in
+            for q in range(lo, hi):
+                for c in range(below.shape[1]):
+                    below[q, c] = 0
+            col2im_add(sc.dpatches[i], m, p_in, table, below[lo:hi])
+            relu_mask(below[lo:hi], src[lo:hi], hi - lo)
+    weight_grad_finish(g, across, channels, dw[i])
 
 
 @numba.njit(**JIT)
