@@ -16,7 +16,9 @@ must equal ``config/expected/fashion-tiny.manifest.tsv`` byte for byte: the chec
 ``tests/test_fashion.py``'s (marked ``slurm`` too, so ``make slurm-test`` runs it).
 Here: every job went through SLURM (a job id in Snakemake's output, a SLURM log file
 per id, and the id known to ``squeue`` as COMPLETED: the local cluster has no
-accounting database, so ``sacct`` is not used), the evaluation jobs were grouped,
+accounting database, so ``sacct`` is not used), the evaluation jobs were grouped
+(as the profile says) and the build's other remote jobs too (level by level of the
+rule graph, :func:`level_groups`: the suite's cluster is one node),
 a job sees the submitting environment's kernel-selection variables, and a job that
 fails on the cluster ends the run with an error within a bounded time instead of
 leaving Snakemake waiting.
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bnstudy.base.determinism import NICENESS, copy_workflow, niced, run_environment
 from bnstudy.base.machines import environments
@@ -53,6 +56,15 @@ MACHINE = "generic"  # the simulated machine the build runs as (its committed ma
 # successful jobs are kept for the checks.
 CLUSTER_ARGS = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
 LOCAL_ARGS = ["--cores", "2", "-q"]  # the same build without a cluster
+# The suite's cluster is one node of this machine's 2 CPUs, so a SLURM job per rule job buys no
+# parallelism, only start-ups: each SLURM job starts Snakemake twice (the job step, then srun's),
+# about 4 CPU s more than the same job run locally. The build therefore also groups the rest of its
+# remote jobs, level by level of the rule graph (GROUP_COMPONENTS jobs of one level per SLURM
+# job; a level's jobs never depend on each other, so no group waits on itself), beside the
+# profile's own groups, which it keeps as they are (test_slurm_profile_groups_the_evaluation_jobs
+# checks them). The profile itself groups only the evaluations: on a real cluster the training
+# jobs run side by side on many nodes.
+GROUP_COMPONENTS = 8
 RUN_TIMEOUT = 45 * 60  # the whole tiny config, at low priority beside the other runs
 BACKGROUND_NICENESS = max(NICENESS.values())
 FAILURE_TIMEOUT = 3 * 60  # a single failing job must be reported well within this
@@ -160,6 +172,61 @@ class Build:
     output: str = ""
 
 
+def profile_groups() -> tuple[dict[str, str], dict[str, int]]:
+    """The profile's ``groups`` (rule -> group) and ``group-components`` (group -> number)."""
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    return dict(profile.get("groups", {})), dict(profile.get("group-components", {}))
+
+
+def local_rules(workdir: Path, configfile: str) -> set[str]:
+    """The workflow's local rules: the studies' (bnstudy.base.catalogue) and those saying ``localrule: True``."""
+    from bnstudy.base import catalogue
+
+    config = yaml.safe_load((workdir / configfile).read_text())
+    said = set()
+    for smk in [workdir / "Snakefile", *sorted((workdir / "workflow" / "rules").glob("*.smk"))]:
+        for block in re.split(r"^(?=rule )", smk.read_text(), flags=re.M):
+            rule = re.match(r"rule (\w+):", block)
+            if rule and re.search(r"^\s+localrule: True", block, flags=re.M):
+                said.add(rule.group(1))
+    return set(catalogue.local_rules(config)) | said
+
+
+def level_groups(workdir: Path, configfile: str) -> list[str]:
+    """``--groups`` and ``--group-components`` for a build on the suite's one-node cluster: the
+    profile's groups as they are, and every other remote rule in the group of its level in the
+    rule graph (the longest path from a rule without inputs), GROUP_COMPONENTS jobs per SLURM job."""
+    dot = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--configfile", configfile, "--rulegraph", "-q"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    names = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)"', dot, flags=re.M))
+    parents = {name: set() for name in names.values()}
+    for a, b in re.findall(r"^\s*(\d+) -> (\d+)", dot, flags=re.M):
+        if a != b:
+            parents[names[b]].add(names[a])
+
+    @functools.cache
+    def level(rule: str) -> int:
+        return 1 + max((level(p) for p in parents[rule]), default=-1)
+
+    groups, components = profile_groups()
+    local = local_rules(workdir, configfile)
+    for rule in sorted(parents):
+        if rule not in local and rule not in groups:
+            groups[rule] = f"level{level(rule)}"
+            components.setdefault(groups[rule], GROUP_COMPONENTS)
+    return [
+        "--groups",
+        *(f"{rule}={group}" for rule, group in groups.items()),
+        "--group-components",
+        *(f"{group}={n}" for group, n in components.items()),
+    ]
+
+
 def start_in_background(tmp_path_factory) -> Build:
     """Start the build of config/fashion-tiny.yaml in a scratch copy, as the simulated machine
     without AVX/FMA: through SLURM (profiles/slurm) if a cluster answers, else locally on 2 cores.
@@ -170,7 +237,10 @@ def start_in_background(tmp_path_factory) -> Build:
     work = copy_workflow(ROOT, tmp_path_factory.mktemp(f"fashion-tiny-{where}"))
     log = work / "snakemake.log"
     args = ["--configfile", CONFIG]
-    args += LOCAL_ARGS if problem else ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS]
+    if problem:
+        args += LOCAL_ARGS
+    else:
+        args += ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS, *level_groups(work, CONFIG)]
     env = environments()[MACHINE]
     proc = start_snakemake(work, args, log, BACKGROUND_NICENESS, env)
     return Build(where, problem, work, log, time.monotonic(), proc, env)
@@ -232,6 +302,16 @@ def test_slurm_profile_groups_the_evaluation_jobs(slurm_run):
     assert not alone, "evaluation jobs submitted one by one"
     grouped = [log for log in logs if "/group_evaluation" in log]
     assert 1 <= len(grouped) < evaluations
+
+
+def test_the_build_on_one_node_submits_group_jobs_only(slurm_run):
+    """level_groups: every remote job of the build went into a group job of its level (a remote rule
+    left out would be submitted job by job, each SLURM job starting Snakemake twice)."""
+    _, output = slurm_run
+    logs = [log for _, _, log in SUBMITTED.findall(output)]
+    alone = [log for log in logs if "/group_" not in log]
+    assert not alone, f"SLURM jobs of one rule job: {alone}"
+    assert any("/group_level1_" in log for log in logs)
 
 
 # A job that writes down the kernel-selection variables it sees (bnstudy.base.provenance.KERNEL_VARIABLES)
