@@ -147,13 +147,13 @@ rule summarise_companions:
             labels={"table": "every dependence network: means with an interval over networks"},
         ),
     params:
+        **exact_companions_param(),
         seed=COMP["seed"],
         resamples=COMP["bootstrap_resamples"],
         confidence=COMP["confidence"],
         examples_per_class=COMP["examples_per_class"],
         batches_per_example=COMP["batches_per_example"],
         one_class_batch_size=COMP["one_class_batch_size"],
-        **exact_companions_param(),
     conda:
         CONDA_ENV
     resources:
