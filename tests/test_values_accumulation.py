@@ -51,6 +51,16 @@ def _interval(values, confidence):
     return mean, sd, mean - half, mean + half
 
 
+def _share_interval(values, confidence):
+    """Mean, sd (ddof 1) and the Student-t interval of a share on the logit scale (delta method:
+    the logit's standard error is se / (m (1 - m))), mapped back with scipy's expit."""
+    from scipy.special import expit, logit
+
+    mean, sd, lo, _ = _interval(values, confidence)
+    half = (mean - lo) / (mean * (1 - mean))
+    return mean, sd, float(expit(logit(mean) - half)), float(expit(logit(mean) + half))
+
+
 def _p(x):  # points
     return f"{100 * x:.1f}"
 
@@ -234,7 +244,7 @@ def _cells(values, micro, confidence):
         for c in CONFIGS:
             for mode in MODES:
                 v = values[(m, c, mode)]
-                out[(m, c, mode)] = (len(v), *_interval([v[s] for s in sorted(v)], confidence))
+                out[(m, c, mode)] = (len(v), *_share_interval([v[s] for s in sorted(v)], confidence))
     return out
 
 
@@ -408,18 +418,20 @@ def test_long_table_holds_every_configuration_sorted_with_integer_seeds(two):
     assert out["table"].micro_batch.dtype == np.int64 and out["table"].seed.dtype == np.int64
 
 
-def test_cells_are_student_t_intervals_over_seeds_in_configuration_order(two):
+def test_cells_are_student_t_intervals_on_the_logit_scale_over_seeds_in_configuration_order(two):
     out, values, _ = two
     cells = _cells(values, (3, 5), 0.9)
     expected = _frame_of(cells, ("micro_batch", "config", "mode")).rename(columns={"x": "mean"})
     pd.testing.assert_frame_equal(out["cells"], expected, rtol=1e-12)
     # one by hand: accumulation at 3 in inference mode, (895, 912, 899) / 997
     v = np.array([895, 912, 899]) / ROWS
-    half = sps.t.ppf(0.95, 2) * np.std(v, ddof=1) / math.sqrt(3)
+    half = sps.t.ppf(0.95, 2) * np.std(v, ddof=1) / math.sqrt(3) / (v.mean() * (1 - v.mean()))
+    centre = math.log(v.mean() / (1 - v.mean()))
     row = out["cells"].iloc[3]
     assert (row.micro_batch, row.config, row["mode"], row.seeds) == (3, "accumulate", "inference", 3)
-    assert row.ci_low == pytest.approx(v.mean() - half, rel=1e-12)
-    assert row.ci_high == pytest.approx(v.mean() + half, rel=1e-12)
+    assert row.ci_low == pytest.approx(1 / (1 + math.exp(-(centre - half))), rel=1e-12)
+    assert row.ci_high == pytest.approx(1 / (1 + math.exp(-(centre + half))), rel=1e-12)
+    assert 0 < row.ci_low < row["mean"] < row.ci_high < 1
 
 
 def test_paired_rows_are_differences_by_seed_per_comparison_and_mode(two):

@@ -16,7 +16,8 @@ population statistics of the training half: for the grid's networks the ``exact`
 ``recompute``: per configuration, recomputed minus inference, paired by seed (how much of a
 configuration's inference accuracy its running statistics cost or give).
 
-Means over seeds and Student-t intervals are :func:`bnstudy.base.stats.seed_interval`, paired
+Means over seeds of an accuracy and its Student-t interval on the logit scale (bounded by 0 and 1,
+as the Methods state for every share) are :func:`bnstudy.base.stats.share_interval`, paired
 differences (by seed) :func:`bnstudy.studies.batch_size.paired.paired_interval`; accuracies are shares of test rows.
 Nothing here depends on the CPU.
 """
@@ -28,7 +29,7 @@ import math
 import pandas as pd
 
 from bnstudy.base.designs import ACCUMULATION_CONFIGS
-from bnstudy.base.stats import seed_interval
+from bnstudy.base.stats import share_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
@@ -81,10 +82,11 @@ def long_table(runs: pd.DataFrame, grid: pd.DataFrame, batch_size: int, micro_ba
 
 
 def cell_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Per micro-batch, configuration and mode: seeds, mean, sd and Student-t interval (seeds ascending)."""
+    """Per micro-batch, configuration and mode: seeds, mean, sd and the Student-t interval of the
+    accuracy on the logit scale (seeds ascending)."""
     out = []
     for (m, config, mode), g in table.groupby(["micro_batch", "config", "mode"], sort=False):
-        mean, sd, lo, hi = seed_interval(g.sort_values("seed").accuracy.tolist(), confidence)
+        mean, sd, lo, hi = share_interval(g.sort_values("seed").accuracy.tolist(), confidence)
         out.append({"micro_batch": int(m), "config": config, "mode": mode, "seeds": len(g)} | _stats(mean, sd, lo, hi))
     return pd.DataFrame(out)
 
