@@ -35,7 +35,7 @@ def test_mcnemar_counts_discordant_rows_and_matches_binomtest():
     assert (a_only, b_only) == (5, 1)
     # by hand: P(X <= 1 or X >= 5), X ~ Bin(6, 1/2) = 2 * (1 + 6) / 64
     assert p == pytest.approx(14 / 64, abs=1e-12)
-    assert p == pytest.approx(sps.binomtest(5, 6, 0.5).pvalue, abs=1e-15)
+    assert p == pytest.approx(sps.binomtest(5, 6, 0.5).pvalue, rel=1e-11)
 
 
 def test_mcnemar_without_discordant_rows_has_p_one():
@@ -127,3 +127,17 @@ def test_summary_keeps_the_comparisons_in_the_order_they_come():
     ]
     assert out.gain.tolist() == pytest.approx([0.025] * 3, abs=1e-12)
     assert out.a_only.tolist() == [6, 6, 6]
+
+
+def test_mcnemar_p_is_the_exact_binomial_tail_rounded_once():
+    """The p-value as an exact fraction (twice the smaller tail over 2**n, at most 1), rounded
+    once: the same float on every machine, and scipy's binomtest to its own rounding."""
+    from fractions import Fraction
+    from math import comb
+
+    for n, k in [(1, 0), (6, 5), (171, 103), (171, 68), (4000, 1900), (10000, 5000), (9999, 0), (2, 1)]:
+        small = min(k, n - k)
+        exact = min(Fraction(1), Fraction(2 * sum(comb(n, i) for i in range(small + 1)), 2**n))
+        assert paired.mcnemar_p(k, n) == float(exact), (n, k)
+        assert paired.mcnemar_p(k, n) == pytest.approx(sps.binomtest(k, n, 0.5).pvalue, rel=1e-11, abs=1e-300)
+    assert paired.mcnemar_p(0, 0) == 1.0 and paired.mcnemar_p(5000, 10000) == 1.0
