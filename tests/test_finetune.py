@@ -25,16 +25,21 @@ WIDTHS = (6, 5, 4, 3)
 def _state(seed=0, tracked=7, momentum=0.1):
     """A tiny batch-norm network with non-trivial affine parameters and running statistics."""
     spec = model.NetSpec("batchnorm", WIDTHS, groups=1, eps=1e-5, momentum=momentum)
+    return _perturbed(model.initial_state(spec, seed), model.NORMS, seed, tracked), spec
+
+
+def _perturbed(state, layers, seed, tracked):
+    """``state`` with each batch-norm layer's gamma, beta and running statistics drawn away from
+    their initial values (seeded) and ``tracked`` batches counted."""
     rng = np.random.default_rng(seed)
-    state = model.initial_state(spec, seed)
-    for layer in model.NORMS:
+    for layer in layers:
         f = state[f"{layer}.weight"].shape[0]
         state[f"{layer}.weight"] = (0.5 + rng.random(f)).astype(np.float32)
         state[f"{layer}.bias"] = (rng.random(f) - 0.5).astype(np.float32)
         state[f"{layer}.running_mean"] = (rng.random(f) - 0.5).astype(np.float32)
         state[f"{layer}.running_var"] = (0.5 + rng.random(f)).astype(np.float32)
         state[f"{layer}.num_batches_tracked"] = np.array(tracked, np.int64)
-    return state, spec
+    return state
 
 
 def _data(n=30, seed=1):
@@ -361,16 +366,7 @@ def _conv_state(seed=6, tracked=5):
     from bnstudy.nets import conv_train
 
     spec = conv_train.ConvSpec("batchnorm", (4, 6, 6), 2, strides=(2, 1, 1), skips=(-1, -1, 1))
-    rng = np.random.default_rng(seed)
-    state = conv_train.initial_state(spec, seed)
-    for layer in conv_train.norm_keys(spec):
-        c = state[f"{layer}.weight"].shape[0]
-        state[f"{layer}.weight"] = (0.5 + rng.random(c)).astype(np.float32)
-        state[f"{layer}.bias"] = (rng.random(c) - 0.5).astype(np.float32)
-        state[f"{layer}.running_mean"] = (rng.random(c) - 0.5).astype(np.float32)
-        state[f"{layer}.running_var"] = (0.5 + rng.random(c)).astype(np.float32)
-        state[f"{layer}.num_batches_tracked"] = np.array(tracked, np.int64)
-    return state, spec
+    return _perturbed(conv_train.initial_state(spec, seed), conv_train.norm_keys(spec), seed, tracked), spec
 
 
 def test_conv_finetuning_agrees_with_pytorch_batchnorm2d_in_a_training_loop():
