@@ -61,6 +61,7 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled.blocks import linear_t
+from bnstudy.compiled.convgemm import chunk_examples, column_order, conv_forward, im2col_offsets
 from bnstudy.compiled.normkernels import spatial_layer
 
 Geometry = namedtuple("Geometry", "layers sources")
@@ -68,6 +69,9 @@ Geometry.__doc__ = """The convolutions' shapes: ``layers`` ``(L, 5)`` int64, per
 its output's positions, the first row of its source table in ``sources``, the layer whose output it
 adds before the ReLU (-1: none) and its stride; ``sources`` ``(sum of output positions, 9)`` int64,
 every layer's table (:func:`source_table`) one after the other."""
+
+# images per chunk of forward_model (a chunk's activations stay in the second-level cache)
+CHUNK_IMAGES = 32
 
 # the columns of Geometry.layers
 P_IN, P_OUT, TABLE, SKIP, STRIDE = range(5)
@@ -187,11 +191,21 @@ def average_pool(a, n_ex, positions, out):
 @numba.njit(**JIT)
 def layer_input(hid, geo, layer, a, n_ex, pre):
     """Convolution ``layer`` of :func:`forward_model`: its normaliser's input rows ``pre`` (``(n_ex *
-    P_out, C_out)``) from the layer's input ``a`` (``(n_ex * P_in, C_in)``), :func:`im2col` then
-    :func:`bnstudy.compiled.blocks.linear_t` (``hid``: the layer's :class:`bnstudy.compiled.kernels.Hidden`)."""
-    patches = np.empty((pre.shape[0], hid.wt.shape[0]), np.float32)
-    im2col(a, n_ex, geo.layers[layer, P_IN], table_of(geo, layer), patches)
-    linear_t(patches, hid.wt, hid.bias, pre)
+    P_out, C_out)``) from the layer's input ``a`` (``(n_ex * P_in, C_in)``), ``hid`` the layer's
+    :class:`bnstudy.compiled.kernels.Hidden`. The sums of :func:`im2col` then
+    :func:`bnstudy.compiled.blocks.linear_t`, bit for bit, computed as the training step computes
+    them (``backprop.conv_layer_forward``): offset-major patches of a chunk of examples at a time
+    (:func:`bnstudy.compiled.convgemm.chunk_examples`; an output's sum does not depend on the
+    chunks), their product with the outputs held in registers (:func:`bnstudy.compiled.convgemm.conv_forward`)."""
+    p_in, p_out, table = geo.layers[layer, P_IN], geo.layers[layer, P_OUT], table_of(geo, layer)
+    width = hid.wt.shape[0]
+    step = chunk_examples(p_out, width, max(1, n_ex))
+    patches = np.empty((step * p_out, width), np.float32)
+    order = column_order(width // 9)
+    for n0 in range(0, n_ex, step):
+        m = min(step, n_ex - n0)
+        im2col_offsets(a[n0 * p_in : (n0 + m) * p_in], m, p_in, table, patches)
+        conv_forward(patches[: m * p_out], order, hid.wt, hid.bias, pre[n0 * p_out : (n0 + m) * p_out])
 
 
 @numba.njit(**JIT)
@@ -213,7 +227,22 @@ def forward_model(net, geo, ns, x, n_ex, batch, train, logits):
 
     ``net`` is a :class:`bnstudy.compiled.kernels.Net` whose hidden layers are 3x3 convolutions (``W^T``
     ``(9 * C_in, C_out)``) of :class:`Geometry` ``geo``, its output layer the linear map after the
-    average pool; ``ns`` its normaliser's settings (:class:`bnstudy.compiled.normkernels.Settings`)."""
+    average pool; ``ns`` its normaliser's settings (:class:`bnstudy.compiled.normkernels.Settings`).
+
+    The images go through the whole network :data:`CHUNK_IMAGES` at a time (in training mode a
+    whole number of batches at a time), so that the activations stay in cache: an image's logits
+    depend on no other image but its batch's, which a chunk holds whole."""
+    per = batch if train else 1
+    step = max(per, (CHUNK_IMAGES // per) * per)
+    p_in = geo.layers[0, P_IN]
+    for n0 in range(0, n_ex, step):
+        m = min(step, n_ex - n0)
+        _forward_chunk(net, geo, ns, x[n0 * p_in : (n0 + m) * p_in], m, batch, train, logits[n0 : n0 + m])
+
+
+@numba.njit(**JIT)
+def _forward_chunk(net, geo, ns, x, n_ex, batch, train, logits):
+    """:func:`forward_model` of ``n_ex`` images (in training mode a whole number of batches)."""
     acts = []
     a = x
     for layer in range(len(net.hidden)):

@@ -14,8 +14,8 @@ One product, :func:`gemm`: ``c[i, j] = s + a[i, idx[0]] * b[0, j] + a[i, idx[1]]
 ...`` added in ``t`` order, ``s`` the bias ``start[j]`` (mode :data:`BIAS`), zero (:data:`ZERO`)
 or ``c[i, j]`` itself (:data:`MORE`: a sum continued, e.g. over a further block of rows; a
 float32 held in memory between blocks is the float32 a register would hold). Tiles of 8 rows x
-32 columns (16 registers), then 8 x 16, then single rows; columns past the last multiple of 16
-one at a time.
+32 columns (16 registers), then 8 x 16, then single rows; the columns past the last multiple of
+16 in the same tiles, their lanes padded (:func:`_narrow`).
 
 The patches are held *offset-major* (:func:`im2col_offsets`): column ``k * C + c`` of a patch
 row is column ``9 * c + k`` of ``conv.im2col``'s (``k = 3 * ky + kx``), so each offset's channels
@@ -54,6 +54,8 @@ _VEC = ir.VectorType(ir.FloatType(), _LANES)
 # rows of patches whose weight gradients are summed per pass over the gradient's tiles (a block of
 # patch rows, then the next, the sums carried in memory: their order is the rows' order)
 ROW_BLOCK = 128
+# rows of c per block of gemm's narrow columns (held 16 lanes wide in a buffer, then copied back)
+NARROW_ROWS = 256
 # floats of patches per chunk of examples (backprop runs each layer's kernels chunk by chunk)
 CHUNK_FLOATS = 48 * 1024
 
@@ -294,12 +296,40 @@ def gemm(a, idx, b, start, c, mode, columns_outer=False):
         else:
             for i in range(0, m, 8):
                 _rows(a, idx, b, start, c, mode, i, min(8, m - i), 0, vec)
-    for i in range(m):
-        for j in range(vec, n):
-            acc = start[j] if mode == BIAS else (np.float32(0) if mode == ZERO else c[i, j])
-            for t in range(idx.shape[0]):
-                acc += a[i, idx[t]] * b[t, j]
-            c[i, j] = acc
+    if vec < n:
+        _narrow(a, idx, b, start, c, mode, vec)
+
+
+@numba.njit(**JIT)
+def _narrow(a, idx, b, start, c, mode, j0):
+    """Columns ``j0 .. n-1`` of :func:`gemm` (fewer than 16, e.g. a layer of 8 channels) in 16-lane
+    tiles: ``b``'s and ``start``'s columns copied into the first lanes of zero-padded copies, a block
+    of :data:`NARROW_ROWS` rows of ``c`` computed into a padded buffer (its sums continued from
+    ``c``'s values for :data:`MORE`) and its first lanes copied back. Each lane is one output, its
+    products added in ``t`` order as everywhere in :func:`gemm`; the padding's lanes are discarded."""
+    m, n = c.shape
+    w = n - j0
+    bp = np.zeros((idx.shape[0], _LANES), np.float32)
+    for t in range(idx.shape[0]):
+        for j in range(w):
+            bp[t, j] = b[t, j0 + j]
+    sp = np.zeros(_LANES, np.float32)
+    if mode == BIAS:
+        for j in range(w):
+            sp[j] = start[j0 + j]
+    cp = np.zeros((min(m, NARROW_ROWS), _LANES), np.float32)
+    for i0 in range(0, m, NARROW_ROWS):
+        r = min(NARROW_ROWS, m - i0)
+        if mode == MORE:
+            for i in range(r):
+                for j in range(w):
+                    cp[i, j] = c[i0 + i, j0 + j]
+        block = a[i0 : i0 + r]
+        for i in range(0, r, 8):
+            _rows(block, idx, bp, sp, cp, mode, i, min(8, r - i), 0, _LANES)
+        for i in range(r):
+            for j in range(w):
+                c[i0 + i, j0 + j] = cp[i, j]
 
 
 @numba.njit(**JIT)
