@@ -35,6 +35,8 @@ NAMES = (
     "momentum~0",
     # a worked example of the conformance suite: the input and its normalised output
     "$2,4,4,6$ to about $-1.41, 0, 0, 1.41$",
+    # the range a difference of two percentages can take, by definition
+    "$[-100, +100]$ points",
 )
 MATH_DIGITS = {"0", "1", "2"}  # $b-1$, $N-1$, $1-k^u$, $\gamma^2$, $2\times$, $\pm1$
 

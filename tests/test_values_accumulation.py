@@ -589,6 +589,7 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
     recompute = _recompute(values, (2,), 0.95)
     _same(out["summary"], _expected_summary(10, (2,), (1, 4, 6), 0.95, cells, pairs, close, recompute))
     expected = {
+        "accumOneMicro": "one",  # the section names the one micro-batch alone
         "accumBatch": "10",
         "accumMicroBatches": "2",
         "accumMicroMin": "2",

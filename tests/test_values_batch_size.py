@@ -167,13 +167,14 @@ def t_summary(values):
 
 
 def paired_t(values, confidence=CONF):
-    """Paired differences over seeds: mean, sd and the plain Student-t interval."""
+    """Paired differences of shares over seeds: mean, sd and the Student-t interval clipped to
+    [-1, 1], the range of a difference of two shares."""
     v = np.asarray(values, dtype=float)
     mean, sd = v.mean(), v.std(ddof=1)
     if sd == 0:
         return mean, sd, mean, mean
     lo, hi = sps.t.interval(confidence, len(v) - 1, loc=mean, scale=sd / np.sqrt(len(v)))
-    return mean, sd, lo, hi
+    return mean, sd, max(lo, -1.0), min(hi, 1.0)
 
 
 def expected_cells():
@@ -371,7 +372,7 @@ def test_gains_are_scipys_paired_t_interval_with_mcnemar_seeds(result):
     b = [accuracy("none", "inference", 2, s) for s in SEEDS]
     ci = sps.ttest_rel(a, b).confidence_interval(CONF)
     row = got[(got.comparison == "batchnorm_vs_none") & (got.batch_size == 2)].iloc[0]
-    assert (row.ci_low, row.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    assert (row.ci_low, row.ci_high) == pytest.approx((max(ci.low, -1), min(ci.high, 1)), abs=1e-12)
 
 
 # ---- macros --------------------------------------------------------------------------------
@@ -947,7 +948,22 @@ def test_paired_interval_is_scipys_paired_t_interval(pairs, confidence):
     assert r["sd"] == pytest.approx(d.std(ddof=1), abs=1e-12)
     if d.std(ddof=1) > 1e-9:
         lo, hi = sps.t.interval(confidence, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
-        assert (r["ci_low"], r["ci_high"]) == pytest.approx((lo, hi), abs=1e-9, rel=1e-9)
+        # a difference of two shares lies in [-1, 1]: the interval is clipped to that range
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx((max(lo, -1), min(hi, 1)), abs=1e-9, rel=1e-9)
+
+
+def test_paired_interval_is_clipped_to_the_range_of_a_difference_of_shares():
+    # two seeds: differences +0.5 and -0.3, mean 0.1, sd 0.5657, t(0.975, 1) = 12.706: 0.1 -+ 5.08
+    r = paired.paired_interval([0.9, 0.2], [0.4, 0.5], 0.95)
+    lo, hi = sps.t.interval(0.95, 1, loc=0.1, scale=sps.sem([0.5, -0.3]))
+    assert lo < -1 and hi > 1  # what the t interval alone gives
+    assert r["gain"] == pytest.approx(0.1, abs=1e-15) and (r["ci_low"], r["ci_high"]) == (-1.0, 1.0)
+    # only the end past the range moves
+    r = paired.paired_interval([0.95, 0.9, 0.99], [0.05, 0.4, 0.02], 0.95)
+    lo, hi = sps.t.interval(0.95, 2, loc=np.mean([0.9, 0.5, 0.97]), scale=sps.sem([0.9, 0.5, 0.97]))
+    assert hi > 1 > lo > -1 and r["ci_high"] == 1.0 and r["ci_low"] == pytest.approx(lo, abs=1e-12)
+    one = paired.paired_interval([0.9], [0.4], 0.95)  # one seed: no spread, no interval
+    assert math.isnan(one["ci_low"]) and math.isnan(one["ci_high"])
 
 
 def test_paired_interval_refuses_unpaired_or_empty_sides():

@@ -168,8 +168,11 @@ def closeness(differences: pd.DataFrame) -> pd.DataFrame:
 
 
 def setting_macros(micro: list[int], seeds: list[int], batch_size: int, epochs: int, train_rows: int, lr) -> dict:
-    """The study's design: batch, micro-batches, seeds, epochs, steps, networks, rate."""
+    """The study's design: batch, micro-batches, seeds, epochs, steps, networks, rate; and
+    ``accumOneMicro`` where one micro-batch is configured (the section then names it alone: it
+    tests ``\\ifdefined\\accumOneMicro``)."""
     return {
+        **({"accumOneMicro": "one"} if len(micro) == 1 else {}),
         "accumBatch": str(batch_size),
         "accumMicroBatches": words([str(m) for m in micro]),
         "accumMicroMin": str(micro[0]),
