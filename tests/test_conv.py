@@ -195,6 +195,23 @@ def test_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
         assert got[k] == int(np.argmax(z[0]))
 
 
+@pytest.mark.parametrize("kind", ["batchnorm", "ghostbatchnorm", "groupnorm"])
+def test_logits_do_not_depend_on_the_chunks_the_images_go_through_in(kind):
+    """forward_model runs the images through the network conv.CHUNK_IMAGES at a time (in training
+    mode a whole number of batches): 70 images, in chunks of 32 (inference) or of 30 (training mode,
+    batches of 5), give every image the logits it gets alone, or in its batch alone, bit for bit."""
+    x, y = images(70, seed=3)
+    spec = conv_train.ConvSpec(kind, (4, 8), 2, virtual_batch=2)
+    stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x[:24], y[:24])
+    assert conv.CHUNK_IMAGES == 32 and len(x) > 2 * conv.CHUNK_IMAGES
+    whole = conv_train.logits(stacked, spec, x)
+    alone = np.concatenate([conv_train.logits(stacked, spec, x[i : i + 1]) for i in range(len(x))], axis=1)
+    assert whole.tobytes() == alone.tobytes()
+    whole = conv_train.logits(stacked, spec, x, train=True, batch=5)
+    batches = [conv_train.logits(stacked, spec, x[i : i + 5], train=True, batch=5) for i in range(0, len(x), 5)]
+    assert whole.tobytes() == np.concatenate(batches, axis=1).tobytes()
+
+
 def test_row_normalisers_never_flip_with_their_companion():
     """Group and layer norm (and none) normalise each image alone: the built-in control."""
     x, y = images(24)

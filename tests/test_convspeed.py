@@ -167,6 +167,7 @@ a = rng.standard_normal((20, 40)).astype(F32)
 b = rng.standard_normal((40, 48)).astype(F32)
 c = np.empty((20, 48), F32)
 convgemm.gemm(a, np.arange(40), b, b[0], c, convgemm.BIAS)
+convgemm.gemm(a, np.arange(40), b[:, :8].copy(), b[0, :8].copy(), c[:, :8].copy(), convgemm.BIAS)  # _narrow
 dh = rng.standard_normal((30, 16)).astype(F32)
 patches = rng.standard_normal((30, 144)).astype(F32)
 dw, db = np.empty((16, 144), F32), np.empty(16, F32)
@@ -175,7 +176,7 @@ table = np.zeros((4, 9), np.int64)
 out, act = np.empty((8, 16), F32), np.ones((8, 16), F32)
 convgemm.col2im_offsets(patches[:4], 2, 4, table[:2], act, out)
 report = {}
-for fn in (convgemm.gemm, convgemm._rows8_into, convgemm.col2im_add, convgemm.relu_mask):
+for fn in (convgemm.gemm, convgemm._narrow, convgemm._rows8_into, convgemm.col2im_add, convgemm.relu_mask):
     for sig in fn.signatures:
         asm = fn.inspect_asm(sig)
         report[f"{fn.__name__}{sig}"] = {
@@ -209,7 +210,8 @@ def test_no_fused_multiply_add_and_the_products_use_16_lane_registers(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(report) >= 4 and all(r["lines"] > 10 for r in report.values())
+    assert len(report) >= 5 and all(r["lines"] > 10 for r in report.values())
+    assert any(k.startswith("_narrow(") for k in report), "the narrow columns' kernel was not compiled"
     fused = {k: r["fma"] for k, r in report.items() if r["fma"]}
     assert not fused, fused
     if re.search(r"\+avx512f\b", llvm.get_host_cpu_features().flatten()):
