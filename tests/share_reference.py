@@ -17,3 +17,15 @@ def logit_t_interval(values, confidence):
         return m, sd, m, m
     half = sps.t.ppf(0.5 + confidence / 2, len(v) - 1) * sd / np.sqrt(len(v)) / (m * (1 - m))
     return m, sd, min(special.expit(special.logit(m) - half), m), max(special.expit(special.logit(m) + half), m)
+
+
+def log_t_interval(values, confidence):
+    """``(mean, sd, lo, hi)`` of a positive quantity over seeds: the Student-t interval on the log
+    scale around the log of the mean (delta method: the standard error over the mean), NumPy's
+    ``exp``; ``[m, m]`` when the mean is 0 or sd is 0."""
+    v = np.asarray(values, dtype=float)
+    m, sd = v.mean(), v.std(ddof=1)
+    if m <= 0 or sd == 0:
+        return m, sd, m, m
+    half = sps.t.ppf(0.5 + confidence / 2, len(v) - 1) * sd / np.sqrt(len(v)) / m
+    return m, sd, min(m * np.exp(-half), m), max(m * np.exp(half), m)

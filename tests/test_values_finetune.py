@@ -14,6 +14,7 @@ from scipy import stats as sps
 
 from bnstudy.studies.finetune import report as finetune_report
 from bnstudy.studies.finetune import science as finetune
+from share_reference import log_t_interval, logit_t_interval
 
 SEEDS = (0, 1, 2, 3)
 CONFIDENCE = 0.9  # not the default 0.95 of seed_interval, so a dropped confidence shows
@@ -35,13 +36,21 @@ START_MEASURES = ("inference_before", "train_mode_before", "start_mean_to_exact"
 # ---- the summary over seeds -------------------------------------------------------------
 
 
-def _interval(values, confidence):
-    """Mean, sd (ddof 1) and the Student-t interval, written out here."""
+def _interval(values, confidence, bound=1.0):
+    """Mean, sd (ddof 1) and the Student-t interval of paired differences, written out here,
+    clipped to [-bound, bound] (a difference of two shares: 1; of two changes of a share: 2)."""
     n = len(values)
     mean = math.fsum(values) / n
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     half = sps.t.ppf(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
-    return {"mean": mean, "sd": sd, "ci": [mean - half, mean + half], "seeds": n}
+    return {"mean": mean, "sd": sd, "ci": [max(mean - half, -bound), min(mean + half, bound)], "seeds": n}
+
+
+def _level(values, confidence, key):
+    """A level over seeds: an accuracy's interval on the logit scale, a distance's on the log scale."""
+    share = "to_exact" not in key and "to_start" not in key
+    mean, sd, lo, hi = (logit_t_interval if share else log_t_interval)(values, confidence)
+    return {"mean": mean, "sd": sd, "ci": [lo, hi], "seeds": len(values)}
 
 
 def _networks():
@@ -81,7 +90,7 @@ def _expected_summary(networks, confidence):
     first = {}
     for r in sorted(networks, key=lambda r: r["seed"]):
         first.setdefault(r["seed"], r)
-    out = {"start": {k: _interval([first[s][k] for s in SEEDS], confidence) for k in START_MEASURES}, "by_rate": {}}
+    out = {"start": {k: _level([first[s][k] for s in SEEDS], confidence, k) for k in START_MEASURES}, "by_rate": {}}
     for lr, key in zip(RATES, ("1e-05", "0.001")):
         cell = {}
         for stream in STREAM_LIST:
@@ -89,7 +98,7 @@ def _expected_summary(networks, confidence):
             for mode in MODE_LIST:
                 g = pick(lr, stream, mode)
                 col = {k: [r[k] for r in g] for k in MEASURES + START_MEASURES}
-                e = {k: _interval(col[k], confidence) for k in MEASURES}
+                e = {k: _level(col[k], confidence, k) for k in MEASURES}
                 e["inference_change"] = diff(col["inference_after"], col["inference_before"])
                 e["train_mode_change"] = diff(col["train_mode_after"], col["train_mode_before"])
                 e["recomputed_gain"] = diff(col["recomputed_after"], col["inference_after"])
@@ -202,7 +211,7 @@ def test_level_and_paired_return_mean_sd_interval_and_seed_count():
     values = [0.81, 0.77, 0.9, 0.62, 0.7]
     other = [0.8, 0.71, 0.93, 0.6, 0.61]
     got = finetune_report.level(values, 0.8)
-    want = _interval(values, 0.8)
+    want = _level(values, 0.8, "inference_after")
     assert list(got) == ["mean", "sd", "ci", "seeds"] and got["seeds"] == 5
     assert [got["mean"], got["sd"], *got["ci"]] == pytest.approx([want["mean"], want["sd"], *want["ci"]], rel=1e-13)
     got = finetune_report.paired(values, other, 0.8)
@@ -210,6 +219,18 @@ def test_level_and_paired_return_mean_sd_interval_and_seed_count():
     assert list(got) == ["mean", "sd", "ci", "seeds"] and got["seeds"] == 5
     assert [got["mean"], got["sd"], *got["ci"]] == pytest.approx([want["mean"], want["sd"], *want["ci"]], rel=1e-12)
     assert got["ci"][0] < 0 < got["ci"][1] and want["mean"] > 0
+    # a distance's interval on the log scale: both ends positive
+    distances = [0.02, 0.5, 0.01, 0.3]
+    got = finetune_report.level(distances, 0.95, share=False)
+    want = _level(distances, 0.95, "mean_to_exact")
+    assert [got["mean"], *got["ci"]] == pytest.approx([want["mean"], *want["ci"]], rel=1e-12)
+    assert 0 < got["ci"][0] <= got["mean"] <= got["ci"][1]
+    assert _interval(distances, 0.95)["ci"][0] < 0
+    # paired differences stay within their range: [-1, 1] for two shares, [-2, 2] for two changes
+    wide = finetune_report.paired([0.95, 0.1], [0.05, 0.9], 0.95)
+    assert wide["ci"] == [-1.0, 1.0] and wide["mean"] == pytest.approx(0.05, abs=1e-15)
+    changes = finetune_report.paired([0.9, -0.8], [-0.9, 0.8], 0.95, bound=2.0)
+    assert changes["ci"] == [-2.0, 2.0] and changes["mean"] == pytest.approx(0.1, abs=1e-15)  # (1.8 - 1.6) / 2
 
 
 # ---- macros and table of a hand-built summary -----------------------------------------------

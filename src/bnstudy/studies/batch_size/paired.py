@@ -87,17 +87,19 @@ def mcnemar(correct_a, correct_b) -> tuple[int, int, float]:
     return a_only, b_only, p
 
 
-def paired_interval(a, b, confidence: float) -> dict:
+def paired_interval(a, b, confidence: float, bound: float = 1.0) -> dict:
     """Mean, sd and Student-t interval of the per-seed differences ``a[i] - b[i]`` (same seed order)
     of two shares (each in [0, 1]: accuracies, flip rates). The interval is clipped to [-1, 1], the
     range such a difference can take: with two or three seeds the t quantile (12.7 for one degree
-    of freedom) carries an unclipped end past it. A NaN end (one seed) stays NaN."""
+    of freedom) carries an unclipped end past it. ``bound``: that range's half-width where the
+    values are not shares (2 for two changes of a share, each in [-1, 1]). A NaN end (one seed)
+    stays NaN."""
     a, b = list(a), list(b)
     if len(a) != len(b) or not a:
         raise ValueError(f"a paired comparison needs as many values on both sides, got {len(a)} and {len(b)}")
     diffs = [float(x) - float(y) for x, y in zip(a, b)]
     mean, sd, lo, hi = seed_interval(diffs, confidence)
-    lo, hi = (-1.0 if lo < -1 else lo), (1.0 if hi > 1 else hi)
+    lo, hi = (-bound if lo < -bound else lo), (bound if hi > bound else hi)
     return {"seeds": len(diffs), "gain": mean, "sd": sd, "ci_low": lo, "ci_high": hi}
 
 

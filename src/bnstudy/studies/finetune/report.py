@@ -1,7 +1,8 @@
 """The fine-tuning study's summary over seeds, its macros and its table.
 
 Input: the per-network rows of :func:`bnstudy.studies.finetune.science.finetune_cell`. Levels are
-means over seeds with Student-t intervals (:func:`bnstudy.base.stats.seed_interval`);
+means over seeds with Student-t intervals, an accuracy's on the logit scale and a distance's on the
+log scale (:func:`level`);
 comparisons are paired by seed (:func:`bnstudy.studies.batch_size.paired.paired_interval`: the same
 starting network and the same batch stream on both sides). Accuracies print as
 percentages, differences as signed percentage points, distances with two decimals.
@@ -14,7 +15,7 @@ import math
 from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAM_WORDS
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
-from bnstudy.base.stats import seed_interval
+from bnstudy.base.stats import positive_interval, share_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
@@ -36,14 +37,24 @@ STREAM_WORDS = FINETUNE_STREAM_WORDS
 TABLE_WORDS = {"shuffle": "random", "class_sorted": "one-class"}
 
 
-def level(values, confidence: float) -> dict:
-    mean, sd, lo, hi = seed_interval([float(v) for v in values], confidence)
+def _is_share(key: str) -> bool:
+    """Whether a measure of :data:`LEVELS` or :data:`START` is an accuracy (else a distance)."""
+    return "to_exact" not in key and "to_start" not in key
+
+
+def level(values, confidence: float, share: bool = True) -> dict:
+    """Mean over seeds with its interval: an accuracy's (``share``) on the logit scale
+    (:func:`bnstudy.base.stats.share_interval`), a distance's on the log scale
+    (:func:`bnstudy.base.stats.positive_interval`), so neither leaves the values' range."""
+    interval = share_interval if share else positive_interval
+    mean, sd, lo, hi = interval([float(v) for v in values], confidence)
     return {"mean": mean, "sd": sd, "ci": [lo, hi], "seeds": len(values)}
 
 
-def paired(a, b, confidence: float) -> dict:
-    """``a - b`` seed by seed: ``{"mean", "sd", "ci", "seeds"}``."""
-    p = paired_interval(a, b, confidence)
+def paired(a, b, confidence: float, bound: float = 1.0) -> dict:
+    """``a - b`` seed by seed: ``{"mean", "sd", "ci", "seeds"}`` (``bound``:
+    :func:`bnstudy.studies.batch_size.paired.paired_interval`'s)."""
+    p = paired_interval(a, b, confidence, bound)
     return {"mean": p["gain"], "sd": p["sd"], "ci": [p["ci_low"], p["ci_high"]], "seeds": p["seeds"]}
 
 
@@ -56,15 +67,15 @@ def seed_rows(rows: list[dict], what: str) -> list[dict]:
     return rows
 
 
-def paired_rows(a: list[dict], b: list[dict], key: str, confidence: float, what: str) -> dict:
+def paired_rows(a: list[dict], b: list[dict], key: str, confidence: float, what: str, bound: float = 1.0) -> dict:
     """:func:`paired` of ``key`` between two cells' rows, matched by seed: a ValueError naming
     ``what`` unless both cells hold the same seeds (a seed missing on each side would
-    otherwise pair two different networks)."""
+    otherwise pair two different networks). ``bound``: :func:`paired`'s."""
     a, b = seed_rows(a, what), seed_rows(b, what)
     sa, sb = [int(r["seed"]) for r in a], [int(r["seed"]) for r in b]
     if sa != sb:
         raise ValueError(f"{what}: the two sides hold different seeds: {sa} and {sb}")
-    return paired([r[key] for r in a], [r[key] for r in b], confidence)
+    return paired([r[key] for r in a], [r[key] for r in b], confidence, bound)
 
 
 def rate_key(lr: float) -> str:
@@ -80,7 +91,10 @@ def summarise(networks: list[dict], confidence: float) -> dict:
         start = first.setdefault(int(r["seed"]), r)
         if any(r[m] != start[m] for m in START):  # every run of a seed starts from the same network
             raise ValueError(f"seed {r['seed']}: the start levels differ between its rows")
-    out: dict = {"start": {m: level([r[m] for r in first.values()], confidence) for m in START}, "by_rate": {}}
+    out: dict = {
+        "start": {m: level([r[m] for r in first.values()], confidence, _is_share(m)) for m in START},
+        "by_rate": {},
+    }
     for lr in sorted({float(r["lr"]) for r in rows}):
         cell = {}
         get = {(s, m): [r for r in rows if float(r["lr"]) == lr and r["stream"] == s and r["mode"] == m]
@@ -90,7 +104,7 @@ def summarise(networks: list[dict], confidence: float) -> dict:
             for m in MODES:
                 g = seed_rows(get[(s, m)], f"lr {rate_key(lr)}, {s}, {m}")
                 col = lambda k: [r[k] for r in g]  # noqa: E731
-                e = {k: level(col(k), confidence) for k in LEVELS}
+                e = {k: level(col(k), confidence, _is_share(k)) for k in LEVELS}
                 e["inference_change"] = paired(col("inference_after"), col("inference_before"), confidence)
                 e["train_mode_change"] = paired(col("train_mode_after"), col("train_mode_before"), confidence)
                 e["recomputed_gain"] = paired(col("recomputed_after"), col("inference_after"), confidence)
@@ -440,7 +454,7 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
                     else:
                         ca = [{"seed": r["seed"], "d": r["inference_after"] - r["inference_before"]} for r in get[a]]
                         cb = [{"seed": r["seed"], "d": r["inference_after"] - r["inference_before"]} for r in get[b]]
-                        contrasts[name] = paired_rows(ca, cb, "d", confidence, name)
+                        contrasts[name] = paired_rows(ca, cb, "d", confidence, name, bound=2.0)  # two changes
                 by_stream[s] = {"arms": entry, "contrasts": contrasts}
             by_condition[c] = by_stream
         out[rate_key(lr)] = by_condition
