@@ -217,8 +217,8 @@ REGISTRY: tuple[Normaliser, ...] = (
         functional="bnstudy.nets.norms:group_norm",
         methods=r"group normalisation with \netGroups{} groups of \groupWidth{} features",
         conv_methods=(
-            r"group normalisation with \netGroups{} groups of consecutive channels per convolution, each"
-            r" normalised over its channels and positions of one example"
+            r"group normalisation with \netGroups{} groups of consecutive channels per convolution (each"
+            r" group normalised over its channels and positions of one example)"
         ),
         conv_module="bnstudy.nets.norms:group_norm2d_module",
         setting="groups",
