@@ -120,7 +120,8 @@ def test_report_macros_and_tables_follow_the_choice():
     assert m["lrBestBatchnormBTwo"] == "$1 \\times 10^{-1}$"
     assert m["lrBestNoneBTwo"] == "$1 \\times 10^{-3}$"
     assert m["lrPairedBestMinGain"] == "+25.00"
-    assert m["lrDeficitAnswer"] == "does not survive"  # batch norm ahead at the smallest batch
+    # batch norm ahead at the smallest batch at the grid's rate and at the chosen ones: an advantage that survives
+    assert m["lrGapNoun"] == "advantage" and m["lrDeficitAnswer"] == "survives"
     assert m["lrBestBatchnormMin"] == m["lrBestBatchnormBTwo"] and m["lrBestNoneMax"] == "$1 \\times 10^{-2}$"
     assert m["lrAccGridNoneMin"] == "60.0" and m["lrAccNoneMin"] == "60.0"
     assert m["lrEdgeCells"] == "batch norm at batch 2 (highest) and none at batch 2 (lowest)"

@@ -196,7 +196,9 @@ def test_published_comparison_sentences(ours):
         (-0.01, -0.03, 0.01, (-0.03, -0.01), "can no longer"),  # told from zero at the grid's rate, not after
         (0.01, -0.01, 0.03, (-0.03, -0.01), "can no longer"),
         (0.02, 0.01, 0.03, (-0.03, -0.01), "does not"),  # batch norm ahead after the choice
-        (0.01, -0.01, 0.03, (0.01, 0.03), "does not"),  # ahead at the grid's rate, not told apart after
+        (0.01, -0.01, 0.03, (0.01, 0.03), "can no longer"),  # an advantage at the grid's rate, not told apart after
+        (0.03, 0.01, 0.05, (0.01, 0.03), "survives"),  # an advantage at both
+        (-0.02, -0.03, -0.01, (0.01, 0.03), "does not"),  # an advantage at the grid's rate, reversed after
         (-0.01, -0.03, 0.01, (-0.01, 0.01), "cannot be told"),  # told from zero at neither rate: never "no longer"
         (0.01, -0.01, 0.03, (-0.01, 0.01), "cannot be told"),
     ],
@@ -229,6 +231,7 @@ def lr_sweep_answer(gain, lo, hi, grid_ci) -> str:
     first, grid = paired.iloc[0].copy(), paired.iloc[0].copy()
     first["ci_low_adj"], first["ci_high_adj"] = lo, hi
     grid["ci_low_adj"], grid["ci_high_adj"] = grid_ci
+    grid["gain"] = (grid_ci[0] + grid_ci[1]) / 2  # the grid's mean inside its interval (it names the gap)
     return lr_sweep_report.deficit_answer(first, grid)
 
 

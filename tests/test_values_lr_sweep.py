@@ -219,11 +219,17 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
     first = pb[sizes[0]]
     lo, hi = first["ci_adjusted"]  # the headline: adjusted over the batch sizes
     grid_lo, grid_hi = pg[sizes[0]]["ci_adjusted"]  # "no longer" only where the grid's rate told it from zero
-    if hi < 0:
+    if pg[sizes[0]]["gain"] < 0:  # batch norm behind at the grid's rate: a deficit
+        m["lrGapNoun"] = "deficit"
+        survives, reversed_, told_at_grid = hi < 0, lo > 0, grid_hi < 0
+    else:  # ahead (or level): an advantage, the same questions with the signs reversed
+        m["lrGapNoun"] = "advantage"
+        survives, reversed_, told_at_grid = lo > 0, hi < 0, grid_lo > 0
+    if survives:
         m["lrDeficitAnswer"] = "survives"
-    elif lo > 0 or (grid_hi >= 0 and grid_lo > 0):
+    elif reversed_:
         m["lrDeficitAnswer"] = "does not survive"
-    elif grid_hi < 0:
+    elif told_at_grid:
         m["lrDeficitAnswer"] = "can no longer be told from zero after"
     else:
         m["lrDeficitAnswer"] = "cannot be told from zero, at the grid's rate or after"

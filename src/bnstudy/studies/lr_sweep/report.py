@@ -84,22 +84,30 @@ def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confiden
     return pd.DataFrame(out)
 
 
+def gap_noun(grid) -> str:
+    """What batch normalisation minus none at the smallest batch and the grid's rate is (``grid``'s
+    mean): a ``deficit`` where batch norm is behind, else an ``advantage``; the sentences on the
+    sweep ask whether it survives the per-cell choice of the rate (:func:`deficit_answer`)."""
+    return "deficit" if grid.gain < 0 else "advantage"
+
+
 def deficit_answer(first, grid) -> str:
-    """Whether batch normalisation's deficit at the smallest batch survives the per-cell choice of
-    the rate, as a verb phrase that takes the choice as its object (``the deficit survives the
-    tuning of the rate``), from the Bonferroni-adjusted intervals of that comparison at the
-    chosen rates (``first``) and at the grid's rate (``grid``): it survives where the chosen
-    rates' interval lies wholly below zero, does not where it lies wholly above; an interval
-    holding zero "can no longer" tell it from zero only where the grid's rate did, and where the
-    grid's interval holds zero too neither can."""
-    if first.ci_high_adj < 0:
+    """Whether batch normalisation's gap to none at the smallest batch (its :func:`gap_noun`, from
+    the grid's rate) survives the per-cell choice of the rate, as a verb phrase that takes the
+    choice as its object (``the deficit survives the tuning of the rate``), from the
+    Bonferroni-adjusted intervals of that comparison at the chosen rates (``first``) and at the
+    grid's rate (``grid``). Of a deficit: it survives where the chosen rates' interval lies wholly
+    below zero, does not where it lies wholly above; an interval holding zero "can no longer"
+    tell it from zero only where the grid's rate did, and where the grid's interval holds zero
+    too neither can. Of an advantage the same with the signs reversed."""
+    sign = -1.0 if gap_noun(grid) == "deficit" else 1.0  # the gap, positive in its noun's direction
+    lo, hi = sorted((sign * first.ci_low_adj, sign * first.ci_high_adj))
+    if lo > 0:
         return "survives"
-    if first.ci_low_adj > 0:
+    if hi < 0:
         return "does not survive"
-    if grid.ci_high_adj < 0:
+    if min(sign * grid.ci_low_adj, sign * grid.ci_high_adj) > 0:
         return "can no longer be told from zero after"
-    if grid.ci_low_adj > 0:
-        return "does not survive"
     return "cannot be told from zero, at the grid's rate or after"
 
 
@@ -145,10 +153,13 @@ def cell_macros(best: pd.DataFrame, grid: pd.DataFrame, sizes: list[int]) -> dic
 
 def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame) -> dict:
     """Batch norm minus none at the chosen and at the grid's rates: the smallest batch's gain,
-    adjusted interval and verdict, where the adjusted intervals exclude zero, the deficit answer."""
+    adjusted interval and verdict, where the adjusted intervals exclude zero, the gap's noun and answer."""
     from bnstudy.studies.batch_size.summary import at_batches
 
-    m = {"lrDeficitAnswer": deficit_answer(paired_best.iloc[0], paired_grid.iloc[0])}
+    m = {
+        "lrGapNoun": gap_noun(paired_grid.iloc[0]),
+        "lrDeficitAnswer": deficit_answer(paired_best.iloc[0], paired_grid.iloc[0]),
+    }
     m["lrFamily"] = str(int(paired_best.family.iloc[0]))
     for name, table in (("best", paired_best), ("grid", paired_grid)):
         first = table.iloc[0]
