@@ -195,3 +195,17 @@ def test_summarise_over_seeds_positive_uses_the_log_scale():
     df = pd.DataFrame({"g": ["a"] * 3, "v": [0.001, 0.008, 0.021]})
     row = stats.summarise_over_seeds(df, ["g"], "v", 0.95, positive=True).iloc[0]
     assert (row.ci_low, row.ci_high) == stats.positive_interval([0.001, 0.008, 0.021], 0.95)[2:]
+
+
+def test_share_and_positive_intervals_of_two_values_and_of_non_finite_inputs():
+    # two values: one degree of freedom, an interval (not the NaN of a single value)
+    q = stats.t_quantile(0.975, 1)
+    mean, sd, lo, hi = stats.positive_interval([0.1, 0.3], 0.95)
+    half = q * (sd / np.sqrt(2)) / mean
+    assert (mean, lo, hi) == pytest.approx((0.2, 0.2 * np.exp(-half), 0.2 * np.exp(half)), rel=1e-12)
+    mean, sd, lo, hi = stats.share_interval([0.6, 0.8], 0.95)
+    assert mean == pytest.approx(0.7) and 0 < lo < 0.6 and 0.8 < hi < 1
+    # a non-finite mean or standard error: no interval, both ends NaN
+    for bad in ((float("nan"), 0.1), (0.5, float("nan")), (float("inf"), 0.1)):
+        assert all(np.isnan(v) for v in stats.log_interval(*bad, 2.0)), bad
+        assert all(np.isnan(v) for v in stats.logit_interval(*bad, 2.0)), bad

@@ -600,3 +600,93 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     assert finetune_report.arms_header(no_ln)[-1] == "no normaliser"
     with pytest.raises(ValueError, match="no rows of arm momentum0"):
         finetune_report.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)
+
+
+# ---- the arms' macros, header and table rows, by value -------------------------------------
+
+
+def _hand_arms():
+    """Two rates whose text order ("0.001" < "1e-05") is not their numeric order, both conditions and
+    streams, three arms (batch norm live with its recomputed accuracy, frozen, none), two contrasts;
+    every number distinct: levels 0.5 + k/1000, changes and contrasts cycling below / above / around 0."""
+    counter = itertools.count(1)
+
+    def level():
+        k = next(counter)
+        return {"mean": 0.5 + k / 1000, "sd": 0.01, "ci": [0.4, 0.6], "seeds": 3}
+
+    def diff():
+        k = next(counter)
+        lo, hi = [(-0.03 - k / 1000, -0.01), (0.01, 0.03 + k / 1000), (-0.02, 0.02 + k / 1000)][k % 3]
+        return {"mean": (lo + hi) / 2, "sd": 0.01, "ci": [lo, hi], "seeds": 3}
+
+    arms = {}
+    for rate in ("0.001", "1e-05"):
+        arms[rate] = {}
+        for c in ("same", "shifted"):
+            arms[rate][c] = {}
+            for s in ("shuffle", "class_sorted"):
+                e = {a: {"before": level(), "after": level(), "change": diff()} for a in ("live", "frozen", "none")}
+                e["live"]["recomputed"] = level()
+                arms[rate][c][s] = {"arms": e, "contrasts": {"live_minus_frozen": diff(), "live_minus_none": diff()}}
+    return arms
+
+
+def _pct(v):
+    return f"{100 * v:.1f}\\%"
+
+
+def _pts(v):
+    return f"${100 * v:+.1f}$"
+
+
+def test_arms_macros_header_and_rows_by_value():
+    arms = _hand_arms()
+    m = finetune_report.arms_macros(arms, {"shift": {"scale": 1.5, "offset": 0.25}})
+    want = {"finetuneShiftScale": "1.5", "finetuneShiftOffset": "0.25", "finetuneArmCells": "8"}
+    below, above = {}, {}
+    # RateOne is the smaller rate, 1e-05, although its key sorts after "0.001" as text
+    for number, rate in (("One", "1e-05"), ("Two", "0.001")):
+        for c, cw in (("same", "Same"), ("shifted", "Shifted")):
+            for s, sw in (("shuffle", "Shuffle"), ("class_sorted", "ClassSorted")):
+                e = arms[rate][c][s]
+                for a, aw in (("live", "Live"), ("frozen", "Frozen"), ("none", "None")):
+                    head = f"finetuneArmRate{number}{cw}{sw}{aw}"
+                    x = e["arms"][a]
+                    lo, hi = x["change"]["ci"]
+                    want[head + "Before"] = _pct(x["before"]["mean"])
+                    want[head + "After"] = _pct(x["after"]["mean"])
+                    want[head + "Change"] = _pts(x["change"]["mean"])
+                    want[head + "ChangeCi"] = f"[{_pts(lo)}, {_pts(hi)}]"
+                    want[head + "ChangeVerdict"] = (
+                        "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
+                    )
+                    if a == "live":
+                        want[head + "Recomputed"] = _pct(x["recomputed"]["mean"])
+                for k, kw in (("live_minus_frozen", "LiveMinusFrozen"), ("live_minus_none", "LiveMinusNone")):
+                    d = e["contrasts"][k]
+                    lo, hi = d["ci"]
+                    head = f"finetuneContrastRate{number}{cw}{sw}{kw}"
+                    want[head] = _pts(d["mean"])
+                    want[head + "Ci"] = f"[{_pts(lo)}, {_pts(hi)}]"
+                    want[head + "Verdict"] = (
+                        "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
+                    )
+                    below[(cw, kw)] = below.get((cw, kw), 0) + (hi < 0)
+                    above[(cw, kw)] = above.get((cw, kw), 0) + (lo > 0)
+    for (cw, kw), n in below.items():
+        want[f"finetuneContrast{cw}{kw}BelowCells"] = str(n)
+        want[f"finetuneContrast{cw}{kw}AboveCells"] = str(above[(cw, kw)])
+    want["finetuneContrastCellsPerCondition"] = "4"
+    assert m == want
+    assert {below[k] for k in below} != {0}  # the counts are not all zero: some intervals lie below zero
+
+    assert finetune_report.arms_header(arms) == ["rate", "inputs", "batches", "batch norm, live",
+                                                 "batch norm, frozen", "no normaliser"]  # fmt: skip
+    rows = finetune_report.arms_table_rows(arms)
+    assert [r[:3] for r in rows[:2]] == [["$1 \\times 10^{-5}$", "as trained", "random"],
+                                         ["$1 \\times 10^{-5}$", "as trained", "one-class"]]  # fmt: skip
+    assert [r[0] for r in rows] == ["$1 \\times 10^{-5}$"] * 4 + ["$1 \\times 10^{-3}$"] * 4
+    first = arms["1e-05"]["same"]["shuffle"]["arms"]
+    lo, hi = first["frozen"]["change"]["ci"]
+    assert rows[0][4] == f"{_pts(first['frozen']['change']['mean'])} [{_pts(lo)}, {_pts(hi)}]"
