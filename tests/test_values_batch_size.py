@@ -1088,3 +1088,25 @@ def test_a_remedy_interval_of_exactly_zero_lies_neither_above_nor_below():
         "the paired intervals of the cumulative average lie wholly below zero at batch 8, "
         "and contain zero at the other batch size; "
     )
+
+
+def test_gap_macros_where_batch_norm_is_ahead_at_the_smallest_batch():
+    """Batch norm ahead of no normaliser at the smallest batch: no gap to close there, so the
+    remedies' shares of it are ``n/a`` and ``gapAheadMin`` states batch norm minus none; at the
+    largest batch, behind, the shares are computed and no ``gapAheadMax`` is written."""
+    from types import SimpleNamespace
+
+    def c(mean):
+        return SimpleNamespace(mean=mean)
+
+    cell = {
+        ("batchnorm", 2, "inference"): c(0.93),
+        ("none", 2, "inference"): c(0.90),
+        ("batchrenorm", 2, "inference"): c(0.95),
+        ("batchnorm", 64, "inference"): c(0.80),
+        ("none", 64, "inference"): c(0.90),
+        ("batchrenorm", 64, "inference"): c(0.85),
+    }
+    m = batch_size_macros.gap_closed_macros(cell, [2, 64])
+    assert m["gapAheadMin"] == "+3.0" and "gapAheadMax" not in m and "gapAhead" not in m
+    assert m["gapClosedBatchrenormMin"] == "n/a" and m["gapClosedBatchrenormMax"] == "50\\%"

@@ -721,3 +721,8 @@ def test_trained_networks_columns_beside_the_metrics_are_not_summarised(result, 
     out = running_stats_report.summarise(passes, checks, population, wider, shuffles, PUBLISHED, P)
     pd.testing.assert_frame_equal(out["sorted_training"], result["sorted_training"])
     assert out["macros"] == result["macros"]
+
+
+def test_a_shuffle_interval_prints_four_decimals_or_says_every_shuffle_alike():
+    assert running_stats_report._shuffle_interval(0.12344, 0.56786) == "[0.1234, 0.5679]"
+    assert running_stats_report._shuffle_interval(0.25, 0.25) == "(every shuffle alike)"  # one point: no spread over shuffles
