@@ -725,4 +725,5 @@ def test_trained_networks_columns_beside_the_metrics_are_not_summarised(result, 
 
 def test_a_shuffle_interval_prints_four_decimals_or_says_every_shuffle_alike():
     assert running_stats_report._shuffle_interval(0.12344, 0.56786) == "[0.1234, 0.5679]"
-    assert running_stats_report._shuffle_interval(0.25, 0.25) == "(every shuffle alike)"  # one point: no spread over shuffles
+    # one point: no spread over the shuffles
+    assert running_stats_report._shuffle_interval(0.25, 0.25) == "(every shuffle alike)"
