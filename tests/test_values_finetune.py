@@ -632,11 +632,11 @@ def _hand_arms():
     return arms
 
 
-def _pct(v):
+def _arm_pct(v):
     return f"{100 * v:.1f}\\%"
 
 
-def _pts(v):
+def _arm_pts(v):
     return f"${100 * v:+.1f}$"
 
 
@@ -654,21 +654,21 @@ def test_arms_macros_header_and_rows_by_value():
                     head = f"finetuneArmRate{number}{cw}{sw}{aw}"
                     x = e["arms"][a]
                     lo, hi = x["change"]["ci"]
-                    want[head + "Before"] = _pct(x["before"]["mean"])
-                    want[head + "After"] = _pct(x["after"]["mean"])
-                    want[head + "Change"] = _pts(x["change"]["mean"])
-                    want[head + "ChangeCi"] = f"[{_pts(lo)}, {_pts(hi)}]"
+                    want[head + "Before"] = _arm_pct(x["before"]["mean"])
+                    want[head + "After"] = _arm_pct(x["after"]["mean"])
+                    want[head + "Change"] = _arm_pts(x["change"]["mean"])
+                    want[head + "ChangeCi"] = f"[{_arm_pts(lo)}, {_arm_pts(hi)}]"
                     want[head + "ChangeVerdict"] = (
                         "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
                     )
                     if a == "live":
-                        want[head + "Recomputed"] = _pct(x["recomputed"]["mean"])
+                        want[head + "Recomputed"] = _arm_pct(x["recomputed"]["mean"])
                 for k, kw in (("live_minus_frozen", "LiveMinusFrozen"), ("live_minus_none", "LiveMinusNone")):
                     d = e["contrasts"][k]
                     lo, hi = d["ci"]
                     head = f"finetuneContrastRate{number}{cw}{sw}{kw}"
-                    want[head] = _pts(d["mean"])
-                    want[head + "Ci"] = f"[{_pts(lo)}, {_pts(hi)}]"
+                    want[head] = _arm_pts(d["mean"])
+                    want[head + "Ci"] = f"[{_arm_pts(lo)}, {_arm_pts(hi)}]"
                     want[head + "Verdict"] = (
                         "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
                     )
@@ -689,4 +689,4 @@ def test_arms_macros_header_and_rows_by_value():
     assert [r[0] for r in rows] == ["$1 \\times 10^{-5}$"] * 4 + ["$1 \\times 10^{-3}$"] * 4
     first = arms["1e-05"]["same"]["shuffle"]["arms"]
     lo, hi = first["frozen"]["change"]["ci"]
-    assert rows[0][4] == f"{_pts(first['frozen']['change']['mean'])} [{_pts(lo)}, {_pts(hi)}]"
+    assert rows[0][4] == f"{_arm_pts(first['frozen']['change']['mean'])} [{_arm_pts(lo)}, {_arm_pts(hi)}]"
