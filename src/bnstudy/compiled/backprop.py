@@ -56,7 +56,7 @@ from bnstudy.compiled.convgemm import (
     chunk_examples,
     col2im_add,
     column_order,
-    conv_forward,
+    conv_forward_chunks,
     conv_input_grad,
     im2col_offsets,
     offsets_major,
@@ -259,12 +259,18 @@ def conv_layer_forward(src, n, geo, i, sc, bias):
     ``sc.chunk[i]`` examples at a time (each output's sum does not depend on the chunks):
     offset-major patches (:func:`bnstudy.compiled.convgemm.im2col_offsets`) then their product
     (:func:`bnstudy.compiled.convgemm.conv_forward`, ``linear_t``'s sums)."""
-    p_in, p_out, table = geo.layers[i, P_IN], geo.layers[i, P_OUT], table_of(geo, i)
-    step = sc.chunk[i]
-    for n0 in range(0, n, step):
-        m = min(step, n - n0)
-        im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, sc.patches[i])
-        conv_forward(sc.patches[i][: m * p_out], sc.order[i], sc.wt[i], bias, sc.pre[i][n0 * p_out : (n0 + m) * p_out])
+    conv_forward_chunks(
+        src,
+        n,
+        geo.layers[i, P_IN],
+        table_of(geo, i),
+        sc.chunk[i],
+        sc.patches[i],
+        sc.order[i],
+        sc.wt[i],
+        bias,
+        sc.pre[i],
+    )
 
 
 @numba.njit(**JIT)

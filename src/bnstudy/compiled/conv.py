@@ -61,7 +61,7 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled.blocks import linear_t
-from bnstudy.compiled.convgemm import chunk_examples, column_order, conv_forward, im2col_offsets
+from bnstudy.compiled.convgemm import chunk_examples, column_order, conv_forward_chunks
 from bnstudy.compiled.normkernels import spatial_layer
 
 Geometry = namedtuple("Geometry", "layers sources")
@@ -196,16 +196,15 @@ def layer_input(hid, geo, layer, a, n_ex, pre):
     :func:`bnstudy.compiled.blocks.linear_t`, bit for bit, computed as the training step computes
     them (``backprop.conv_layer_forward``): offset-major patches of a chunk of examples at a time
     (:func:`bnstudy.compiled.convgemm.chunk_examples`; an output's sum does not depend on the
-    chunks), their product with the outputs held in registers (:func:`bnstudy.compiled.convgemm.conv_forward`)."""
-    p_in, p_out, table = geo.layers[layer, P_IN], geo.layers[layer, P_OUT], table_of(geo, layer)
-    width = hid.wt.shape[0]
+    chunks), their product with the outputs held in registers: the kernel both share,
+    :func:`bnstudy.compiled.convgemm.conv_forward_chunks`."""
+    p_out, width = geo.layers[layer, P_OUT], hid.wt.shape[0]
     step = chunk_examples(p_out, width, max(1, n_ex))
     patches = np.empty((step * p_out, width), np.float32)
-    order = column_order(width // 9)
-    for n0 in range(0, n_ex, step):
-        m = min(step, n_ex - n0)
-        im2col_offsets(a[n0 * p_in : (n0 + m) * p_in], m, p_in, table, patches)
-        conv_forward(patches[: m * p_out], order, hid.wt, hid.bias, pre[n0 * p_out : (n0 + m) * p_out])
+    table = table_of(geo, layer)
+    conv_forward_chunks(
+        a, n_ex, geo.layers[layer, P_IN], table, step, patches, column_order(width // 9), hid.wt, hid.bias, pre
+    )
 
 
 @numba.njit(**JIT)

@@ -377,6 +377,18 @@ def conv_forward(patches, order, wt, bias, out):
 
 
 @numba.njit(**JIT)
+def conv_forward_chunks(src, n, p_in, table, step, patches, order, wt, bias, out):
+    """A convolution's outputs ``out`` (``(n * P_out, C_out)``) for ``n`` examples of ``src``, ``step``
+    examples at a time (``patches`` holds a chunk's offset-major patches; each output's sum does not
+    depend on the chunks): :func:`im2col_offsets` then :func:`conv_forward`."""
+    p_out = table.shape[0]
+    for n0 in range(0, n, step):
+        m = min(step, n - n0)
+        im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, patches)
+        conv_forward(patches[: m * p_out], order, wt, bias, out[n0 * p_out : (n0 + m) * p_out])
+
+
+@numba.njit(**JIT)
 def offsets_major(w, channels, out):
     """``out[o, k * channels + c] = w[o, 9 * c + k]``: a weight matrix's columns offset-major."""
     for o in range(w.shape[0]):
@@ -616,6 +628,7 @@ __all__ = [
     "col2im_offsets",
     "column_order",
     "conv_forward",
+    "conv_forward_chunks",
     "conv_input_grad",
     "conv_weight_grads",
     "gemm",
