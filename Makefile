@@ -27,7 +27,7 @@ EXTRA_INDEX ?=
 PIP_EXTRA   = $(if $(EXTRA_INDEX),--extra-index-url $(EXTRA_INDEX))
 LOCK_VENV  ?= $(VENV)/lock-tools
 
-.PHONY: all setup tex dataset lock paper figures test test-fast lint format determinism benchmark slurm-test report browser clean
+.PHONY: all setup tex dataset lock paper figures test test-fast lint format determinism benchmark slurm-test report browser binutils clean
 
 all: paper
 
@@ -82,6 +82,17 @@ browser:
 	  echo "warning: no chromium and apt-get unavailable: install Chromium or Google Chrome by hand, or tests/test_report.py's browser check skips"; \
 	fi
 
+# binutils' objdump, with which the machine-code tests (tests/machinecode.py) read the kernel
+# cache's object code, from apt when missing (`make test` installs it); elsewhere install binutils.
+binutils:
+	@if command -v objdump >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  echo "installing binutils with apt-get (the machine-code tests disassemble the kernels with objdump)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binutils >/dev/null; \
+	else \
+	  echo "error: objdump missing and apt-get unavailable: install binutils by hand"; exit 1; \
+	fi
+
 # Regenerate the lock from pyproject.toml (not run by `make`; needs PyPI). Uses
 # pip-compile (pip-tools, in its own venv $(LOCK_VENV)) under this machine's pip
 # configuration, so torch comes from where `pip install torch==2.13.0` takes it:
@@ -121,7 +132,7 @@ figures: setup
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) figures
 
 # the pipeline tests build config/fashion-tiny.yaml too: its data set first
-test: setup browser lint
+test: setup browser binutils lint
 	$(MAKE) --no-print-directory dataset CONFIG=config/fashion-tiny.yaml
 	$(BIN)/python -m pytest -q --durations=40 -m "not paper_config"
 

@@ -157,63 +157,26 @@ def test_a_reordered_sum_would_show():
     assert got.tobytes() != reordered.tobytes()
 
 
-WORKER = """
-import json, re
-import numpy as np
-from bnstudy.compiled import convgemm
-F32 = np.float32
-rng = np.random.default_rng(0)
-a = rng.standard_normal((20, 40)).astype(F32)
-b = rng.standard_normal((40, 48)).astype(F32)
-c = np.empty((20, 48), F32)
-convgemm.gemm(a, np.arange(40), b, b[0], c, convgemm.BIAS)
-convgemm.gemm(a, np.arange(40), b[:, :8].copy(), b[0, :8].copy(), c[:, :8].copy(), convgemm.BIAS)  # _narrow
-dh = rng.standard_normal((30, 16)).astype(F32)
-patches = rng.standard_normal((30, 144)).astype(F32)
-dw, db = np.empty((16, 144), F32), np.empty(16, F32)
-convgemm.conv_weight_grads(dh, patches, 30, 16, dw, db, np.arange(128), np.empty(dw.size, F32))
-table = np.zeros((4, 9), np.int64)
-out, act = np.empty((8, 16), F32), np.ones((8, 16), F32)
-convgemm.col2im_offsets(patches[:4], 2, 4, table[:2], act, out)
-report = {}
-for fn in (convgemm.gemm, convgemm._narrow, convgemm._rows8_into, convgemm.col2im_add, convgemm.relu_mask):
-    for sig in fn.signatures:
-        asm = fn.inspect_asm(sig)
-        report[f"{fn.__name__}{sig}"] = {
-            "fma": sorted(set(m.group(0) for m in re.finditer(r"\\bv?f(n?)m(add|sub)[0-9a-z]*\\b", asm))),
-            "zmm_mul": bool(re.search(r"\\bvmulps\\b[^\\n]*%zmm", asm)),
-            "zmm_add": bool(re.search(r"\\bvaddps\\b[^\\n]*%zmm", asm)),
-            "lines": asm.count("\\n"),
-        }
-print(json.dumps(report))
-"""
-
-
 @pytest.mark.slow
-def test_no_fused_multiply_add_and_the_products_use_16_lane_registers(tmp_path):
-    """Compiled afresh for the host (a kernel cache's code cannot be inspected): no fused
-    multiply-add anywhere in the new kernels, and the products' multiplies and adds are 16-lane
-    (zmm) instructions where the host has AVX-512."""
-    import json
-    import os
-    import subprocess
-    import sys
-
+def test_no_fused_multiply_add_and_the_products_use_16_lane_registers():
+    """The kernel cache's machine code of the register-tiled kernels (what every job loads; see
+    tests/machinecode.py): no fused multiply-add anywhere, and the products' multiplies and adds
+    are 16-lane (zmm) instructions where the host has AVX-512. tests/test_kernels.py checks the
+    detector on a control function and every other kernel."""
     import llvmlite.binding as llvm
 
-    from conftest import ROOT
+    import machinecode
+    from conftest import _warm_up_kernels
 
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), NUMBA_CPU_NAME="host", PYTHONPATH=str(ROOT / "src"))
-    env.pop("NUMBA_CPU_FEATURES", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", WORKER], env=env, cwd=ROOT, text=True, capture_output=True, timeout=900
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(report) >= 5 and all(r["lines"] > 10 for r in report.values())
-    assert any(k.startswith("_narrow(") for k in report), "the narrow columns' kernel was not compiled"
+    _warm_up_kernels(("native",))
+    code = machinecode.disassemble(machinecode.target_directory("native"))
+    report = {k: machinecode.summary(a) for k, a in code.items() if k.startswith("bnstudy.compiled.convgemm.")}
+    names = {k.rsplit(".", 1)[1] for k in report}
+    assert {"gemm", "_narrow", "_rows8_into", "col2im_add", "relu_mask", "weight_grad_rows"} <= names, names
+    assert all(r["lines"] > 10 for r in report.values())
     fused = {k: r["fma"] for k, r in report.items() if r["fma"]}
     assert not fused, fused
     if re.search(r"\+avx512f\b", llvm.get_host_cpu_features().flatten()):
-        for name in ("gemm", "_rows8_into"):
-            assert any(r["zmm_mul"] and r["zmm_add"] for k, r in report.items() if k.startswith(name + "(")), name
+        for name in ("gemm", "_narrow", "_rows8_into", "weight_grad_rows"):
+            r = report[f"bnstudy.compiled.convgemm.{name}"]
+            assert r["zmm_mul"] and r["zmm_add"], name

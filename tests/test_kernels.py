@@ -4,7 +4,6 @@ machine code that is the same arithmetic on every CPU (no fused multiply-add; ge
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -349,14 +348,13 @@ def test_logits_match_torchnet_forward(norm, train):
 
 # ---- (c, d) machine code: no fused multiply-add; the generic CPU computes the same bytes ---
 #
-# Each check runs in a fresh process with an empty Numba cache of its own (code loaded
-# from a cache cannot be inspected, and caches of different CPU targets must not mix).
+# The code read is the kernel cache's: what the suite's warm-up (tests/conftest.py) compiled for this
+# machine and for the generic CPU, the object code every job loads (tests/machinecode.py reads it).
 
-WORKER = r"""
-import hashlib, json, re, sys, warnings
-import numba
+DIGESTS = r"""
+import hashlib, json
 import numpy as np
-from bnstudy.compiled import blocks, kernels, normkernels, probes, tiled
+from bnstudy.compiled import blocks, kernels, probes, tiled
 from bnstudy.nets import data
 from bnstudy.base import normalisers
 from bnstudy.nets import model as mlp
@@ -390,51 +388,7 @@ out = np.empty((9, 40), F32)
 tiled.linear_t_tiled(a, wt, wt[0], out)
 blocks.transpose_into(wt, np.empty((40, 70), F32))
 digests["tiled"] = hashlib.sha256(out.tobytes()).hexdigest()
-
-FMA = re.compile(r"\bv?f(n?)m(add|sub)[0-9a-z]*\b|\bf(n?)ml[as]\b|\bfmadd\b")
-kernels_asm, uncompiled, warned = {}, [], []
-seen = set()
-# normkernels: the normalisers' arithmetic these calls use (its training, fine-tuning and
-# convolutional forms are compiled by other callers, so only the compiled ones are inspected)
-for module in (blocks, kernels, normkernels, probes, tiled):
-    for name, obj in sorted(vars(module).items()):
-        if not isinstance(obj, numba.core.registry.CPUDispatcher) or id(obj) in seen:
-            continue
-        if obj.__module__ not in (
-            "bnstudy.compiled.blocks",
-            "bnstudy.compiled.kernels",
-            "bnstudy.compiled.normkernels",
-            "bnstudy.compiled.probes",
-            "bnstudy.compiled.tiled",
-        ):
-            continue
-        seen.add(id(obj))
-        if not obj.signatures and module is not normkernels:
-            uncompiled.append(f"{obj.__module__}.{name}")
-        for sig in obj.signatures:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                asm = obj.inspect_asm(sig)
-            warned += [str(w.message) for w in caught]
-            kernels_asm[f"{obj.__module__}.{name}{sig}"] = {
-                "lines": asm.count("\n"),
-                "fma": sorted({m.group(0) for m in FMA.finditer(asm)}),
-                "ymm": "%ymm" in asm,
-                "mul": bool(re.search(r"\bv?mul(ps|ss)\b", asm)),
-            }
-
-
-@numba.njit(fastmath={"contract"})
-def contracted(a, b, c):  # the control: a * b + c where contraction is allowed
-    for i in range(a.shape[0]):
-        c[i] = a[i] * b[i] + c[i]
-
-
-v = np.ones(64, F32)
-contracted(v, v, v.copy())
-control = sorted({m.group(0) for m in FMA.finditer(contracted.inspect_asm(contracted.signatures[0]))})
-print(json.dumps({"digests": digests, "asm": kernels_asm, "uncompiled": uncompiled, "warnings": warned,
-                  "control": control, "cpu": numba.config.CPU_NAME or "host"}))
+print(json.dumps(digests))
 """
 
 
@@ -444,67 +398,78 @@ def _host_has_fma() -> bool:
     return bool(re.search(r"\+fma\b", llvm.get_host_cpu_features().flatten()))
 
 
+MACHINES = ("native", "generic")
+# package kernels no job calls: the convolution's one-offset-at-a-time reference forms, which the
+# tests hold the register-tiled kernels (bnstudy.compiled.convgemm) to, and convgemm's compositions
+# of the parts the training step calls one by one (bnstudy.compiled.backprop), which tests call whole
+REFERENCE_ONLY = {
+    *(f"bnstudy.compiled.conv.{k}" for k in ("im2col", "col2im", "pair_labels")),
+    *(f"bnstudy.compiled.convgemm.{k}" for k in ("bias_grads", "col2im_offsets", "conv_weight_grads")),
+}
+
+
 @pytest.fixture(scope="module")
 def machine_code(tmp_path_factory):
-    """The worker's report under ``NUMBA_CPU_NAME=host`` and ``=generic``, run side by side."""
-    procs = {}
-    for cpu in ("host", "generic"):
-        env = dict(
-            os.environ,
-            NUMBA_CPU_NAME=cpu,
-            NUMBA_CACHE_DIR=str(tmp_path_factory.mktemp(f"numba-{cpu}")),
-            PYTHONPATH=str(ROOT / "src"),
-            OMP_NUM_THREADS="1",
+    """Per machine: each cached kernel's summary (tests/machinecode.py), the control function's, and
+    the digests of the MLP kernels' outputs computed there."""
+    import machinecode
+    from conftest import _warm_up_kernels
+
+    _warm_up_kernels(MACHINES)  # loads what the session compiled already
+    procs = {
+        m: subprocess.Popen(
+            [sys.executable, "-c", DIGESTS],
+            env=machinecode.environment(m) | {"OMP_NUM_THREADS": "1"},
+            cwd=ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-        env.pop("NUMBA_CPU_FEATURES", None)
-        procs[cpu] = subprocess.Popen(
-            [sys.executable, "-c", WORKER], env=env, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+        for m in MACHINES
+    }
     reports = {}
-    for cpu, proc in procs.items():
+    for m, proc in procs.items():
         out, err = proc.communicate(timeout=900)
-        assert proc.returncode == 0, f"{cpu} worker failed:\n{err[-4000:]}"
-        reports[cpu] = json.loads(out.strip().splitlines()[-1])
+        assert proc.returncode == 0, f"{m} digests failed:\n{err[-4000:]}"
+        code = machinecode.disassemble(machinecode.target_directory(m))
+        reports[m] = {
+            "digests": json.loads(out.strip().splitlines()[-1]),
+            "kernels": {name: machinecode.summary(asm) for name, asm in code.items()},
+            "control": machinecode.summary(machinecode.control(m, tmp_path_factory.mktemp(f"control-{m}")))["fma"],
+        }
     return reports
 
 
 @pytest.mark.slow
-def test_every_kernel_was_compiled_and_inspected(machine_code):
-    for cpu, report in machine_code.items():
-        assert not report["uncompiled"], f"{cpu}: no call compiles {report['uncompiled']}: add one to WORKER"
-        assert not report["warnings"], report["warnings"]
-        names = {k.split("(")[0] for k in report["asm"]}
-        assert {
-            "bnstudy.compiled.blocks.linear_t",
-            "bnstudy.compiled.kernels.forward_model",
-            "bnstudy.compiled.normkernels.batch_norm_rows",
-            "bnstudy.compiled.normkernels.row_norm",
-            "bnstudy.compiled.probes.probe_design",
-            "bnstudy.compiled.tiled.linear_t_tiled",
-        } <= names
-        assert all(a["lines"] > 10 for a in report["asm"].values())
-        assert report["asm"][
-            "bnstudy.compiled.tiled.linear_t_tiled"
-            + next(k.split("linear_t_tiled", 1)[1] for k in report["asm"] if "linear_t_tiled" in k)
-        ]["mul"]
+def test_every_kernel_a_job_calls_is_in_the_cache_as_machine_code(machine_code):
+    from bnstudy.tools import warmup
+
+    listed = {name for name, _ in warmup._dispatchers()}
+    assert {"bnstudy.compiled.convgemm.gemm", "bnstudy.compiled.backprop.train_run"} <= listed
+    for m, report in machine_code.items():
+        missing = sorted(listed - REFERENCE_ONLY - set(report["kernels"]))
+        assert not missing, f"{m}: the warm-up compiles no code for {missing}: a job would compile it itself"
+        assert all(k["lines"] > 10 for k in report["kernels"].values())
+        assert report["kernels"]["bnstudy.compiled.tiled.linear_t_tiled"]["mul"]
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _host_has_fma(), reason="this CPU has no FMA: a contraction could not show")
 def test_no_fused_multiply_add_in_any_kernel(machine_code):
     """The host has FMA, so LLVM would use it if it were allowed to contract a * b + c."""
-    assert machine_code["host"]["control"], "the detector misses the contraction of a control function"
+    assert machine_code["native"]["control"], "the detector misses the contraction of a control function"
     assert not machine_code["generic"]["control"]  # no FMA on the generic CPU, even where allowed
-    fused = {k: a["fma"] for k, a in machine_code["host"]["asm"].items() if a["fma"]}
-    assert not fused, fused
+    for m, report in machine_code.items():
+        fused = {k: s["fma"] for k, s in report["kernels"].items() if s["fma"]}
+        assert not fused, (m, fused)
 
 
 @pytest.mark.slow
 def test_generic_cpu_gives_the_same_bytes_as_this_one(machine_code):
-    host, generic = machine_code["host"], machine_code["generic"]
-    assert not any(a["ymm"] for a in generic["asm"].values())  # the generic target really was used
+    host, generic = machine_code["native"], machine_code["generic"]
+    assert not any(s["ymm"] or s["zmm"] for s in generic["kernels"].values())  # the generic target really was used
     import llvmlite.binding as llvm
 
     if "+avx" in llvm.get_host_cpu_features().flatten().split(","):
-        assert host["asm"] and any(a["ymm"] for a in host["asm"].values())  # and the host's own
+        assert any(s["ymm"] or s["zmm"] for s in host["kernels"].values())  # and the host's own
     assert host["digests"] == generic["digests"]

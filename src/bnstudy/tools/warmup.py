@@ -35,6 +35,7 @@ def _dispatchers():
         backprop,
         blocks,
         conv,
+        convgemm,
         gradients,
         kernels,
         layer,
@@ -48,7 +49,7 @@ def _dispatchers():
     from bnstudy.studies.batch_size import evaluation, remedies
 
     modules = (fixedmath, blocks, normkernels, kernels, gradients, optimisers, backprop, tiled, probes)
-    modules = (*modules, conv, conv_train)
+    modules = (*modules, conv, convgemm, conv_train)
     for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
@@ -96,6 +97,7 @@ def _evaluation() -> None:
         stacked = model.initial_stack(spec, [0])
         evaluation.train_mode_accuracy(stacked, spec, x, y, 4, 0)
         evaluation.trained_divergence(stacked, spec, x, y, 4, 0)
+    evaluation.mean_in_order([0.5, 0.25])  # the batch-size summary's seed means
 
 
 def _probes() -> None:
