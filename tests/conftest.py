@@ -98,8 +98,10 @@ def _warm_up_kernels(machines=("native",)):
     them used to compile the kernels it met first, side by side: the same native kernels compiled
     two or three times over. The same held for the machine without AVX/FMA (generic), which two
     builds simulate, the killed-and-resumed determinism run and the tiny Fashion build: started
-    together, both compiled its kernels (about 140 CPU s each from a cold cache), so when both
-    will run its kernels are compiled here once too. The AVX2 machine's run compiles its own."""
+    together, both compiled its kernels (about 140 CPU s each from a cold cache), so its kernels
+    are compiled here once too. So are the AVX2 machine's: its run's own warm-up (Snakemake's
+    ``onstart``, ``--jobs`` its 2 cores) compiled them in two processes, about 230 CPU s where
+    one process takes about 140 (the processes' kernels overlap)."""
     from bnstudy.base.machines import environments
 
     envs = environments()
@@ -210,13 +212,12 @@ def pytest_collection_finish(session):
         not all(_waits_for(item, "cluster") for item in fashion) or _cluster_answers(fashion)
     )
     if any(_waits_for(item, "runs") for item in session.items):
-        # a simulated machine two builds run as (the tiny Fashion build's and a determinism run's)
-        # has its kernels compiled here once, beside this machine's
-        import test_slurm
+        # every machine a determinism run (or the tiny Fashion build) runs as has its kernels
+        # compiled here once, one process each, beside this machine's
         from bnstudy.base.determinism import RUN_ENVIRONMENTS
 
-        shared = (set(RUN_ENVIRONMENTS.values()) & {test_slurm.MACHINE}) - {"native"} if start_fashion else set()
-        BACKGROUND["runs"] = _start_runs(factory, ("native", *sorted(shared)))
+        simulated = set(RUN_ENVIRONMENTS.values()) - {"native"}
+        BACKGROUND["runs"] = _start_runs(factory, ("native", *sorted(simulated)))
     if start_fashion:
         BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory)
 
