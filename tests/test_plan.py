@@ -40,12 +40,34 @@ def test_epoch_steps_counts_steps_and_rows():
     assert plan.epoch_steps(897, 64, "keep") == pytest.approx(14 + 897 / 25)  # 1 leftover row: dropped
 
 
-def test_training_work_is_seeds_times_epochs_times_step_equivalents():
+FASHION_TINY = yaml.safe_load((ROOT / "config" / "fashion-tiny.yaml").read_text())
+MLP_MMAC = (64 * 128 + 128 * 128 + 128 * 10) / 1e6  # the paper config's MLP 64-128-128-10
+
+
+def test_row_multiply_adds_count_each_layer_of_either_network():
+    assert plan.row_multiply_adds(PAPER) == pytest.approx(MLP_MMAC)
+    # 28x28 -> 14x14 (8 channels of 1) -> 7x7 (16 of 8) -> 7x7 (16 of 16), 3x3 kernels, then 16 -> 10
+    conv = 14 * 14 * 8 * 1 * 9 + 7 * 7 * 16 * 8 * 9 + 7 * 7 * 16 * 16 * 9 + 16 * 10
+    assert plan.row_multiply_adds(FASHION_TINY) == pytest.approx(conv / 1e6)
+    wider = yaml.safe_load(yaml.safe_dump(FASHION_TINY))
+    wider["network"]["layers"] = [{"channels": 16, "stride": 1}, {"channels": 32, "stride": 2}]
+    assert plan.row_multiply_adds(wider) == pytest.approx((28 * 28 * 16 * 9 + 14 * 14 * 32 * 16 * 9 + 320) / 1e6)
+
+
+def test_training_work_is_seeds_times_epochs_times_step_equivalents_times_the_network():
     params = {"seeds": [0, 1, 2, 3, 4], "recipe": {"epochs": 20, "batch_size": 2, "last_batch": "drop"}}
     assert PAPER["split"]["test_size"] == 899  # 898 training rows
-    assert plan.work_of("train_grid", params, {}, PAPER) == pytest.approx(5 * 20 * (449 + 898 / 25))
+    work = plan.work_of("train_grid", params, {}, PAPER)
+    assert work == pytest.approx(5 * 20 * (449 + 898 / 25) * MLP_MMAC)
     params["recipe"]["epochs"] = 10**12
-    assert plan.work_of("train_grid", params, {}, PAPER) == pytest.approx(5e12 * (449 + 898 / 25))
+    assert plan.work_of("train_grid", params, {}, PAPER) == pytest.approx(5e12 * (449 + 898 / 25) * MLP_MMAC)
+    assert plan.cost_key("train_grid", params, {}, PAPER) == "train_grid:mlp"
+    # the convolutional network: a row costs as much as 4 steps (ROWS_PER_STEP_BY_FAMILY), 3,000 rows
+    params["recipe"] |= {"epochs": 1, "batch_size": 16}
+    rows = FASHION_TINY["data"]["train_size"]
+    expected = 5 * (rows // 16 + rows / 0.25) * plan.row_multiply_adds(FASHION_TINY)
+    assert plan.work_of("train_grid", params, {}, FASHION_TINY) == pytest.approx(expected)
+    assert plan.cost_key("train_grid", params, {}, FASHION_TINY) == "train_grid:conv"
 
 
 def test_companion_probe_work_counts_probe_rows():
@@ -54,14 +76,16 @@ def test_companion_probe_work_counts_probe_rows():
     per_example = 200 * (2 + 4 + 16 + 64) + 2 * 898 + 3 * 200 * 16
     examples = 10 * PAPER["companions"]["examples_per_class"]
     grid = plan.work_of("probe_companions_grid", params, {"block": "0-4"}, PAPER)
-    assert grid == pytest.approx(5 * 6 * examples * per_example)  # 5 seeds x 6 batch sizes
+    assert grid == pytest.approx(5 * 6 * examples * per_example * MLP_MMAC)  # 5 seeds x 6 batch sizes
     dependence = plan.work_of("probe_companions_dependence", params, {}, PAPER)
-    assert dependence == pytest.approx(5 * examples * per_example)
+    assert dependence == pytest.approx(5 * examples * per_example * MLP_MMAC)
     # without 2 among the sizes, no pairs
     params["batch_sizes"] = [4]
     assert plan.work_of("probe_companions_dependence_keep", params, {}, PAPER) == pytest.approx(
-        examples * (200 * 4 + 3 * 200 * 16)
+        examples * (200 * 4 + 3 * 200 * 16) * MLP_MMAC
     )
+    key = plan.cost_key("probe_companions_grid", params, {"block": "0-4", "normaliser": "none"}, PAPER)
+    assert key == "probe_companions_grid:mlp/row-wise"
 
 
 def test_a_rule_without_a_work_function_is_one_unit_per_job():
@@ -137,9 +161,13 @@ def test_table_round_trip_and_refusals(tmp_path):
 def test_committed_table_prices_every_rule_with_a_work_function_in_its_unit():
     table = plan.read_table()
     for rule, spec in plan.WORK.items():
-        variants = ["batch-statistics", "row-wise"] if spec.variant else [""]
+        variants = [""]
+        if spec.variant is plan.network_family:
+            variants = ["mlp", "conv"]
+        elif spec.variant:
+            variants = [f"{f}/{s}" for f in ("mlp", "conv") for s in ("batch-statistics", "row-wise")]
         for key in (f"{rule}:{v}" if v else rule for v in variants):
-            if key == "probe_companions_dependence:row-wise" or "_keep" in key and key.endswith(":row-wise"):
+            if key.startswith("probe_companions_dependence") and key.endswith("/row-wise"):
                 continue  # study 1's networks are batch norm's
             assert key in table, key
             assert table[key].unit == spec.unit, key
@@ -155,7 +183,7 @@ def _plan(jobs, config=None):
 
 
 TABLE = {
-    "train_grid": Cost("train_grid", plan.unit_of("train_grid"), 2, 3.0, 2.0, 0.001),
+    "train_grid:mlp": Cost("train_grid:mlp", plan.unit_of("train_grid"), 2, 3.0, 2.0, 0.001),
     "figure_a": Cost("figure_a", plan.JOB_UNIT, 1, 4.0, 4.0, 0.0),
     "serve_stream": Cost("serve_stream", "another unit", 1, 9.0, 9.0, 1.0),
     plan.DEFAULT_RULE: Cost(plan.DEFAULT_RULE, plan.JOB_UNIT, 9, 2.5, 2.5, 0.0),
@@ -174,7 +202,7 @@ def test_price_per_rule_unknown_rules_and_targets():
         ]
     )
     plan.price(p, TABLE)
-    work = 2 * 10 * (14 + 898 / 25)
+    work = 2 * 10 * (14 + 898 / 25) * MLP_MMAC
     assert p.jobs[0].work == pytest.approx(work)
     assert [j.cpu_s for j in p.jobs] == pytest.approx([2.0 + 0.001 * work, 4.0, 2.5, 2.5, 0.0])
     assert p.cpu() == pytest.approx(sum(j.cpu_s for j in p.jobs))
@@ -187,7 +215,7 @@ def test_report_counts_jobs_and_bounds_wall_time_by_cores():
     lines = plan.report(p, cores=2, available=8)
     assert lines[0] == "plan of cfg.yaml: 6 jobs in all, 3 would run now"
     assert lines[1] == "  jobs by rule: figure_a 5, 1 more rule of 1 job"
-    total = 20 + 2.0 + 0.001 * 2 * 10 * (14 + 898 / 25)
+    total = 20 + 2.0 + 0.001 * 2 * 10 * (14 + 898 / 25) * MLP_MMAC
     assert f"{total:,.0f} s" in lines[2] and "12 s for the jobs that would run now" in lines[2]
     assert f"at least {plan.duration(total / 2)} for the whole build, 6 s now" in lines[3]
     # more cores than the machine has: the machine's cores bound the wall time
@@ -297,29 +325,32 @@ def test_rules_of_one_script_share_one_fit():
 def test_companion_probes_with_and_without_batch_statistics_are_priced_apart():
     key = plan.cost_key
     assert key("probe_companions_grid", {}, {"normaliser": "batchnorm", "block": "0-4"}, PAPER) == (
-        "probe_companions_grid:batch-statistics"
+        "probe_companions_grid:mlp/batch-statistics"
     )
     assert key("probe_companions_grid", {}, {"normaliser": "layernorm", "block": "0-4"}, PAPER) == (
-        "probe_companions_grid:row-wise"
+        "probe_companions_grid:mlp/row-wise"
     )
-    assert key("probe_companions_dependence", {}, {}, PAPER) == "probe_companions_dependence:batch-statistics"
-    assert key("train_grid", RECIPE, {"normaliser": "none"}, PAPER) == "train_grid"
-    assert plan.group_of("probe_companions_grid:row-wise") == "companions_probe.py:row-wise"
-    assert plan.unit_of("probe_companions_grid:row-wise") == plan.WORK["probe_companions_grid"].unit
+    assert key("probe_companions_grid", {}, {"normaliser": "layernorm", "block": "0-1"}, FASHION_TINY) == (
+        "probe_companions_grid:conv/row-wise"
+    )
+    assert key("probe_companions_dependence", {}, {}, PAPER) == "probe_companions_dependence:mlp/batch-statistics"
+    assert key("train_grid", RECIPE, {"normaliser": "none"}, PAPER) == "train_grid:mlp"
+    assert plan.group_of("probe_companions_grid:mlp/row-wise") == "companions_probe.py:mlp/row-wise"
+    assert plan.unit_of("probe_companions_grid:mlp/row-wise") == plan.WORK["probe_companions_grid"].unit
     table = plan.fit(
         [
-            ("probe_companions_grid:row-wise", 1000, 3.0),
-            ("probe_companions_grid:row-wise", 3000, 5.0),
-            ("probe_companions_dependence:batch-statistics", 1000, 3.0),
-            ("probe_companions_grid:batch-statistics", 3000, 9.0),
+            ("probe_companions_grid:mlp/row-wise", 1000, 3.0),
+            ("probe_companions_grid:mlp/row-wise", 3000, 5.0),
+            ("probe_companions_dependence:mlp/batch-statistics", 1000, 3.0),
+            ("probe_companions_grid:mlp/batch-statistics", 3000, 9.0),
         ]
     )
-    assert table["probe_companions_grid:row-wise"].cpu_s_per_unit == pytest.approx(0.001)
-    assert table["probe_companions_grid:batch-statistics"].cpu_s_per_unit == pytest.approx(0.003)
-    assert table["probe_companions_dependence:batch-statistics"].cpu_s_per_unit == pytest.approx(0.003)
+    assert table["probe_companions_grid:mlp/row-wise"].cpu_s_per_unit == pytest.approx(0.001)
+    assert table["probe_companions_grid:mlp/batch-statistics"].cpu_s_per_unit == pytest.approx(0.003)
+    assert table["probe_companions_dependence:mlp/batch-statistics"].cpu_s_per_unit == pytest.approx(0.003)
     p = _plan([("probe_companions_grid", {"normaliser": "none", "block": "0-4"}, PROBE, None, True)])
     plan.price(p, table)
-    assert p.jobs[0].cpu_s == pytest.approx(table["probe_companions_grid:row-wise"].predict(p.jobs[0].work))
+    assert p.jobs[0].cpu_s == pytest.approx(table["probe_companions_grid:mlp/row-wise"].predict(p.jobs[0].work))
 
 
 PROBE = {"batch_sizes": [2], "batches_per_example": 1, "one_class_batch_size": 2}

@@ -15,8 +15,10 @@ to run anyway (``--allow-budget``, ``make paper ALLOW_BUDGET=1``).
 
 The cost model (:data:`TABLE`, ``workflow/resources/cpu_seconds.tsv``): per rule, a job
 costs ``start_s + cpu_s_per_unit * work``, where ``work`` comes from the job's params
-(:data:`WORK`: training runs count optimiser steps, probes count probe rows, ...; a rule
-not in :data:`WORK` has one unit per job and costs its median job). ``python -m
+(:data:`WORK`: training runs count optimiser steps, probes count probe rows, ..., each
+times the network's multiply-adds per row, :func:`row_multiply_adds`; the two network
+families' jobs are fitted apart; a rule not in :data:`WORK` has one unit per job and costs
+its median job). ``python -m
 bnstudy.base.plan calibrate --results DIR --configfile FILE`` refits the table from the
 ``benchmark:`` files of a finished build of that config (:func:`calibrate`).
 """
@@ -32,9 +34,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 TABLE = ROOT / "workflow" / "resources" / "cpu_seconds.tsv"
 BUDGET_CPU_S = 604_800  # one CPU-week
-# One optimiser step costs as much as this many rows of it (the compiled training loop's
-# per-step and per-row costs, docs/performance.md: per epoch at b = 2 and b = 64).
+# One optimiser step costs as much as this many rows of it, by network family: the MLP's compiled
+# training loop's per-step and per-row costs (docs/performance.md: per epoch at b = 2 and b = 64);
+# the convolutional network's, where each row's convolutions dominate (docs/speed.md, network C:
+# 1.32 ms a step at b = 2, 74.7 ms at b = 128, so about 0.58 ms a row and 0.16 ms a step).
 ROWS_PER_STEP = 25
+ROWS_PER_STEP_BY_FAMILY = {"mlp": ROWS_PER_STEP, "conv": 0.25}
 CLASSES = 10
 # Snakemake samples a benchmarked job's CPU time every 0.5 s for its first 15 s, then
 # every 30 s (snakemake.benchmark); what a job spends after its last sample is not in
@@ -63,30 +68,61 @@ def test_rows(config) -> int:
     return parts(config).test_rows
 
 
-def epoch_steps(rows: int, batch_size: int, last_batch: str = "drop") -> float:
-    """Step-equivalents of one epoch of one model: its optimiser steps plus its rows / ROWS_PER_STEP."""
+def epoch_steps(rows: int, batch_size: int, last_batch: str = "drop", rows_per_step: float = ROWS_PER_STEP) -> float:
+    """Step-equivalents of one epoch of one model: its optimiser steps plus its rows / ``rows_per_step``."""
     steps = rows // batch_size
     if last_batch == "keep" and rows % batch_size >= 2:
         steps += 1
-    return steps + rows / ROWS_PER_STEP
+    return steps + rows / rows_per_step
+
+
+def row_multiply_adds(config) -> float:
+    """Millions of multiply-adds of one row's forward pass through the config's network: the MLP's
+    linear maps, or the convolutional network's 3x3 convolutions (each output position of each
+    output channel: 9 x input channels) and its linear classifier. A training step's cost per row
+    grows with it; the table's rates for training rules are per million of them
+    (:func:`network_family`: the two families are fitted apart)."""
+    from bnstudy.base.datasets import shape
+
+    data = shape(config)
+    n = config["network"]
+    if n.get("kind", "mlp") != "conv":
+        widths = [data.features, *n["hidden"], data.classes]
+        return sum(a * b for a, b in zip(widths, widths[1:])) / 1e6
+    side, channels, total = data.side, 1, 0
+    for layer in n["layers"]:
+        stride = int(layer.get("stride", 1))
+        side = (side + stride - 1) // stride  # padding 1: ceil(side / stride) positions a side
+        total += side * side * int(layer["channels"]) * channels * 9
+        channels = int(layer["channels"])
+    return (total + channels * data.classes) / 1e6
+
+
+def network_family(p, wc, config) -> str:
+    """The training rules' variant: the network family the job trains (fitted apart)."""
+    return config["network"].get("kind", "mlp")
 
 
 def _train(p, wc, config):
-    r = p["recipe"]
-    return len(p["seeds"]) * r["epochs"] * epoch_steps(train_rows(config), r["batch_size"], r["last_batch"])
+    r, per_step = p["recipe"], ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
+    steps = epoch_steps(train_rows(config), r["batch_size"], r["last_batch"], per_step)
+    return len(p["seeds"]) * r["epochs"] * steps * row_multiply_adds(config)
 
 
 def _lr_sweep(p, wc, config):
     rows = round(train_rows(config) * (1 - config["lr_sweep"]["validation_fraction"]))
-    per_model = sum(epoch_steps(rows, b, p["recipe"]["last_batch"]) for b in p["batch_sizes"])
-    return len(p["seeds"]) * len(p["lrs"]) * p["recipe"]["epochs"] * per_model
+    per_step = ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
+    per_model = sum(epoch_steps(rows, b, p["recipe"]["last_batch"], per_step) for b in p["batch_sizes"])
+    return len(p["seeds"]) * len(p["lrs"]) * p["recipe"]["epochs"] * per_model * row_multiply_adds(config)
 
 
 def _accumulation(p, wc, config):
     # every variant runs one forward/backward pass per micro-batch
     per_variant = len(p["variants"]) / len(p["micro_batches"])
     rows, epochs = train_rows(config), p["recipe"]["epochs"]
-    return len(p["seeds"]) * epochs * per_variant * sum(epoch_steps(rows, m) for m in p["micro_batches"])
+    per_step = ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
+    steps = sum(epoch_steps(rows, m, "drop", per_step) for m in p["micro_batches"])
+    return len(p["seeds"]) * epochs * per_variant * steps * row_multiply_adds(config)
 
 
 def _conv(p, wc, config):
@@ -107,7 +143,8 @@ def _probe_statistics(rule):
         from bnstudy.base.normalisers import BATCH_NAMES
 
         name = wc.get("normaliser") if rule == "probe_companions_grid" else config["dependence"]["normaliser"]
-        return "batch-statistics" if name in BATCH_NAMES else "row-wise"
+        statistics = "batch-statistics" if name in BATCH_NAMES else "row-wise"
+        return f"{network_family(p, wc, config)}/{statistics}"
 
     return variant
 
@@ -131,7 +168,7 @@ def _companions(rule):
         if 2 in p["batch_sizes"]:
             rows += 2 * (test_rows(config) - 1)
         examples = CLASSES * config["companions"]["examples_per_class"]
-        return _companion_models(rule, wc, config) * examples * rows
+        return _companion_models(rule, wc, config) * examples * rows * row_multiply_adds(config)
 
     return work
 
@@ -140,7 +177,7 @@ def _probe_rows(rule, model_keys) -> Work:
     """The work of a companion-probe rule: probe rows, one fit for the three rules (one script),
     apart with and without batch statistics; grows with the design's keys and ``model_keys``."""
     return Work(
-        "probe rows (models x examples x rows of every probe batch)",
+        "probe rows x M multiply-adds per row (models x examples x rows of every probe batch x network)",
         _companions(rule),
         ("companions.batches_per_example", "companions.examples_per_class", "companions.batch_sizes", *model_keys),
         group="companions_probe.py",
@@ -158,16 +195,24 @@ def _probe_conv(p, wc, config):
 
 def _finetune(p, wc, config):
     # every source network, each rate, random and one-class streams, live and frozen
-    return len(config["grid"]["seeds"]) * len(p["lrs"]) * 4 * p["steps"]
+    return len(config["grid"]["seeds"]) * len(p["lrs"]) * 4 * p["steps"] * row_multiply_adds(config)
 
 
 def _serving(p, wc, config):
     batches = math.ceil(test_rows(config) / p["batch_size"])
-    return len(p["train_batch_sizes"]) * len(config["grid"]["seeds"]) * 2 * p["passes"] * batches
+    return (
+        len(p["train_batch_sizes"])
+        * len(config["grid"]["seeds"])
+        * 2
+        * p["passes"]
+        * batches
+        * row_multiply_adds(config)
+    )
 
 
 def _remedies(p, wc, config):
-    return block_seeds(config, wc["block"])
+    # each network's statistics over the training rows and its test rows' logits, in several ways
+    return block_seeds(config, wc["block"]) * (train_rows(config) + test_rows(config)) * row_multiply_adds(config)
 
 
 def _running_stats(p, wc, config):
@@ -183,40 +228,50 @@ class Work:
     variant: object = None  # (params, wildcards, config) -> a kind of job fitted apart ("" for none)
 
 
-_TRAIN_UNIT = "step-equivalents (seeds x epochs x (steps + rows/25))"
+# r: rows a step costs as much as, by network family (ROWS_PER_STEP_BY_FAMILY)
+_TRAIN_UNIT = "step-equivalents x M multiply-adds per row (seeds x epochs x (steps + rows/r) x network)"
 WORK = {
     "train_grid": Work(
         _TRAIN_UNIT,
         _train,
         ("grid.epochs", "grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers", "split.test_size"),
         group="train.py",
+        variant=network_family,
     ),
     "train_sorted": Work(
         _TRAIN_UNIT,
         _train,
         ("grid.epochs", "grid.seed_block", "grid.seeds", "sorted_training.batch_sizes"),
         group="train.py",
+        variant=network_family,
     ),
     "train_keep": Work(
         _TRAIN_UNIT,
         _train,
         ("grid.epochs", "grid.seed_block", "grid.seeds", "last_batch_keep.normalisers"),
         group="train.py",
+        variant=network_family,
     ),
-    "train_dependence": Work(_TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py"),
-    "train_dependence_keep": Work(_TRAIN_UNIT, _train, ("dependence.epochs",), group="train.py"),
+    "train_dependence": Work(
+        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py", variant=network_family
+    ),
+    "train_dependence_keep": Work(
+        _TRAIN_UNIT, _train, ("dependence.epochs",), group="train.py", variant=network_family
+    ),
     "train_dependence_keep_more": Work(
-        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py"
+        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py", variant=network_family
     ),
     "train_lr_sweep": Work(
-        "step-equivalents (seeds x rates x epochs x batch sizes' (steps + rows/25))",
+        "step-equivalents x M multiply-adds per row (seeds x rates x epochs x batch sizes' (steps + rows/r) x net)",
         _lr_sweep,
         ("lr_sweep.epochs", "lr_sweep.seeds", "lr_sweep.lrs", "grid.batch_sizes", "lr_sweep.normalisers"),
+        variant=network_family,
     ),
     "train_accumulation": Work(
-        "step-equivalents (seeds x epochs x variants x (micro-batches + rows/25))",
+        "step-equivalents x M multiply-adds per row (seeds x epochs x variants x (micro-batches + rows/r) x network)",
         _accumulation,
         ("grid.epochs", "accumulation.micro_batches", "grid.seed_block", "grid.seeds"),
+        variant=network_family,
     ),
     "train_conv": Work(
         "step-equivalents (seeds x epochs x batch sizes' (steps + rows/25))",
@@ -238,16 +293,23 @@ WORK = {
         ("conv.probe.draws", "conv.probe.exact_per_class", "companions.examples_per_class", "conv.seeds"),
     ),
     "finetune": Work(
-        "fine-tuning steps (networks x rates x 4 streams x steps)",
+        "fine-tuning steps x M multiply-adds per row (networks x rates x 4 streams x steps x network)",
         _finetune,
         ("finetune.steps", "finetune.lrs", "grid.seeds"),
+        variant=network_family,
     ),
     "serve_stream": Work(
-        "served batches (networks x 2 streams x passes x batches)",
+        "served batches x M multiply-adds per row (networks x 2 streams x passes x batches x network)",
         _serving,
         ("serving.passes", "serving.train_batch_sizes", "grid.seeds"),
+        variant=network_family,
     ),
-    "evaluate_remedies": Work("networks (seeds of the block)", _remedies, ("grid.seed_block", "grid.seeds")),
+    "evaluate_remedies": Work(
+        "rows x M multiply-adds per row (seeds of the block x (training + test rows) x network)",
+        _remedies,
+        ("grid.seed_block", "grid.seeds"),
+        variant=network_family,
+    ),
     "running_stats": Work(
         "passes (batch sizes x keep-factors x (1 + shuffles))",
         _running_stats,
@@ -743,7 +805,8 @@ def calibrate(builds, out=TABLE, snakefile="Snakefile", workdir=".", note="") ->
         "A work-priced rule whose jobs' work spans 2x or more: a least-squares line; else start_s is the",
         "median job of the rules priced per job and cpu_s_per_unit the median of (CPU s - start_s) / work.",
         "Rules of one script (bnstudy.base.plan.WORK's group) share one fit over their jobs pooled; rule:variant",
-        "rows are kinds of jobs fitted apart (companion probes with and without batch statistics).",
+        "rows are kinds of jobs fitted apart (the network family, mlp or conv; companion probes with and",
+        "without batch statistics). Work of a rule that runs the network grows with its multiply-adds per row.",
         "Row '*': the median job, for a rule missing here.",
     ]
     write_table(table, out, header)
