@@ -392,3 +392,59 @@ def test_accumulation_ghost_intervals_from_zero_to_zero_are_not_resolved():
         assert (r.ci_low, r.ci_high) == (0.0, 0.0)
     assert pair.loc[(4, "ghost_vs_accumulate", "inference")].ci_low > 0
     assert out["macros"]["accumGhostResolved"] == "inference mode at micro-batch 4"
+
+
+# ---- edges the mutation sample of 2026-12-03 found open ---------------------------------------
+
+
+def _paired(gain, lo, hi, b=2):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(gain=gain, ci_low_adj=lo, ci_high_adj=hi, batch_size=b)
+
+
+def test_an_interval_ending_exactly_at_zero_establishes_no_loss():
+    """A paired interval [-0.1, 0] contains zero: no loss is named, the sentence says so."""
+    from bnstudy.studies.batch_size import macros as batch_size_macros
+
+    loss, exact = _paired(-0.05, -0.1, 0.0), _paired(0.01, -0.02, 0.04)
+    text = batch_size_macros.recovery_sentence(loss, exact, 0.2, 2)
+    assert "contains zero, so there is no established loss to recover" in text
+    assert batch_size_macros._side(_paired(-0.05, -0.1, -1e-12)) == "below"
+    assert batch_size_macros._side(_paired(0.05, 0.0, 0.1)) == "zero"
+
+
+def test_published_comparison_skips_a_size_the_source_did_not_publish_and_goes_on():
+    from bnstudy.studies.companions import summary as companions_summary
+
+    rows = [
+        {"design": "random", "measure": "flip_rate", "batch_size": b, "mean": m, "ci_low": lo, "ci_high": hi}
+        for b, m, lo, hi in ((2, 0.2, 0.15, 0.25), (16, 0.05, 0.04, 0.06))
+    ]
+    published = {"flip_rate": {16: 0.032}}  # nothing published at b = 2, the first size
+    m = companions_summary.published_ratio_macros({}, pd.DataFrame(rows), published, [2, 16])
+    assert m["compPublishedComparison"].startswith("at $b=16$ the published 3.2")
+    assert "lies below our interval" in m["compPublishedComparison"]
+    assert m["compPublishedOutside"] == "at $b=16$"
+
+
+@pytest.mark.parametrize("test_size", [34, 104, 202])
+def test_the_digits_test_part_per_class_follows_the_split_seed(test_size):
+    """At these test sizes the stratified allocation has ties that the split's seed breaks:
+    ``parts`` must count the rows of the split the seed makes, not of another."""
+    from bnstudy.base import config as config_module
+
+    base = {"split": {"test_size": test_size, "seed": 0}, "data": {"name": "digits"}}
+    counts = {s: tuple(config_module.split_class_counts(test_size, s)[1]) for s in range(4)}
+    assert len(set(counts.values())) > 1  # the seed matters at this size
+    for seed, expected in counts.items():
+        cfg = base | {"split": {"test_size": test_size, "seed": seed}}
+        assert tuple(config_module.parts(cfg).test_class_rows) == expected, seed
+
+
+def test_crossed_components_count_networks_and_examples():
+    from bnstudy.base import stats
+
+    y = np.array([[0.1, 0.2, 0.3], [0.2, 0.2, 0.5]])
+    c = stats.crossed_components(y, 0.95)
+    assert (c["networks"], c["examples"]) == (2, 3)
