@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -42,21 +43,75 @@ def imports(tree: ast.Module) -> list[str]:
     return lines
 
 
+# One process imports the third-party packages the scripts use (never bnstudy, never torch), then
+# forks a child per script that runs the script's import statements and reports ``sys.modules``:
+# what each script loads of the package is the same as in a fresh interpreter (the package is not
+# loaded before the fork), without paying NumPy's, Numba's, pandas' and matplotlib's imports once
+# per script (about 40 CPU s of the suite).
+FORK_SERVER = r"""
+import json, os, sys
+import numpy, numba, pandas, scipy.stats, matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot
+preloaded = [m for m in sys.modules if m.split(".")[0] in ("bnstudy", "torch")]
+assert not preloaded, preloaded
+print(json.dumps("ready"), flush=True)
+for line in sys.stdin:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            exec(json.loads(line), {"__name__": "__imports__"})
+            out = " ".join(sys.modules)
+        except BaseException as e:
+            out = "ERROR " + repr(e)
+        with os.fdopen(w, "w") as f:
+            f.write(out)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    print(json.dumps(out), flush=True)
+"""
+
+
+@functools.cache
+def _fork_server() -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FORK_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert json.loads(proc.stdout.readline()) == "ready", "the import server did not start"
+    return proc
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_fork_server():
+    yield
+    if _fork_server.cache_info().currsize:
+        server = _fork_server()
+        server.stdin.close()  # its loop ends
+        server.wait(timeout=60)
+
+
 @functools.cache
 def loaded_after_imports(script: Path) -> frozenset[str]:
-    """The modules loaded in a fresh interpreter after the script's import statements
-    (one interpreter per script, shared by the tests that read it)."""
+    """The modules loaded after the script's import statements, in a process that had loaded only
+    third-party packages (:data:`FORK_SERVER`), one process per script, shared by the tests that read it."""
     code = "\n".join(
         [
             "import sys",
             f"sys.path.insert(0, {str(ROOT / 'src')!r})",
             *imports(ast.parse(script.read_text())),
-            "print(' '.join(sys.modules))",
         ]
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return frozenset(result.stdout.split())
+    server = _fork_server()
+    server.stdin.write(json.dumps(code) + "\n")
+    server.stdin.flush()
+    out = json.loads(server.stdout.readline())
+    assert not out.startswith("ERROR"), f"{script.name}: {out}"
+    return frozenset(out.split())
 
 
 WITHOUT_TORCH = [p for p in SCRIPTS if without_torch(start_call(ast.parse(p.read_text())))]
