@@ -20,6 +20,7 @@ this class in place of Numba's user-provided one, then Numba's other default loc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -30,8 +31,11 @@ from numba.core.caching import UserProvidedCacheLocator
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
+@functools.cache
 def target() -> str:
-    """``<cpu name>-<digest of the feature string>``: what Numba compiles for in this process."""
+    """``<cpu name>-<digest of the feature string>``: what Numba compiles for in this process (fixed
+    for its life: Numba reads ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` once; asked once, not once per
+    kernel, as asking LLVM for the host's features costs about 1 ms and a job imports about 110 kernels)."""
     from llvmlite import binding
     from numba.core.codegen import get_host_cpu_features
 
