@@ -123,3 +123,29 @@ def test_weights_files_record_either_network_and_read_back_its_spec(tmp_path):
         assert sorted(again) == sorted(stacked)  # the file holds its tensors by name
         _same({k: again[k] for k in stacked}, stacked)
     assert "kind" not in network.metadata(network.spec_from_params(MLP_PARAMS, 64))  # MLP files as before
+
+
+@pytest.mark.parametrize("family", ["mlp", "conv"])
+def test_a_linear_learning_rate_decay_is_pytorchs_lambda_lr_stepped_per_epoch(family):
+    """``lr_decay: linear`` in the shared loop against torch.optim and ``LambdaLR`` (lambda e: (E - e) / E,
+    stepped after each epoch), for both network families over three epochs of SGD with momentum; the
+    decayed run ends elsewhere than the constant-rate one, so the comparison can tell them apart."""
+    pytest.importorskip("torch")
+    conv_torch = pytest.importorskip("bnstudy.nets.conv_torch")
+    from bnstudy.nets import plain
+
+    if family == "conv":
+        spec, reference = conv_train.ConvSpec("groupnorm", (4, 8), 2, strides=(2, 1)), conv_torch.train_plain
+    else:
+        spec = network.spec_from_params(MLP_PARAMS | {"normaliser": "groupnorm"}, inputs=64)
+        reference = plain.train_plain
+    x, y = data(40, 64, seed=3)
+    r = recipe(optimizer="sgd", lr=0.05, sgd_momentum=0.9, epochs=3, lr_decay="linear")
+    decayed, _ = network.train_models(spec, r, [0], x, y)
+    constant, _ = network.train_models(spec, recipe(optimizer="sgd", lr=0.05, sgd_momentum=0.9, epochs=3), [0], x, y)
+    theirs = {k: v.detach().numpy() for k, v in reference(spec, r, 0, x, y).state_dict().items()}
+    assert list(decayed) == list(theirs)
+    for key, v in decayed.items():
+        np.testing.assert_allclose(v[0], theirs[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    moved = [k for k in decayed if not np.allclose(decayed[k][0], constant[k][0], rtol=1e-3, atol=1e-4)]
+    assert moved, "the decay changed nothing"

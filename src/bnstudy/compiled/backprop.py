@@ -100,10 +100,11 @@ variance of hidden layer ``l`` (its first ``out`` columns)."""
 Data = namedtuple("Data", "x y")
 Data.__doc__ = """The training rows ``x`` ``(N, in)`` float32 (an image: its ``P`` pixels) and labels ``y`` int64."""
 
-Schedule = namedtuple("Schedule", "rows sizes limits accumulate")
+Schedule = namedtuple("Schedule", "rows sizes limits accumulate lr_scale")
 Schedule.__doc__ = """Epoch ``e`` feeds rows ``rows[e]`` in consecutive batches of ``sizes``; optimiser
 step ``s`` (counted over the run) uses batch renorm's ``limits[s]`` ``(rmax, dmax)``; each batch
-runs as ``accumulate`` micro-batches (see :func:`train_run`)."""
+runs as ``accumulate`` micro-batches (see :func:`train_run`); the optimiser's learning rate in
+epoch ``e`` is its ``lr`` times ``lr_scale[e]`` (float64; 1 throughout: the rate as given)."""
 
 Optimiser = namedtuple("Optimiser", "code lr beta1 beta2 eps momentum")
 Optimiser.__doc__ = """:data:`ADAM` (``lr``, ``beta1``, ``beta2``, ``eps``) or :data:`SGD` (``lr``,
@@ -142,14 +143,19 @@ def conv_arch(channels, classes: int, side: int = 8, strides=None, skips=None, i
     return Arch(True, np.array(shapes, np.int64), geometry(int(side), strides, skips))
 
 
-def schedule(rows, sizes, limits=None, accumulate: int = 1) -> Schedule:
-    """A :class:`Schedule` with the kernels' types (limits default to ``(1, 0)`` at every step)."""
+def schedule(rows, sizes, limits=None, accumulate: int = 1, lr_scale=None) -> Schedule:
+    """A :class:`Schedule` with the kernels' types (limits default to ``(1, 0)`` at every step, the
+    learning rate's scale to 1 in every epoch)."""
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
     if limits is None:
-        steps = max(1, np.asarray(rows).shape[0] * len(sizes))
+        steps = max(1, rows.shape[0] * len(sizes))
         limits = np.tile(np.array([1.0, 0.0], np.float32), (steps, 1))
     limits = np.ascontiguousarray(limits, dtype=np.float32)
-    return Schedule(np.ascontiguousarray(rows, dtype=np.int64), sizes, limits, int(accumulate))
+    lr_scale = np.ones(rows.shape[0], np.float64) if lr_scale is None else np.asarray(lr_scale, np.float64)
+    if lr_scale.shape != (rows.shape[0],):
+        raise ValueError(f"{rows.shape[0]} epochs need {rows.shape[0]} learning-rate scales, got {lr_scale.shape}")
+    return Schedule(rows, sizes, limits, int(accumulate), np.ascontiguousarray(lr_scale))
 
 
 def optimiser(code: int, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, momentum: float = 0.0) -> Optimiser:
@@ -423,12 +429,14 @@ def accumulated(grad, total, s, accumulate):
 
 
 @numba.njit(**JIT)
-def optimiser_step(opt, p, grad, state, step):
-    """Step ``step`` (from 1) of the optimiser ``opt`` on ``p``; ``state`` its two moment vectors."""
+def optimiser_step(opt, p, grad, state, step, scale):
+    """Step ``step`` (from 1) of the optimiser ``opt`` on ``p`` at learning rate ``opt.lr * scale``
+    (float64; a scale of 1 leaves the rate exactly as given); ``state`` its two moment vectors."""
+    lr = opt.lr * scale
     if opt.code == ADAM:
-        step_adam(p, grad, state[0], state[1], step, opt.lr, opt.beta1, opt.beta2, opt.eps)
+        step_adam(p, grad, state[0], state[1], step, lr, opt.beta1, opt.beta2, opt.eps)
     else:
-        step_sgd(p, grad, state[0], step, opt.lr, opt.momentum)
+        step_sgd(p, grad, state[0], step, lr, opt.momentum)
 
 
 @numba.njit(**JIT)
@@ -445,8 +453,9 @@ def train_run(arch, state, data, plan, ns, opt, updates, log, frozen=False):
 
     ``plan`` (:class:`Schedule`): epoch ``e`` feeds the rows ``plan.rows[e]`` of ``data``
     (:class:`Data`) in consecutive batches of ``plan.sizes``; optimiser step ``s`` uses batch
-    renorm's limits ``plan.limits[s]``. ``ns``: the normaliser's settings
-    (:class:`bnstudy.compiled.normkernels.Settings`, momentum < 0: None, the cumulative average);
+    renorm's limits ``plan.limits[s]`` and epoch ``e`` the learning rate ``opt.lr * plan.lr_scale[e]``.
+    ``ns``: the normaliser's settings (:class:`bnstudy.compiled.normkernels.Settings`, momentum < 0:
+    None, the cumulative average);
     ``updates``: the running statistics' update count so far. Writes each epoch's mean batch loss
     and correctly labelled rows into ``log`` (:class:`Log`); returns the update count (ghost
     batch norm: one per virtual batch).
@@ -503,7 +512,7 @@ def train_run(arch, state, data, plan, ns, opt, updates, log, frozen=False):
             if step == 0 and log.first_grad.shape[0] > 0:
                 log.first_grad[:] = grad
             step += 1
-            optimiser_step(opt, p, grad, moments, step)
+            optimiser_step(opt, p, grad, moments, step, plan.lr_scale[e])
         log.loss[e] = loss / plan.sizes.shape[0]
         log.correct[e] = correct
     return updates

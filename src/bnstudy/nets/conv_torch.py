@@ -20,6 +20,7 @@ from bnstudy.base import normalisers
 from bnstudy.nets import norms
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.conv_train import ADAM_BETAS, ADAM_EPS, CLASSES, ConvSpec, image_side, initial_state
+from bnstudy.nets.plain import lr_scheduler
 from bnstudy.nets.recipe import renorm_schedule
 
 
@@ -97,6 +98,7 @@ def train_plain(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray)
     rng = order_generator(seed)
     xt, yt = images(x), torch.from_numpy(np.asarray(y, np.int64))
     schedule = renorm_schedule(spec.normaliser, recipe, len(yt))
+    decay = lr_scheduler(opt, recipe)
     step = 0
     for _ in range(recipe.epochs):
         rows = epoch_rows(rng, np.asarray(y), recipe.batch_size, recipe.order, recipe.last_batch)
@@ -108,4 +110,6 @@ def train_plain(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray)
             opt.zero_grad()
             torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
             opt.step()
+        if decay:
+            decay.step()
     return net

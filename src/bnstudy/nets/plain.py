@@ -25,6 +25,18 @@ def optimizer(params, recipe: Recipe):
     raise ValueError(f"unknown optimizer {recipe.optimizer!r}")
 
 
+def lr_scheduler(opt, recipe: Recipe):
+    """PyTorch's own schedule of the recipe's ``lr_decay``, stepped once per epoch (None for
+    ``"none"``): ``linear`` is ``LambdaLR`` with ``lambda e: (E - e) / E``, the reference
+    :func:`bnstudy.nets.recipe.lr_scales` is held to."""
+    if recipe.lr_decay == "none":
+        return None
+    if recipe.lr_decay == "linear":
+        epochs = recipe.epochs
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda e: (epochs - e) / epochs)
+    raise ValueError(f"unknown lr_decay {recipe.lr_decay!r}")
+
+
 def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x, y) -> torch.nn.Sequential:
     """Train the network of ``seed`` one batch at a time; returns the module (training mode).
 
@@ -37,6 +49,7 @@ def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x, y) -> torch.nn.Sequ
     opt = optimizer(net.parameters(), recipe)
     rng = order_generator(seed)
     schedule = renorm_schedule(spec.normaliser, recipe, len(yt))
+    decay = lr_scheduler(opt, recipe)
     step = 0
     for _ in range(recipe.epochs):
         for idx in epoch_batches(rng, np.asarray(y), recipe.batch_size, recipe.order, recipe.last_batch):
@@ -52,4 +65,6 @@ def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x, y) -> torch.nn.Sequ
                 (loss / k if k > 1 else loss).backward()
             opt.step()
             step += 1
+        if decay:
+            decay.step()
     return net

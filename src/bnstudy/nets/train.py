@@ -22,7 +22,7 @@ from bnstudy.compiled import backprop
 from bnstudy.nets import network
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.model import stack
-from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch, renorm_schedule
+from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch, lr_scales, renorm_schedule
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -129,7 +129,7 @@ def train_one(spec, recipe: Recipe, seed: int, x: np.ndarray, y: np.ndarray, fir
             f"batches of {sorted(set(sizes.tolist()))} rows do not split into "
             f"{recipe.accumulate} micro-batches of 2 or more rows"
         )
-    plan = backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y)), recipe.accumulate)
+    plan = backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y)), recipe.accumulate, lr_scales(recipe))
     ns = network.norm_settings(spec)
     state, log, _ = run(
         spec, network.initial_state(spec, seed), x, y, plan, ns, _optimiser(recipe), 0, False, first_grad
