@@ -127,7 +127,7 @@ def test_weights_files_record_either_network_and_read_back_its_spec(tmp_path):
 
 @pytest.mark.parametrize("family", ["mlp", "conv"])
 def test_a_linear_learning_rate_decay_is_pytorchs_lambda_lr_stepped_per_epoch(family):
-    """``lr_decay: linear`` in the shared loop against torch.optim and ``LambdaLR`` (lambda e: (E - e) / E,
+    """``lr_schedule: linear`` in the shared loop against torch.optim and ``LambdaLR`` (lambda e: (E - e) / E,
     stepped after each epoch), for both network families over three epochs of SGD with momentum; the
     decayed run ends elsewhere than the constant-rate one, so the comparison can tell them apart."""
     pytest.importorskip("torch")
@@ -140,7 +140,7 @@ def test_a_linear_learning_rate_decay_is_pytorchs_lambda_lr_stepped_per_epoch(fa
         spec = network.spec_from_params(MLP_PARAMS | {"normaliser": "groupnorm"}, inputs=64)
         reference = plain.train_plain
     x, y = data(40, 64, seed=3)
-    r = recipe(optimizer="sgd", lr=0.05, sgd_momentum=0.9, epochs=3, lr_decay="linear")
+    r = recipe(optimizer="sgd", lr=0.05, sgd_momentum=0.9, epochs=3, lr_schedule="linear")
     decayed, _ = network.train_models(spec, r, [0], x, y)
     constant, _ = network.train_models(spec, recipe(optimizer="sgd", lr=0.05, sgd_momentum=0.9, epochs=3), [0], x, y)
     theirs = {k: v.detach().numpy() for k, v in reference(spec, r, 0, x, y).state_dict().items()}

@@ -38,13 +38,13 @@ def test_design_macros_give_the_digits_shape_and_classes():
 def test_a_learning_rate_decay_is_named_only_where_a_block_sets_one():
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     m = design.design_macros(config, 898, 899)
-    assert "gridLrDecay" not in m and "depLrDecay" not in m  # the Methods print nothing more
-    config["grid"]["lr_decay"] = "linear"
+    assert "gridLrSchedule" not in m and "depLrSchedule" not in m  # the Methods print nothing more
+    config["grid"]["lr_schedule"] = "linear"
     m = design.design_macros(config, 898, 899)
-    assert m["gridLrDecay"].startswith(", decayed linearly over the epochs") and "$(E-e)/E$" in m["gridLrDecay"]
-    assert "depLrDecay" not in m
-    config["dependence"]["lr_decay"] = "none"
-    assert "depLrDecay" not in design.design_macros(config, 898, 899)
+    assert m["gridLrSchedule"].startswith(", decayed linearly over the epochs") and "$(E-e)/E$" in m["gridLrSchedule"]
+    assert "depLrSchedule" not in m
+    config["dependence"]["lr_schedule"] = "constant"
+    assert "depLrSchedule" not in design.design_macros(config, 898, 899)
 
 
 # --- study 2: paired signs, least gain, published gains in standard errors ---------------------

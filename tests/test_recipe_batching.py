@@ -242,12 +242,12 @@ def test_reductions_widen_float32_before_multiplying():
 
 def test_learning_rate_scales_per_epoch_and_the_metadata_of_a_run_without_decay():
     assert recipe.lr_scales(recipe.Recipe(epochs=4)).tolist() == [1.0, 1.0, 1.0, 1.0]
-    linear = recipe.lr_scales(recipe.Recipe(epochs=4, lr_decay="linear"))
+    linear = recipe.lr_scales(recipe.Recipe(epochs=4, lr_schedule="linear"))
     assert linear.dtype == np.float64 and linear.tolist() == [1.0, 0.75, 0.5, 0.25]
-    assert recipe.lr_scales(recipe.Recipe(epochs=3, lr_decay="linear")).tolist() == [1.0, 2 / 3, 1 / 3]
-    with pytest.raises(ValueError, match="unknown lr_decay 'cosine'"):
-        recipe.lr_scales(recipe.Recipe(lr_decay="cosine"))
+    assert recipe.lr_scales(recipe.Recipe(epochs=3, lr_schedule="linear")).tolist() == [1.0, 2 / 3, 1 / 3]
+    with pytest.raises(ValueError, match="unknown lr_schedule 'cosine'"):
+        recipe.lr_scales(recipe.Recipe(lr_schedule="cosine"))
     # weights files of runs without a decay are as before it existed; with one they say so, and read back
-    assert "lr_decay" not in recipe.Recipe().metadata()
-    meta = recipe.Recipe(lr_decay="linear").metadata()
-    assert meta["lr_decay"] == "linear" and recipe.Recipe.from_metadata(meta).lr_decay == "linear"
+    assert "lr_schedule" not in recipe.Recipe().metadata()
+    meta = recipe.Recipe(lr_schedule="linear").metadata()
+    assert meta["lr_schedule"] == "linear" and recipe.Recipe.from_metadata(meta).lr_schedule == "linear"

@@ -216,8 +216,8 @@ def recipe_params(block, batch_size, kind, order="shuffle"):
         sgd_momentum=block.get("sgd_momentum", 0.9),
         last_batch=block["last_batch"],
     )
-    if block.get("lr_decay", "none") != "none":  # without a decay the params stay as they were
-        r["lr_decay"] = block["lr_decay"]
+    if block.get("lr_schedule", "constant") != "constant":  # without a decay the params stay as they were
+        r["lr_schedule"] = block["lr_schedule"]
     if normaliser(kind).kernel == RENORM:
         r |= {f"renorm_{k}": v for k, v in sorted(config["batchrenorm"].items())}
     return r

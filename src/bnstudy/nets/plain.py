@@ -26,15 +26,15 @@ def optimizer(params, recipe: Recipe):
 
 
 def lr_scheduler(opt, recipe: Recipe):
-    """PyTorch's own schedule of the recipe's ``lr_decay``, stepped once per epoch (None for
-    ``"none"``): ``linear`` is ``LambdaLR`` with ``lambda e: (E - e) / E``, the reference
+    """PyTorch's own schedule of the recipe's ``lr_schedule``, stepped once per epoch (None for
+    ``"constant"``): ``linear`` is ``LambdaLR`` with ``lambda e: (E - e) / E``, the reference
     :func:`bnstudy.nets.recipe.lr_scales` is held to."""
-    if recipe.lr_decay == "none":
+    if recipe.lr_schedule == "constant":
         return None
-    if recipe.lr_decay == "linear":
+    if recipe.lr_schedule == "linear":
         epochs = recipe.epochs
         return torch.optim.lr_scheduler.LambdaLR(opt, lambda e: (epochs - e) / epochs)
-    raise ValueError(f"unknown lr_decay {recipe.lr_decay!r}")
+    raise ValueError(f"unknown lr_schedule {recipe.lr_schedule!r}")
 
 
 def train_plain(spec: NetSpec, recipe: Recipe, seed: int, x, y) -> torch.nn.Sequential:

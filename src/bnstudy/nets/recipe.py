@@ -28,9 +28,9 @@ class Recipe:
     renorm_dmax_full: float = 0.25
     # gradient accumulation: micro-batches per optimiser step (batch_size rows split evenly)
     accumulate: int = 1
-    # the learning rate over the epochs (lr_scales): "none", lr throughout; "linear", lr (E - e) / E
+    # the learning rate over the epochs (lr_scales): "constant", lr throughout; "linear", lr (E - e) / E
     # in epoch e = 0 .. E - 1, a linear decay towards zero
-    lr_decay: str = "none"
+    lr_schedule: str = "constant"
 
     @classmethod
     def from_params(cls, params: dict) -> Recipe:
@@ -43,31 +43,31 @@ class Recipe:
         return cls(**{f.name: type(f.default)(meta[f.name]) for f in fields(cls) if f.name in meta})
 
     def metadata(self) -> dict[str, str]:
-        """Every field as a string; ``accumulate`` only when it is not 1 and ``lr_decay`` only when it
+        """Every field as a string; ``accumulate`` only when it is not 1 and ``lr_schedule`` only when it
         is not ``"none"`` (weights files of runs without them are as they were before they existed)."""
         meta = {k: str(v) for k, v in asdict(self).items()}
         if self.accumulate == 1:
             del meta["accumulate"]
-        if self.lr_decay == "none":
-            del meta["lr_decay"]
+        if self.lr_schedule == "constant":
+            del meta["lr_schedule"]
         return meta
 
 
-LR_DECAYS = ("none", "linear")
+LR_SCHEDULES = ("constant", "linear")
 
 
 def lr_scales(recipe: Recipe):
-    """The learning rate's factor in each epoch, float64: 1 throughout (``lr_decay: none``), or
+    """The learning rate's factor in each epoch, float64: 1 throughout (``lr_schedule: constant``), or
     ``(E - e) / E`` in epoch ``e`` of ``E`` (``linear``: the last epoch at ``lr / E``), one IEEE
     division each, the factor PyTorch's ``LambdaLR`` applies when stepped once per epoch."""
     import numpy as np
 
     epochs = recipe.epochs
-    if recipe.lr_decay == "none":
+    if recipe.lr_schedule == "constant":
         return np.ones(epochs, np.float64)
-    if recipe.lr_decay == "linear":
+    if recipe.lr_schedule == "linear":
         return np.array([(epochs - e) / epochs for e in range(epochs)], np.float64)
-    raise ValueError(f"unknown lr_decay {recipe.lr_decay!r}: one of {', '.join(LR_DECAYS)}")
+    raise ValueError(f"unknown lr_schedule {recipe.lr_schedule!r}: one of {', '.join(LR_SCHEDULES)}")
 
 
 def batch_sizes_per_epoch(n: int, batch_size: int, last_batch: str = "drop") -> list[int]:

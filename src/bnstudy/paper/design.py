@@ -151,20 +151,20 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
             "compConfidencePct": _pct(config["companions"]["confidence"]),
             "followUpStudies": "Five" if "conv" in config else "Four",
         }
-        | lr_decay_macros(grid, dep)
+        | lr_schedule_macros(grid, dep)
     )
 
 
-def lr_decay_macros(grid: dict, dep: dict) -> dict[str, str]:
-    """``gridLrDecay`` and ``depLrDecay``, a clause on the learning rate's decay, only for a block
+def lr_schedule_macros(grid: dict, dep: dict) -> dict[str, str]:
+    """``gridLrSchedule`` and ``depLrSchedule``, a clause on the learning rate's decay, only for a block
     that sets one (the Methods print them where defined; without a decay nothing changes)."""
     clause = {
         "linear": ", decayed linearly over the epochs (epoch $e$ of $E$, counted from 0, at the rate times $(E-e)/E$)",
     }
     m = {}
-    for name, block in (("gridLrDecay", grid), ("depLrDecay", dep)):
-        decay = block.get("lr_decay", "none")
-        if decay != "none":
+    for name, block in (("gridLrSchedule", grid), ("depLrSchedule", dep)):
+        decay = block.get("lr_schedule", "constant")
+        if decay != "constant":
             m[name] = clause[decay]
     return m
 
