@@ -311,10 +311,12 @@ def test_block_seeds_counts_the_configured_seeds_of_a_block():
     assert plan.block_seeds(config, "5-9") == 1
 
 
-def test_rules_of_one_script_share_one_fit():
+def test_rules_that_train_share_one_fit_per_network_family():
     jobs = [("train_grid", 100, 3.0), ("train_grid", 1000, 12.0), ("train_keep", 100, 3.0), ("figure_a", 1, 2.0)]
     table = plan.fit(jobs)
-    assert plan.group_of("train_keep") == plan.group_of("train_grid") == "train.py"
+    assert plan.group_of("train_keep") == plan.group_of("train_grid") == plan.group_of("train_lr_sweep") == "training"
+    assert plan.group_of("train_accumulation:conv") == plan.group_of("train_grid:conv") == "training:conv"
+    assert plan.group_of("train_grid:mlp") != plan.group_of("train_grid:conv")
     assert table["train_keep"].cpu_s_per_unit == table["train_grid"].cpu_s_per_unit == pytest.approx(0.01)
     assert table["train_keep"].start_s == table["train_grid"].start_s == pytest.approx(2.0)
     assert (table["train_keep"].jobs, table["train_grid"].jobs) == (1, 2)

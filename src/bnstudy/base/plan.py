@@ -229,48 +229,52 @@ class Work:
 
 
 # r: rows a step costs as much as, by network family (ROWS_PER_STEP_BY_FAMILY)
+# Every rule that trains networks (train.py's, the learning-rate sweep's, gradient accumulation's)
+# is fitted to their jobs pooled, per network family: a training step costs the same in each, and
+# a family's large networks are then priced from whichever of its training jobs were measured.
+TRAINING = "training"
 _TRAIN_UNIT = "step-equivalents x M multiply-adds per row (seeds x epochs x (steps + rows/r) x network)"
 WORK = {
     "train_grid": Work(
         _TRAIN_UNIT,
         _train,
         ("grid.epochs", "grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers", "split.test_size"),
-        group="train.py",
+        group=TRAINING,
         variant=network_family,
     ),
     "train_sorted": Work(
         _TRAIN_UNIT,
         _train,
         ("grid.epochs", "grid.seed_block", "grid.seeds", "sorted_training.batch_sizes"),
-        group="train.py",
+        group=TRAINING,
         variant=network_family,
     ),
     "train_keep": Work(
         _TRAIN_UNIT,
         _train,
         ("grid.epochs", "grid.seed_block", "grid.seeds", "last_batch_keep.normalisers"),
-        group="train.py",
+        group=TRAINING,
         variant=network_family,
     ),
     "train_dependence": Work(
-        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py", variant=network_family
+        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group=TRAINING, variant=network_family
     ),
-    "train_dependence_keep": Work(
-        _TRAIN_UNIT, _train, ("dependence.epochs",), group="train.py", variant=network_family
-    ),
+    "train_dependence_keep": Work(_TRAIN_UNIT, _train, ("dependence.epochs",), group=TRAINING, variant=network_family),
     "train_dependence_keep_more": Work(
-        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group="train.py", variant=network_family
+        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group=TRAINING, variant=network_family
     ),
     "train_lr_sweep": Work(
         "step-equivalents x M multiply-adds per row (seeds x rates x epochs x batch sizes' (steps + rows/r) x net)",
         _lr_sweep,
         ("lr_sweep.epochs", "lr_sweep.seeds", "lr_sweep.lrs", "grid.batch_sizes", "lr_sweep.normalisers"),
+        group=TRAINING,
         variant=network_family,
     ),
     "train_accumulation": Work(
         "step-equivalents x M multiply-adds per row (seeds x epochs x variants x (micro-batches + rows/r) x network)",
         _accumulation,
         ("grid.epochs", "accumulation.micro_batches", "grid.seed_block", "grid.seeds"),
+        group=TRAINING,
         variant=network_family,
     ),
     "train_conv": Work(
@@ -804,7 +808,8 @@ def calibrate(builds, out=TABLE, snakefile="Snakefile", workdir=".", note="") ->
         "median job, work 1). CPU s: the files' cpu_time scaled by wall time / Snakemake's last sample.",
         "A work-priced rule whose jobs' work spans 2x or more: a least-squares line; else start_s is the",
         "median job of the rules priced per job and cpu_s_per_unit the median of (CPU s - start_s) / work.",
-        "Rules of one script (bnstudy.base.plan.WORK's group) share one fit over their jobs pooled; rule:variant",
+        "Rules of one group (bnstudy.base.plan.WORK's: one script's, or every rule that trains) share one fit over",
+        "their jobs pooled; rule:variant",
         "rows are kinds of jobs fitted apart (the network family, mlp or conv; companion probes with and",
         "without batch statistics). Work of a rule that runs the network grows with its multiply-adds per row.",
         "Row '*': the median job, for a rule missing here.",
