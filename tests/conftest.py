@@ -89,7 +89,7 @@ def test_config():
 BACKGROUND = {}
 
 
-def _warm_up_kernels(machines=("native",)):
+def _warm_up_kernels(machines=("native",), jobs=None):
     """Compile (or load) the kernels of each of ``machines`` (bnstudy.base.machines.environments())
     once, side by side, with the cores shared among them, before anything else uses them.
 
@@ -99,13 +99,13 @@ def _warm_up_kernels(machines=("native",)):
     two or three times over. The same held for the machine without AVX/FMA (generic), which two
     builds simulate, the killed-and-resumed determinism run and the tiny Fashion build: started
     together, both compiled its kernels (about 140 CPU s each from a cold cache), so its kernels
-    are compiled here once too. So are the AVX2 machine's: its run's own warm-up (Snakemake's
-    ``onstart``, ``--jobs`` its 2 cores) compiled them in two processes, about 230 CPU s where
-    one process takes about 140 (the processes' kernels overlap)."""
+    are compiled here once too. So are the AVX2 machine's (in the determinism runs' thread,
+    ``jobs=1``): its run's own warm-up (Snakemake's ``onstart``, ``--jobs`` its 2 cores) compiled
+    them in two processes, about 230 CPU s where one process takes about 140 (their kernels overlap)."""
     from bnstudy.base.machines import environments
 
     envs = environments()
-    jobs = max(1, min(2, os.cpu_count() or 1) // len(machines))
+    jobs = jobs or max(1, min(2, os.cpu_count() or 1) // len(machines))
     cmd = [sys.executable, "-m", "bnstudy.tools.warmup", "--jobs", str(jobs)]
     procs = {
         name: subprocess.Popen(
@@ -124,13 +124,22 @@ def _warm_up_kernels(machines=("native",)):
             pytest.exit(f"the kernel warm-up ({name}) failed:\n{err[-3000:]}", returncode=1)
 
 
-def _start_runs(tmp_path_factory, machines=("native",)):
+def _start_runs(tmp_path_factory, machines=("native",), later=()):
+    """Compile the kernels of ``machines`` now (the foreground's and the tiny Fashion build's), then
+    in a thread of its own those of ``later`` (one process each, one after the other: a machine
+    only the determinism runs simulate) and the determinism runs."""
     from bnstudy.base import determinism
 
     _warm_up_kernels(machines)
     base = tmp_path_factory.mktemp("determinism")
+
+    def warm_then_run():
+        for machine in later:
+            _warm_up_kernels((machine,), jobs=1)
+        return determinism.run_all(ROOT, "config/test.yaml", base)
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="determinism-runs")
-    future = pool.submit(determinism.run_all, ROOT, "config/test.yaml", base)
+    future = pool.submit(warm_then_run)
     pool.shutdown(wait=False)
     return base, future
 
@@ -213,11 +222,14 @@ def pytest_collection_finish(session):
     )
     if any(_waits_for(item, "runs") for item in session.items):
         # every machine a determinism run (or the tiny Fashion build) runs as has its kernels
-        # compiled here once, one process each, beside this machine's
+        # compiled once, one process each: this machine's and the Fashion build's before anything
+        # starts, the other simulated machines' in the determinism runs' thread before they start
+        import test_slurm
         from bnstudy.base.determinism import RUN_ENVIRONMENTS
 
         simulated = set(RUN_ENVIRONMENTS.values()) - {"native"}
-        BACKGROUND["runs"] = _start_runs(factory, ("native", *sorted(simulated)))
+        now = {test_slurm.MACHINE} & simulated if start_fashion else set()
+        BACKGROUND["runs"] = _start_runs(factory, ("native", *sorted(now)), later=sorted(simulated - now))
     if start_fashion:
         BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory)
 
