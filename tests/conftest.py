@@ -87,6 +87,7 @@ def test_config():
 # meanwhile instead of leaving cores idle. BACKGROUND: fixture name -> what its
 # starter returned.
 BACKGROUND = {}
+WARMED = set()  # the machines whose kernels this session compiled or loaded (_warm_up_kernels)
 
 
 def _warm_up_kernels(machines=("native",), jobs=None):
@@ -104,6 +105,9 @@ def _warm_up_kernels(machines=("native",), jobs=None):
     them in two processes, about 230 CPU s where one process takes about 140 (their kernels overlap)."""
     from bnstudy.base.machines import environments
 
+    machines = [m for m in machines if m not in WARMED]  # each machine's kernels once per session
+    if not machines:
+        return
     envs = environments()
     jobs = jobs or max(1, min(2, os.cpu_count() or 1) // len(machines))
     cmd = [sys.executable, "-m", "bnstudy.tools.warmup", "--jobs", str(jobs)]
@@ -122,6 +126,7 @@ def _warm_up_kernels(machines=("native",), jobs=None):
         _, err = proc.communicate()
         if proc.returncode != 0:
             pytest.exit(f"the kernel warm-up ({name}) failed:\n{err[-3000:]}", returncode=1)
+        WARMED.add(name)
 
 
 def _start_runs(tmp_path_factory, machines=("native",), later=()):

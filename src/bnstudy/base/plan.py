@@ -103,15 +103,19 @@ def network_family(p, wc, config) -> str:
     return config["network"].get("kind", "mlp")
 
 
+def _rows_per_step(p, wc, config) -> float:
+    return ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
+
+
 def _train(p, wc, config):
-    r, per_step = p["recipe"], ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
+    r, per_step = p["recipe"], _rows_per_step(p, wc, config)
     steps = epoch_steps(train_rows(config), r["batch_size"], r["last_batch"], per_step)
     return len(p["seeds"]) * r["epochs"] * steps * row_multiply_adds(config)
 
 
 def _lr_sweep(p, wc, config):
     rows = round(train_rows(config) * (1 - config["lr_sweep"]["validation_fraction"]))
-    per_step = ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
+    per_step = _rows_per_step(p, wc, config)
     per_model = sum(epoch_steps(rows, b, p["recipe"]["last_batch"], per_step) for b in p["batch_sizes"])
     return len(p["seeds"]) * len(p["lrs"]) * p["recipe"]["epochs"] * per_model * row_multiply_adds(config)
 
@@ -120,7 +124,7 @@ def _accumulation(p, wc, config):
     # every variant runs one forward/backward pass per micro-batch
     per_variant = len(p["variants"]) / len(p["micro_batches"])
     rows, epochs = train_rows(config), p["recipe"]["epochs"]
-    per_step = ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
+    per_step = _rows_per_step(p, wc, config)
     steps = sum(epoch_steps(rows, m, "drop", per_step) for m in p["micro_batches"])
     return len(p["seeds"]) * epochs * per_variant * steps * row_multiply_adds(config)
 
