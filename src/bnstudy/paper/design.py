@@ -159,7 +159,7 @@ def lr_schedule_macros(grid: dict, dep: dict) -> dict[str, str]:
     """``gridLrSchedule`` and ``depLrSchedule``, a clause on the learning rate's decay, only for a block
     that sets one (the Methods print them where defined; without a decay nothing changes)."""
     clause = {
-        "linear": ", decayed linearly over the epochs (epoch $e$ of $E$, counted from 0, at the rate times $(E-e)/E$)",
+        "linear": ", decayed linearly over the epochs, scaled by $(E-e)/E$ in epoch $e$ of $E$ counted from 0",
     }
     m = {}
     for name, block in (("gridLrSchedule", grid), ("depLrSchedule", dep)):
