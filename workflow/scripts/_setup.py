@@ -61,6 +61,13 @@ def start(snakemake, torch: bool = True):
     # imported from wherever the environment installed it instead of this clone's src/.
     root = Path(snakemake.scriptdir).resolve().parents[1]
     sys.path.insert(0, str(root / "src"))
+    # a local build's job server runs this script in a fork of a process that has the imports
+    # and the kernels loaded already (bnstudy.tools.jobserver); this process then only waits
+    from bnstudy.tools import jobserver
+
+    status = jobserver.hand_off(sys.argv[0], snakemake.log[0] if snakemake.log else None)
+    if status is not None:
+        sys.exit(status)
     Path(snakemake.log[0]).parent.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(
         filename=snakemake.log[0],
