@@ -48,26 +48,30 @@ include: "workflow/rules/manifest.smk"
 # the package's on-disk cache; on a cluster, jobs on nodes of another CPU model
 # compile their own.
 #
-# Then, when the jobs run on this machine, a job server (bnstudy.tools.jobserver) loads the
+# Then, when the jobs run on this machine, a job server (bnstudy.base.jobserver) loads the
 # imports and the kernels once and runs each rule script in a fork of itself: a job's process
 # starts in about 0.2 CPU s instead of 1.5 to 2. BNSTUDY_JOBSERVER=off starts the jobs alone.
 onstart:
-    shell(f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.tools.warmup --jobs {workflow.cores or 1}")
+    shell(
+        f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.tools.warmup --jobs {workflow.cores or 1}"
+    )
     if workflow.local_exec:
-        from bnstudy.tools import jobserver
+        from bnstudy.base import jobserver
 
-        _address = jobserver.start(os.getcwd(), f"{workflow.basedir}/src", ".snakemake/jobserver.log")
+        _address = jobserver.start(
+            os.getcwd(), f"{workflow.basedir}/src", ".snakemake/jobserver.log", "bnstudy.tools.warmup:compile_all"
+        )
         os.environ[jobserver.VARIABLE] = _address or "off"
 
 
 onsuccess:
-    from bnstudy.tools import jobserver
+    from bnstudy.base import jobserver
 
     jobserver.stop()
 
 
 onerror:
-    from bnstudy.tools import jobserver
+    from bnstudy.base import jobserver
 
     jobserver.stop()
 

@@ -43,6 +43,20 @@ def test_manifest_is_byte_identical_to_the_single_core_run(runs, name):
     assert manifests["cores1"].read_bytes() == manifests[name].read_bytes()
 
 
+def test_every_job_of_the_runs_ran_in_a_fork_of_the_job_server(runs):
+    """The runs are local builds: each job's script ran in a fork of the job server (its log ends with the
+    fork's usage), so the manifests these runs reproduce were computed through it (the committed ones were
+    computed by jobs in processes of their own, as on a cluster: tests/test_slurm.py)."""
+    from bnstudy.base.jobserver import usage_in_log
+
+    base, _, _ = runs
+    for name in determinism.RUNS:
+        logs = sorted((base / name / "results" / "logs").rglob("*.log"))
+        assert len(logs) > 60
+        alone = [str(p.relative_to(base / name)) for p in logs if usage_in_log(p) is None]
+        assert alone == [], (name, alone)
+
+
 def test_test_config_gives_the_expected_manifest(runs):
     """The same bytes as config/expected/test.manifest.tsv, on any machine; fails naming the first rule."""
     _, manifests, _ = runs

@@ -394,3 +394,30 @@ def test_planned_jobs_carry_the_dags_dependencies():
     assert all(i != k for k, j in enumerate(jobs) for i in j.needs)
     training = [k for k, j in enumerate(jobs) if j.rule == "split"]
     assert training and not jobs[training[0]].needs  # the split waits for nothing
+
+
+def test_calibration_takes_a_job_server_forks_cpu_from_the_jobs_log(tmp_path):
+    """A job whose script ran in a fork of the job server: its benchmark file measured only the job's
+    own waiting process; the CPU time that counts is the fork's, on the log's last line."""
+    from bnstudy.base.jobserver import RECORD
+
+    bench = tmp_path / "results" / "benchmarks" / "split.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\tmax_rss\tcpu_time\n2.0\t0:00:02\t40.0\t0.3\n")
+    jobs = [Job("split", {}, {}, "results/benchmarks/split.tsv", True)]
+    found, missing = plan.benchmarked_jobs(tmp_path / "results", jobs, {})
+    assert missing == 0 and found == [("split", 1.0, plan.job_cpu(2.0, 0.3))]
+    log = tmp_path / "results" / "logs" / "split.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(f"2026-12-03 INFO rule split\n{RECORD} cpu_s=1.750 max_rss_mb=310.0\n")
+    found, _ = plan.benchmarked_jobs(tmp_path / "results", jobs, {})
+    assert found == [("split", 1.0, 1.75)]
+
+
+def test_a_jobs_log_is_its_benchmark_files_twin():
+    from bnstudy.base.provenance import job_log
+
+    assert (
+        str(job_log("results/benchmarks/train_grid/none_b4_seeds0.tsv")) == "results/logs/train_grid/none_b4_seeds0.log"
+    )
+    assert str(job_log("/w/results/benchmarks/split.tsv")) == "/w/results/logs/split.log"

@@ -755,6 +755,9 @@ def benchmarked_jobs(results, jobs: list[Job], config: dict):
     how many jobs had none."""
     import pandas as pd
 
+    from bnstudy.base.jobserver import usage_in_log
+    from bnstudy.base.provenance import job_log
+
     out, missing = [], 0
     for job in jobs:
         if job.benchmark is None:
@@ -765,11 +768,13 @@ def benchmarked_jobs(results, jobs: list[Job], config: dict):
             continue
         row = pd.read_csv(path, sep="\t").iloc[0]
         cpu = pd.to_numeric(row["cpu_time"], errors="coerce")
-        if pd.isna(cpu):
+        recorded = usage_in_log(job_log(path))  # a job-server fork's own CPU time, exact
+        if recorded is None and pd.isna(cpu):
             missing += 1
             continue
+        cpu_s = recorded[0] if recorded is not None else job_cpu(float(row["s"]), cpu)
         key = cost_key(job.rule, job.params, job.wildcards, config)
-        out.append((key, work_of(job.rule, job.params, job.wildcards, config), job_cpu(float(row["s"]), cpu)))
+        out.append((key, work_of(job.rule, job.params, job.wildcards, config), cpu_s))
     return out, missing
 
 
@@ -809,7 +814,8 @@ def calibrate(builds, out=TABLE, snakefile="Snakefile", workdir=".", note="") ->
         *[f"  {line}" for line in lines],
         *([note] if note else []),
         "A job costs start_s + cpu_s_per_unit x work (its unit: bnstudy.base.plan.WORK; unit 'job': its rule's",
-        "median job, work 1). CPU s: the files' cpu_time scaled by wall time / Snakemake's last sample.",
+        "median job, work 1). CPU s: a job-server fork's own, from the job's log; else the files' cpu_time",
+        "scaled by wall time / Snakemake's last sample.",
         "A work-priced rule whose jobs' work spans 2x or more: a least-squares line; else start_s is the",
         "median job of the rules priced per job and cpu_s_per_unit the median of (CPU s - start_s) / work.",
         "Rules of one group (bnstudy.base.plan.WORK's: one script's, or every rule that trains) share one fit over",

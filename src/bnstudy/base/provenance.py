@@ -208,19 +208,37 @@ def machine_description(compute_threads: int | None = None, torch: bool = True) 
     return out
 
 
+def job_log(benchmark) -> Path:
+    """The log of the job whose benchmark file is ``benchmark`` (``results/benchmarks/<rule>[/<w>].tsv``
+    -> ``results/logs/<rule>[/<w>].log``: the workflow's ``bench_for`` and ``log_for``)."""
+    path = Path(benchmark)
+    parts = list(path.parts)
+    parts[len(parts) - 1 - parts[::-1].index("benchmarks")] = "logs"
+    return Path(*parts).with_suffix(".log")
+
+
+def job_usage(benchmark, table=None) -> tuple[float, float]:
+    """A job's ``(cpu_s, max_rss_mb)``: from its log's job-server line when a fork of the job server
+    ran its script (the benchmark file then measured only the job's own, waiting process), else
+    from the benchmark file (``cpu_time`` as Snakemake sampled it, ``max_rss``)."""
+    from bnstudy.base.jobserver import usage_in_log
+
+    recorded = usage_in_log(job_log(benchmark))
+    if recorded is not None:
+        return recorded
+    table = pd.read_csv(benchmark, sep="\t") if table is None else table
+    cpu = pd.to_numeric(table["cpu_time"], errors="coerce").iloc[0]
+    return float(cpu), float(pd.to_numeric(table["max_rss"], errors="coerce").iloc[0])
+
+
 def runtimes(benchmark_files) -> pd.DataFrame:
-    """Per-rule wall time from Snakemake ``benchmark:`` files: jobs, total and median seconds, peak RSS."""
+    """Per-rule wall time from Snakemake ``benchmark:`` files: jobs, total and median seconds, peak
+    RSS (of the job's script: :func:`job_usage`)."""
     rows = []
     for path in map(Path, benchmark_files):
         table = pd.read_csv(path, sep="\t")
         rule = path.parent.name if path.parent.name != "benchmarks" else path.stem
-        rows.append(
-            {
-                "rule": rule,
-                "s": float(table["s"].iloc[0]),
-                "max_rss_mb": pd.to_numeric(table["max_rss"], errors="coerce").iloc[0],
-            }
-        )
+        rows.append({"rule": rule, "s": float(table["s"].iloc[0]), "max_rss_mb": job_usage(path, table)[1]})
     df = pd.DataFrame(rows)
     if df.empty:
         return pd.DataFrame(columns=["rule", "jobs", "total_s", "median_s", "max_rss_mb"])

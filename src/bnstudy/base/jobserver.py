@@ -4,9 +4,9 @@ Why this is written here: Snakemake starts a fresh Python interpreter for every 
 and a job of this pipeline pays about 1.5 to 2 CPU s before it computes (the interpreter, NumPy,
 Numba, pandas, matplotlib, and Numba's typing of each cached kernel it loads). In the test config
 that is most of every job; Snakemake has no way to share it. So, for a build on this machine, the
-workflow's ``onstart`` starts this server (:func:`start`): it imports those packages and loads every
-kernel once (:func:`bnstudy.tools.warmup.compile_all`, from the on-disk cache the warm-up just
-filled), then waits. Each job's own process (the interpreter Snakemake started, at the first line
+workflow's ``onstart`` starts this server (:func:`start`): it imports those packages and runs what
+the workflow names to load every kernel once (``bnstudy.tools.warmup:compile_all``, from the on-disk
+cache the warm-up just filled), then waits. Each job's own process (the interpreter Snakemake started, at the first line
 of the rule script that calls ``_setup.start``) hands the server its script file, working
 directory, environment and standard streams (:func:`hand_off`) and waits; the server forks, the
 fork runs the script from its first line as the job's process would have, and the job's process
@@ -256,27 +256,30 @@ def _supervise(conn: socket.socket) -> None:
     os._exit(0)
 
 
-def _preload() -> None:
-    """Import what the rule scripts use and load every kernel (from the cache the warm-up filled)."""
+def _preload(preload: str) -> None:
+    """Import what the rule scripts use, then call ``preload`` (``module:function``, e.g.
+    ``bnstudy.tools.warmup:compile_all``, which loads every kernel)."""
+    import importlib
+
     import matplotlib.pyplot  # noqa: F401
     import numpy  # noqa: F401
     import pandas  # noqa: F401
     import yaml  # noqa: F401
 
-    # by name, not by an import statement: bnstudy.base.codedeps reads import statements to find a
-    # job's code, and what the server preloads is not what any job computes with (the job's script
-    # imports that itself); a statement here would make every rule depend on every kernel
-    import importlib
+    if preload:
+        # by name, not by an import statement: bnstudy.base.codedeps reads import statements to find
+        # a job's code, and what the server preloads is not what any job computes with (the job's
+        # script imports that itself); a statement would make every rule depend on every kernel
+        module, function = preload.split(":")
+        getattr(importlib.import_module(module), function)()
 
-    importlib.import_module("bnstudy.tools.warmup").compile_all()
 
-
-def serve(address: str, parent: int, ready) -> None:
+def serve(address: str, parent: int, ready, preload: str = "") -> None:
     """Listen on ``address`` (Linux's abstract namespace) until ``parent`` (Snakemake) is gone."""
     import signal
     import threading
 
-    _preload()
+    _preload(preload)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind("\0" + address)
     listener.listen(64)
@@ -310,10 +313,10 @@ def serve(address: str, parent: int, ready) -> None:
             pass
 
 
-def start(workdir: str, src: str, log: str) -> str | None:
-    """Start a server for the build in ``workdir`` (its package under ``src``); return its address
-    once it is ready to serve, or ``None`` (no server: the jobs start as they would without one),
-    saying why in ``log``."""
+def start(workdir: str, src: str, log: str, preload: str = "") -> str | None:
+    """Start a server for the build in ``workdir`` (its package under ``src``; ``preload``: what it
+    calls after its imports, ``module:function``); return its address once it is ready to serve, or
+    ``None`` (no server: the jobs start as they would without one), saying why in ``log``."""
     if os.environ.get(VARIABLE) == "off" or not available():
         return None
     import hashlib
@@ -323,7 +326,7 @@ def start(workdir: str, src: str, log: str) -> str | None:
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bnstudy.tools.jobserver", address, str(os.getpid())],
+            [sys.executable, "-m", "bnstudy.base.jobserver", address, str(os.getpid()), preload],
             cwd=workdir,
             env=dict(os.environ, PYTHONPATH=src),
             stdout=subprocess.PIPE,
@@ -355,11 +358,11 @@ def stop() -> None:
 
 
 def main(argv=None) -> None:
-    address, parent = (argv or sys.argv[1:])[:2]
+    address, parent, preload = [*(argv or sys.argv[1:]), ""][:3]
     ready = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything the imports print goes to the log, not to the readiness pipe
     started = time.monotonic()
-    serve(address, int(parent), _Announce(ready, started))
+    serve(address, int(parent), _Announce(ready, started), preload)
 
 
 class _Announce:
