@@ -174,7 +174,7 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
         "studies.batch_size",
         "studies.batch_size.figure",
     ]
-    # every script starts through _setup.py, which loads runtime
+    # every script starts through _setup.py, which loads the job server's hand-off and runtime
     assert code_inputs("figure_batch_size.py", ROOT) == [
         "workflow/scripts/_setup.py",
         "workflow/scripts/figure_batch_size.py",
@@ -182,6 +182,7 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
         "src/bnstudy/base/__init__.py",
         "src/bnstudy/base/catalogue.py",
         "src/bnstudy/base/io.py",
+        "src/bnstudy/base/jobserver.py",
         "src/bnstudy/base/normalisers.py",
         "src/bnstudy/base/runtime.py",
         "src/bnstudy/paper/__init__.py",
