@@ -141,7 +141,7 @@ def _start_runs(tmp_path_factory, machines=("native",), later=()):
     def warm_then_run():
         for machine in later:
             _warm_up_kernels((machine,), jobs=1)
-        return determinism.run_all(ROOT, "config/test.yaml", base)
+        return determinism.run_all(ROOT, "config/test.yaml", base, niceness=determinism.LOWEST)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="determinism-runs")
     future = pool.submit(warm_then_run)
@@ -299,8 +299,13 @@ def _mutation_test_times() -> dict:
 
 def _background_order(item) -> int:
     """0: a unit test; 1: a pipeline test (it may ask for the background runs while it runs);
-    2: a test whose fixtures are the background runs or the cluster."""
-    if any(_waits_for(item, name) for name in ("runs", "fashion_tiny", "cluster")):
+    2: a test whose fixtures are the tiny Fashion build or the cluster; 3: one that waits for the
+    determinism runs. The Fashion build and the cluster's tests are the suite's longest chain, mostly
+    waiting on SLURM, and the runs are at the lowest priority (bnstudy.base.determinism.LOWEST), so
+    the runs are ready last and fill the cores while the SLURM tests wait."""
+    if _waits_for(item, "runs"):
+        return 3
+    if any(_waits_for(item, name) for name in ("fashion_tiny", "cluster")):
         return 2
     return 1 if item.get_closest_marker("pipeline") else 0
 

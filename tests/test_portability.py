@@ -132,6 +132,7 @@ def test_the_serial_run_keeps_its_priority_and_the_runs_with_parallel_jobs_run_n
     a run started at a niceness really runs at it (``nice`` execs Snakemake in the same process)."""
     assert set(determinism.NICENESS) == set(determinism.RUNS)
     assert determinism.NICENESS == {"cores1": 0, "cores4": 19, "killed-resumed": 19}
+    assert determinism.LOWEST == {"cores1": 19, "cores4": 19, "killed-resumed": 19}  # in the test suite
     assert determinism.niced(["python", "-V"], 0) == ["python", "-V"]
     assert determinism.niced(["python", "-V"], 19) == ["nice", "-n", "19", "python", "-V"]
     log = tmp_path / "log"

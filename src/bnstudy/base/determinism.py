@@ -279,14 +279,25 @@ CONCURRENT = (("cores1", "cores4", "killed-resumed"),)  # runs started together
 # priority instead, so the serial run keeps a core and the others fill what is left.
 # Priorities change timings only: every job pins its threads, the bytes are the same.
 NICENESS = {"cores1": 0, "cores4": 19, "killed-resumed": 19}
+# In the test suite the runs share the machine with the tests and with the tiny Fashion build on
+# SLURM, whose chain (the build, then the tests that read it and the cluster's own tests, which
+# mostly wait on SLURM) is the suite's longest: there every run is at the lowest priority, so the
+# tests and the SLURM jobs go first and the runs fill the cores the waiting leaves idle.
+LOWEST = {name: 19 for name in NICENESS}
 
 
 def run_all(
-    root: Path, configfile: str, base: Path, runs=RUNS, envs: dict[str, dict[str, str]] | None = None
+    root: Path,
+    configfile: str,
+    base: Path,
+    runs=RUNS,
+    envs: dict[str, dict[str, str]] | None = None,
+    niceness: dict[str, int] = NICENESS,
 ) -> tuple[dict[str, Path], dict[str, float]]:
     """Run the workflow at ``root`` once per entry of ``runs``, each in ``base/<name>``,
     on its simulated machine (``RUN_ENVIRONMENTS``; ``envs``: name -> variables,
-    default :func:`bnstudy.base.machines.environments`).
+    default :func:`bnstudy.base.machines.environments`), at ``niceness`` (:data:`NICENESS`; the
+    test suite: :data:`LOWEST`).
 
     Each run's log (``base/<name>.log``) starts with what its machine looks like
     from inside. Returns the manifest path and wall seconds of each run; raises
@@ -323,7 +334,7 @@ def run_all(
             log.flush()
             print(f"run {name} on {env_name} ({note}) in {d}", flush=True)
             t = time.monotonic()
-            how[name](d, log, env, NICENESS[name])
+            how[name](d, log, env, niceness[name])
         times[name] = time.monotonic() - t
         manifests[name] = d / "results" / "manifest.tsv"
 

@@ -5,12 +5,12 @@ and a job of this pipeline pays about 1.5 to 2 CPU s before it computes (the int
 Numba, pandas, matplotlib, and Numba's typing of each cached kernel it loads). In the test config
 that is most of every job; Snakemake has no way to share it. So, for a build on this machine, the
 workflow's ``onstart`` starts this server (:func:`start`): it imports those packages and runs what
-the workflow names to load every kernel once (``bnstudy.tools.warmup:compile_all``, from the on-disk
-cache the warm-up just filled), then waits. Each job's own process (the interpreter Snakemake started, at the first line
-of the rule script that calls ``_setup.start``) hands the server its script file, working
-directory, environment and standard streams (:func:`hand_off`) and waits; the server forks, the
-fork runs the script from its first line as the job's process would have, and the job's process
-exits with the fork's exit status.
+the workflow names to load every kernel once (``bnstudy.tools.warmup:compile_all``, from the
+on-disk cache the warm-up just filled), then waits. Each job's own process (the interpreter
+Snakemake started, at the first line of the rule script that calls ``_setup.start``) hands the
+server its script file, working directory, environment and standard streams (:func:`hand_off`)
+and waits; the server forks, the fork runs the script from its first line as the job's process
+would have, and the job's process exits with the fork's exit status.
 
 What stays the same: the outputs (the same code computes them; a fork inherits imported modules
 and the machine code a fresh process would load from the same cache), the log, the exit status,
@@ -39,33 +39,19 @@ from pathlib import Path
 VARIABLE = "BNSTUDY_JOBSERVER"  # the server's address in the jobs' environment; "off": never start one
 RECORD = "bnstudy-jobserver-usage"  # the log line a forked job ends with: "<RECORD> cpu_s=... max_rss_mb=..."
 # Variables that what the server imported has already read: a job whose value differs would
-# not run as it would alone, so it runs alone.
-READ_AT_IMPORT = (
-    "NUMBA_",
-    "NPY_",
-    "ATEN_",
-    "MKL_",
-    "ONEDNN_",
-    "GLIBC_TUNABLES",
-    "LD_",
-    "PYTHON",
-    "MPL",
-    "XDG_CACHE_HOME",
-    "HOME",
-    "BNSTUDY_",
-    "SNAKEMAKE_",
-)
-_LENGTH = struct.Struct("!Q")
-
-
-def available() -> bool:
-    return sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "pidfd_open")
-
-
+# not run as it would alone, so it runs alone ...
+READ_AT_IMPORT = ("NUMBA_", "NPY_", "ATEN_", "MKL_", "ONEDNN_", "GLIBC_TUNABLES", "LD_", "PYTHON", "MPL")
+READ_AT_IMPORT += ("XDG_CACHE_HOME", "HOME", "BNSTUDY_")  # the kernel cache's place (bnstudy/__init__.py)
 # ... except these: thread counts, which every job sets for itself (bnstudy.base.runtime) and
 # Snakemake sets per job; the search path, which the fork takes from the job's script as a fresh
 # process would (the server's own is the package's source directory, where the job's script finds it).
 NOT_READ_AT_IMPORT = (VARIABLE, "PYTHONPATH")
+_LENGTH = struct.Struct("!Q")
+
+
+def available() -> bool:
+    """Whether this system can run a server: Linux (abstract sockets), file descriptors over sockets."""
+    return sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "pidfd_open")
 
 
 def _relevant(env) -> dict:
