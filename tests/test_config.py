@@ -572,3 +572,28 @@ def test_the_convolutional_network_as_the_studys_network_is_checked_like_the_mlp
     mlp = copy.deepcopy(test_config)
     mlp["network"]["layers"] = CONV_NETWORK["layers"]
     assert validation_error(mlp, schema).startswith("config error: network.layers: not allowed here (the MLP")
+
+
+def test_the_check_command_in_process(tmp_path, capsys):
+    """``python -m bnstudy.base.config check``'s main, called in this process (the command-line tests
+    start a process): each valid file is said valid on stdout, the first bad one stops with status 1
+    and one line on stderr naming it once, and the default schema is the workflow's."""
+    from bnstudy.base import config as cfg
+
+    good = ROOT / "config" / "test.yaml"
+    assert cfg.main(["check", str(good)]) == 0  # the default --schema: workflow/schemas/config.schema.yaml
+    out, err = capsys.readouterr()
+    assert out == f"{good}: valid\n" and err == ""
+    bad = tmp_path / "bad.yaml"
+    text = good.read_text().replace("epochs:", "epochs: -3 #", 1)
+    bad.write_text(text)
+    assert cfg.main(["check", str(good), str(bad), str(good)]) == 1
+    out, err = capsys.readouterr()
+    assert out == f"{good}: valid\n"  # the third file is not reached
+    assert err.count("\n") == 1 and err.endswith(f"[{bad}]\n") and err.count(str(bad)) == 1
+    assert "is less than the minimum of 1" in err
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(good.read_text() + "compute_threads: 1\n")
+    assert cfg.main(["check", str(twice)]) == 1
+    _, err = capsys.readouterr()
+    assert err.count(str(twice)) == 1 and "given twice" in err  # the file is in the message: not appended again

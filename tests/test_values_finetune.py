@@ -690,3 +690,20 @@ def test_arms_macros_header_and_rows_by_value():
     first = arms["1e-05"]["same"]["shuffle"]["arms"]
     lo, hi = first["frozen"]["change"]["ci"]
     assert rows[0][4] == f"{_arm_pts(first['frozen']['change']['mean'])} [{_arm_pts(lo)}, {_arm_pts(hi)}]"
+
+
+def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
+    """write_arms_table: the three key columns left-aligned, one right-aligned column per arm, the
+    header and rows of arms_header and arms_table_rows, and the caption comment, in a booktabs body."""
+    arms = _hand_arms()
+    path = tmp_path / "arms.tex"
+    finetune_report.write_arms_table(path, arms)
+    header = finetune_report.arms_header(arms)
+    rows = finetune_report.arms_table_rows(arms)
+    assert len(header) == 6  # rate, inputs, batches and the three arms
+    lines = path.read_text().splitlines()
+    assert lines[0] == "% fine-tuning arms: accuracy change"
+    assert lines[1] == "\\begin{tabular}{lllrrr}"
+    assert lines[3] == " & ".join(header) + " \\\\"
+    assert lines[5 : 5 + len(rows)] == [" & ".join(r) + " \\\\" for r in rows]
+    assert lines[-2:] == ["\\bottomrule", "\\end{tabular}"] and len(lines) == 7 + len(rows)
