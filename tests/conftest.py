@@ -130,9 +130,9 @@ def _warm_up_kernels(machines=("native",), jobs=None):
 
 
 def _start_runs(tmp_path_factory, machines=("native",), later=()):
-    """Compile the kernels of ``machines`` now (the foreground's), then in a thread of its own those
-    of ``later`` (one process each, one after the other: a machine only the determinism runs
-    simulate) and the determinism runs."""
+    """Compile the kernels of ``machines`` now (the foreground's and the tiny Fashion build's), then
+    in a thread of its own those of ``later`` (one process each, one after the other: a machine
+    only the determinism runs simulate) and the determinism runs."""
     from bnstudy.base import determinism
 
     _warm_up_kernels(machines)
@@ -225,21 +225,18 @@ def pytest_collection_finish(session):
     start_fashion = bool(fashion) and (
         not all(_waits_for(item, "cluster") for item in fashion) or _cluster_answers(fashion)
     )
-    # every machine a determinism run or the tiny Fashion build runs as has its kernels compiled once,
-    # one machine at a time: first the Fashion build's (its build on SLURM and the cluster's tests are
-    # the suite's longest chain, so it starts first), then this machine's while that build begins
-    # (before any test, which would otherwise compile them itself), the other simulated machines'
-    # in the determinism runs' thread before they start
-    if start_fashion:
-        import test_slurm
-
-        _warm_up_kernels((test_slurm.MACHINE,))
-        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory)
     if any(_waits_for(item, "runs") for item in session.items):
+        # every machine a determinism run (or the tiny Fashion build) runs as has its kernels
+        # compiled once, one process each: this machine's and the Fashion build's before anything
+        # starts, the other simulated machines' in the determinism runs' thread before they start
+        import test_slurm
         from bnstudy.base.determinism import RUN_ENVIRONMENTS
 
         simulated = set(RUN_ENVIRONMENTS.values()) - {"native"}
-        BACKGROUND["runs"] = _start_runs(factory, ("native",), later=sorted(simulated - WARMED))
+        now = {test_slurm.MACHINE} & simulated if start_fashion else set()
+        BACKGROUND["runs"] = _start_runs(factory, ("native", *sorted(now)), later=sorted(simulated - now))
+    if start_fashion:
+        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory)
 
 
 def pytest_sessionfinish(session):
