@@ -33,6 +33,10 @@ with open("where.txt", "w") as f:
 print("to stdout")
 print("to stderr", file=sys.stderr)
 if os.environ.get("JOB_SLEEP"):
+    import subprocess
+    child = subprocess.Popen(["sleep", os.environ["JOB_SLEEP"]])
+    with open("child.txt", "w") as f:
+        f.write(str(child.pid))
     time.sleep(float(os.environ["JOB_SLEEP"]))
 if os.environ.get("JOB_RAISE"):
     raise ValueError("the job failed")
@@ -102,24 +106,28 @@ def test_inside_a_slurm_job_the_script_runs_alone(tmp_path, server):
     assert proc.returncode == 0 and where[3] == "False"
 
 
-def test_killing_the_jobs_process_kills_its_fork(tmp_path, server):
+def test_killing_the_jobs_process_kills_its_fork_and_what_the_fork_started(tmp_path, server):
     script = tmp_path / "job.py"
     script.write_text(SCRIPT.format(src=str(ROOT / "src")))
     env = dict(os.environ, JOB_SLEEP="60", **{jobserver.VARIABLE: server})
     proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
     where = tmp_path / "where.txt"
     deadline = time.monotonic() + 60
-    while not (where.exists() and len(where.read_text().splitlines()) == 4):
+    child = tmp_path / "child.txt"
+    while not (where.exists() and len(where.read_text().splitlines()) == 4 and child.exists()):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     fork = int(where.read_text().splitlines()[0])
-    assert fork != proc.pid
+    sleeper = int(child.read_text())
+    assert fork != proc.pid and _state(sleeper) not in ("gone", "Z")
+    assert os.getpgid(fork) == os.getpgid(os.getpid())  # the server's group (Snakemake's in a build)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{fork}").exists() and "Z" not in _state(fork):
-        assert time.monotonic() < deadline, "the fork outlived its job"
-        time.sleep(0.05)
+    for pid, what in ((fork, "the fork"), (sleeper, "the process the fork started")):
+        while _state(pid) not in ("gone", "Z"):
+            assert time.monotonic() < deadline, f"{what} outlived its job"
+            time.sleep(0.05)
 
 
 def _state(pid: int) -> str:

@@ -50,6 +50,7 @@ def test_the_killed_run_was_killed_at_each_point_left_no_half_written_file_and_e
     )
     for kill, (_, running, _) in zip(kills, determinism.KILL_POINTS):
         assert kill["running"] and all(running in command for command in kill["running"]), kill
+        assert kill["survivors"] == [], kill  # nothing of the killed run goes on writing
         assert kill["checked"] and 0 <= kill["whole"] < kill["expected"], kill
     assert kills[0]["whole"] <= kills[1]["whole"] < kills[2]["whole"], kills  # each resumption kept the work
     files = len(manifest.read(EXPECTED))

@@ -138,6 +138,7 @@ KILL_POINTS = (
     ("training", ".train.py", "results/logs/train_grid"),  # a grid training job (workflow/scripts/train.py)
     ("paper", "build_paper.py", "results/logs/paper.log"),  # the paper job, LaTeX running
 )
+INSIDE = 0.1  # seconds between reaching a kill point and the kill: inside the job, not at its start
 KILL_RECORD = "# kill: "  # the log's lines recording each kill (JSON after the prefix)
 
 
@@ -186,6 +187,15 @@ def check_killed(workdir: Path, configfile: str) -> dict:
     return {"checked": True, "whole": rows - int((problems["path"] != manifest.MANIFEST).sum()), "expected": rows}
 
 
+def _survivors(sid: int, grace: float = 2.0) -> list[str]:
+    """The processes of session ``sid`` still there ``grace`` seconds after its process group was
+    killed: none, unless a job's process left its group (the job server's forks stay in it)."""
+    deadline = time.monotonic() + grace
+    while (left := session_commands(sid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 def run_killed_then_resumed(
     workdir: Path,
     configfile: str,
@@ -201,10 +211,12 @@ def run_killed_then_resumed(
     the end.
 
     A point is reached when a process of the run whose command line holds its ``running`` text is
-    under way (and its ``marker`` file exists); the kill follows 0.3 s later and is recorded with
-    the commands then running. Returns one record per kill (also written to ``log`` as
-    ``# kill: {json}`` lines); raises ``RuntimeError`` if the run finishes before a point or a
-    point is not reached within ``timeout`` seconds of the start of its run.
+    under way (and its ``marker`` file exists); the kill follows :data:`INSIDE` later if such a
+    process is still running then (else the wait for the point starts again: a job handed to the
+    job server can end sooner), and is recorded with the commands then running. Returns one record
+    per kill (also written to ``log`` as ``# kill: {json}`` lines); raises ``RuntimeError`` if the
+    run finishes before a point or a point is not reached within ``timeout`` seconds of the start
+    of its run.
     """
     start = time.monotonic()
     records = []
@@ -213,25 +225,30 @@ def run_killed_then_resumed(
         extra = ["--rerun-incomplete"] if i else []
         proc = _start(snakemake_cmd(configfile, 2, extra), workdir, log, env, niceness)
         started = time.monotonic()
-        while not _at_point(workdir, proc.pid, running, marker):
-            if proc.poll() is not None:
-                _wait(proc, check=False)
-                raise RuntimeError(f"the run finished before the {name} point; nothing to kill")
-            if time.monotonic() - started > timeout:
-                os.killpg(proc.pid, signal.SIGKILL)
-                _wait(proc, check=False)
-                raise RuntimeError(f"the {name} point was not reached in time")
-            time.sleep(0.05)
-        time.sleep(0.3)  # inside it
-        commands = session_commands(proc.pid)
+        while True:
+            while not _at_point(workdir, proc.pid, running, marker):
+                if proc.poll() is not None:
+                    _wait(proc, check=False)
+                    raise RuntimeError(f"the run finished before the {name} point; nothing to kill")
+                if time.monotonic() - started > timeout:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    _wait(proc, check=False)
+                    raise RuntimeError(f"the {name} point was not reached in time")
+                time.sleep(0.02)
+            time.sleep(INSIDE)  # inside it
+            commands = session_commands(proc.pid)
+            if any(running in c for c in commands):  # still at it (a job can end within INSIDE)
+                break
         os.killpg(proc.pid, signal.SIGKILL)
         killed_at = time.monotonic() - start
         _wait(proc, check=False)
+        survivors = _survivors(proc.pid)
         _wait(_start(unlock, workdir, log, env, niceness))
         record = {
             "point": name,
             "seconds": round(killed_at, 1),
             "running": [c for c in commands if running in c],
+            "survivors": survivors,
             **check_killed(workdir, configfile),
         }
         records.append(record)

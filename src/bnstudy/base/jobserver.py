@@ -160,7 +160,8 @@ def _run_script(request: dict, fds: list[int]) -> None:
     import signal
     import traceback
 
-    os.setpgid(0, 0)
+    # in the server's process group, which is Snakemake's, as a job's own process is: killing that
+    # group (Ctrl-C in a terminal, a killed run) reaches the script and anything it started
     try:  # die with the supervising fork
         import ctypes
 
@@ -199,11 +200,26 @@ def _run_script(request: dict, fds: list[int]) -> None:
     os._exit(status)
 
 
+def _kill_tree(pid: int) -> None:
+    """SIGKILL the script's process ``pid`` and every process it started (pdfTeX under latexmk, say)."""
+    import psutil
+
+    try:
+        tree = [psutil.Process(pid)]
+        tree += tree[0].children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    for proc in reversed(tree):
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
 def _supervise(conn: socket.socket) -> None:
     """In a fork of the server, one per job: check the request, fork the script's process, wait for
     it or for the job's process to go away (then kill it), reply with its status and usage."""
     import select
-    import signal
 
     request, fds = _receive(conn, fds=3)
     refused = _refusal(request)
@@ -222,11 +238,7 @@ def _supervise(conn: socket.socket) -> None:
         if pidfd in ready:
             break
         if not conn.recv(1, socket.MSG_PEEK):  # the job's process is gone: so is its script's
-            for target in (-pid, pid):
-                try:
-                    os.kill(target, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _kill_tree(pid)
             os.waitpid(pid, 0)
             os._exit(0)
     _, status, usage = os.wait4(pid, 0)
@@ -250,6 +262,7 @@ def _preload(preload: str) -> None:
     import matplotlib.pyplot  # noqa: F401
     import numpy  # noqa: F401
     import pandas  # noqa: F401
+    import psutil  # noqa: F401  (for _kill_tree)
     import yaml  # noqa: F401
 
     if preload:
