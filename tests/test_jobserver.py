@@ -170,3 +170,12 @@ def test_the_usage_line_is_read_from_the_end_of_a_log(tmp_path):
     log.write_text(f"a line\n{jobserver.RECORD} cpu_s=1.250 max_rss_mb=300.5\n")
     assert jobserver.usage_in_log(log) == (1.25, 300.5)
     assert jobserver.usage_in_log(tmp_path / "missing.log") is None
+
+
+def test_a_kernel_without_process_file_descriptors_starts_no_server(monkeypatch, tmp_path):
+    def refused(pid):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", refused)
+    assert not jobserver.available()
+    assert jobserver.start(str(ROOT), str(ROOT / "src"), str(tmp_path / "log")) is None

@@ -50,8 +50,16 @@ _LENGTH = struct.Struct("!Q")
 
 
 def available() -> bool:
-    """Whether this system can run a server: Linux (abstract sockets), file descriptors over sockets."""
-    return sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "pidfd_open")
+    """Whether this system can run a server: Linux (abstract sockets), file descriptors over sockets,
+    and process file descriptors (Linux 5.3 and later: an older kernel, on some clusters' login nodes,
+    has the function but refuses the call)."""
+    if not (sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "pidfd_open")):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return True
 
 
 def _relevant(env) -> dict:
