@@ -372,6 +372,18 @@ def test_schedule_of_a_small_dag_by_hand():
     assert plan.schedule(jobs, 8) == 5  # cores to spare: the critical path
 
 
+def test_the_longest_chain_is_the_jobs_of_the_critical_path_in_order():
+    # 0 (4 s) -> 1 (1 s) -> 3 (2 s), and 2 (6 s) -> 3: the chain 2 -> 3 (8 s) beats 0 -> 1 -> 3 (7 s)
+    jobs = _dag([4, 1, 6, 2], [[], [0], [], [1, 2]])
+    assert plan.critical_chain(jobs) == [2, 3]
+    assert sum(jobs[i].cpu_s for i in plan.critical_chain(jobs)) == max(plan.chain_lengths(jobs))
+    jobs[0].cpu_s = 6  # now 0 -> 1 -> 3 is 9 s
+    assert plan.critical_chain(jobs) == [0, 1, 3]
+    jobs = _dag([30, 120, 5], [[], [0], [1]])
+    line = plan.chain_line(Plan("cfg.yaml", {}, jobs))
+    assert line == "  longest chain (3 jobs): r 2 min 0 s -> 2 shorter jobs 35 s"
+
+
 @given(st.data())
 def test_a_list_schedule_lies_between_the_lower_bound_and_grahams_bound(data):
     n = data.draw(st.integers(1, 25))
@@ -383,6 +395,9 @@ def test_a_list_schedule_lies_between_the_lower_bound_and_grahams_bound(data):
     critical, total = max(plan.chain_lengths(jobs)), sum(costs)
     assert max(critical, total / cores) - 1e-9 <= made <= total / cores + critical + 1e-9
     assert plan.schedule(jobs, 1) == total and plan.schedule(jobs, n) == critical
+    chain = plan.critical_chain(jobs)
+    assert sum(costs[i] for i in chain) == critical
+    assert all(chain[k] in jobs[chain[k + 1]].needs for k in range(len(chain) - 1))
 
 
 @pytest.mark.slow  # Snakemake's DAG build starts processes (which sacct)

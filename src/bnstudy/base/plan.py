@@ -604,6 +604,31 @@ def chain_lengths(jobs: list[Job]) -> list[float]:
     return [float(v) for v in length]
 
 
+def critical_chain(jobs: list[Job]) -> list[int]:
+    """The indices of the jobs on the longest chain (:func:`chain_lengths`), first job first: from
+    the job with the longest chain behind it, each step to the waiting job whose chain is longest
+    (ties by DAG order)."""
+    if not jobs:
+        return []
+    length, waiting = chain_lengths(jobs), _waiting(jobs)
+    i = max(range(len(jobs)), key=lambda k: (length[k], -k))
+    chain = [i]
+    while waiting[i]:
+        i = max(waiting[i], key=lambda k: (length[k], -k))
+        chain.append(i)
+    return chain
+
+
+def chain_line(plan: Plan) -> str:
+    """One line: the rules of the longest chain's jobs that cost a minute or more, with their estimates."""
+    chain = [plan.jobs[i] for i in critical_chain(plan.jobs)]
+    big = [f"{job.rule} {duration(job.cpu_s)}" for job in chain if job.cpu_s >= 60]
+    rest = sum(job.cpu_s for job in chain if job.cpu_s < 60)
+    if rest:
+        big.append(f"{len(chain) - len(big)} shorter jobs {duration(rest)}")
+    return f"  longest chain ({len(chain)} jobs): " + " -> ".join(big)
+
+
 def schedule(jobs: list[Job], cores: int) -> float:
     """The wall time of a list schedule of ``jobs`` on ``cores`` cores, one core per job, each
     taking its estimated CPU seconds: whenever a core is free it takes the ready job with the
@@ -729,6 +754,7 @@ def report(plan: Plan, cores: int, available: int | None = None) -> list[str]:
         f"  wall time at --cores {cores}{here}: at least {duration(total / busy)} for the whole build,"
         f" {duration(now / busy)} now (CPU time / cores: a lower bound; jobs that wait for others leave cores idle)",
         on_cores(plan, cores),
+        chain_line(plan),
     ]
 
 
