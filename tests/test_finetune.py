@@ -288,8 +288,9 @@ def test_finetune_outputs_are_built_and_in_the_manifest(runs):
     results = hashed_outputs(
         runs,
         [
-            "results/finetune/networks.csv",
-            "results/finetune/along.csv",
+            "results/finetune/seeds0-1_networks.csv",  # the test config's one seed block
+            "results/finetune/seeds0-1_along.csv",
+            "results/finetune/seeds0-1_arms.csv",
             "results/finetune/along_mean.csv",
             "results/summary/finetune.json",
             "results/paper/macros/finetune.tex",
@@ -403,3 +404,36 @@ def test_conv_finetuning_agrees_with_pytorch_batchnorm2d_in_a_training_loop():
             else:
                 assert np.abs(ours[key] - state[key]).max() > 1e-4, key  # it learned, or the statistics moved
                 np.testing.assert_allclose(ours[key], value, rtol=1e-4, atol=5e-5, err_msg=key)
+
+
+# ---- fine-tuning jobs per seed block ---------------------------------------------------------
+
+
+def _loop_rows(seeds, major):
+    """Rows in the nesting one job over ``seeds`` writes: ``major`` outside the seeds (the arms'
+    condition) or seeds outermost (``major=None``: the fine-tuning runs)."""
+    import itertools
+
+    outer = ["same", "shifted"] if major else [None]
+    rows = []
+    for condition, seed, lr, stream in itertools.product(outer, seeds, [1e-3, 1e-2], finetune.STREAMS):
+        rows.append({"seed": seed, "lr": lr, "stream": stream} | ({"condition": condition} if major else {}))
+    return rows
+
+
+@pytest.mark.parametrize("major", [None, "condition"])
+def test_the_seed_blocks_rows_join_in_the_order_of_one_job_over_every_seed(major, tmp_path):
+    import pandas as pd
+
+    from bnstudy.base import io
+
+    whole = pd.DataFrame(_loop_rows([0, 1, 2, 3, 4], major))
+    paths = []
+    for k, seeds in enumerate(([0, 1], [2, 3], [4])):
+        paths.append(tmp_path / f"block{k}.csv")
+        io.write_table(paths[-1], pd.DataFrame(_loop_rows(seeds, major)))
+    pd.testing.assert_frame_equal(io.read_blocks(paths, major), whole)
+    if major:  # block after block would put seed 0's shifted rows before seed 2's same rows
+        assert not io.read_blocks(paths).equals(whole)
+    io.write_table(tmp_path / "whole.csv", whole)
+    pd.testing.assert_frame_equal(io.read_blocks([tmp_path / "whole.csv"], major), whole)

@@ -9,14 +9,14 @@ FINETUNE_CONTROLS = [n for n in ["none", "layernorm"] if n in config["normaliser
 
 rule finetune:
     message:
-        "Fine-tuning the batchnorm grid networks of b=%d for %d steps in batches of %d, live and frozen"
+        "Fine-tuning the batchnorm grid networks of b=%d, seeds {wildcards.block}, for %d steps in batches of %d, live and frozen"
         % (TUNE["source_batch_size"], TUNE["steps"], TUNE["batch_size"])
     input:
         weights=expand(
             rules.train_grid.output.weights,
             normaliser="batchnorm",
             batch_size=TUNE["source_batch_size"],
-            block=SEED_BLOCKS,
+            allow_missing=True,
         ),
         x_train=rules.split.output.x_train,
         y_train=rules.split.output.y_train,
@@ -24,8 +24,8 @@ rule finetune:
         y_test=rules.split.output.y_test,
         code=code("finetune_run.py"),
     output:
-        networks="results/finetune/networks.csv",
-        along="results/finetune/along.csv",
+        networks="results/finetune/seeds{block}_networks.csv",
+        along="results/finetune/seeds{block}_along.csv",
     params:
         batch_size=TUNE["batch_size"],
         steps=TUNE["steps"],
@@ -37,22 +37,22 @@ rule finetune:
     resources:
         **job_size(1000, 10),
     log:
-        log_for("finetune"),
+        log_for("finetune", "seeds{block}"),
     benchmark:
-        bench_for("finetune")
+        bench_for("finetune", "seeds{block}")
     script:
         "../scripts/finetune_run.py"
 
 
 rule finetune_arms:
     message:
-        "Fine-tuning arms (issue 29): batch norm live, frozen and at momentum 0, no normaliser and layer norm, on the training half as it is and shifted"
+        "Fine-tuning arms (issue 29), seeds {wildcards.block}: batch norm live, frozen and at momentum 0, no normaliser and layer norm, on the training half as it is and shifted"
     input:
         weights=expand(
             rules.train_grid.output.weights,
             normaliser=["batchnorm", *FINETUNE_CONTROLS],
             batch_size=TUNE["source_batch_size"],
-            block=SEED_BLOCKS,
+            allow_missing=True,
         ),
         x_train=rules.split.output.x_train,
         y_train=rules.split.output.y_train,
@@ -60,7 +60,7 @@ rule finetune_arms:
         y_test=rules.split.output.y_test,
         code=code("finetune_arms.py"),
     output:
-        arms="results/finetune/arms.csv",
+        arms="results/finetune/seeds{block}_arms.csv",
     params:
         normalisers=["batchnorm", *FINETUNE_CONTROLS],
         batch_size=TUNE["batch_size"],
@@ -73,9 +73,9 @@ rule finetune_arms:
     resources:
         **job_size(1000, 10),
     log:
-        log_for("finetune_arms"),
+        log_for("finetune_arms", "seeds{block}"),
     benchmark:
-        bench_for("finetune_arms")
+        bench_for("finetune_arms", "seeds{block}")
     script:
         "../scripts/finetune_arms.py"
 
@@ -84,9 +84,9 @@ rule summarise_finetune:
     message:
         "Summarising the fine-tuning study: JSON, macros, table"
     input:
-        networks=rules.finetune.output.networks,
-        along=rules.finetune.output.along,
-        arms=rules.finetune_arms.output.arms,
+        networks=expand(rules.finetune.output.networks, block=SEED_BLOCKS),
+        along=expand(rules.finetune.output.along, block=SEED_BLOCKS),
+        arms=expand(rules.finetune_arms.output.arms, block=SEED_BLOCKS),
         y_train=rules.split.output.y_train,
         code=code("finetune_summarise.py"),
     output:
@@ -141,7 +141,7 @@ rule figure_finetune:
     input:
         summary=rules.summarise_finetune.output.summary,
         along=rules.summarise_finetune.output.along,
-        networks=rules.finetune.output.along,
+        networks=expand(rules.finetune.output.along, block=SEED_BLOCKS),
         code=code("finetune_figure.py"),
     output:
         pdf=report(
@@ -176,3 +176,7 @@ rule figure_finetune:
         bench_for("figure_finetune")
     script:
         "../scripts/finetune_figure.py"
+
+
+register(rules.finetune, [dict(block=b) for b in SEED_BLOCKS])
+register(rules.finetune_arms, [dict(block=b) for b in SEED_BLOCKS])

@@ -2,7 +2,10 @@
 # cell on a validation split carved from the training half, scored on the test half.
 
 LR = config["lr_sweep"]
-LR_CELLS = [dict(normaliser=n) for n in LR["normalisers"]]
+# one job per normaliser and grid batch size (the batch sizes' networks are independent), so a
+# cluster runs them side by side; the summary joins them in this order, the order one job per
+# normaliser over every batch size wrote
+LR_CELLS = [dict(normaliser=n, batch_size=b) for n in LR["normalisers"] for b in GRID_BATCH_SIZES]
 
 
 rule lr_sweep_split:
@@ -31,7 +34,7 @@ rule lr_sweep_split:
 
 rule train_lr_sweep:
     message:
-        "Training {wildcards.normaliser} at every batch size x learning rate %s x seed %s" % (LR["lrs"], LR["seeds"])
+        "Training {wildcards.normaliser} at b={wildcards.batch_size} x learning rate %s x seed %s" % (LR["lrs"], LR["seeds"])
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
@@ -40,23 +43,23 @@ rule train_lr_sweep:
         split=rules.lr_sweep_split.output.split,
         code=code("lr_sweep_train.py"),
     output:
-        runs="results/lr_sweep/runs/{normaliser}.csv",
-        epochs="results/lr_sweep/runs/{normaliser}_epochs.csv",
+        runs="results/lr_sweep/runs/{normaliser}_b{batch_size}.csv",
+        epochs="results/lr_sweep/runs/{normaliser}_b{batch_size}_epochs.csv",
     params:
         seeds=LR["seeds"],
         lrs=LR["lrs"],
-        batch_sizes=GRID_BATCH_SIZES,
+        batch_sizes=lambda wc: [int(wc.batch_size)],
         net=lambda wc: net_params(wc.normaliser),
-        recipe=lambda wc: recipe_params(config["grid"] | {"epochs": LR["epochs"]}, GRID_BATCH_SIZES[0], wc.normaliser),
+        recipe=lambda wc: recipe_params(config["grid"] | {"epochs": LR["epochs"]}, wc.batch_size, wc.normaliser),
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size(1000, 30),
     log:
-        log_for("train_lr_sweep", "{normaliser}"),
+        log_for("train_lr_sweep", "{normaliser}_b{batch_size}"),
     benchmark:
-        bench_for("train_lr_sweep", "{normaliser}")
+        bench_for("train_lr_sweep", "{normaliser}_b{batch_size}")
     script:
         "../scripts/lr_sweep_train.py"
 

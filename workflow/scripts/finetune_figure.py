@@ -15,6 +15,7 @@ start_means = {
     "inference_accuracy": start_values["inference_before"]["mean"],
     "var_to_exact": start_values["start_var_to_exact"]["mean"],
 }
-fig = finetune(io.read_table(snakemake.input.along), start_means, networks=io.read_table(snakemake.input.networks))
+networks = io.read_blocks(snakemake.input.networks)
+fig = finetune(io.read_table(snakemake.input.along), start_means, networks=networks)
 figures.save(fig, snakemake.output.pdf, snakemake.output.png)
 log.info("figure written")

@@ -11,7 +11,7 @@ from bnstudy.paper import latex
 from bnstudy.studies.finetune import report as finetune_report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
-networks = io.read_table(inp.networks).to_dict("records")
+networks = io.read_blocks(inp.networks).to_dict("records")
 summary = finetune_report.summarise(networks, p.confidence)
 settings = {
     "normaliser": "batchnorm",
@@ -27,9 +27,11 @@ settings = {
     "optimizer_state": "fresh Adam state at the start of every fine-tuning",
     "shift": dict(p.shift),
 }
-arms = finetune_report.summarise_arms(io.read_table(inp.arms).to_dict("records"), p.confidence)
+arm_rows = io.read_blocks(inp.arms, "condition")
+arms = finetune_report.summarise_arms(arm_rows.to_dict("records"), p.confidence)
 io.write_json(out.summary, {"settings": settings} | summary | {"arms": arms})
-io.write_table(out.along, finetune_report.along_means(io.read_table(inp.along).to_dict("records")))
+along = io.read_blocks(inp.along)
+io.write_table(out.along, finetune_report.along_means(along.to_dict("records")))
 macros = finetune_report.macros(summary, settings) | finetune_report.arms_macros(arms, settings)
 latex.write_macros(out.macros, macros, "Fine-tuning in small batches")
 finetune_report.write_table(out.table, summary)

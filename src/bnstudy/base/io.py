@@ -201,6 +201,22 @@ _DTYPES = {
 }
 
 
+def read_blocks(paths, major: str | None = None) -> pd.DataFrame:
+    """The tables of one rule's jobs over the seed blocks (``paths`` in block order, so seeds in
+    order) as one table, in the order one job over every seed writes it: block after block, or,
+    with ``major`` (a column the job loops over outside the seeds, e.g. the fine-tuning arms'
+    ``condition``), stably sorted by that column's values in the order they first appear. One
+    path: its table as it is."""
+    import pandas as pd
+
+    tables = [read_table(p) for p in paths]
+    rows = pd.concat(tables, ignore_index=True)
+    if major is None or len(tables) == 1:
+        return rows
+    rank = {value: i for i, value in enumerate(pd.unique(rows[major]))}
+    return rows.sort_values(major, key=lambda c: c.map(rank), kind="stable", ignore_index=True)
+
+
 def write_weights(path, state: dict, metadata: dict[str, str]) -> None:
     """Weights as safetensors: a JSON header and raw little-endian tensors, no pickle.
 

@@ -198,8 +198,15 @@ def _probe_conv(p, wc, config):
 
 
 def _finetune(p, wc, config):
-    # every source network, each rate, random and one-class streams, live and frozen
-    return len(config["grid"]["seeds"]) * len(p["lrs"]) * 4 * p["steps"] * row_multiply_adds(config)
+    # every source network of the seed block, each rate, random and one-class streams, live and frozen
+    return block_seeds(config, wc["block"]) * len(p["lrs"]) * 4 * p["steps"] * row_multiply_adds(config)
+
+
+def _finetune_arms(p, wc, config):
+    # every seed of the block: batch norm's three arms and each control, each rate, both streams and
+    # both input conditions
+    arms = 3 + len(p["normalisers"]) - 1
+    return block_seeds(config, wc["block"]) * arms * len(p["lrs"]) * 4 * p["steps"] * row_multiply_adds(config)
 
 
 def _serving(p, wc, config):
@@ -303,7 +310,13 @@ WORK = {
     "finetune": Work(
         "fine-tuning steps x M multiply-adds per row (networks x rates x 4 streams x steps x network)",
         _finetune,
-        ("finetune.steps", "finetune.lrs", "grid.seeds"),
+        ("finetune.steps", "finetune.lrs", "grid.seed_block", "grid.seeds"),
+        variant=network_family,
+    ),
+    "finetune_arms": Work(
+        "fine-tuning steps x M multiply-adds per row (networks x arms x rates x 2 streams x 2 inputs x steps x net)",
+        _finetune_arms,
+        ("finetune.steps", "finetune.lrs", "grid.seed_block", "grid.seeds"),
         variant=network_family,
     ),
     "serve_stream": Work(
