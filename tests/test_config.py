@@ -47,6 +47,7 @@ BAD = {
     "one feature per group": (["network", "groups"], 128, "network.groups"),
     "epochs below 1": (["grid", "epochs"], 0, "grid.epochs"),
     "duplicate seeds": (["grid", "seeds"], [0, 1, 1], "grid.seeds"),
+    "one seed: no interval over networks": (["grid", "seeds"], [0], "grid.seeds"),
     "missing key": (["grid", "lr"], DELETE, "grid.lr"),
     "misspelled key": (["grid", "seedz"], [0], "grid"),
     "wrong type": (["grid", "epochs"], "twenty", "grid.epochs"),
