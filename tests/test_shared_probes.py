@@ -85,6 +85,26 @@ def test_batch_labels_are_row_zeros_training_mode_labels(conv_nets, kind, b):
         assert v.tobytes() == stacked[k].tobytes(), k
 
 
+ROW_WISE = [k for k in normalisers.CONV_NAMES if k not in normalisers.BATCH_NAMES]
+
+
+@pytest.mark.parametrize("b", [2, 3, 8])
+@pytest.mark.parametrize("kind", ROW_WISE)
+def test_a_row_wise_normalisers_probe_labels_row_zero_alone_as_in_its_batches(conv_nets, kind, b):
+    """Without batch statistics the labeller labels each distinct row 0 once, alone: the labels the
+    kernel gives row 0 in every one of its batches, and the direct computation's."""
+    stacked, spec = conv_nets[kind]
+    x, _ = _images()
+    batches = _batches(b)
+    got = companions.batch_predictions(stacked, spec, x, batches)
+    geo, ns = spec.arch(8).geometry, conv_train.norm_settings(spec)
+    for i in range(2):
+        whole = np.full(len(batches), -1, np.int64)
+        conv.batch_labels(conv_train.model_arrays(stacked, spec, i), geo, ns, _flat(x), batches, whole)
+        assert np.array_equal(got[i], whole), (kind, b, i)
+    assert np.array_equal(got, _direct(stacked, spec, x, batches)[0])
+
+
 def test_batch_labels_follow_strides_and_residual_connections():
     """A deeper network (a stride-2 layer, a residual connection), initial weights: the same rule."""
     spec = conv_train.ConvSpec("batchnorm", (4, 8, 8), 2, strides=(1, 2, 1), skips=(-1, -1, 1))
