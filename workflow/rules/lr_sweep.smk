@@ -34,7 +34,8 @@ rule lr_sweep_split:
 
 rule train_lr_sweep:
     message:
-        "Training {wildcards.normaliser} at b={wildcards.batch_size} x learning rate %s x seed %s" % (LR["lrs"], LR["seeds"])
+        "Training {wildcards.normaliser} at b={wildcards.batch_size} x learning rate %s x seed %s"
+        % (LR["lrs"], LR["seeds"])
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
