@@ -1,5 +1,6 @@
 """bnstudy.base.plan: the planned jobs, the cost model's arithmetic, and the budget's refusal."""
 
+import math
 import re
 import sys
 
@@ -436,3 +437,16 @@ def test_a_jobs_log_is_its_benchmark_files_twin():
         str(job_log("results/benchmarks/train_grid/none_b4_seeds0.tsv")) == "results/logs/train_grid/none_b4_seeds0.log"
     )
     assert str(job_log("/w/results/benchmarks/split.tsv")) == "/w/results/logs/split.log"
+
+
+def test_exact_statistics_memory_grows_with_the_rows_and_the_networks_activations():
+    from bnstudy.base.config import load_file
+
+    fashion = load_file(ROOT / "config" / "fashion.yaml")
+    # network C on 28x28 images: 16 x 28^2 + 32 x 14^2 + 64 x 7^2 + 64 x 7^2 floats a row
+    assert plan.row_activations(fashion) == 16 * 784 + 32 * 196 + 64 * 49 + 64 * 49 == 25088
+    want = math.ceil(plan.EXACT_STATISTICS_COPIES * 4 * 40000 * 25088 / 1e6) + 500
+    assert plan.exact_statistics_mb(fashion) == want > 11_400  # above the 11.4 GB an evaluate_remedies job peaked at
+    digits = load_file(ROOT / "config" / "config.yaml")
+    assert plan.row_activations(digits) == sum(digits["network"]["hidden"])
+    assert plan.exact_statistics_mb(digits) < 1000  # the rules' own 1000 MB stands

@@ -39,7 +39,7 @@ rule train_accumulation:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
-        **job_size(1000, 30),
+        **job_size_with_rows(1000, 30),
     log:
         log_for("train_accumulation", "seeds{block}"),
     benchmark:

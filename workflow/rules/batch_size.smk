@@ -26,7 +26,7 @@ rule evaluate_remedies:
     conda:
         CONDA_ENV
     resources:
-        **job_size(1000, 10),
+        **job_size_with_rows(1000, 10),
     log:
         log_for("evaluate_remedies", "{normaliser}_b{batch_size}_seeds{block}"),
     benchmark:

@@ -15,6 +15,7 @@ from bnstudy.base.config import load_file as load_config_file
 from bnstudy.base.config import validate as validate_config
 from bnstudy.base.normalisers import RENORM, spec_settings
 from bnstudy.base.normalisers import get as normaliser
+from bnstudy.base.plan import exact_statistics_mb
 from bnstudy.nets.weights import blocks as seed_blocks
 from bnstudy.base import catalogue
 
@@ -91,6 +92,13 @@ def per_attempt(first):
 def job_size(mem_mb, runtime):
     """A rule's ``resources:`` (``**job_size(MB, minutes)``): both grow with the attempt."""
     return dict(mem_mb=per_attempt(mem_mb), runtime=per_attempt(runtime))
+
+
+def job_size_with_rows(mem_mb, runtime):
+    """:func:`job_size` for the jobs that compute the exact statistics of every training row at once,
+    at least the memory those rows' activations need (bnstudy.base.plan.exact_statistics_mb; about
+    14 GB for config/fashion.yaml, the digits' and tiny configs' stay at ``mem_mb``)."""
+    return job_size(max(mem_mb, exact_statistics_mb(config)), runtime)
 
 
 SECONDS_JOB = job_size(500, 5)  # summaries, figures, macros, the paper's bookkeeping

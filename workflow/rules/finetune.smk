@@ -35,7 +35,7 @@ rule finetune:
     conda:
         CONDA_ENV
     resources:
-        **job_size(1000, 10),
+        **job_size_with_rows(1000, 10),
     log:
         log_for("finetune", "seeds{block}"),
     benchmark:
@@ -71,7 +71,7 @@ rule finetune_arms:
     conda:
         CONDA_ENV
     resources:
-        **job_size(1000, 10),
+        **job_size_with_rows(1000, 10),
     log:
         log_for("finetune_arms", "seeds{block}"),
     benchmark:

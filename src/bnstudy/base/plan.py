@@ -98,6 +98,38 @@ def row_multiply_adds(config) -> float:
     return (total + channels * data.classes) / 1e6
 
 
+def row_activations(config) -> int:
+    """Floats of one row's hidden activations in the config's network (the MLP's hidden widths, or each
+    convolution's output positions x channels): what a job holds per training row when it computes
+    the exact statistics of every row at once (:func:`exact_statistics_mb`)."""
+    from bnstudy.base.datasets import shape
+
+    data = shape(config)
+    n = config["network"]
+    if n.get("kind", "mlp") != "conv":
+        return int(sum(n["hidden"]))
+    side, total = data.side, 0
+    for layer in n["layers"]:
+        stride = int(layer.get("stride", 1))
+        side = (side + stride - 1) // stride
+        total += side * side * int(layer["channels"])
+    return total
+
+
+# Peak memory of a job computing exact statistics over the training rows, in float32 copies of
+# every row's activations: an evaluate_remedies job of config/fashion.yaml (40,000 rows x 25,088
+# floats, 4.0 GB a copy) peaked at 11.4 GB, a fine-tuning job at 7.6 GB (docs/cluster.md)
+EXACT_STATISTICS_COPIES = 3.5
+
+
+def exact_statistics_mb(config) -> int:
+    """MB a job needs that computes the exact statistics of every training row at once: the rows'
+    activations, :data:`EXACT_STATISTICS_COPIES` times, plus 500 MB for the interpreter and its
+    libraries (the rules ask for at least this: ``job_size_with_rows`` in workflow/rules/common.smk)."""
+    floats = train_rows(config) * row_activations(config)
+    return math.ceil(EXACT_STATISTICS_COPIES * 4 * floats / 1e6) + 500
+
+
 def network_family(p, wc, config) -> str:
     """The training rules' variant: the network family the job trains (fitted apart)."""
     return config["network"].get("kind", "mlp")
