@@ -89,31 +89,32 @@ def row_multiply_adds(config) -> float:
     if n.get("kind", "mlp") != "conv":
         widths = [data.features, *n["hidden"], data.classes]
         return sum(a * b for a, b in zip(widths, widths[1:])) / 1e6
-    side, channels, total = data.side, 1, 0
-    for layer in n["layers"]:
+    layers = list(_conv_layers(config))
+    total = sum(side * side * out * into * 9 for side, into, out in layers)
+    return (total + layers[-1][2] * data.classes) / 1e6
+
+
+def _conv_layers(config):
+    """``(side, input channels, output channels)`` of each convolution of the config's network: its
+    output positions a side (padding 1: ceil(side / stride)) and its channels."""
+    from bnstudy.base.datasets import shape
+
+    side, channels = shape(config).side, 1
+    for layer in config["network"]["layers"]:
         stride = int(layer.get("stride", 1))
-        side = (side + stride - 1) // stride  # padding 1: ceil(side / stride) positions a side
-        total += side * side * int(layer["channels"]) * channels * 9
+        side = (side + stride - 1) // stride
+        yield side, channels, int(layer["channels"])
         channels = int(layer["channels"])
-    return (total + channels * data.classes) / 1e6
 
 
 def row_activations(config) -> int:
     """Floats of one row's hidden activations in the config's network (the MLP's hidden widths, or each
     convolution's output positions x channels): what a job holds per training row when it computes
     the exact statistics of every row at once (:func:`exact_statistics_mb`)."""
-    from bnstudy.base.datasets import shape
-
-    data = shape(config)
     n = config["network"]
     if n.get("kind", "mlp") != "conv":
         return int(sum(n["hidden"]))
-    side, total = data.side, 0
-    for layer in n["layers"]:
-        stride = int(layer.get("stride", 1))
-        side = (side + stride - 1) // stride
-        total += side * side * int(layer["channels"])
-    return total
+    return sum(side * side * out for side, _, out in _conv_layers(config))
 
 
 # Peak memory of a job computing exact statistics over the training rows, in float32 copies of
@@ -229,16 +230,17 @@ def _probe_conv(p, wc, config):
     return len(p["batch_sizes"]) * len(p["seeds"]) * pairs
 
 
-def _finetune(p, wc, config):
-    # every source network of the seed block, each rate, random and one-class streams, live and frozen
-    return block_seeds(config, wc["block"]) * len(p["lrs"]) * 4 * p["steps"] * row_multiply_adds(config)
+def _finetune(p, wc, config, runs_per_rate: int = 4):
+    # every source network of the seed block, each rate, runs_per_rate runs of the steps: random and
+    # one-class streams, live and frozen
+    per_network = runs_per_rate * len(p["lrs"]) * p["steps"]
+    return block_seeds(config, wc["block"]) * per_network * row_multiply_adds(config)
 
 
 def _finetune_arms(p, wc, config):
-    # every seed of the block: batch norm's three arms and each control, each rate, both streams and
-    # both input conditions
+    # batch norm's three arms and each control, on both streams and both input conditions
     arms = 3 + len(p["normalisers"]) - 1
-    return block_seeds(config, wc["block"]) * arms * len(p["lrs"]) * 4 * p["steps"] * row_multiply_adds(config)
+    return _finetune(p, wc, config, runs_per_rate=arms * 4)
 
 
 def _serving(p, wc, config):
