@@ -403,7 +403,7 @@ def test_a_list_schedule_lies_between_the_lower_bound_and_grahams_bound(data):
 
 @pytest.mark.slow  # Snakemake's DAG build starts processes (which sacct)
 def test_planned_jobs_carry_the_dags_dependencies():
-    config, jobs = plan.dag_jobs(ROOT / "config" / "test.yaml", ROOT / "Snakefile", ROOT, forceall=True)
+    config, jobs, limit = plan.dag_jobs(ROOT / "config" / "test.yaml", ROOT / "Snakefile", ROOT, forceall=True)
     rules = [j.rule for j in jobs]
     paper = jobs[rules.index("paper")]
     assert {"summarise_batch_size", "summarise_companions"} <= {jobs[i].rule for i in paper.needs}
@@ -450,3 +450,40 @@ def test_exact_statistics_memory_grows_with_the_rows_and_the_networks_activation
     digits = load_file(ROOT / "config" / "config.yaml")
     assert plan.row_activations(digits) == sum(digits["network"]["hidden"])
     assert plan.exact_statistics_mb(digits) < 1000  # the rules' own 1000 MB stands
+
+
+def test_available_memory_is_memavailable_less_a_reserve_and_none_without_the_field(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:  1000 kB\nMemAvailable:   20000000 kB\n")
+    assert plan.available_memory_mb(meminfo) == 20000000 * 1024 // 1_000_000 - 1000
+    meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:   1000 kB\n")
+    assert plan.available_memory_mb(meminfo) == 1000  # never below one small job's 1,000 MB
+    meminfo.write_text("MemTotal:       24000000 kB\n")
+    assert plan.available_memory_mb(meminfo) is None
+    assert plan.available_memory_mb(tmp_path / "absent") is None
+
+
+@pytest.mark.slow  # Snakemake's DAG build starts processes (which sacct)
+def test_a_local_build_schedules_its_jobs_within_the_machines_memory():
+    """The Snakefile sets mem_mb from the machine's available memory when --resources does not
+    (workflow/rules/common.smk); every job asks its memory; the plan says both."""
+    config, jobs, limit = plan.dag_jobs(ROOT / "config" / "test.yaml", ROOT / "Snakefile", ROOT, forceall=True)
+    total_mb = int(open("/proc/meminfo").read().split("MemTotal:")[1].split()[0]) * 1024 // 1_000_000
+    assert limit is not None and 1000 <= limit <= total_mb
+    runs = [j for j in jobs if j.runs]
+    assert all(j.mem_mb >= 500 for j in runs)
+    lines = plan.memory_lines(plan.Plan("config/test.yaml", config, jobs, limit))
+    assert len(lines) == 1 and f"within {limit:,} MB" in lines[0]
+
+
+def test_a_job_asking_more_than_the_limit_is_named_in_a_warning():
+    jobs = [
+        Job("train", {}, {}, None, True, mem_mb=800),
+        Job("evaluate_remedies", {}, {}, None, True, mem_mb=14550),
+        Job("all", {}, {}, None, True, runs=False),
+    ]
+    lines = plan.memory_lines(Plan("c.yaml", {}, jobs, memory_limit_mb=12000))
+    assert "asks 14,550 MB (evaluate_remedies)" in lines[0] and "within 12,000 MB" in lines[0]
+    assert lines[1].startswith("  warning: jobs of evaluate_remedies ask more than 12,000 MB")
+    assert len(plan.memory_lines(Plan("c.yaml", {}, jobs, memory_limit_mb=20000))) == 1
+    assert "no local limit" in plan.memory_lines(Plan("c.yaml", {}, jobs))[0]

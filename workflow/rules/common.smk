@@ -15,7 +15,7 @@ from bnstudy.base.config import load_file as load_config_file
 from bnstudy.base.config import validate as validate_config
 from bnstudy.base.normalisers import RENORM, spec_settings
 from bnstudy.base.normalisers import get as normaliser
-from bnstudy.base.plan import exact_statistics_mb
+from bnstudy.base.plan import available_memory_mb, exact_statistics_mb
 from bnstudy.nets.weights import blocks as seed_blocks
 from bnstudy.base import catalogue
 
@@ -100,6 +100,16 @@ def job_size_with_rows(mem_mb, runtime):
     14 GB for config/fashion.yaml, the digits' and tiny configs' stay at ``mem_mb``)."""
     return job_size(max(mem_mb, exact_statistics_mb(config)), runtime)
 
+
+# A local build schedules its jobs within the machine's memory. Snakemake limits mem_mb only
+# when it is given (`--resources mem_mb=N`, which still wins); without a limit it would start two
+# jobs that each hold every training row's activations (about 14.5 GB each for
+# config/fashion.yaml) side by side on a 24 GB machine. A job asking more than the limit runs
+# alone. Cluster jobs are sized by the cluster.
+if workflow.local_exec and workflow.is_main_process and "mem_mb" not in workflow.global_resources:
+    _memory_mb = available_memory_mb()
+    if _memory_mb:
+        workflow.register_resource("mem_mb", _memory_mb)
 
 SECONDS_JOB = job_size(500, 5)  # summaries, figures, macros, the paper's bookkeeping
 

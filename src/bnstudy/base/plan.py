@@ -131,6 +131,22 @@ def exact_statistics_mb(config) -> int:
     return math.ceil(EXACT_STATISTICS_COPIES * 4 * floats / 1e6) + 500
 
 
+def available_memory_mb(meminfo="/proc/meminfo") -> int | None:
+    """The memory a local build may give its jobs, in MB: the kernel's ``MemAvailable`` (memory that
+    can be used without swapping) less 1,000 MB for Snakemake, the job server and the page cache;
+    None where the file or the field is missing (not Linux): then no limit is set."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name == "MemAvailable":
+                    kb = int(value.split()[0])
+                    return max(1000, kb * 1024 // 1_000_000 - 1000)
+    except OSError:
+        return None
+    return None
+
+
 def network_family(p, wc, config) -> str:
     """The training rules' variant: the network family the job trains (fitted apart)."""
     return config["network"].get("kind", "mlp")
@@ -538,6 +554,7 @@ class Job:
     work: float = 0.0
     cpu_s: float = 0.0
     needs: tuple[int, ...] = ()  # the indices (in the plan's job list) of the jobs it waits for
+    mem_mb: int = 0  # the memory its first attempt asks (``resources: mem_mb``)
 
 
 @dataclass
@@ -545,6 +562,7 @@ class Plan:
     configfile: str
     config: dict
     jobs: list = field(default_factory=list)
+    memory_limit_mb: int | None = None  # a local build's mem_mb limit (workflow/rules/common.smk), if any
 
     def by_rule(self, only_needrun=False) -> dict[str, list[Job]]:
         out: dict[str, list[Job]] = {}
@@ -557,10 +575,11 @@ class Plan:
         return sum(j.cpu_s for j in self.jobs if j.needrun or not only_needrun)
 
 
-def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> tuple[dict, list[Job]]:
-    """The config and every job of the default target's DAG, built by Snakemake in this process
-    as ``snakemake -n`` builds it (the default profile's ``rerun-incomplete``); ``needrun``: the
-    job would run now (every job with ``forceall``). Nothing runs, nothing is locked."""
+def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> tuple[dict, list[Job], int | None]:
+    """The config, every job of the default target's DAG, built by Snakemake in this process
+    as ``snakemake -n`` builds it (the default profile's ``rerun-incomplete``; ``needrun``: the
+    job would run now, every job with ``forceall``), and the memory limit (MB) a local build on
+    this machine schedules its jobs within (None: no limit). Nothing runs, nothing is locked."""
     import logging
 
     from snakemake.api import SnakemakeApi
@@ -590,15 +609,17 @@ def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> 
                 needrun=dag.needrun(job),
                 runs=not job.rule.norun,
                 needs=tuple(sorted(index[dep] for dep in dag.job_dependencies(job) if dep in index)),
+                mem_mb=int(job.resources.get("mem_mb", 0) or 0),
             )
             for job in planned
         ]
-        return dict(workflow.config), jobs
+        limit = workflow.global_resources.get("mem_mb")
+        return dict(workflow.config), jobs, (None if limit is None else int(getattr(limit, "value", limit)))
 
 
 def make_plan(configfile, table: dict[str, Cost], snakefile="Snakefile", workdir=".") -> Plan:
-    config, jobs = dag_jobs(configfile, snakefile, workdir)
-    plan = Plan(str(configfile), config, jobs)
+    config, jobs, limit = dag_jobs(configfile, snakefile, workdir)
+    plan = Plan(str(configfile), config, jobs, limit)
     price(plan, table)
     return plan
 
@@ -802,7 +823,31 @@ def report(plan: Plan, cores: int, available: int | None = None) -> list[str]:
         f" {duration(now / busy)} now (CPU time / cores: a lower bound; jobs that wait for others leave cores idle)",
         on_cores(plan, cores),
         chain_line(plan),
+        *memory_lines(plan),
     ]
+
+
+def memory_lines(plan: Plan) -> list[str]:
+    """The largest job's memory against the local build's limit; a warning line when a job asks
+    more than the limit (Snakemake then runs it alone, and it may run out of memory)."""
+    jobs = [j for j in plan.jobs if j.runs]
+    if not jobs:
+        return []
+    largest = max(jobs, key=lambda j: j.mem_mb)
+    rule = largest.rule
+    if plan.memory_limit_mb is None:
+        return [f"  memory: the largest job asks {largest.mem_mb:,} MB ({rule}); no local limit (not Linux)"]
+    over = sorted({j.rule for j in jobs if j.mem_mb > plan.memory_limit_mb})
+    lines = [
+        f"  memory: the largest job asks {largest.mem_mb:,} MB ({rule}); local jobs run side by side within"
+        f" {plan.memory_limit_mb:,} MB (this machine's available memory less 1,000 MB; --resources mem_mb=N sets it)"
+    ]
+    if over:
+        lines.append(
+            f"  warning: jobs of {', '.join(over)} ask more than {plan.memory_limit_mb:,} MB: each runs alone and"
+            " may run out of memory here; run them on a machine with more, or on the cluster (profiles/slurm)"
+        )
+    return lines
 
 
 def over_budget(plan: Plan, reference: dict | None) -> str | None:
@@ -873,7 +918,7 @@ def calibrate(builds, out=TABLE, snakefile="Snakefile", workdir=".", note="") ->
 
     points, lines = [], []
     for configfile, results in builds:
-        config, jobs = dag_jobs(configfile, snakefile, workdir, forceall=True)
+        config, jobs, _ = dag_jobs(configfile, snakefile, workdir, forceall=True)
         found, missing = benchmarked_jobs(results, jobs, config)
         if not found:
             raise PlanError(f"plan: {results}: no benchmark file of a job of {configfile}; calibrate from a build")
