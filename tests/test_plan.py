@@ -487,3 +487,18 @@ def test_a_job_asking_more_than_the_limit_is_named_in_a_warning():
     assert lines[1].startswith("  warning: jobs of evaluate_remedies ask more than 12,000 MB")
     assert len(plan.memory_lines(Plan("c.yaml", {}, jobs, memory_limit_mb=20000))) == 1
     assert "no local limit" in plan.memory_lines(Plan("c.yaml", {}, jobs))[0]
+
+
+def test_rules_whose_jobs_outlast_their_run_time_get_set_resources_flags():
+    jobs = [
+        Job("train_grid", {}, {}, None, True, cpu_s=300.0, runtime_min=60),  # 10 min with the margin: asks enough
+        Job("finetune", {}, {}, None, True, cpu_s=2041.0, runtime_min=10),  # 68 min -> 70
+        Job("finetune", {}, {}, None, True, cpu_s=1000.0, runtime_min=10),
+        Job("all", {}, {}, None, True, runs=False),
+    ]
+    lines = plan.runtime_lines(Plan("c.yaml", {}, jobs))
+    assert len(lines) == 1 and lines[0].endswith("--set-resources finetune:runtime=70")
+    assert "jobs of 1 rules" in lines[0]
+    jobs[1].cpu_s = 200.0
+    jobs[2].cpu_s = 200.0
+    assert plan.runtime_lines(Plan("c.yaml", {}, jobs)) == []

@@ -555,6 +555,7 @@ class Job:
     cpu_s: float = 0.0
     needs: tuple[int, ...] = ()  # the indices (in the plan's job list) of the jobs it waits for
     mem_mb: int = 0  # the memory its first attempt asks (``resources: mem_mb``)
+    runtime_min: int = 0  # the run time its first attempt asks, minutes (``resources: runtime``, sbatch --time)
 
 
 @dataclass
@@ -610,6 +611,7 @@ def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> 
                 runs=not job.rule.norun,
                 needs=tuple(sorted(index[dep] for dep in dag.job_dependencies(job) if dep in index)),
                 mem_mb=int(job.resources.get("mem_mb", 0) or 0),
+                runtime_min=int(job.resources.get("runtime", 0) or 0),
             )
             for job in planned
         ]
@@ -824,6 +826,32 @@ def report(plan: Plan, cores: int, available: int | None = None) -> list[str]:
         on_cores(plan, cores),
         chain_line(plan),
         *memory_lines(plan),
+        *runtime_lines(plan),
+    ]
+
+
+# A cluster job's run time (sbatch --time) should cover its estimate this many times over: nodes
+# slower than the calibrating machine, and the estimate's own error (it is a fit per rule).
+RUNTIME_MARGIN = 2.0
+
+
+def runtime_lines(plan: Plan) -> list[str]:
+    """For a cluster that enforces run times: the rules whose longest job's estimate, times
+    :data:`RUNTIME_MARGIN`, is more than the run time its rule asks, and the ``--set-resources``
+    flags that ask enough (in minutes, rounded up to 5); nothing when every rule asks enough."""
+    need: dict[str, int] = {}
+    for job in plan.jobs:
+        if not job.runs or not job.runtime_min:
+            continue
+        minutes = 5 * math.ceil(RUNTIME_MARGIN * job.cpu_s / 60 / 5)
+        if minutes > job.runtime_min:
+            need[job.rule] = max(need.get(job.rule, 0), minutes)
+    if not need:
+        return []
+    flags = " ".join(f"{rule}:runtime={minutes}" for rule, minutes in sorted(need.items()))
+    return [
+        f"  run time: jobs of {len(need)} rules may take longer than their rules ask (sbatch --time; estimate x"
+        f" {RUNTIME_MARGIN:g}); on a cluster that enforces it, add: --set-resources {flags}"
     ]
 
 
