@@ -105,6 +105,25 @@ def test_probe_logits_and_labels_are_kernels_logits_of_row_zero_bit_for_bit(x_te
     assert np.array_equal(labels, row0.argmax(-1))
 
 
+ROW_WISE = [n for n in NORMALISERS if n not in normalisers.BATCH_NAMES]
+
+
+@pytest.mark.parametrize("norm", ROW_WISE)
+def test_a_row_wise_normaliser_is_probed_once_per_distinct_row_zero_with_its_batches_bits(x_test, norm):
+    """Without batch statistics row 0 alone decides its label: the prober computes each distinct
+    row 0 once and gives it to each of its batches, the same bits as every batch computed whole."""
+    assert ROW_WISE and "batchnorm" not in ROW_WISE
+    stacked, spec = network(norm), NetSpec(norm, **SETTINGS)
+    prober = Prober(stacked, spec, x_test, rows=50)
+    for b in (2, 5, 64):
+        batches = batches_of(len(x_test), b, 41, seed=b)
+        batches[::3, 0] = batches[0, 0]  # one row 0 in many batches, beside other companions
+        labels, z = prober.labels(batches, logits=True)
+        whole_labels, whole_z = prober._probe(np.ascontiguousarray(batches), True)
+        assert np.array_equal(labels, whole_labels) and np.array_equal(_bits(z), _bits(whole_z)), (norm, b)
+        assert np.array_equal(prober.labels(batches), whole_labels)
+
+
 @pytest.mark.parametrize("norm", ["batchnorm", "batchrenorm", "groupnorm", "ghostbatchnorm"])
 def test_labels_do_not_depend_on_how_batches_are_chunked(x_test, norm):
     stacked, spec, limits = network(norm), NetSpec(norm, **SETTINGS), LIMITS.get(norm, (1.0, 0.0))

@@ -216,13 +216,24 @@ class Prober:
             raise ValueError(f"batches must be (K, b) with b >= 2 for batch statistics, got {batches.shape}")
         if batches.size and (batches.min() < 0 or batches.max() >= self.rows):
             raise ValueError(f"row indices must lie in [0, {self.rows})")
+        if self.kind not in BATCH_CODES and len(batches):
+            # normalised row by row: row 0 alone decides its label, so each distinct row 0 is
+            # computed once (every output is summed in one fixed order wherever its row sits in
+            # the chunk: linear_t_tiled), and its label and logits serve each of its batches
+            firsts, where = np.unique(batches[:, 0], return_inverse=True)
+            once = self._probe(np.ascontiguousarray(firsts[:, None]), logits)
+            return (once[0][:, where], once[1][:, where]) if logits else once[0][:, where]
+        out, z = self._probe(batches, logits)
+        return (out, z) if logits else out
+
+    def _probe(self, batches: np.ndarray, logits: bool):
         out = np.empty((self.models, len(batches)), np.int64)
         classes = self._net.wt.shape[2]
         z = np.empty((self.models, len(batches), classes) if logits else (0, 0, classes), np.float32)
         if len(batches):
             chunk = max(1, min(len(batches), self.rows_per_chunk // batches.shape[1]))
             probe_design(self._net, self.settings, self.first, batches, chunk, out, z)
-        return (out, z) if logits else out
+        return out, z
 
 
 __all__ = ["PROBE_ROWS", "Prober", "first_layer_into", "probe_design"]

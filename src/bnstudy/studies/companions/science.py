@@ -369,12 +369,15 @@ def probe_network(
     seed: int,
     limits=(1.0, 0.0),
     exact_companions: int | None = None,
+    drawn: dict | None = None,
 ) -> list[dict]:
     """Per-example probe counts of every model of ``stacked`` (a NumPy stack).
 
     ``exact_companions``: the exact design pairs each example with the rows of a seeded sample
     of this many test rows (:func:`exact_pool`, the same for every example and network), not with
-    every other test row.
+    every other test row. ``drawn``: a dict that keeps each example's probe batches
+    (:func:`example_plans`) for the next network probed with the same arguments, which draws the
+    same batches (they depend on the example, the design and the seed, not on the network).
 
     One dict per (model, example, design, batch size) with ``batches`` (probes),
     ``flips`` (label differs from inference mode), ``correct`` (label is the true
@@ -388,8 +391,11 @@ def probe_network(
     inference = prober.inference(examples)  # (M, E)
     pool = exact_pool(len(y), exact_companions, seed)
     rows = []
+    drawn = {} if drawn is None else drawn
     for j, e in enumerate(examples):
-        plans = example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed, pool)
+        if e not in drawn:
+            drawn[e] = example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed, pool)
+        plans = drawn[e]
         for design, b, batches in plans:
             labels = prober.labels(batches)  # (M, K)
             flips = (labels != inference[:, j : j + 1]).sum(1)
@@ -430,14 +436,14 @@ def probe_files(paths, network: str, x, y, train_rows: int, examples, *, seed: i
     from bnstudy.nets import weights
     from bnstudy.nets.recipe import final_limits
 
-    out = []
+    out, drawn = [], {}  # every file's networks are probed with the same batches: drawn once
     for path in weights.as_paths(paths):
         meta = read_metadata(path)
         if "kind" not in meta and "channels" in meta:
             raise ValueError(f"{path} is the convolutional study's file: pass its stack and ConvSpec to probe_network")
         stacked, spec, metas = weights.read(path)
         limits = final_limits(metas[0], train_rows)
-        for row in probe_network(stacked, spec, x, y, examples, seed=seed, limits=limits, **design):
+        for row in probe_network(stacked, spec, x, y, examples, seed=seed, limits=limits, drawn=drawn, **design):
             model = row.pop("model")
             head = {"network": network, "normaliser": spec.normaliser, "train_batch_size": int(metas[0]["batch_size"])}
             out.append(head | {"seed": int(metas[model]["seed"])} | row)
