@@ -26,7 +26,7 @@ include: "workflow/rules/train.smk"
 
 
 # The studies, in the paper's order: one line each in src/bnstudy/base/catalogue.py, which
-# says which this config runs (an optional one, such as the convolutional study, only where the
+# says which this config runs (an optional one only where the
 # config has its section). Then every rule without wildcards registers its outputs, and the
 # studies' summaries and figures are local rules (jobs of seconds: they run where Snakemake runs,
 # not as cluster jobs waiting in a queue; the bookkeeping rules below say `localrule: True`).
@@ -52,14 +52,17 @@ include: "workflow/rules/manifest.smk"
 # imports and the kernels once and runs each rule script in a fork of itself: a job's process
 # starts in about 0.2 CPU s instead of 1.5 to 2. BNSTUDY_JOBSERVER=off starts the jobs alone.
 onstart:
+    _network = config["network"].get("kind", "mlp")  # an MLP config compiles no convolution
     shell(
-        f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.tools.warmup --jobs {workflow.cores or 1}"
+        f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.tools.warmup --jobs {workflow.cores or 1} "
+        f"--network {_network}"
     )
     if workflow.local_exec:
         from bnstudy.base import jobserver
 
+        _preload = "compile_mlp" if _network == "mlp" else "compile_all"
         _address = jobserver.start(
-            os.getcwd(), f"{workflow.basedir}/src", ".snakemake/jobserver.log", "bnstudy.tools.warmup:compile_all"
+            os.getcwd(), f"{workflow.basedir}/src", ".snakemake/jobserver.log", f"bnstudy.tools.warmup:{_preload}"
         )
         os.environ[jobserver.VARIABLE] = _address or "off"
 

@@ -124,3 +124,13 @@ def test_warm_up_heals_a_truncated_cache_and_jobs_load_kernels_again(tmp_path):
         "files), compiling afresh"
     ), line
     assert run([sys.executable, "-c", KERNEL_CALL]).stdout == good.stdout
+
+
+def test_an_mlp_config_compiles_no_convolution_and_a_conv_config_everything():
+    """``--network mlp`` (what the Snakefile passes for an MLP config, and the job server's
+    ``compile_mlp``) leaves out the convolutional network's part only; ``conv`` runs every part."""
+    assert warmup.network_parts("conv") == warmup.PARTS
+    assert warmup.network_parts("mlp") == tuple(p for p in warmup.PARTS if p is not warmup._conv)
+    assert warmup._conv in warmup.PARTS and set(warmup.NETWORKS) == {"mlp", "conv"}
+    snakefile = (ROOT / "Snakefile").read_text()
+    assert '--network {_network}' in snakefile and '"compile_mlp" if _network == "mlp"' in snakefile

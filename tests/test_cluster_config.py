@@ -75,7 +75,7 @@ def test_manifest_order_does_not_depend_on_include_order(tmp_path):
     snakefile = copy / "Snakefile"
     assert snakefile.read_text() == (ROOT / "Snakefile").read_text()
     # the studies come in bnstudy.base.catalogue's order: the first three (companions, batch_size,
-    # running_stats) in reverse; accumulation.smk and conv.smk read studies 1 and 2's outputs by rule
+    # running_stats) in reverse; accumulation.smk reads studies 1 and 2's outputs by rule
     # (rules.evaluate_remedies, rules.companion_examples, ...), so they stay after them
     loop = "for study in STUDIES:\n"
     text = snakefile.read_text()

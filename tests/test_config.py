@@ -69,12 +69,6 @@ BAD = {
     "companion batch beyond the test half": (["companions", "batch_sizes"], [2, 900], "companions.batch_sizes"),
     "running-stats batch beyond its rows": (["running_stats", "batch_sizes"], [8, 513], "running_stats.batch_sizes"),
     "sort feature beyond the features": (["running_stats", "sort_feature"], 16, "running_stats.sort_feature"),
-    "convolutional network beside the convolutional study": (["network"], CONV_NETWORK, "conv"),
-    "CNN normaliser without a 2-d form": (
-        ["conv", "normalisers"],
-        ["none", "batchnorm", "rmsnorm"],
-        "conv.normalisers[2]",
-    ),
 }
 
 
@@ -258,7 +252,6 @@ def test_group_checks_apply_to_every_width_and_only_with_group_norm(test_config)
         "group norm would output a constant"
     )
     no_gn = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
-    no_gn = mutate(no_gn, ["conv", "normalisers"], ["none", "batchnorm"])  # the CNN's too
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 5)) is None
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 128)) is None
 
@@ -497,41 +490,9 @@ def test_finetune_config_cross_checks(test_config, key, value, message):
     assert str(e.value).startswith(message), str(e.value)
 
 
-@pytest.mark.parametrize(
-    "path, ok, bad, key",
-    [
-        (["conv", "normalisers"], ["none", "batchnorm"], ["none", "groupnorm"], "conv.normalisers"),
-        (["conv", "batch_sizes"], [4], [4, 8], "conv.batch_sizes[1]"),
-        (["conv", "groups"], 4, 3, "conv.groups"),
-    ],
-)
-def test_conv_cross_field_check_accepts_a_fit_and_rejects_a_misfit(test_config, path, ok, bad, key):
-    """The CNN is compared with none (study 1 needs batch norm), sits beside grid cells of the MLP,
-    and its group norm's groups divide both channel counts."""
-    assert cross_field_error(mutate(test_config, path, ok)) is None
-    message = cross_field_error(mutate(test_config, path, bad))
-    assert message is not None and message.startswith(f"config error: {key}: "), message
-
-
-def test_conv_normaliser_outside_the_grid_is_rejected(test_config):
-    cfg = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
-    assert (
-        cross_field_error(cfg) == "config error: conv.normalisers[2]: groupnorm is not a grid normaliser (normalisers)"
-    )
-
-
-def test_the_cnn_needs_the_grids_adam(test_config):
-    """The CNN trains with the grid's optimiser, and its compiled loop has Adam only."""
-    assert cross_field_error(mutate(test_config, ["grid", "optimizer"], "sgd")) == (
-        "config error: grid.optimizer: the CNN trains with the grid's optimiser, which must be adam"
-    )
-
-
 def _conv_config(test_config, **network):
-    """The test config with every study on the convolutional network: no conv section (that study
-    sets a CNN beside the MLP), no normaliser without a 2-d form."""
+    """The test config with every study on the convolutional network: no normaliser without a 2-d form."""
     cfg = copy.deepcopy(test_config)
-    del cfg["conv"]
     cfg["normalisers"] = [n for n in cfg["normalisers"] if n != "rmsnorm"]
     cfg["network"] = copy.deepcopy(CONV_NETWORK) | network
     return cfg

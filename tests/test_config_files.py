@@ -76,14 +76,15 @@ def test_the_check_command_names_file_and_line_and_exits_non_zero(tmp_path):
 
 @pytest.mark.slow
 def test_the_check_command_says_a_studys_cross_field_error_in_one_line(tmp_path):
-    """A study's own check (here the convolutional study's: its batch sizes among the grid's) raises
-    the package's ConfigError; the command, run as ``python -m``, prints it as one line, no traceback."""
+    """A study's own check (here fine-tuning's: its source networks' batch size among the grid's)
+    raises the package's ConfigError; the command, run as ``python -m``, prints it as one line, no
+    traceback."""
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
-    config["conv"]["batch_sizes"] = [2, 6]
+    config["finetune"]["source_batch_size"] = 6
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(config))
     cmd = [sys.executable, "-m", "bnstudy.base.config", "check", str(bad)]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 1
-    said = f"config error: conv.batch_sizes[0]: 2 is not one of grid.batch_sizes [{bad}]"
+    said = f"config error: finetune.source_batch_size: 6 is not one of grid.batch_sizes [{bad}]"
     assert result.stderr.splitlines() == [said]

@@ -1,8 +1,7 @@
 """The convolutional network: its compiled kernels by value and against PyTorch, its training
-loop against autograd and torch.optim.Adam, and the study's probes and summaries on tiny inputs."""
+loop against autograd and torch.optim.Adam, and its companion probes on tiny inputs."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from bnstudy.compiled import conv, normkernels
@@ -10,8 +9,7 @@ from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
 from bnstudy.paper import network_prose
-from bnstudy.studies.conv import report as conv_report
-from bnstudy.studies.conv import science as conv_study
+from bnstudy.studies.companions import science as companions
 
 KINDS = ("none", "batchnorm", "groupnorm", "layernorm")
 
@@ -181,7 +179,7 @@ def test_initial_weights_follow_pytorchs_default_bounds():
     assert np.array_equal(state["0.weight"], conv_train.initial_state(spec, 0)["0.weight"])
 
 
-def test_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
+def test_batch_labels_at_two_are_the_training_mode_labels_of_a_batch_of_two():
     x, y = images(12)
     spec = conv_train.ConvSpec("batchnorm", (4, 8), 2)
     stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=2), [0], x, y)
@@ -189,7 +187,7 @@ def test_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
     got = np.empty(4, np.int64)
     flat = np.ascontiguousarray(x.reshape(-1, 1))
     net, geo = conv_train.model_arrays(stacked, spec, 0), spec.arch(8).geometry
-    conv.pair_labels(net, geo, conv_train.norm_settings(spec), flat, pairs, got)
+    conv.batch_labels(net, geo, conv_train.norm_settings(spec), flat, pairs, got)
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))
@@ -210,96 +208,6 @@ def test_logits_do_not_depend_on_the_chunks_the_images_go_through_in(kind):
     whole = conv_train.logits(stacked, spec, x, train=True, batch=5)
     batches = [conv_train.logits(stacked, spec, x[i : i + 5], train=True, batch=5) for i in range(0, len(x), 5)]
     assert whole.tobytes() == np.concatenate(batches, axis=1).tobytes()
-
-
-def test_row_normalisers_never_flip_with_their_companion():
-    """Group and layer norm (and none) normalise each image alone: the built-in control."""
-    x, y = images(24)
-    examples = np.array([0, 1, 2, 3])
-    pairs = conv_study.companion_pairs(examples, y, 3, np.array([1]), 0)
-    for kind in ("none", "groupnorm", "layernorm"):
-        spec = conv_train.ConvSpec(kind, (4, 8), 2)
-        weights, _, _ = conv_study.train_normaliser(spec, Recipe(batch_size=4, epochs=1), [4], [0], x, y, x, y, 0)
-        probes = conv_study.probe(weights, spec, [4], [0], x, y, pairs)
-        assert probes.flips.sum() == 0, kind
-
-
-def test_companion_pairs_draw_from_the_right_pools_and_enumerate_exactly():
-    y = np.array([0, 1, 0, 1, 2, 0, 2, 1, 0, 2])
-    pairs = conv_study.companion_pairs([0, 4], y, 6, np.array([4]), seed=0)
-    assert (pairs.example != pairs.companion).all()
-    own = pairs[pairs.design == "own_class"]
-    other = pairs[pairs.design == "other_class"]
-    assert (y[own.example] == y[own.companion]).all() and (y[other.example] != y[other.companion]).all()
-    assert pairs.groupby(["design", "example"]).size().drop("exact").eq(6).all()
-    assert sorted(pairs[pairs.design == "exact"].companion) == [0, 1, 2, 3, 5, 6, 7, 8, 9]
-    again = conv_study.companion_pairs([0, 4], y, 6, np.array([4]), seed=0)
-    assert again.equals(pairs)
-    assert not conv_study.companion_pairs([0, 4], y, 6, np.array([4]), seed=1).equals(pairs)
-
-
-def test_exact_subset_takes_so_many_per_class():
-    examples = np.arange(20)
-    labels = examples % 4
-    chosen = conv_study.exact_subset(examples, labels, 2, 0)
-    assert len(chosen) == 8 and sorted(np.bincount(labels[chosen])) == [2, 2, 2, 2]
-    assert list(chosen) == sorted(chosen)
-
-
-def test_flip_rates_are_means_over_examples_of_their_shares():
-    probes = pd.DataFrame(
-        [
-            dict(batch_size=2, seed=0, design="random", example=0, batches=4, flips=1, correct=3, inference_correct=1),
-            dict(batch_size=2, seed=0, design="random", example=1, batches=2, flips=0, correct=0, inference_correct=0),
-        ]
-    )
-    r = conv_study.flip_rates(probes).iloc[0]
-    assert r.flip_rate == pytest.approx(0.125) and r.train_mode_accuracy == pytest.approx(0.375)
-    assert r.ever_flipped == 0.5 and r.examples == 2
-
-
-def test_against_none_pairs_by_seed():
-    runs = pd.DataFrame(
-        [
-            dict(normaliser=n, batch_size=2, seed=s, inference_accuracy=acc, train_mode_accuracy=tr, final_loss=0.1)
-            for n, s, acc, tr in [
-                ("none", 0, 0.90, 0.90), ("none", 1, 0.80, 0.80), ("none", 2, 0.70, 0.70),
-                ("batchnorm", 0, 0.95, 0.60), ("batchnorm", 1, 0.84, 0.50), ("batchnorm", 2, 0.76, 0.40),
-            ]
-        ]
-    )  # fmt: skip
-    paired = conv_report.against_none(runs, 0.95).set_index("measure")
-    assert paired.loc["inference_accuracy"].gain == pytest.approx(0.05)
-    assert paired.loc["inference_accuracy"].sd == pytest.approx(0.01)
-    assert paired.loc["train_mode_accuracy"].gain == pytest.approx(-0.30)
-    assert paired.loc["train_mode_accuracy"].ci_high < 0
-    assert conv_report.verdict(-0.3, -0.1) == "lies wholly below zero"
-    assert conv_report.verdict(-0.3, 0.1) == "contains zero"
-    assert conv_report.verdict(0.1, 0.3) == "lies wholly above zero"
-
-
-def test_compare_reads_where_one_interval_lies_against_another():
-    a = pd.Series({"ci_low": 0.1, "ci_high": 0.2})
-    assert conv_report.compare(a, pd.Series({"ci_low": 0.25, "ci_high": 0.3})) == "below"
-    assert conv_report.compare(a, pd.Series({"ci_low": 0.0, "ci_high": 0.05})) == "above"
-    assert conv_report.compare(a, pd.Series({"ci_low": 0.15, "ci_high": 0.3})) == "overlapping"
-
-
-def test_mlp_rows_read_both_summaries():
-    cell = {"inference_accuracy": 0.9, "inference_ci": [0.8, 1.0], "inference_sd": 0.05, "seeds": 5}
-    cell |= {"train_mode_accuracy": 0.6, "train_mode_ci": [0.5, 0.7], "train_mode_sd": 0.04}
-    grid = pd.DataFrame(
-        [
-            dict(normaliser="batchnorm", train_batch_size=2, design="exact", batch_size=2, seeds=5, mean=0.4)
-            | dict(sd=0.01, ci_low=0.39, ci_high=0.41, measure="flip_rate"),
-            dict(normaliser="batchnorm", train_batch_size=2, design="random", batch_size=16, seeds=5, mean=0.1)
-            | dict(sd=0.01, ci_low=0.09, ci_high=0.11, measure="flip_rate"),
-        ]
-    )
-    out = conv_report.mlp_rows({"batchnorm": {"2": cell}}, grid, ["batchnorm"], [2]).set_index("measure")
-    assert out.loc["train_mode_accuracy"]["mean"] == 0.6 and out.loc["train_mode_accuracy"].ci_low == 0.5
-    assert out.loc["exact_flip_rate"]["mean"] == 0.4
-    assert "random_flip_rate" not in out.index  # the MLP's random design at batch 16 is not a batch of two
 
 
 # ---- any data set: the images' side, the layers in the paper, a pool of exact companions ----------
@@ -331,60 +239,26 @@ def test_the_network_reads_images_of_the_data_sets_side(side):
         network_prose.square_side(side * side + 1)
 
 
-def _setting(design, side):
-    runs = pd.DataFrame({"batch_size": [4, 4, 16, 16], "seed": [0, 1, 0, 1]})
-    rates = runs.copy()
-    base = {"groups": 4, "epochs": 1, "mlp_seeds": 2, "examples": 20, "draws": 3}
-    return conv_report.setting_macros(
-        runs, rates, design | base | {"exact_examples": 10, "exact_per_class": 1, "pairs": 99}, side
-    )
+def test_row_normalisers_never_flip_with_their_companion():
+    """Group and layer norm (and none) normalise each image alone: the built-in control, through the
+    shared companion probes."""
+    x, y = images(24)
+    for kind in ("none", "groupnorm", "layernorm"):
+        spec = conv_train.ConvSpec(kind, (4, 8), 2)
+        stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+        rows = companions.probe_network(
+            stacked, spec, x, y, [0, 1, 2, 3], batch_sizes=[2, 4], batches_per_example=3, one_class_batch_size=2, seed=0
+        )
+        assert rows and sum(r["flips"] for r in rows) == 0, kind
 
 
-def test_macros_naming_the_images_and_the_network_follow_the_config():
-    # conv.channels on the digits: the macros the digits paper has always had, and no other
-    digits = _setting({"channels": [4, 8]}, 8)
-    assert {k: digits[k] for k in ("convImageSide", "convPositions", "convPositionValues")} == {
-        "convImageSide": "8", "convPositions": "64", "convPositionValues": "128"
-    }  # fmt: skip
-    assert (digits["convChannelsOne"], digits["convChannelsTwo"]) == ("4", "8")
-    assert not {"convLayerList", "convDepth", "convPositionValuesLast", "convExactPool"} & set(digits)
-    # conv.layers on Fashion-MNIST: 28x28 -> 14x14 -> 7x7 -> 7x7, named layer by layer
-    layers = [{"channels": 8, "stride": 2}, {"channels": 16, "stride": 2}, {"channels": 16, "skip": 1}]
-    fashion = _setting({"layers": layers, "exact_companions": 300}, 28)
-    assert fashion["convImageSide"] == "28" and fashion["convPositions"] == "49"
-    assert fashion["convPositionValues"] == "392" and fashion["convPositionValuesLast"] == "98"
-    assert fashion["convDepth"] == "three" and fashion["convExactPool"] == "300"
-    assert "convChannelsOne" not in fashion
-    text = fashion["convLayerList"]
-    assert text.startswith("a convolution to 8 channels with stride 2 ($28\\times28$ positions to $14\\times14$)")
-    assert "one to 16 channels with stride 2 ($14\\times14$ positions to $7\\times7$)" in text
-    assert "one to 16 channels with stride 1 ($7\\times7$ positions), adding the second convolution's output" in text
-    # the same layers on the digits' 8x8 images: 8 -> 4 -> 2 -> 2
-    small = _setting({"layers": layers}, 8)
-    assert (small["convPositionValues"], small["convPositions"]) == ("32", "4") and "convExactPool" not in small
-    one = _setting({"layers": [{"channels": 6}]}, 28)
-    assert (
-        one["convDepth"] == "one"
-        and one["convLayerList"] == "a convolution to 6 channels with stride 1 ($28\\times28$ positions)"
-    )
-
-
-def test_exact_pool_is_a_seeded_sample_and_the_exact_design_uses_it():
+def test_exact_pool_is_a_seeded_sample():
     from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 
-    assert conv_study.exact_pool(50, None, 0) is None
-    pool = conv_study.exact_pool(50, 7, 3)
+    assert companions.exact_pool(50, None, 0) is None
+    pool = companions.exact_pool(50, 7, 3)
     want = np.sort(np.random.default_rng(derive_seed(3, STREAM_PROBE, 0, 1)).permutation(50)[:7])
     assert pool.dtype == np.int64 and pool.tolist() == want.tolist()
-    assert conv_study.exact_pool(50, 7, 4).tolist() != pool.tolist()
-    y = (np.arange(50) % 10).astype(np.int64)
-    exact = np.array([int(pool[0]), 49 if 49 not in pool else 48])
-    pairs = conv_study.companion_pairs([0, 1], y, 2, exact, 3, pool)
-    everyone = conv_study.companion_pairs([0, 1], y, 2, exact, 3)
-    assert pairs[pairs.design != "exact"].equals(everyone[everyone.design != "exact"])  # the same draws
-    got = pairs[pairs.design == "exact"]
-    assert got[got.example == exact[0]].companion.tolist() == pool[1:].tolist()  # every other row of the pool
-    assert got[got.example == exact[1]].companion.tolist() == pool.tolist()
-    assert len(everyone[everyone.design == "exact"]) == 2 * 49
+    assert companions.exact_pool(50, 7, 4).tolist() != pool.tolist()
     with pytest.raises(ValueError):
-        conv_study.exact_pool(50, 51, 0)
+        companions.exact_pool(50, 51, 0)

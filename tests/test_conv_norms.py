@@ -25,8 +25,7 @@ import pytest
 from bnstudy.base import normalisers
 from bnstudy.compiled import backprop
 from bnstudy.nets import conv_train, train
-from bnstudy.nets.recipe import Recipe, renorm_schedule
-from bnstudy.studies.conv import science as conv_study
+from bnstudy.nets.recipe import Recipe
 
 torch = pytest.importorskip("torch")
 conv_torch = pytest.importorskip("bnstudy.nets.conv_torch")
@@ -228,41 +227,20 @@ def test_the_spec_reads_and_records_ghosts_virtual_batch_only_for_ghost():
         conv_train.ConvSpec("ghostbatchnorm", virtual_batch=1).setting()
 
 
-def test_training_mode_accuracy_uses_the_runs_final_limits(monkeypatch):
-    """The study scores a renorm network in training mode with its run's final ``(rmax, dmax)`` (those
-    of its batch size's schedule), every other kind with ``(1, 0)``."""
-    x, y = images(24, 8, seed=5)
-    calls = []
-    logits = conv_train.logits
-
-    def spy(*args, **kwargs):
-        if kwargs.get("train"):
-            calls.append((args[1].normaliser, kwargs["batch"], kwargs.get("limits", (1.0, 0.0))))
-        return logits(*args, **kwargs)
-
-    monkeypatch.setattr(conv_train, "logits", spy)
-    recipe = Recipe(batch_size=4, epochs=2)
-    for kind in ("batchrenorm", "ghostbatchnorm"):
-        conv_study.train_normaliser(small(kind), recipe, [4, 6], [0], x, y, x, y, 0)
-    finals = [renorm_schedule("batchrenorm", replace(recipe, batch_size=b), len(y)).final for b in (4, 6)]
-    assert finals[0] == (3.0, 5.0)
-    assert calls == [("batchrenorm", 4, finals[0]), ("batchrenorm", 6, finals[1])] + [
-        ("ghostbatchnorm", b, (1.0, 0.0)) for b in (4, 6)
-    ]
-
-
-def test_the_config_admits_both_kinds_in_the_conv_section():
+def test_a_conv_config_admits_both_kinds():
     from pathlib import Path
 
     import yaml
 
-    from bnstudy.base.config import ConfigError, load_schema, validate
+    from bnstudy.base.config import ConfigError, check_cross_fields, load_schema, validate
 
     root = Path(__file__).resolve().parents[1]
     schema = load_schema(root / "workflow" / "schemas" / "config.schema.yaml")
-    config = yaml.safe_load((root / "config" / "test.yaml").read_text())
-    config["conv"]["normalisers"] = ["none", "batchnorm", "batchrenorm", "ghostbatchnorm"]
+    config = yaml.safe_load((root / "config" / "fashion-tiny.yaml").read_text())
+    config["normalisers"] = ["none", "batchnorm", "batchrenorm", "ghostbatchnorm"]
     validate(config, schema)
-    config["conv"]["normalisers"].append("rmsnorm")  # no form in the convolutional network
-    with pytest.raises(ConfigError):
+    check_cross_fields(config)
+    config["normalisers"].append("rmsnorm")  # no form in the convolutional network
+    with pytest.raises(ConfigError, match="rmsnorm"):
         validate(config, schema)
+        check_cross_fields(config)

@@ -29,7 +29,6 @@ from bnstudy.compiled import conv
 from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
-from bnstudy.studies.conv import checks as conv_checks
 
 torch = pytest.importorskip("torch")
 conv_torch = pytest.importorskip("bnstudy.nets.conv_torch")
@@ -85,7 +84,7 @@ def test_geometry_refuses_a_skip_of_another_shape():
     assert geo.layers[:, conv.SKIP].tolist() == [-1, -1, -1, 2]
 
 
-def test_the_default_spec_is_the_studys_two_convolution_network():
+def test_the_default_spec_is_a_two_convolution_network():
     spec = conv_train.ConvSpec("batchnorm", (4, 8), 2)
     keys = [k for k, _ in conv_train.layout(spec)]
     assert keys == ["0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias", "4.weight", "4.bias"] + [
@@ -103,15 +102,13 @@ def test_the_default_spec_is_the_studys_two_convolution_network():
 
 
 def test_config_check_names_a_bad_skip():
-    from bnstudy.base.config import ConfigError
+    from bnstudy.base.config import ConfigError, check_skips
 
     with pytest.raises(ConfigError, match=r"conv.layers\[1\].skip: 1 is not an earlier layer"):
-        conv_checks.check_skips([{"channels": 4}, {"channels": 4, "skip": 1}], "conv.layers")
+        check_skips([{"channels": 4}, {"channels": 4, "skip": 1}], "conv.layers")
     with pytest.raises(ConfigError, match="another shape"):
-        conv_checks.check_skips(
-            [{"channels": 4}, {"channels": 4, "stride": 2}, {"channels": 4, "skip": 0}], "conv.layers"
-        )
-    conv_checks.check_skips([{"channels": 4}, {"channels": 8, "stride": 2}, {"channels": 8, "skip": 1}], "conv.layers")
+        check_skips([{"channels": 4}, {"channels": 4, "stride": 2}, {"channels": 4, "skip": 0}], "conv.layers")
+    check_skips([{"channels": 4}, {"channels": 8, "stride": 2}, {"channels": 8, "skip": 1}], "conv.layers")
 
 
 def _parts(spec, flat):
@@ -178,14 +175,14 @@ def test_the_residual_connection_changes_the_network():
     assert not np.allclose(conv_train.logits(state, spec, x), conv_train.logits(state, plain, x), atol=1e-3)
 
 
-def test_deep_pair_labels_are_the_training_mode_labels_of_a_batch_of_two():
+def test_deep_batch_labels_at_two_are_the_training_mode_labels_of_a_batch_of_two():
     x, y = images(6)
     spec = deep("batchnorm")
     stacked = {k: v[None] for k, v in conv_train.initial_state(spec, 3).items()}
     pairs = np.array([[0, 1], [3, 5], [5, 3]], np.int64)
     got = np.empty(3, np.int64)
     net, geo = conv_train.model_arrays(stacked, spec, 0), spec.arch(SIDE).geometry
-    conv.pair_labels(net, geo, conv_train.norm_settings(spec), np.ascontiguousarray(x.reshape(-1, 1)), pairs, got)
+    conv.batch_labels(net, geo, conv_train.norm_settings(spec), np.ascontiguousarray(x.reshape(-1, 1)), pairs, got)
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))
@@ -240,7 +237,7 @@ def test_the_blocked_linear_backward_adds_in_the_stated_order():
         assert all(g.tobytes() == r.tobytes() for g, r in zip(got, ref)), (n, o_, k_)
 
 
-def test_a_config_names_its_layers_or_its_channels():
+def test_a_conv_network_names_its_layers_not_hidden_widths():
     from pathlib import Path
 
     import yaml
@@ -249,14 +246,12 @@ def test_a_config_names_its_layers_or_its_channels():
 
     root = Path(__file__).resolve().parents[1]
     schema = load_schema(root / "workflow" / "schemas" / "config.schema.yaml")
-    config = yaml.safe_load((root / "config" / "test.yaml").read_text())
+    config = yaml.safe_load((root / "config" / "fashion-tiny.yaml").read_text())
     validate(config, schema)
-    conv_config = config["conv"]
-    conv_config["layers"] = [{"channels": 4}, {"channels": 8, "stride": 2}, {"channels": 8, "skip": 1}]
-    with pytest.raises(ConfigError, match="one of the two"):
+    config["network"]["hidden"] = [8, 8]
+    with pytest.raises(ConfigError, match="network"):
         validate(config, schema)
-    del conv_config["channels"]
-    validate(config, schema)
-    conv_config["layers"][1]["stride"] = 3
+    del config["network"]["hidden"]
+    config["network"]["layers"][1]["stride"] = 3
     with pytest.raises(ConfigError, match="stride"):
         validate(config, schema)

@@ -187,23 +187,6 @@ def finetune_table(rates=(1e-4, 1e-3), steps=(0, 25, 50, 300), seeds=None):
     return pd.DataFrame(rows)
 
 
-def conv_figure():
-    from bnstudy.studies.conv import figure as figures_conv
-
-    rows = []
-    for model in ("cnn", "mlp"):
-        for norm in ("none", "batchnorm", "groupnorm", "layernorm"):
-            for b in (2, 8, 64):
-                measures = ["inference_accuracy", "train_mode_accuracy"]
-                if norm == "batchnorm":
-                    measures += [f"{d}_flip_rate" for d in ("random", "own_class", "other_class", "exact")]
-                for measure in measures:
-                    v = 0.9 - 0.001 * b if "accuracy" in measure else 0.2 + 0.003 * b
-                    rows.append(dict(model=model, normaliser=norm, batch_size=b, measure=measure, seeds=3, mean=v))
-    side = pd.DataFrame(rows).assign(sd=0.01, ci_low=lambda d: d["mean"] - 0.02, ci_high=lambda d: d["mean"] + 0.02)
-    return figures_conv.conv(side)
-
-
 def build(name):
     if name == "companions":
         return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
@@ -224,8 +207,6 @@ def build(name):
     if name == "finetune":
         start = {"inference_accuracy": 0.97, "var_to_exact": 0.03}
         return finetune(finetune_table(), start, networks=finetune_table(seeds=(0, 1, 2)))
-    if name == "conv":
-        return conv_figure()
     raise KeyError(name)
 
 

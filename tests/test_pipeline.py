@@ -131,25 +131,3 @@ def test_accumulation_runs_on_the_test_config_and_is_hashed(runs, test_config):
         assert set(cells) == {"large", "accumulate", "ghost", "small", "scaled"}
         assert all(c[mode]["seeds"] == len(test_config["grid"]["seeds"]) for c in cells.values() for mode in c)
         assert summary["accumulate_vs_ghost"][str(m)]["first_running"] == 0.0
-
-
-def test_conv_runs_on_the_test_config_and_is_hashed(runs, test_config):
-    """The convolutional network's rules run, their outputs are in the manifest, and its summary
-    has every normaliser at every batch size beside the MLP, and batch norm's flip rates."""
-    import json
-
-    base, manifests, _ = runs
-    table = manifest.read(manifests["cores1"])
-    assert {"train_conv", "probe_conv", "summarise_conv", "figure_conv"} <= set(table["rule"])
-    assert "results/summary/conv.json" in set(table["path"])
-    summary = json.loads((base / "cores1" / "results" / "summary" / "conv.json").read_text())
-    conv = test_config["conv"]
-    for model in ("cnn", "mlp"):
-        for norm in conv["normalisers"]:
-            cells = summary["cells"][model][norm]
-            assert sorted(map(int, cells)) == sorted(conv["batch_sizes"])
-            assert all(c["inference_accuracy"]["seeds"] >= 2 for c in cells.values())
-    for b in conv["batch_sizes"]:
-        flips = summary["cells"]["cnn"]["batchnorm"][str(b)]
-        assert {f"{d}_flip_rate" for d in ("random", "own_class", "other_class", "exact")} <= set(flips)
-        assert 0 <= flips["exact_flip_rate"]["mean"] <= 1

@@ -131,8 +131,6 @@ def test_report_groups_by_study_and_labels_every_figure_by_its_normalisers(repor
             assert named & known, (paths, labels[0])
     every = ", ".join(normalisers.get(n).label for n in test_config["normalisers"])
     assert results["results/paper/figures/batch_size.png"]["labels"]["normalisers"] == every
-    conv = ", ".join(normalisers.get(n).label for n in test_config["conv"]["normalisers"])
-    assert results["results/paper/figures/conv.png"]["labels"]["normalisers"] == conv
     batch = [n for n in test_config["normalisers"] if normalisers.get(n).batch_statistics]
     panels = results["results/paper/figures/companions.png"]["labels"]["panels"]
     assert panels.endswith(", ".join(normalisers.get(n).label for n in batch)), panels

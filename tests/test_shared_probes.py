@@ -1,16 +1,14 @@
 """The companion probes shared by both networks: the convolutional network's compiled
 ``batch_labels`` against its training-mode logits and PyTorch, and the companion study's
 functions (``labeller``, ``batch_predictions``, ``probe_network``) on the MLP (the same labels as
-the compiled ``Prober``) and on the convolutional network (the direct computation); the
-convolutional study's probe through them gives what its own pair kernel gave."""
+the compiled ``Prober``) and on the convolutional network (the direct computation)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from bnstudy.base import io, normalisers
+from bnstudy.base import normalisers
 from bnstudy.compiled import conv, kernels
 from bnstudy.compiled.probes import Prober
 from bnstudy.nets import conv_train
@@ -19,7 +17,6 @@ from bnstudy.nets.model import NetSpec
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.batch_size import evaluation
 from bnstudy.studies.companions import science as companions
-from bnstudy.studies.conv import science as conv_study
 
 N = 24
 CLASSES_HERE = 4  # classes among the test rows: 6 rows each, enough for one-class batches of 3
@@ -124,17 +121,6 @@ def test_batch_labels_depend_on_the_companions_under_batch_norm(conv_nets):
         if any(len(set(row)) > 1 for row in labels.tolist()):
             return
     pytest.fail("no probed example's label changed with its companion")
-
-
-def test_pair_labels_are_batch_labels_at_two(conv_nets):
-    stacked, spec = conv_nets["batchnorm"]
-    x, _ = _images()
-    pairs = companions.exact_pairs(N, 7)
-    args = (conv_train.model_arrays(stacked, spec, 1), spec.arch(8).geometry, conv_train.norm_settings(spec), _flat(x))
-    a, b = np.empty(len(pairs), np.int64), np.empty(len(pairs), np.int64)
-    conv.pair_labels(*args, pairs, a)
-    conv.batch_labels(*args, pairs, b)
-    assert np.array_equal(a, b)
 
 
 def test_batch_labels_agree_with_pytorch_in_training_mode(conv_nets):
@@ -244,8 +230,7 @@ def test_labeller_dispatches_on_the_spec_and_checks_its_input(conv_nets):
 
 
 def test_probe_files_reads_a_convolutional_weights_file(conv_nets, tmp_path):
-    """A weights file of convolutional networks (``kind: conv``) is probed as its stack is; the
-    convolutional study's own file (every batch size in one) is named and refused."""
+    """A weights file of convolutional networks (``kind: conv``) is probed as its stack is."""
     from bnstudy.nets import weights
 
     stacked, spec = conv_nets["batchnorm"]
@@ -259,46 +244,6 @@ def test_probe_files_reads_a_convolutional_weights_file(conv_nets, tmp_path):
     direct = companions.probe_network(stacked, spec, x, y, [2, 9], **_DESIGN)
     head = {"network": "conv", "normaliser": "batchnorm", "train_batch_size": 8}
     assert rows == [head | {"seed": 3 + r.pop("model")} | r for r in direct]
-    study = tmp_path / "study.safetensors"
-    io.write_weights(study, {f"b8/seed0/{k}": v[0] for k, v in stacked.items()}, spec.meta() | {"seeds": "[0]"})
-    with pytest.raises(ValueError, match="convolutional study's file"):
-        companions.probe_files([study], "conv", x, y, 40, [0], seed=0, **design)
-
-
-# ---- the convolutional study's probe -------------------------------------------------
-
-
-def _probe_by_pairs(weights, spec, batch_sizes, seeds, x, y, pairs):
-    """The convolutional study's probe as it was before it shared the companions' path: its pair
-    kernel model by model, inference labels from the logits of every test image."""
-    index = np.ascontiguousarray(pairs[["example", "companion"]].to_numpy(np.int64))
-    out = []
-    for b in batch_sizes:
-        stacked = conv_study.networks(weights, b, seeds)
-        inference = evaluation.labels(conv_train.logits(stacked, spec, x))
-        for i, s in enumerate(seeds):
-            got = np.empty(len(index), np.int64)
-            net, geo = conv_train.model_arrays(stacked, spec, i), spec.arch(8).geometry
-            conv.pair_labels(net, geo, conv_train.norm_settings(spec), _flat(x), index, got)
-            table = pairs.assign(flip=got != inference[i][index[:, 0]], correct=got == y[index[:, 0]])
-            for (design, e), g in table.groupby(["design", "example"], sort=True):
-                out.append(
-                    {"batch_size": int(b), "seed": int(s), "design": design, "example": int(e), "batches": len(g)}
-                    | {"flips": int(g.flip.sum()), "correct": int(g.correct.sum())}
-                    | {"inference_correct": int(inference[i][e] == y[e])}
-                )
-    return pd.DataFrame(out)
-
-
-def test_conv_study_probe_is_unchanged_through_the_shared_path(conv_nets):
-    stacked, spec = conv_nets["batchnorm"]
-    weights = {conv_study.weight_key(8, s, k): v[i] for i, s in enumerate([0, 1]) for k, v in stacked.items()}
-    x, y = _images()
-    pairs = conv_study.companion_pairs([0, 4, 13], y, 5, np.array([4]), seed=0)
-    got = conv_study.probe(weights, spec, [8], [0, 1], x, y, pairs)
-    want = _probe_by_pairs(weights, spec, [8], [0, 1], x, y, pairs)
-    pd.testing.assert_frame_equal(got, want, check_exact=True)
-    assert got.flips.sum() > 0
 
 
 @pytest.mark.parametrize("kind", ["batchnorm", "batchrenorm", "ghostbatchnorm"])

@@ -21,7 +21,6 @@ from bnstudy.studies.accumulation import report as accumulation_report
 from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.batch_size import remedies
 from bnstudy.studies.companions import summary as companions_summary
-from bnstudy.studies.conv import report as conv_report
 from bnstudy.studies.running_stats import report as running_stats_report
 from float32_by_hand import exact_by_hand
 
@@ -168,57 +167,6 @@ def test_grid_macros_are_at_the_smallest_and_the_largest_of_three_probe_sizes():
     assert {k: v for k, v in got.items() if k.startswith("compGrid")} == want
     # the largest size's spread differs from the middle one's: a mix-up would show
     assert _grid_expected(over_seeds, "batchnorm", 8) != _grid_expected(over_seeds, "batchnorm", 4)
-
-
-# ---- study 2 on the CNN: a paired interval with upper end exactly zero ---------------------
-
-
-def test_conv_batchnorm_below_none_leaves_out_an_interval_ending_at_zero():
-    """Batch norm's training-mode accuracy minus none's: wholly below zero at batch 2, exactly
-    equal to none's for every seed at batch 8 (interval [0, 0]): only 2 is listed."""
-    sizes, seeds = (2, 8), (0, 1, 2)
-
-    def none_acc(b, s):
-        return 0.8 + 0.01 * s + 0.001 * b
-
-    runs = []
-    for b in sizes:
-        for s in seeds:
-            base = none_acc(b, s)
-            runs.append(
-                {"normaliser": "none", "batch_size": b, "seed": s}
-                | {"inference_accuracy": base, "train_mode_accuracy": base, "final_loss": 0.3}
-            )
-            train = base - 0.2 - 0.003 * s * s if b == 2 else base
-            runs.append(
-                {"normaliser": "batchnorm", "batch_size": b, "seed": s}
-                | {"inference_accuracy": base + 0.01, "train_mode_accuracy": train, "final_loss": 0.4}
-            )
-    runs = pd.DataFrame(runs)
-    rates = pd.DataFrame(
-        [
-            {"batch_size": b, "design": "random", "seed": s}
-            | {"flip_rate": 0.1 + 0.01 * s, "train_mode_accuracy": 0.7, "ever_flipped": 0.2 + 0.02 * s}
-            for b in sizes
-            for s in seeds
-        ]
-    )
-    mlp_rows = pd.DataFrame(
-        [
-            {"model": "mlp", "normaliser": "batchnorm", "batch_size": b, "measure": measure}
-            | {"seeds": 5, "mean": 0.8, "sd": 0.01, "ci_low": 0.79, "ci_high": 0.81}
-            for b in sizes
-            for measure in ("inference_accuracy", "train_mode_accuracy")
-        ]
-    )
-    design = {"channels": (4, 8), "groups": 2, "epochs": 1, "mlp_seeds": 5, "examples": 10}
-    design |= {"draws": 3, "exact_examples": 2, "exact_per_class": 1, "pairs": 7}
-    out = conv_report.report(runs, rates, mlp_rows, 0.9, {"none": "none", "batchnorm": "BN"}, design, image_side=8)
-    pair = out["paired"].set_index(["normaliser", "batch_size", "measure"])
-    assert pair.loc[("batchnorm", 8, "train_mode_accuracy")].ci_high == 0.0
-    assert pair.loc[("batchnorm", 8, "train_mode_accuracy")].ci_low == 0.0
-    assert pair.loc[("batchnorm", 2, "train_mode_accuracy")].ci_high < 0
-    assert out["macros"]["convBatchnormTrainBelowNone"] == "2"
 
 
 # ---- the accumulation study: ghost minus accumulation ending at zero -------------------------

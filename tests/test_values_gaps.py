@@ -1,28 +1,21 @@
 """Values the other tests left open: the fine-tuning streams' exact rows, the remedies' error
-message and float32 arithmetic from float64 inputs, the largest state difference, interval
-comparisons that touch, the CNN summary at three batch sizes and the accumulation summary's
-texts. Every expected value is computed here (NumPy, scipy, f-strings)."""
+message and float32 arithmetic from float64 inputs, the largest state difference and the
+accumulation summary's texts. Every expected value is computed here (NumPy, scipy, f-strings)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
 
 from bnstudy.base.runtime import derive_seed
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
-from bnstudy.paper.latex import macro_name
 from bnstudy.studies.accumulation import report as accumulation_report
 from bnstudy.studies.accumulation import science as accumulation
 from bnstudy.studies.batch_size import remedies
-from bnstudy.studies.conv import report as conv_report
 from bnstudy.studies.finetune import science as finetune
 from float32_by_hand import exact_by_hand, linear32
-from share_reference import logit_t_interval
 
 # ---- fine-tuning streams: the exact seeded rows ----------------------------------------------
 
@@ -203,139 +196,6 @@ def test_parameter_distance_is_the_float64_difference_of_float32_values():
     assert got == {"parameters": want("0.weight"), "pre_norm_biases": want("0.bias"), "running": want("1.running_mean")}
     assert got["parameters"] == 1 + 2.0**-23 + 2.0**-24
     assert float(np.float32(1 + 2.0**-23) - np.float32(-(2.0**-24))) != got["parameters"]
-
-
-# ---- the CNN summary: touching intervals, three batch sizes, a normaliser after none ----------
-
-
-def test_compare_reads_touching_intervals_as_overlapping():
-    a = pd.Series({"ci_low": 0.1, "ci_high": 0.2})
-    assert conv_report.compare(a, pd.Series({"ci_low": 0.2, "ci_high": 0.3})) == "overlapping"
-    assert conv_report.compare(a, pd.Series({"ci_low": 0.0, "ci_high": 0.1})) == "overlapping"
-    assert conv_report.compare(a, pd.Series({"ci_low": 0.2000001, "ci_high": 0.3})) == "below"
-    assert conv_report.compare(a, pd.Series({"ci_low": 0.0, "ci_high": 0.0999999})) == "above"
-
-
-C_NORMS = ("batchnorm", "none", "renorm")  # sorted: renorm comes after none
-C_SIZES = (2, 4, 8)
-C_SEEDS = (0, 1, 2)
-MLP_FLIP = {2: 0.5, 4: 0.3, 8: 0.2}  # the MLP's exact flip rate: above the CNN's at 2, below it at 8
-
-
-def _c_inference(n, b, s):
-    return {"batchnorm": 0.9, "none": 0.85, "renorm": 0.88}[n] + 0.004 * b + 0.013 * s + 0.002 * s * s * (b % 3)
-
-
-def _c_train(n, b, s):
-    return _c_inference(n, b, s) - (0.1 - 0.01 * b + 0.005 * s if n == "batchnorm" else 0.0)
-
-
-def _c_loss(n, b, s):
-    return 0.3 + 0.011 * b + 0.02 * s + 0.05 * C_NORMS.index(n)
-
-
-def _c_flip(b, s):
-    return 0.2 + 0.02 * b + 0.011 * s
-
-
-def _t(values, confidence=0.9):
-    v = np.asarray(values, float)
-    mean, sd = float(v.mean()), float(v.std(ddof=1))
-    half = sps.t.ppf(0.5 + confidence / 2, len(v) - 1) * sd / math.sqrt(len(v))
-    return mean, mean - half, mean + half
-
-
-def _share(values, confidence=0.9):
-    """An accuracy or a flip rate over seeds: the t interval on the logit scale."""
-    mean, _, lo, hi = logit_t_interval(values, confidence)
-    return mean, lo, hi
-
-
-def _conv_inputs():
-    runs = pd.DataFrame(
-        [
-            {"normaliser": n, "batch_size": b, "seed": s}
-            | {"inference_accuracy": _c_inference(n, b, s), "train_mode_accuracy": _c_train(n, b, s)}
-            | {"final_loss": _c_loss(n, b, s)}
-            for s in (1, 2, 0)
-            for b in (8, 2, 4)
-            for n in C_NORMS
-        ]
-    )
-    rates = pd.DataFrame(
-        [
-            {"batch_size": b, "design": d, "seed": s}
-            | {"flip_rate": _c_flip(b, s), "train_mode_accuracy": 0.7, "ever_flipped": 0.3 + 0.01 * s}
-            for b in C_SIZES
-            for d in ("random", "exact")
-            for s in C_SEEDS
-        ]
-    )
-    mlp_rows = pd.DataFrame(
-        [
-            {"model": "mlp", "normaliser": n, "batch_size": b, "measure": measure}
-            | {"seeds": 5, "mean": mean, "sd": 0.01, "ci_low": mean - 0.01, "ci_high": mean + 0.01}
-            for n in C_NORMS
-            for b in C_SIZES
-            for measure, mean in (("inference_accuracy", 0.8 + 0.01 * b), ("train_mode_accuracy", 0.6 + 0.02 * b))
-        ]
-        + [
-            {"model": "mlp", "normaliser": "batchnorm", "batch_size": b, "measure": "exact_flip_rate"}
-            | {"seeds": 5, "mean": MLP_FLIP[b], "sd": 0.01, "ci_low": MLP_FLIP[b] - 0.02, "ci_high": MLP_FLIP[b] + 0.02}
-            for b in C_SIZES
-        ]
-    )
-    design = {"channels": (4, 8), "groups": 2, "epochs": 1, "mlp_seeds": 5, "examples": 10}
-    design |= {"draws": 3, "exact_examples": 2, "exact_per_class": 1, "pairs": 7}
-    return runs, rates, mlp_rows, design
-
-
-def _pts(v):
-    return f"{100 * v:.1f}"
-
-
-def test_conv_report_max_macros_are_those_of_the_largest_of_three_batch_sizes():
-    runs, rates, mlp_rows, design = _conv_inputs()
-    m = conv_report.report(runs, rates, mlp_rows, 0.9, {n: n for n in C_NORMS}, design, image_side=8)["macros"]
-    assert m["convBatchSizes"] == "2, 4 and 8" and m["convBatchMin"] == "2" and m["convBatchMax"] == "8"
-    for where, b in (("min", 2), ("max", 8)):
-        for n in C_NORMS:
-            for short, f in (("inf", _c_inference), ("train", _c_train)):
-                mean, lo, hi = _share([f(n, b, s) for s in C_SEEDS])
-                assert m[macro_name("conv", "cnn", n, short, where)] == _pts(mean)
-                assert m[macro_name("conv", "cnn", n, short, where, "ci")] == f"[{_pts(lo)}, {_pts(hi)}]"
-            mlp_inf = 0.8 + 0.01 * b
-            assert m[macro_name("conv", "mlp", n, "inf", where)] == _pts(mlp_inf)
-            assert m[macro_name("conv loss", n, where)] == f"{_t([_c_loss(n, b, s) for s in C_SEEDS])[0]:.2f}"
-        mean, lo, hi = _share([_c_flip(b, s) for s in C_SEEDS])
-        assert m[macro_name("conv", "cnn", "flip", "exact", where)] == _pts(mean)
-        assert m[macro_name("conv", "cnn", "flip", "random", where, "ci")] == f"[{_pts(lo)}, {_pts(hi)}]"
-        assert m[macro_name("conv", "mlp", "flip", "exact", where)] == _pts(MLP_FLIP[b])
-        want = "below" if hi < MLP_FLIP[b] - 0.02 else "above" if lo > MLP_FLIP[b] + 0.02 else "overlapping"
-        assert m[macro_name("conv flip compare", where)] == want
-        inf, train = (_t([f("batchnorm", b, s) for s in C_SEEDS])[0] for f in (_c_inference, _c_train))
-        assert m[macro_name("conv gap", "cnn", where)] == _pts(inf - train)
-        assert m[macro_name("conv gap", "mlp", where)] == _pts((0.8 + 0.01 * b) - (0.6 + 0.02 * b))
-    # the inputs tell the sizes apart: batch 4's values differ from batch 8's
-    assert m["convCnnBatchnormInfMax"] != _pts(_t([_c_inference("batchnorm", 4, s) for s in C_SEEDS])[0])
-    assert {m["convFlipCompareMin"], m["convFlipCompareMax"]} == {"below", "above"}
-
-
-def test_conv_report_gains_cover_a_normaliser_sorted_after_none():
-    runs, rates, mlp_rows, design = _conv_inputs()
-    m = conv_report.report(runs, rates, mlp_rows, 0.9, {n: n for n in C_NORMS}, design, image_side=8)["macros"]
-    for where, b in (("min", 2), ("max", 8)):
-        for n in ("batchnorm", "renorm"):
-            for short, f in (("inf", _c_inference), ("train", _c_train)):
-                gain, lo, hi = _t([f(n, b, s) - _c_inference("none", b, s) for s in C_SEEDS])
-                assert m[macro_name("conv gain", n, short, where)] == f"{100 * gain:+.1f}"
-                # every seed alike (no spread): no degenerate interval is printed
-                ci = r"\text{(every seed alike)}" if lo == hi else f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
-                assert m[macro_name("conv gain", n, short, where, "ci")] == ci
-                words = "lies wholly below zero" if hi < 0 else "lies wholly above zero" if lo > 0 else "contains zero"
-                assert m[macro_name("conv gain", n, short, where, "verdict")] == words
-        assert macro_name("conv gain", "none", "inf", where) not in m
-    assert m["convGainRenormInfMax"] == f"{100 * 0.03:+.1f}"
 
 
 # ---- the accumulation summary: first-step running difference and ghost at exactly zero --------

@@ -46,7 +46,7 @@ for _path in workflow.overwrite_configfiles or [Path(workflow.basedir) / "config
     except ConfigError as e:
         _fail(str(e))
 # The experiment is the --configfile files alone (merged in order), not merged onto
-# config/config.yaml: a section a file leaves out (the optional `conv`, `data`) is left out,
+# config/config.yaml: a section a file leaves out (an optional one such as `data`) is left out,
 # not taken from the default config. `--config KEY=VALUE` still applies on top.
 if workflow.overwrite_configfiles:
     from snakemake.utils import update_config as _update_config

@@ -95,7 +95,6 @@ STUDIES = (
     Study("serving", "serving", {"serving": 1.0}),
     Study("accumulation", "accumulation", {"accumulation": 1.0}),
     Study("finetune", "finetune", {"finetune": 1.0}),
-    Study("conv", "conv", {"conv": 1.0}, optional=True),
 )  # fmt: skip
 
 

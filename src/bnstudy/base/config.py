@@ -199,11 +199,6 @@ def _check_network(config: dict) -> None:
                 )
     if not conv:
         return
-    if "conv" in config:
-        raise ConfigError(
-            "config error: conv: the convolutional study sets a convolutional network beside the MLP's grid; "
-            "with network.kind conv every study trains the convolutional network: remove the conv section"
-        )
     missing = [n for n in config["normalisers"] if n not in normalisers.CONV_NAMES]
     if missing:
         raise ConfigError(

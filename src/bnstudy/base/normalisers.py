@@ -323,12 +323,11 @@ def fill_schema(schema: dict) -> dict:
     """The config schema with its normaliser lists filled from the registry.
 
     ``definitions.normaliser`` (any registered kind) and
-    ``definitions.batch_normaliser`` (kinds that use batch statistics) and
-    ``definitions.conv_normaliser`` (kinds with a form in the convolutional network)
-    get their ``enum`` here; the schema file does not list names.
+    ``definitions.batch_normaliser`` (kinds that use batch statistics) get their ``enum`` here;
+    the schema file does not list names (a convolutional network's normalisers, those with a form
+    there, are checked with the config's other cross-field rules).
     """
     defs = schema.setdefault("definitions", {})
     defs.setdefault("normaliser", {"type": "string"})["enum"] = list(NAMES)
     defs.setdefault("batch_normaliser", {"type": "string"})["enum"] = list(BATCH_NAMES)
-    defs.setdefault("conv_normaliser", {"type": "string"})["enum"] = list(CONV_NAMES)
     return schema

@@ -178,11 +178,6 @@ def _accumulation(p, wc, config):
     return len(p["seeds"]) * epochs * per_variant * steps * row_multiply_adds(config)
 
 
-def _conv(p, wc, config):
-    rows, epochs = train_rows(config), p["recipe"]["epochs"]
-    return len(p["seeds"]) * epochs * sum(epoch_steps(rows, b, p["recipe"]["last_batch"]) for b in p["batch_sizes"])
-
-
 def block_seeds(config, block: str) -> int:
     """How many of grid.seeds the seed block labelled ``block`` (``"0-4"``: bnstudy.nets.weights.blocks) holds."""
     first, last = (int(v) for v in block.split("-"))
@@ -236,14 +231,6 @@ def _probe_rows(rule, model_keys) -> Work:
         group="companions_probe.py",
         variant=_probe_statistics(rule),
     )
-
-
-def _probe_conv(p, wc, config):
-    # batches of two (bnstudy.studies.conv.science.companion_pairs): 3 designs x draws per example, and
-    # every other test row for exact_per_class examples of each class
-    examples = CLASSES * config["companions"]["examples_per_class"]
-    pairs = examples * 3 * p["draws"] + CLASSES * p["exact_per_class"] * (test_rows(config) - 1)
-    return len(p["batch_sizes"]) * len(p["seeds"]) * pairs
 
 
 def _finetune(p, wc, config, runs_per_rate: int = 4):
@@ -338,11 +325,6 @@ WORK = {
         group=TRAINING,
         variant=network_family,
     ),
-    "train_conv": Work(
-        "step-equivalents (seeds x epochs x batch sizes' (steps + rows/25))",
-        _conv,
-        ("conv.epochs", "conv.seeds", "conv.batch_sizes", "conv.normalisers"),
-    ),
     "probe_companions_grid": _probe_rows(
         "probe_companions_grid",
         ("grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers"),
@@ -351,11 +333,6 @@ WORK = {
     "probe_companions_dependence_keep": _probe_rows("probe_companions_dependence_keep", ()),
     "probe_companions_dependence_keep_more": _probe_rows(
         "probe_companions_dependence_keep_more", ("dependence.seeds",)
-    ),
-    "probe_conv": Work(
-        "probe batches of two (models x companion pairs)",
-        _probe_conv,
-        ("conv.probe.draws", "conv.probe.exact_per_class", "companions.examples_per_class", "conv.seeds"),
     ),
     "finetune": Work(
         "fine-tuning steps x M multiply-adds per row (networks x rates x 4 streams x steps x network)",

@@ -283,11 +283,3 @@ def batch_labels(net, geo, ns, x, batches, out):
             if z[0, c] > z[0, best]:
                 best = c
         out[k] = best
-
-
-@numba.njit(**JIT)
-def pair_labels(net, geo, ns, x, pairs, out):
-    """Training-mode label of image ``pairs[k, 0]`` of ``x`` (``(N * P, C_in)``) in a batch of two
-    with image ``pairs[k, 1]`` (first largest logit), for every ``k`` in order: :func:`batch_labels`
-    with ``b = 2``."""
-    batch_labels(net, geo, ns, x, pairs, out)

@@ -73,9 +73,10 @@ class ConvSpec:
 
     @classmethod
     def from_params(cls, normaliser: str, p: dict) -> ConvSpec:
-        """The spec of a config's ``conv`` section as the rules pass it: ``groups``, ``eps``,
-        ``momentum``, either ``channels`` or ``layers`` (each ``{channels, stride, skip}``) and the
-        kind's own settings if it has any (ghost batch norm's ``virtual_batch``)."""
+        """The spec of a config's ``network`` section (``kind: conv``) as the rules pass it:
+        ``groups``, ``eps``, ``momentum``, either ``channels`` or ``layers`` (each ``{channels,
+        stride, skip}``) and the kind's own settings if it has any (ghost batch norm's
+        ``virtual_batch``)."""
         common = {"groups": int(p["groups"]), "eps": float(p["eps"]), "momentum": float(p["momentum"])}
         common |= {k: int(p[k]) for k in normalisers.get(normaliser).own_settings}
         if not p.get("layers"):

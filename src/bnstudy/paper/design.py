@@ -149,7 +149,6 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
             "twoRowAtRootEps": f"{two_row_output(math.sqrt(net['eps']), net['eps']):.3f}",
             "evalConfidencePct": _pct(config["batch_size_eval"]["confidence"]),
             "compConfidencePct": _pct(config["companions"]["confidence"]),
-            "followUpStudies": "Five" if "conv" in config else "Four",
         }
         | lr_schedule_macros(grid, dep)
     )

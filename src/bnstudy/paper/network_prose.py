@@ -1,7 +1,6 @@
 """A convolutional network in the paper's prose: its layers, the sides of their outputs and the
-residual connections, in words (the methods of a study whose network is convolutional, and the
-convolutional study's protocol). Pure Python: reading a config's layers, no arithmetic that could
-depend on the CPU."""
+residual connections, in words (the methods of a paper whose network is convolutional). Pure
+Python: reading a config's layers, no arithmetic that could depend on the CPU."""
 
 from __future__ import annotations
 

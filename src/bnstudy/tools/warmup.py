@@ -115,18 +115,23 @@ def _probes() -> None:
 
 
 def _conv() -> None:
-    """The convolutional network: training, both modes of its forward pass, the pair probes."""
-    from bnstudy.nets import conv_train
+    """The convolutional network of ``network.kind: conv``: training, both modes of its forward
+    pass, the shared probes."""
+    from bnstudy.base import normalisers
+    from bnstudy.nets import conv_train, network
     from bnstudy.nets.recipe import Recipe
-    from bnstudy.studies.conv import science as conv_study
+    from bnstudy.studies.companions import science as companions
 
     x, y = _inputs()
-    for kind in ("none", "batchnorm", "groupnorm", "layernorm"):
-        spec = conv_train.ConvSpec(kind, (4, 8), 2)
-        weights, _, _ = conv_study.train_normaliser(spec, Recipe(batch_size=4, epochs=1), [4], [0], x, y, x, y, 0)
+    for kind in normalisers.CONV_NAMES:
+        spec = conv_train.ConvSpec(kind, (4, 8), 2, strides=(1, 2), skips=(-1, -1))
+        stacked, _ = network.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+        network.logits(stacked, spec, x)
+        network.logits(stacked, spec, x, train=True, batch=4)
         if kind == "batchnorm":
-            pairs = conv_study.companion_pairs([0], y, 1, np.array([0]), 0)
-            conv_study.probe(weights, spec, [4], [0], x, y, pairs)
+            companions.probe_network(
+                stacked, spec, x, y, [0], batch_sizes=[2], batches_per_example=2, one_class_batch_size=2, seed=0
+            )
 
 
 def _population() -> None:
@@ -259,11 +264,11 @@ def _from_cache(err: BaseException) -> bool:
     return False
 
 
-def compile_healing(part: int = 0, parts: int = 1) -> list[str]:
+def compile_healing(part: int = 0, parts: int = 1, network: str = "conv") -> list[str]:
     """:func:`compile_all`; a failure while Numba loads its cache removes the whole cache (one line
     says so) and compiles again. Any other error is raised as it is."""
     try:
-        return compile_all(part, parts)
+        return compile_all(part, parts, network)
     except Exception as err:
         if not _from_cache(err):
             raise
@@ -273,19 +278,33 @@ def compile_healing(part: int = 0, parts: int = 1) -> list[str]:
             f"removed it ({n} files), compiling afresh",
             flush=True,
         )
-        return compile_all(part, parts)
+        return compile_all(part, parts, network)
 
 
-# Independent parts, longest first: ``--jobs N`` compiles them in N processes at once.
+# Independent parts, longest first: ``--jobs N`` compiles them in N processes at once. A config
+# whose network is the MLP (``network.kind`` absent or ``mlp``) needs no convolutional kernel:
+# ``--network mlp`` leaves that part out (its kernels compile on first use, if a later build asks).
 PARTS = (_training, _conv, _probes, _evaluation, _population)
+NETWORKS = ("conv", "mlp")
 
 
-def compile_all(part: int = 0, parts: int = 1) -> list[str]:
-    """Run every study computation on tiny inputs (parts ``part``, ``part + parts``, ... of
-    :data:`PARTS`); return ``"kernel: signatures"`` lines of the kernels compiled here."""
-    for task in PARTS[part::parts]:
+def network_parts(network: str) -> tuple:
+    """The parts of :data:`PARTS` that a config whose network is ``network`` needs."""
+    return PARTS if network == "conv" else tuple(p for p in PARTS if p is not _conv)
+
+
+def compile_all(part: int = 0, parts: int = 1, network: str = "conv") -> list[str]:
+    """Run every study computation of ``network``'s configs on tiny inputs (parts ``part``,
+    ``part + parts``, ... of its :func:`network_parts`); return ``"kernel: signatures"`` lines of
+    the kernels compiled here."""
+    for task in network_parts(network)[part::parts]:
         task()
     return [f"{name}: {len(d.signatures)} signature(s)" for name, d in _dispatchers() if d.signatures]
+
+
+def compile_mlp() -> list[str]:
+    """:func:`compile_all` for a config whose network is the MLP (the job server's preload)."""
+    return compile_all(network="mlp")
 
 
 def main(argv=None) -> None:
@@ -296,6 +315,9 @@ def main(argv=None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1, help="processes compiling at once (capped at the CPUs)")
+    parser.add_argument(
+        "--network", choices=NETWORKS, default="conv", help="the config's network.kind (default: both networks')"
+    )
     parser.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--parts", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--healed", action="store_true", help=argparse.SUPPRESS)  # the cache was checked already
@@ -304,13 +326,14 @@ def main(argv=None) -> None:
     if not args.healed:  # once, before any part compiles
         for line in heal_cache():
             print(line, flush=True)
-    jobs = max(1, min(args.jobs, len(PARTS), os.cpu_count() or 1))
+    jobs = max(1, min(args.jobs, len(network_parts(args.network)), os.cpu_count() or 1))
     if jobs > 1 and args.parts == 1:
         # each part in its own process; Numba's cache writes are atomic renames, so the
         # kernels two parts share are written whole by whichever finishes first
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "bnstudy.tools.warmup", "--part", str(i), "--parts", str(jobs), "--healed"]
+                [sys.executable, "-m", "bnstudy.tools.warmup", "--network", args.network]
+                + ["--part", str(i), "--parts", str(jobs), "--healed"]
             )
             for i in range(jobs)
         ]
@@ -318,7 +341,7 @@ def main(argv=None) -> None:
             raise SystemExit("bnstudy: compiling the kernels failed")
         print(f"bnstudy: kernels ready in {time.monotonic() - start:.1f} s ({jobs} processes)", flush=True)
         return
-    lines = compile_healing(args.part, args.parts)
+    lines = compile_healing(args.part, args.parts, args.network)
     if args.parts == 1:
         print(f"bnstudy: {len(lines)} kernels ready in {time.monotonic() - start:.1f} s", flush=True)
 

@@ -428,19 +428,12 @@ def probe_files(paths, network: str, x, y, train_rows: int, examples, *, seed: i
 
     The files are :mod:`bnstudy.nets.weights`' (``seed<s>/<tensor>``), of either network: an MLP's
     or a convolutional network's (``kind: conv`` in the metadata), each probed through
-    :func:`labeller`. The convolutional study's own file (``ConvSpec.meta()`` without ``kind``, every
-    training batch size of a normaliser in one file) is not read here: its caller passes the stack
-    and the ``ConvSpec`` to :func:`probe_network` (:func:`bnstudy.studies.conv.science.probe` labels
-    through :func:`labeller` so)."""
-    from bnstudy.base.io import read_metadata
+    :func:`labeller`."""
     from bnstudy.nets import weights
     from bnstudy.nets.recipe import final_limits
 
     out, drawn = [], {}  # every file's networks are probed with the same batches: drawn once
     for path in weights.as_paths(paths):
-        meta = read_metadata(path)
-        if "kind" not in meta and "channels" in meta:
-            raise ValueError(f"{path} is the convolutional study's file: pass its stack and ConvSpec to probe_network")
         stacked, spec, metas = weights.read(path)
         limits = final_limits(metas[0], train_rows)
         for row in probe_network(stacked, spec, x, y, examples, seed=seed, limits=limits, drawn=drawn, **design):
