@@ -13,6 +13,7 @@ CORES    ?= 4
 # bnstudy.base.plan's budget: over a CPU-week is refused unless ALLOW_BUDGET=1).
 CONFIG   ?= config/config.yaml
 ALLOW_BUDGET ?=
+MEASURED ?=
 STAMP     = $(VENV)/.installed
 # Every Python dependency at an exact version with its sha256 (Linux x86-64,
 # CPython 3.11; torch is 2.13.0's CPU build). See requirements/README.md.
@@ -122,10 +123,12 @@ paper: setup
 
 # What CONFIG would build: jobs by rule, jobs that would run now, estimated CPU time from
 # workflow/resources/cpu_seconds.tsv; over a CPU-week fails unless ALLOW_BUDGET=1.
+# MEASURED=DIR: the results/ of a build of CONFIG (finished or partial); its jobs' measured CPU
+# time replaces their estimates (on a cluster's cores too: CORES=64).
 .PHONY: plan
 plan: $(STAMP)
 	$(BIN)/python -m bnstudy.base.config check $(CONFIG)
-	$(BIN)/python -m bnstudy.base.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
+	$(BIN)/python -m bnstudy.base.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget) $(if $(MEASURED),--measured $(MEASURED))
 
 # Regenerate only the figures (and what they need).
 figures: setup

@@ -133,4 +133,4 @@ def test_an_mlp_config_compiles_no_convolution_and_a_conv_config_everything():
     assert warmup.network_parts("mlp") == tuple(p for p in warmup.PARTS if p is not warmup._conv)
     assert warmup._conv in warmup.PARTS and set(warmup.NETWORKS) == {"mlp", "conv"}
     snakefile = (ROOT / "Snakefile").read_text()
-    assert '--network {_network}' in snakefile and '"compile_mlp" if _network == "mlp"' in snakefile
+    assert "--network {_network}" in snakefile and '"compile_mlp" if _network == "mlp"' in snakefile

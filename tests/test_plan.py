@@ -430,6 +430,45 @@ def test_calibration_takes_a_job_server_forks_cpu_from_the_jobs_log(tmp_path):
     assert found == [("split", 1.0, 1.75)]
 
 
+def test_measured_jobs_take_their_own_cpu_time_and_the_schedule_follows(tmp_path):
+    """``--measured``: a job whose benchmark file lies in the given build takes its measured CPU
+    seconds (the job server's record where the log has one); the others keep their estimates, and
+    the longest chain and the list schedule are recomputed from the mix."""
+    from bnstudy.base.jobserver import RECORD
+
+    bench = tmp_path / "results" / "benchmarks"
+    (bench / "train").mkdir(parents=True)
+    (bench / "train" / "a.tsv").write_text("s\th:m:s\tmax_rss\tcpu_time\n500.0\t0:08:20\t40.0\t\n")
+    log = tmp_path / "results" / "logs" / "train" / "a.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(f"{RECORD} cpu_s=480.000 max_rss_mb=310.0\n")
+    (bench / "sum.tsv").write_text("s\th:m:s\tmax_rss\tcpu_time\n2.0\t0:00:02\t40.0\t0.3\n")
+    jobs = [
+        Job("train", {}, {}, "results/benchmarks/train/a.tsv", True, cpu_s=100.0),
+        Job("train", {}, {}, "results/benchmarks/train/b.tsv", True, cpu_s=100.0),  # not run there
+        Job("sum", {}, {}, "results/benchmarks/sum.tsv", True, cpu_s=5.0, needs=(0, 1)),
+        Job("all", {}, {}, None, True, runs=False, needs=(2,)),
+    ]
+    p = Plan("cfg.yaml", {}, jobs)
+    assert plan.schedule(p.jobs, 2) == 105.0
+    count, cpu = plan.use_measured(p, tmp_path / "results")
+    assert count == 2 and cpu == 480.0 + plan.job_cpu(2.0, 0.3)
+    assert [j.cpu_s for j in p.jobs] == [480.0, 100.0, plan.job_cpu(2.0, 0.3), 0.0]
+    assert [j.measured for j in p.jobs] == [True, False, True, False]
+    assert plan.schedule(p.jobs, 2) == pytest.approx(480.0 + plan.job_cpu(2.0, 0.3))
+    [line] = plan.measured_lines(p)
+    share = cpu / (cpu + 100.0)
+    assert line == (
+        f"  measured: 2 of the 3 jobs ran in the given build, {cpu:,.0f} CPU s ({share:.0%} of the total);"
+        " the others' CPU time is estimated"
+    )
+    assert f"{share:.0%}" == "83%"
+    assert f"CPU time of the jobs (measured where given, else estimated): {cpu + 100.0:,.0f} s" in "\n".join(
+        plan.report(p, 2)
+    )
+    assert plan.measured_lines(Plan("cfg.yaml", {}, [Job("sum", {}, {}, None, True)])) == []
+
+
 def test_a_jobs_log_is_its_benchmark_files_twin():
     from bnstudy.base.provenance import job_log
 

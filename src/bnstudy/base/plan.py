@@ -20,7 +20,10 @@ times the network's multiply-adds per row, :func:`row_multiply_adds`; the two ne
 families' jobs are fitted apart; a rule not in :data:`WORK` has one unit per job and costs
 its median job). ``python -m
 bnstudy.base.plan calibrate --results DIR --configfile FILE`` refits the table from the
-``benchmark:`` files of a finished build of that config (:func:`calibrate`).
+``benchmark:`` files of a finished build of that config (:func:`calibrate`). ``--measured
+DIR`` (``make plan MEASURED=DIR``) gives every job that a build of the same config ran, finished
+or partial, its own measured CPU time in place of the estimate (:func:`use_measured`), so the
+longest chain and the list schedules rest on measured times where there are some.
 """
 
 from __future__ import annotations
@@ -533,6 +536,7 @@ class Job:
     needs: tuple[int, ...] = ()  # the indices (in the plan's job list) of the jobs it waits for
     mem_mb: int = 0  # the memory its first attempt asks (``resources: mem_mb``)
     runtime_min: int = 0  # the run time its first attempt asks, minutes (``resources: runtime``, sbatch --time)
+    measured: bool = False  # cpu_s is this job's own, measured in a build (:func:`use_measured`)
 
 
 @dataclass
@@ -793,17 +797,36 @@ def report(plan: Plan, cores: int, available: int | None = None) -> list[str]:
     costs = {rule: sum(j.cpu_s for j in jobs) for rule, jobs in plan.by_rule().items()}
     top = sorted(costs.items(), key=lambda kv: -kv[1])[:3]
     here = f" ({available} cores here)" if cores > available else ""
+    measured = any(j.measured for j in plan.jobs)
+    cpu_what = (
+        "CPU time of the jobs (measured where given, else estimated)" if measured else "estimated CPU time of the jobs"
+    )
     return [
         f"plan of {plan.configfile}: {len(plan.jobs)} jobs in all, {needrun} would run now",
         f"  jobs by rule: {_rules_line(plan.by_rule())}",
-        f"  estimated CPU time of the jobs: {total:,.0f} s ({duration(total)}) for the whole build"
+        f"  {cpu_what}: {total:,.0f} s ({duration(total)}) for the whole build"
         f" [{', '.join(f'{r} {c:,.0f} s' for r, c in top)}], {now:,.0f} s for the jobs that would run now",
         f"  wall time at --cores {cores}{here}: at least {duration(total / busy)} for the whole build,"
         f" {duration(now / busy)} now (CPU time / cores: a lower bound; jobs that wait for others leave cores idle)",
+        *measured_lines(plan),
         on_cores(plan, cores),
         chain_line(plan),
         *memory_lines(plan),
         *runtime_lines(plan),
+    ]
+
+
+def measured_lines(plan: Plan) -> list[str]:
+    """One line when some jobs' CPU seconds are measured (:func:`use_measured`): how many, and
+    their share of the CPU time."""
+    measured = [j for j in plan.jobs if j.measured]
+    if not measured:
+        return []
+    cpu = sum(j.cpu_s for j in measured)
+    runs = sum(j.runs for j in plan.jobs)
+    return [
+        f"  measured: {len(measured)} of the {runs} jobs ran in the given build, {cpu:,.0f} CPU s"
+        f" ({cpu / (plan.cpu() or 1.0):.0%} of the total); the others' CPU time is estimated"
     ]
 
 
@@ -872,33 +895,61 @@ def over_budget(plan: Plan, reference: dict | None) -> str | None:
 # ---- calibration --------------------------------------------------------------------
 
 
-def benchmarked_jobs(results, jobs: list[Job], config: dict):
-    """``(table row, work, cpu_s)`` of every job with a benchmark file under ``results`` (the
-    ``results/`` of a build of the same config; a partial build gives the jobs it ran), and
-    how many jobs had none."""
+def measured_cpu_s(path: Path) -> float | None:
+    """A job's CPU seconds from its benchmark file ``path``: a job-server fork's own, read from
+    the job's log (exact), else the file's ``cpu_time`` scaled by :func:`job_cpu`; None if the
+    file is missing or records no CPU time."""
     import pandas as pd
 
     from bnstudy.base.jobserver import usage_in_log
     from bnstudy.base.provenance import job_log
 
+    if not path.is_file():
+        return None
+    row = pd.read_csv(path, sep="\t").iloc[0]
+    cpu = pd.to_numeric(row["cpu_time"], errors="coerce")
+    recorded = usage_in_log(job_log(path))
+    if recorded is None and pd.isna(cpu):
+        return None
+    return recorded[0] if recorded is not None else job_cpu(float(row["s"]), cpu)
+
+
+def _benchmark_in(results, job: Job) -> Path | None:
+    """Where ``job``'s benchmark file lies under ``results`` (another build's ``results/``)."""
+    return None if job.benchmark is None else Path(results) / Path(job.benchmark).relative_to("results")
+
+
+def benchmarked_jobs(results, jobs: list[Job], config: dict):
+    """``(table row, work, cpu_s)`` of every job with a benchmark file under ``results`` (the
+    ``results/`` of a build of the same config; a partial build gives the jobs it ran), and
+    how many jobs had none."""
     out, missing = [], 0
     for job in jobs:
-        if job.benchmark is None:
+        path = _benchmark_in(results, job)
+        if path is None:
             continue
-        path = Path(results) / Path(job.benchmark).relative_to("results")
-        if not path.is_file():
+        cpu_s = measured_cpu_s(path)
+        if cpu_s is None:
             missing += 1
             continue
-        row = pd.read_csv(path, sep="\t").iloc[0]
-        cpu = pd.to_numeric(row["cpu_time"], errors="coerce")
-        recorded = usage_in_log(job_log(path))  # a job-server fork's own CPU time, exact
-        if recorded is None and pd.isna(cpu):
-            missing += 1
-            continue
-        cpu_s = recorded[0] if recorded is not None else job_cpu(float(row["s"]), cpu)
         key = cost_key(job.rule, job.params, job.wildcards, config)
         out.append((key, work_of(job.rule, job.params, job.wildcards, config), cpu_s))
     return out, missing
+
+
+def use_measured(plan: Plan, results) -> tuple[int, float]:
+    """Each job of ``plan`` that a build of the same config ran (its benchmark file under
+    ``results``) takes its measured CPU seconds in place of the estimate; returns how many jobs
+    did and their CPU seconds. The longest chain and the list schedules then rest on measured
+    times wherever there are some."""
+    count, total = 0, 0.0
+    for job in plan.jobs:
+        path = _benchmark_in(results, job) if job.runs else None
+        cpu_s = measured_cpu_s(path) if path is not None else None
+        if cpu_s is not None:
+            job.cpu_s, job.measured = cpu_s, True
+            count, total = count + 1, total + cpu_s
+    return count, total
 
 
 def machine() -> str:
@@ -982,6 +1033,13 @@ def main(argv=None) -> int:
         help="calibrate: one more build (repeatable), e.g. config/test.yaml=/tmp/tc/results",
     )
     parser.add_argument("--note", default="", help="calibrate: a line for the table's header (the build's load)")
+    parser.add_argument(
+        "--measured",
+        type=Path,
+        metavar="RESULTS",
+        help="show: the results/ of a build (finished or partial) of --configfile; its jobs' measured CPU time"
+        " replaces their estimates",
+    )
     args = parser.parse_args(argv)
     if args.cores < 1:
         parser.error("--cores must be at least 1")
@@ -1008,6 +1066,11 @@ def main(argv=None) -> int:
             print(f"{args.table}: {len(table) - 1} rows from " + "; ".join(lines))
             return 0
         plan = make_plan(args.configfile, read_table(args.table))
+        if args.measured is not None:
+            if not args.measured.is_dir():
+                raise PlanError(f"plan: --measured {args.measured}: not a directory (a build's results/)")
+            if use_measured(plan, args.measured)[0] == 0:
+                raise PlanError(f"plan: --measured {args.measured}: no benchmark file of a job of {args.configfile}")
     except PlanError as e:
         print(e, file=sys.stderr)
         return 1
