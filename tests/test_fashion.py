@@ -233,3 +233,64 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, f
         f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.base.manifest expected --results "
         f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{fashion_tiny.where}, {seconds:.0f} s]"
     )
+
+
+@pytest.mark.pipeline
+def test_the_audit_engine_gives_the_pipelines_exact_flip_counts_on_the_convolutional_networks(tiny, fashion_tiny):
+    """Batch norm's convolutional networks of the tiny build (statistics over channels and
+    positions), every training batch size and seed, loaded as PyTorch modules
+    (``bnstudy.nets.weights.load_module``) and probed by the audit's engine on the pipeline's own
+    exact design (each example beside every row of the seeded pool of ``exact_companions`` test
+    rows): the inference-mode label of every example and the flip count of every example are the
+    pipeline's, but at logit ties (at most ``MAX_TIES`` probes, each with PyTorch's two largest
+    logits within ``NEAR_TIE``: float32 in another order can break a tie the other way)."""
+    import copy as copies
+
+    import torch
+
+    from bnstudy.audit.engine import Engine
+    from bnstudy.base import io
+    from bnstudy.nets import weights
+    from bnstudy.nets.conv_torch import images
+    from bnstudy.studies.companions import science as companions
+    from bnstudy.tools.benchmark import NEAR_TIE
+
+    max_ties = 3
+    _require_files(tiny["data"])
+    root = fashion_tiny.workdir / "results"
+    x = io.read_array(root / "data" / "x_test.npy")
+    comp = tiny["companions"]
+    pool = companions.exact_pool(len(x), comp["exact_companions"], comp["seed"])
+    probes = io.read_table(root / "companions" / "grid" / "batchnorm_seeds0-1.csv")
+    exact = probes[probes["design"] == "exact"]
+    assert len(exact) and set(exact["train_batch_size"]) == set(tiny["grid"]["batch_sizes"])
+    ties, checked = [], 0
+    torch.set_num_threads(1)
+    for (b, seed), theirs in exact.groupby(["train_batch_size", "seed"]):
+        net = weights.load_module(root / "runs" / "grid" / "batchnorm" / f"b{b}" / "seeds0-1.safetensors", seed=seed)
+        examples = theirs["example"].to_numpy()
+        with torch.no_grad():
+            inference = net(images(x[examples])).argmax(1).numpy()
+        assert (inference == theirs["inference_label"].to_numpy()).all(), (b, seed)
+        engine = Engine(net, images(x))
+        for e, label, flips, batches in zip(examples, inference, theirs["flips"], theirs["batches"]):
+            pairs = companions.exact_pairs(len(x), int(e), pool)
+            assert len(pairs) == batches
+            got = engine.train_labels(pairs)[:, 0]
+            checked += len(pairs)
+            if int((got != label).sum()) == flips:
+                continue
+            # the counts differ: the pipeline's own labels of these probes, and where ours differ
+            stacked, spec, metas = weights.read(root / "runs" / "grid" / "batchnorm" / f"b{b}" / "seeds0-1.safetensors")
+            i = [int(m["seed"]) for m in metas].index(int(seed))
+            theirs_labels = companions.batch_predictions({k: v[i : i + 1] for k, v in stacked.items()}, spec, x, pairs)[
+                0
+            ]
+            assert int((theirs_labels != label).sum()) == flips
+            twin = copies.deepcopy(net).train()  # a training-mode pass moves the copy's statistics only
+            for j in np.flatnonzero(got != theirs_labels):
+                with torch.no_grad():
+                    top = np.sort(twin(images(x[pairs[j]]))[0].numpy())
+                ties.append((b, seed, int(e), int(pairs[j, 1]), float(top[-1] - top[-2])))
+    assert checked > 1000 and not net.training  # the engine left the module as it found it
+    assert len(ties) <= max_ties and all(t[-1] < NEAR_TIE for t in ties), ties

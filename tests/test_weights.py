@@ -72,6 +72,27 @@ def test_files_of_different_networks_are_not_stacked(tmp_path):
         weights.read([tmp_path / "a", tmp_path / "b"])
 
 
+def test_load_module_reads_a_convolutional_networks_file_agreeing_with_the_kernels(tmp_path):
+    """A weights file of the convolutional network (``kind: conv``, the Fashion configs' networks)
+    loads as its PyTorch module, which takes images and gives the kernels' inference-mode labels."""
+    torch = pytest.importorskip("torch")
+    from bnstudy.nets import conv_train, network
+    from bnstudy.nets.conv_torch import images
+
+    spec = conv_train.ConvSpec("batchnorm", (4, 8), 2, strides=(1, 2), skips=(-1, -1))
+    x = (np.random.default_rng(1).random((24, 64)) * 2 - 1).astype(np.float32)
+    y = (np.arange(24) % 10).astype(np.int64)
+    stacked, _ = network.train_models(spec, Recipe(batch_size=4, epochs=1), [0, 3], x, y)
+    path = tmp_path / "seeds0-3.safetensors"
+    weights.write(path, spec, Recipe(batch_size=4, epochs=1), [0, 3], model.unstack(stacked))
+    labels = network.predict(stacked, spec, x)
+    for i, seed in enumerate([0, 3]):
+        net = weights.load_module(path, seed=seed)
+        assert not net.training and isinstance(net[0], torch.nn.Conv2d)
+        with torch.no_grad():
+            assert np.array_equal(net(images(x)).argmax(1).numpy(), labels[i])
+
+
 def test_load_module_gives_the_chosen_seed_agreeing_with_the_kernels(tmp_path):
     torch = pytest.importorskip("torch")
     spec = NetSpec("batchnorm", widths=(64, 16, 16, 10))

@@ -90,10 +90,13 @@ def read(paths) -> tuple[dict[str, np.ndarray], object, list[dict[str, str]]]:
 
 
 def load_module(path, seed: int | None = None):
-    """Seed ``seed``'s network in ``path`` (the only one if ``None``) as a ``torch.nn.Sequential`` in eval mode."""
+    """Seed ``seed``'s network in ``path`` (the only one if ``None``) as a PyTorch module in eval
+    mode: the MLP's ``torch.nn.Sequential``, which takes rows of features, or the convolutional
+    network's (``kind: conv`` in the metadata; :func:`bnstudy.nets.conv_torch.build_module`), which
+    takes images ``(N, 1, side, side)`` (:func:`bnstudy.nets.conv_torch.images` makes them of rows)."""
     import torch
 
-    from bnstudy.nets.model import build_module, spec_from_metadata
+    from bnstudy.nets.network import kind, spec_from_metadata
 
     meta = read_metadata(path)
     seeds = _seeds(meta)
@@ -105,6 +108,11 @@ def load_module(path, seed: int | None = None):
         raise ValueError(f"{path} holds seeds {seeds}, not {seed}")
     prefix = f"seed{int(seed)}/"
     state = {k[len(prefix) :]: torch.from_numpy(v) for k, v in read_weights(path).items() if k.startswith(prefix)}
-    net = build_module(spec_from_metadata(meta))
+    spec = spec_from_metadata(meta)
+    if kind(spec) == "conv":
+        from bnstudy.nets.conv_torch import build_module
+    else:
+        from bnstudy.nets.model import build_module
+    net = build_module(spec)
     net.load_state_dict(state)
     return net.eval()
