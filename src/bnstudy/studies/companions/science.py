@@ -158,10 +158,9 @@ def exact_pairs(n: int, example: int, pool: np.ndarray | None = None) -> np.ndar
 
 def exact_pool(rows: int, size: int | None, seed: int) -> np.ndarray | None:
     """The exact design's companions (the companion study's ``exact_companions``): ``None`` (every
-    test row) when ``size`` is ``None``, else
-    ``size`` of the ``rows`` test rows drawn without replacement (the first ``size`` of a
-    permutation by PCG64 seeded from ``(seed, STREAM_PROBE, 0, 1)``, a key that neither an example's stream
-    ``(seed, STREAM_PROBE, example)`` shares), sorted."""
+    test row) when ``size`` is ``None``, else ``size`` of the ``rows`` test rows drawn without
+    replacement (the first ``size`` of a permutation by PCG64 seeded from ``(seed, STREAM_PROBE,
+    0, 1)``, a key no example's stream ``(seed, STREAM_PROBE, example)`` shares), sorted."""
     if size is None:
         return None
     if not 1 <= int(size) <= rows:
