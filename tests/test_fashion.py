@@ -19,7 +19,7 @@ import yaml
 
 from bnstudy.base import datasets, manifest
 from bnstudy.base.config import ConfigError, load_schema, parts, validate
-from conftest import ROOT, snakemake
+from conftest import ROOT, snakemake, torch_threads
 
 TINY = "config/fashion-tiny.yaml"
 EXPECTED = ROOT / "config" / "expected" / "fashion-tiny.manifest.tsv"
@@ -242,16 +242,9 @@ def test_the_audit_engine_gives_the_pipelines_exact_flip_counts_on_the_convoluti
     (``bnstudy.nets.weights.load_module``) and probed by the audit's engine on the pipeline's own
     exact design (each example beside every row of the seeded pool of ``exact_companions`` test
     rows): the inference-mode label of every example and the flip count of every example are the
-    pipeline's, but at logit ties (at most ``MAX_TIES`` probes, each with PyTorch's two largest
+    pipeline's, but at logit ties (at most ``max_ties`` probes, each with PyTorch's two largest
     logits within ``NEAR_TIE``: float32 in another order can break a tie the other way)."""
-    import copy as copies
-
-    import torch
-
-    from bnstudy.audit.engine import Engine
     from bnstudy.base import io
-    from bnstudy.nets import weights
-    from bnstudy.nets.conv_torch import images
     from bnstudy.studies.companions import science as companions
     from bnstudy.tools.benchmark import NEAR_TIE
 
@@ -265,32 +258,50 @@ def test_the_audit_engine_gives_the_pipelines_exact_flip_counts_on_the_convoluti
     exact = probes[probes["design"] == "exact"]
     assert len(exact) and set(exact["train_batch_size"]) == set(tiny["grid"]["batch_sizes"])
     ties, checked = [], 0
-    torch.set_num_threads(1)
-    for (b, seed), theirs in exact.groupby(["train_batch_size", "seed"]):
-        net = weights.load_module(root / "runs" / "grid" / "batchnorm" / f"b{b}" / "seeds0-1.safetensors", seed=seed)
-        examples = theirs["example"].to_numpy()
-        with torch.no_grad():
-            inference = net(images(x[examples])).argmax(1).numpy()
-        assert (inference == theirs["inference_label"].to_numpy()).all(), (b, seed)
-        engine = Engine(net, images(x))
-        for e, label, flips, batches in zip(examples, inference, theirs["flips"], theirs["batches"]):
-            pairs = companions.exact_pairs(len(x), int(e), pool)
-            assert len(pairs) == batches
-            got = engine.train_labels(pairs)[:, 0]
-            checked += len(pairs)
-            if int((got != label).sum()) == flips:
-                continue
-            # the counts differ: the pipeline's own labels of these probes, and where ours differ
-            stacked, spec, metas = weights.read(root / "runs" / "grid" / "batchnorm" / f"b{b}" / "seeds0-1.safetensors")
-            i = [int(m["seed"]) for m in metas].index(int(seed))
-            theirs_labels = companions.batch_predictions({k: v[i : i + 1] for k, v in stacked.items()}, spec, x, pairs)[
-                0
-            ]
-            assert int((theirs_labels != label).sum()) == flips
-            twin = copies.deepcopy(net).train()  # a training-mode pass moves the copy's statistics only
-            for j in np.flatnonzero(got != theirs_labels):
-                with torch.no_grad():
-                    top = np.sort(twin(images(x[pairs[j]]))[0].numpy())
-                ties.append((b, seed, int(e), int(pairs[j, 1]), float(top[-1] - top[-2])))
-    assert checked > 1000 and not net.training  # the engine left the module as it found it
+    with torch_threads(1):
+        for (b, seed), theirs in exact.groupby(["train_batch_size", "seed"]):
+            path = root / "runs" / "grid" / "batchnorm" / f"b{b}" / "seeds0-1.safetensors"
+            checked += _engine_against_pipeline(path, int(seed), x, pool, theirs, ties)
+    assert checked > 1000
     assert len(ties) <= max_ties and all(t[-1] < NEAR_TIE for t in ties), ties
+
+
+def _engine_against_pipeline(path, seed, x, pool, theirs, ties) -> int:
+    """One network of the test above (seed ``seed`` of the weights file ``path``; ``theirs``: its
+    exact rows of the pipeline's probe table): its inference labels asserted, each probe whose
+    label differs from the pipeline's appended to ``ties`` with PyTorch's margin; returns how many
+    probes it checked."""
+    import copy
+
+    import torch
+
+    from bnstudy.audit.engine import Engine
+    from bnstudy.nets import weights
+    from bnstudy.nets.conv_torch import images
+    from bnstudy.studies.companions import science as companions
+
+    net = weights.load_module(path, seed=seed)
+    examples = theirs["example"].to_numpy()
+    with torch.no_grad():
+        inference = net(images(x[examples])).argmax(1).numpy()
+    assert (inference == theirs["inference_label"].to_numpy()).all(), (path, seed)
+    engine, checked = Engine(net, images(x)), 0
+    for e, label, flips, batches in zip(examples, inference, theirs["flips"], theirs["batches"]):
+        pairs = companions.exact_pairs(len(x), int(e), pool)
+        assert len(pairs) == batches
+        got = engine.train_labels(pairs)[:, 0]
+        checked += len(pairs)
+        if int((got != label).sum()) == flips:
+            continue
+        # the counts differ: the pipeline's own labels of these probes, and where ours differ
+        stacked, spec, metas = weights.read(path)
+        i = [int(m["seed"]) for m in metas].index(seed)
+        pipeline = companions.batch_predictions({k: v[i : i + 1] for k, v in stacked.items()}, spec, x, pairs)[0]
+        assert int((pipeline != label).sum()) == flips
+        twin = copy.deepcopy(net).train()  # a training-mode pass moves the copy's statistics only
+        for j in np.flatnonzero(got != pipeline):
+            with torch.no_grad():
+                top = np.sort(twin(images(x[pairs[j]]))[0].numpy())
+            ties.append((str(path), seed, int(e), int(pairs[j, 1]), float(top[-1] - top[-2])))
+    assert not net.training  # the engine left the module as it found it
+    return checked
