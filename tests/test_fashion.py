@@ -176,7 +176,7 @@ def test_split_of_the_real_files_is_official_stratified_standardised_and_seeded(
     np.testing.assert_array_equal(split.x_train, ((pixels - split.mean[0]) / split.scale[0]).astype(np.float32))
     assert abs(float(split.x_train.astype(np.float64).mean())) < 1e-6
     assert abs(float(split.x_train.astype(np.float64).std()) - 1) < 1e-6
-    # the convolutional study reads these rows as 28x28 images (the digits': 8x8)
+    # the convolutional network reads these rows as 28x28 images (the digits': 8x8)
     from bnstudy.nets import conv_train
 
     assert conv_train.image_side(split.x_train) == conv_train.image_side(split.x_test) == datasets.shape(tiny).side
