@@ -65,25 +65,42 @@ def _inputs():
 
 
 def _training() -> None:
-    """Training, and the remedies (which need a network whose running statistics were updated)."""
+    """The training loop of every kind (one compile of ``backprop.train_run`` for the MLP: the
+    longest), and fine-tuning's run of it with frozen statistics."""
     from bnstudy.base import normalisers
-    from bnstudy.compiled import kernels
     from bnstudy.nets import model, train
     from bnstudy.nets.recipe import Recipe
-    from bnstudy.studies.batch_size import evaluation, remedies
     from bnstudy.studies.finetune import science as finetune
-    from bnstudy.studies.serving import science as serving
 
     x, y = _inputs()
     for kind in normalisers.NAMES:
         spec = model.NetSpec(kind)
         stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+        if kind == "batchnorm":
+            finetune.run(model.unstack(stacked)[0], spec, x, y, np.arange(8), 2, 1e-3, True)  # train_run(frozen=...)
+
+
+def _network_kernels() -> None:
+    """What runs a trained MLP but does not train it: inference, the remedies' statistics and
+    scores, serving (compiled on initial weights: the kernels depend on the types, not the values)."""
+    from bnstudy.base import normalisers
+    from bnstudy.compiled import kernels
+    from bnstudy.nets import model
+    from bnstudy.studies.batch_size import evaluation, remedies
+    from bnstudy.studies.serving import science as serving
+
+    x, y = _inputs()
+    for kind in normalisers.NAMES:
+        spec = model.NetSpec(kind)
+        stacked = model.initial_stack(spec, [0])
         kernels.predict(stacked, spec, x)
         if kind == "batchnorm":
+            for key in stacked:  # as after training: the running statistics updated (the debiasing needs it)
+                if key.endswith("num_batches_tracked"):
+                    stacked[key] = stacked[key] + 10
             remedies.all_statistics(stacked, spec, x, y, 4, 0)
             evaluation.remedy_rows(stacked, spec, [0], x, y, x, y, 4, 0)
             serving.serve_stack(stacked, spec, x, serving.stream_batches(serving.stream_rows(y, "sorted", 0), 40, 4))
-            finetune.run(model.unstack(stacked)[0], spec, x, y, np.arange(8), 2, 1e-3, True)  # train_run(frozen=...)
 
 
 def _evaluation() -> None:
@@ -281,10 +298,12 @@ def compile_healing(part: int = 0, parts: int = 1, network: str = "conv") -> lis
         return compile_all(part, parts, network)
 
 
-# Independent parts, longest first: ``--jobs N`` compiles them in N processes at once. A config
+# Independent parts: ``--jobs N`` compiles them in N processes at once, part ``k`` taking every
+# N-th from the ``k``-th (with 2 and the MLP: the training loop, evaluation and population in one,
+# about 25 CPU s cold; the network's other kernels and the probes in the other, about 15). A config
 # whose network is the MLP (``network.kind`` absent or ``mlp``) needs no convolutional kernel:
 # ``--network mlp`` leaves that part out (its kernels compile on first use, if a later build asks).
-PARTS = (_training, _conv, _probes, _evaluation, _population)
+PARTS = (_training, _conv, _network_kernels, _evaluation, _probes, _population)
 NETWORKS = ("conv", "mlp")
 
 
