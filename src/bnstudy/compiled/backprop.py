@@ -85,20 +85,21 @@ __all__ = ["ADAM", "SGD", "train_run"]
 
 # ---- the records train_run takes ------------------------------------------------------
 
-Arch = namedtuple("Arch", "conv shapes geometry")
+Arch = namedtuple("Arch", "shapes geometry")
 Arch.__doc__ = """A network's layers: ``shapes`` ``(L, 2)`` int64, each layer's weight matrix
-``(out, fan_in)`` (input side first, the output layer last); ``conv``: the hidden layers are 3x3
-convolutions (``fan_in = 9 * in channels``) of :class:`bnstudy.compiled.conv.Geometry` ``geometry``
-(positions, source tables, strides, residual connections), the output layer reads their average
-pool. Every hidden layer is followed by the normaliser (then a residual addition, if it has one) and
-ReLU. The MLP's is an ``Arch`` (``conv`` False), the convolutional network's a :class:`ConvArch`."""
+``(out, fan_in)`` (input side first, the output layer last). The MLP's: linear layers. A
+:class:`ConvArch`: the hidden layers are 3x3 convolutions (``fan_in = 9 * in channels``) of
+:class:`bnstudy.compiled.conv.Geometry` ``geometry`` (positions, source tables, strides, residual
+connections), the output layer reads their average pool. Every hidden layer is followed by the
+normaliser (then a residual addition, if it has one) and ReLU."""
 
 ConvArch = namedtuple("ConvArch", Arch._fields)
-ConvArch.__doc__ = """:class:`Arch` of the convolutional network (``conv`` True): its own class, so its
-own type in compiled code. The kernels choose each family's code by that type when they compile
-(:func:`is_conv`, :func:`hidden_forward`, :func:`output_forward`, :func:`family_backward`), so a
-config of the MLP never compiles the convolutions' code (``train_run`` for the MLP compiles in less
-than half the time), and the arithmetic is the same calls in the same order as before."""
+ConvArch.__doc__ = """:class:`Arch` of the convolutional network: its own class, so its own type in
+compiled code (the family is the type, not a field). The kernels choose each family's code by that
+type when they compile (:func:`is_conv`, :func:`hidden_forward`, :func:`output_forward`,
+:func:`family_backward`), so a config of the MLP never compiles the convolutions' code
+(``train_run`` for the MLP compiles in less than half the time), and the arithmetic is the same
+calls in the same order as before."""
 
 State = namedtuple("State", "params running")
 State.__doc__ = """What a run trains in place: the flat parameter vector (float32, :func:`param_views`)
@@ -132,7 +133,7 @@ def mlp_arch(widths) -> Arch:
     """The MLP of ``widths`` (input, hidden..., classes): linear layers."""
     w = [int(v) for v in widths]
     shapes = np.array([(w[i + 1], w[i]) for i in range(len(w) - 1)], np.int64).reshape(-1, 2)
-    return Arch(False, shapes, no_geometry())
+    return Arch(shapes, no_geometry())
 
 
 def conv_arch(channels, classes: int, side: int = 8, strides=None, skips=None, in_channels: int = 1) -> ConvArch:
@@ -148,7 +149,7 @@ def conv_arch(channels, classes: int, side: int = 8, strides=None, skips=None, i
         if k >= 0 and c[k + 1] != c[i + 1]:
             raise ValueError(f"layer {i}: its skip {k} has {c[k + 1]} channels, not {c[i + 1]}")
     shapes = [(c[i + 1], 9 * c[i]) for i in range(layers)] + [(int(classes), c[-1])]
-    return ConvArch(True, np.array(shapes, np.int64), geometry(int(side), strides, skips))
+    return ConvArch(np.array(shapes, np.int64), geometry(int(side), strides, skips))
 
 
 def schedule(rows, sizes, limits=None, accumulate: int = 1, lr_scale=None) -> Schedule:
@@ -226,7 +227,7 @@ def _conv_type(arch_type) -> bool:
 
 def is_conv(arch) -> bool:
     """Whether ``arch`` is the convolutional network's (in compiled code a constant of its type)."""
-    return bool(arch.conv)
+    return isinstance(arch, ConvArch)
 
 
 @overload(is_conv)
@@ -237,7 +238,7 @@ def _is_conv(arch):
 
 def positions_in(arch):
     """Rows per example at the network's input: the image's positions, or 1 (the MLP)."""
-    return arch.geometry.layers[0, P_IN] if arch.conv else 1
+    return arch.geometry.layers[0, P_IN] if is_conv(arch) else 1
 
 
 @overload(positions_in)
@@ -249,7 +250,7 @@ def _positions_in(arch):
 
 def positions_out(arch, layer):
     """Rows per example at hidden layer ``layer``'s output: its positions, or 1 (the MLP)."""
-    return arch.geometry.layers[layer, P_OUT] if arch.conv else 1
+    return arch.geometry.layers[layer, P_OUT] if is_conv(arch) else 1
 
 
 @overload(positions_out)
