@@ -29,19 +29,20 @@ def test_every_study_folder_rules_file_and_section_is_listed_once():
     assert not [x for x in listed if f"sections/{x}.tex" in main]
 
 
-def test_an_optional_study_runs_only_where_the_config_has_its_section(monkeypatch):
-    """No listed study is optional today; one added as such (here a made-up ``extra``) runs, is
-    printed and has local rules only where the config has its section."""
+def test_an_optional_study_runs_only_where_the_config_has_its_section():
+    """``precise_rows`` is optional: without its section a config does not run it, print it, check it
+    or declare its local rules; with it, it does all four, last in the paper's order."""
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
-    assert not [s for s in catalogue.STUDIES if s.optional]
-    extra = catalogue.Study("extra", "extra", {"extra": 1.0}, optional=True)
-    monkeypatch.setattr(catalogue, "STUDIES", (*catalogue.STUDIES, extra))
-    assert "extra" not in catalogue.paper_sections(config) and "figure_extra" not in catalogue.local_rules(config)
+    study = next(s for s in catalogue.STUDIES if s.name == "precise_rows")
+    assert study.optional and [s for s in catalogue.STUDIES if s.optional] == [study]
+    assert catalogue.paper_sections(config)[-1] == "precise_rows" and catalogue.included(config)[-1] is study
+    assert catalogue.local_rules(config)[-2:] == ["summarise_precise_rows", "figure_precise_rows"]
+    assert "bnstudy.studies.precise_rows.checks" in {c.__module__ for c in catalogue.checks(config)}
+    del config["precise_rows"]
+    assert "precise_rows" not in catalogue.paper_sections(config)
+    assert not {"summarise_precise_rows", "figure_precise_rows"} & set(catalogue.local_rules(config))
     assert len(catalogue.included(config)) == len(catalogue.STUDIES) - 1
-    config["extra"] = {}
-    assert catalogue.paper_sections(config)[-1] == "extra"
-    assert catalogue.local_rules(config)[-2:] == ["summarise_extra", "figure_extra"]
-    assert catalogue.included(config)[-1] is extra
+    assert "bnstudy.studies.precise_rows.checks" not in {c.__module__ for c in catalogue.checks(config)}
 
 
 def test_each_study_check_with_a_checks_module_runs_with_the_config_checks():

@@ -58,7 +58,7 @@ def test_a_figure_rule_loads_no_compiled_code(script):
     assert not loaded & compiled_modules(), f"{script} can load compiled code: {sorted(loaded & compiled_modules())}"
 
 
-@pytest.mark.parametrize("study", ["serving", "finetune", "accumulation"])
+@pytest.mark.parametrize("study", ["serving", "finetune", "accumulation", "precise_rows"])
 def test_a_study_report_loads_only_the_compiled_statistics(study):
     module = f"studies.{study}.report"
     loaded = set(module_closure(PACKAGE / "studies" / study / "report.py", PACKAGE)) & compiled_modules()

@@ -95,6 +95,7 @@ STUDIES = (
     Study("serving", "serving", {"serving": 1.0}),
     Study("accumulation", "accumulation", {"accumulation": 1.0}),
     Study("finetune", "finetune", {"finetune": 1.0}),
+    Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True),
 )  # fmt: skip
 
 

@@ -1,0 +1,44 @@
+"""The budget study's figure: test accuracy against the exact statistics (paired difference, points)
+by the rows pooled, one line per training batch size in a shade of batch norm's colour
+(:func:`bnstudy.paper.figures.shade`, lightest for the smallest batch) with its marker and line
+style, in the house style of :mod:`bnstudy.paper.figures`; the running averages' difference as a
+hollow square at the left of each line."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bnstudy.paper.figures import COLOURS, LINESTYLES, MARKERS, dodge, new, reference_line, shade, width
+
+
+def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
+    """``cells``: :func:`bnstudy.studies.precise_rows.report.cells` rows (batch_size, key, rows_used,
+    gap, ci_low, ci_high)."""
+    fig_width = width("precise_rows") if fig_width is None else fig_width
+    fig, ax = new(fig_width, 2.6)
+    sizes = sorted(int(b) for b in cells.batch_size.unique())
+    least = min(int(k) for k in cells.key.unique() if k not in ("ema", "all"))
+    for i, b in enumerate(sizes):
+        colour, shift = shade(COLOURS["batchnorm"], i, len(sizes)), dodge(i, len(sizes))
+        at = cells[(cells.batch_size == b) & (cells.key != "ema")].sort_values("rows_used")
+        x = at.rows_used * shift
+        ax.errorbar(x, 100 * at.gap, yerr=[100 * (at.gap - at.ci_low), 100 * (at.ci_high - at.gap)], color=colour,
+                    marker=MARKERS["batchnorm"], ls=LINESTYLES["batchnorm"], capsize=2, lw=0.9,
+                    label=f"trained at $b={b}$")  # fmt: skip
+        ema = cells[(cells.batch_size == b) & (cells.key == "ema")].iloc[0]
+        low, high = 100 * (ema.gap - ema.ci_low), 100 * (ema.ci_high - ema.gap)
+        left = least / 2 * shift  # the running averages, left of the smallest budget
+        ax.errorbar([left], [100 * ema.gap], yerr=[[low], [high]], color=colour, marker="s", mfc="white", capsize=2,
+                    lw=0.9, ls="none")  # fmt: skip
+    reference_line(ax, 0.0)
+    ax.set_xscale("log", base=2)
+    pooled = cells[cells.key != "ema"]
+    budgets = sorted(int(k) for k in pooled[pooled.key != "all"].key.unique())
+    whole = int(pooled[pooled.key == "all"].rows_used.max())
+    ticks = [min(budgets) / 2, *budgets, whole]
+    ax.set_xticks(ticks, ["running\naverages", *(f"{k:,}" for k in budgets), "whole\npass"])
+    ax.minorticks_off()
+    ax.set_xlabel("training rows pooled")
+    ax.set_ylabel("difference to exact (points)")
+    fig.legend(loc="outside lower center", ncol=min(len(sizes), 3), frameon=False)
+    return fig

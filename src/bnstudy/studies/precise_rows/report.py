@@ -1,0 +1,167 @@
+"""The budget study's summary: per training batch size and statistic, test accuracy against the
+exact statistics (paired by seed), the distance to them, JSON, macros and a table.
+
+Keys of a statistic: ``ema`` (the trained running averages), each budget of rows (``"64"``, ...)
+and ``all`` (the whole pass, PreciseBN); ``exact`` is what each is compared with. A network's value
+for a budget is the mean over its replicates (passes drawn from seeds ``seed``, ``seed + 1``, ...),
+; the interval is over seeds (networks), a Student-t interval of the
+per-seed differences (:func:`bnstudy.studies.batch_size.paired.paired_interval`), one per cell,
+not corrected for their number. Nothing here depends on the CPU.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bnstudy.base.stats import mean_sd
+
+from bnstudy.paper.latex import at_batches, points_interval, signed_points, words
+from bnstudy.studies.batch_size.paired import paired_interval
+
+EMA, ALL, EXACT = "ema", "all", "exact"
+
+
+def mean_of(values) -> float:
+    """The mean of ``values``, correctly rounded (:func:`bnstudy.base.stats.mean_sd`): the same bits
+    in any order and on any CPU, and no compiled code loaded (the report re-runs only when it changes)."""
+    return mean_sd(list(values))[0]
+
+
+def keys(budgets) -> list[str]:
+    """The statistics compared with the exact ones, in the table's order."""
+    return [EMA, *(str(k) for k in sorted(budgets)), ALL]
+
+
+def per_seed(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per batch size, statistic key and seed: accuracy and distances, means over replicates
+    in replicate order, and the rows pooled (0 for the running averages)."""
+    rows = rows.assign(
+        key=[EMA if a == EMA else EXACT if a == EXACT else str(r) for a, r in zip(rows["arm"], rows["rows"])]
+    )
+    out = []
+    for (b, key, seed), g in rows.groupby(["batch_size", "key", "seed"], sort=True):
+        g = g.sort_values("replicate")
+        out.append(
+            {"batch_size": int(b), "key": key, "seed": int(seed), "rows_used": int(g["rows_used"].iloc[0]),
+             "accuracy": mean_of(g["accuracy"]), "mean_distance": mean_of(g["mean_distance"]),
+             "var_distance": mean_of(g["var_distance"])}
+        )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def cells(seeds: pd.DataFrame, budgets, confidence: float) -> pd.DataFrame:
+    """Per batch size and key: mean accuracy, its paired difference to the exact statistics (``gap``,
+    ``ci_low``, ``ci_high``) and to the running averages (``vs_ema``...), mean distances. A budget
+    smaller than a batch size has no row there."""
+    out = []
+    for b in sorted(set(seeds["batch_size"])):
+        at = seeds[seeds["batch_size"] == b]
+        exact = at[at["key"] == EXACT].sort_values("seed")
+        ema = at[at["key"] == EMA].sort_values("seed")
+        for key in keys(budgets):
+            g = at[at["key"] == key].sort_values("seed")
+            if g.empty and key not in (EMA, ALL) and int(key) < b:  # a budget of less than one batch
+                continue
+            if list(g["seed"]) != list(exact["seed"]):
+                raise ValueError(
+                    f"batch {b}, {key}: seeds {list(g['seed'])} are not the exact arm's {list(exact['seed'])}"
+                )
+            gap = paired_interval(g["accuracy"], exact["accuracy"], confidence)
+            ahead = paired_interval(g["accuracy"], ema["accuracy"], confidence)
+            out.append(
+                {"batch_size": int(b), "key": key, "seeds": gap["seeds"], "rows_used": int(g["rows_used"].iloc[0]),
+                 "accuracy": mean_of(g["accuracy"]), "gap": gap["gain"], "ci_low": gap["ci_low"],
+                 "ci_high": gap["ci_high"], "vs_ema": ahead["gain"], "vs_ema_low": ahead["ci_low"],
+                 "vs_ema_high": ahead["ci_high"], "mean_distance": mean_of(g["mean_distance"]),
+                 "var_distance": mean_of(g["var_distance"])}
+            )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _gaps(table: pd.DataFrame, key: str) -> str:
+    """The range over batch sizes of ``key``'s mean difference to the exact statistics, in words:
+    ``from $-0.45$ to $+0.11$ points``, or ``$-0.45$ points`` where every batch size gives one value."""
+    g = table[table["key"] == key]
+    lo, hi = signed_points(min(g["gap"])), signed_points(max(g["gap"]))
+    return f"${lo}$ points" if lo == hi else f"from ${lo}$ to ${hi}$ points"
+
+
+def _where(table: pd.DataFrame, key: str, low: str, high: str) -> dict[str, list[str]]:
+    """Batch sizes where ``key``'s interval ``low``..``high`` lies wholly above, wholly below zero, or holds it."""
+    g = table[table["key"] == key].sort_values("batch_size")
+    sides = {"above": [], "below": [], "neither": []}
+    for _, r in g.iterrows():
+        side = "above" if r[low] > 0 else "below" if r[high] < 0 else "neither"
+        sides[side].append(str(int(r["batch_size"])))
+    return sides
+
+
+def sides_clause(sides: dict[str, list[str]]) -> str:
+    """``lies wholly below zero at batches 2 and 4 and contains zero at batches 8 and 16``: each
+    clause only where it has batch sizes, in the order above, below, contains."""
+    verbs = {"above": "lies wholly above zero", "below": "lies wholly below zero", "neither": "contains zero"}
+    return words([f"{verbs[side]} {at_batches(sides[side])}" for side in verbs if sides[side]])
+
+
+def macros(table: pd.DataFrame, budgets, replicates: int, seed: int) -> dict[str, str]:
+    """Every number and generated clause of the section."""
+    small, large = str(min(budgets)), str(max(budgets))
+    m = {
+        "preciseRowsBudgets": words([_count(k) for k in sorted(budgets)]),
+        "preciseRowsSmallest": _count(small),
+        "preciseRowsLargest": _count(large),
+        "preciseRowsReplicates": str(replicates),
+        "preciseRowsSeeds": words([str(seed + r) for r in range(replicates)]),
+        "preciseRowsBatchSizes": words([str(b) for b in sorted(set(table["batch_size"]))]),
+    }
+    for name, key in (("Smallest", small), ("Largest", large), ("All", ALL), ("Ema", EMA)):
+        m[f"preciseRows{name}Gaps"] = _gaps(table, key)
+    held = sorted(int(b) for b in table[table["key"] == small]["batch_size"])
+    every = sorted(set(int(b) for b in table["batch_size"]))
+    m["preciseRowsSmallestOver"] = (
+        "the training batch sizes"
+        if held == every
+        else f"training batches {words([str(b) for b in held])} (the batch sizes of which it holds at least one batch)"
+    )
+    m["preciseRowsSmallestVsExact"] = sides_clause(_where(table, small, "ci_low", "ci_high"))
+    m["preciseRowsLargestVsExact"] = sides_clause(_where(table, large, "ci_low", "ci_high"))
+    m["preciseRowsSmallestVsEma"] = sides_clause(_where(table, small, "vs_ema_low", "vs_ema_high"))
+    m["preciseRowsEmaVsExact"] = sides_clause(_where(table, EMA, "ci_low", "ci_high"))
+    return m
+
+
+def _count(k) -> str:
+    """A row count as the paper prints it: ``2{,}048``."""
+    return f"{int(k):,}".replace(",", "{,}")
+
+
+def latex_table(table: pd.DataFrame, budgets) -> tuple[list[str], list[list[str]], str, str]:
+    """Rows: training batch sizes; columns: each statistic's paired difference to the exact
+    statistics in signed points with its interval."""
+    names = {EMA: "running averages", ALL: "whole pass"} | {str(k): f"{_count(k)} rows" for k in budgets}
+    header = ["batch", *(names[k] for k in keys(budgets))]
+    rows = []
+    for b in sorted(set(table["batch_size"])):
+        row = [str(b)]
+        for key in keys(budgets):
+            r = table[(table["batch_size"] == b) & (table["key"] == key)]
+            if r.empty:  # a budget of less than one batch
+                row.append("--")
+                continue
+            r = r.iloc[0]
+            ci = points_interval(r["ci_low"], r["ci_high"], signed=True)
+            row.append(f"${signed_points(r['gap'])}$ ${ci}$")
+        rows.append(row)
+    align = "r" + "l" * len(keys(budgets))
+    return header, rows, align, "accuracy against the exact statistics, paired by seed (points)"
+
+
+def summary_json(table: pd.DataFrame, budgets, replicates: int, seed: int, confidence: float) -> dict:
+    """``results/summary/precise_rows.json``: the settings and every cell of :func:`cells`."""
+    return {
+        "budgets": [int(k) for k in sorted(budgets)],
+        "replicates": int(replicates),
+        "seed": int(seed),
+        "confidence": float(confidence),
+        "cells": table.to_dict("records"),
+    }

@@ -1,0 +1,211 @@
+"""PreciseBN on a budget (bnstudy.studies.precise_rows): the batches a budget pools, its arms against
+the remedies' and the grid's own numbers, the summary against SciPy, every generated clause, the
+config check, and the test config's build against the batch-size study's files."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bnstudy.base.config import ConfigError, parts
+from bnstudy.studies.batch_size import evaluation, remedies
+from bnstudy.studies.precise_rows import checks, report, science
+from conftest import hashed_outputs
+from test_remedies import SPEC, _data, _trained_stack
+
+SETTINGS = {"budgets": [8, 16], "replicates": 2, "seed": 3, "last_batch": "drop"}
+
+
+def _split():
+    x, y = _data(41, seed=0)
+    x_test, y_test = _data(30, seed=1)
+    return {"x_train": x, "y_train": y, "x_test": x_test, "y_test": y_test}
+
+
+def test_a_budget_pools_the_first_batches_of_its_pass_and_the_whole_pass_is_the_remedies():
+    y = _data()[1]
+    whole = remedies.pass_batches(y, 4, 5, "drop")
+    first = science.budget_batches(y, 4, 12, 5, "drop")
+    assert [b.tolist() for b in first] == [b.tolist() for b in whole[:3]]
+    assert [b.tolist() for b in science.budget_batches(y, 4, science.ALL, 5, "drop")] == [b.tolist() for b in whole]
+    assert [b.tolist() for b in science.budget_batches(y, 4, 12, 6, "drop")] != [b.tolist() for b in first]
+    for rows in (3, 4 * (len(whole) + 1)):
+        with pytest.raises(ValueError, match="batches of 4"):
+            science.budget_batches(y, 4, rows, 5, "drop")
+
+
+def test_the_arms_in_order_replicates_from_consecutive_seeds_and_no_budget_below_one_batch():
+    assert science.arms([16, 8], 2, 3, 8) == [
+        ("ema", 0, 0, 3), ("exact", 0, 0, 3), ("rows", 8, 0, 3), ("rows", 8, 1, 4), ("rows", 16, 0, 3),
+        ("rows", 16, 1, 4), ("rows", science.ALL, 0, 3),
+    ]  # fmt: skip
+    assert science.arms([16, 8], 1, 0, 16) == [
+        ("ema", 0, 0, 0), ("exact", 0, 0, 0), ("rows", 16, 0, 0), ("rows", science.ALL, 0, 0)
+    ]  # fmt: skip
+
+
+def test_every_arm_scores_as_the_stack_and_the_remedies_do():
+    stacked, data = _trained_stack(seeds=(0, 1)), _split()
+    rows = pd.DataFrame(science.evaluate(stacked, SPEC, [0, 1], data, 4, SETTINGS))
+    assert len(rows) == 2 * (2 + 2 * 2 + 1)
+    ema = rows[rows.arm == "ema"].sort_values("seed")
+    assert (
+        ema.accuracy.tolist() == evaluation.inference_accuracy(stacked, SPEC, data["x_test"], data["y_test"]).tolist()
+    )
+    accuracy, _ = evaluation.remedy_rows(stacked, SPEC, [0, 1], *data.values(), 4, 3)
+    by_mode = pd.DataFrame(accuracy).set_index(["mode", "seed"]).accuracy
+    whole = rows[rows.rows == "all"].sort_values("seed")
+    assert whole.accuracy.tolist() == [by_mode["precise_bn", s] for s in (0, 1)]
+    assert rows[rows.arm == "exact"].accuracy.tolist() == [by_mode["exact", s] for s in (0, 1)]
+    assert (rows[rows.arm == "exact"][["mean_distance", "var_distance"]] == 0).all().all()
+    assert rows[rows.rows == "8"].rows_used.unique().tolist() == [8]
+    assert whole.rows_used.unique().tolist() == [40]  # 41 rows in batches of 4, the last row dropped
+    # a budget's statistics: the pooled moments of its batches (replicate 1: the pass of seed 4)
+    stats8 = remedies.precise_statistics(
+        stacked, SPEC, data["x_train"], science.budget_batches(data["y_train"], 4, 8, 4, "drop")
+    )
+    hits = evaluation.inference_correct(remedies.with_statistics(stacked, stats8), SPEC, data["x_test"], data["y_test"])
+    got = rows[(rows.rows == "8") & (rows.replicate == 1)].sort_values("seed").accuracy.tolist()
+    assert got == evaluation.share(hits).tolist()
+
+
+def _rows(gaps: dict, seeds=(0, 1, 2), replicates=2) -> pd.DataFrame:
+    """Rows of one batch size whose accuracy is 0.8 for exact and 0.8 + gap (+- 0.01 over replicates,
+    + 0.002 * seed) for the others."""
+    out = []
+    for s in seeds:
+        out.append({"batch_size": 4, "seed": s, "arm": "exact", "rows": "0", "rows_used": 40, "replicate": 0,
+                    "accuracy": 0.8, "mean_distance": 0.0, "var_distance": 0.0})  # fmt: skip
+        for key, gap in gaps.items():
+            arm = "ema" if key == "ema" else "rows"
+            reps = replicates if key not in ("ema", "all") else 1
+            for r in range(reps):
+                wobble = 0.01 * (1 if r else -1) if reps > 1 else 0.0
+                out.append({"batch_size": 4, "seed": s, "arm": arm, "rows": "0" if arm == "ema" else key,
+                            "rows_used": 0 if arm == "ema" else (40 if key == "all" else int(key)), "replicate": r,
+                            "accuracy": 0.8 + gap + wobble + 0.002 * s, "mean_distance": 0.1 * (r + 1),
+                            "var_distance": 0.2})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def test_cells_average_replicates_then_pair_by_seed_as_scipy_does():
+    table = report.cells(report.per_seed(_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01})), [8, 16], 0.95)
+    assert table.key.tolist() == ["ema", "8", "16", "all"]
+    eight = table[table.key == "8"].iloc[0]
+    diffs = np.array([-0.05 + 0.002 * s for s in (0, 1, 2)])
+    assert eight.gap == pytest.approx(diffs.mean(), abs=1e-12)
+    half = stats.t.ppf(0.975, 2) * diffs.std(ddof=1) / math.sqrt(3)
+    assert (eight.ci_low, eight.ci_high) == pytest.approx((diffs.mean() - half, diffs.mean() + half), abs=1e-12)
+    assert eight.vs_ema == pytest.approx(-0.04, abs=1e-12)
+    assert eight.mean_distance == pytest.approx(0.15, abs=1e-12)  # mean over the two replicates
+    assert eight.rows_used == 8 and eight.seeds == 3
+
+
+def test_cells_refuse_a_statistic_missing_a_seed():
+    rows = _rows({"ema": 0.0, "8": 0.0, "16": 0.0, "all": 0.0})
+    rows = rows[~((rows.rows == "16") & (rows.seed == 2))]
+    with pytest.raises(ValueError, match="batch 4, 16: seeds"):
+        report.cells(report.per_seed(rows), [8, 16], 0.95)
+
+
+def test_the_sides_clause_in_every_variant():
+    assert report.sides_clause({"above": [], "below": ["2"], "neither": ["4", "8"]}) == (
+        "lies wholly below zero at batch 2 and contains zero at batches 4 and 8"
+    )
+    assert report.sides_clause({"above": ["2"], "below": ["4"], "neither": ["8"]}) == (
+        "lies wholly above zero at batch 2, lies wholly below zero at batch 4 and contains zero at batch 8"
+    )
+    assert report.sides_clause({"above": [], "below": [], "neither": ["2", "4"]}) == "contains zero at batches 2 and 4"
+
+
+def test_macros_read_from_the_table_and_a_range_of_one_value():
+    rows = pd.concat([_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01}),
+                      _rows({"ema": 0.03, "8": -0.05, "16": 0.0, "all": 0.01}).assign(batch_size=8)])  # fmt: skip
+    table = report.cells(report.per_seed(rows), [8, 16], 0.95)
+    m = report.macros(table, [8, 16], 2, 3)
+    assert m["preciseRowsBudgets"] == "8 and 16" and m["preciseRowsSeeds"] == "3 and 4"
+    assert m["preciseRowsSmallestGaps"] == "$-4.80$ points"  # -5 + 0.2 (the mean seed's 0.002)
+    assert m["preciseRowsEmaGaps"] == "from $-0.80$ to $+3.20$ points"
+    assert m["preciseRowsSmallestVsExact"] == "lies wholly below zero at batches 4 and 8"
+    assert m["preciseRowsEmaVsExact"] == "lies wholly above zero at batch 8 and lies wholly below zero at batch 4"
+    header, body, align, _ = report.latex_table(table, [8, 16])
+    assert header == ["batch", "running averages", "8 rows", "16 rows", "whole pass"]
+    assert [r[0] for r in body] == ["4", "8"] and align == "rllll"
+    assert body[0][2].startswith("$-4.80$ $[")
+
+
+def test_a_budget_below_a_batch_size_is_left_out_there_and_said_so():
+    rows = pd.concat([_rows({"ema": 0.0, "8": -0.05, "16": 0.0, "all": 0.0}),
+                      _rows({"ema": 0.0, "16": -0.01, "all": 0.0}).assign(batch_size=16)])  # fmt: skip
+    table = report.cells(report.per_seed(rows), [8, 16], 0.95)
+    assert table[table.batch_size == 16].key.tolist() == ["ema", "16", "all"]
+    _, body, _, _ = report.latex_table(table, [8, 16])
+    assert body[1][2] == "--" and body[1][3].startswith("$-0.80$")  # -1 + 0.2: the seeds' 0.002 * seed
+    m = report.macros(table, [8, 16], 1, 0)
+    assert m["preciseRowsSmallestGaps"] == "$-4.80$ points"
+    assert m["preciseRowsSmallestOver"] == "training batches 4 (the batch sizes of which it holds at least one batch)"
+    full = report.macros(
+        report.cells(report.per_seed(_rows({"ema": 0.0, "8": 0.0, "16": 0.0, "all": 0.0})), [8, 16], 0.95),
+        [8, 16],
+        1,
+        0,
+    )
+    assert full["preciseRowsSmallestOver"] == "the training batch sizes"
+
+
+def _config(**changes):
+    cfg = {"normalisers": ["none", "batchnorm"], "grid": {"batch_sizes": [2, 4, 16]},
+           "split": {"test_size": 899, "seed": 0},
+           "precise_rows": {"rows": [16, 64], "replicates": 2, "seed": 0}}  # fmt: skip
+    cfg["precise_rows"] |= changes
+    return cfg
+
+
+@pytest.mark.parametrize(
+    "changes, normalisers, message",
+    [
+        ({"rows": [64, 16]}, None, r"precise_rows.rows: \[64, 16\] is not increasing"),
+        (
+            {"rows": [1, 24]},
+            None,
+            r"precise_rows.rows\[0\]: 1 is less than one batch of every grid batch size "
+            r"\(the smallest is 2\)",
+        ),
+        ({"rows": [16, 912]}, None, r"precise_rows.rows\[1\]: 912 is more than the 898 training rows"),
+        ({}, ["none", "layernorm"], "the grid's normalisers do not include batchnorm"),
+    ],
+)
+def test_the_config_check_names_the_key(changes, normalisers, message):
+    cfg = _config(**changes)
+    if normalisers:
+        cfg["normalisers"] = normalisers
+    with pytest.raises(ConfigError, match=message):
+        checks.check(cfg, parts(cfg))
+
+
+def test_a_good_section_passes_the_check():
+    cfg = _config()
+    checks.check(cfg, parts(cfg))
+
+
+@pytest.mark.pipeline
+def test_the_builds_running_averages_and_whole_pass_are_the_grids_and_the_remedies_numbers(runs):
+    files = [f"results/precise_rows/b{b}_seeds0-1.csv" for b in (4, 16)]
+    files += [f"results/batch_size/remedies/batchnorm_b{b}_seeds0-1.csv" for b in (4, 16)]
+    files += [f"results/batch_size/cells/batchnorm_b{b}_seeds0-1.csv" for b in (4, 16)]
+    root = hashed_outputs(runs, files).parent
+    for b in (4, 16):
+        ours = pd.read_csv(root / files[0 if b == 4 else 1])
+        remedy = pd.read_csv(root / f"results/batch_size/remedies/batchnorm_b{b}_seeds0-1.csv").set_index(
+            ["mode", "seed"]
+        )
+        grid = pd.read_csv(root / f"results/batch_size/cells/batchnorm_b{b}_seeds0-1.csv")
+        grid = grid[grid["mode"] == "inference"].set_index("seed").accuracy
+        for s in (0, 1):
+            at = ours[ours.seed == s]
+            assert at[at.rows.astype(str) == "all"].accuracy.item() == remedy.accuracy["precise_bn", s]
+            assert at[at.arm == "exact"].accuracy.item() == remedy.accuracy["exact", s]
+            assert at[at.arm == "ema"].accuracy.item() == grid[s]
+        assert sorted(set(ours[ours.arm == "rows"].rows.astype(str))) == ["16", "64", "all"]
