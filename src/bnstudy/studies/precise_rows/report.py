@@ -14,7 +14,6 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd
-
 from bnstudy.paper.latex import at_batches, points_interval, signed_points, words
 from bnstudy.studies.batch_size.paired import paired_interval
 
