@@ -11,8 +11,9 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "bnstudy"
 SCRIPTS = ROOT / "workflow" / "scripts"
-# the statistics the reports compute with (bootstrap and t intervals): compiled, and loaded on purpose
-STATISTICS = {"base.stats", "base.fixedmath"}
+# the statistics the reports compute with (bootstrap and t intervals, fixed-order moments): compiled,
+# and loaded on purpose
+STATISTICS = {"base.stats", "base.fixedmath", "compiled.reductions"}
 
 
 def compiled_modules() -> set[str]:
@@ -58,7 +59,14 @@ def test_a_figure_rule_loads_no_compiled_code(script):
     assert not loaded & compiled_modules(), f"{script} can load compiled code: {sorted(loaded & compiled_modules())}"
 
 
-@pytest.mark.parametrize("study", ["serving", "finetune", "accumulation", "precise_rows"])
+REPORTS = sorted(p.parent.name for p in (PACKAGE / "studies").glob("*/report.py"))
+
+
+def test_every_study_with_a_report_module_is_checked():
+    assert {"serving", "finetune", "accumulation", "precise_rows", "lr_sweep", "running_stats"} <= set(REPORTS)
+
+
+@pytest.mark.parametrize("study", REPORTS)
 def test_a_study_report_loads_only_the_compiled_statistics(study):
     module = f"studies.{study}.report"
     loaded = set(module_closure(PACKAGE / "studies" / study / "report.py", PACKAGE)) & compiled_modules()

@@ -14,7 +14,7 @@ import pandas as pd
 
 from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
 from bnstudy.paper import latex
-from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
+from bnstudy.paper.latex import at_batches, points, points_interval, power_of_ten, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
 
 
@@ -154,8 +154,6 @@ def cell_macros(best: pd.DataFrame, grid: pd.DataFrame, sizes: list[int]) -> dic
 def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame) -> dict:
     """Batch norm minus none at the chosen and at the grid's rates: the smallest batch's gain,
     adjusted interval and verdict, where the adjusted intervals exclude zero, the gap's noun and answer."""
-    from bnstudy.studies.batch_size.summary import at_batches
-
     m = {
         "lrGapNoun": gap_noun(paired_grid.iloc[0]),
         "lrDeficitAnswer": deficit_answer(paired_best.iloc[0], paired_grid.iloc[0]),

@@ -13,8 +13,7 @@ import pandas as pd
 
 from bnstudy.base import stats
 from bnstudy.paper import latex
-from bnstudy.studies.running_stats import science as running_stats
-from bnstudy.studies.running_stats import selfchecks
+from bnstudy.studies.running_stats import terms
 
 SHUFFLE_METRICS = ("running_error", "train_eval_rmse")
 VAR_HIGH, VAR_LOW = 5.0, 0.5  # the population description counts variances at least / at most these
@@ -61,7 +60,7 @@ def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
     if means:
         sizes = sorted(means)
         best = min(sizes, key=lambda b: means[b])
-        m["rsRepMonotone"] = running_stats.monotone_sentence(means)
+        m["rsRepMonotone"] = terms.monotone_sentence(means)
         m["rsRepBestBatch"] = str(best)
         for end, b in (("min", sizes[0]), ("max", sizes[-1]), ("best", best)):
             r = ema[ema.batch_size == b].iloc[0]
@@ -134,12 +133,8 @@ def pass_cells(passes: pd.DataFrame, keep: float) -> tuple[dict, dict]:
             rows = rows[(rows["keep"] - keep).abs() < 1e-12]
         return {int(r.batch_size): r for r in rows.itertuples(index=False)}
 
-    ema = {o: cell(o, "ema") for o in running_stats.ORDERS}
-    est = {
-        (o, e): cell(o, e, e in ("ema", "bias_corrected"))
-        for o in running_stats.ORDERS
-        for e in running_stats.ESTIMATORS
-    }
+    ema = {o: cell(o, "ema") for o in terms.ORDERS}
+    est = {(o, e): cell(o, e, e in ("ema", "bias_corrected")) for o in terms.ORDERS for e in terms.ESTIMATORS}
     return ema, est
 
 
@@ -162,9 +157,9 @@ def setting_macros(passes: pd.DataFrame, ema: dict, sizes: list[int], p) -> dict
         "rsUpdatesMax": str(ema["shuffled"][bmin].updates),
         "rsKeeps": ", ".join(latex.fmt(k, 2) for k in sorted(passes["keep"].dropna().unique())),
         "rsBatchSizes": ", ".join(map(str, sizes)),
-        "rsMeanTol": _power_of_ten(selfchecks.MEAN_TOL),
-        "rsVarTol": _power_of_ten(selfchecks.VAR_TOL),
-        "rsDifferentialTol": latex.fmt(selfchecks.DIFFERENTIAL_TOL, 1),
+        "rsMeanTol": _power_of_ten(terms.MEAN_TOL),
+        "rsVarTol": _power_of_ten(terms.VAR_TOL),
+        "rsDifferentialTol": latex.fmt(terms.DIFFERENTIAL_TOL, 1),
     }
 
 
@@ -230,7 +225,7 @@ def remedy_macros(est: dict, sizes: list[int], sort_feature) -> dict:
     m = latex.macro_name
     macros = {}
     for order, b in (("shuffled", sizes[-1]), ("sorted", sizes[0])):
-        for e in running_stats.ESTIMATORS:
+        for e in terms.ESTIMATORS:
             r = est[(order, e)][b]
             macros[m("rs remedy", order, e)] = _f4(r.running_error)
             macros[m("rs remedy", order, e, "var")] = latex.fmt(r.worst_var_error, 2)
@@ -247,7 +242,7 @@ def remedy_macros(est: dict, sizes: list[int], sort_feature) -> dict:
 
 def population_macros(population, worst_feature: int) -> dict:
     """The synthetic population: the spread of its means and variances, the initial offset."""
-    mu, sigma2 = running_stats.population_stats(population)
+    mu, sigma2 = terms.population_stats(population)
     return {
         "rsPopVarMin": latex.fmt(float(sigma2.min()), 2),
         "rsPopVarMax": latex.fmt(float(sigma2.max()), 2),
@@ -256,17 +251,17 @@ def population_macros(population, worst_feature: int) -> dict:
         "rsPopVarBelowHalf": str(int((sigma2 <= VAR_LOW).sum())),
         "rsPopVarHigh": f"{VAR_HIGH:g}",
         "rsPopVarLow": f"{VAR_LOW:g}",
-        "rsInitialOffset": _f4(running_stats.initial_offset(mu, sigma2)),
+        "rsInitialOffset": _f4(terms.initial_offset(mu, sigma2)),
         "rsWorstVarTrue": latex.fmt(float(sigma2[worst_feature]), 2),
     }
 
 
 def selfcheck_macros(checks: pd.DataFrame, sizes: list[int]) -> dict:
     """How many of the layer's self-checks pass, in all and per order."""
-    self_ok = checks.apply(lambda r: selfchecks.self_checks_pass(r.to_dict()), axis=1)
+    self_ok = checks.apply(lambda r: terms.self_checks_pass(r.to_dict()), axis=1)
     return {
-        "rsSelfCheckPasses": str(int(sum(checks[f"{c}_pass"].sum() for c in selfchecks.CHECKS))),
-        "rsSelfCheckTotal": str(len(checks) * len(selfchecks.CHECKS)),
+        "rsSelfCheckPasses": str(int(sum(checks[f"{c}_pass"].sum() for c in terms.CHECKS))),
+        "rsSelfCheckTotal": str(len(checks) * len(terms.CHECKS)),
         "rsSelfCheckPassesAll": "all" if bool(self_ok.all()) else "not all",
         "rsDifferentialPassesShuffled": str(int(checks[checks["order"] == "shuffled"]["differential_pass"].sum())),
         "rsDifferentialPassesSorted": str(int(checks[checks["order"] == "sorted"]["differential_pass"].sum())),
@@ -408,11 +403,11 @@ def selfchecks_table(checks: pd.DataFrame, passes: pd.DataFrame) -> tuple:
 def remedies_table(est: dict, sizes: list[int]) -> tuple:
     """Study 3's remedies on the same passes: each estimator's error, the EMA's and pooled divergence."""
     rows = []
-    for order in running_stats.ORDERS:
+    for order in terms.ORDERS:
         for b in sizes:
             rows.append(
                 [order, str(b)]
-                + [_f4(est[(order, e)][b].running_error) for e in running_stats.ESTIMATORS]
+                + [_f4(est[(order, e)][b].running_error) for e in terms.ESTIMATORS]
                 + [_f4(est[(order, e)][b].train_eval_rmse) for e in ("ema", "pooled")]
             )
     return (
@@ -454,7 +449,7 @@ def summarise(passes, checks, population, trained, shuffles, published, p) -> di
     out["shuffle_summary"] = shuffle_summary
     out["table_shuffles"] = shuffle_table(shuffle_summary)
     records = passes.astype(object).where(passes.notna(), None).to_dict("records")
-    out["summary"] = running_stats.summary_json(records, keep=p["keep"])
+    out["summary"] = terms.summary_json(records, keep=p["keep"])
 
     ema, est = pass_cells(passes, p["keep"])
     sizes = sorted(ema["shuffled"])

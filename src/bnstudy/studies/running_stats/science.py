@@ -45,19 +45,19 @@ import numpy as np
 from bnstudy.base.fixedmath import powi
 from bnstudy.base.runtime import STREAM_POPULATION, derive_seed
 from bnstudy.compiled.layer import BatchNorm1d
-from bnstudy.compiled.reductions import column_moments, rms, weighted_column_sums
+from bnstudy.compiled.reductions import rms, weighted_column_sums
+from bnstudy.studies.running_stats.terms import (  # noqa: F401 (re-exported: the study's names)
+    ESTIMATORS,
+    INITIAL_MEAN,
+    INITIAL_VAR,
+    ORDERS,
+    initial_offset,
+    monotone_sentence,
+    population_stats,
+    summary_json,
+)
 
-ORDERS = ("shuffled", "sorted")
-ESTIMATORS = ("ema", "bias_corrected", "cumulative", "pooled")
-INITIAL_MEAN = 0.0
-INITIAL_VAR = 1.0
 EPS = 1e-5
-
-
-def population_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact per-feature mean and variance (ddof 0) of the enumerated population
-    (float64 sums over rows in row order, two passes)."""
-    return column_moments(x)
 
 
 def pass_batches(
@@ -175,11 +175,6 @@ def statistics_errors(mean, var, mu, sigma2) -> dict:
     }
 
 
-def initial_offset(mu, sigma2) -> float:
-    """RMS over the 2F values of (initial value - truth): the error of the untouched layer."""
-    return rms(np.concatenate([INITIAL_MEAN - mu, INITIAL_VAR - sigma2]))
-
-
 def batch_estimate_error(result: PassResult, mu, sigma2) -> float:
     """Error of a single batch's own estimate: RMS over batches and the 2F errors of
     (batch mean, unbiased batch variance ``var * n / (n - 1)``) against the truth,
@@ -253,42 +248,3 @@ def replicated_study(x: np.ndarray, batch_sizes, keep: float, seed: int, shuffle
     for shuffle in range(shuffles):
         rows += [r | {"shuffle": shuffle} for r in study(x, batch_sizes, [keep], "shuffled", seed, 0, shuffle)]
     return rows
-
-
-def monotone_sentence(means: dict[int, float]) -> str:
-    """Whether the mean running error rises with every step in batch size, in words that are true
-    of ``means`` (``{batch size: mean error}``)."""
-    sizes = sorted(means)
-    falls = [(a, b) for a, b in zip(sizes, sizes[1:]) if means[b] < means[a]]
-    best = min(sizes, key=lambda b: means[b])
-    if not falls:
-        return "rises with every step in batch size"
-    steps = ", ".join(f"from $b={a}$ to $b={b}$" for a, b in falls)
-    return f"is not monotone in the batch size: it falls {steps}, and is smallest at $b={best}$" + (
-        "" if best == sizes[0] else f", not at the smallest batch $b={sizes[0]}$"
-    )
-
-
-def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
-    """The keys of ``results/summary/running_stats.json``, each by batch size.
-
-    Shuffled order, EMA with keep-factor ``keep``; ``train_eval_rmse_sorted`` the
-    same for the sorted order; ``worst_feature_var_error`` the largest absolute
-    running-variance error over features and batch sizes (shuffled, same keep).
-    """
-
-    def pick(order):
-        return {
-            r["batch_size"]: r for r in rows if r["order"] == order and r["estimator"] == "ema" and r["keep"] == keep
-        }
-
-    shuffled, sorted_ = pick("shuffled"), pick("sorted")
-    sizes = sorted(shuffled)
-    return {
-        "updates": {str(b): shuffled[b]["updates"] for b in sizes},
-        "running_error": {str(b): shuffled[b]["running_error"] for b in sizes},
-        "batch_estimate_error": {str(b): shuffled[b]["batch_estimate_error"] for b in sizes},
-        "train_eval_rmse": {str(b): shuffled[b]["train_eval_rmse"] for b in sizes},
-        "train_eval_rmse_sorted": {str(b): sorted_[b]["train_eval_rmse"] for b in sizes},
-        "worst_feature_var_error": max(shuffled[b]["worst_var_error"] for b in sizes),
-    }

@@ -1,0 +1,75 @@
+"""What the running-statistics study's report needs of its science without its compiled layer: the
+orders and estimators, the population's exact moments and the untouched layer's offset (the fixed-order
+reductions of :mod:`bnstudy.compiled.reductions`, statistics as :mod:`bnstudy.base.stats` is), the
+sentence and JSON of the summary, and the self-checks' tolerances. :mod:`.science` and
+:mod:`.selfchecks` take them from here, so editing the layer kernel does not re-run the report."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bnstudy.compiled.reductions import column_moments, rms
+
+ORDERS = ("shuffled", "sorted")
+ESTIMATORS = ("ema", "bias_corrected", "cumulative", "pooled")
+INITIAL_MEAN = 0.0
+INITIAL_VAR = 1.0
+MEAN_TOL = 1e-4
+VAR_TOL = 1e-3
+DIFFERENTIAL_TOL = 0.1
+CHECKS = ("train_mean", "train_var", "inference_repeatable", "shape")
+
+
+def population_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact per-feature mean and variance (ddof 0) of the enumerated population
+    (float64 sums over rows in row order, two passes)."""
+    return column_moments(x)
+
+
+def initial_offset(mu, sigma2) -> float:
+    """RMS over the 2F values of (initial value - truth): the error of the untouched layer."""
+    return rms(np.concatenate([INITIAL_MEAN - mu, INITIAL_VAR - sigma2]))
+
+
+def monotone_sentence(means: dict[int, float]) -> str:
+    """Whether the mean running error rises with every step in batch size, in words that are true
+    of ``means`` (``{batch size: mean error}``)."""
+    sizes = sorted(means)
+    falls = [(a, b) for a, b in zip(sizes, sizes[1:]) if means[b] < means[a]]
+    best = min(sizes, key=lambda b: means[b])
+    if not falls:
+        return "rises with every step in batch size"
+    steps = ", ".join(f"from $b={a}$ to $b={b}$" for a, b in falls)
+    return f"is not monotone in the batch size: it falls {steps}, and is smallest at $b={best}$" + (
+        "" if best == sizes[0] else f", not at the smallest batch $b={sizes[0]}$"
+    )
+
+
+def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
+    """The keys of ``results/summary/running_stats.json``, each by batch size.
+
+    Shuffled order, EMA with keep-factor ``keep``; ``train_eval_rmse_sorted`` the
+    same for the sorted order; ``worst_feature_var_error`` the largest absolute
+    running-variance error over features and batch sizes (shuffled, same keep).
+    """
+
+    def pick(order):
+        return {
+            r["batch_size"]: r for r in rows if r["order"] == order and r["estimator"] == "ema" and r["keep"] == keep
+        }
+
+    shuffled, sorted_ = pick("shuffled"), pick("sorted")
+    sizes = sorted(shuffled)
+    return {
+        "updates": {str(b): shuffled[b]["updates"] for b in sizes},
+        "running_error": {str(b): shuffled[b]["running_error"] for b in sizes},
+        "batch_estimate_error": {str(b): shuffled[b]["batch_estimate_error"] for b in sizes},
+        "train_eval_rmse": {str(b): shuffled[b]["train_eval_rmse"] for b in sizes},
+        "train_eval_rmse_sorted": {str(b): sorted_[b]["train_eval_rmse"] for b in sizes},
+        "worst_feature_var_error": max(shuffled[b]["worst_var_error"] for b in sizes),
+    }
+
+
+def self_checks_pass(row: dict) -> bool:
+    """All four self-checks pass."""
+    return all(row[f"{c}_pass"] for c in CHECKS)
