@@ -13,7 +13,7 @@ PACKAGE = ROOT / "src" / "bnstudy"
 SCRIPTS = ROOT / "workflow" / "scripts"
 # the statistics the reports compute with (bootstrap and t intervals, fixed-order moments): compiled,
 # and loaded on purpose
-STATISTICS = {"base.stats", "base.fixedmath", "compiled.reductions"}
+STATISTICS = {"base.stats", "base.fixedmath", "compiled.reductions", "studies.batch_size.estimates"}
 
 
 def compiled_modules() -> set[str]:
@@ -57,6 +57,21 @@ def test_a_figure_rule_loads_no_compiled_code(script):
         if p.startswith("src/")
     }
     assert not loaded & compiled_modules(), f"{script} can load compiled code: {sorted(loaded & compiled_modules())}"
+
+
+SUMMARY_SCRIPTS = sorted(p.name for p in SCRIPTS.glob("*.py") if "summar" in p.stem)
+
+
+@pytest.mark.parametrize("script", SUMMARY_SCRIPTS)
+def test_a_summary_rule_loads_only_the_compiled_statistics(script):
+    """A summary computes from the jobs' tables: editing a network or probe kernel must not re-run it."""
+    loaded = {
+        ".".join(Path(p).relative_to("src/bnstudy").with_suffix("").parts)
+        for p in code_inputs(script, ROOT)
+        if p.startswith("src/")
+    }
+    assert len(SUMMARY_SCRIPTS) >= 8
+    assert not (loaded & compiled_modules()) - STATISTICS, f"{script} loads {sorted(loaded & compiled_modules())}"
 
 
 REPORTS = sorted(p.parent.name for p in (PACKAGE / "studies").glob("*/report.py"))

@@ -8,8 +8,8 @@ from _setup import start
 log = start(snakemake, torch=False)
 from bnstudy.base import io
 from bnstudy.paper import latex
+from bnstudy.studies.serving import estimates as serving
 from bnstudy.studies.serving import report as serving_report
-from bnstudy.studies.serving import science as serving
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 networks = io.read_table(inp.networks).to_dict("records")

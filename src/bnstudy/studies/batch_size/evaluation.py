@@ -33,6 +33,11 @@ from bnstudy.nets import network
 from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.batch_size import remedies
+from bnstudy.studies.batch_size.estimates import (  # noqa: F401 (re-exported: the study's names)
+    _sum_and_squares,
+    mean_in_order,
+    summary_json,
+)
 
 
 @numba.njit(**JIT)
@@ -46,21 +51,6 @@ def _sum_squared_differences(a, b, out):
                 d = np.float64(a[m, i, c]) - np.float64(b[m, i, c])
                 s += d * d
         out[m] = s
-
-
-@numba.njit(**JIT)
-def _sum_and_squares(v):
-    """Mean of ``v`` (summed in order) and the sum of squared deviations from it (in order)."""
-    n = v.shape[0]
-    s = 0.0
-    for i in range(n):
-        s += v[i]
-    mean = s / n
-    ss = 0.0
-    for i in range(n):
-        d = v[i] - mean
-        ss += d * d
-    return mean, ss
 
 
 labels = network.labels_of  # each row's first largest logit: (M, N, C) logits to (M, N) labels
@@ -216,14 +206,6 @@ def remedy_rows(
     return accuracy, distance
 
 
-def mean_in_order(values) -> float:
-    """Mean of ``values`` in float64, added in the order given, divided by their number."""
-    v = np.ascontiguousarray(values, dtype=np.float64)
-    if v.ndim != 1 or len(v) == 0:
-        raise ValueError(f"mean_in_order needs a non-empty 1-D sequence, got shape {v.shape}")
-    return float(_sum_and_squares(v)[0])
-
-
 def gain_interval(with_norm, without, confidence: float = 0.95) -> tuple[float, float, float]:
     """Difference of seed means ``mean(with_norm) - mean(without)`` and its Welch interval.
 
@@ -250,19 +232,6 @@ def gain_interval(with_norm, without, confidence: float = 0.95) -> tuple[float, 
     df = (va + vb) * (va + vb) / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
     half = t_quantile(0.5 + confidence / 2, df) * se
     return diff, diff - half, diff + half
-
-
-def summary_json(summary) -> dict:
-    """``{normaliser: {batch_size: {...}}}`` from the per-(normaliser, b, mode) summary."""
-    out: dict = {}
-    for row in summary.itertuples(index=False):
-        cell = out.setdefault(row.normaliser, {}).setdefault(str(int(row.batch_size)), {})
-        key = {"inference": "inference", "training": "train_mode"}.get(row.mode, row.mode)
-        cell[f"{key}_accuracy"] = row.mean
-        cell[f"{key}_sd"] = row.sd
-        cell[f"{key}_ci"] = [row.ci_low, row.ci_high]
-        cell["seeds"] = int(row.seeds)
-    return out
 
 
 # ---- trained cells ----------------------------------------------------------------

@@ -5,7 +5,7 @@ The rule script ``summarise_batch_size.py`` only reads the evaluation outputs an
 writes what :func:`summarise` returns. Means and standard deviations over seeds are
 :func:`bnstudy.base.stats.summarise_over_seeds` (sums correctly rounded); comparisons
 are paired by seed (:mod:`bnstudy.studies.batch_size.paired`); distances are averaged over seeds in
-seed order (:func:`bnstudy.studies.batch_size.evaluation.mean_in_order`); the EMA weight ``keep**u``
+seed order (:func:`bnstudy.studies.batch_size.estimates.mean_in_order`); the EMA weight ``keep**u``
 is :func:`bnstudy.base.fixedmath.powi`. Nothing here depends on the CPU.
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 from bnstudy.base import stats
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points
-from bnstudy.studies.batch_size import evaluation, paired
+from bnstudy.studies.batch_size import estimates, paired
 from bnstudy.studies.batch_size.macros import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)
     DISTANCE_COLUMNS,
     DISTANCE_KEYS,
@@ -58,7 +58,7 @@ def summarise_distances(distances: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         [
             dict(zip(DISTANCE_KEYS, key))
-            | {c: evaluation.mean_in_order(g[c]) for c in ("mean_distance", "var_distance")}
+            | {c: estimates.mean_in_order(g[c]) for c in ("mean_distance", "var_distance")}
             for key, g in distances.groupby(DISTANCE_KEYS, sort=True)
         ],
         columns=DISTANCE_KEYS + ["mean_distance", "var_distance"],
@@ -207,7 +207,7 @@ def summarise(cells, remedy_runs, distances, correct, published, momentum, confi
     return {
         "runs": runs,
         "summary_table": summary,
-        "summary": evaluation.summary_json(summary),
+        "summary": estimates.summary_json(summary),
         "distances": distances.sort_values(DISTANCE_KEYS + ["seed"], kind="stable"),
         "distance_summary": distance_summary,
         "paired": pairs,

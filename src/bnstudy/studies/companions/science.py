@@ -57,18 +57,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from bnstudy.base.runtime import STREAM_BOOTSTRAP, STREAM_PROBE, derive_seed
-from bnstudy.base.stats import bootstrap_examples, mean_sd
+from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 from bnstudy.compiled.conv import batch_labels
 from bnstudy.compiled.probes import Prober
 from bnstudy.nets import conv_train, network
 from bnstudy.nets import model as mlp
 from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
-
-DESIGNS = ("random", "exact", "own_class", "other_class", "any_class")
-_DESIGN_CODE = {d: i for i, d in enumerate(DESIGNS)}
-
+from bnstudy.studies.companions.estimates import (  # noqa: F401 (re-exported: the study's names)
+    _DESIGN_CODE,
+    DESIGNS,
+    dependence_json,
+    mixture_flip_rate,
+    summarise,
+)
 
 # ---- which examples, which batches ---------------------------------------------
 
@@ -440,69 +442,3 @@ def probe_files(paths, network: str, x, y, train_rows: int, examples, *, seed: i
             head = {"network": network, "normaliser": spec.normaliser, "train_batch_size": int(metas[0]["batch_size"])}
             out.append(head | {"seed": int(metas[model]["seed"])} | row)
     return out
-
-
-def summarise(per_example, resamples: int, confidence: float, seed: int) -> list[dict]:
-    """Flip rate, training-mode accuracy and ever-flipped share per (network, seed, design, b).
-
-    ``per_example`` is a DataFrame of :func:`probe_network` rows plus ``network``
-    and ``seed`` columns. Each estimate (see the module docstring) comes with a
-    percentile bootstrap interval over examples, stratified by the examples' class
-    (``label``); the bootstrap generator is seeded from ``(seed, STREAM_BOOTSTRAP,
-    design, b)``, so every network is resampled with the same example draws.
-    ``inference_accuracy`` is over the same examples.
-    """
-    out = []
-    keys = ["network", "normaliser", "train_batch_size", "seed", "design", "batch_size"]
-    for key, g in per_example.groupby(keys, sort=True):
-        g = g.sort_values("example")
-        cell = dict(zip(keys, key))
-        measures = {
-            "flip_rate": (g["flips"] / g["batches"]).to_numpy(),
-            "train_mode_accuracy": (g["correct"] / g["batches"]).to_numpy(),
-            "ever_flipped": (g["flips"] > 0).to_numpy(dtype=np.float64),
-        }
-        row = dict(
-            cell,
-            examples=len(g),
-            batches_per_example=int(g["batches"].iloc[0]),
-            inference_accuracy=int((g["inference_label"] == g["label"]).sum()) / len(g),
-        )
-        for name, values in measures.items():
-            rng = np.random.default_rng(
-                derive_seed(seed, STREAM_BOOTSTRAP, _DESIGN_CODE[cell["design"]], int(cell["batch_size"]))
-            )
-            lo, hi = bootstrap_examples(values, resamples, confidence, rng, strata=g["label"].to_numpy())
-            row |= {name: mean_sd(values)[0], f"{name}_ci_low": lo, f"{name}_ci_high": hi}
-        out.append(row)
-    return out
-
-
-def dependence_json(summary) -> dict:
-    """``results/summary/companions.json`` for one network from its :func:`summarise` rows."""
-    s = summary.set_index(["design", "batch_size"])
-    out = {}
-    for b in sorted(int(b) for b in summary.loc[summary["design"] == "random", "batch_size"]):
-        r = s.loc[("random", b)]
-        out[str(b)] = {
-            "flip_rate": float(r["flip_rate"]),
-            "flip_ci": [float(r["flip_rate_ci_low"]), float(r["flip_rate_ci_high"])],
-            "train_mode_accuracy": float(r["train_mode_accuracy"]),
-            "ever_flipped": float(r["ever_flipped"]),
-        }
-    exact = s.loc[("exact", 2)] if ("exact", 2) in s.index else None
-    out["exact_flip_rate_b2"] = None if exact is None else float(exact["flip_rate"])
-    out["inference_accuracy"] = float(summary["inference_accuracy"].iloc[0])
-    own = summary[summary["design"] == "own_class"].iloc[0]
-    other = summary[summary["design"] == "other_class"].iloc[0]
-    out["one_class_same_flip"] = float(own["flip_rate"])
-    out["one_class_other_flip"] = float(other["flip_rate"])
-    if (summary["design"] == "any_class").any():
-        out["one_class_any_flip"] = float(summary[summary["design"] == "any_class"].iloc[0]["flip_rate"])
-    return out
-
-
-def mixture_flip_rate(own: float, other: float, classes: int) -> float:
-    """The any-class flip rate that the own- and other-class designs predict: the class is
-    the example's own with probability ``1/classes``, another with ``(classes - 1)/classes``."""
-    return own / classes + other * (classes - 1) / classes

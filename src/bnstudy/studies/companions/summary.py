@@ -18,7 +18,7 @@ from bnstudy.base import stats
 from bnstudy.nets.model import BATCH_KINDS
 from bnstudy.paper import latex
 from bnstudy.paper.latex import words
-from bnstudy.studies.companions import science as companions
+from bnstudy.studies.companions import estimates as companions
 
 MEASURES = ("flip_rate", "train_mode_accuracy", "ever_flipped")
 NETWORK_KEYS = ["normaliser", "train_batch_size", "design", "batch_size"]
