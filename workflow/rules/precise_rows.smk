@@ -89,14 +89,22 @@ rule figure_precise_rows:
             category=PRECISE_CAPTION,
             subcategory="Figure: accuracy by rows pooled",
             caption="../report/precise_rows.rst",
-            labels={"format": "vector (PDF)"},
+            labels={
+                "normalisers": normaliser("batchnorm").label,
+                "panels": "one panel: a line per training batch size",
+                "format": "vector (PDF)",
+            },
         ),
         png=report(
             "results/paper/figures/precise_rows.png",
             category=PRECISE_CAPTION,
             subcategory="Figure: accuracy by rows pooled",
             caption="../report/precise_rows.rst",
-            labels={"format": "raster (PNG)"},
+            labels={
+                "normalisers": normaliser("batchnorm").label,
+                "panels": "one panel: a line per training batch size",
+                "format": "raster (PNG)",
+            },
         ),
     conda:
         CONDA_ENV

@@ -9,7 +9,7 @@ order, the kept protocol adding the leftover batch), random companions at each p
   label differs from the inference-mode one;
 - ``train_mode_accuracy``: mean over the examples of the share of batches labelled correctly.
 
-These are the per-network estimates of :func:`bnstudy.studies.companions.science.summarise` (means correctly
+These are the per-network estimates of :func:`bnstudy.studies.companions.estimates.summarise` (means correctly
 rounded, :func:`bnstudy.base.stats.mean_sd`). Over networks: the mean and a Student-t interval
 on the logit scale (:func:`bnstudy.base.stats.share_interval`), which stays within [0, 1] as every
 measure is a share; kept minus

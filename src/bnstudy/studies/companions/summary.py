@@ -2,7 +2,7 @@
 
 The rule script ``companions_summarise.py`` reads the probe counts and writes what
 :func:`summarise_all` returns. Per network, design and size the estimates and their
-bootstrap intervals over examples come from :func:`bnstudy.studies.companions.science.summarise`;
+bootstrap intervals over examples come from :func:`bnstudy.studies.companions.estimates.summarise`;
 over networks (the dependence networks, one per seed; the grid's seeds) each
 estimate's mean and Student-t interval are :func:`bnstudy.base.stats.summarise_over_seeds`
 (sums correctly rounded). Nothing here depends on the CPU.

@@ -18,7 +18,7 @@ TITLES = {"random": "random stream", "sorted": "class-sorted stream"}
 
 
 def serving(along: pd.DataFrame, before: float, normaliser: str = "batchnorm", width=None, height: float = 2.6):
-    """The figure from :func:`bnstudy.studies.serving.science.along_means`' rows and the mean accuracy ``before``."""
+    """The figure from :func:`bnstudy.studies.serving.estimates.along_means`' rows and the mean accuracy ``before``."""
     width = figures.width("serving") if width is None else width
     fig, axes = figures.new(width, height, ncols=2, sharey=True)
     sizes = sorted(int(b) for b in along["train_batch_size"].unique())

@@ -1,6 +1,6 @@
 """The serving study's paper parts: macros for every number in its section, and its table.
 
-Input: the summary of :func:`bnstudy.studies.serving.science.summarise`. Accuracies print as
+Input: the summary of :func:`bnstudy.studies.serving.estimates.summarise`. Accuracies print as
 percentages, differences as signed percentage points, the movement of the running
 statistics with two decimals; intervals as ``[low, high]``.
 """
