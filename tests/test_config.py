@@ -559,3 +559,15 @@ def test_the_check_command_in_process(tmp_path, capsys):
     assert cfg.main(["check", str(twice)]) == 1
     _, err = capsys.readouterr()
     assert err.count(str(twice)) == 1 and "given twice" in err  # the file is in the message: not appended again
+
+
+def test_the_check_command_says_what_it_does_in_its_help(capsys):
+    """``python -m bnstudy.base.config --help`` prints its usage with the command's description."""
+    from bnstudy.base import config as config_module
+
+    with pytest.raises(SystemExit) as stop:
+        config_module.main(["--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m bnstudy.base.config")
+    assert "each file read strictly" in " ".join(out.split())  # argparse wraps the description

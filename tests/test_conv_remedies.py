@@ -113,6 +113,22 @@ def test_exact_layer_one_is_the_float64_moments_of_torch_conv2d(trained):
         np.testing.assert_allclose(exact["1"][1][i], h.var((0, 2, 3), unbiased=False).numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_images_given_in_float64_are_computed_in_float32_as_the_network_is(trained):
+    """The remedies read the images as the network does, in float32: float64 images (a user's NumPy
+    default) give the float32 images' bits, not a float64 computation of their own."""
+    spec, stacked = trained
+    x, y = _images()
+    batches = remedies.pass_batches(y, BATCH, 0)
+    for compute in (
+        lambda images: remedies.exact_statistics(stacked, spec, images),
+        lambda images: remedies.precise_statistics(stacked, spec, images, batches),
+    ):
+        as32, as64 = compute(x), compute(x.astype(np.float64))
+        for layer in remedies.norm_layers(spec):
+            for k in (0, 1):
+                assert as64[layer][k].tobytes() == as32[layer][k].tobytes(), (layer, k)
+
+
 def test_exact_statistics_of_each_layer_use_the_exact_statistics_below(trained):
     """PyTorch in eval mode, each BatchNorm2d's buffers set to the reference's moments of its input
     layer by layer (float64 NumPy over every example x position), the layers above read again."""
