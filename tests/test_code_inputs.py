@@ -46,16 +46,21 @@ def test_the_compiled_modules_are_found():
     assert not {"paper.latex", "paper.figures", "base.designs", "base.io"} & compiled_modules()
 
 
+def script_modules(script: str) -> set[str]:
+    """The package modules (dotted, without ``bnstudy.``) a rule script can load."""
+    return {
+        ".".join(Path(p).relative_to("src/bnstudy").with_suffix("").parts)
+        for p in code_inputs(script, ROOT)
+        if p.startswith("src/")
+    }
+
+
 FIGURE_SCRIPTS = sorted(p.name for p in SCRIPTS.glob("*.py") if "figure" in p.stem)
 
 
 @pytest.mark.parametrize("script", FIGURE_SCRIPTS)
 def test_a_figure_rule_loads_no_compiled_code(script):
-    loaded = {
-        ".".join(Path(p).relative_to("src/bnstudy").with_suffix("").parts)
-        for p in code_inputs(script, ROOT)
-        if p.startswith("src/")
-    }
+    loaded = script_modules(script)
     assert not loaded & compiled_modules(), f"{script} can load compiled code: {sorted(loaded & compiled_modules())}"
 
 
@@ -65,11 +70,7 @@ SUMMARY_SCRIPTS = sorted(p.name for p in SCRIPTS.glob("*.py") if "summar" in p.s
 @pytest.mark.parametrize("script", SUMMARY_SCRIPTS)
 def test_a_summary_rule_loads_only_the_compiled_statistics(script):
     """A summary computes from the jobs' tables: editing a network or probe kernel must not re-run it."""
-    loaded = {
-        ".".join(Path(p).relative_to("src/bnstudy").with_suffix("").parts)
-        for p in code_inputs(script, ROOT)
-        if p.startswith("src/")
-    }
+    loaded = script_modules(script)
     assert len(SUMMARY_SCRIPTS) >= 8
     assert not (loaded & compiled_modules()) - STATISTICS, f"{script} loads {sorted(loaded & compiled_modules())}"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd
+from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points_interval, signed_points, words
 from bnstudy.studies.batch_size.paired import paired_interval
 
@@ -106,9 +107,9 @@ def macros(table: pd.DataFrame, budgets, replicates: int, seed: int) -> dict[str
     """Every number and generated clause of the section."""
     small, large = str(min(budgets)), str(max(budgets))
     m = {
-        "preciseRowsBudgets": words([_count(k) for k in sorted(budgets)]),
-        "preciseRowsSmallest": _count(small),
-        "preciseRowsLargest": _count(large),
+        "preciseRowsBudgets": words([latex.fmt(int(k)) for k in sorted(budgets)]),
+        "preciseRowsSmallest": latex.fmt(int(small)),
+        "preciseRowsLargest": latex.fmt(int(large)),
         "preciseRowsReplicates": str(replicates),
         "preciseRowsSeeds": words([str(seed + r) for r in range(replicates)]),
         "preciseRowsBatchSizes": words([str(b) for b in sorted(set(table["batch_size"]))]),
@@ -129,15 +130,10 @@ def macros(table: pd.DataFrame, budgets, replicates: int, seed: int) -> dict[str
     return m
 
 
-def _count(k) -> str:
-    """A row count as the paper prints it: ``2{,}048``."""
-    return f"{int(k):,}".replace(",", "{,}")
-
-
 def latex_table(table: pd.DataFrame, budgets) -> tuple[list[str], list[list[str]], str, str]:
     """Rows: training batch sizes; columns: each statistic's paired difference to the exact
     statistics in signed points with its interval."""
-    names = {EMA: "running averages", ALL: "whole pass"} | {str(k): f"{_count(k)} rows" for k in budgets}
+    names = {EMA: "running averages", ALL: "whole pass"} | {str(k): f"{latex.fmt(int(k))} rows" for k in budgets}
     header = ["batch", *(names[k] for k in keys(budgets))]
     rows = []
     for b in sorted(set(table["batch_size"])):
