@@ -7,7 +7,9 @@ repeat, on the digits training half of the paper's split:
   ``torch.optim``, one model per call) against :func:`bnstudy.nets.train.train_models`
   (the compiled loop, every seed of a cell), at batch sizes 2 and 64; the figure
   compared is the time *per model-run*: a plain call's time, and a
-  ``train_models`` call's time divided by its number of models;
+  ``train_models`` call's time divided by its number of models; and each side's GFLOP/s
+  (:func:`mlp_training_flops`) against the core's peak without FMA
+  (:func:`bnstudy.tools.convbench.peak`);
 - companion evaluation: one test example's whole probe design as a pipeline job
   runs it (random companions at b = 2, 4, 16, 64, every b = 2 pair, own- and
   other-class batches at b = 16), through the compiled probes
@@ -15,7 +17,8 @@ repeat, on the digits training half of the paper's split:
   through :func:`bnstudy.studies.companions.science.batch_logits_loop` (a plain ``nn.Sequential``
   in training mode, one batch at a time), on the models trained above at the
   largest batch size; then the random designs one by one (the ratio grows as the
-  batch shrinks: the loop's cost is per batch, the probes' cost per row);
+  batch shrinks: the loop's cost is per batch, the probes' cost per row), each side's
+  GFLOP/s from the products it performs (:func:`probe_flops`);
 - the audit (:mod:`bnstudy.audit`, PyTorch): probes per second of its random design
   at b = 2, 4, 16, 64 (every row of a batch a probe, many batches per forward pass)
   against the naive loop, one forward pass of the plain module per example and batch
@@ -23,8 +26,8 @@ repeat, on the digits training half of the paper's split:
   above and on the study's small convolutional network (its initial weights, running
   statistics moved by a few training-mode batches); the loop is timed on the first
   ``--audit-loop-batches`` batches of each size. Threads: 1, as everywhere here;
-- the convolutional network (:mod:`bnstudy.tools.convbench`): training throughput of a
-  candidate Fashion-MNIST network (28x28, four convolutions, strides 2, a residual
+- the convolutional network (:mod:`bnstudy.tools.convbench`): training throughput of the
+  network of ``config/fashion.yaml`` (28x28, four convolutions, strides 2, a residual
   connection) in the compiled kernels against PyTorch's own CPU path (``nn.Conv2d`` with
   oneDNN, autograd, ``torch.optim.Adam``) at batch 2 and 128, images/s, GFLOP/s from the
   counted multiply-adds and the fraction of the core's peak without FMA (``--conv-only``:
@@ -55,7 +58,7 @@ from bnstudy.base import runtime
 from bnstudy.nets.data import split_digits
 from bnstudy.nets.model import NetSpec
 from bnstudy.nets.norms import NORMALISERS
-from bnstudy.nets.recipe import Recipe
+from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch
 from bnstudy.tools import convbench
 
 NEAR_TIE = 1e-4
@@ -75,6 +78,56 @@ def timed(fn, *args, **kwargs):
 
 def median_pair(samples: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def mlp_training_flops(spec) -> int:
+    """Counted flops of one row's training step in the MLP ``spec``: every Linear's products
+    forward, as many for its weight gradient and, but the first's, for its input gradient
+    (neither side computes the input's gradient); 2 flops per multiply-add. The normalisers,
+    ReLU, loss and optimiser are not counted, as in :func:`bnstudy.tools.convbench.training_flops`."""
+    products = [a * b for a, b in zip(spec.widths[:-1], spec.widths[1:])]
+    return 2 * (3 * sum(products) - products[0])
+
+
+def rows_per_run(n: int, recipe) -> int:
+    """Rows one training run of ``n`` rows steps through: ``epochs`` times the epoch's batches
+    (:func:`bnstudy.nets.recipe.batch_sizes_per_epoch`, the cut training uses)."""
+    return recipe.epochs * sum(batch_sizes_per_epoch(n, recipe.batch_size, recipe.last_batch))
+
+
+def probe_flops(spec, rows: int, plans, models: int) -> tuple[int, int]:
+    """``(loop, compiled)`` counted flops of probing ``plans`` on ``models`` models of the MLP
+    ``spec`` over ``rows`` test rows: the products each side performs, 2 flops per multiply-add.
+
+    The loop runs every row of every batch through every Linear. The compiled probes
+    (:class:`bnstudy.compiled.probes.Prober`) run the first Linear once per test row, the second
+    on the rows that reach row 0 (:func:`bnstudy.compiled.probes.probe_rows`: the batch, or
+    ghost batch norm's first virtual batch; for a normaliser without batch statistics row 0
+    alone, once per distinct row 0) and the last on row 0 alone."""
+    from bnstudy.compiled.kernels import KIND, norm_settings
+    from bnstudy.compiled.probes import BATCH_CODES, probe_rows
+
+    w = spec.widths
+    first, second, last = w[0] * w[1], w[1] * w[2], w[2] * w[3]
+    settings = norm_settings(spec, (1.0, 0.0))
+    loop, compiled = 0, rows * first
+    for _, batches in plans:
+        k, b = batches.shape
+        loop += k * b * (first + second + last)
+        if KIND[spec.normaliser] in BATCH_CODES:
+            compiled += k * (probe_rows(settings, b) * second + last)
+        else:
+            compiled += len(np.unique(batches[:, 0])) * (second + last)
+    return 2 * models * loop, 2 * models * compiled
+
+
+def rates(label: str, flops: tuple[float, float], seconds: tuple[float, float], top: float) -> str:
+    """A row's GFLOP/s over the plain and the compiled side's CPU seconds, and of ``top``."""
+    plain, fast = (f / t / 1e9 for f, t in zip(flops, seconds))
+    return (
+        f"{'':<36}{label} GFLOP/s (CPU): plain {plain:.2f} ({100 * plain / top:.1f}% of peak), "
+        f"compiled {fast:.2f} ({100 * fast / top:.1f}%)"
+    )
 
 
 def bench_training(spec, x, y, batch_size: int, epochs: int, seeds: list[int], repeats: int):
@@ -239,12 +292,19 @@ def main(argv=None) -> int:
         stacked[b], _ = train_models(spec, Recipe(batch_size=b, epochs=args.epochs), seeds[:1], x, y)
         audit_rows(args, spec, stacked[b], x_test)
         return 0
+    top, assumption = convbench.peak()
+    print(
+        f"MLP {'-'.join(map(str, spec.widths))}: {mlp_training_flops(spec) / 1e3:.1f} kFLOP counted per training "
+        f"row; peak {top:.1f} GFLOP/s ({assumption})"
+    )
     print(f"{'':<34} {'wall: plain':>9} {'compiled':>9} {'ratio':>8}   {'CPU: plain':>9} {'compiled':>9} {'ratio':>8}")
     for b in args.batch_sizes:
         plain, compiled, stacked[b] = bench_training(spec, x, y, b, args.epochs, seeds, args.repeats)
         print(row(f"training, batch {b} (per model-run)", plain, compiled, "seconds"))
         runs = 20 / args.epochs
         print(f"{'':<36}20-epoch model-run: plain {plain[0] * runs:.2f} s, compiled {compiled[0] * runs:.2f} s (wall)")
+        flops = mlp_training_flops(spec) * rows_per_run(len(y), Recipe(batch_size=b, epochs=args.epochs))
+        print(rates("training", (flops, flops), (plain[1], compiled[1]), top))
     # companion evaluation, on the models trained at the largest batch size above
     net = stacked[max(stacked)]
     from bnstudy.studies.companions.science import example_plans
@@ -266,10 +326,13 @@ def main(argv=None) -> int:
             f"{len(seeds)} models, {same(agree)}",
         )
     )
+    print(rates("probes", probe_flops(spec, len(x_test), plans, len(seeds)), (loop[1], fast[1]), top))
     for label, batches in plans:
         if label.startswith("random"):
             loop, fast, agree = bench_companions(net, spec, x_test, [(label, batches)], args.repeats)
             print(row(f"  of which {label}", loop, fast, f"seconds, {len(batches)} batches, {same(agree)}"))
+            flops = probe_flops(spec, len(x_test), [(label, batches)], len(seeds))
+            print(rates("probes", flops, (loop[1], fast[1]), top))
     audit_rows(args, spec, net, x_test)
     print("\n".join(convbench.rows(repeats=args.repeats)))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1,8 +1,9 @@
 """The convolutional network's rows of ``python -m bnstudy.tools.benchmark``: training throughput.
 
-The network is a candidate for Fashion-MNIST (:data:`CANDIDATE`): 28x28 images of one channel,
-3x3 convolutions with 16, 32, 32, 32 channels and strides 1, 2, 2, 1, the last adding the third's
-output (a residual connection), batch norm after each, global average pool, linear map. One
+The network is the one ``config/fashion.yaml`` studies (:func:`study_network`; until
+2026-12-05 a smaller candidate, channels 16, 32, 32, 32): 28x28 images of one channel, 3x3
+convolutions with the config's channels and strides, the last adding an earlier layer's output (a
+residual connection), batch norm after each, global average pool, linear map. One
 training run (forward in training mode, backward, Adam, as :func:`bnstudy.nets.conv_train.train_one`
 runs it, one compiled call) against PyTorch's own CPU path on the same batches
 (:func:`bnstudy.nets.conv_torch.train_plain`: ``nn.Conv2d`` with oneDNN, autograd,
@@ -26,14 +27,24 @@ from pathlib import Path
 
 import numpy as np
 
-CANDIDATE = dict(channels=(16, 32, 32, 32), strides=(1, 2, 2, 1), skips=(-1, -1, -1, 2), side=28)
+STUDY_CONFIG = Path(__file__).resolve().parents[3] / "config" / "fashion.yaml"
+SIDE = 28  # Fashion-MNIST's images
 
 
-def candidate(normaliser: str = "batchnorm"):
+def study_network(normaliser: str = "batchnorm", config: Path = STUDY_CONFIG):
+    """The convolutional network of ``config``'s ``network`` section with ``normaliser``."""
+    import yaml
+
     from bnstudy.nets.conv_train import ConvSpec
 
-    c = CANDIDATE
-    return ConvSpec(normaliser, c["channels"], 4, strides=c["strides"], skips=c["skips"])
+    return ConvSpec.from_params(normaliser, yaml.safe_load(config.read_text())["network"])
+
+
+def describe(spec) -> str:
+    """``channels 16-32-64-64, strides 1-2-2-1, layer 4 adds layer 3``: the layers of ``spec``."""
+    strides = spec.strides or (1,) * len(spec.channels)
+    skips = [f"layer {i + 1} adds layer {s + 1}" for i, s in enumerate(spec.skips) if s >= 0]
+    return ", ".join([f"channels {'-'.join(map(str, spec.channels))}", f"strides {'-'.join(map(str, strides))}", *skips])
 
 
 def training_flops(spec, side: int) -> int:
@@ -92,13 +103,12 @@ def bench(spec, side: int, batch: int, images: int, repeats: int) -> dict:
 
 def rows(batches=(2, 128), images: dict | None = None, repeats: int = 3) -> list[str]:
     """The printed rows: per batch size, images/s and GFLOP/s of both, ratio, fraction of peak."""
-    spec, side = candidate(), CANDIDATE["side"]
+    spec, side = study_network(), SIDE
     images = images or {2: 256, 128: 1024}
     flops = training_flops(spec, side)
     top, assumption = peak()
     out = [
-        f"convolutional network (28x28; channels {'-'.join(map(str, spec.channels))}, strides "
-        f"{'-'.join(map(str, spec.strides))}, layer 3 adds layer 2; batch norm): training, "
+        f"convolutional network of {STUDY_CONFIG.name} (28x28; {describe(spec)}; batch norm): training, "
         f"{flops / 1e6:.2f} MFLOP counted per image; peak {top:.1f} GFLOP/s ({assumption})",
         f"{'':<26}{'images/s (wall, CPU)':>26}{'GFLOP/s (CPU)':>16}{'of peak':>9}{'ratio (CPU)':>13}",
     ]
