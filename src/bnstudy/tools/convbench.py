@@ -44,7 +44,8 @@ def describe(spec) -> str:
     """``channels 16-32-64-64, strides 1-2-2-1, layer 4 adds layer 3``: the layers of ``spec``."""
     strides = spec.strides or (1,) * len(spec.channels)
     skips = [f"layer {i + 1} adds layer {s + 1}" for i, s in enumerate(spec.skips) if s >= 0]
-    return ", ".join([f"channels {'-'.join(map(str, spec.channels))}", f"strides {'-'.join(map(str, strides))}", *skips])
+    layers = [f"channels {'-'.join(map(str, spec.channels))}", f"strides {'-'.join(map(str, strides))}"]
+    return ", ".join(layers + skips)
 
 
 def training_flops(spec, side: int) -> int:
