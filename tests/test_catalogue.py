@@ -34,24 +34,27 @@ def test_an_optional_study_runs_only_where_the_config_has_its_section():
     or declare its local rules; with it, it does all four, last in the paper's order."""
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     study = next(s for s in catalogue.STUDIES if s.name == "precise_rows")
-    assert study.optional and [s for s in catalogue.STUDIES if s.optional] == [study]
+    assert [s.name for s in catalogue.STUDIES if s.optional] == ["precise_rows", "compare"]
+    assert "compare" not in config  # the test config sets no other builds beside its own
     assert catalogue.paper_sections(config)[-1] == "precise_rows" and catalogue.included(config)[-1] is study
     assert catalogue.local_rules(config)[-2:] == ["summarise_precise_rows", "figure_precise_rows"]
     assert "bnstudy.studies.precise_rows.checks" in {c.__module__ for c in catalogue.checks(config)}
     del config["precise_rows"]
     assert "precise_rows" not in catalogue.paper_sections(config)
     assert not {"summarise_precise_rows", "figure_precise_rows"} & set(catalogue.local_rules(config))
-    assert len(catalogue.included(config)) == len(catalogue.STUDIES) - 1
+    assert len(catalogue.included(config)) == len(catalogue.STUDIES) - 2
     assert "bnstudy.studies.precise_rows.checks" not in {c.__module__ for c in catalogue.checks(config)}
 
 
 def test_each_study_check_with_a_checks_module_runs_with_the_config_checks():
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    config["compare"] = {"builds": []}  # every optional study included
     found = {c.__module__ for c in catalogue.checks(config)}
     modules = {
         f"bnstudy.studies.{p.parent.name}.checks" for p in (ROOT / "src" / "bnstudy" / "studies").glob("*/checks.py")
     }
-    assert found == modules and len(modules) >= 6
+    assert found == modules and len(modules) >= 7
+    del config["compare"]
     from bnstudy.base.config import study_checks
 
     assert study_checks(config) == catalogue.checks(config)
@@ -76,3 +79,15 @@ def test_the_paper_build_writes_one_input_per_section_in_order(tmp_path, monkeyp
     build.build(tmp_path / "src", {}, tmp_path / "out", str(tmp_path / "log"), sections=sections)
     written = (tmp_path / "out" / "generated" / "sections.tex").read_text()
     assert written == "".join(f"\\input{{sections/{s}.tex}}\n" for s in sections)
+
+
+def test_only_the_figure_scripts_take_the_catalogue_among_their_code_inputs():
+    """The figures read their printed widths from the catalogue; any other script that reached it (say
+    through the config checks) would re-run when a study is added, and the data split's re-run
+    re-runs every job."""
+    from bnstudy.base.codedeps import code_inputs
+
+    scripts = sorted(p.name for p in (ROOT / "workflow" / "scripts").glob("*.py") if not p.name.startswith("_"))
+    reach = [s for s in scripts if "src/bnstudy/base/catalogue.py" in code_inputs(s, ROOT)]
+    figures_ = [s for s in scripts if "figure" in s]
+    assert reach == figures_ and "split.py" not in reach

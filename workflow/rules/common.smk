@@ -283,3 +283,24 @@ def expand_cells(pattern, cells):
 # The studies this config runs (bnstudy.base.catalogue), in the paper's order: the Snakefile
 # includes their rules files; their summary and figure rules are local rules.
 STUDIES = catalogue.included(config)
+
+
+# ---- side by side (workflow/rules/compare.smk, where the config sets `compare`) ------
+def compare_own_macros(wildcards):
+    """This build's macro files, but this rule's own and the build record's (which reads every output)."""
+    return sorted(
+        str(path)
+        for key, path in PAPER_INPUTS.items()
+        if key.startswith("macros_") and key not in ("macros_compare", "macros_provenance")
+    )
+
+
+def compare_their_macros():
+    """The other builds' macro files, as their manifests list them (paths as the config gives the builds)."""
+    from bnstudy.studies.compare.report import macro_paths
+
+    return [
+        os.path.join(build["directory"], path)
+        for build in config["compare"]["builds"]
+        for path in macro_paths(build["expected"])
+    ]

@@ -96,6 +96,7 @@ STUDIES = (
     Study("accumulation", "accumulation", {"accumulation": 1.0}),
     Study("finetune", "finetune", {"finetune": 1.0}),
     Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True),
+    Study("compare", "compare", optional=True),  # other builds' headline numbers beside this one's
 )  # fmt: skip
 
 

@@ -65,13 +65,16 @@ def non_finite(node, path=()):
 def load_schema(path: str | Path) -> dict:
     """The config schema: the base file at ``path`` (the sections every study shares) with each
     study's section from its folder (``studies/<name>/schema.yaml``, :func:`bnstudy.base.catalogue.with_study_schemas`),
-    its normaliser lists filled from the registry."""
+    its normaliser lists filled from the registry. The catalogue is looked up by name, as in
+    :func:`study_checks`: no rule script that reads a config through this module takes it among its
+    code inputs, so adding a study re-runs none of them (an import statement here re-ran the data
+    split, and with it every job, until 2026-12-05)."""
     import yaml
 
-    from bnstudy.base.catalogue import with_study_schemas
     from bnstudy.base.normalisers import fill_schema
 
-    return fill_schema(with_study_schemas(yaml.safe_load(Path(path).read_text())))
+    catalogue = importlib.import_module("bnstudy.base.catalogue")
+    return fill_schema(catalogue.with_study_schemas(yaml.safe_load(Path(path).read_text())))
 
 
 def validate(config: dict, schema: dict) -> None:

@@ -43,15 +43,17 @@ def parse_number(text: str) -> tuple[float, float] | None:
     return float(digits) * scale, 10.0**-decimals * scale
 
 
+def macro_definitions(path) -> dict[str, str]:
+    """Each ``\\newcommand{\\name}{body}`` line of a macros file the pipeline wrote: name -> body."""
+    return {m.group(1): m.group(2) for m in map(_MACRO.match, Path(path).read_text().splitlines()) if m}
+
+
 def read_macros(results: Path) -> dict[str, str]:
     macros = {}
     for path in sorted((Path(results) / "paper" / "macros").glob("*.tex")):
         if path.name in UNPINNED_FILES:
             continue
-        for line in path.read_text().splitlines():
-            m = _MACRO.match(line)
-            if m:
-                macros[f"{path.stem}:{m.group(1)}"] = m.group(2)
+        macros |= {f"{path.stem}:{name}": body for name, body in macro_definitions(path).items()}
     return macros
 
 

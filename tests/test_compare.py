@@ -1,0 +1,157 @@
+"""Side by side (bnstudy.studies.compare): other builds' headline numbers, read from their macro files
+once those match a manifest, beside this build's; the section through the pipeline on the test
+config's build and the tiny Fashion build."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from bnstudy.base import manifest
+from bnstudy.base.config import ConfigError, load_schema, validate
+from bnstudy.base.pinned import macro_definitions
+from bnstudy.studies.compare import report
+from conftest import ROOT, snakemake
+
+MACROS = "results/paper/macros"
+
+
+def write_build(root, files: dict[str, dict[str, str]]):
+    """A build's macro files under ``root`` and its manifest (``root/expected.tsv``), as the pipeline
+    writes them; returns the manifest's path."""
+    from bnstudy.paper import latex
+
+    (root / MACROS).mkdir(parents=True)
+    for name, macros in files.items():
+        latex.write_macros(root / MACROS / f"{name}.tex", macros, name)
+    entries = [("rule", "", f"{MACROS}/{name}.tex") for name in files]
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)  # the manifest's paths are relative to the build's directory
+        table = manifest.build(entries)
+    finally:
+        os.chdir(cwd)
+    manifest.write(root / "expected.tsv", table)
+    return root / "expected.tsv"
+
+
+def test_macros_calling_macros_are_expanded_with_the_builds_own_bodies():
+    macros = {"a": r"\b{} of \c", "b": "12", "c": r"4.5\% \, \textsc{x}"}
+    # the build's own \b and \c, not this paper's; \%, \, and \textsc are left for LaTeX
+    assert report.expand(macros["a"], macros) == r"12{} of 4.5\% \, \textsc{x}"
+    with pytest.raises(ValueError, match="deeper"):
+        report.expand(r"\loop", {"loop": r"\loop"})
+
+
+def test_a_cell_is_its_template_filled_or_a_dash_when_a_macro_is_missing():
+    macros = {"accX": "0.912", "ciX": "[0.90, 0.92]", "batchX": "64"}
+    assert report.cell("@accX @ciX at $b=@batchX$", macros) == "0.912 [0.90, 0.92] at $b=64$"
+    assert report.cell("@accX @ciY", macros) == report.MISSING == "---"
+
+
+def test_the_table_has_a_column_per_build_and_names_the_network():
+    mlp, conv = {"dataSetName": "digits"}, {"dataSetName": "Fashion-MNIST", "netConv": "conv"}
+    header, rows = report.table([mlp, conv])
+    assert header == ["", "This paper", "Other build 1"]
+    assert [r[0] for r in rows][:2] == ["Data set", "Network"] and len(rows) == len(report.ROWS) + 1
+    assert rows[0][1:] == ["digits", "Fashion-MNIST"] and rows[1][1:] == ["fully connected", "convolutional"]
+    assert all(r[1:] == [report.MISSING] * 2 for r in rows[2:])  # neither build wrote the other macros
+    text = report.tabular(header, rows)
+    body = [line for line in text.splitlines() if line.endswith(r"\tabularnewline")]
+    assert len(body) == len(rows) + 1 and all(line.count(" & ") == 2 for line in body)
+    assert r"\begin{tabular}{p{4.3cm}p{3.5cm}p{3.5cm}}" in text
+    assert report.macros([mlp, conv], 7) == {
+        "compareOthers": "Fashion-MNIST with a convolutional network",
+        "compareOtherCount": "one other build",
+        "compareFilesChecked": "7",
+    }
+
+
+def test_a_builds_macros_are_read_only_when_each_file_matches_its_manifest(tmp_path):
+    expected = write_build(
+        tmp_path,
+        {"design": {"dataSetName": "Fashion-MNIST"}, "batch_size": {"batchMax": "128"}, "provenance": {"x": "1"}},
+    )
+    macros, files = report.verified_macros(tmp_path, expected)
+    assert macros == {"dataSetName": "Fashion-MNIST", "batchMax": "128"} and files == 2  # provenance not read
+    changed = tmp_path / MACROS / "batch_size.tex"
+    changed.write_text(changed.read_text().replace("128", "129"))
+    with pytest.raises(ValueError, match=f"{changed}: its bytes differ from those {expected} records"):
+        report.verified_macros(tmp_path, expected)
+    changed.unlink()
+    with pytest.raises(ValueError, match=f"{changed}: missing"):
+        report.verified_macros(tmp_path, expected)
+
+
+def test_a_bad_build_stops_the_config_check_in_one_line_naming_the_file(tmp_path):
+    expected = write_build(tmp_path / "other", {"design": {"dataSetName": "Fashion-MNIST"}})
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    schema = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    config["compare"] = {"builds": [{"directory": str(tmp_path / "other"), "expected": str(expected)}]}
+    validate(config, schema)
+    bad = tmp_path / "other" / MACROS / "design.tex"
+    bad.write_text(bad.read_text() + "% edited\n")
+    cases = [
+        ({"directory": str(tmp_path / "other"), "expected": str(expected)}, f"compare.builds[0]: {bad}: its bytes"),
+        ({"directory": str(tmp_path / "none"), "expected": str(expected)}, "compare.builds[0].directory: "),
+        ({"directory": str(tmp_path / "other"), "expected": str(tmp_path / "x.tsv")}, "compare.builds[0].expected: "),
+    ]
+    for build, message in cases:
+        config["compare"] = {"builds": [build]}
+        with pytest.raises(ConfigError) as e:
+            validate(config, schema)
+        assert "\n" not in str(e.value) and str(e.value).startswith(f"config error: {message}"), str(e.value)
+    config["compare"] = {"builds": [{"directory": "."}]}
+    with pytest.raises(ConfigError, match=r"compare.builds\[0\].expected: required key is missing"):
+        validate(config, schema)
+
+
+@pytest.mark.pipeline
+def test_the_test_configs_paper_sets_the_tiny_fashion_builds_headlines_beside_its_own(runs, fashion_tiny, tmp_path):
+    """A copy of the test config's build, given the tiny Fashion build to compare with: only the side-by-side
+    summary and the bookkeeping run, every other output keeps its bytes, each column holds its own build's
+    macros, and the paper prints the section."""
+    base, manifests, _ = runs
+    work = tmp_path / "wf"
+    shutil.copytree(base / "cores4", work, symlinks=True)
+    config = yaml.safe_load((work / "config" / "test.yaml").read_text())
+    expected = ROOT / "config" / "expected" / "fashion-tiny.manifest.tsv"
+    config["compare"] = {"builds": [{"directory": str(fashion_tiny.workdir), "expected": str(expected)}]}
+    (work / "compare.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake("--configfile", "compare.yaml", cwd=work, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = result.stderr.split("Job stats:")[1].split("total")[0]
+    ran = set(re.findall(r"^(\w+)\s+\d+\s*$", stats, re.M))
+    # the design macros and the build record take the whole config as a parameter (their bytes stay)
+    bookkeeping = {"design_macros", "provenance", "paper", "manifest", "runtimes", "all"}
+    assert ran == {"summarise_compare"} | bookkeeping, ran
+    before = manifest.read(manifests["cores4"]).set_index("path")["sha256"]
+    after = manifest.read(work / "results" / "manifest.tsv").set_index("path")["sha256"]
+    new = {"results/summary/compare.json", f"{MACROS}/compare.tex", "results/paper/tables/compare.tex"}
+    assert set(after.index) == set(before.index) | new
+    # the build record lists every output, and the paper prints the new section: nothing else changes
+    record = {"results/provenance/analysis_manifest.tsv", f"{MACROS}/provenance.tex", "paper/main.pdf"}
+    assert {p for p in before.index if before[p] != after[p]} <= record | {"results/paper/tables/provenance.tex"}
+    ours = {}
+    for path in sorted((base / "cores4" / MACROS).glob("*.tex")):
+        ours |= macro_definitions(path)
+    theirs = {}
+    for path in sorted((fashion_tiny.workdir / MACROS).glob("*.tex")):
+        if path.name not in report.NOT_READ:
+            theirs |= macro_definitions(path)
+    summary = json.loads((work / "results" / "summary" / "compare.json").read_text())
+    cells = {b["column"]: b["cells"] for b in summary["builds"]}
+    assert cells["This paper"]["Data set"] == ours["dataSetName"] == "scikit-learn's handwritten digits"
+    assert cells["Other build 1"]["Data set"] == theirs["dataSetName"] == "Fashion-MNIST"
+    assert cells["Other build 1"]["Network"] == "convolutional" and cells["This paper"]["Network"] == "fully connected"
+    flips = "Label changes among random batches, smallest size"
+    for column, macros in (("This paper", ours), ("Other build 1", theirs)):
+        assert cells[column][flips] == (
+            f"{macros['compNetFlipRateMin']} {macros['compNetFlipRateCombinedCiMin']} at $b={macros['compSizeMin']}$"
+        )
+    text = subprocess.run(["pdftotext", str(work / "paper" / "main.pdf"), "-"], capture_output=True, text=True).stdout
+    assert "Side by side" in text and "beside those of one other build: Fashion-MNIST with a convolutional" in text

@@ -1,0 +1,43 @@
+# Side by side: this build's headline numbers beside those of other builds, read from the macro
+# files each other build's pipeline wrote, once they match the manifest the config names
+# (bnstudy.studies.compare; the config check verifies them before any job starts).
+
+COMPARE_CAPTION = "Side by side"
+
+
+rule summarise_compare:
+    message:
+        "Setting the headline numbers of %d other build(s) beside this one's" % len(config["compare"]["builds"])
+    input:
+        ours=compare_own_macros,
+        theirs=compare_their_macros(),
+        expected=[build["expected"] for build in config["compare"]["builds"]],
+        code=code("compare_summarise.py"),
+    output:
+        summary=report(
+            "results/summary/compare.json",
+            category=COMPARE_CAPTION,
+            subcategory="Summary",
+            caption="../report/summary.rst",
+            labels={"summary": "the table's cells, by build (JSON)"},
+        ),
+        macros="results/paper/macros/compare.tex",
+        table=report(
+            "results/paper/tables/compare.tex",
+            category=COMPARE_CAPTION,
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "headline numbers of this build and the others, side by side"},
+        ),
+    params:
+        builds=config["compare"]["builds"],
+    conda:
+        CONDA_ENV
+    resources:
+        **SECONDS_JOB,
+    log:
+        log_for("summarise_compare"),
+    benchmark:
+        bench_for("summarise_compare")
+    script:
+        "../scripts/compare_summarise.py"
