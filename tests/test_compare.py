@@ -67,8 +67,15 @@ def test_the_table_has_a_column_per_build_and_names_the_network():
     assert report.macros([mlp, conv], 7) == {
         "compareOthers": "Fashion-MNIST with a convolutional network",
         "compareOtherCount": "one other build",
+        "compareTheOthers": "the other build",
         "compareFilesChecked": "7",
     }
+    plural = report.macros([mlp, conv, mlp], 1234)
+    assert plural["compareOtherCount"] == "2 other builds" and plural["compareTheOthers"] == "the other builds"
+    assert plural["compareOthers"] == (
+        "Fashion-MNIST with a convolutional network and digits with a fully connected network"
+    )
+    assert plural["compareFilesChecked"] == "1{,}234"
 
 
 def test_a_builds_macros_are_read_only_when_each_file_matches_its_manifest(tmp_path):

@@ -166,5 +166,6 @@ def macros(builds: list[dict[str, str]], files: int) -> dict[str, str]:
     return {
         "compareOthers": latex.words(describe(m) for m in others),
         "compareOtherCount": "one other build" if len(others) == 1 else f"{len(others)} other builds",
+        "compareTheOthers": "the other build" if len(others) == 1 else "the other builds",
         "compareFilesChecked": latex.fmt(files),
     }
