@@ -128,16 +128,25 @@ def test_script_started_without_pytorch_does_not_import_it(script):
     assert "torch" not in loaded, f"{script.name} starts with torch=False but its imports load torch"
 
 
-def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_load():
-    """Snakemake's code trigger sees the script: file only; the modules it uses must be inputs."""
+def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_load(tmp_path):
+    """Snakemake's code trigger sees the script: file only; the modules it uses must be inputs. The
+    test config runs every study but ``compare``, whose section names another build: the test config
+    with that section added (a design macros file and its manifest as the other build) is read, so
+    its rule is too."""
+    import yaml
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, ResourceSettings
 
+    from test_compare import write_build
+
+    expected = write_build(tmp_path / "other", {"design": {"dataSetName": "Fashion-MNIST"}})
+    compare = {"compare": {"builds": [{"directory": str(tmp_path / "other"), "expected": str(expected)}]}}
+    (tmp_path / "compare.yaml").write_text((ROOT / "config" / "test.yaml").read_text() + yaml.safe_dump(compare))
     with SnakemakeApi() as api:
         workflow = api.workflow(
             resource_settings=ResourceSettings(cores=1),
             snakefile=ROOT / "Snakefile",
-            config_settings=ConfigSettings(configfiles=[ROOT / "config" / "test.yaml"]),
+            config_settings=ConfigSettings(configfiles=[tmp_path / "compare.yaml"]),
             workdir=ROOT,
         )._workflow
         rules = [r for r in workflow.rules if r.script]
