@@ -112,6 +112,10 @@ def test_a_bad_build_stops_the_config_check_in_one_line_naming_the_file(tmp_path
         with pytest.raises(ConfigError) as e:
             validate(config, schema)
         assert "\n" not in str(e.value) and str(e.value).startswith(f"config error: {message}"), str(e.value)
+    other = {"directory": str(tmp_path / "other"), "expected": str(expected)}
+    config["compare"] = {"builds": [other] * 3}  # three more columns would not fit the page
+    with pytest.raises(ConfigError, match=r"compare.builds: .* is too long"):
+        validate(config, schema)
     config["compare"] = {"builds": [{"directory": "."}]}
     with pytest.raises(ConfigError, match=r"compare.builds\[0\].expected: required key is missing"):
         validate(config, schema)
