@@ -165,5 +165,6 @@ def test_the_test_configs_paper_sets_the_tiny_fashion_builds_headlines_beside_it
         assert cells[column][flips] == (
             f"{macros['compNetFlipRateMin']} {macros['compNetFlipRateCombinedCiMin']} at $b={macros['compSizeMin']}$"
         )
-    text = subprocess.run(["pdftotext", str(work / "paper" / "main.pdf"), "-"], capture_output=True, text=True).stdout
+    pdf = subprocess.run(["pdftotext", str(work / "paper" / "main.pdf"), "-"], capture_output=True, text=True).stdout
+    text = " ".join(pdf.split())  # the lines as the page breaks them, joined
     assert "Side by side" in text and "beside those of one other build: Fashion-MNIST with a convolutional" in text
