@@ -69,8 +69,11 @@ ROWS = (
 def macro_paths(expected) -> list[str]:
     """The macro files a build's manifest ``expected`` lists (paths relative to the build's directory),
     but :data:`NOT_READ`."""
-    paths = manifest.read(expected)["path"]
-    return [p for p in paths if p.startswith(MACROS) and p.removeprefix(MACROS) not in NOT_READ]
+    return _macro_paths(manifest.read(expected))
+
+
+def _macro_paths(table) -> list[str]:
+    return [p for p in table["path"] if p.startswith(MACROS) and p.removeprefix(MACROS) not in NOT_READ]
 
 
 def verified_macros(directory, expected) -> tuple[dict[str, str], int]:
@@ -78,8 +81,8 @@ def verified_macros(directory, expected) -> tuple[dict[str, str], int]:
     they came from, once each macro file the manifest ``expected`` lists is on disk with the bytes it
     records. Raises :class:`ValueError` naming the first file that is missing or differs."""
     directory = Path(directory)
-    listed = manifest.read(expected).set_index("path")
-    paths = macro_paths(expected)
+    table = manifest.read(expected)  # read once: the paths and their recorded bytes
+    paths, listed = _macro_paths(table), table.set_index("path")
     if not paths:
         raise ValueError(f"{expected} lists no macro files ({MACROS}*.tex)")
     on_disk = manifest.disk_hashes(paths, directory)
