@@ -541,3 +541,37 @@ def test_rules_whose_jobs_outlast_their_run_time_get_set_resources_flags():
     jobs[1].cpu_s = 200.0
     jobs[2].cpu_s = 200.0
     assert plan.runtime_lines(Plan("c.yaml", {}, jobs)) == []
+
+
+def _reversed_keys(value):
+    """``value`` with every mapping's keys listed in the opposite order, at any depth."""
+    if isinstance(value, dict):
+        return {k: _reversed_keys(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reversed_keys(v) for v in value]
+    return value
+
+
+@pytest.mark.slow  # two of Snakemake's DAG builds of the tiny Fashion config
+def test_a_config_listing_its_keys_in_another_order_gives_every_job_the_same_params(tmp_path):
+    """Snakemake re-runs a job whose params differ as text; a config whose mappings only list their keys
+    in another order (the network's layers, fine-tuning's shift, the other builds to compare) must give
+    every job the same params. The tiny Fashion config has the convolutional network's layers; a side-by-
+    side section is added, naming a build made here."""
+    from test_compare import write_build
+
+    expected = write_build(tmp_path / "other", {"design": {"dataSetName": "digits"}})
+    config = yaml.safe_load((ROOT / "config" / "fashion-tiny.yaml").read_text())
+    config["compare"] = {"builds": [{"directory": str(tmp_path / "other"), "expected": str(expected)}]}
+    params = {}
+    for name, variant in [("as_given", config), ("reversed", _reversed_keys(config))]:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(variant, sort_keys=False))
+        _, jobs, _ = plan.dag_jobs(path, ROOT / "Snakefile", ROOT, forceall=True)
+        params[name] = {
+            (j.rule, tuple(sorted(j.wildcards.items()))): {k: repr(v) for k, v in j.params.items()} for j in jobs
+        }
+    assert list(_reversed_keys(config)["network"]["layers"][0]) != list(config["network"]["layers"][0])
+    assert params["as_given"].keys() == params["reversed"].keys()
+    changed = {job: p for job, p in params["reversed"].items() if p != params["as_given"][job]}
+    assert not changed, sorted(changed)[:5]

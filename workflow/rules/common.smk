@@ -66,9 +66,19 @@ SEEDS = config["grid"]["seeds"]
 # cell and block, so that a new seed trains and evaluates only its own block.
 SEED_BLOCKS = seed_blocks(SEEDS, config["grid"]["seed_block"])
 THREADS = config["compute_threads"]
+
+
+def canonical(value):
+    """``value`` (a part of the config) with every mapping's keys sorted, at any depth. Snakemake
+    compares a job's params as text, so a mapping taken from the config as it is would re-run the
+    job when a config file only lists its keys in another order; every mapping that reaches a
+    rule's params goes through here."""
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
 # The config with every mapping's keys sorted: params built from it do not change
 # (and re-run jobs) when a config file is only reordered or reformatted.
-CANONICAL_CONFIG = json.loads(json.dumps(config, sort_keys=True))
+CANONICAL_CONFIG = canonical(config)
 
 CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 
@@ -215,7 +225,7 @@ def net_params(normaliser):
     config section, e.g. ghost batch norm's virtual batch), so that changing them re-trains only it."""
     n = config["network"]
     if n.get("kind", "mlp") == "conv":  # the MLP's parameters stay as they were, without a kind
-        shared = dict(normaliser=normaliser, kind="conv", layers=n["layers"])
+        shared = dict(normaliser=normaliser, kind="conv", layers=canonical(n["layers"]))
     else:
         shared = dict(normaliser=normaliser, hidden=n["hidden"])
     shared |= dict(groups=n["groups"], eps=n["eps"], momentum=n["momentum"])

@@ -30,7 +30,7 @@ rule summarise_compare:
             labels={"table": "headline numbers of this build and the others, side by side"},
         ),
     params:
-        builds=config["compare"]["builds"],
+        builds=canonical(config["compare"]["builds"]),
     conda:
         CONDA_ENV
     resources:

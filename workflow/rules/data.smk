@@ -30,7 +30,7 @@ if DATA["name"] != DIGITS:
 SPLIT_PARAMS = (
     dict(seed=config["split"]["seed"], test_size=config["split"]["test_size"])
     if DATA["name"] == DIGITS
-    else dict(seed=config["split"]["seed"], data=DATA)
+    else dict(seed=config["split"]["seed"], data=canonical(DATA))
 )
 
 

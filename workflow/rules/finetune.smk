@@ -67,7 +67,7 @@ rule finetune_arms:
         steps=TUNE["steps"],
         lrs=TUNE["lrs"],
         seed=TUNE["seed"],
-        shift=TUNE["shift"],
+        shift=canonical(TUNE["shift"]),
     conda:
         CONDA_ENV
     resources:
@@ -120,7 +120,7 @@ rule summarise_finetune:
         lrs=TUNE["lrs"],
         every=TUNE["every"],
         seed=TUNE["seed"],
-        shift=TUNE["shift"],
+        shift=canonical(TUNE["shift"]),
         momentum=config["network"]["momentum"],
         confidence=TUNE["confidence"],
     conda:
