@@ -12,6 +12,7 @@ tiny config is built once per session, in the background from the end of collect
 from __future__ import annotations
 
 import copy
+import subprocess
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import yaml
 
 from bnstudy.base import datasets, manifest
 from bnstudy.base.config import ConfigError, load_schema, parts, validate
+from bnstudy.paper.design import PUBLISHED_TASK, published_task_macros
 from conftest import ROOT, snakemake, torch_threads
 
 TINY = "config/fashion-tiny.yaml"
@@ -227,12 +229,48 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, f
     comp = (workdir / "results" / "paper" / "macros" / "companions.tex").read_text()
     assert "\\newcommand{\\compExactPool}{300}" in comp
     assert "\\newcommand{\\dataSetName}{Fashion-MNIST}" in design and "\\newcommand{\\dataFeatures}{784}" in design
-    assert "digits" not in design
+    assert "digits" not in design.replace(PUBLISHED_TASK, "")  # the digits only as the published study's task
     identical, lines = manifest.verify(EXPECTED, workdir / "results")
     assert identical, "\n".join(lines) + (
         f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.base.manifest expected --results "
         f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{fashion_tiny.where}, {seconds:.0f} s]"
     )
+
+
+def test_only_the_published_task_itself_gets_no_other_task_macro():
+    """The published episode trained the MLP on the digits: a build of that task compares its numbers
+    with the episode's; the digits with the convolutional network, or Fashion-MNIST, is another task."""
+    digits = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    fashion = yaml.safe_load((ROOT / TINY).read_text())
+    assert published_task_macros(digits) == {}
+    assert published_task_macros(fashion) == {"publishedOtherTask": PUBLISHED_TASK}
+    conv_digits = copy.deepcopy(digits)
+    conv_digits["network"] = fashion["network"]
+    assert published_task_macros(conv_digits) == {"publishedOtherTask": PUBLISHED_TASK}
+
+
+# Sentences that test our numbers against the published episode's: true of a build of its own task only.
+AGAINST_PUBLISHED = (
+    "lies inside our interval",
+    "lies outside our interval",
+    "times the published",
+    "consistent with the published",
+    "of our seed standard deviations",
+    "standard errors of the difference between a mean",
+    "Against the published flip rates",
+)
+
+
+@pytest.mark.pipeline
+def test_the_fashion_paper_prints_the_published_values_for_reference_and_tests_none_against_them(tiny, fashion_tiny):
+    """The published values come from the MLP on the digits: the Fashion paper names that task, prints them
+    for reference only, and has none of the sentences that set our intervals against them."""
+    pdf = fashion_tiny.workdir / "paper" / "main.pdf"
+    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout.split())
+    assert "The episode trained a multilayer perceptron on scikit-learn" in text and "another task than ours" in text
+    assert text.count("for reference only") >= 5  # introduction, both studies' text, tables and figure
+    assert [s for s in AGAINST_PUBLISHED if s in text] == []
+    assert "Paired differences." in text and "What the seed spread says" not in text
 
 
 @pytest.mark.pipeline

@@ -232,6 +232,17 @@ def test_grid_flip_range_over_training_batch_sizes_at_the_end_probe_sizes():
     assert (out["compGridBatchnormLowestMax"], out["compGridBatchnormHighestMax"]) == ("1.0\\%", "2.0\\%")
     assert (out["compGridBatchrenormLowestMin"], out["compGridBatchrenormHighestMin"]) == ("1.0\\%", "5.0\\%")
     assert "compGridBatchrenormLowestMax" not in out  # no batch renorm probe at b = 8
+    assert (out["compGridBatchnormRangeMin"], out["compGridBatchrenormRangeMin"]) == (
+        "30.0\\%--42.0\\%",
+        "1.0\\%--5.0\\%",
+    )
+
+
+def test_grid_flip_range_reads_as_one_value_or_none_when_its_ends_agree():
+    assert companions_summary.flip_range(0.3, 0.42) == "30.0\\%--42.0\\%"
+    assert companions_summary.flip_range(0.30001, 0.30002) == "30.0\\%"  # the ends print alike
+    assert companions_summary.flip_range(0.0, 0.0) == "none"  # no probe flipped: not "0.0%--0.0%"
+    assert companions_summary.flip_range(0.0, 0.0001) == "0.0\\%--0.01\\%"  # a nonzero end never prints as 0
 
 
 # --- studies 3 and 5: every estimator at the smallest and largest batch -------------------------

@@ -127,9 +127,9 @@ def test_macros_say_which_protocol_reproduces(out):
         "$b = 64$ and outside it at $b = 2$"
     )
     assert m["protVerdict"] == (
-        "The protocol with the leftover rows dropped reproduces the published flip rates at every probe size; "
-        "the one with them kept does not: at $b = 2$ only the protocol with the leftover rows dropped "
-        "reproduces the published rate; the one with them kept does not."
+        "The protocol with the leftover rows dropped is consistent with the published flip rates at every probe "
+        "size; the one with them kept is not: at $b = 2$ only the protocol with the leftover rows dropped "
+        "is consistent with the published rate; the one with them kept is not."
     )
     summary = out["summary"]
     assert summary["reproduces_flip_rate"] == {
@@ -187,9 +187,9 @@ def test_every_verdict_sentence_reads(dropped_in, kept_in):
     )
     head = [p for p in inside if 2 in inside[p]]
     if len(head) == 1:
-        assert f"only the protocol with the leftover rows {head[0]} reproduces" in text
+        assert f"only the protocol with the leftover rows {head[0]} is consistent with" in text
     elif not head:
-        assert "neither reproduces the published rate at $b = 2$" in text
+        assert "neither is consistent with the published rate at $b = 2$" in text
 
 
 def _reads(text: str) -> None:

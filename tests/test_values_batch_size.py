@@ -504,6 +504,11 @@ def expected_macros():
         f"{pts(se, 2)} points at batch 8 (seed standard deviations {pts(sd_bn, 2)} and {pts(sd_none, 2)})"
     )
     m["publishedGainInSeList"] = f"{0.2 / se:.1f} such standard errors at batch 8"
+    m["publishedGainSeSentence"] = (
+        "With the standard deviations of the two cells compared, a difference of two independent means of 5 seeds "
+        f"each carries a standard error of {m['seDiffPublishedSeedsList']}; the published gain is "
+        f"{m['publishedGainInSeList']}."
+    )
     m["gainCompared"] = "1"
     m["gainComparedExcludingZero"] = "1"
     m["gainComparedSizes"] = "8"
@@ -711,6 +716,7 @@ def test_a_middle_batch_size_leaves_every_smallest_and_largest_batch_macro_as_it
     se = {b: math.sqrt(sd[("batchnorm", b)] ** 2 / 5 + sd[("none", b)] ** 2 / 5) for b in (4, 8)}
     in_se = f"{0.05 / se[4]:.1f} such standard errors at batch 4 and {0.2 / se[8]:.1f} at batch 8"
     assert m["publishedGainInSeList"] == in_se
+    assert m["publishedGainSeSentence"].endswith(f"; the published gains are {in_se}.")  # two: plural
 
 
 def test_a_cell_missing_at_one_end_drops_that_ends_gap_only():
@@ -725,6 +731,10 @@ def test_a_cell_missing_at_one_end_drops_that_ends_gap_only():
     # the published gain is claimed at 8 and 16; neither is in the grid with both normalisers
     assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
     assert m["publishedGainInSeList"] == "n/a"
+    # the text says so in words, never "a standard error of n/a"
+    assert m["publishedGainSeSentence"] == (
+        "None of the batch sizes with a published gain is in our grid, so none can be set against our seed spread."
+    )
 
 
 def test_rows_evaluated_from_one_paired_row_and_from_none(result):

@@ -119,6 +119,7 @@ def test_end_macros_without_the_exact_design_say_na_for_its_size():
             low, high = _grid_expected(over_seeds, norm, b)
             want[f"compGrid{word}Lowest{end}"] = low
             want[f"compGrid{word}Highest{end}"] = high
+            want[f"compGrid{word}Range{end}"] = low if low == high else f"{low}--{high}"
     assert got == want
     with_exact = pd.concat([dep0, pd.DataFrame([_dep_row("exact", 2, 0.4)])], ignore_index=True)
     again = companions_summary.end_macros(m, with_exact, over_seeds, one_class_size=16)
@@ -276,6 +277,12 @@ def test_published_gain_sizes_leave_out_a_tie_between_batchnorm_and_none():
         "publishedGainBTwo": f"{100 * (0.90625 - 0.875):.1f}",
         "publishedGainSizes": "2",
         "publishedGainInSeList": f"{0.03125 / se:.1f} such standard errors at batch 2",
+        "publishedGainSeSentence": (
+            "With the standard deviations of the two cells compared, a difference of two independent means of 5 "
+            f"seeds each carries a standard error of {100 * se:.2f} points at batch 2 (seed standard deviations "
+            f"{100 * 0.02:.2f} and {100 * 0.01:.2f}); the published gain is {0.03125 / se:.1f} such standard "
+            "errors at batch 2."
+        ),
     }
     assert m["seDiffPublishedSeedsList"] == (
         f"{100 * se:.2f} points at batch 2 (seed standard deviations {100 * 0.02:.2f} and {100 * 0.01:.2f})"

@@ -414,6 +414,7 @@ def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd
             in_se.append(f"{latex.fmt(claimed[b] / s, 1) if s > 0 else 'n/a'}{unit} at batch {b}")
     m["seDiffPublishedSeedsList"] = words(se) if se else "n/a (none of those batch sizes is in our grid)"
     m["publishedGainInSeList"] = words(in_se) if in_se else "n/a"
+    m["publishedGainSeSentence"] = published_gain_se_sentence(se, in_se, int(published["seeds"]))
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
     m["gainCompared"] = str(len(compared))
@@ -422,6 +423,22 @@ def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd
     m["gainsExcludingZero"] = str(int(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum()))
     m["gainsCompared"] = str(len(gains))
     return m
+
+
+def published_gain_se_sentence(se: list[str], in_se: list[str], published_seeds: int) -> str:
+    """The sentence that sets the published gains against our seed spread: the standard error of a
+    difference of two means of ``published_seeds`` seeds at each published batch size in our grid
+    (``se``) and each gain in those standard errors (``in_se``); where none of those batch sizes is in
+    the grid, a sentence that says so instead of standard errors of ``n/a``."""
+    if not se:
+        return (
+            "None of the batch sizes with a published gain is in our grid, so none can be set against our seed spread."
+        )
+    verb = "gain is" if len(in_se) == 1 else "gains are"
+    return (
+        "With the standard deviations of the two cells compared, a difference of two independent means of "
+        f"{published_seeds} seeds each carries a standard error of {words(se)}; the published {verb} {words(in_se)}."
+    )
 
 
 def _gap_in_se(gap: float, sd: float, published_seeds: int, seeds: int) -> str:

@@ -13,8 +13,9 @@ These are the per-network estimates of :func:`bnstudy.studies.companions.estimat
 rounded, :func:`bnstudy.base.stats.mean_sd`). Over networks: the mean and a Student-t interval
 on the logit scale (:func:`bnstudy.base.stats.share_interval`), which stays within [0, 1] as every
 measure is a share; kept minus
-dropped paired by seed (:func:`bnstudy.studies.batch_size.paired.paired_interval`). A published value is
-*reproduced* at a probe size when it lies inside the protocol's interval over networks; each
+dropped paired by seed (:func:`bnstudy.studies.batch_size.paired.paired_interval`). A protocol is
+*consistent with* a published value at a probe size when the value lies inside the protocol's
+interval over networks (the JSON's ``reproduces_flip_rate``, a name kept from before); each
 interval is one of a family of one per probe size and measure, with no correction for
 multiplicity. Nothing here depends on the CPU.
 """
@@ -122,7 +123,7 @@ def _sizes(sizes) -> str:
 
 
 def reproduction(protocol: str, inside: list[int], outside: list[int]) -> str:
-    """Whether one protocol reproduces the published flip rates, in words: ``inside`` the sizes
+    """Whether one protocol is consistent with the published flip rates, in words: ``inside`` the sizes
     whose published rate lies inside the protocol's interval over networks, ``outside`` the rest."""
     head = f"with the leftover rows {protocol}, the published flip rate lies"
     if not outside:
@@ -133,30 +134,32 @@ def reproduction(protocol: str, inside: list[int], outside: list[int]) -> str:
 
 
 def verdict_sentence(inside: dict[str, list[int]], outside: dict[str, list[int]], headline: int) -> str:
-    """The plain statement: which protocol reproduces the published flip-rate table, which does
-    not, and which reproduces the rate at the ``headline`` size (the smallest probe size)."""
+    """The plain statement: which protocol is consistent with the published flip-rate table (each
+    published rate inside its interval over networks), which is not, and which is consistent with the
+    rate at the ``headline`` size (the smallest probe size). "Consistent with", not "reproduces": a
+    published value inside an interval is not a measurement of the same rate (the text says so)."""
     whole = [p for p in ("dropped", "kept") if not outside[p]]
     at_head = [p for p in ("dropped", "kept") if headline in inside[p]]
     if len(whole) == 2:
-        first = "Both protocols reproduce the published flip rates at every probe size"
+        first = "Both protocols are consistent with the published flip rates at every probe size"
     elif len(whole) == 1:
         other = "kept" if whole[0] == "dropped" else "dropped"
         first = (
-            f"The protocol with the leftover rows {whole[0]} reproduces the published flip rates at every probe "
-            f"size; the one with them {other} does not"
+            f"The protocol with the leftover rows {whole[0]} is consistent with the published flip rates at every "
+            f"probe size; the one with them {other} is not"
         )
     else:
-        first = "Neither protocol reproduces the whole published flip-rate table"
+        first = "Neither protocol is consistent with the whole published flip-rate table"
     if len(at_head) == 2:
-        second = f"both reproduce the published rate at $b = {headline}$"
+        second = f"both are consistent with the published rate at $b = {headline}$"
     elif len(at_head) == 1:
         other = "kept" if at_head[0] == "dropped" else "dropped"
         second = (
-            f"at $b = {headline}$ only the protocol with the leftover rows {at_head[0]} reproduces the published "
-            f"rate; the one with them {other} does not"
+            f"at $b = {headline}$ only the protocol with the leftover rows {at_head[0]} is consistent with the "
+            f"published rate; the one with them {other} is not"
         )
     else:
-        second = f"neither reproduces the published rate at $b = {headline}$"
+        second = f"neither is consistent with the published rate at $b = {headline}$"
     return f"{first}: {second}."
 
 

@@ -294,7 +294,8 @@ def end_macros(m: dict, dep0: pd.DataFrame, over_seeds: pd.DataFrame, one_class_
     - ``compRandomFlipOneClass``: the flip rate with random companions at the one-class batch size
       (``n/a`` if that size is not probed);
     - ``compGrid<Norm>Lowest<End>``/``Highest<End>``: lowest and highest grid flip rate over
-      training batch sizes (mean over seeds) at the smallest/largest probe size.
+      training batch sizes (mean over seeds) at the smallest/largest probe size, and
+      ``compGrid<Norm>Range<End>`` the two as the text quotes them (:func:`flip_range`).
     """
     random = dep0[dep0["design"] == "random"].sort_values("batch_size")
     sizes = [int(b) for b in random["batch_size"]]
@@ -319,9 +320,23 @@ def end_macros(m: dict, dep0: pd.DataFrame, over_seeds: pd.DataFrame, one_class_
         for end, b in (("min", sizes[0]), ("max", sizes[-1])):
             cell = flips[(flips["normaliser"] == norm) & (flips["batch_size"] == b)]
             if len(cell):
-                out[latex.macro_name("comp grid", norm, "lowest", end)] = _pct(cell["mean"].min())
-                out[latex.macro_name("comp grid", norm, "highest", end)] = _pct(cell["mean"].max())
+                low, high = _pct(cell["mean"].min()), _pct(cell["mean"].max())
+                out[latex.macro_name("comp grid", norm, "lowest", end)] = low
+                out[latex.macro_name("comp grid", norm, "highest", end)] = high
+                out[latex.macro_name("comp grid", norm, "range", end)] = flip_range(
+                    cell["mean"].min(), cell["mean"].max()
+                )
     return out
+
+
+def flip_range(low: float, high: float) -> str:
+    """The grid's flip rates over training batch sizes as the text quotes them: ``low--high``;
+    one value where both print alike; ``none`` where no probe of any network flipped (both 0),
+    as the Methods promise for a nil share."""
+    if low == high == 0.0:
+        return "none"
+    a, b = _pct(low), _pct(high)
+    return a if a == b else f"{a}--{b}"
 
 
 def keep_macros(keep: pd.DataFrame) -> dict:
