@@ -7,11 +7,13 @@ import copy
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from scipy import stats as sps
 
 from bnstudy.base.config import ConfigError, check_cross_fields
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.lr_sweep import science as lr_sweep
+from conftest import ROOT
 
 LABELS = {"none": "none", "batchnorm": "batch norm"}
 
@@ -160,6 +162,8 @@ def test_sweep_trains_on_the_fit_rows_and_scores_each_split(configured):
     [
         ("normalisers", ["batchnorm", "layernorm"], "none is missing"),
         ("lrs", [3e-4, 3e-3], "grid.lr"),
+        ("first_sweep_choice", 3e-4, "first_sweep_choice: 0.0003 is not one of lr_sweep.lrs above the lowest"),
+        ("first_sweep_choice", 1e-3, "first_sweep_choice: 0.001 is not one of lr_sweep.lrs above the lowest"),
     ],
 )
 def test_cross_field_checks_of_the_sweep(test_config, key, value, words):
@@ -175,3 +179,21 @@ def test_sweep_normalisers_must_be_grid_normalisers(test_config):
     cfg["normalisers"] = ["none", "layernorm"]
     with pytest.raises(ConfigError, match="batchnorm is not a grid normaliser"):
         check_cross_fields(cfg)
+
+
+def test_the_paper_tells_a_sweeps_history_only_where_the_config_records_it(test_config):
+    """The sentence on rates added after a first sweep is the config's record (lr_sweep.first_sweep_choice),
+    not a guess from the rates: the test config (1e-3 and 1e-2) has none; the paper config's names 3e-4."""
+    from bnstudy.paper.design import first_sweep_macros
+
+    assert first_sweep_macros(test_config) == {}
+    cfg = copy.deepcopy(test_config)
+    cfg["lr_sweep"]["first_sweep_choice"] = 1e-2
+    check_cross_fields(cfg)
+    assert first_sweep_macros(cfg) == {
+        "lrFirstSweepSentence": "The lowest rate, $1 \\times 10^{-3}$, was added after a first sweep from "
+        "$1 \\times 10^{-2}$ upwards, in which batch normalisation at batch 4 chose $1 \\times 10^{-2}$, the lowest "
+        "rate then swept."
+    }
+    paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    assert first_sweep_macros(paper)["lrFirstSweepSentence"].startswith("The lowest rate, $1 \\times 10^{-4}$, was")

@@ -47,6 +47,31 @@ def test_a_learning_rate_decay_is_named_only_where_a_block_sets_one():
     assert "depLrSchedule" not in design.design_macros(config, 898, 899)
 
 
+def test_ghost_batch_norm_is_said_to_be_in_the_grid_only_where_it_is():
+    """Section 8 says ghost batch norm is not a grid normaliser only where the config leaves it out."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    assert "ghostbatchnorm" not in config["normalisers"] and "ghostInGrid" not in design.design_macros(config, 898, 899)
+    config["normalisers"] = [*config["normalisers"], "ghostbatchnorm"]
+    assert design.design_macros(config, 898, 899)["ghostInGrid"] == "1"
+
+
+def test_fine_tuning_rates_are_named_against_the_grids_rate_as_they_are():
+    """Section 9 calls its rates a tenth of the grid's and the grid's own only where they are (the full
+    Fashion config fine-tunes at 1e-4 and 1e-3 beside a grid rate of 3e-3)."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    m = design.design_macros(config, 898, 899)
+    assert (
+        m["tuneRateRoles"] == "a tenth of the grid's rate, as fine-tuning usually lowers it, and the grid's rate itself"
+    )
+    assert m["tuneRateTwoIsGrid"] == "1"
+    config["grid"]["lr"], config["finetune"]["lrs"] = 3e-3, [1e-4, 1e-3]
+    m = design.design_macros(config, 898, 899)
+    assert m["tuneRateRoles"] == "the grid's rate divided by 30 and the grid's rate divided by 3"
+    assert "tuneRateTwoIsGrid" not in m
+    config["finetune"]["lrs"] = [1e-2]
+    assert design.design_macros(config, 898, 899)["tuneRateRoles"] == "3.33 times the grid's rate"
+
+
 # --- study 2: paired signs, least gain, published gains in standard errors ---------------------
 
 N_ROWS = 20

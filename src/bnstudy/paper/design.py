@@ -152,7 +152,57 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         }
         | lr_schedule_macros(grid, dep)
         | published_task_macros(config)
+        | first_sweep_macros(config)
+        | ({"ghostInGrid": "1"} if "ghostbatchnorm" in config["normalisers"] else {})
+        | finetune_rate_macros(config)
     )
+
+
+def _rate_role(rate: float, grid_rate: float) -> str:
+    """A fine-tuning rate in words, against the grid's."""
+    if math.isclose(rate, grid_rate, rel_tol=1e-9):
+        return "the grid's rate itself"
+    if math.isclose(rate, grid_rate / 10, rel_tol=1e-9):
+        return "a tenth of the grid's rate, as fine-tuning usually lowers it,"  # the aside closed by a comma
+    if rate < grid_rate:
+        return f"the grid's rate divided by {grid_rate / rate:.3g}"
+    return f"{rate / grid_rate:.3g} times the grid's rate"
+
+
+def finetune_rate_macros(config: dict) -> dict[str, str]:
+    """The fine-tuning rates against the grid's (``tuneRateRoles``, in increasing order, as the section
+    lists them), and ``tuneRateTwoIsGrid`` where the larger is the grid's own rate: the section calls it
+    so only then (the larger rate otherwise)."""
+    tune = config.get("finetune")
+    if not tune:
+        return {}
+    lrs, grid_rate = sorted(tune["lrs"]), config["grid"]["lr"]
+    m = {"tuneRateRoles": _list([_rate_role(r, grid_rate) for r in lrs]).rstrip(",")}
+    if math.isclose(lrs[-1], grid_rate, rel_tol=1e-9):
+        m["tuneRateTwoIsGrid"] = "1"
+    return m
+
+
+def first_sweep_macros(config: dict) -> dict[str, str]:
+    """``lrFirstSweepSentence`` where the config records that its learning-rate sweep extended a first
+    one (``lr_sweep.first_sweep_choice``): which rates were added, and why. A config without the key
+    says nothing of the sweep's history, which the paper cannot know."""
+    from bnstudy.paper.latex import power_of_ten
+
+    lr = config.get("lr_sweep") or {}
+    choice = lr.get("first_sweep_choice")
+    if choice is None:
+        return {}
+    added = sorted(v for v in lr["lrs"] if v < choice)
+    rates = _list([power_of_ten(v) for v in added])
+    subject = f"The lowest rate, {rates}, was" if len(added) == 1 else f"The rates {rates} were"
+    return {
+        "lrFirstSweepSentence": (
+            f"{subject} added after a first sweep from {power_of_ten(choice)} upwards, in which batch "
+            f"normalisation at batch {min(config['grid']['batch_sizes'])} chose {power_of_ten(choice)}, the "
+            "lowest rate then swept."
+        )
+    }
 
 
 # The task of the published episode whose values studies 1 and 2 set beside ours (../shared/STUDY.md):

@@ -17,3 +17,9 @@ def check(config: dict, part: Parts) -> None:
             raise ConfigError(f"config error: lr_sweep.normalisers: {name} is not a grid normaliser (normalisers)")
     if config["grid"]["lr"] not in lr["lrs"]:
         raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")
+    choice = lr.get("first_sweep_choice")
+    if choice is not None and (choice not in lr["lrs"] or choice == min(lr["lrs"])):
+        raise ConfigError(
+            f"config error: lr_sweep.first_sweep_choice: {choice} is not one of lr_sweep.lrs above the lowest "
+            "(the rates below it are the ones added after the first sweep)"
+        )
