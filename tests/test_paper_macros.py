@@ -72,6 +72,46 @@ def test_fine_tuning_rates_are_named_against_the_grids_rate_as_they_are():
     assert design.design_macros(config, 898, 899)["tuneRateRoles"] == "3.33 times the grid's rate"
 
 
+def _cells(means: dict) -> dict:
+    """``{(normaliser, b, mode): row}`` with only a ``mean``, as discussion_macros reads them."""
+    from types import SimpleNamespace
+
+    return {key: SimpleNamespace(mean=v) for key, v in means.items()}
+
+
+def test_the_discussion_says_whether_the_grid_shows_group_norms_shape_as_it_does():
+    from bnstudy.studies.batch_size.macros import discussion_macros
+
+    inf = {("batchnorm", 2, "inference"): 0.80, ("batchnorm", 16, "inference"): 0.90}
+    flat = {("groupnorm", 2, "inference"): 0.88, ("groupnorm", 16, "inference"): 0.89}
+    m = discussion_macros(_cells(inf | flat), [2, 16])
+    assert m["groupShapeSentence"].startswith("We see the same shape on a far smaller problem")
+    assert "lowest at batch 2, and group normalisation's mean accuracy varies by 1.0 points" in m["groupShapeSentence"]
+    assert m["groupShapeSentence"].endswith("batch normalisation's by 10.0)")
+    rising = {("batchnorm", 2, "inference"): 0.55, ("batchnorm", 16, "inference"): 0.50}
+    m = discussion_macros(_cells(rising | flat), [2, 16])  # the tiny Fashion grid's: best at the smallest
+    assert m["groupShapeSentence"].startswith("Our grid, a far smaller problem, does not show that shape")
+    assert m["groupShapeSentence"].endswith("is lowest at batch 16, not at the smallest, 2)")
+    steep = {("groupnorm", 2, "inference"): 0.70, ("groupnorm", 16, "inference"): 0.90}
+    m = discussion_macros(_cells(inf | steep), [2, 16])
+    assert "does not show" in m["groupShapeSentence"] and "varies by 20.0 points" in m["groupShapeSentence"]
+    assert "groupShapeSentence" not in discussion_macros(_cells(inf), [2, 16])  # no group norm in the grid
+
+
+def test_the_discussion_counts_the_batch_sizes_where_training_mode_scores_below_inference_mode():
+    from bnstudy.studies.batch_size.macros import discussion_macros
+
+    inf = {("batchnorm", 2, "inference"): 0.80, ("batchnorm", 16, "inference"): 0.90}
+    below = {("batchnorm", 2, "training"): 0.70, ("batchnorm", 16, "training"): 0.89}
+    assert discussion_macros(_cells(inf | below), [2, 16])["trainModeLossClause"].startswith(
+        "scores below inference mode at every one of the grid's 2 batch sizes"
+    )
+    mixed = {("batchnorm", 2, "training"): 0.70, ("batchnorm", 16, "training"): 0.91}
+    assert discussion_macros(_cells(inf | mixed), [2, 16])["trainModeLossClause"].startswith(
+        "scores below inference mode at 1 of the grid's 2 batch sizes"
+    )
+
+
 # --- study 2: paired signs, least gain, published gains in standard errors ---------------------
 
 N_ROWS = 20
