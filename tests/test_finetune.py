@@ -437,3 +437,19 @@ def test_the_seed_blocks_rows_join_in_the_order_of_one_job_over_every_seed(major
         assert not io.read_blocks(paths).equals(whole)
     io.write_table(tmp_path / "whole.csv", whole)
     pd.testing.assert_frame_equal(io.read_blocks([tmp_path / "whole.csv"], major), whole)
+
+
+def test_a_single_fine_tuning_rate_is_refused_before_any_job():
+    """The section sets the smaller rate against the larger (\\finetuneRateOne, \\finetuneRateTwo): a config
+    with one rate is refused by the schema in one line naming the key, not by LaTeX at the end of a build."""
+    import yaml
+
+    from bnstudy.base.config import ConfigError, load_schema, validate
+    from conftest import ROOT
+
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    schema = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    validate(config, schema)
+    config["finetune"]["lrs"] = [1e-3]
+    with pytest.raises(ConfigError, match=r"finetune\.lrs"):
+        validate(config, schema)

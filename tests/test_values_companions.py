@@ -458,6 +458,11 @@ def expected_macros(published=PUBLISHED):
         for norm in ("Batchnorm", "Batchrenorm"):
             m[f"compGrid{norm}Lowest{end}"] = m[f"compGrid{norm}Min{SIZE_NAME[b]}"]
             m[f"compGrid{norm}Highest{end}"] = m[f"compGrid{norm}Max{SIZE_NAME[b]}"]
+            low, high = m[f"compGrid{norm}Lowest{end}"], m[f"compGrid{norm}Highest{end}"]
+            # as the text quotes them: one value where the ends print alike, "none" where both are 0
+            m[f"compGrid{norm}Range{end}"] = (
+                "none" if low == high == "0.0\\%" else low if low == high else f"{low}--{high}"
+            )
     return m
 
 

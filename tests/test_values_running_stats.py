@@ -460,7 +460,7 @@ def expected_macros(passes, checks, population, trained, shuffles):
                     m[f"rsTrained{o.capitalize()}{w}"] = f"{v:.3f}"
     m["rsTrainedSeeds"] = "3"
     m["rsTrainedBatch"] = "16"
-    m["rsTrainedBatchSizes"] = "16, 64"
+    m["rsTrainedBatchSizes"] = "batch sizes 16 and 64"  # "batch size 16" for one
     m["rsShuffles"] = "3"
     m["rsConfidence"] = "95\\%"
     reps = {}

@@ -314,7 +314,8 @@ def trained_macros(cells: dict, seeds: int) -> dict:
         for metric in TRAINED_METRICS:
             r = cells.get((b0, order, metric))
             macros[m("rs trained", order, metric)] = latex.fmt(None if r is None else float(r.mean), 3)
-    macros["rsTrainedBatchSizes"] = ", ".join(map(str, trained_sizes))
+    noun = "batch size" if len(trained_sizes) == 1 else "batch sizes"
+    macros["rsTrainedBatchSizes"] = f"{noun} {latex.words([str(b) for b in trained_sizes])}"
     return macros
 
 
