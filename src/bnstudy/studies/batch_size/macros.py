@@ -308,12 +308,10 @@ def discussion_macros(cell: dict, sizes: list[int]) -> dict:
     train = means("batchnorm", "training")
     if bn and len(train) == len(bn):
         below = sum(train[b] < bn[b] for b in bn)
+        count = "every one" if below == len(bn) else str(below)
         m["trainModeLossClause"] = (
-            f"scores below inference mode at every one of the grid's {len(bn)} batch sizes in our networks (means "
+            f"scores below inference mode at {count} of the grid's {len(bn)} batch sizes in our networks (means "
             "over seeds)"
-            if below == len(bn)
-            else f"scores below inference mode at {below} of the grid's {len(bn)} batch sizes in our networks "
-            "(means over seeds)"
         )
     return m
 
