@@ -233,11 +233,13 @@ def net_params(normaliser):
 
 
 def recipe_params(block, batch_size, kind, order="shuffle"):
-    """The training recipe's params; batch renormalisation's settings only for a normaliser that uses
-    them, so that changing them re-trains only those networks."""
+    """The training recipe's params (the learning rate of ``block``'s ``lr_by_batch_size`` at a batch size
+    it names); batch renormalisation's settings only for a normaliser that uses them, so that changing
+    them re-trains only those networks."""
+    rates = {int(row["batch_size"]): row["lr"] for row in block.get("lr_by_batch_size", [])}
     r = dict(
         optimizer=block["optimizer"],
-        lr=block["lr"],
+        lr=rates.get(int(batch_size), block["lr"]),
         batch_size=int(batch_size),
         epochs=block["epochs"],
         order=order,

@@ -3,6 +3,15 @@
 # trains and evaluates only its own block.
 
 
+# A data set with a validation split (Fashion-MNIST) scores every grid network on it after each
+# epoch (the epochs file's validation_accuracy: the training curves); the digits have none.
+GRID_VALIDATION = (
+    dict(x_validation=rules.split.output.x_validation, y_validation=rules.split.output.y_validation)
+    if "x_validation" in SPLIT_OUTPUTS
+    else {}
+)
+
+
 rule train_grid:
     message:
         "Training and evaluating {wildcards.normaliser} at batch size {wildcards.batch_size}, seeds {wildcards.block}"
@@ -11,6 +20,7 @@ rule train_grid:
         y=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
+        **GRID_VALIDATION,
         code=code("train.py"),
     output:
         weights="results/runs/grid/{normaliser}/b{batch_size}/seeds{block}.safetensors",

@@ -19,7 +19,10 @@ spec = network.spec_from_params(p.net, inputs=x.shape[1])
 recipe = Recipe.from_params(p.recipe)
 seeds = [int(s) for s in p.seeds]
 log.info("spec %s recipe %s seeds %s", spec, recipe, seeds)
-stacked, epochs = network.train_models(spec, recipe, seeds, x, y, threads=snakemake.threads)
+validation = None
+if "x_validation" in snakemake.input.keys():  # the grid on a data set with a validation split: curves
+    validation = (io.read_array(snakemake.input.x_validation), io.read_array(snakemake.input.y_validation))
+stacked, epochs = network.train_models(spec, recipe, seeds, x, y, threads=snakemake.threads, validation=validation)
 weights.write(out.weights, spec, recipe, seeds, model.unstack(stacked))
 io.write_table(out.epochs, epochs)
 for row in epochs[-len(seeds) :]:

@@ -238,8 +238,23 @@ def check_cross_fields(config: dict) -> None:
     for key, b in training:
         if b > n_train:
             raise ConfigError(f"config error: {key}: {b} exceeds the {n_train} training rows ({part.train_source})")
+    _check_rates(config["grid"])
     for check in study_checks(config):
         check(config, part)
+
+
+def _check_rates(grid: dict) -> None:
+    """Each ``grid.lr_by_batch_size`` entry names a grid batch size, and each batch size at most once."""
+    seen: set[int] = set()
+    for i, row in enumerate(grid.get("lr_by_batch_size", [])):
+        b = row["batch_size"]
+        if b not in grid["batch_sizes"]:
+            raise ConfigError(
+                f"config error: grid.lr_by_batch_size[{i}].batch_size: {b} is not one of grid.batch_sizes {grid['batch_sizes']}"
+            )
+        if b in seen:
+            raise ConfigError(f"config error: grid.lr_by_batch_size[{i}].batch_size: {b} is given a rate twice")
+        seen.add(b)
 
 
 def study_checks(config: dict) -> list:

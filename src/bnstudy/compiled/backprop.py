@@ -119,9 +119,12 @@ Optimiser = namedtuple("Optimiser", "code lr beta1 beta2 eps momentum")
 Optimiser.__doc__ = """:data:`ADAM` (``lr``, ``beta1``, ``beta2``, ``eps``) or :data:`SGD` (``lr``,
 ``momentum``); float64 settings."""
 
-Log = namedtuple("Log", "loss correct first_grad")
+Log = namedtuple("Log", "loss correct first_grad params_at running_at")
 Log.__doc__ = """What a run writes: each epoch's mean batch loss (float64) and correctly labelled rows
-(int64), and the first step's gradient into ``first_grad`` if it has any elements."""
+(int64), the first step's gradient into ``first_grad`` if it has any elements, and, if ``params_at``
+has rows (one per epoch), a copy of the flat parameters and of the running statistics at the end of
+each epoch into ``params_at[e]`` and ``running_at[e]`` (copies only: the run's arithmetic is the
+same with or without them)."""
 
 Scratch = namedtuple(
     "Scratch",
@@ -172,10 +175,17 @@ def optimiser(code: int, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, momen
     return Optimiser(int(code), float(lr), float(betas[0]), float(betas[1]), float(eps), float(momentum))
 
 
-def new_log(epochs: int, first_grad=None) -> Log:
-    """A :class:`Log` for ``epochs`` epochs (``first_grad``: an array to receive the first gradient)."""
+def new_log(epochs: int, first_grad=None, snapshots=None) -> Log:
+    """A :class:`Log` for ``epochs`` epochs (``first_grad``: an array to receive the first gradient;
+    ``snapshots``: the run's :class:`State`, whose parameters and running statistics are then copied
+    at the end of every epoch)."""
     grad = np.empty(0, np.float32) if first_grad is None else first_grad
-    return Log(np.zeros(epochs, np.float64), np.zeros(epochs, np.int64), grad)
+    if snapshots is None:
+        params_at, running_at = np.zeros((0, 0), np.float32), np.zeros((0, 0, 0), np.float32)
+    else:
+        params_at = np.zeros((epochs, snapshots.params.shape[0]), np.float32)
+        running_at = np.zeros((epochs, *snapshots.running.shape), np.float32)
+    return Log(np.zeros(epochs, np.float64), np.zeros(epochs, np.int64), grad, params_at, running_at)
 
 
 # ---- the network's parts ----------------------------------------------------------------
@@ -614,6 +624,9 @@ def train_run(arch, state, data, plan, ns, opt, updates, log, frozen=False):
             optimiser_step(opt, p, grad, moments, step, plan.lr_scale[e])
         log.loss[e] = loss / plan.sizes.shape[0]
         log.correct[e] = correct
+        if log.params_at.shape[0] > 0:
+            log.params_at[e, :] = p
+            log.running_at[e, :, :] = state.running
     return updates
 
 

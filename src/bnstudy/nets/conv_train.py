@@ -180,21 +180,22 @@ def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
 # ---- whole runs and stacks (Python) -------------------------------------------------
 
 
-def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None):
+def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None, validation=None):
     """Train the network of ``seed``: :func:`bnstudy.nets.train.train_one`, the loop both networks
     share (the recipe's optimiser, batch order, micro-batches and batch renorm's limits); returns its
     state dict and one log row per epoch (``first_grad``: an array of the flat vector's size that
     receives the first step's gradient, laid out as :func:`layout`)."""
     from bnstudy.nets import train
 
-    return train.train_one(spec, recipe, seed, x, y, first_grad)
+    return train.train_one(spec, recipe, seed, x, y, first_grad, validation)
 
 
-def train_models(spec: ConvSpec, recipe, seeds, x, y, threads: int = 1):
-    """One network per seed: ``(stack, log)`` (model axis in the order of ``seeds``)."""
+def train_models(spec: ConvSpec, recipe, seeds, x, y, threads: int = 1, validation=None):
+    """One network per seed: ``(stack, log)`` (model axis in the order of ``seeds``; ``validation``
+    as :func:`bnstudy.nets.train.train_models`)."""
     seeds = [int(s) for s in seeds]
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        results = list(pool.map(lambda s: train_one(spec, recipe, s, x, y), seeds))
+        results = list(pool.map(lambda s: train_one(spec, recipe, s, x, y, validation=validation), seeds))
     log = sorted((row for _, rows in results for row in rows), key=lambda r: (r["epoch"], seeds.index(r["seed"])))
     stacked = {k: np.stack([state[k] for state, _ in results]) for k in results[0][0]}
     return stacked, log

@@ -162,15 +162,15 @@ def setting(spec) -> int:
     return kernels.setting(spec)
 
 
-def train_models(spec, recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1):
+def train_models(spec, recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1, validation=None):
     """One network per seed: ``(stack, log)`` (see :func:`bnstudy.nets.train.train_models`)."""
     if _family(spec) == "conv":
         from bnstudy.nets import conv_train
 
-        return conv_train.train_models(spec, recipe, seeds, x, y, threads)
+        return conv_train.train_models(spec, recipe, seeds, x, y, threads, validation)
     from bnstudy.nets import train
 
-    return train.train_models(spec, recipe, seeds, x, y, threads)
+    return train.train_models(spec, recipe, seeds, x, y, threads, validation)
 
 
 def logits(stacked: dict, spec, x: np.ndarray, *, train: bool = False, batch: int = 0, limits=(1.0, 0.0)):

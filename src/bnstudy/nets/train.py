@@ -97,25 +97,43 @@ def run(
     updates: int = 0,
     frozen: bool = False,
     first_grad=None,
+    snapshots: bool = False,
 ):
     """Train ``state`` (not modified) by the compiled loop on either network: ``plan`` (a
     :class:`bnstudy.compiled.backprop.Schedule`: the rows of each epoch, the batch sizes, batch renorm's
     limits, the micro-batches), the normaliser's settings ``ns``, the optimiser ``opt``, the running
     statistics' update count so far ``updates``; ``frozen`` as :func:`bnstudy.compiled.backprop.train_run`.
     Returns ``(state, log, updates)``: the new state (``num_batches_tracked`` the count returned),
-    the loop's :class:`bnstudy.compiled.backprop.Log` and the count."""
+    the loop's :class:`bnstudy.compiled.backprop.Log` and the count; with ``snapshots`` the log holds
+    the parameters and running statistics at the end of every epoch (:func:`epoch_states`)."""
     flat, running = buffers(spec, state)
-    log = backprop.new_log(int(np.asarray(plan.rows).shape[0]), first_grad)
+    trained = backprop.State(flat, running)
+    log = backprop.new_log(int(np.asarray(plan.rows).shape[0]), first_grad, trained if snapshots else None)
     data = backprop.Data(np.ascontiguousarray(x, dtype=np.float32), np.ascontiguousarray(y, dtype=np.int64))
     arch = network.arch(spec, data.x.shape[1])
     # frozen passed, not defaulted: one compiled specialisation for every caller
-    count = backprop.train_run(arch, backprop.State(flat, running), data, plan, ns, opt, updates, log, bool(frozen))
+    count = backprop.train_run(arch, trained, data, plan, ns, opt, updates, log, bool(frozen))
     return state_from(spec, flat, running, count, state), log, count
 
 
-def train_one(spec, recipe: Recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None):
+def epoch_states(spec, log, like: dict) -> list[dict]:
+    """The state at the end of each epoch of a run with snapshots (:func:`run`), keys as ``like``
+    (``num_batches_tracked`` 0: inference reads only the running statistics)."""
+    return [state_from(spec, log.params_at[e], log.running_at[e], 0, like) for e in range(log.params_at.shape[0])]
+
+
+def validation_accuracy(spec, states: list[dict], x: np.ndarray, y: np.ndarray) -> list[float]:
+    """Inference-mode accuracy of each state on the rows ``x`` (labels ``y``): the compiled
+    fixed-order forward pass of every other evaluation (:func:`bnstudy.nets.network.predict`)."""
+    labels = network.predict(stack(states), spec, np.ascontiguousarray(x, dtype=np.float32))
+    return [int(np.sum(row == y)) / len(y) for row in labels]
+
+
+def train_one(spec, recipe: Recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None, validation=None):
     """Train the network of ``seed`` (either network); returns its state dict and one log row per
-    epoch (``first_grad``: an array of the flat vector's size that receives the first step's gradient)."""
+    epoch (``first_grad``: an array of the flat vector's size that receives the first step's gradient;
+    ``validation``: ``(x, y)`` rows on which each epoch's network is scored in inference mode, the
+    row's ``validation_accuracy``; the network trained is the same bytes with or without it)."""
     if recipe.optimizer not in ("adam", "sgd"):
         raise ValueError(f"unknown optimizer {recipe.optimizer!r}")
     y = np.ascontiguousarray(y, dtype=np.int64)
@@ -131,23 +149,28 @@ def train_one(spec, recipe: Recipe, seed: int, x: np.ndarray, y: np.ndarray, fir
         )
     plan = backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y)), recipe.accumulate, lr_scales(recipe))
     ns = network.norm_settings(spec)
-    state, log, _ = run(
-        spec, network.initial_state(spec, seed), x, y, plan, ns, _optimiser(recipe), 0, False, first_grad
-    )
+    start = network.initial_state(spec, seed)
+    snapshots = validation is not None
+    state, log, _ = run(spec, start, x, y, plan, ns, _optimiser(recipe), 0, False, first_grad, snapshots)
     seen = int(sizes.sum())
     rows = [
         {"seed": seed, "epoch": e + 1, "loss": float(log.loss[e]), "train_accuracy": int(log.correct[e]) / seen}
         for e in range(recipe.epochs)
     ]
+    if snapshots:
+        accuracy = validation_accuracy(spec, epoch_states(spec, log, start), *validation)
+        for row, a in zip(rows, accuracy, strict=True):
+            row["validation_accuracy"] = a
     return state, rows
 
 
-def train_models(spec, recipe: Recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1):
+def train_models(spec, recipe: Recipe, seeds, x: np.ndarray, y: np.ndarray, threads: int = 1, validation=None):
     """Train one network per seed: ``(stack, log)``, the stack's model axis in the order of
     ``seeds``, the log one row per (seed, epoch): mean batch loss, training-mode accuracy
-    over the rows seen in that epoch."""
+    over the rows seen in that epoch (and, given ``validation`` ``(x, y)``, the epoch's
+    network's inference-mode accuracy on it)."""
     seeds = [int(s) for s in seeds]
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        results = list(pool.map(lambda s: train_one(spec, recipe, s, x, y), seeds))
+        results = list(pool.map(lambda s: train_one(spec, recipe, s, x, y, validation=validation), seeds))
     log = sorted((row for _, rows in results for row in rows), key=lambda r: (r["epoch"], seeds.index(r["seed"])))
     return stack([state for state, _ in results]), log
