@@ -16,11 +16,11 @@ rule train_grid:
     message:
         "Training and evaluating {wildcards.normaliser} at batch size {wildcards.batch_size}, seeds {wildcards.block}"
     input:
+        **GRID_VALIDATION,
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        **GRID_VALIDATION,
         code=code("train.py"),
     output:
         weights="results/runs/grid/{normaliser}/b{batch_size}/seeds{block}.safetensors",

@@ -250,7 +250,8 @@ def _check_rates(grid: dict) -> None:
         b = row["batch_size"]
         if b not in grid["batch_sizes"]:
             raise ConfigError(
-                f"config error: grid.lr_by_batch_size[{i}].batch_size: {b} is not one of grid.batch_sizes {grid['batch_sizes']}"
+                f"config error: grid.lr_by_batch_size[{i}].batch_size: {b} is not one of "
+                f"grid.batch_sizes {grid['batch_sizes']}"
             )
         if b in seen:
             raise ConfigError(f"config error: grid.lr_by_batch_size[{i}].batch_size: {b} is given a rate twice")
