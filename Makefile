@@ -28,7 +28,7 @@ EXTRA_INDEX ?=
 PIP_EXTRA   = $(if $(EXTRA_INDEX),--extra-index-url $(EXTRA_INDEX))
 LOCK_VENV  ?= $(VENV)/lock-tools
 
-.PHONY: all setup tex dataset lock paper figures test test-fast test-scale lint format determinism benchmark slurm-test report browser binutils clean
+.PHONY: all setup tex dataset lock paper figures test test-fast test-scale lint format determinism benchmark slurm-test report browser binutils clean fashion part
 
 all: paper
 
@@ -120,6 +120,27 @@ paper: setup
 	$(MAKE) --no-print-directory dataset CONFIG=$(CONFIG)
 	$(BIN)/python -m bnstudy.base.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+
+# The combined paper (docs/fashion.md): each Fashion-MNIST part built in its own directory
+# $(BUILDS)/<part> (a copy of this checkout's files: each build writes its own results/ and
+# paper/main.pdf), then config/combined.yaml here: the digits paper, the side by side of the
+# three builds and the parts' papers appended; then every build verified against its committed
+# manifest. About 2 hours of 2 cores on the slowest machine measured (docs/fashion.md).
+BUILDS ?= builds
+FASHION_PARTS = fashion-mlp fashion-cnn
+fashion: setup
+	@for p in $(FASHION_PARTS); do $(MAKE) --no-print-directory part PART=$$p || exit 1; done
+	$(MAKE) --no-print-directory paper CONFIG=config/combined.yaml
+	$(BIN)/python -m bnstudy.base.manifest verify --configfile config/combined.yaml --results results
+
+# One part, config/$(PART).yaml, built in $(BUILDS)/$(PART): the config checked here first, then
+# this checkout's tracked and new files copied there (times kept, so only what changed re-runs).
+part: setup
+	$(BIN)/python -m bnstudy.base.config check config/$(PART).yaml
+	$(MAKE) --no-print-directory dataset CONFIG=config/$(PART).yaml
+	mkdir -p $(BUILDS)/$(PART)
+	git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(BUILDS)/$(PART)
+	cd $(BUILDS)/$(PART) && $(abspath $(BIN))/snakemake --cores $(CORES) --configfile config/$(PART).yaml
 
 # What CONFIG would build: jobs by rule, jobs that would run now, estimated CPU time from
 # workflow/resources/cpu_seconds.tsv; over a CPU-week fails unless ALLOW_BUDGET=1.

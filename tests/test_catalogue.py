@@ -34,27 +34,28 @@ def test_an_optional_study_runs_only_where_the_config_has_its_section():
     or declare its local rules; with it, it does all four, last in the paper's order."""
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     study = next(s for s in catalogue.STUDIES if s.name == "precise_rows")
-    assert [s.name for s in catalogue.STUDIES if s.optional] == ["precise_rows", "compare"]
-    assert "compare" not in config  # the test config sets no other builds beside its own
+    assert [s.name for s in catalogue.STUDIES if s.optional] == ["curves", "precise_rows", "compare"]
+    assert "compare" not in config and "curves" not in config  # the digits have no validation split
     assert catalogue.paper_sections(config)[-1] == "precise_rows" and catalogue.included(config)[-1] is study
     assert catalogue.local_rules(config)[-2:] == ["summarise_precise_rows", "figure_precise_rows"]
     assert "bnstudy.studies.precise_rows.checks" in {c.__module__ for c in catalogue.checks(config)}
     del config["precise_rows"]
     assert "precise_rows" not in catalogue.paper_sections(config)
     assert not {"summarise_precise_rows", "figure_precise_rows"} & set(catalogue.local_rules(config))
-    assert len(catalogue.included(config)) == len(catalogue.STUDIES) - 2
+    assert len(catalogue.included(config)) == len(catalogue.STUDIES) - 3
     assert "bnstudy.studies.precise_rows.checks" not in {c.__module__ for c in catalogue.checks(config)}
 
 
 def test_each_study_check_with_a_checks_module_runs_with_the_config_checks():
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     config["compare"] = {"builds": []}  # every optional study included
+    config["curves"] = {}
     found = {c.__module__ for c in catalogue.checks(config)}
     modules = {
         f"bnstudy.studies.{p.parent.name}.checks" for p in (ROOT / "src" / "bnstudy" / "studies").glob("*/checks.py")
     }
     assert found == modules and len(modules) >= 7
-    del config["compare"]
+    del config["compare"], config["curves"]
     from bnstudy.base.config import study_checks
 
     assert study_checks(config) == catalogue.checks(config)

@@ -68,6 +68,7 @@ def test_the_table_has_a_column_per_build_and_names_the_network():
         "compareOthers": "Fashion-MNIST with a convolutional network",
         "compareOtherCount": "one other build",
         "compareTheOthers": "the other build",
+        "compareOtherNumber": "1",
         "compareFilesChecked": "7",
     }
     plural = report.macros([mlp, conv, mlp], 1234)
@@ -168,3 +169,76 @@ def test_the_test_configs_paper_sets_the_tiny_fashion_builds_headlines_beside_it
     pdf = subprocess.run(["pdftotext", str(work / "paper" / "main.pdf"), "-"], capture_output=True, text=True).stdout
     text = " ".join(pdf.split())  # the lines as the page breaks them, joined
     assert "Side by side" in text and "beside those of one other build: Fashion-MNIST with a convolutional" in text
+
+
+def build_macros(name, conv, gain, ci, flip, flip_ci, size="2", batch="2"):
+    """A build's macros as its summaries write them (batch norm minus none at the smallest and largest
+    grid batch, the label-change rate at the smallest probe size)."""
+    m = {"dataSetName": name, "batchMin": batch, "batchMax": "128", "compSizeMin": size,
+         "pairedBatchnormVsNoneMinGain": gain, "pairedBatchnormVsNoneMinAdjCi": ci,
+         "pairedBatchnormVsNoneMaxGain": "+0.40", "pairedBatchnormVsNoneMaxAdjCi": "[-0.20, +1.00]",
+         "compNetFlipRateMin": flip, "compNetFlipRateCombinedCiMin": flip_ci}  # fmt: skip
+    if conv:
+        m["netConv"] = "1"
+    return m
+
+
+def test_numbers_reads_a_macro_body_as_printed():
+    assert report.numbers("[-25.10, +17.40]") == [-25.10, 17.40]
+    assert report.numbers("45.3\\% [40.1\\%, 50.0\\%]") == [45.3, 40.1, 50.0]
+    assert report.numbers("55{,}000") == [55000.0]
+
+
+def test_the_verdicts_group_the_builds_by_the_sign_of_their_own_adjusted_interval():
+    digits = build_macros("digits", False, "-10.50", "[-14.00, -7.00]", "40.0\\%", "[35.0\\%, 45.0\\%]")
+    mlp = build_macros("Fashion-MNIST", False, "-20.10", "[-25.00, -15.20]", "30.0\\%", "[28.0\\%, 33.0\\%]")
+    cnn = build_macros("Fashion-MNIST", True, "-1.00", "[-3.00, +1.00]", "10.0\\%", "[8.0\\%, 12.0\\%]")
+    found = report.findings_macros([digits, mlp, cnn])
+    smallest = found["compareFindingsSmallest"]
+    assert smallest.startswith("At each build's smallest grid batch size, for digits (fully connected) and "
+                               "Fashion-MNIST (fully connected) batch normalisation scores below no normaliser; "
+                               "for Fashion-MNIST (convolutional) the adjusted interval contains zero")  # fmt: skip
+    assert "Fashion-MNIST (convolutional), $b = 2$: $-1.00$ $[-3.00, +1.00]$" in smallest
+    assert found["compareFindingsLargest"].startswith(
+        "At each build's largest grid batch size, in every build the adjusted interval contains zero"
+    )
+    flips = found["compareFindingsFlips"]
+    assert "Fashion-MNIST (convolutional)'s rate is lower than Fashion-MNIST (fully connected)'s" in flips
+    assert "the intervals of digits (fully connected) and Fashion-MNIST (fully connected) overlap" not in flips
+    assert "Fashion-MNIST (fully connected)'s rate is lower than digits (fully connected)'s" in flips
+    assert "conservative" in flips
+
+
+def test_builds_probed_at_other_sizes_or_overlapping_are_not_ordered():
+    a = build_macros("digits", False, "-1.0", "[-2.0, -0.5]", "40.0\\%", "[35.0\\%, 45.0\\%]")
+    b = build_macros("Fashion-MNIST", True, "-1.0", "[-2.0, -0.5]", "42.0\\%", "[38.0\\%, 47.0\\%]")
+    assert "overlap, so this comparison cannot order them" in report.findings_macros([a, b])["compareFindingsFlips"]
+    b["compSizeMin"] = "4"
+    assert "probe different sizes and are not compared" in report.findings_macros([a, b])["compareFindingsFlips"]
+    assert report.findings_macros([{"dataSetName": "x"}, {"dataSetName": "y"}]) == {}
+
+
+def test_an_appended_paper_is_copied_only_with_the_bytes_its_manifest_records(tmp_path):
+    build = tmp_path / "other"
+    (build / "paper").mkdir(parents=True)
+    (build / "paper" / "main.pdf").write_bytes(b"%PDF-1.5 the paper")
+    import hashlib
+
+    digest = hashlib.sha256(b"%PDF-1.5 the paper").hexdigest()
+    expected = tmp_path / "expected.tsv"
+    expected.write_text("rule\twildcards\tpath\tbytes\tsha256\npaper\t\tpaper/main.pdf\t18\t" + digest + "\n")
+    report.copy_verified(build, expected, "paper/main.pdf", tmp_path / "part1.pdf")
+    assert (tmp_path / "part1.pdf").read_bytes() == b"%PDF-1.5 the paper"
+    (build / "paper" / "main.pdf").write_bytes(b"%PDF-1.5 the pager")
+    with pytest.raises(ValueError, match="its bytes differ"):
+        report.copy_verified(build, expected, "paper/main.pdf", tmp_path / "part2.pdf")
+    assert not (tmp_path / "part2.pdf").exists()
+
+
+def test_the_appended_parts_name_each_build_and_its_manifest():
+    sources = [{"directory": ".", "expected": None},
+               {"directory": "builds/fashion-mlp", "expected": "config/expected/fashion-mlp.manifest.tsv"}]  # fmt: skip
+    text = report.parts_tex(sources, [{}, {"dataSetName": "Fashion-MNIST"}], ["generated/parts/part1.pdf"])
+    assert "\\section*{Part II: Fashion-MNIST with a fully connected network}" in text
+    assert "\\texttt{config/expected/fashion-mlp.manifest.tsv}" in text
+    assert text.count("\\includepdf[pages=-]{generated/parts/part1.pdf}") == 1

@@ -144,8 +144,8 @@ REGISTERED_JOBS = []  # (name, wildcards) of every registered job, by which mani
 # Generated parts of the paper, by name (macros_<x>, table_<x>, figure_<x>): every registered
 # output in results/paper/{macros,tables,figures}/; the paper rule copies them into the LaTeX build.
 PAPER_INPUTS = {}
-_PAPER_PART = re.compile(r"results/paper/(macros|tables|figures)/(\w+)\.(tex|pdf)")
-_PAPER_KEY = {"macros": "macros", "tables": "table", "figures": "figure"}
+_PAPER_PART = re.compile(r"results/paper/(macros|tables|figures|parts)/(\w+)\.(tex|pdf)")
+_PAPER_KEY = {"macros": "macros", "tables": "table", "figures": "figure", "parts": "part"}
 
 
 def register(rule, wildcard_sets=({},)):

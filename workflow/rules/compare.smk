@@ -3,6 +3,18 @@
 # (bnstudy.studies.compare; the config check verifies them before any job starts).
 
 COMPARE_CAPTION = "Side by side"
+COMPARE_BUILDS = config["compare"]["builds"]
+COMPARE_APPEND = config["compare"].get("append_papers", False)
+# each other build's paper, copied once its bytes match its manifest (append_papers), and the pages
+# that append them to this paper
+COMPARE_PARTS = (
+    dict(
+        parts=[f"results/paper/parts/part{i + 1}.pdf" for i in range(len(COMPARE_BUILDS))],
+        parts_tex="results/paper/tables/compare_parts.tex",
+    )
+    if COMPARE_APPEND
+    else {}
+)
 
 
 rule summarise_compare:
@@ -11,9 +23,11 @@ rule summarise_compare:
     input:
         ours=compare_own_macros,
         theirs=compare_their_macros(),
-        expected=[build["expected"] for build in config["compare"]["builds"]],
+        expected=[build["expected"] for build in COMPARE_BUILDS],
+        papers=[os.path.join(b["directory"], "paper/main.pdf") for b in COMPARE_BUILDS] if COMPARE_APPEND else [],
         code=code("compare_summarise.py"),
     output:
+        **COMPARE_PARTS,
         summary=report(
             "results/summary/compare.json",
             category=COMPARE_CAPTION,
@@ -30,7 +44,8 @@ rule summarise_compare:
             labels={"table": "headline numbers of this build and the others, side by side"},
         ),
     params:
-        builds=canonical(config["compare"]["builds"]),
+        builds=canonical(COMPARE_BUILDS),
+        append_papers=COMPARE_APPEND,
     conda:
         CONDA_ENV
     resources:

@@ -241,6 +241,18 @@ def expected_for_config(configfile) -> Path:
     return configfile.parent / "expected" / f"{name}.manifest.tsv"
 
 
+def other_builds(configfile) -> list[tuple[str, str]]:
+    """``(directory, expected manifest)`` of each other build the config's side by side names
+    (``compare.builds``; none for a config without one): a combined build is verified whole."""
+    path = Path(configfile)
+    if not path.is_file():
+        return []
+    import yaml
+
+    config = yaml.safe_load(path.read_text()) or {}
+    return [(b["directory"], b["expected"]) for b in (config.get("compare") or {}).get("builds", [])]
+
+
 def config_for_expected(expected) -> Path:
     """The config file of an expected manifest (the inverse of :func:`expected_for_config`)."""
     expected = Path(expected)
@@ -555,6 +567,10 @@ def main(argv=None) -> int:
         expected = args.expected or expected_for_config(args.configfile)
         identical, lines = verify(expected, args.results, args.pins)
         print("\n".join(lines))
+        for directory, theirs in other_builds(args.configfile):
+            ok, more = verify(theirs, Path(directory) / "results")
+            print(f"{directory}: " + "\n".join(more))
+            identical = identical and ok
         return 0 if identical else 1
     if args.action == "repair":
         return repair(args.configfile, args.expected, args.results, args.cores)

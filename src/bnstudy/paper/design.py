@@ -6,7 +6,7 @@ import math
 
 from bnstudy.base import normalisers
 from bnstudy.nets.recipe import batch_sizes_per_epoch
-from bnstudy.paper.latex import fmt
+from bnstudy.paper.latex import fmt, words
 
 
 def _list(values) -> str:
@@ -151,6 +151,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
             "compConfidencePct": _pct(config["companions"]["confidence"]),
         }
         | lr_schedule_macros(grid, dep)
+        | lr_by_batch_macros(grid)
         | published_task_macros(config)
         | first_sweep_macros(config)
         | ({"ghostInGrid": "1"} if "ghostbatchnorm" in config["normalisers"] else {})
@@ -220,6 +221,23 @@ def published_task_macros(config: dict) -> dict[str, str]:
     if data_config(config)["name"] == DIGITS and config["network"].get("kind", "mlp") == "mlp":
         return {}
     return {"publishedOtherTask": PUBLISHED_TASK}
+
+
+def lr_by_batch_macros(grid: dict) -> dict[str, str]:
+    """``gridLrByBatch``, the rates the grid trains at some batch sizes instead of ``grid.lr`` (a clause
+    the Methods print where defined), and ``gridLrList``, every batch size's rate; only for a grid that
+    sets ``lr_by_batch_size`` (without it nothing changes)."""
+    rows = sorted((int(r["batch_size"]), r["lr"]) for r in grid.get("lr_by_batch_size", []))
+    if not rows:
+        return {}
+    others = [b for b in grid["batch_sizes"] if b not in dict(rows)]
+    clause = words([f"{lr:g} at batch {b}" for b, lr in rows])
+    at_others = f" at batch{'es' if len(others) > 1 else ''} {words([str(b) for b in others])}" if others else ""
+    rates = dict(rows)
+    return {
+        "gridLrByBatch": f"{at_others}, {clause}",
+        "gridLrList": words([f"{rates.get(b, grid['lr']):g} at batch {b}" for b in sorted(grid["batch_sizes"])]),
+    }
 
 
 def lr_schedule_macros(grid: dict, dep: dict) -> dict[str, str]:

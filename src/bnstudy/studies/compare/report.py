@@ -171,4 +171,143 @@ def macros(builds: list[dict[str, str]], files: int) -> dict[str, str]:
         "compareOtherCount": "one other build" if len(others) == 1 else f"{len(others)} other builds",
         "compareTheOthers": "the other build" if len(others) == 1 else "the other builds",
         "compareFilesChecked": latex.fmt(files),
+        "compareOtherNumber": str(len(others)),
     }
+
+
+# ---- findings across builds: generated verdicts from each build's own macros -----------------
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def numbers(text: str) -> list[float]:
+    """The numbers of a macro body as its build printed them (``[-25.10, -17.40]``, ``45.3\\%``,
+    ``55{,}000``), in order."""
+    return [float(v) for v in _NUMBER.findall(text.replace("{,}", ""))]
+
+
+def _side(lo: float, hi: float) -> str:
+    return "below" if hi < 0 else "above" if lo > 0 else "neither"
+
+
+def bn_versus_none(builds: list[dict[str, str]], names: list[str], end: str = "Min") -> str:
+    """Whether batch norm falls below no normaliser at each build's smallest (``end`` Min) or largest
+    (Max) grid batch: the sign of each build's Bonferroni-adjusted paired interval, one verdict per
+    build, and the builds grouped by verdict."""
+    label = {"Min": "smallest", "Max": "largest"}[end]
+    groups: dict[str, list[str]] = {"below": [], "above": [], "neither": []}
+    shown = []
+    for name, m in zip(names, builds, strict=True):
+        gain, ci = m.get(f"pairedBatchnormVsNone{end}Gain"), m.get(f"pairedBatchnormVsNone{end}AdjCi")
+        b = m.get(f"batch{end}")
+        if gain is None or ci is None or b is None:
+            continue
+        lo, hi = numbers(expand(ci, m))[:2]
+        groups[_side(lo, hi)].append(name)
+        shown.append(f"{name}, $b = {expand(b, m)}$: ${expand(gain, m)}$ ${expand(ci, m)}$")
+    if not shown:
+        return ""
+    verdicts = {
+        "below": "batch normalisation scores below no normaliser",
+        "above": "batch normalisation scores above no normaliser",
+        "neither": "the adjusted interval contains zero, so the two cannot be told apart",
+    }
+    parts = []
+    for side in ("below", "above", "neither"):
+        if groups[side]:
+            where = "in every build" if len(groups[side]) == len(shown) else f"for {latex.words(groups[side])}"
+            parts.append(f"{where} {verdicts[side]}")
+    return (
+        f"At each build's {label} grid batch size, {'; '.join(parts)} (inference-mode accuracy, batch "
+        f"normalisation minus none in points, with each build's Bonferroni-adjusted interval: "
+        f"{'; '.join(shown)})."
+    )
+
+
+def flip_rates(builds: list[dict[str, str]], names: list[str]) -> str:
+    """The label-change rate among random companions at the smallest probe size, each build's with its
+    interval counting networks and examples; two builds compared only where they probe the same size,
+    and called different only where their intervals do not overlap (a conservative comparison)."""
+    rows = []
+    for name, m in zip(names, builds, strict=True):
+        rate, ci, b = m.get("compNetFlipRateMin"), m.get("compNetFlipRateCombinedCiMin"), m.get("compSizeMin")
+        if rate is None or ci is None or b is None:
+            continue
+        bounds = numbers(expand(ci, m))
+        if len(bounds) < 2:
+            continue
+        rows.append(
+            (name, expand(b, m), numbers(expand(rate, m))[0], bounds[0], bounds[1], expand(rate, m), expand(ci, m))
+        )
+    if len(rows) < 2:
+        return ""
+    shown = "; ".join(f"{r[0]}, $b = {r[1]}$: {r[5]} {r[6]}" for r in rows)
+    verdicts = []
+    for i in range(len(rows)):
+        for j in range(i + 1, len(rows)):
+            a, c = rows[i], rows[j]
+            if a[1] != c[1]:
+                verdicts.append(f"{a[0]} and {c[0]} probe different sizes and are not compared")
+            elif a[4] < c[3]:
+                verdicts.append(f"{a[0]}'s rate is lower than {c[0]}'s")
+            elif c[4] < a[3]:
+                verdicts.append(f"{c[0]}'s rate is lower than {a[0]}'s")
+            else:
+                verdicts.append(f"the intervals of {a[0]} and {c[0]} overlap, so this comparison cannot order them")
+    return (
+        f"Among random companions at the smallest probe size a test example's training-mode label changes "
+        f"in a share of batches of {shown} (each with its interval counting networks and examples). "
+        f"Intervals that do not overlap, a conservative comparison: {'; '.join(verdicts)}."
+    )
+
+
+def short_names(builds: list[dict[str, str]]) -> list[str]:
+    """How the findings name each build: ``the digits (fully connected)``."""
+    return [f"{cell('@dataSetName', m)} ({network(m)})" for m in builds]
+
+
+def findings_macros(builds: list[dict[str, str]]) -> dict[str, str]:
+    """The side-by-side section's generated verdicts across builds (empty where no build has the numbers)."""
+    names = short_names(builds)
+    found = {
+        "compareFindingsSmallest": bn_versus_none(builds, names, "Min"),
+        "compareFindingsLargest": bn_versus_none(builds, names, "Max"),
+        "compareFindingsFlips": flip_rates(builds, names),
+    }
+    return {name: text for name, text in found.items() if text}
+
+
+def parts_tex(sources: list[dict], builds: list[dict[str, str]], parts: list[str]) -> str:
+    """The pages that append each other build's paper (``parts``: their copies, as the paper build
+    names them) after this paper's references, each after a heading naming it and its manifest."""
+    lines = ["% each other build's paper, appended (compare.append_papers)"]
+    for i, (source, m, path) in enumerate(zip(sources[1:], builds[1:], parts, strict=True)):
+        numeral = ("II", "III", "IV")[i]
+        lines += [
+            "\\clearpage",
+            f"\\section*{{Part {numeral}: {describe(m)}}}\\label{{part:{i + 1}}}",
+            f"The pages that follow are the paper of the build in \\texttt{{{latex.escape(source['directory'])}}}, "
+            f"whole and as that build wrote it (its bytes checked against "
+            f"\\texttt{{{latex.escape(source['expected'])}}}); its page numbers, sections and references are its own.",
+            f"\\includepdf[pages=-]{{{path}}}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def copy_verified(directory, expected, path: str, target) -> None:
+    """Copy the build's file ``path`` (relative to ``directory``) to ``target`` once its bytes match
+    what its manifest ``expected`` records; a :class:`ValueError` naming the file otherwise."""
+    import shutil
+
+    from bnstudy.base.io import atomic_path
+
+    table = manifest.read(expected).set_index("path")
+    if path not in table.index:
+        raise ValueError(f"{expected} does not list {path}")
+    found = manifest.disk_hashes([path], Path(directory))[path]
+    want = (int(table.at[path, "bytes"]), table.at[path, "sha256"])
+    if found != want:
+        what = "missing" if found is None else f"its bytes differ from those {expected} records"
+        raise ValueError(f"{Path(directory) / path}: {what}")
+    with atomic_path(target) as tmp:
+        shutil.copyfile(Path(directory) / path, tmp)

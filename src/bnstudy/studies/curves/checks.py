@@ -1,0 +1,22 @@
+"""The training-curves study's config section against the grid and the data: its check, run with the
+config checks (``bnstudy.base.catalogue``)."""
+
+from __future__ import annotations
+
+from bnstudy.base.config import ConfigError, Parts
+
+
+def check(config: dict, part: Parts) -> None:
+    """The curves need a validation split (a data set that has one: not the digits' halves) and more
+    grid epochs than ``last_epochs``; each baseline's range is ordered."""
+    s = config["curves"]
+    if config.get("data", {"name": "digits"})["name"] == "digits":
+        raise ConfigError("config error: curves: the digits have no validation split to score the epochs on")
+    epochs = config["grid"]["epochs"]
+    if s["last_epochs"] >= epochs:
+        raise ConfigError(
+            f"config error: curves.last_epochs: {s['last_epochs']} is not fewer than the grid's {epochs} epochs"
+        )
+    for i, b in enumerate(s.get("baselines", [])):
+        if b["low"] > b["high"]:
+            raise ConfigError(f"config error: curves.baselines[{i}]: low {b['low']} is above high {b['high']}")

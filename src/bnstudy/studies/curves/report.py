@@ -1,0 +1,227 @@
+"""The training curves' summary: per grid cell (normaliser, batch size), the validation accuracy after
+every epoch (mean over seeds), the gain over the last ``k`` epochs, the cells named as not finished,
+the grid's test accuracies beside the data set's published baselines; JSON, macros and a table.
+
+A network's gain is its validation accuracy after the last epoch minus after epoch ``E - k``; a
+cell's gain is the mean of its networks' gains, and a cell whose gain is above ``threshold`` has
+not reached its validation plateau. Means are correctly rounded (:func:`bnstudy.base.stats.mean_sd`),
+so nothing here depends on the CPU or the order of the files.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from bnstudy.base.normalisers import get as normaliser
+from bnstudy.base.stats import mean_sd
+from bnstudy.paper import latex
+from bnstudy.paper.latex import points, signed_points, words
+from bnstudy.paper.network_prose import number_word
+
+EPOCH_COLUMNS = ("seed", "epoch", "loss", "train_accuracy", "validation_accuracy")
+
+
+def mean_of(values) -> float:
+    """The correctly rounded mean of ``values``: the same bits in any order and on any CPU."""
+    return mean_sd([float(v) for v in values])[0]
+
+
+def epochs_table(files: list[tuple[str, int, pd.DataFrame]]) -> pd.DataFrame:
+    """The grid's epochs files as one table: ``(normaliser, batch_size, table)`` for each job, its rows
+    one per seed and epoch. A file without validation accuracy (a data set without a validation
+    split) is an error: the study needs one."""
+    parts = []
+    for name, b, table in files:
+        missing = [c for c in EPOCH_COLUMNS if c not in table.columns]
+        if missing:
+            raise ValueError(f"{name} at batch {b}: the epochs file lacks {missing} (no validation split?)")
+        parts.append(table[list(EPOCH_COLUMNS)].assign(normaliser=name, batch_size=int(b)))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["normaliser", "batch_size", *EPOCH_COLUMNS]]
+
+
+def order(names) -> list[str]:
+    """Normalisers in the order of ``names`` (the config's), each once."""
+    return list(dict.fromkeys(names))
+
+
+def by_epoch(epochs: pd.DataFrame, names) -> pd.DataFrame:
+    """Per cell and epoch, means over seeds of the training loss, the training-mode accuracy and the
+    validation accuracy, and the number of seeds."""
+    out = []
+    for name in order(names):
+        for b in sorted(set(epochs.loc[epochs["normaliser"] == name, "batch_size"])):
+            cell = epochs[(epochs["normaliser"] == name) & (epochs["batch_size"] == b)]
+            for e, g in cell.groupby("epoch", sort=True):
+                g = g.sort_values("seed")
+                out.append(
+                    {"normaliser": name, "batch_size": int(b), "epoch": int(e), "seeds": len(g),
+                     "loss": mean_of(g["loss"]), "train_accuracy": mean_of(g["train_accuracy"]),
+                     "validation_accuracy": mean_of(g["validation_accuracy"])}
+                )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def cells(epochs: pd.DataFrame, names, last: int, threshold: float) -> pd.DataFrame:
+    """Per cell: the last epoch, the mean validation accuracy after it, the mean gain over the last
+    ``last`` epochs with the smallest and largest network's gain, and ``finished`` (the mean gain at
+    most ``threshold``)."""
+    out = []
+    for name in order(names):
+        for b in sorted(set(epochs.loc[epochs["normaliser"] == name, "batch_size"])):
+            cell = epochs[(epochs["normaliser"] == name) & (epochs["batch_size"] == b)]
+            final = int(cell["epoch"].max())
+            if final <= last:
+                raise ValueError(f"{name} at batch {b}: {final} epochs, not more than last_epochs {last}")
+            gains = []
+            for seed, g in cell.groupby("seed", sort=True):
+                at = g.set_index("epoch")["validation_accuracy"]
+                gains.append(float(at[final]) - float(at[final - last]))
+            accuracy = mean_of(cell.loc[cell["epoch"] == final, "validation_accuracy"])
+            gain = mean_of(gains)
+            out.append(
+                {"normaliser": name, "batch_size": int(b), "epochs": final, "seeds": len(gains),
+                 "validation_accuracy": accuracy, "gain": gain, "gain_min": min(gains), "gain_max": max(gains),
+                 "finished": bool(gain <= threshold)}
+            )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def test_accuracy(accuracy: pd.DataFrame, names) -> pd.DataFrame:
+    """Per cell, the mean over seeds of the inference-mode test accuracy (the grid's accuracy files)."""
+    inference = accuracy[accuracy["mode"] == "inference"]
+    out = []
+    for name in order(names):
+        for b in sorted(set(inference.loc[inference["normaliser"] == name, "batch_size"])):
+            g = inference[(inference["normaliser"] == name) & (inference["batch_size"] == b)].sort_values("seed")
+            out.append({"normaliser": name, "batch_size": int(b), "test_accuracy": mean_of(g["accuracy"])})
+    return pd.DataFrame(out)
+
+
+def _cell_name(name: str, b: int) -> str:
+    """A cell in prose: ``batch norm at $b = 2$``; ``no normaliser at $b = 8$`` (never "none at")."""
+    label = "no normaliser" if name == "none" else normaliser(name).label
+    return f"{label} at $b = {b}$"
+
+
+def unfinished_sentence(table: pd.DataFrame, last: int, threshold: float) -> str:
+    """Which cells gained more than ``threshold`` over their last ``last`` epochs, with their gains;
+    or that none did, with the largest gain."""
+    late = table[~table["finished"]]
+    span = f"over the last {number_word(last)} epoch{'s' if last > 1 else ''}"
+    limit = f"${points(threshold, 1)}$ points"
+    if late.empty:
+        top = table.loc[table["gain"].idxmax()]
+        return (
+            f"Every cell gained at most {limit} of validation accuracy {span} (mean over seeds; the largest "
+            f"gain, ${signed_points(top['gain'])}$ points, {_cell_name(top['normaliser'], int(top['batch_size']))}), "
+            "so every cell had reached its validation plateau."
+        )
+    named = [
+        f"{_cell_name(r['normaliser'], int(r['batch_size']))} (${signed_points(r['gain'])}$)"
+        for _, r in late.sort_values(["gain"], ascending=False).iterrows()
+    ]
+    count = len(late)
+    subject = (
+        f"All {len(table)} cells"
+        if count == len(table)
+        else f"{number_word(count).capitalize()} of the {len(table)} cells"
+    )
+    return (
+        f"{subject} gained more than {limit} of "
+        f"validation accuracy {span} (mean over seeds, points in brackets) and are not finished: "
+        f"{words(named)}. Their accuracies are those of networks still improving when training stopped."
+    )
+
+
+def baselines_sentence(tests: pd.DataFrame, baselines: list[dict], train_rows: int, epochs: int) -> str:
+    """Our best and worst cell's test accuracy beside the published baselines of the data set."""
+    best = tests.loc[tests["test_accuracy"].idxmax()]
+    worst = tests.loc[tests["test_accuracy"].idxmin()]
+    ours = (
+        f"Our best cell, {_cell_name(best['normaliser'], int(best['batch_size']))}, scores "
+        f"{points(best['test_accuracy'], 1)}\\% on the test set in inference mode (mean over seeds) and our "
+        f"worst, {_cell_name(worst['normaliser'], int(worst['batch_size']))}, "
+        f"{points(worst['test_accuracy'], 1)}\\%."
+    )
+    if not baselines:
+        return ours
+    published = []
+    for b in baselines:
+        value = (
+            f"{points(b['low'], 1)}\\%"
+            if b["low"] == b["high"]
+            else f"{points(b['low'], 0)}--{points(b['high'], 0)}\\%"
+        )
+        published.append(f"{value} for {latex.escape(b['what'])}~\\cite{{{b['cite']}}}")
+    return (
+        f"{ours} Published results on this data set are {words(published)}; our networks are trained for "
+        f"{epochs} epochs on {latex.fmt(int(train_rows))} images without augmentation and their recipe "
+        "was chosen for this study's comparisons, not to match these."
+    )
+
+
+def noise_sentence(table: pd.DataFrame, validation_rows: int, threshold: float) -> str:
+    """The sampling noise of one validation accuracy at the cells' mean accuracy (binomial standard
+    error over ``validation_rows`` images) beside the threshold."""
+    p = mean_of(table["validation_accuracy"])
+    se = math.sqrt(p * (1.0 - p) / validation_rows)
+    relation = "larger than" if se > threshold else "smaller than" if se < threshold else "equal to"
+    return (
+        f"One network's validation accuracy near the cells' mean of {points(p, 1)}\\% has a binomial "
+        f"standard error of {points(se, 2)} points over the {latex.fmt(int(validation_rows))} validation "
+        f"images, {relation} the threshold, so a cell's gain is measured with noise of its own; the "
+        "threshold is the criterion the study fixed before the build, not a test."
+    )
+
+
+def macros(table: pd.DataFrame, tests: pd.DataFrame, settings: dict) -> dict[str, str]:
+    """Every number and generated sentence of the section."""
+    last, threshold = settings["last_epochs"], settings["threshold"]
+    return {
+        "curvesNoise": noise_sentence(table, settings["validation_rows"], threshold),
+        "curvesLast": number_word(last),
+        "curvesThreshold": points(threshold, 1),
+        "curvesEpochs": str(int(table["epochs"].max())),
+        "curvesUnfinishedCount": str(int((~table["finished"]).sum())),
+        "curvesCells": str(len(table)),
+        "curvesUnfinished": unfinished_sentence(table, last, threshold),
+        "curvesBaselines": baselines_sentence(
+            tests, settings.get("baselines", []), settings["train_rows"], int(table["epochs"].max())
+        ),
+    }
+
+
+def latex_table(table: pd.DataFrame, tests: pd.DataFrame) -> tuple[list[str], list[list[str]], str, str]:
+    """Rows: normalisers; columns: batch sizes; each cell its validation accuracy after the last epoch,
+    its gain over the last epochs (a dagger where it is above the threshold) and its test accuracy."""
+    sizes = sorted(set(int(b) for b in table["batch_size"]))
+    header = ["", *(f"$b = {b}$" for b in sizes)]
+    rows = []
+    for name in order(table["normaliser"]):
+        row = [normaliser(name).label]
+        for b in sizes:
+            r = table[(table["normaliser"] == name) & (table["batch_size"] == b)]
+            t = tests[(tests["normaliser"] == name) & (tests["batch_size"] == b)]
+            if r.empty:
+                row.append("--")
+                continue
+            r = r.iloc[0]
+            mark = "" if r["finished"] else "$^\\dagger$"
+            test = f"{points(t['test_accuracy'].iloc[0], 1)}" if not t.empty else "--"
+            row.append(f"{points(r['validation_accuracy'], 1)} (${signed_points(r['gain'])}${mark}) {test}")
+        rows.append(row)
+    return header, rows, "l" + "r" * len(sizes), "validation accuracy, its gain over the last epochs, test accuracy"
+
+
+def summary_json(table: pd.DataFrame, tests: pd.DataFrame, settings: dict) -> dict:
+    """``results/summary/curves.json``: the settings, every cell and its test accuracy."""
+    return {
+        "last_epochs": int(settings["last_epochs"]),
+        "threshold": float(settings["threshold"]),
+        "baselines": list(settings.get("baselines", [])),
+        "cells": table.to_dict("records"),
+        "test": tests.to_dict("records"),
+    }
