@@ -481,7 +481,7 @@ def test_a_jobs_log_is_its_benchmark_files_twin():
 def test_exact_statistics_memory_grows_with_the_rows_and_the_networks_activations():
     from bnstudy.base.config import load_file
 
-    fashion = load_file(ROOT / "config" / "fashion.yaml")
+    fashion = load_file(ROOT / "config" / "fashion-cluster.yaml")
     # network C on 28x28 images: 16 x 28^2 + 32 x 14^2 + 64 x 7^2 + 64 x 7^2 floats a row
     assert plan.row_activations(fashion) == 16 * 784 + 32 * 196 + 64 * 49 + 64 * 49 == 25088
     want = math.ceil(plan.EXACT_STATISTICS_COPIES * 4 * 40000 * 25088 / 1e6) + 500

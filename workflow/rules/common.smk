@@ -107,14 +107,14 @@ def job_size(mem_mb, runtime):
 def job_size_with_rows(mem_mb, runtime):
     """:func:`job_size` for the jobs that compute the exact statistics of every training row at once,
     at least the memory those rows' activations need (bnstudy.base.plan.exact_statistics_mb; about
-    14 GB for config/fashion.yaml, the digits' and tiny configs' stay at ``mem_mb``)."""
+    14 GB for config/fashion-cluster.yaml, the digits' and tiny configs' stay at ``mem_mb``)."""
     return job_size(max(mem_mb, exact_statistics_mb(config)), runtime)
 
 
 # A local build schedules its jobs within the machine's memory. Snakemake limits mem_mb only
 # when it is given (`--resources mem_mb=N`, which still wins); without a limit it would start two
 # jobs that each hold every training row's activations (about 14.5 GB each for
-# config/fashion.yaml) side by side on a 24 GB machine. A job asking more than the limit runs
+# config/fashion-cluster.yaml) side by side on a 24 GB machine. A job asking more than the limit runs
 # alone. Cluster jobs are sized by the cluster.
 if workflow.local_exec and workflow.is_main_process and "mem_mb" not in workflow.global_resources:
     _memory_mb = available_memory_mb()

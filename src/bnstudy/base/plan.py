@@ -121,7 +121,7 @@ def row_activations(config) -> int:
 
 
 # Peak memory of a job computing exact statistics over the training rows, in float32 copies of
-# every row's activations: an evaluate_remedies job of config/fashion.yaml (40,000 rows x 25,088
+# every row's activations: an evaluate_remedies job of config/fashion-cluster.yaml (40,000 rows x 25,088
 # floats, 4.0 GB a copy) peaked at 11.4 GB, a fine-tuning job at 7.6 GB (docs/cluster.md)
 EXACT_STATISTICS_COPIES = 3.5
 

@@ -27,7 +27,7 @@ repeat, on the digits training half of the paper's split:
   statistics moved by a few training-mode batches); the loop is timed on the first
   ``--audit-loop-batches`` batches of each size. Threads: 1, as everywhere here;
 - the convolutional network (:mod:`bnstudy.tools.convbench`): training throughput of the
-  network of ``config/fashion.yaml`` (28x28, four convolutions, strides 2, a residual
+  network of ``config/fashion-cluster.yaml`` (28x28, four convolutions, strides 2, a residual
   connection) in the compiled kernels against PyTorch's own CPU path (``nn.Conv2d`` with
   oneDNN, autograd, ``torch.optim.Adam``) at batch 2 and 128, images/s, GFLOP/s from the
   counted multiply-adds and the fraction of the core's peak without FMA (``--conv-only``:

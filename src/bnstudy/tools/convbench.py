@@ -1,6 +1,6 @@
 """The convolutional network's rows of ``python -m bnstudy.tools.benchmark``: training throughput.
 
-The network is the one ``config/fashion.yaml`` studies (:func:`study_network`; until
+The network is the one ``config/fashion-cluster.yaml`` studies (:func:`study_network`; until
 2026-12-05 a smaller candidate, channels 16, 32, 32, 32): 28x28 images of one channel, 3x3
 convolutions with the config's channels and strides, the last adding an earlier layer's output (a
 residual connection), batch norm after each, global average pool, linear map. One
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-STUDY_CONFIG = Path(__file__).resolve().parents[3] / "config" / "fashion.yaml"
+STUDY_CONFIG = Path(__file__).resolve().parents[3] / "config" / "fashion-cluster.yaml"
 SIDE = 28  # Fashion-MNIST's images
 
 
