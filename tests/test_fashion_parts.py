@@ -1,0 +1,65 @@
+"""The Fashion-MNIST parts of the combined paper (`make fashion`, docs/fashion.md): what each part's
+config holds, the combined config as the paper config plus its side by side, and the committed
+manifests that the combined build checks the parts against."""
+
+from __future__ import annotations
+
+import yaml
+
+from bnstudy.base import manifest
+from bnstudy.base.config import parts
+from conftest import ROOT
+
+CONFIG = ROOT / "config"
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((CONFIG / name).read_text())
+
+
+def test_the_combined_config_is_the_paper_config_with_a_side_by_side_of_both_parts():
+    combined, paper = load("combined.yaml"), load("config.yaml")
+    compare = combined.pop("compare")
+    assert combined == paper
+    assert compare["append_papers"] is True
+    assert [(b["directory"], b["expected"]) for b in compare["builds"]] == [
+        (f"builds/{p}", f"config/expected/{p}.manifest.tsv") for p in ("fashion-mlp", "fashion-cnn")
+    ]
+
+
+def test_the_mlp_part_trains_the_published_network_on_every_training_image_but_the_validation_split():
+    c = load("fashion-mlp.yaml")
+    assert c["data"]["name"] == "fashion_mnist" and c["data"]["train_size"] + c["data"]["validation_size"] == 60000
+    assert c["network"]["hidden"] == [128, 128] and c["network"].get("kind", "mlp") == "mlp"
+    assert {"none", "batchnorm", "batchrenorm", "layernorm", "groupnorm"} <= set(c["normalisers"])
+    assert c["grid"]["batch_sizes"] == [2, 8, 32, 128] and len(c["grid"]["seeds"]) >= 3
+    assert parts(c).test_rows == 10000
+
+
+def test_the_cnn_part_has_batch_norm_2d_a_residual_connection_and_three_batch_sizes_from_two():
+    c = load("fashion-cnn.yaml")
+    assert c["network"]["kind"] == "conv" and any("skip" in layer for layer in c["network"]["layers"])
+    assert {"none", "batchnorm", "groupnorm"} <= set(c["normalisers"])
+    sizes = c["grid"]["batch_sizes"]
+    assert len(sizes) >= 3 and min(sizes) == 2 and len(c["grid"]["seeds"]) >= 3
+    assert parts(c).test_rows == 10000
+
+
+def test_each_part_runs_every_companion_design_and_the_training_curves():
+    for name in ("fashion-mlp.yaml", "fashion-cnn.yaml"):
+        c = load(name)
+        assert c["companions"]["batch_sizes"] == [2, 4, 16, 64] and c["companions"]["exact_companions"] > 0
+        assert c["dependence"]["normaliser"] == "batchnorm"
+        assert c["curves"]["last_epochs"] == 3 and c["curves"]["threshold"] == 0.003
+        assert c["grid"]["epochs"] > c["curves"]["last_epochs"]
+
+
+def test_each_part_has_a_committed_manifest_with_its_curves_and_its_paper():
+    for name in ("fashion-mlp", "fashion-cnn", "combined"):
+        table = manifest.read(CONFIG / "expected" / f"{name}.manifest.tsv")
+        paths = set(table["path"])
+        assert "paper/main.pdf" in paths
+        if name != "combined":
+            assert {"results/summary/curves.json", "results/paper/figures/curves.pdf"} <= paths
+        else:
+            assert {"results/paper/parts/part1.pdf", "results/paper/parts/part2.pdf"} <= paths
