@@ -36,6 +36,7 @@ for study in STUDIES:
 
 
 register_the_rest()
+plan_runtimes()
 workflow.localrules(*catalogue.local_rules(config))
 
 

@@ -575,3 +575,22 @@ def test_a_config_listing_its_keys_in_another_order_gives_every_job_the_same_par
     assert params["as_given"].keys() == params["reversed"].keys()
     changed = {job: p for job, p in params["reversed"].items() if p != params["as_given"][job]}
     assert not changed, sorted(changed)[:5]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["config.yaml", "test.yaml", "fashion-tiny.yaml", "fashion-mlp.yaml", "fashion-cnn.yaml", "fashion-cluster.yaml"],
+)
+def test_every_job_asks_at_least_twice_its_planned_cpu_time_as_run_time(name):
+    """The run times a cluster enforces come from the cost model with no flag: each job of each committed
+    config asks at least plan.RUNTIME_MARGIN (2) times its estimated CPU seconds, so `make plan` has no
+    `--set-resources` advice to print. (config/combined.yaml is config.yaml and the side by side, a job
+    of seconds; its DAG needs the built parts.)"""
+    config, jobs, _ = plan.dag_jobs(ROOT / "config" / name, ROOT / "Snakefile", ROOT, forceall=True)
+    p = plan.Plan(name, config, jobs)
+    plan.price(p, plan.read_table())
+    timed = [j for j in p.jobs if j.runs and j.runtime_min]
+    assert timed and all(j.runtime_min * 60 >= plan.RUNTIME_MARGIN * j.cpu_s for j in timed), [
+        (j.rule, j.runtime_min, round(j.cpu_s)) for j in timed if j.runtime_min * 60 < plan.RUNTIME_MARGIN * j.cpu_s
+    ]
+    assert plan.runtime_lines(p) == []

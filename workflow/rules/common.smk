@@ -104,6 +104,33 @@ def job_size(mem_mb, runtime):
     return dict(mem_mb=per_attempt(mem_mb), runtime=per_attempt(runtime))
 
 
+def plan_runtimes():
+    """Every rule's run time from the cost model (bnstudy.base.plan): each job asks at least
+    plan.RUNTIME_MARGIN times its estimated CPU seconds (minutes, a multiple of 5), times the attempt,
+    so that a cluster enforcing run times does not stop a job the plan expects to run long; the
+    rule's own minutes stay the floor, and `--set-resources` still overrides both. Called once every
+    rule is defined."""
+    from bnstudy.base import plan as cost_model
+
+    table = cost_model.read_table()
+    for r in workflow.rules:
+        if not r.norun and "runtime" in r.resources.keys():
+            r.resources["runtime"] = _planned_runtime(r, r.resources["runtime"], table, cost_model)
+
+
+def _planned_runtime(r, first, table, cost_model):
+    """The run time of a job of rule ``r``: its rule's own (``first``, a Snakemake Resource of the
+    wildcards and the attempt) or the plan's, whichever is longer."""
+
+    def runtime(wildcards, attempt):
+        params = {name: (v(wildcards) if callable(v) else v) for name, v in r.params.items()}
+        cpu_s = cost_model.estimate(r.name, params, dict(wildcards), config, table)
+        own = first.evaluate(wildcards, attempt=attempt).value
+        return max(own, cost_model.planned_minutes(cpu_s) * attempt)
+
+    return runtime
+
+
 def job_size_with_rows(mem_mb, runtime):
     """:func:`job_size` for the jobs that compute the exact statistics of every training row at once,
     at least the memory those rows' activations need (bnstudy.base.plan.exact_statistics_mb; about

@@ -607,19 +607,26 @@ def make_plan(configfile, table: dict[str, Cost], snakefile="Snakefile", workdir
     return plan
 
 
+def estimate(rule: str, params: dict, wildcards: dict, config: dict, table: dict[str, Cost]) -> float:
+    """A job's estimated CPU seconds; a rule the table lacks (or lists with another unit) costs the
+    :data:`DEFAULT_RULE` row (the median job)."""
+    cost = table.get(cost_key(rule, params, wildcards, config))
+    if cost is None or cost.unit != unit_of(rule):  # unknown or differently measured: the median job
+        return table[DEFAULT_RULE].start_s
+    return cost.predict(work_of(rule, params, wildcards, config))
+
+
+def planned_minutes(cpu_s: float) -> int:
+    """The run time a job estimated at ``cpu_s`` CPU seconds asks (``resources: runtime``, sbatch
+    --time): :data:`RUNTIME_MARGIN` times the estimate, in minutes, rounded up to a multiple of 5."""
+    return 5 * math.ceil(RUNTIME_MARGIN * cpu_s / 60 / 5)
+
+
 def price(plan: Plan, table: dict[str, Cost]) -> None:
-    """Each job's work and estimated CPU seconds; a rule the table lacks (or lists with another
-    unit) costs the :data:`DEFAULT_RULE` row, a job with nothing to run nothing."""
+    """Each job's work and estimated CPU seconds (:func:`estimate`), a job with nothing to run nothing."""
     for job in plan.jobs:
         job.work = work_of(job.rule, job.params, job.wildcards, plan.config)
-        cost = table.get(cost_key(job.rule, job.params, job.wildcards, plan.config))
-        if not job.runs:
-            job.cpu_s = 0.0
-        elif cost is None or cost.unit != unit_of(job.rule):  # unknown or differently measured: the median job
-            cost = table[DEFAULT_RULE]
-            job.cpu_s = cost.start_s
-        else:
-            job.cpu_s = cost.predict(job.work)
+        job.cpu_s = estimate(job.rule, job.params, job.wildcards, plan.config, table) if job.runs else 0.0
 
 
 # ---- wall time on many cores -------------------------------------------------------
@@ -843,7 +850,7 @@ def runtime_lines(plan: Plan) -> list[str]:
     for job in plan.jobs:
         if not job.runs or not job.runtime_min:
             continue
-        minutes = 5 * math.ceil(RUNTIME_MARGIN * job.cpu_s / 60 / 5)
+        minutes = planned_minutes(job.cpu_s)
         if minutes > job.runtime_min:
             need[job.rule] = max(need.get(job.rule, 0), minutes)
     if not need:
