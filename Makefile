@@ -108,7 +108,7 @@ lock:
 	mkdir -p $(dir $(LOCK))
 	if [ -f $(LOCK) ]; then cp $(LOCK) $(LOCK).new; else rm -f $(LOCK).new; fi
 	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet \
-	  --generate-hashes --allow-unsafe --strip-extras --extra test --extra slurm \
+	  --generate-hashes --allow-unsafe --strip-extras --extra study --extra test --extra slurm \
 	  --no-emit-find-links --no-emit-index-url $(LOCK_FLAGS) --output-file $(LOCK).new pyproject.toml
 	@grep -q '^torch==2\.13\.0+cpu ' $(LOCK).new && ! grep -qiE '^(nvidia-|triton)' $(LOCK).new || \
 	  { echo "error: torch did not resolve to the local 2.13.0 CPU build (or CUDA packages crept in); $(LOCK) left as it was, see $(LOCK).new"; exit 1; }
