@@ -116,7 +116,7 @@ def test_the_audited_module_is_left_as_it_was():
     net, (x, y) = NETWORKS["BatchRenorm1d"]()
     net = warmed(net, x)
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    audit(net, x, y, batch_sizes=(2, 8), probes=2, exact_sample=4, resamples=50)
+    audit(net, x, y, batch_sizes=(2, 8), probes=2, exact_sample=4, resamples=200)
     after = net.state_dict()
     assert not net.training and all(not m.training for m in net.modules())
     assert all(torch.equal(before[k], after[k]) for k in before)
@@ -165,7 +165,7 @@ def test_exact_pairs_pair_each_sampled_example_with_every_other_row_once():
 def test_exact_design_matches_the_plain_loop_example_by_example():
     net, (x, y) = NETWORKS["BatchNorm1d"]()
     net = warmed(net, x)
-    r = audit(net, x, y, batch_sizes=(2,), probes=1, exact_sample=8, resamples=50, designs_wanted=("exact",))
+    r = audit(net, x, y, batch_sizes=(2,), probes=1, exact_sample=8, resamples=200, designs_wanted=("exact",))
     engine = Engine(net, x)
     inference = engine.inference_labels()
     for row in r.per_example:
@@ -191,7 +191,7 @@ def test_exact_design_matches_the_plain_loop_example_by_example():
 def test_batch_free_normalisers_never_flip(norm):
     net = mlp(norm).eval()
     x, y = data()
-    r = audit(net, x, y, groups=np.arange(len(x)) % 3, batch_sizes=(2, 16), probes=3, exact_sample=5, resamples=50)
+    r = audit(net, x, y, groups=np.arange(len(x)) % 3, batch_sizes=(2, 16), probes=3, exact_sample=5, resamples=200)
     assert r.batch_free
     assert {f["design"] for f in r.flips} == {"random", "label", "group", "exact"}
     assert all(f["flips"] == 0 and f["flip_rate"] == 0.0 and f["probes"] > 0 for f in r.flips)
@@ -203,7 +203,7 @@ def test_running_statistics_never_updated_are_flagged_and_the_remedy_recomputes_
     net, (x, y) = NETWORKS["BatchNorm2d"]()
     x = x * 3 + 2  # data far from mean 0, variance 1
     fresh = net.eval()  # never trained: running mean 0, variance 1, no update
-    r = audit(fresh, x, y, batch_sizes=(4,), probes=2, exact_sample=0, resamples=50)
+    r = audit(fresh, x, y, batch_sizes=(4,), probes=2, exact_sample=0, resamples=200)
     (layer,) = [row for row in r.layers if row["batch_statistics"]]
     assert layer["never_updated"] and layer["updates"] == 0 and layer["stale"]
     assert any("never updated in 1 of 1 batch-norm layers (1)" in f["text"] for f in r.findings())
@@ -246,7 +246,7 @@ def test_exact_statistics_are_layer_by_layer_and_chunking_does_not_change_them()
 def test_recomputed_statistics_give_the_inference_labels_of_a_network_holding_them():
     net, (x, y) = NETWORKS["BatchNorm1d"]()
     net = warmed(net, x, steps=2, batch=4)  # noisy running statistics
-    r = audit(net, x, y, batch_sizes=(2,), probes=1, exact_sample=0, resamples=50)
+    r = audit(net, x, y, batch_sizes=(2,), probes=1, exact_sample=0, resamples=200)
     stats = Engine(net, x).exact_statistics(x)
     fixed = warmed(NETWORKS["BatchNorm1d"]()[0], x, steps=2, batch=4)
     fixed[1].running_mean.copy_(torch.as_tensor(stats["1"][0]))
@@ -263,7 +263,7 @@ def test_one_group_batches_hold_one_group_and_small_groups_are_said():
     net, (x, y) = NETWORKS["BatchNorm1d"]()
     net = warmed(net, x)
     groups = np.where(np.arange(len(x)) < 10, 0, 1 + np.arange(len(x)) % 2)  # group 0 has 10 rows
-    r = audit(net, x, y, groups=groups, batch_sizes=(4, 16), probes=2, exact_sample=0, resamples=50)
+    r = audit(net, x, y, groups=groups, batch_sizes=(4, 16), probes=2, exact_sample=0, resamples=200)
     g16 = r.flip(16, "group")
     assert g16["examples"] == len(x) - 10 and g16["probes"] == 2 * (len(x) - 10)
     assert any("10 rows in groups of fewer than 16 rows not probed" in n for n in r.notes)
@@ -292,7 +292,7 @@ def test_intervals_findings_and_outputs():
 
 def test_progress_bar_goes_to_stderr(capsys):
     net, (x, y) = NETWORKS["BatchNorm1d"]()
-    audit(warmed(net, x), x, y, batch_sizes=(4,), probes=2, exact_sample=0, resamples=20, progress=True)
+    audit(warmed(net, x), x, y, batch_sizes=(4,), probes=2, exact_sample=0, resamples=200, progress=True)
     out, err = capsys.readouterr()
     assert out == "" and "100.0%" in err and "rows" in err
 
@@ -311,7 +311,7 @@ def test_bad_inputs_are_refused_in_one_line():
         (lambda: audit(net, x, y + 10), "labels: range 10..13 does not fit the model's 4 classes"),
         (lambda: audit(net, x, groups=np.arange(3)), "groups: 3 values"),
         (lambda: audit(net, torch.where(torch.arange(120)[:, None] == 7, float("nan"), x)), "first at row 7"),
-        (lambda: audit(net, x, batch_sizes=(1, 4)), "batch sizes must be at least 2"),
+        (lambda: audit(net, x, batch_sizes=(1, 4)), "every batch size must be a whole number of at least 2, got 1"),
         (lambda: audit(mlp(lambda f: torch.nn.BatchNorm1d(f, track_running_stats=False)), x), "keeps no running"),
         (lambda: audit(net, x, stats_x=x[:, :3]), "statistics inputs have rows of shape (3,)"),
         (lambda: audit(net, x, exact_examples=[5, 120]), "exact examples must be row indices in [0, 120)"),
@@ -331,8 +331,12 @@ def test_the_command_refuses_bad_files_in_one_line(tmp_path, capsys):
     np.savez(tmp_path / "d.npz", inputs=x.numpy(), labels=y[:-2])
     (tmp_path / "fake.safetensors").write_bytes(b"not a safetensors file at all")
     (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "trash.pt").write_bytes(b"PK\x03\x04 not really a zip")
     cases = [
-        (["--model", str(tmp_path / "pickled.pt"), "--data", str(tmp_path / "x.npy")], "not TorchScript"),
+        (
+            ["--model", str(tmp_path / "pickled.pt"), "--data", str(tmp_path / "x.npy")],
+            "pickled.pt: a pickled Sequential",
+        ),
         (["--model", str(tmp_path / "missing.pt"), "--data", str(tmp_path / "x.npy")], "missing.pt: no such file"),
         (["--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "notes.txt"), "--data", "x"], "notes.txt"),
         (
@@ -346,7 +350,12 @@ def test_the_command_refuses_bad_files_in_one_line(tmp_path, capsys):
         (["--model", str(tmp_path / "notes.txt"), "--data", str(tmp_path / "x.npy")], "not a TorchScript file"),
         (
             ["--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "pickled.pt"), "--data", "x"],
-            "not a safetensors or weights-only state_dict file",
+            "pickled.pt: a pickled Sequential (torch.nn.modules.container.Sequential: torch.save of the object), "
+            "never loaded (unpickling can run code): give its state dict",
+        ),
+        (
+            ["--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "trash.pt"), "--data", "x"],
+            "trash.pt: not a safetensors or weights-only state_dict file",
         ),
         (
             ["--model", "test_audit:cnn_factory", "--weights", str(tmp_path / "state.pt"), "--data", "x"],
@@ -357,6 +366,7 @@ def test_the_command_refuses_bad_files_in_one_line(tmp_path, capsys):
         assert cli.main(["audit", *argv, "--quiet"]) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("bnstudy audit: error: ") and message in err and err.count("\n") == 1, (argv, err)
+        assert "\x1b" not in err and len(err) < 400, err  # no terminal escape codes, no pasted advice
 
 
 def mlp_factory():
@@ -377,7 +387,7 @@ def test_the_command_on_torchscript_and_on_a_factory_with_safetensors_weights(tm
     save_file({k: v.contiguous() for k, v in net.state_dict().items()}, tmp_path / "net.safetensors")
     np.savez(tmp_path / "d.npz", x=x.numpy(), y=y, groups=np.arange(len(y)) % 3)
     common = ["--data", str(tmp_path / "d.npz"), "--batch-sizes", "2", "4", "--probes", "3", "--quiet"]
-    common += ["--exact-sample", "4", "--resamples", "100"]
+    common += ["--exact-sample", "4", "--resamples", "200"]
     out = {}
     for name, model in (("script", ["--model", str(tmp_path / "net.pt")]), ("factory", [])):
         if name == "factory":
@@ -392,6 +402,8 @@ def test_the_command_on_torchscript_and_on_a_factory_with_safetensors_weights(tm
         assert abs(a["flips"] - b["flips"]) <= 1  # labels equal but at a logit tie
     rate = out["factory"]["flips"][0]["flip_rate"]
     assert out["factory"]["flips"][0]["batch_size"] == 2 and rate > 0.05
+    # with group ids, --fail-above holds one-group batches to the threshold (the headline)
+    rate = next(f["flip_rate"] for f in out["factory"]["flips"] if f["design"] == "group" and f["batch_size"] == 2)
     argv = ["audit", "--model", "test_audit:mlp_factory", "--weights", str(tmp_path / "net.safetensors"), *common]
     assert cli.main([*argv, "--fail-above", str(rate - 1e-9), "--at", "2"]) == 1
     assert "FAIL: flip rate" in capsys.readouterr().err
