@@ -243,12 +243,12 @@ def check_options(opts: Options) -> list[int]:
         raise AuditError(f"designs must be among {', '.join(DESIGNS)}, got {list(opts.designs_wanted)}")
     try:
         device = torch.device(opts.device)
-    except (RuntimeError, TypeError) as e:
-        raise AuditError(f"device {opts.device!r}: {str(e).splitlines()[0]}") from None
+    except (RuntimeError, TypeError):
+        raise AuditError(f"device {opts.device}: the audit runs on cpu or cuda (cuda:N for one GPU)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise AuditError(f"device {opts.device}: torch sees no GPU")
     if device.type not in ("cpu", "cuda"):
-        raise AuditError(f"device {opts.device}: the audit runs on cpu or cuda")
+        raise AuditError(f"device {opts.device}: the audit runs on cpu or cuda (cuda:N for one GPU)")
     return sorted(sizes)
 
 
