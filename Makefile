@@ -36,7 +36,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 (Debian: apt-get install python3.11 python3.11-venv)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "pip==$(PIP_VERSION)"
-	# every dependency (extras test and slurm included) at the version and sha256 in
+	# every dependency (extras study, test and slurm included) at the version and sha256 in
 	# the lock; torch is 2.13.0's CPU build (a looser spec pulls a multi-GB CUDA build)
 	$(BIN)/python -m pip install --quiet --require-hashes $(PIP_EXTRA) -r $(LOCK)
 	# then the project itself, its dependencies being all in place already

@@ -176,7 +176,8 @@ def _layer_findings(result) -> list[dict]:
     checked = [r for r in bn if r.get("mean_distance") is not None]
     rows = checked[0].get("statistics_rows") if checked else None
     banded = [r for r in checked if r.get("mean_noise") is not None]
-    allowing = f", beyond the sampling noise of the data's {rows} rows" if banded else ""
+    beyond = f" beyond the sampling noise of the data's {rows} rows" if banded else ""
+    allowing = f", once the sampling noise of its {rows} rows is allowed for" if banded else ""
     stale = sorted(
         (r for r in checked if r["stale"] and not r["never_updated"]),
         key=lambda r: -max(r["mean_distance"], r["var_distance"]),
@@ -195,7 +196,7 @@ def _layer_findings(result) -> list[dict]:
                 "topic": "stale",
                 "level": "warn",
                 "text": f"Running statistics are stale for this data in {len(stale)} of {len(bn)} batch-norm layers "
-                f"(RMS distance from the exact statistics above {STALE:g}{allowing}; worst: {worst}){carried}.",
+                f"(RMS distance from the exact statistics above {STALE:g}{beyond}; worst: {worst}){carried}.",
             }
         )
     elif checked and not never:
