@@ -775,3 +775,22 @@ def test_assert_flip_rate_passes_below_and_fails_above_with_the_rate_interval_an
         assert_flip_rate(net, x, groups=groups, serving_batch=4, at_most=0.0)
     with pytest.raises(AuditError, match="at_most is a flip rate"):
         assert_flip_rate(net, x, serving_batch=4, at_most=1)
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_a_pickled_model_is_named_without_unpickling_and_a_state_dict_loads(tmp_path, protocol):
+    import argparse
+
+    from bnstudy.audit.files import pickled_object
+
+    net = mlp(torch.nn.BatchNorm1d)
+    torch.save(net, tmp_path / "whole.pt", pickle_protocol=protocol)
+    torch.save(net.state_dict(), tmp_path / "state.pt", pickle_protocol=protocol)
+    torch.save({"model": net.state_dict(), "args": argparse.Namespace(lr=1)}, tmp_path / "checkpoint.pt")
+    assert pickled_object(tmp_path / "whole.pt") == "torch.nn.modules.container.Sequential"
+    assert pickled_object(tmp_path / "state.pt") is None
+    assert pickled_object(tmp_path / "checkpoint.pt") == "argparse.Namespace"
+    state = cli.load_state_dict(tmp_path / "state.pt")
+    assert all(torch.equal(state[k], v) for k, v in net.state_dict().items())
+    with pytest.raises(AuditError, match="whole.pt: a pickled Sequential"):
+        cli.load_state_dict(tmp_path / "whole.pt")

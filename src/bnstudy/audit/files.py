@@ -119,12 +119,41 @@ def pickled_object(path) -> str | None:
             if not names:
                 return None
             data = z.read(names[0])
-        found = [arg for op, arg, _ in pickletools.genops(data) if op.name == "GLOBAL" and isinstance(arg, str)]
+        found = _globals(data)
     except Exception:
         return None
     classes = [g for g in found if not _STATE_GLOBALS.match(g) and not g.startswith("__builtin__ ")]
     modules = [g for g in classes if g.startswith("torch.nn.")] or classes
     return modules[0].replace(" ", ".") if modules else None
+
+
+def _globals(data: bytes) -> list[str]:
+    """``"module name"`` of every global a pickle refers to: ``GLOBAL`` (protocols 0-3) and
+    ``STACK_GLOBAL`` (4 and later, its two strings pushed or fetched from the memo before it)."""
+    found, strings, memo, last = [], [], {}, None
+    for op, arg, _ in pickletools.genops(data):
+        name = op.name
+        if name == "GLOBAL" and isinstance(arg, str):
+            found.append(arg)
+            last = None
+        elif name == "STACK_GLOBAL":
+            if len(strings) >= 2:
+                found.append(f"{strings[-2]} {strings[-1]}")
+            last = None
+        elif "UNICODE" in name and isinstance(arg, str):
+            strings.append(arg)
+            last = arg
+        elif name == "MEMOIZE":
+            memo[len(memo)] = last
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[arg] = last
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            last = memo.get(arg)
+            if isinstance(last, str):
+                strings.append(last)
+        else:
+            last = None
+    return found
 
 
 def one_line(e: BaseException, limit: int = 200) -> str:
