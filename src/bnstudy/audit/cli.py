@@ -11,12 +11,22 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
 from .core import DEFAULT_SIZES
 from .engine import AuditError
-from .files import FileProblem, is_safetensors, one_line, pickled_object, read_safetensors, safetensors_metadata
+from .files import (
+    FileProblem,
+    is_safetensors,
+    one_line,
+    pickle_protocol,
+    pickled_object,
+    read_safetensors,
+    safetensors_metadata,
+    weights_only_reason,
+)
 
 X_KEYS = ("x", "inputs", "X", "images", "data")
 Y_KEYS = ("y", "labels", "targets", "label")
@@ -49,7 +59,9 @@ def load_state_dict(path) -> dict:
     try:
         if is_safetensors(p):
             return read_safetensors(p)
-        state = torch.load(str(p), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch warns of pickle protocols its weights-only loader may not read
+            warnings.simplefilter("ignore")
+            state = torch.load(str(p), map_location="cpu", weights_only=True)
     except FileProblem as e:
         raise AuditError(f"{path}: not a valid safetensors file ({e})") from None
     except Exception as e:
@@ -59,7 +71,15 @@ def load_state_dict(path) -> dict:
                 f"{path}: {pickled}, never loaded (unpickling can run code): give its state dict, saved with "
                 "torch.save(model.state_dict(), path) or as safetensors"
             ) from None
-        raise AuditError(f"{path}: not a safetensors or weights-only state_dict file ({one_line(e)})") from None
+        protocol = pickle_protocol(p)
+        if protocol is not None and protocol >= 4:
+            raise AuditError(
+                f"{path}: saved with pickle protocol {protocol}, which torch.load(weights_only=True) cannot read "
+                f"({weights_only_reason(e)}): save with torch.save's default protocol, or as safetensors"
+            ) from None
+        raise AuditError(
+            f"{path}: not a safetensors or weights-only state_dict file ({weights_only_reason(e)})"
+        ) from None
     for key in ("state_dict", "model", "model_state_dict"):
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]

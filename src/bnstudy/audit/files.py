@@ -156,6 +156,29 @@ def _globals(data: bytes) -> list[str]:
     return found
 
 
+def pickle_protocol(path) -> int | None:
+    """The pickle protocol of a ``torch.save`` zip file's ``data.pkl`` (its ``PROTO`` opcode), or ``None``."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = [n for n in z.namelist() if n.endswith("data.pkl")]
+            data = z.read(names[0]) if names else b""
+        return data[1] if data[:1] == b"\x80" and len(data) > 1 else None
+    except Exception:
+        return None
+
+
+def weights_only_reason(e: BaseException) -> str:
+    """What ``torch.load(weights_only=True)`` found wrong, without its advice: the text after
+    "WeightsUnpickler error:" where it says so, else the message's first line."""
+    text = ANSI.sub("", str(e))
+    if "WeightsUnpickler error:" in text:
+        rest = text.split("WeightsUnpickler error:", 1)[1].strip()
+        reason = " ".join(rest.split("\n\n")[0].split())
+        if reason:
+            return reason if len(reason) <= 200 else reason[:197] + "..."
+    return one_line(e)
+
+
 def one_line(e: BaseException, limit: int = 200) -> str:
     """The first line of an exception's message, without terminal escape codes, at most ``limit`` characters."""
     text = ANSI.sub("", str(e)).strip()
