@@ -36,7 +36,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 (Debian: apt-get install python3.11 python3.11-venv)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "pip==$(PIP_VERSION)"
-	# every dependency (extras test and slurm included) at the version and sha256 in
+	# every dependency (extras study, test and slurm included) at the version and sha256 in
 	# the lock; torch is 2.13.0's CPU build (a looser spec pulls a multi-GB CUDA build)
 	$(BIN)/python -m pip install --quiet --require-hashes $(PIP_EXTRA) -r $(LOCK)
 	# then the project itself, its dependencies being all in place already
@@ -108,7 +108,7 @@ lock:
 	mkdir -p $(dir $(LOCK))
 	if [ -f $(LOCK) ]; then cp $(LOCK) $(LOCK).new; else rm -f $(LOCK).new; fi
 	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet \
-	  --generate-hashes --allow-unsafe --strip-extras --extra test --extra slurm \
+	  --generate-hashes --allow-unsafe --strip-extras --extra study --extra test --extra slurm \
 	  --no-emit-find-links --no-emit-index-url $(LOCK_FLAGS) --output-file $(LOCK).new pyproject.toml
 	@grep -q '^torch==2\.13\.0+cpu ' $(LOCK).new && ! grep -qiE '^(nvidia-|triton)' $(LOCK).new || \
 	  { echo "error: torch did not resolve to the local 2.13.0 CPU build (or CUDA packages crept in); $(LOCK) left as it was, see $(LOCK).new"; exit 1; }

@@ -183,7 +183,7 @@ def test_layer_and_group_norm_networks_flip_exactly_zero_and_no_normaliser_is_re
     groups = np.arange(len(x)) % 7
     for norm in ("layernorm", "groupnorm"):
         net = network(build, f"results/runs/grid/{norm}/b16/seeds0-1.safetensors", 0)
-        r = audit(net, x, y, groups, batch_sizes=(2, 16, 64), probes=3, exact_sample=5, resamples=100)
+        r = audit(net, x, y, groups, batch_sizes=(2, 16, 64), probes=3, exact_sample=5, resamples=200)
         assert r.batch_free and {f["design"] for f in r.flips} == {"random", "label", "group", "exact"}
         assert all(f["probes"] > 0 and f["flips"] == 0 for f in r.flips)
     with pytest.raises(AuditError, match="the model has no normalisation layer"):

@@ -1,11 +1,13 @@
 """Audit your own model: the study's measurements on any PyTorch network with normalisation layers.
 
 ``bnstudy.audit.audit(model, x, y=None, groups=None, ...)`` returns an
-:class:`AuditResult`; ``bnstudy audit`` (:mod:`bnstudy.audit.cli`) is the command.
-This subpackage imports PyTorch; the pipeline never imports it.
+:class:`AuditResult`; :func:`assert_flip_rate` is the same in a test suite;
+``bnstudy audit`` (:mod:`bnstudy.audit.cli`) is the command. This subpackage needs
+only PyTorch and NumPy (matplotlib for figures); the pipeline never imports it.
 """
 
 from .core import DEFAULT_SIZES, AuditResult, audit
 from .engine import AuditError
+from .testing import assert_flip_rate
 
-__all__ = ["DEFAULT_SIZES", "AuditError", "AuditResult", "audit"]
+__all__ = ["DEFAULT_SIZES", "AuditError", "AuditResult", "assert_flip_rate", "audit"]

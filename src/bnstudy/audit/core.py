@@ -8,11 +8,12 @@ group ids such as source, customer or day):
   batches at each listed size, in one-group batches (by label; by group id), and
   exactly at ``b = 2`` for a sample of examples (:mod:`bnstudy.audit.designs`; each
   example's share over its probes, averaged over examples; percentile bootstrap
-  interval over examples, stratified by label when labels are given:
-  :func:`bnstudy.base.stats.bootstrap_examples`, the study's estimator and interval);
+  interval over examples, stratified by label when labels are given and every label
+  holds enough examples: :mod:`bnstudy.audit.intervals`, the study's estimator and interval);
 - per batch-norm layer, the distance of its running statistics from the exact
   statistics of the data (the study's remedy (d) and its distances,
-  :func:`bnstudy.audit.engine.distance`), and the updates they carry;
+  :func:`bnstudy.audit.engine.distance`), the band of that distance that the sampling
+  noise of the data's own rows gives (:func:`noise_bands`), and the updates they carry;
 - with labels, accuracy with the stored running statistics against statistics
   recomputed on the data (or on ``stats_x``): the remedy the study measured.
 
@@ -30,10 +31,10 @@ import numpy as np
 import torch
 
 from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
-from bnstudy.base.stats import bootstrap_examples
 
 from . import designs
 from .engine import AuditError, Engine, distance
+from .intervals import MIN_STRATUM, TAIL_RESAMPLES, bootstrap_examples, min_resamples, strata_or_none
 from .progress import Progress
 from .report import STALE
 
@@ -44,6 +45,8 @@ DESIGN_WORDS = {
     "group": "companions of the same group",
     "exact": "every companion once",
 }
+DESIGNS = tuple(DESIGN_WORDS)
+NAMES = {"x": "inputs", "y": "labels", "groups": "groups", "stats_x": "statistics inputs"}
 
 
 @dataclass
@@ -78,6 +81,23 @@ class AuditResult:
             raise KeyError(f"no {design} flip rate at batch size {b}")
         return r["flip_rate"]
 
+    def gate_design(self) -> str:
+        """The design a threshold is held to: one-group batches when group ids were given (the
+        batches a server of grouped traffic sees), random companions otherwise."""
+        return "group" if self.settings.get("groups") else "random"
+
+    def headline(self, b: int | None = None) -> dict | None:
+        """The row a threshold is held to at ``b`` (default: the serving batch): :meth:`gate_design`'s."""
+        b = self.settings.get("serving_batch") if b is None else b
+        return None if b is None else self.flip(b, self.gate_design())
+
+    def worst_examples(self, b: int, design: str = "random", count: int = 5) -> list[dict]:
+        """The ``count`` examples of ``design`` at ``b`` whose share of flipped probes is largest
+        (ties by row), each ``{"example", "probes", "flips"}``."""
+        rows = [p for p in self.per_example if p["design"] == design and p["batch_size"] == int(b) and p["flips"]]
+        rows.sort(key=lambda p: (-p["flips"] / p["probes"], p["example"]))
+        return [{k: p[k] for k in ("example", "probes", "flips")} for p in rows[:count]]
+
     def findings(self) -> list[dict]:
         from .report import findings
 
@@ -95,13 +115,19 @@ class AuditResult:
 
 
 def _tensor(x, name: str) -> torch.Tensor:
-    t = torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x.detach()
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+    else:
+        a = np.asarray(x)
+        if a.dtype.kind not in "biuf":
+            raise AuditError(f"{name}: values of dtype {a.dtype} are not numbers")
+        t = torch.as_tensor(a)
     if t.dim() < 1 or len(t) < 2:
         raise AuditError(f"{name}: need at least 2 rows, got shape {tuple(t.shape)}")
     if t.is_floating_point() or t.is_complex():
         bad = ~torch.isfinite(t.reshape(len(t), -1)).all(dim=1)
         if bad.any():
-            raise AuditError(f"{name}: inputs hold NaN or infinite values (first at row {int(bad.nonzero()[0, 0])})")
+            raise AuditError(f"{name}: NaN or infinite values (first at row {int(bad.nonzero()[0, 0])})")
     return t
 
 
@@ -130,13 +156,17 @@ def _share(values) -> float:
     return math.fsum(v) / len(v) if v else float("nan")
 
 
-def _interval(values, strata, resamples, confidence, seed, code, b):
+def _interval(values, strata, opts, code, b, unstratified: list | None = None, what: str = ""):
+    """The bootstrap interval of the mean of ``values``: NaN for fewer than 2 values; resampled within
+    ``strata`` only where every stratum holds :data:`MIN_STRATUM` values (else ``what`` goes to
+    ``unstratified``)."""
     if len(values) < 2:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(derive_seed(seed, STREAM_BOOTSTRAP, code, int(b)))
-    if strata is not None and np.unique(strata, return_counts=True)[1].min() < 1:
-        strata = None
-    return bootstrap_examples(np.asarray(values, np.float64), resamples, confidence, rng, strata=strata)
+    rng = np.random.default_rng(derive_seed(opts.seed, STREAM_BOOTSTRAP, code, int(b)))
+    usable = strata_or_none(strata)
+    if strata is not None and usable is None and unstratified is not None:
+        unstratified.append(what)
+    return bootstrap_examples(np.asarray(values, np.float64), opts.resamples, opts.confidence, rng, strata=usable)
 
 
 @dataclass(frozen=True)
@@ -148,9 +178,12 @@ class Options:
     ``exact_sample``: examples enumerated exactly at ``b = 2`` (fewer if the pairs would
     exceed ``exact_budget`` rows), or ``exact_examples``, their row indices; ``stats_x``: the
     data the statistics are recomputed on (default ``x``); ``resamples`` and ``confidence``:
-    the bootstrap intervals; ``seed``: every random draw; ``device``: where the model runs;
-    ``chunk_rows``: rows per forward pass; ``progress``: a progress bar; ``designs_wanted``:
-    the probe designs.
+    the bootstrap intervals (at least :func:`bnstudy.audit.intervals.min_resamples`);
+    ``noise_resamples`` and ``noise_rows``: the band of sampling noise of the exact statistics
+    (:func:`noise_bands`; 0 resamples: none, a fixed threshold); ``seed``: every random draw;
+    ``device``: where the model runs; ``chunk_rows``: rows per forward pass; ``progress``: a
+    progress bar; ``designs_wanted``: the probe designs; ``names``: what errors call ``x``,
+    ``y``, ``groups`` and ``stats_x`` (the command gives the files' names).
     """
 
     batch_sizes: tuple = DEFAULT_SIZES
@@ -162,11 +195,61 @@ class Options:
     stats_x: object = None
     resamples: int = 1000
     confidence: float = 0.95
+    noise_resamples: int = 10
+    noise_rows: int = 256
     seed: int = 0
     device: str = "cpu"
     chunk_rows: int = 1024
     progress: bool = False
-    designs_wanted: tuple = ("random", "label", "group", "exact")
+    designs_wanted: tuple = DESIGNS
+    names: object = None
+
+    def name(self, key: str) -> str:
+        return (self.names or {}).get(key, NAMES[key])
+
+
+def _whole(value, what: str, least: int) -> int:
+    """``value`` as an int of at least ``least``; refused in one line otherwise (bool and 2.5 too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise AuditError(f"{what} must be a whole number of at least {least}, got {value!r}")
+    return int(value)
+
+
+def check_options(opts: Options) -> list[int]:
+    """Every option checked before any work, each refused in one line; returns the probe batch sizes
+    (the listed ones and the serving batch, sorted)."""
+    if isinstance(opts.batch_sizes, (int, np.integer)) or not len(tuple(opts.batch_sizes)):
+        raise AuditError(f"batch sizes must be a list of sizes of at least 2, got {opts.batch_sizes!r}")
+    sizes = {_whole(b, "every batch size", 2) for b in opts.batch_sizes}
+    if opts.serving_batch is not None:
+        sizes.add(_whole(opts.serving_batch, "the serving batch", 2))
+    _whole(opts.probes, "probes per example", 1)
+    _whole(opts.exact_sample, "the exact sample", 0)
+    _whole(opts.exact_budget, "the exact budget", 0)
+    _whole(opts.seed, "the seed", 0)
+    _whole(opts.chunk_rows, "rows per forward pass (chunk)", 1)
+    _whole(opts.noise_resamples, "the noise band's resamples", 0)
+    _whole(opts.noise_rows, "the noise band's rows", 2)
+    if not isinstance(opts.confidence, (float, int)) or not 0 < opts.confidence < 1:
+        raise AuditError(f"the confidence must lie strictly between 0 and 1, got {opts.confidence!r}")
+    least = min_resamples(opts.confidence)
+    if isinstance(opts.resamples, bool) or not isinstance(opts.resamples, (int, np.integer)) or opts.resamples < least:
+        raise AuditError(
+            f"resamples must be at least {least} for a {100 * opts.confidence:g}% interval (each tail "
+            f"{TAIL_RESAMPLES} resamples), got {opts.resamples!r}"
+        )
+    unknown = set(opts.designs_wanted) - set(DESIGNS)
+    if unknown or not opts.designs_wanted:
+        raise AuditError(f"designs must be among {', '.join(DESIGNS)}, got {list(opts.designs_wanted)}")
+    try:
+        device = torch.device(opts.device)
+    except (RuntimeError, TypeError):
+        raise AuditError(f"device {opts.device}: the audit runs on cpu or cuda (cuda:N for one GPU)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise AuditError(f"device {opts.device}: torch sees no GPU")
+    if device.type not in ("cpu", "cuda"):
+        raise AuditError(f"device {opts.device}: the audit runs on cpu or cuda (cuda:N for one GPU)")
+    return sorted(sizes)
 
 
 def audit(model: torch.nn.Module, x, y=None, groups=None, **options) -> AuditResult:
@@ -174,18 +257,26 @@ def audit(model: torch.nn.Module, x, y=None, groups=None, **options) -> AuditRes
 
     ``options``: the keywords of :class:`Options` (batch sizes, probes, the exact sample,
     the statistics data, the bootstrap, seed, device, chunking, progress, designs).
-    Returns an :class:`AuditResult`.
+    Every option and input is checked before the first probe. Returns an :class:`AuditResult`.
     """
     started = time.perf_counter()
-    opts = Options(**options)
-    norms = _normalisers(model, opts.device)
-    sizes = _sizes(opts)
+    try:
+        opts = Options(**options)
+    except TypeError as e:
+        raise AuditError(f"audit(): {e}") from None
+    sizes = check_options(opts)
+    norms = _normalisers(model)
     xt, y, groups, st = _inputs(model, x, y, groups, opts)
+    if opts.serving_batch is not None and opts.serving_batch > len(xt):
+        raise AuditError(
+            f"{opts.name('x')}: the serving batch of {opts.serving_batch} is larger than its {len(xt)} rows"
+        )
     engine = Engine(model, xt, chunk_rows=opts.chunk_rows, device=opts.device)
-    inference = _inference_labels(engine, xt, y)
     notes = []
+    inference, st = _inference_labels(engine, st, y, opts, notes)
+    xt = engine.x
     plans, exact = _plans(len(xt), sizes, y, groups, opts, notes)
-    flips_rows, per_example, timing = _probe_all(engine, plans, inference, y, opts)
+    flips_rows, per_example, timing = _probe_all(engine, plans, inference, y, opts, notes)
     layers = _layer_rows(engine, norms)
     accuracy = _statistics(engine, norms, layers, (xt, st, y, inference), opts, notes)
     settings = _settings(xt, sizes, (y, groups, exact), engine, opts)
@@ -194,9 +285,9 @@ def audit(model: torch.nn.Module, x, y=None, groups=None, **options) -> AuditRes
     return AuditResult(settings, norm_rows, flips_rows, layers, accuracy, per_example, timing, notes)
 
 
-def _normalisers(model, device):
+def _normalisers(model):
     """The model's normalisation layers; refused if it is no module, has none, or keeps no
-    running statistics where it has batch statistics, or the device is a GPU torch cannot see."""
+    running statistics where it has batch statistics."""
     if not isinstance(model, torch.nn.Module):
         raise AuditError(f"the model is a {type(model).__name__}, not a torch.nn.Module")
     from .layers import find_normalisers
@@ -212,56 +303,73 @@ def _normalisers(model, device):
                 f"layer {n.name} ({n.kind}) keeps no running statistics (track_running_stats=False): "
                 "it uses batch statistics in inference mode too"
             )
-    if device != "cpu" and str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise AuditError(f"device {device}: torch sees no GPU")
     return norms
-
-
-def _sizes(opts: Options) -> list[int]:
-    """The probe batch sizes, the serving batch among them; checked with the probes per example."""
-    serving = {int(opts.serving_batch)} if opts.serving_batch else set()
-    sizes = sorted({int(b) for b in opts.batch_sizes} | serving)
-    if not sizes or sizes[0] < 2:
-        raise AuditError(f"batch sizes must be at least 2, got {sizes}")
-    if opts.probes < 1:
-        raise AuditError(f"probes per example must be at least 1, got {opts.probes}")
-    return sizes
 
 
 def _inputs(model, x, y, groups, opts: Options):
     """``(inputs, labels, groups, statistics inputs)`` as the engine takes them, checked."""
     dtype = _model_dtype(model)
-    xt = _tensor(x, "inputs")
+    xt = _tensor(x, opts.name("x"))
     n = len(xt)
     if xt.is_floating_point():
         xt = xt.to(dtype)
     xt = xt.to(opts.device)
-    y = _ids(y, n, "labels")
-    groups = _ids(groups, n, "groups")
-    st = xt if opts.stats_x is None else _tensor(opts.stats_x, "statistics inputs")
+    y = _ids(y, n, opts.name("y"))
+    groups = _ids(groups, n, opts.name("groups"))
+    st = xt if opts.stats_x is None else _tensor(opts.stats_x, opts.name("stats_x"))
     if st.is_floating_point():
         st = st.to(dtype)
     st = st.to(opts.device)
     if opts.stats_x is not None and tuple(st.shape[1:]) != tuple(xt.shape[1:]):
-        raise AuditError(f"statistics inputs have rows of shape {tuple(st.shape[1:])}, inputs {tuple(xt.shape[1:])}")
+        raise AuditError(
+            f"{opts.name('stats_x')}: statistics inputs have rows of shape {tuple(st.shape[1:])}, "
+            f"inputs {tuple(xt.shape[1:])}"
+        )
     return xt, y, groups, st
 
 
-def _inference_labels(engine: Engine, xt, y):
-    """Every row's inference-mode label; refused if the model rejects the inputs or the labels
-    do not fit its classes."""
+def _first_line(e: BaseException) -> str:
+    from .files import one_line
+
+    return one_line(e)
+
+
+def _inference_labels(engine: Engine, st, y, opts: Options, notes: list):
+    """Every row's inference-mode label, and the statistics inputs as the model takes them.
+
+    Integer or boolean inputs (e.g. uint8 images) go to the model as they are; if it refuses them,
+    as its floating dtype (values unchanged, not rescaled), and a note says so. Refused in one
+    line if the model rejects the inputs or the labels do not fit its classes."""
+    xt = engine.x
     try:
         inference = engine.inference_labels()
     except AuditError:
         raise
-    except Exception as e:  # the model rejects the inputs: say so in one line
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise AuditError(f"the model does not accept inputs of shape {tuple(xt.shape)}: {msg}") from None
+    except Exception as e:  # the model rejects the inputs: cast integers, or say so in one line
+        if xt.is_floating_point() or xt.is_complex():
+            raise AuditError(
+                f"{opts.name('x')}: the model does not accept inputs of shape {tuple(xt.shape)}: {_first_line(e)}"
+            ) from None
+        dtype = _model_dtype(engine.net)
+        engine.x = xt.to(dtype)
+        try:
+            inference = engine.inference_labels()
+        except Exception:
+            raise AuditError(
+                f"{opts.name('x')}: the model does not accept inputs of shape {tuple(xt.shape)} and dtype "
+                f"{str(xt.dtype).removeprefix('torch.')}, nor as {str(dtype).removeprefix('torch.')}: {_first_line(e)}"
+            ) from None
+        notes.append(
+            f"{opts.name('x')}: {str(xt.dtype).removeprefix('torch.')} values given to the model as "
+            f"{str(dtype).removeprefix('torch.')} (as they are, not rescaled: scale them as the model was trained)"
+        )
+        if not st.is_floating_point():
+            st = st.to(dtype)
     if y is not None:
-        classes = _classes(engine, xt)
+        classes = _classes(engine, engine.x)
         if y.min() < 0 or y.max() >= classes:
-            raise AuditError(f"labels: range {y.min()}..{y.max()} does not fit the model's {classes} classes")
-    return inference
+            raise AuditError(f"{opts.name('y')}: range {y.min()}..{y.max()} does not fit the model's {classes} classes")
+    return inference, st
 
 
 def _plans(n: int, sizes, y, groups, opts: Options, notes: list) -> tuple[list, np.ndarray | None]:
@@ -303,8 +411,8 @@ def _one_group_plan(design: str, ids, b: int, opts: Options, notes: list) -> lis
 
 
 def _exact_examples(n: int, y, opts: Options, notes: list):
-    """The examples enumerated exactly at ``b = 2``: the given ones, or a stratified sample that
-    fits the budget (None: no exact design)."""
+    """The examples enumerated exactly at ``b = 2``: the given ones, or a stratified sample of the
+    asked size that fits the budget (None: no exact design)."""
     if opts.exact_examples is not None:
         exact = np.unique(np.asarray(opts.exact_examples, np.int64))
         if len(exact) == 0 or exact[0] < 0 or exact[-1] >= n:
@@ -312,28 +420,36 @@ def _exact_examples(n: int, y, opts: Options, notes: list):
         return exact
     if "exact" not in opts.designs_wanted or opts.exact_sample <= 0:
         return None
-    budget, sample = opts.exact_budget, opts.exact_sample
+    budget, sample = opts.exact_budget, min(opts.exact_sample, n)
     fit = max(0, min(int(sample), budget // (2 * (n - 1))))
     if fit < 1:
         notes.append(f"exact b = 2: {n - 1} pairs per example exceed the budget of {budget} rows")
         return None
     if fit < sample:
         notes.append(f"exact b = 2: {fit} examples (not {sample}) fit the budget of {budget} rows")
+    if opts.exact_sample > n:
+        notes.append(f"exact b = 2: all {n} rows (fewer than the {opts.exact_sample} asked for)")
     return designs.stratified_sample(n, fit, y, opts.seed)
 
 
-def _probe_all(engine: Engine, plans, inference, y, opts: Options):
+def _probe_all(engine: Engine, plans, inference, y, opts: Options, notes: list):
     """Every plan probed: ``(flip rows, per-example rows, timing)``."""
     total = sum(p[2].size for p in plans)
     bar = Progress(total, "rows", enabled=opts.progress)
-    per_example, flips_rows = [], []
+    per_example, flips_rows, unstratified = [], [], []
     counted_total = 0
     probe_start = time.perf_counter()
     for design, b, batches, counted in plans:
         labels = engine.train_labels(batches, progress=bar)
-        flips_rows.append(_probe_plan((design, b, batches, counted), labels, inference, y, opts, per_example))
+        row = _probe_plan((design, b, batches, counted), labels, inference, y, opts, per_example, unstratified)
+        flips_rows.append(row)
         counted_total += int(counted.sum())
     bar.close()
+    if unstratified:
+        notes.append(
+            f"intervals resampled without strata where a label holds fewer than {MIN_STRATUM} of the examples "
+            f"(one or two examples of a label cannot show its spread): {', '.join(unstratified)}"
+        )
     probe_seconds = time.perf_counter() - probe_start
     timing = {
         "probe_seconds": probe_seconds,
@@ -344,7 +460,7 @@ def _probe_all(engine: Engine, plans, inference, y, opts: Options):
     return flips_rows, per_example, timing
 
 
-def _probe_plan(plan, labels, inference, y, opts: Options, per_example: list) -> dict:
+def _probe_plan(plan, labels, inference, y, opts: Options, per_example: list, unstratified: list) -> dict:
     """One plan's flip row from its training-mode ``labels``; its examples' rows go to ``per_example``."""
     design, b, batches, counted = plan
     n = len(inference)
@@ -362,7 +478,7 @@ def _probe_plan(plan, labels, inference, y, opts: Options, per_example: list) ->
         )
     strata = None if y is None else y[probed]
     code = designs.DESIGN_CODES[design]
-    lo, hi = _interval(share, strata, opts.resamples, opts.confidence, opts.seed, code, b)
+    lo, hi = _interval(share, strata, opts, code, b, unstratified, f"{design} b={b}")
     ever = (flips[probed] > 0).astype(np.float64)
     row = {
         "design": design,
@@ -374,6 +490,7 @@ def _probe_plan(plan, labels, inference, y, opts: Options, per_example: list) ->
         "flip_rate": _share(share),
         "ci_low": lo,
         "ci_high": hi,
+        "ci_stratified": strata_or_none(strata) is not None,
         "ever_flipped": _share(ever),
     }
     if correct is not None:
@@ -392,23 +509,65 @@ def _statistics(engine: Engine, norms, layers, data, opts: Options, notes: list)
         return None
     if batch_layers:
         exact_stats = engine.exact_statistics(st)
-        _distances(engine, layers, exact_stats, notes)
+        bands = noise_bands(engine, st, exact_stats, opts)
+        _distances(engine, layers, exact_stats, bands, len(st), notes)
         return None if y is None else _recomputed_accuracy(engine, exact_stats, data, opts)
     if y is None:
         return None
     return {"running": _share((inference == y).astype(np.float64)), "recomputed": None}
 
 
-def _distances(engine: Engine, layers, exact_stats, notes: list) -> None:
-    """Each batch-statistics layer's distance of its running statistics from the exact ones."""
+def noise_bands(engine: Engine, st, exact_stats, opts: Options) -> dict[str, tuple[float, float]]:
+    """Per batch-norm layer, ``(mean band, variance band)``: how far the exact statistics of
+    ``len(st)`` rows lie from those of the population they were drawn from, by sampling noise alone,
+    at the 95th percentile (the distances of :func:`bnstudy.audit.engine.distance`).
+
+    Bootstrap: ``noise_resamples`` times, ``m = min(len(st), noise_rows)`` rows drawn with
+    replacement, their exact statistics computed layer by layer as for the data (every earlier
+    layer holding the resample's own, so the noise of earlier layers is carried forward), and each
+    layer's distances from the data's exact statistics scaled by ``sqrt(m / len(st))`` (the noise of
+    a mean or variance falls as one over the square root of the rows). The band is the 95th
+    percentile of those distances (linear interpolation). Empty with no resamples.
+    """
+    n, reps = len(st), opts.noise_resamples
+    if reps == 0:
+        return {}
+    m = min(n, opts.noise_rows)
+    scale = math.sqrt(m / n)
+    rng = np.random.default_rng(derive_seed(opts.seed, STREAM_BOOTSTRAP, 98, m))
+    eps = {name: layer.eps for name, layer in engine._layers()}
+    found: dict[str, list] = {name: [] for name in exact_stats}
+    for _ in range(reps):
+        rows = torch.as_tensor(rng.integers(0, n, size=m), device=st.device)
+        again = engine.exact_statistics(st[rows])
+        for name, (em, ev) in exact_stats.items():
+            if name in again:
+                md, vd = distance(again[name][0], again[name][1], em, ev, eps[name])
+                found[name].append((md * scale, vd * scale))
+    return {name: tuple(float(q) for q in np.quantile(np.asarray(d), 0.95, axis=0)) for name, d in found.items() if d}
+
+
+def stale_threshold(band: float | None) -> float:
+    """The distance above which a layer is called stale: :data:`STALE` and the noise band added in
+    squares (a true offset and independent noise add so, channel by channel), or :data:`STALE`
+    without a band."""
+    return STALE if band is None else math.hypot(STALE, band)
+
+
+def _distances(engine: Engine, layers, exact_stats, bands, rows: int, notes: list) -> None:
+    """Each batch-statistics layer's distance of its running statistics from the exact ones, its
+    noise band, and whether it is stale (beyond :func:`stale_threshold` on either distance)."""
     for r in layers:
         if r["name"] in exact_stats:
             em, ev = exact_stats[r["name"]]
             m = engine_layer(engine, r["name"])
             md, vd = distance(m.running_mean.cpu().numpy(), m.running_var.cpu().numpy(), em, ev, m.eps)
-            r |= {"mean_distance": md, "var_distance": vd, "stale": bool(md > STALE or vd > STALE)}
+            mb, vb = bands.get(r["name"], (None, None))
+            stale = md > stale_threshold(mb) or vd > stale_threshold(vb)
+            r |= {"mean_distance": md, "var_distance": vd, "mean_noise": mb, "var_noise": vb, "stale": bool(stale)}
+            r["statistics_rows"] = rows
         elif r["batch_statistics"]:
-            r |= {"mean_distance": None, "var_distance": None, "stale": None}
+            r |= {"mean_distance": None, "var_distance": None, "mean_noise": None, "var_noise": None, "stale": None}
             notes.append(f"layer {r['name']}: not reached by a forward pass, no statistics")
 
 
@@ -418,7 +577,7 @@ def _recomputed_accuracy(engine: Engine, exact_stats, data, opts: Options) -> di
     recomputed = engine.inference_labels_with(exact_stats, xt)
     hit_run = (inference == y).astype(np.float64)
     hit_new = (recomputed == y).astype(np.float64)
-    lo, hi = _interval(hit_new - hit_run, y, opts.resamples, opts.confidence, opts.seed, 99, 0)
+    lo, hi = _interval(hit_new - hit_run, y, opts, 99, 0)
     return {
         "running": _share(hit_run),
         "recomputed": _share(hit_new),
@@ -447,6 +606,8 @@ def _settings(xt, sizes, given, engine: Engine, opts: Options) -> dict:
         "groups": groups is not None,
         "resamples": int(opts.resamples),
         "confidence": float(opts.confidence),
+        "noise_resamples": int(opts.noise_resamples),
+        "noise_rows": int(opts.noise_rows),
         "seed": int(opts.seed),
         "device": str(opts.device),
         "torchscript": engine.scripted,

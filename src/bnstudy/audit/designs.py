@@ -86,16 +86,44 @@ def exact_pair_count(sample_size: int, pool_size: int) -> int:
     return sample_size * (pool_size - 1) - sample_size * (sample_size - 1) // 2
 
 
+def choose_examples(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
+    """The study's stratified choice (:func:`bnstudy.studies.companions.science.choose_examples`, the same
+    draws): ``per_class`` rows of every class, sorted, each class a uniform draw without replacement from
+    one generator seeded from ``(seed, STREAM_PROBE)``, classes in sorted order."""
+    rng = np.random.default_rng(derive_seed(seed, STREAM_PROBE))
+    chosen = []
+    for c in np.unique(y):
+        rows = np.flatnonzero(y == c)
+        if len(rows) < per_class:
+            raise ValueError(f"class {c} has {len(rows)} rows, fewer than {per_class}")
+        chosen.append(rng.choice(rows, size=per_class, replace=False))
+    return np.sort(np.concatenate(chosen))
+
+
 def stratified_sample(n: int, size: int, y: np.ndarray | None, seed: int) -> np.ndarray:
-    """Sorted row indices of about ``size`` of ``n`` rows: with labels ``y``, the study's stratified
-    choice (:func:`bnstudy.studies.companions.science.choose_examples`, ``size // classes`` per class, at most the
-    smallest class); without, a uniform draw."""
+    """Sorted row indices of exactly ``min(size, n)`` of ``n`` rows.
+
+    Without labels, a uniform draw. With labels ``y``, stratified: when ``size`` is a multiple of
+    the number of classes and every class holds ``size // classes`` rows, the study's choice
+    (:func:`choose_examples`); otherwise each class gets ``size // classes`` rows (as many as it
+    holds, if fewer), and the rows left over go one each to classes with rows to spare, drawn at
+    random (so fewer examples than classes are spread over as many classes), each class's rows a
+    uniform draw without replacement.
+    """
     if size >= n:
         return np.arange(n)
-    if y is not None:
-        from bnstudy.studies.companions.science import choose_examples
-
-        classes, counts = np.unique(y, return_counts=True)
-        per_class = max(1, min(size // len(classes), int(counts.min())))
-        return choose_examples(np.asarray(y), per_class, seed)
-    return np.sort(generator(seed, "sample").choice(n, size=size, replace=False))
+    if y is None:
+        return np.sort(generator(seed, "sample").choice(n, size=size, replace=False))
+    y = np.asarray(y)
+    classes, counts = np.unique(y, return_counts=True)
+    per = size // len(classes)
+    if size % len(classes) == 0 and per <= counts.min():
+        return choose_examples(y, per, seed)
+    rng = generator(seed, "sample")
+    alloc = np.minimum(counts, per)
+    while alloc.sum() < size:
+        room = np.flatnonzero(alloc < counts)
+        extra = rng.permutation(room)[: size - alloc.sum()]
+        alloc[extra] += 1
+    chosen = [rng.choice(np.flatnonzero(y == c), size=int(k), replace=False) for c, k in zip(classes, alloc) if k]
+    return np.sort(np.concatenate(chosen))

@@ -59,6 +59,7 @@ def _companion_findings(result) -> list[dict]:
             }
         )
     serving = s.get("serving_batch")
+    out += _headline(result, conf)
     if serving and result.flip(serving) is not None and not result.batch_free:
         r = result.flip(serving)
         out.append(
@@ -83,6 +84,44 @@ def _companion_findings(result) -> list[dict]:
     return out
 
 
+def _headline(result, conf: str) -> list[dict]:
+    """With group ids and a serving batch: the flip rate in batches of one group at the serving batch,
+    the batches a server of grouped traffic (one customer, source or day at a time) really sees."""
+    s = result.settings
+    serving = s.get("serving_batch")
+    if not (s.get("groups") and serving) or result.batch_free:
+        return []
+    r = result.flip(serving, "group")
+    if r is None:
+        return [
+            {
+                "topic": "serving_groups",
+                "level": "note",
+                "text": f"No group holds {serving} rows: one-group batches of your serving batch were not "
+                "measured (the notes say how many rows each size left out).",
+            }
+        ]
+    base = result.flip(serving)
+    against = f", against {pct(base['flip_rate'])} in random batches" if base else ""
+    level = _level(r["flip_rate"])
+    advice = (
+        "No label changed: grouped batches leave this model's labels alone at that size."
+        if level == "ok"
+        else "Serve in evaluation mode (model.eval(), and a test that says so), never with the statistics of "
+        "a batch of one group; if batches must be normalised together, mix groups within each batch, "
+        "or use group or layer norm, which normalise each example by itself."
+    )
+    return [
+        {
+            "topic": "serving_groups",
+            "level": level,
+            "text": f"At your serving batch of {serving} with every batch from one group (one customer, source "
+            f"or day, as your group ids say), {pct(r['flip_rate'])} of labels depend on the companions"
+            f"{interval(r)} ({conf}){against}, if the model is run in training mode. {advice}",
+        }
+    ]
+
+
 def _group_findings(result) -> list[dict]:
     """Batches of one label or one group; the exact design at b = 2."""
     out = []
@@ -90,8 +129,8 @@ def _group_findings(result) -> list[dict]:
     serving = s.get("serving_batch")
     for design, what in (("label", "one label"), ("group", "one group")):
         rows = sorted((r for r in result.flips if r["design"] == design), key=lambda r: r["batch_size"])
-        if not rows or result.batch_free:
-            continue
+        if not rows or result.batch_free or (design == "group" and result.flip(serving or 0, "group")):
+            continue  # the one-group rate at the serving batch is the headline
         at_serving = [r for r in rows if r["batch_size"] == serving]
         r = at_serving[0] if at_serving else max(rows, key=lambda r: r["flip_rate"])
         base = result.flip(r["batch_size"])
@@ -135,6 +174,10 @@ def _layer_findings(result) -> list[dict]:
             }
         )
     checked = [r for r in bn if r.get("mean_distance") is not None]
+    rows = checked[0].get("statistics_rows") if checked else None
+    banded = [r for r in checked if r.get("mean_noise") is not None]
+    beyond = f" beyond the sampling noise of the data's {rows} rows" if banded else ""
+    allowing = f", once the sampling noise of its {rows} rows is allowed for" if banded else ""
     stale = sorted(
         (r for r in checked if r["stale"] and not r["never_updated"]),
         key=lambda r: -max(r["mean_distance"], r["var_distance"]),
@@ -153,7 +196,7 @@ def _layer_findings(result) -> list[dict]:
                 "topic": "stale",
                 "level": "warn",
                 "text": f"Running statistics are stale for this data in {len(stale)} of {len(bn)} batch-norm layers "
-                f"(RMS distance from the exact statistics above {STALE:g}; worst: {worst}){carried}.",
+                f"(RMS distance from the exact statistics above {STALE:g}{beyond}; worst: {worst}){carried}.",
             }
         )
     elif checked and not never:
@@ -163,8 +206,20 @@ def _layer_findings(result) -> list[dict]:
                 "topic": "stale",
                 "level": "ok",
                 "text": f"All {len(checked)} batch-norm layers hold running statistics within {STALE:g} of the exact "
-                f"statistics of the data (largest: {worst['name']}, mean {worst['mean_distance']:.3f}, variance "
-                f"{worst['var_distance']:.3f}).",
+                f"statistics of the data{allowing} (largest: {worst['name']}, mean {worst['mean_distance']:.3f}, "
+                f"variance {worst['var_distance']:.3f}).",
+            }
+        )
+    noisy = [r for r in banded if max(r["mean_noise"], r["var_noise"]) > STALE]
+    if noisy:
+        top = max(noisy, key=lambda r: max(r["mean_noise"], r["var_noise"]))
+        out.append(
+            {
+                "topic": "noise",
+                "level": "note",
+                "text": f"With {rows} rows the exact statistics are themselves uncertain by up to "
+                f"{max(top['mean_noise'], top['var_noise']):.2f} ({top['name']}, 95% band): staleness below that "
+                "cannot be told from sampling noise. More rows (--stats-data) narrow the band.",
             }
         )
     return out
@@ -214,7 +269,7 @@ def summary(result) -> str:
     for r in sorted(result.flips, key=lambda r: (order[r["design"]], r["batch_size"])):
         from .core import DESIGN_WORDS
 
-        ci = "" if r["ci_low"] != r["ci_low"] else f"[{pct(r['ci_low'])}, {pct(r['ci_high'])}]"
+        ci = f"[{pct(r['ci_low'])}, {pct(r['ci_high'])}]" if r["ci_low"] == r["ci_low"] else "none (one example)"
         lines.append(
             f"{DESIGN_WORDS[r['design']]:<28}{r['batch_size']:>5}{r['examples']:>10}{pct(r['flip_rate']):>11}  {ci}"
         )
@@ -248,10 +303,29 @@ def to_dict(result) -> dict:
     )
 
 
+def json_bytes(result) -> bytes:
+    return (json.dumps(to_dict(result), indent=2, sort_keys=True) + "\n").encode()
+
+
+def need_matplotlib(option: str) -> None:
+    """Refuse ``option`` (``--figure``, ``--html``) in one line if matplotlib is not installed."""
+    import importlib.util
+
+    from .engine import AuditError
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise AuditError(
+            f"{option} draws its figure with matplotlib, which is not installed: pip install matplotlib "
+            "(or pip install 'bnstudy[figures]')"
+        )
+
+
 def write_json(result, path) -> None:
-    with open(path, "w") as f:
-        json.dump(to_dict(result), f, indent=2, sort_keys=True)
-        f.write("\n")
+    from pathlib import Path
+
+    from .files import write_all
+
+    write_all([(Path(path), json_bytes(result))])
 
 
 def figure_png(result, dpi: int = 110) -> bytes:
@@ -295,8 +369,11 @@ def figure_png(result, dpi: int = 110) -> bytes:
 
 
 def write_figure(result, path) -> None:
-    with open(path, "wb") as f:
-        f.write(figure_png(result))
+    from pathlib import Path
+
+    from .files import write_all
+
+    write_all([(Path(path), figure_png(result))])
 
 
 def _layer_table_rows(result) -> str:
@@ -315,9 +392,10 @@ def _layer_table_rows(result) -> str:
         f"<tr><td>{e(r['name'])}</td><td>{e(r['kind'])}</td>"
         + (
             f"<td>{num(r.get('updates'), '{}')}</td><td>{num(r.get('mean_distance'))}</td>"
-            f"<td>{num(r.get('var_distance'))}</td><td>{verdict(r)}</td>"
+            f"<td>{num(r.get('var_distance'))}</td><td>{num(r.get('mean_noise'))} / {num(r.get('var_noise'))}</td>"
+            f"<td>{verdict(r)}</td>"
             if r["batch_statistics"]
-            else "<td colspan=4>batch-free (normalises each example by itself)</td>"
+            else "<td colspan=5>batch-free (normalises each example by itself)</td>"
         )
         + "</tr>"
         for r in result.layers
@@ -369,9 +447,11 @@ label (running statistics).</p>
 </table>
 <h2>Normalisation layers</h2>
 <p>Distances of the running statistics from the exact statistics of the data: mean, RMS shift in
-standard deviations; variance, RMS log-ratio (0.1 is about 10%).</p>
+standard deviations; variance, RMS log-ratio (0.1 is about 10%). The noise band (mean / variance) is
+how far the exact statistics of this many rows stray by sampling alone (95%); a layer is stale when a
+distance exceeds 0.1 and its band added in squares.</p>
 <table><tr><th>layer</th><th>kind</th><th>updates</th><th>mean distance</th><th>variance distance</th>
-<th>verdict</th></tr>
+<th>noise band</th><th>verdict</th></tr>
 {layer_rows}
 </table>
 {f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}
@@ -390,5 +470,11 @@ standard deviations; variance, RMS log-ratio (0.1 is about 10%).</p>
 
 
 def write_html(result, path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(html_report(result))
+    from pathlib import Path
+
+    from .files import write_all
+
+    write_all([(Path(path), html_report(result).encode("utf-8"))])
+
+
+RENDER = {"json": json_bytes, "figure": figure_png, "html": lambda result: html_report(result).encode("utf-8")}
