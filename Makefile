@@ -142,6 +142,14 @@ part: setup
 	git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(BUILDS)/$(PART)
 	cd $(BUILDS)/$(PART) && $(abspath $(BIN))/snakemake --cores $(CORES) --configfile config/$(PART).yaml
 
+# Verify a sample before spending a CPU-day (docs/cluster.md): the jobs config/expected/<config>.sample.tsv
+# lists (two grid networks of different normalisers and a companion probe job for the cluster config),
+# built with their inputs in builds/sample-<config>, compared with the hashes committed there.
+.PHONY: verify-sample
+verify-sample: setup
+	$(MAKE) --no-print-directory dataset CONFIG=$(CONFIG)
+	$(BIN)/python -m bnstudy.base.sample verify --configfile $(CONFIG) --cores $(CORES)
+
 # What CONFIG would build: jobs by rule, jobs that would run now, estimated CPU time from
 # workflow/resources/cpu_seconds.tsv; over a CPU-week fails unless ALLOW_BUDGET=1.
 # MEASURED=DIR: the results/ of a build of CONFIG (finished or partial); its jobs' measured CPU
