@@ -389,3 +389,12 @@ def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules(results):
             assert not torch.equal(v, state[k])
     saved = io.read_weights(path)  # values compared (a count may be stored with shape (1,))
     assert all(np.array_equal(v.numpy().ravel(), saved[f"seed0/{k}"].ravel()) for k, v in state.items())
+
+
+def test_a_ratio_near_one_gets_the_digits_that_tell_it_from_one():
+    from bnstudy.studies.companions.summary import ratio_words
+
+    assert ratio_words(0.017, 0.01) == "1.7 times theirs"
+    assert ratio_words(0.0064, 0.006) == "1.07 times theirs"
+    assert ratio_words(0.0060001, 0.006) == "equal to theirs to two decimals"
+    assert ratio_words(0.1, 0.0) == "theirs zero"

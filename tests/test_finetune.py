@@ -453,3 +453,29 @@ def test_a_single_fine_tuning_rate_is_refused_before_any_job():
     config["finetune"]["lrs"] = [1e-3]
     with pytest.raises(ConfigError, match=r"finetune\.lrs"):
         validate(config, schema)
+
+
+def test_the_contrast_counts_say_each_count_once_and_never_a_zero():
+    from bnstudy.studies.finetune.report import contrast_counts, side_clause
+
+    assert side_clause(3, 1, 8) == "lies below zero in 3, above zero in 1 and contains zero in 4 cells"
+    assert side_clause(0, 0, 8) == "contains zero in all 8 cells"
+    assert side_clause(8, 0, 8) == "lies below zero in 8 cells"
+    keys = [(c, k) for c in ("same", "shifted") for k in ("statistics_update", "live_minus_none")]
+    below = dict.fromkeys(keys, 0) | {("shifted", "live_minus_none"): 2}
+    text = contrast_counts(below, dict.fromkeys(keys, 0), 8)
+    assert " 0 " not in text and "in 0" not in text and "layer norm" not in text
+    assert text.endswith("that of live batch norm's change minus no normaliser's contains zero in all 8 cells as "
+                         "trained and lies below zero in 2 and contains zero in 6 cells shifted")  # fmt: skip
+
+
+def test_the_controls_are_the_grids_normalisers_without_running_statistics():
+    from bnstudy.studies.finetune.report import controls_macros
+
+    two = controls_macros(["live", "frozen", "momentum0", "none", "layernorm"])
+    assert two["finetuneControlsSentence"].startswith("Two controls") and "finetuneOneControl" not in two
+    one = controls_macros(["live", "frozen", "momentum0", "none"])
+    assert one["finetuneControlsSentence"] == (
+        "One control with no running statistics, the grid's networks without a normaliser,"
+    )
+    assert one["finetuneOneControl"] == "1" and one["finetuneControlsCaption"] == "the networks without a normaliser"

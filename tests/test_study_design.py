@@ -113,3 +113,14 @@ def test_shuffle_summary_is_the_t_interval_over_shuffles_on_the_log_scale():
     lo, hi = mean * np.exp(-half), mean * np.exp(half)
     assert r["shuffles"] == 3 and (r.ci_low, r.ci_high) == pytest.approx((lo, hi))
     assert 0 < r.ci_low < mean < r.ci_high
+
+
+def test_the_leftover_rows_are_counted_at_each_batch_size_and_none_is_said():
+    from bnstudy.paper.design import last_batch_sentence, leftover_counts
+
+    assert leftover_counts(898, [2, 4, 8, 16, 32, 64]) == "none at batch 2, 2 rows at batches 4, 8, 16, 32 and 64"
+    assert leftover_counts(10000, [2, 8]) == "none at any batch size"
+    assert (
+        leftover_counts(55000, [2, 8, 32, 128]) == "none at batches 2 and 8, 24 rows at batch 32, 88 rows at batch 128"
+    )
+    assert "(1 row at batch 3)" in last_batch_sentence("keep", [3], 10)

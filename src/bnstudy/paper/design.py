@@ -287,14 +287,28 @@ def last_batch_departure(grid_policy: str, dependence_policy: str) -> str:
     )
 
 
+def leftover_counts(rows: int, batch_sizes) -> str:
+    """The rows an epoch of ``rows`` leaves over at each batch size, grouped by count:
+    ``none at batch 2, 2 rows at batches 4, 8 and 16``; ``none at any batch size``."""
+    by_count: dict[int, list[int]] = {}
+    for b in sorted(batch_sizes):
+        by_count.setdefault(rows % b, []).append(b)
+    if set(by_count) == {0}:
+        return "none at any batch size"
+    parts = []
+    for count, sizes in sorted(by_count.items()):
+        what = "none" if count == 0 else f"{count} row{'s' if count > 1 else ''}"
+        parts.append(f"{what} at batch{'es' if len(sizes) > 1 else ''} {words([str(b) for b in sizes])}")
+    return ", ".join(parts)
+
+
 def last_batch_sentence(policy: str, batch_sizes, rows: int, eps: float = 1e-5) -> str:
     """How the rows left over after cutting an epoch into batches are treated, in words."""
-    left = sorted({rows % b for b in batch_sizes} - {0})
-    counts = _list(left) if left else "no"
+    counts = leftover_counts(rows, batch_sizes)
     if policy == "drop":
         return (
-            f"The rows left over when an epoch is cut into batches ({counts} rows at these "
-            "batch sizes) are dropped: a batch of two rows maps every unit to "
+            f"The rows left over when an epoch is cut into batches ({counts}) are dropped: "
+            "a batch of two rows maps every unit to "
             "$\\pm\\delta/\\sqrt{\\delta^2+\\epsilon}$, $\\delta$ half the difference of its two "
             "inputs (close to $\\pm1$ unless $\\delta$ is of the order of $\\sqrt\\epsilon$: "
             f"$\\pm{two_row_output(math.sqrt(eps), eps):.3f}$ at $\\delta=\\sqrt\\epsilon={math.sqrt(eps):.2g}$), and "
@@ -302,7 +316,7 @@ def last_batch_sentence(policy: str, batch_sizes, rows: int, eps: float = 1e-5) 
             "cannot be normalised with batch statistics at all."
         )
     return (
-        f"The rows left over when an epoch is cut into batches ({counts} rows at these "
-        "batch sizes) form a final, smaller batch, except a single row, which cannot be "
+        f"The rows left over when an epoch is cut into batches ({counts}) form a final, smaller batch, "
+        "except a single row, which cannot be "
         "normalised with batch statistics and is dropped."
     )

@@ -217,8 +217,9 @@ def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: in
     m_[latex.macro_name("accum first relative", where)] = power_of_ten(c.first_relative)
     m_[latex.macro_name("accum run parameters", where)] = latex.fmt(c.run_parameters, 2)
     m_[latex.macro_name("accum run running", where)] = latex.fmt(c.run_running, 2)
-    m_[latex.macro_name("accum run disagreement", where)] = points(c.run_disagreement)
-    m_[latex.macro_name("accum run disagreement worst", where)] = points(c.run_disagreement_max)
+    # shares of the test rows, with their unit: "10.9\\%", never a bare "10.9 of the test rows"
+    m_[latex.macro_name("accum run disagreement", where)] = points(c.run_disagreement) + "\\%"
+    m_[latex.macro_name("accum run disagreement worst", where)] = points(c.run_disagreement_max) + "\\%"
     return m_
 
 

@@ -198,6 +198,19 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
     return m
 
 
+def ratio_words(ours: float, theirs: float) -> str:
+    """Our rate as a multiple of theirs with the digits that tell it from 1: ``1.7 times theirs``,
+    ``1.04 times theirs`` (never ``1.0 times``), ``equal to theirs to two decimals``; ``theirs zero``."""
+    if theirs <= 0:
+        return "theirs zero"
+    r = ours / theirs
+    if latex.fmt(r, 1) not in ("1.0", "0.9", "1.1"):
+        return f"{latex.fmt(r, 1)} times theirs"
+    if latex.fmt(r, 2) == "1.00":
+        return "equal to theirs to two decimals"
+    return f"{latex.fmt(r, 2)} times theirs"
+
+
 def published_ratio_macros(result: dict, dep_networks: pd.DataFrame, published: dict, sizes) -> dict:
     """Our flip rates against the published ones, size by size, as ratios and against our intervals.
 
@@ -218,7 +231,7 @@ def published_ratio_macros(result: dict, dep_networks: pd.DataFrame, published: 
         where = "inside" if row.ci_low <= theirs <= row.ci_high else ("below" if theirs < row.ci_low else "above")
         if where != "inside":
             outside.append(f"$b={b}$")
-        ratio = f"{latex.fmt(row['mean'] / theirs, 1)} times theirs" if theirs > 0 else "theirs zero"
+        ratio = ratio_words(row["mean"], theirs)
         clauses.append(
             f"at $b={b}$ the published {_pct(theirs)} lies {where} our interval {_interval(row.ci_low, row.ci_high)}"
             f" (ours {_pct(row['mean'])}, {ratio})"

@@ -20,6 +20,7 @@ from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
 from bnstudy.paper.latex import power_of_ten, verdict, words
+from bnstudy.paper.network_prose import number_word
 from bnstudy.studies.batch_size.paired import paired_interval
 
 DIGITS = 1  # decimals of percentages and percentage points
@@ -501,7 +502,58 @@ def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
         m[latex.macro_name("finetune", "contrast", c, k, "below", "cells")] = latex.fmt(n)
         m[latex.macro_name("finetune", "contrast", c, k, "above", "cells")] = latex.fmt(above[(c, k)])
     m["finetuneContrastCellsPerCondition"] = latex.fmt(len(rates) * len(STREAMS))
+    m["finetuneContrastCounts"] = contrast_counts(below, above, len(rates) * len(STREAMS))
+    return m | controls_macros(_present(arms))
+
+
+def controls_macros(present: list[str]) -> dict[str, str]:
+    """The controls with no running statistics the build fine-tunes (the grid's normalisers among
+    none and layer norm), named in the section's sentence and the arms table's caption."""
+    controls = [a for a in ("none", "layernorm") if a in present]
+    phrases = {"none": "without a normaliser", "layernorm": "with layer norm"}
+    what = words([phrases[a] for a in controls])
+    count = f"{number_word(len(controls)).capitalize()} control{'s' if len(controls) > 1 else ''}"
+    m = {
+        "finetuneControlsSentence": f"{count} with no running statistics, the grid's networks {what},",
+        "finetuneControlsCaption": f"the networks {what}",
+    }
+    if len(controls) == 1:
+        m["finetuneOneControl"] = "1"
     return m
+
+
+# the contrasts the section counts, in its order, as its sentence names them
+COUNTED = (
+    ("statistics_update", "the interval of the statistics update (live minus momentum~0)"),
+    ("gradient_path", "that of the gradient path (momentum~0 minus frozen)"),
+    ("live_minus_none", "that of live batch norm's change minus no normaliser's"),
+    ("live_minus_layernorm", "that of live batch norm's change minus layer norm's"),
+)
+
+
+def side_clause(below: int, above: int, cells: int) -> str:
+    """Where ``cells`` intervals lie, in words, each count once and only where it is not zero:
+    ``lies below zero in 3, above zero in 1 and contains zero in 4 cells``; ``contains zero in all 8 cells``."""
+    held = cells - below - above
+    if held == cells:
+        return f"contains zero in all {cells} cells"
+    parts = [f"below zero in {n}" for n in [below] if n] + [f"above zero in {n}" for n in [above] if n]
+    parts[0] = "lies " + parts[0]
+    parts += [f"contains zero in {held}" for n in [held] if n]
+    return words(parts) + " cells"
+
+
+def contrast_counts(below: dict, above: dict, cells: int) -> str:
+    """The section's counts of contrasts by side of zero, one clause per contrast and condition, for
+    the contrasts the build has (no layer-norm control where the grid has no layer norm)."""
+    out = []
+    for key, label in COUNTED:
+        if ("same", key) not in below:
+            continue
+        same = side_clause(below[("same", key)], above[("same", key)], cells)
+        shifted = side_clause(below[("shifted", key)], above[("shifted", key)], cells)
+        out.append(f"{label} {same} as trained and {shifted} shifted")
+    return "; ".join(out)
 
 
 def _present(arms: dict) -> list[str]:
