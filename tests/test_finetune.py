@@ -467,6 +467,8 @@ def test_the_contrast_counts_say_each_count_once_and_never_a_zero():
     assert " 0 " not in text and "in 0" not in text and "layer norm" not in text
     assert text.endswith("that of live batch norm's change minus no normaliser's contains zero in all 8 cells as "
                          "trained and lies below zero in 2 and contains zero in 6 cells shifted")  # fmt: skip
+    assert text.startswith("the interval of the statistics update (live minus momentum~0) contains zero in all 8 cells "
+                           "in both conditions;")  # fmt: skip
 
 
 def test_the_controls_are_the_grids_normalisers_without_running_statistics():

@@ -236,3 +236,11 @@ def test_a_degenerate_interval_prints_no_interval():
     assert latex.math_points_interval({"ci": [0.0, 0.0]}) == "$\\text{(every seed alike)}$"
     assert latex.points_interval(0.1, 0.2) == "[10.0, 20.0]"
     assert latex.points_interval(float("nan"), float("nan")) == "[n/a, n/a]"
+
+
+def test_two_verdicts_say_a_shared_verdict_once():
+    from bnstudy.paper.latex import two_verdicts
+
+    assert two_verdicts((-1.0, 2.0), (-3.0, 0.5)) == "both intervals contain zero"
+    assert two_verdicts((-2.0, -1.0), (-3.0, -0.5)) == "both intervals lie wholly below zero"
+    assert two_verdicts((-1.0, 2.0), (0.5, 1.0)) == "the first interval contains zero, the second lies wholly above zero"

@@ -89,6 +89,16 @@ def verdict(lo: float, hi: float, plural: bool = False) -> str:
     return "contain zero" if plural else "contains zero"
 
 
+def two_verdicts(first: tuple[float, float], second: tuple[float, float]) -> str:
+    """Where two intervals lie with respect to zero, each verdict said once: ``both intervals contain
+    zero``, ``both lie wholly below zero``, or ``the first interval contains zero, the second lies
+    wholly below zero``."""
+    a, b = verdict(*first), verdict(*second)
+    if a == b:
+        return f"both intervals {verdict(*first, plural=True)}"
+    return f"the first interval {a}, the second {b}"
+
+
 def difference_clause(gain, lo, hi, other: str, digits: int = 2) -> str:
     """A paired difference ``A - B`` (shares) in words that agree with its interval, whatever its
     sign: ``a paired difference to {other} of $+0.06$ points [$-2.06$, $+2.18$], an interval that

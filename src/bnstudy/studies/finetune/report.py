@@ -220,6 +220,13 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
             m[latex.macro_name("finetune", "rate", i, mode, "sorted", "minus", "shuffle", "verdict")] = verdict(
                 *d["ci"]
             )
+        m[latex.macro_name("finetune", "rate", i, "live", "change", "verdicts")] = latex.two_verdicts(
+            cell["shuffle"]["live"]["inference_change"]["ci"], cell["class_sorted"]["live"]["inference_change"]["ci"]
+        )
+        m[latex.macro_name("finetune", "rate", i, "frozen", "minus", "live", "verdicts")] = latex.two_verdicts(
+            cell["shuffle"]["frozen_minus_live"]["inference_after"]["ci"],
+            cell["class_sorted"]["frozen_minus_live"]["inference_after"]["ci"],
+        )
     return m | sentence_macros(summary)
 
 
@@ -503,6 +510,11 @@ def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
         m[latex.macro_name("finetune", "contrast", c, k, "above", "cells")] = latex.fmt(above[(c, k)])
     m["finetuneContrastCellsPerCondition"] = latex.fmt(len(rates) * len(STREAMS))
     m["finetuneContrastCounts"] = contrast_counts(below, above, len(rates) * len(STREAMS))
+    last = arms[rates[1]]["shifted"]["class_sorted"]["contrasts"]  # rate two, as the macro names it
+    if "statistics_update" in last and "gradient_path" in last:
+        m["finetuneContrastRateTwoShiftedClassSortedVerdicts"] = latex.two_verdicts(
+            last["statistics_update"]["ci"], last["gradient_path"]["ci"]
+        )
     return m | controls_macros(_present(arms))
 
 
@@ -552,7 +564,12 @@ def contrast_counts(below: dict, above: dict, cells: int) -> str:
             continue
         same = side_clause(below[("same", key)], above[("same", key)], cells)
         shifted = side_clause(below[("shifted", key)], above[("shifted", key)], cells)
-        out.append(f"{label} {same} as trained and {shifted} shifted")
+        # one verdict once: the same clause for both conditions is said of both together
+        out.append(
+            f"{label} {same} in both conditions"
+            if same == shifted
+            else f"{label} {same} as trained and {shifted} shifted"
+        )
     return "; ".join(out)
 
 
