@@ -197,3 +197,26 @@ def test_the_paper_tells_a_sweeps_history_only_where_the_config_records_it(test_
     }
     paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     assert first_sweep_macros(paper)["lrFirstSweepSentence"].startswith("The lowest rate, $1 \\times 10^{-4}$, was")
+
+
+def test_a_grid_rate_per_batch_size_is_the_reference_of_each_batch_size_and_must_be_swept():
+    import copy
+
+    import yaml
+
+    from bnstudy.base.config import ConfigError
+    from bnstudy.studies.lr_sweep import checks
+    from bnstudy.studies.lr_sweep.report import at_rate, grid_rate_words, lift_rows
+
+    rates = pd.DataFrame({"normaliser": ["none"] * 4, "batch_size": [2, 2, 8, 8], "lr": [1e-4, 1e-3, 1e-4, 1e-3]})
+    picked = at_rate(rates, {"2": 1e-4, "8": 1e-3})
+    assert list(zip(picked.batch_size, picked.lr)) == [(2, 1e-4), (8, 1e-3)]
+    assert grid_rate_words({"2": 1e-4}) == "the grid's rate of each batch size"
+    assert lift_rows(0.008, 5500) == "about 44 of the 5{,}500 validation rows"
+    assert lift_rows(0.001, 180).startswith("a fraction of a validation row per seed")
+    config = yaml.safe_load((ROOT / "config" / "fashion-mlp.yaml").read_text())
+    checks.check(config, None)
+    bad = copy.deepcopy(config)
+    bad["lr_sweep"]["lrs"] = [1.0e-3, 3.0e-3]
+    with pytest.raises(ConfigError, match=r"grid.lr_by_batch_size\[0\].lr 0.0001 \(batch 2\) is not swept"):
+        checks.check(bad, None)

@@ -2,6 +2,12 @@
 # cell on a validation split carved from the training half, scored on the test half.
 
 LR = config["lr_sweep"]
+# the grid's rate, for reference: one rate, or each grid batch size's (grid.lr_by_batch_size)
+LR_GRID_RATE = (
+    {str(b): recipe_params(config["grid"], b, "none")["lr"] for b in GRID_BATCH_SIZES}
+    if config["grid"].get("lr_by_batch_size")
+    else config["grid"]["lr"]
+)
 # one job per normaliser and grid batch size (the batch sizes' networks are independent), so a
 # cluster runs them side by side; the summary joins them in this order, the order one job per
 # normaliser over every batch size wrote
@@ -99,7 +105,7 @@ rule summarise_lr_sweep:
             labels={"table": "validation accuracy of every normaliser, batch size and learning rate"},
         ),
     params:
-        grid_lr=config["grid"]["lr"],
+        grid_lr=LR_GRID_RATE,
         confidence=config["batch_size_eval"]["confidence"],
         epochs=LR["epochs"],
         grid_seeds=len(SEEDS),
@@ -146,7 +152,7 @@ rule figure_lr_sweep:
             },
         ),
     params:
-        grid_lr=config["grid"]["lr"],
+        grid_lr=LR_GRID_RATE,
     conda:
         CONDA_ENV
     resources:

@@ -5,6 +5,7 @@ greyscale too), in the house style of :mod:`bnstudy.paper.figures`."""
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from bnstudy.paper.figures import COLOURS, LABELS, LINESTYLES, MARKERS, new, width
 
@@ -27,7 +28,7 @@ def curves(by_epoch: pd.DataFrame, fig_width: float | None = None):
                     ls=LINESTYLES[name], lw=0.9, ms=3, markevery=every, label=label)  # fmt: skip
         ax.set_title(f"$b = {b}$")
         ax.set_xlabel("epoch")
-        ax.set_xticks([1, *range(every, epochs + 1, every)] if every > 1 else range(1, epochs + 1))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
     axes[0][0].set_ylabel("validation accuracy (%)")
     fig.legend(loc="outside lower center", ncol=min(len(names), 5), frameon=False)
     return fig

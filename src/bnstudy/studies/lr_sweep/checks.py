@@ -17,6 +17,12 @@ def check(config: dict, part: Parts) -> None:
             raise ConfigError(f"config error: lr_sweep.normalisers: {name} is not a grid normaliser (normalisers)")
     if config["grid"]["lr"] not in lr["lrs"]:
         raise ConfigError(f"config error: lr_sweep.lrs: the grid's rate grid.lr {config['grid']['lr']} is not swept")
+    for i, row in enumerate(config["grid"].get("lr_by_batch_size", [])):
+        if row["lr"] not in lr["lrs"]:
+            raise ConfigError(
+                f"config error: lr_sweep.lrs: the grid's rate grid.lr_by_batch_size[{i}].lr {row['lr']} "
+                f"(batch {row['batch_size']}) is not swept"
+            )
     choice = lr.get("first_sweep_choice")
     if choice is not None and (choice not in lr["lrs"] or choice == min(lr["lrs"])):
         raise ConfigError(

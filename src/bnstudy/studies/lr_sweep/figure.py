@@ -10,13 +10,15 @@ from bnstudy.paper.figures import COLOURS, LABELS, LINESTYLES, MARKERS, log2_axi
 NORMALISERS = ("none", "batchnorm")
 
 
-def lr_sweep(best: pd.DataFrame, rates: pd.DataFrame, grid_lr: float, fig_width: float | None = None):
+def lr_sweep(best: pd.DataFrame, rates: pd.DataFrame, grid_lr, fig_width: float | None = None):
     """Top: test accuracy (inference mode, mean over seeds with its Student-t band) against training
     batch size at each cell's chosen rate (filled markers) and at the grid's rate ``grid_lr``
     (hollow markers, thin line). Bottom: the chosen rate of each cell."""
     fig_width = width("lr_sweep") if fig_width is None else fig_width
     fig, (ax, bx) = new(fig_width, 3.8, nrows=2, sharex=True, height_ratios=[3, 2])
-    grid = rates[rates.lr == float(grid_lr)]
+    from bnstudy.studies.lr_sweep.report import at_rate
+
+    grid = at_rate(rates, grid_lr)
     for norm in NORMALISERS:
         style = dict(ls=LINESTYLES[norm], marker=MARKERS[norm], color=COLOURS[norm])
         g = best[best.normaliser == norm].sort_values("batch_size")

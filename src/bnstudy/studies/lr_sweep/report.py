@@ -56,9 +56,19 @@ def _test(row) -> dict:
     return {k: row[k] for k in keys}
 
 
-def at_rate(rates: pd.DataFrame, lr: float) -> pd.DataFrame:
-    """The rows of :func:`rate_table` at one rate (the grid's, for reference)."""
+def at_rate(rates: pd.DataFrame, lr) -> pd.DataFrame:
+    """The rows of :func:`rate_table` at the grid's rate, for reference: one rate, or a mapping of
+    batch size (as text) to the rate the grid trains at it (``grid.lr_by_batch_size``)."""
+    if isinstance(lr, dict):
+        wanted = rates.batch_size.map(lambda b: float(lr[str(int(b))]))
+        return rates[rates.lr == wanted].reset_index(drop=True)
     return rates[rates.lr == float(lr)].reset_index(drop=True)
+
+
+def grid_rate_words(lr) -> str:
+    """The grid's rate as the text names it: ``$1 \\times 10^{-3}$``, or, where the grid sets a rate per
+    batch size, ``the grid's rate of each batch size``."""
+    return "the grid's rate of each batch size" if isinstance(lr, dict) else power_of_ten(lr)
 
 
 def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confidence: float) -> pd.DataFrame:
@@ -120,7 +130,7 @@ def setting_macros(runs: pd.DataFrame, grid_lr: float, design: dict) -> dict:
         "lrSweepRateCount": str(len(lrs)),
         "lrSweepSeeds": str(runs.seed.nunique()),
         "lrSweepNetworks": latex.fmt(len(runs)),
-        "lrGridRate": power_of_ten(grid_lr),
+        "lrGridRate": grid_rate_words(grid_lr),
         "lrRateLowest": power_of_ten(lrs[0]),
         "lrRateSecond": power_of_ten(lrs[1]),
         "lrFitRows": latex.fmt(int(design["fit_rows"])),
@@ -176,6 +186,18 @@ def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame) -> dict:
     return m
 
 
+def lift_rows(lift: float, validation_rows: int) -> str:
+    """A validation-accuracy lift in rows of the validation split, and what it says of the choice:
+    under one row, a choice close to chance; else the rows it is worth."""
+    rows = lift * validation_rows
+    if rows < 1:
+        return (
+            "a fraction of a validation row per seed: its rates are hard to tell apart, and which one is "
+            "chosen is close to chance"
+        )
+    return f"about {latex.fmt(int(round(rows)))} of the {latex.fmt(int(validation_rows))} validation rows"
+
+
 def choice_macros(best: pd.DataFrame, grid: pd.DataFrame, labels: dict[str, str], design: dict) -> dict:
     """What the choice of rate did: chosen rates at an end of the sweep, validation lift, cells
     where the chosen rate scores below the grid's, the range of the means."""
@@ -189,7 +211,9 @@ def choice_macros(best: pd.DataFrame, grid: pd.DataFrame, labels: dict[str, str]
     m["lrValidationRowPoints"] = points(1 / int(design["validation_rows"]), 2)
     for norm in ("none", "batchnorm"):
         chosen, fixed = (t[t.normaliser == norm].validation_mean.to_numpy() for t in (best, grid))
-        m[latex.macro_name("lr validation lift", norm)] = points(float(np.max(chosen - fixed)), 2)
+        lift = float(np.max(chosen - fixed))
+        m[latex.macro_name("lr validation lift", norm)] = points(lift, 2)
+        m[latex.macro_name("lr validation lift", norm, "rows")] = lift_rows(lift, int(design["validation_rows"]))
         chosen, fixed = (t[t.normaliser == norm].test_mean.to_numpy() for t in (best, grid))
         m[latex.macro_name("lr below grid", norm)] = str(int(np.count_nonzero(chosen < fixed)))
         for name, table in (("best", best), ("grid", grid)):
