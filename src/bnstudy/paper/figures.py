@@ -100,6 +100,17 @@ def shade(colour: str, i: int, n: int) -> tuple:
     return tuple(rgb + (1 - rgb) * -s if s < 0 else rgb * (1 - s))
 
 
+# Series of one normaliser told apart by an ordered quantity (a training batch size): besides the
+# shade, a line style and a marker each, so that the figure reads in greyscale too.
+SERIES_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def series_style(i: int) -> dict:
+    """The ``i``-th series' line style and marker (they repeat after six)."""
+    return {"ls": SERIES_LINESTYLES[i % len(SERIES_LINESTYLES)], "marker": SERIES_MARKERS[i % len(SERIES_MARKERS)]}
+
+
 # An ordered quantity drawn in one axes (study 1's training batch sizes): viridis, colour-blind
 # safe and ordered by lightness, cut before its pale yellow end.
 SEQUENCE = "viridis"

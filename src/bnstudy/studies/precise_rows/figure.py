@@ -1,14 +1,14 @@
 """The budget study's figure: test accuracy against the exact statistics (paired difference, points)
 by the rows pooled, one line per training batch size in a shade of batch norm's colour
-(:func:`bnstudy.paper.figures.shade`, lightest for the smallest batch) with its marker and line
-style, in the house style of :mod:`bnstudy.paper.figures`; the running averages' difference as a
+(:func:`bnstudy.paper.figures.shade`, lightest for the smallest batch) with a marker and line style of its
+own (it reads in greyscale), in the house style of :mod:`bnstudy.paper.figures`; the running averages' difference as a
 hollow square at the left of each line."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.paper.figures import COLOURS, LINESTYLES, MARKERS, dodge, new, reference_line, shade, width
+from bnstudy.paper.figures import COLOURS, dodge, new, reference_line, series_style, shade, width
 
 
 def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
@@ -23,8 +23,7 @@ def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
         at = cells[(cells.batch_size == b) & (cells.key != "ema")].sort_values("rows_used")
         x = at.rows_used * shift
         ax.errorbar(x, 100 * at.gap, yerr=[100 * (at.gap - at.ci_low), 100 * (at.ci_high - at.gap)], color=colour,
-                    marker=MARKERS["batchnorm"], ls=LINESTYLES["batchnorm"], capsize=2, lw=0.9,
-                    label=f"trained at $b={b}$")  # fmt: skip
+                    capsize=2, lw=0.9, label=f"trained at $b={b}$", **series_style(i))  # fmt: skip
         ema = cells[(cells.batch_size == b) & (cells.key == "ema")].iloc[0]
         low, high = 100 * (ema.gap - ema.ci_low), 100 * (ema.ci_high - ema.gap)
         left = least / 2 * shift  # the running averages, left of the smallest budget

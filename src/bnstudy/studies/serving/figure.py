@@ -33,6 +33,9 @@ def serving(along: pd.DataFrame, before: float, normaliser: str = "batchnorm", w
                 lw=0.9,
                 color=figures.shade(colour, i, len(sizes)),
                 label=f"trained at $b={b}$",
+                ms=3,
+                markevery=max(1, len(g) // 6),
+                **figures.series_style(i),  # told apart in greyscale too
             )
         ax.axhline(
             before,
