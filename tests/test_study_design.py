@@ -124,3 +124,14 @@ def test_the_leftover_rows_are_counted_at_each_batch_size_and_none_is_said():
         leftover_counts(55000, [2, 8, 32, 128]) == "none at batches 2 and 8, 24 rows at batch 32, 88 rows at batch 128"
     )
     assert "(1 row at batch 3)" in last_batch_sentence("keep", [3], 10)
+
+
+def test_the_grids_normalisers_are_named_for_the_sentences_about_them():
+    from bnstudy.paper.design import grid_kind_macros
+
+    every = grid_kind_macros(["none", "batchnorm", "batchrenorm", "layernorm", "groupnorm", "rmsnorm"])
+    assert {"gridHasRenorm", "gridHasLayernorm", "gridHasGroupnorm"} <= set(every)
+    assert every["gridControlWords"] == "without a normaliser or with layer, group or RMS normalisation"
+    cnn = grid_kind_macros(["none", "batchnorm", "groupnorm"])
+    assert "gridHasRenorm" not in cnn and "gridHasLayernorm" not in cnn
+    assert cnn["gridControlWords"] == "without a normaliser or with group normalisation"

@@ -152,6 +152,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         }
         | lr_schedule_macros(grid, dep)
         | lr_by_batch_macros(grid)
+        | grid_kind_macros(config["normalisers"])
         | published_task_macros(config)
         | first_sweep_macros(config)
         | ({"ghostInGrid": "1"} if "ghostbatchnorm" in config["normalisers"] else {})
@@ -238,6 +239,31 @@ def lr_by_batch_macros(grid: dict) -> dict[str, str]:
         "gridLrByBatch": f"{at_others}, {clause}",
         "gridLrList": words([f"{rates.get(b, grid['lr']):g} at batch {b}" for b in sorted(grid["batch_sizes"])]),
     }
+
+
+CONTROL_WORDS = {"none": "without a normaliser", "layernorm": "layer", "groupnorm": "group", "rmsnorm": "RMS"}
+
+
+def grid_kind_macros(names) -> dict[str, str]:
+    """Which normalisers the grid holds, for the sentences about one of them (``gridHasRenorm``,
+    ``gridHasLayernorm``, ``gridHasGroupnorm``, each defined only where the grid has it), and
+    ``gridControlWords``, the grid's networks without batch statistics in words (``without a
+    normaliser or with layer or group normalisation``)."""
+    m = {}
+    for name, macro in (
+        ("batchrenorm", "gridHasRenorm"),
+        ("layernorm", "gridHasLayernorm"),
+        ("groupnorm", "gridHasGroupnorm"),
+    ):
+        if name in names:
+            m[macro] = "1"
+    controls = [n for n in names if not normalisers.get(n).batch_statistics]
+    kinds = [CONTROL_WORDS.get(n, normalisers.get(n).label) for n in controls if n != "none"]
+    parts = (["without a normaliser"] if "none" in controls else []) + (
+        [f"with {', '.join(kinds[:-1]) + ' or ' if len(kinds) > 1 else ''}{kinds[-1]} normalisation"] if kinds else []
+    )
+    m["gridControlWords"] = " or ".join(parts) if parts else "without batch statistics"
+    return m
 
 
 def lr_schedule_macros(grid: dict, dep: dict) -> dict[str, str]:
