@@ -51,7 +51,8 @@ def copy_checkout(source: Path, target: Path) -> None:
 
 def build(configfile: str, paths: list[str], workdir: Path, cores: int) -> None:
     """Snakemake in ``workdir`` for exactly ``paths`` of ``configfile`` (and what they need)."""
-    cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", configfile, *paths]
+    # the targets before --configfile, which takes every path after it as a config file
+    cmd = [sys.executable, "-m", "snakemake", *paths, "--cores", str(cores), "--configfile", configfile]
     result = subprocess.run(cmd, cwd=workdir)
     if result.returncode != 0:
         raise SystemExit(f"sample build failed (exit {result.returncode}); see the log above and {workdir}")
