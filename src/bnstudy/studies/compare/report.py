@@ -242,22 +242,28 @@ def flip_rates(builds: list[dict[str, str]], names: list[str]) -> str:
     if len(rows) < 2:
         return ""
     shown = "; ".join(f"{r[0]}, $b = {r[1]}$: {r[5]} {r[6]}" for r in rows)
-    verdicts = []
+    lower, overlap, apart = [], [], []
     for i in range(len(rows)):
         for j in range(i + 1, len(rows)):
             a, c = rows[i], rows[j]
             if a[1] != c[1]:
-                verdicts.append(f"{a[0]} and {c[0]} probe different sizes and are not compared")
+                apart.append(f"{a[0]} and {c[0]}")
             elif a[4] < c[3]:
-                verdicts.append(f"{a[0]}'s rate is lower than {c[0]}'s")
+                lower.append(f"{a[0]}'s rate is lower than {c[0]}'s")
             elif c[4] < a[3]:
-                verdicts.append(f"{c[0]}'s rate is lower than {a[0]}'s")
+                lower.append(f"{c[0]}'s rate is lower than {a[0]}'s")
             else:
-                verdicts.append(f"the intervals of {a[0]} and {c[0]} overlap, so this comparison cannot order them")
+                overlap.append(f"for {a[0]} with {c[0]}")
+    verdicts = list(lower)  # each verdict once: the pairs that share one are named together
+    if overlap:
+        which = "that pair" if len(overlap) == 1 else "those pairs"
+        verdicts.append(f"the intervals overlap {latex.words(overlap)}, so this comparison cannot order {which}")
+    if apart:
+        verdicts.append(f"{latex.words(apart)} probe different sizes and are not compared")
     return (
         f"Among random companions at the smallest probe size a test example's training-mode label changes "
-        f"in a share of batches of {shown} (each with its interval counting networks and examples). "
-        f"Intervals that do not overlap, a conservative comparison: {'; '.join(verdicts)}."
+        f"in this share of the batches: {shown} (each with its interval counting networks and examples). "
+        f"Read by whether two intervals overlap, a conservative comparison: {'; '.join(verdicts)}."
     )
 
 
