@@ -81,7 +81,7 @@ def test_the_sentence_says_every_cell_finished_when_none_gained_above_the_thresh
     cells, _ = table(last=1, threshold=0.003)
     finished = cells[cells.finished]
     text = report.unfinished_sentence(finished, 1, 0.003)
-    assert text.startswith("Every cell gained at most $0.3$ points of validation accuracy over the last one epoch ")
+    assert text.startswith("Every cell gained at most $0.3$ points of validation accuracy over the last epoch ")
     assert "reached its validation plateau" in text
 
 

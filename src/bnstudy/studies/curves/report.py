@@ -106,11 +106,16 @@ def _cell_name(name: str, b: int) -> str:
     return f"{label} at $b = {b}$"
 
 
+def last_span(last: int) -> str:
+    """``the last epoch``, ``the last three epochs``."""
+    return "the last epoch" if last == 1 else f"the last {number_word(last)} epochs"
+
+
 def unfinished_sentence(table: pd.DataFrame, last: int, threshold: float) -> str:
     """Which cells gained more than ``threshold`` over their last ``last`` epochs, with their gains;
     or that none did, with the largest gain."""
     late = table[~table["finished"]]
-    span = f"over the last {number_word(last)} epoch{'s' if last > 1 else ''}"
+    span = f"over {last_span(last)}"
     limit = f"${points(threshold, 1)}$ points"
     if late.empty:
         top = table.loc[table["gain"].idxmax()]
@@ -183,6 +188,8 @@ def macros(table: pd.DataFrame, tests: pd.DataFrame, settings: dict) -> dict[str
     return {
         "curvesNoise": noise_sentence(table, settings["validation_rows"], threshold),
         "curvesLast": number_word(last),
+        "curvesLastSpan": last_span(last),
+        "curvesLastBefore": f"{number_word(last)} epoch{'s' if last > 1 else ''}",
         "curvesThreshold": points(threshold, 1),
         "curvesEpochs": str(int(table["epochs"].max())),
         "curvesUnfinishedCount": str(int((~table["finished"]).sum())),
