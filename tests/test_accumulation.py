@@ -267,7 +267,7 @@ def test_report_means_pairs_and_closeness_by_hand():
     assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == "contains zero"  # two seeds: t = 12.7
     assert m["accumFirstRelative"] == "$2 \\times 10^{-7}$" and m["accumFirstRunning"] == "identical, bit for bit"
     assert m["accumPartsMin"] == "4" and m["accumStepsLarge"] == "12" and m["accumStepsSmallMin"] == "50"
-    assert m["accumRunDisagreementMin"] == "15.0" and m["accumRunDisagreementWorstMin"] == "20.0"
+    assert m["accumRunDisagreementMin"] == "15.0\\%" and m["accumRunDisagreementWorstMin"] == "20.0\\%"
     assert m["accumNetworks"] == "6" and m["accumGhostComparisons"] == "3"
     assert m["accumScaledLrMin"] == "$2.5 \\times 10^{-4}$" and m["accumLr"] == "$10^{-3}$"
     assert m["accumRecomputeAccumulateMin"] == "+1.00" and m["accumRecomputeLargeMin"] == "0.00"

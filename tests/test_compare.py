@@ -68,7 +68,7 @@ def test_the_table_has_a_column_per_build_and_names_the_network():
         "compareOthers": "Fashion-MNIST with a convolutional network",
         "compareOtherCount": "one other build",
         "compareTheOthers": "the other build",
-        "compareOtherNumber": "1",
+        "compareParts": "Part~II",
         "compareFilesChecked": "7",
     }
     plural = report.macros([mlp, conv, mlp], 1234)

@@ -577,6 +577,7 @@ def test_a_config_listing_its_keys_in_another_order_gives_every_job_the_same_par
     assert not changed, sorted(changed)[:5]
 
 
+@pytest.mark.slow  # Snakemake's DAG build of each committed config
 @pytest.mark.parametrize(
     "name",
     ["config.yaml", "test.yaml", "fashion-tiny.yaml", "fashion-mlp.yaml", "fashion-cnn.yaml", "fashion-cluster.yaml"],

@@ -390,8 +390,8 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
     out[f"accumFirstRelative{w}"] = tens
     out[f"accumRunParameters{w}"] = f"{c['run_parameters']:.2f}"
     out[f"accumRunRunning{w}"] = f"{c['run_running']:.2f}"
-    out[f"accumRunDisagreement{w}"] = _p(c["run_disagreement"])
-    out[f"accumRunDisagreementWorst{w}"] = _p(c["run_disagreement_max"])
+    out[f"accumRunDisagreement{w}"] = _p(c["run_disagreement"]) + "\\%"  # a share, with its unit
+    out[f"accumRunDisagreementWorst{w}"] = _p(c["run_disagreement_max"]) + "\\%"
     return out
 
 
@@ -518,7 +518,7 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
     assert m["accumGhostMinusAccumulateTrainingMaxVerdict"] == "contains zero"
     assert m["accumAccumulateMinusLargeInferenceMax"] == f"{100 * (-118 / 3) / ROWS:+.2f}" == "-3.95"
     assert m["accumRunParametersMin"] == "0.31" and m["accumRunRunningMin"] == "0.76"
-    assert m["accumRunDisagreementMin"] == "1.3" and m["accumRunDisagreementWorstMax"] == "4.6"
+    assert m["accumRunDisagreementMin"] == "1.3\\%" and m["accumRunDisagreementWorstMax"] == "4.6\\%"
     assert m["accumLargeInferenceMin"] == m["accumLargeInferenceMax"] == "90.8"  # 905 / 997
 
 
@@ -614,7 +614,7 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
     }
     assert out["macros"] == expected
     assert out["macros"]["accumStepsSmallMin"] == "499" and out["macros"]["accumPartsMax"] == "5"
-    assert out["macros"]["accumRunDisagreementMin"] == "0.6" and out["macros"]["accumRunRunningMax"] == "0.02"
+    assert out["macros"]["accumRunDisagreementMin"] == "0.6\\%" and out["macros"]["accumRunRunningMax"] == "0.02"
     assert out["latex_table"] == _expected_latex(values, cells, (2,), 10, 0.95)
 
 

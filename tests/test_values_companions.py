@@ -19,6 +19,7 @@ from scipy import stats as sps
 from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
 from bnstudy.studies.companions import science as companions
 from bnstudy.studies.companions import summary as companions_summary
+from bnstudy.studies.companions.summary import ratio_words
 from share_reference import logit_t_interval
 
 K = 7  # probes per example (random and one-class designs)
@@ -412,7 +413,7 @@ def expected_macros(published=PUBLISHED):
         outside += [f"$b={b}$"] if where != "inside" else []
         clauses.append(
             f"at $b={b}$ the published {pct(theirs)} lies {where} our interval [{pct(lo)}, {pct(hi)}]"
-            f" (ours {pct(mean)}, {mean / theirs:.1f} times theirs)"
+            f" (ours {pct(mean)}, {ratio_words(mean, theirs)})"
         )
     m["compPublishedComparison"] = "; ".join(clauses)
     m["compPublishedOutside"] = f"at {' and '.join(outside)}" if outside else "at no size"
@@ -493,7 +494,7 @@ def test_published_rates_are_placed_against_our_interval_with_the_ratio():
         clause4 = m["compPublishedComparison"].split("; ")[1]
         assert clause4 == (
             f"at $b=4$ the published {pct(theirs4)} lies {where4} our interval [{pct(lo4)}, {pct(hi4)}]"
-            f" (ours {pct(m4)}, {m4 / theirs4:.1f} times theirs)"
+            f" (ours {pct(m4)}, {ratio_words(m4, theirs4)})"
         )
         assert m["compPublishedOutside"] == outside
     # a published rate of zero: no ratio

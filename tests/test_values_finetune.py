@@ -376,6 +376,14 @@ def _expected_macros(summary):
             m[f"{r}{mname}SortedMinusShuffleVerdict"] = _verdict(d)
         # the generated claims' variants are written out in test_sentences.py; here: which entries feed them
         m[f"{r}RemedySentence"] = finetune_report.remedy_sentence(cell)
+        # a pair of verdicts, each said once: random batches first, one-class second
+        m[f"{r}LiveChangeVerdicts"] = _two_verdicts(
+            cell["shuffle"]["live"]["inference_change"], cell["class_sorted"]["live"]["inference_change"]
+        )
+        m[f"{r}FrozenMinusLiveVerdicts"] = _two_verdicts(
+            cell["shuffle"]["frozen_minus_live"]["inference_after"],
+            cell["class_sorted"]["frozen_minus_live"]["inference_after"],
+        )
     ordered = sorted(summary["by_rate"], key=float)
     m["finetuneSortedCostSentence"] = finetune_report.skew_cost_sentence(
         [RATE_TEXT[rate][1] for rate in ordered],
@@ -391,7 +399,7 @@ def test_macros_are_the_complete_dict_of_names_and_texts():
     summary = _hand_summary()
     got = finetune_report.macros(summary, SETTINGS)
     want = _expected_macros(summary)
-    assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 4 + 2 * 3 + 1) + 2
+    assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 4 + 2 * 3 + 1 + 2) + 2  # per rate: ..., its two pairs of verdicts
     assert set(got) == set(want)
     assert got == want
 
@@ -640,6 +648,15 @@ def _arm_pts(v):
     return f"${100 * v:+.1f}$"
 
 
+def _two_verdicts(first: dict, second: dict) -> str:
+    a, b = _verdict(first), _verdict(second)
+    if a == b:
+        plural = {"contains zero": "contain zero", "lies wholly below zero": "lie wholly below zero",
+                  "lies wholly above zero": "lie wholly above zero"}[a]  # fmt: skip
+        return f"both intervals {plural}"
+    return f"the first interval {a}, the second {b}"
+
+
 def test_arms_macros_header_and_rows_by_value():
     arms = _hand_arms()
     m = finetune_report.arms_macros(arms, {"shift": {"scale": 1.5, "offset": 0.25}})
@@ -678,6 +695,21 @@ def test_arms_macros_header_and_rows_by_value():
         want[f"finetuneContrast{cw}{kw}BelowCells"] = str(n)
         want[f"finetuneContrast{cw}{kw}AboveCells"] = str(above[(cw, kw)])
     want["finetuneContrastCellsPerCondition"] = "4"
+    # the one counted contrast these arms have (no momentum-0 arm, no layer norm), by hand
+    n_same, n_shifted = below[("Same", "LiveMinusNone")], below[("Shifted", "LiveMinusNone")]
+    assert above[("Same", "LiveMinusNone")] == above[("Shifted", "LiveMinusNone")] == 0
+    clause = {4: "lies below zero in 4 cells", 0: "contains zero in all 4 cells"}
+    head = "that of live batch norm's change minus no normaliser's "
+    want["finetuneContrastCounts"] = (
+        head + clause[n_same] + " in both conditions"
+        if n_same == n_shifted
+        else head + f"{clause[n_same]} as trained and {clause[n_shifted]} shifted"
+    )
+    want["finetuneControlsSentence"] = (
+        "One control with no running statistics, the grid's networks without a normaliser,"
+    )
+    want["finetuneControlsCaption"] = "the networks without a normaliser"
+    want["finetuneOneControl"] = "1"
     assert m == want
     assert {below[k] for k in below} != {0}  # the counts are not all zero: some intervals lie below zero
 

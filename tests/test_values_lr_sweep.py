@@ -255,6 +255,13 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
     for n in ("none", "batchnorm"):
         lift = max(best[(n, b)]["validation_accuracy"] - grid[(n, b)]["validation_accuracy"] for b in sizes)
         m[macro_name("lr validation lift", n)] = pts(lift, 2)
+        rows = lift * int(design["validation_rows"])  # the lift in rows of the validation split
+        m[macro_name("lr validation lift", n, "rows")] = (
+            "a fraction of a validation row per seed: its rates are hard to tell apart, and which one is chosen "
+            "is close to chance"
+            if rows < 1
+            else f"about {round(rows):,} of the {int(design['validation_rows']):,} validation rows".replace(",", "{,}")
+        )
         below = sum(best[(n, b)]["test_accuracy"] < grid[(n, b)]["test_accuracy"] for b in sizes)
         m[macro_name("lr below grid", n)] = str(below)
         for name, table in (("best", best), ("grid", grid)):

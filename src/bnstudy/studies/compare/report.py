@@ -171,7 +171,7 @@ def macros(builds: list[dict[str, str]], files: int) -> dict[str, str]:
         "compareOtherCount": "one other build" if len(others) == 1 else f"{len(others)} other builds",
         "compareTheOthers": "the other build" if len(others) == 1 else "the other builds",
         "compareFilesChecked": latex.fmt(files),
-        "compareOtherNumber": str(len(others)),
+        "compareParts": "Part~II" if len(others) == 1 else "Parts~II and~III",
     }
 
 
