@@ -243,4 +243,5 @@ def test_two_verdicts_say_a_shared_verdict_once():
 
     assert two_verdicts((-1.0, 2.0), (-3.0, 0.5)) == "both intervals contain zero"
     assert two_verdicts((-2.0, -1.0), (-3.0, -0.5)) == "both intervals lie wholly below zero"
-    assert two_verdicts((-1.0, 2.0), (0.5, 1.0)) == "the first interval contains zero, the second lies wholly above zero"
+    mixed = "the first interval contains zero, the second lies wholly above zero"
+    assert two_verdicts((-1.0, 2.0), (0.5, 1.0)) == mixed

@@ -119,13 +119,15 @@ def plan_runtimes():
 
 
 def _planned_runtime(r, first, table, cost_model):
-    """The run time of a job of rule ``r``: its rule's own (``first``, a Snakemake Resource of the
+    """The run time of a job of ``r``, its own (``first``, a Snakemake Resource of the
     wildcards and the attempt) or the plan's, whichever is longer."""
 
     def runtime(wildcards, attempt):
+        own = first.evaluate(wildcards, attempt=attempt).value
+        if not set(r.wildcard_names) <= set(dict(wildcards)):  # asked of the rule, not of one of its jobs
+            return own
         params = {name: (v(wildcards) if callable(v) else v) for name, v in r.params.items()}
         cpu_s = cost_model.estimate(r.name, params, dict(wildcards), config, table)
-        own = first.evaluate(wildcards, attempt=attempt).value
         return max(own, cost_model.planned_minutes(cpu_s) * attempt)
 
     return runtime
