@@ -170,9 +170,17 @@ def _config_network(configfile: str) -> str:
 
 
 def _build_finished(build):
-    """Wait for the tiny Fashion build's process to end (its checks are test_slurm.wait_for's)."""
-    build.proc.wait()
-    _timeline("done", f"fashion-tiny build ({build.where})")
+    """Wait for the tiny Fashion build's process to end, at most until its time is up (its checks,
+    and the timeout's message, are test_slurm.wait_for's)."""
+    import time
+
+    import test_slurm
+
+    try:
+        build.proc.wait(timeout=max(test_slurm.RUN_TIMEOUT - (time.monotonic() - build.start), 1))
+        _timeline("done", f"fashion-tiny build ({build.where})")
+    except subprocess.TimeoutExpired:
+        pass
     return build
 
 
