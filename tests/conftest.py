@@ -112,14 +112,17 @@ def _start_warm_up(machine: str, jobs: int = 1, network: str = "conv"):
             cmd,
             cwd=ROOT,
             env=dict(os.environ, PYTHONPATH=str(ROOT / "src"), **environments()[machine]),
-            stdout=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
 
         def wait():
-            _, err = proc.communicate()
-            _timeline("ready", f"kernel warm-up {machine} ({network})")
+            err = proc.stderr.read()
+            _, status, usage = os.wait4(proc.pid, 0)  # its CPU time, for the timeline
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            cpu = usage.ru_utime + usage.ru_stime
+            _timeline("ready", f"kernel warm-up {machine} ({network}): {cpu:.1f} CPU s")
             return None if proc.returncode == 0 else err[-3000:]
 
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"warm-up-{machine}")
@@ -215,9 +218,9 @@ def _start_runs(tmp_path_factory, later=None, first=()):
         for machine in set(determinism.RUN_ENVIRONMENTS.values()) - set(later):
             _warm_up_kernels((machine,))
         _timeline("start", "determinism runs")
-        result = determinism.run_all(ROOT, RUNS_CONFIG, base, niceness=determinism.LOWEST)
-        _timeline("done", "determinism runs")
-        return result
+        manifests, times = determinism.run_all(ROOT, RUNS_CONFIG, base, niceness=determinism.LOWEST)
+        _timeline("done", "determinism runs: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+        return manifests, times
 
     return base, _background("determinism-runs", warm_then_run)
 
