@@ -310,7 +310,10 @@ def hashed_outputs(runs, paths) -> Path:
 
 
 def _waits_for(item, name) -> bool:
-    return name in getattr(item, "fixturenames", ())
+    """Whether ``item`` uses the fixture ``name``: among its fixtures, or marked ``asks_for(name)`` (a test
+    that asks for it while it runs, request.getfixturevalue, which its fixture names cannot show)."""
+    asks = {n for marker in item.iter_markers("asks_for") for n in marker.args}
+    return name in getattr(item, "fixturenames", ()) or name in asks
 
 
 def _whole_suite(config) -> bool:
@@ -403,6 +406,11 @@ def configured():
 def pytest_configure(config):
     """One compute thread in the test process, as in every pipeline job."""
     _watch_process_starts()
+    config.addinivalue_line(
+        "markers",
+        "asks_for(name): the test asks for the session fixture `name` (runs, fashion_tiny) while it runs "
+        "(request.getfixturevalue): ordered and started as if it were among its fixtures",
+    )
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(var, "1")
@@ -457,15 +465,14 @@ def _background_order(item) -> int:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if any(_waits_for(item, name) for name in PIPELINE_FIXTURES):
             item.add_marker(pytest.mark.pipeline)
     times = _mutation_test_times()  # read here: mutmut writes it after conftest is imported
     if times:
         items.sort(key=lambda item: times.get(item.nodeid, 0.0))
-    # the tests that wait for the background runs, or use the cluster one keeps busy, go last; before
-    # them the other pipeline tests, among which are those that ask for the runs only when they run
-    # (request.getfixturevalue: their fixturenames do not show it), which, run early, kept the
-    # foreground waiting on the runs while the unit tests after them could have used the core
+    # the tests that wait for the background runs, or use the cluster one keeps busy, go last (those
+    # that ask for the runs only when they run, request.getfixturevalue, say so: marked asks_for);
+    # before them the other pipeline tests
     items.sort(key=_background_order)
 
 
