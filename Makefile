@@ -28,7 +28,7 @@ EXTRA_INDEX ?=
 PIP_EXTRA   = $(if $(EXTRA_INDEX),--extra-index-url $(EXTRA_INDEX))
 LOCK_VENV  ?= $(VENV)/lock-tools
 
-.PHONY: all setup tex dataset lock paper figures test test-fast test-scale lint format determinism benchmark slurm-test report browser binutils clean fashion part
+.PHONY: all setup venv tex dataset lock paper figures test test-fast test-scale lint format determinism benchmark slurm-test report browser binutils clean fashion part
 
 all: paper
 
@@ -44,6 +44,9 @@ $(STAMP): $(LOCK) pyproject.toml
 	touch $@
 
 setup: $(STAMP) tex
+
+# The venv alone (what `setup` installs with pip; .ci/run runs it beside the apt steps).
+venv: $(STAMP)
 
 # TeX: latexmk and TeX Live from apt when missing. Elsewhere install latexmk and a
 # TeX Live with the LaTeX 'recommended' and 'extra' collections by hand.

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -84,15 +84,66 @@ def test_config():
 # (through SLURM when a cluster answers, else locally: tests/test_slurm.py) are
 # processes of their own. They start as soon as collection ends if a selected test
 # needs them, and the tests that wait for them run last, so the unit tests run
-# meanwhile instead of leaving cores idle. BACKGROUND: fixture name -> what its
-# starter returned.
+# meanwhile instead of leaving cores idle. BACKGROUND: "runs" -> (their directory, the future
+# of run_all's result), "fashion_tiny" -> the future of the build (done when its process has
+# ended), "fashion_build" -> the build, from its start.
 BACKGROUND = {}
-WARMED = set()  # the machines whose kernels this session compiled or loaded (_warm_up_kernels)
+WARMED = {}  # machine -> the network whose kernels this session compiled or loaded ("conv": every kernel)
+_WARMING = {}  # machine -> (network, future of the warm-up's error text or None), under way or done
+_WARMING_LOCK = threading.Lock()
 
 
-def _warm_up_kernels(machines=("native",), jobs=None):
+def _covers(network: str, wanted: str) -> bool:
+    """Whether a warm-up of ``network``'s kernels compiled those of ``wanted`` ("conv": every kernel)."""
+    return network == "conv" or network == wanted
+
+
+def _start_warm_up(machine: str, jobs: int = 1, network: str = "conv"):
+    """Start compiling (or loading) ``machine``'s kernels of ``network`` in a process of its own, unless
+    a warm-up that covers them is under way or done; return its future (the error text, or None)."""
+    from bnstudy.base.machines import environments
+
+    with _WARMING_LOCK:
+        if machine in _WARMING and _covers(_WARMING[machine][0], network):
+            return _WARMING[machine][1]
+        cmd = [sys.executable, "-m", "bnstudy.tools.warmup", "--jobs", str(jobs), "--network", network]
+        _timeline("start", f"kernel warm-up {machine} ({network}, {jobs} process(es))")
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT / "src"), **environments()[machine]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def wait():
+            err = proc.stderr.read()
+            _, status, usage = os.wait4(proc.pid, 0)  # its CPU time, for the timeline
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            cpu = usage.ru_utime + usage.ru_stime
+            _timeline("ready", f"kernel warm-up {machine} ({network}): {cpu:.1f} CPU s")
+            return None if proc.returncode == 0 else err[-3000:]
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"warm-up-{machine}")
+        future = pool.submit(wait)
+        pool.shutdown(wait=False)
+        _WARMING[machine] = (network, future)
+        return future
+
+
+def _finish_warm_up(machine: str) -> None:
+    network, future = _WARMING[machine]
+    err = future.result()
+    if err is not None:
+        pytest.exit(f"the kernel warm-up ({machine}) failed:\n{err}", returncode=1)
+    WARMED[machine] = network
+
+
+def _warm_up_kernels(machines=("native",), jobs=None, network="conv"):
     """Compile (or load) the kernels of each of ``machines`` (bnstudy.base.machines.environments())
-    once, side by side, with the cores shared among them, before anything else uses them.
+    once, side by side, with the cores shared among them, before anything else uses them; a warm-up
+    of the same machine already under way (started when collection ended) is waited for, not repeated.
 
     The kernel cache is filed by machine (bnstudy.base.kernelcache), shared by this process, the
     native determinism run, the SLURM run and every re-run test's copy. Started cold (CI), each of
@@ -102,51 +153,76 @@ def _warm_up_kernels(machines=("native",), jobs=None):
     together, both compiled its kernels (about 140 CPU s each from a cold cache), so its kernels
     are compiled here once too. So are the AVX2 machine's (in the determinism runs' thread,
     ``jobs=1``): its run's own warm-up (Snakemake's ``onstart``, ``--jobs`` its 2 cores) compiled
-    them in two processes, about 230 CPU s where one process takes about 140 (their kernels overlap)."""
-    from bnstudy.base.machines import environments
-
-    machines = [m for m in machines if m not in WARMED]  # each machine's kernels once per session
-    if not machines:
+    them in two processes, about 230 CPU s where one process takes about 140 (their kernels overlap).
+    ``network``: "conv" compiles every kernel; "mlp" only those of a config whose network is the MLP
+    (``bnstudy.tools.warmup --network mlp``, what such a config's own warm-up compiles)."""
+    todo = [m for m in machines if not (m in WARMED and _covers(WARMED[m], network))]
+    if not todo:
         return
-    envs = environments()
-    jobs = jobs or max(1, min(2, os.cpu_count() or 1) // len(machines))
-    cmd = [sys.executable, "-m", "bnstudy.tools.warmup", "--jobs", str(jobs)]
-    procs = {
-        name: subprocess.Popen(
-            cmd,
-            cwd=ROOT,
-            env=dict(os.environ, PYTHONPATH=str(ROOT / "src"), **envs[name]),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in machines
-    }
-    for name, proc in procs.items():
-        _, err = proc.communicate()
-        if proc.returncode != 0:
-            pytest.exit(f"the kernel warm-up ({name}) failed:\n{err[-3000:]}", returncode=1)
-        WARMED.add(name)
+    jobs = jobs or max(1, min(2, os.cpu_count() or 1) // len(todo))
+    for machine in todo:
+        _start_warm_up(machine, jobs, network)
+    for machine in todo:
+        _finish_warm_up(machine)
 
 
-def _start_runs(tmp_path_factory, machines=("native",), later=()):
-    """Compile the kernels of ``machines`` now (the foreground's and the tiny Fashion build's), then
-    in a thread of its own those of ``later`` (one process each, one after the other: a machine
-    only the determinism runs simulate) and the determinism runs."""
+def _config_network(configfile: str) -> str:
+    """The ``network.kind`` of a config (absent: the MLP), the network its warm-up compiles."""
+    with open(ROOT / configfile) as f:
+        return (yaml.safe_load(f).get("network") or {}).get("kind", "mlp")
+
+
+def _build_finished(build):
+    """Wait for the tiny Fashion build's process to end, at most until its time is up (its checks,
+    and the timeout's message, are test_slurm.wait_for's)."""
+    import time
+
+    import test_slurm
+
+    try:
+        build.proc.wait(timeout=max(test_slurm.RUN_TIMEOUT - (time.monotonic() - build.start), 1))
+        _timeline("done", f"fashion-tiny build ({build.where})")
+    except subprocess.TimeoutExpired:
+        pass
+    return build
+
+
+def _background(name, task):
+    """Run ``task`` in a thread of its own; return its future."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    future = pool.submit(task)
+    pool.shutdown(wait=False)
+    return future
+
+
+RUNS_CONFIG = "config/test.yaml"  # the config of the determinism runs
+
+
+def _start_runs(tmp_path_factory, later=None, first=()):
+    """In a thread of its own: wait for the warm-ups of ``first`` (started already), compile the
+    kernels of ``later`` (one process each, one after the other: the machines only the determinism
+    runs simulate, with only their config's network; default: every simulated machine but this
+    one), then run the determinism runs."""
     from bnstudy.base import determinism
 
-    _warm_up_kernels(machines)
+    if later is None:
+        later = sorted(set(determinism.RUN_ENVIRONMENTS.values()) - {"native"})
     base = tmp_path_factory.mktemp("determinism")
+    network = _config_network(RUNS_CONFIG)
 
     def warm_then_run():
+        for machine in first:
+            _finish_warm_up(machine)
         for machine in later:
-            _warm_up_kernels((machine,), jobs=1)
-        return determinism.run_all(ROOT, "config/test.yaml", base, niceness=determinism.LOWEST)
+            _warm_up_kernels((machine,), jobs=1, network=network)
+        for machine in set(determinism.RUN_ENVIRONMENTS.values()) - set(later):
+            _warm_up_kernels((machine,))
+        _timeline("start", "determinism runs")
+        manifests, times = determinism.run_all(ROOT, RUNS_CONFIG, base, niceness=determinism.LOWEST)
+        _timeline("done", "determinism runs: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+        return manifests, times
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="determinism-runs")
-    future = pool.submit(warm_then_run)
-    pool.shutdown(wait=False)
-    return base, future
+    return base, _background("determinism-runs", warm_then_run)
 
 
 @pytest.fixture(scope="session")
@@ -178,10 +254,33 @@ def _cluster_answers(items) -> bool:
     return test_slurm.cluster_problem() is None
 
 
-def _start_fashion_tiny(tmp_path_factory):
+_STOPPING = threading.Event()  # the session is ending: start no build
+
+
+def _start_fashion_tiny(tmp_path_factory, after=(), then=()):
+    """In a thread of its own: wait for the warm-ups of ``after`` (started already), then start the
+    tiny Fashion build (tests/test_slurm.py's ``start_in_background``) and wait for its process to end;
+    then, on a cluster, start the one-job SLURM runs ``then`` (tests/test_slurm.py's ``one_job_run``).
+    The build is in BACKGROUND["fashion_build"] from its start (pytest_sessionfinish stops it)."""
     import test_slurm  # tests/: on sys.path, as for `from conftest import ...` in the test modules
 
-    return test_slurm.start_in_background(tmp_path_factory)
+    workdir = tmp_path_factory.mktemp(f"fashion-tiny-{'local' if test_slurm.cluster_problem() else 'slurm'}")
+
+    def warm_then_build():
+        for machine in after:
+            _finish_warm_up(machine)
+        if _STOPPING.is_set():
+            raise RuntimeError("the session ended before the tiny Fashion build started")
+        _timeline("start", "fashion-tiny build")
+        BACKGROUND["fashion_build"] = build = test_slurm.start_in_background(tmp_path_factory, workdir)
+        _build_finished(build)
+        if build.where == "slurm" and not _STOPPING.is_set():
+            for name in then:  # the node is free again: neither waits behind the build's jobs
+                _timeline("start", f"one-job SLURM run {name}")
+                test_slurm.one_job_run(name, tmp_path_factory)
+        return build
+
+    return _background("fashion-tiny", warm_then_build)
 
 
 @pytest.fixture(scope="session")
@@ -194,7 +293,7 @@ def fashion_tiny(tmp_path_factory):
 
     if "fashion_tiny" not in BACKGROUND:
         BACKGROUND["fashion_tiny"] = _start_fashion_tiny(tmp_path_factory)
-    build = test_slurm.wait_for(BACKGROUND["fashion_tiny"])
+    build = test_slurm.wait_for(BACKGROUND["fashion_tiny"].result())
     _timeline("ready", "fashion-tiny build")
     return build
 
@@ -211,11 +310,41 @@ def hashed_outputs(runs, paths) -> Path:
 
 
 def _waits_for(item, name) -> bool:
-    return name in getattr(item, "fixturenames", ())
+    """Whether ``item`` uses the fixture ``name``: among its fixtures, or marked ``asks_for(name)`` (a test
+    that asks for it while it runs, request.getfixturevalue, which its fixture names cannot show)."""
+    asks = {n for marker in item.iter_markers("asks_for") for n in marker.args}
+    return name in getattr(item, "fixturenames", ()) or name in asks
+
+
+def _whole_suite(config) -> bool:
+    """Whether this session runs the suite as `make test` does (tests/ as a whole, pipeline tests
+    included): then its builds will need every machine's kernels."""
+    return (
+        not config.option.collectonly
+        and config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and "not pipeline" not in (config.option.markexpr or "")
+        and not config.option.keyword
+        and ROOT.name != "mutants"
+    )
+
+
+def pytest_sessionstart(session):
+    """For the whole suite, start compiling this machine's kernels and the tiny Fashion build's
+    machine's before collection (about 10 s of one core) rather than after it: pytest_collection_finish
+    then waits for these warm-ups instead of starting them."""
+    if _whole_suite(session.config):
+        import test_slurm
+
+        for machine in ("native", test_slurm.MACHINE):
+            _start_warm_up(machine, jobs=1)
 
 
 def pytest_collection_finish(session):
-    """Start the runs the selected tests need (see BACKGROUND)."""
+    """Start the runs the selected tests need (see BACKGROUND), after their kernels: this machine's
+    and the tiny Fashion build's machine's compiled side by side, one process each, as soon as
+    collection ends; the tests start when this machine's are ready, the Fashion build when its
+    machine's are, and the determinism runs when the AVX2 machine's are too (compiled once a core is
+    free, with only the test config's network: no other build simulates that machine)."""
     if session.config.option.collectonly or not session.items:
         return
     factory = session.config._tmp_path_factory
@@ -225,26 +354,38 @@ def pytest_collection_finish(session):
     start_fashion = bool(fashion) and (
         not all(_waits_for(item, "cluster") for item in fashion) or _cluster_answers(fashion)
     )
-    if any(_waits_for(item, "runs") for item in session.items):
-        # every machine a determinism run (or the tiny Fashion build) runs as has its kernels
-        # compiled once, one process each: this machine's and the Fashion build's before anything
-        # starts, the other simulated machines' in the determinism runs' thread before they start
-        import test_slurm
-        from bnstudy.base.determinism import RUN_ENVIRONMENTS
+    start_runs = any(_waits_for(item, "runs") for item in session.items)
+    if not (start_fashion or start_runs):
+        if "native" in _WARMING:  # started before collection: the tests use what it compiles
+            _finish_warm_up("native")
+        return
+    import test_slurm
+    from bnstudy.base.determinism import RUN_ENVIRONMENTS
 
-        simulated = set(RUN_ENVIRONMENTS.values()) - {"native"}
-        now = {test_slurm.MACHINE} & simulated if start_fashion else set()
-        BACKGROUND["runs"] = _start_runs(factory, ("native", *sorted(now)), later=sorted(simulated - now))
+    simulated = set(RUN_ENVIRONMENTS.values()) - {"native"}
+    now = {test_slurm.MACHINE} if start_fashion else set()
+    for machine in ("native", *sorted(now)):
+        _start_warm_up(machine, jobs=1)
     if start_fashion:
-        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory)
+        selected = {item.originalname for item in session.items if _waits_for(item, "cluster")}
+        then = [name for name, (_, _, test) in test_slurm.ONE_JOB_RUNS.items() if test in selected]
+        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory, after=sorted(now), then=then)
+    if start_runs:
+        BACKGROUND["runs"] = _start_runs(factory, later=sorted(simulated - now), first=sorted(now))
+    _finish_warm_up("native")  # the tests' own kernels: the first tests start when they are ready
 
 
 def pytest_sessionfinish(session):
     """Stop runs still under way (a session ended early: -x, an interrupt)."""
     from bnstudy.base import determinism
 
+    _STOPPING.set()
     determinism.stop_all()
-    started = BACKGROUND.get("fashion_tiny")
+    if "fashion_tiny" in BACKGROUND:
+        import test_slurm
+
+        test_slurm.stop_one_job_runs()
+    started = BACKGROUND.get("fashion_build")
     if started is not None and started.proc.poll() is None:  # interrupted: Snakemake cancels its SLURM jobs
         proc = started.proc
         os.killpg(proc.pid, signal.SIGINT)
@@ -265,6 +406,11 @@ def configured():
 def pytest_configure(config):
     """One compute thread in the test process, as in every pipeline job."""
     _watch_process_starts()
+    config.addinivalue_line(
+        "markers",
+        "asks_for(name): the test asks for the session fixture `name` (runs, fashion_tiny) while it runs "
+        "(request.getfixturevalue): ordered and started as if it were among its fixtures",
+    )
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(var, "1")
@@ -297,31 +443,85 @@ def _mutation_test_times() -> dict:
     return json.loads(stats.read_text()).get("duration_by_test", {})
 
 
+FASHION_FIXTURES = ("fashion_tiny", "cluster")
+
+
 def _background_order(item) -> int:
     """0: a unit test; 1: a pipeline test (it may ask for the background runs while it runs);
     2: a test whose fixtures are the tiny Fashion build or the cluster; 3: one that waits for the
-    determinism runs. The Fashion build and the cluster's tests are the suite's longest chain, mostly
-    waiting on SLURM, and the runs are at the lowest priority (bnstudy.base.determinism.LOWEST), so
-    the runs are ready last and fill the cores while the SLURM tests wait."""
-    if _waits_for(item, "runs"):
+    determinism runs; 4: one that waits for both. The tests of 2 and 3 run in the order their builds
+    are ready in (pytest_runtestloop): the foreground runs the tests of the first build ready while
+    the other build still uses a core, instead of waiting for a build fixed in advance."""
+    runs = _waits_for(item, "runs")
+    fashion = any(_waits_for(item, name) for name in FASHION_FIXTURES)
+    if runs and fashion:
+        return 4
+    if runs:
         return 3
-    if any(_waits_for(item, name) for name in ("fashion_tiny", "cluster")):
+    if fashion:
         return 2
     return 1 if item.get_closest_marker("pipeline") else 0
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if any(_waits_for(item, name) for name in PIPELINE_FIXTURES):
             item.add_marker(pytest.mark.pipeline)
     times = _mutation_test_times()  # read here: mutmut writes it after conftest is imported
     if times:
         items.sort(key=lambda item: times.get(item.nodeid, 0.0))
-    # the tests that wait for the background runs, or use the cluster one keeps busy, go last; before
-    # them the other pipeline tests, among which are those that ask for the runs only when they run
-    # (request.getfixturevalue: their fixturenames do not show it), which, run early, kept the
-    # foreground waiting on the runs while the unit tests after them could have used the core
+    # the tests that wait for the background runs, or use the cluster one keeps busy, go last (those
+    # that ask for the runs only when they run, request.getfixturevalue, say so: marked asks_for);
+    # before them the other pipeline tests
     items.sort(key=_background_order)
+
+
+def _build_done(order: int):
+    """The future that is done when the build the tests of ``order`` (2 or 3) wait for has ended,
+    or None if it was not started in the background."""
+    if order == 2:
+        return BACKGROUND.get("fashion_tiny")
+    return BACKGROUND["runs"][1] if "runs" in BACKGROUND else None
+
+
+def _in_readiness_order(items):
+    """``items`` (the tests of orders 2 to 4, in that order) with the tests of the build that is ready
+    first (waited for if neither is) before those of the other; those of 4, which wait for both, last."""
+    groups = {order: [item for item in items if _background_order(item) == order] for order in (2, 3, 4)}
+    futures = {order: _build_done(order) for order in (2, 3)}
+    if groups[2] and groups[3] and all(futures.values()):
+        done, _ = wait(list(futures.values()), return_when=FIRST_COMPLETED)
+        if futures[3] in done and futures[2] not in done:
+            _timeline("order", "the determinism runs' tests before the tiny Fashion build's")
+            return groups[3] + groups[2] + groups[4]
+    return groups[2] + groups[3] + groups[4]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """pytest's own loop over the tests, but with the tests that wait for the background builds
+    (orders 2 to 4, _background_order) ordered when the foreground reaches them: before the last test
+    ahead of them runs (its ``nextitem`` is the first of them), the first build to be ready is known,
+    waited for if need be, and its tests go first (_in_readiness_order)."""
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        raise session.Interrupted(
+            f"{session.testsfailed} error{'s' if session.testsfailed != 1 else ''} during collection"
+        )
+    if session.config.option.collectonly:
+        return True
+    items = session.items
+    first = next((i for i, item in enumerate(items) if _background_order(item) >= 2), len(items))
+    for i in range(len(items)):
+        if i == max(first - 1, 0) and first < len(items):
+            items[first:] = _in_readiness_order(items[first:])
+        item = items[i]
+        nextitem = items[i + 1] if i + 1 < len(items) else None
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldfail:
+            raise session.Failed(session.shouldfail)
+        if session.shouldstop:
+            raise session.Interrupted(session.shouldstop)
+    return True
 
 
 _CURRENT = {}  # the test being run, and the processes it started

@@ -353,6 +353,7 @@ def results(request):
 
 
 @pytest.mark.pipeline
+@pytest.mark.asks_for("runs")  # through the results fixture: ordered with the tests that wait for the runs
 def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules(results):
     """From the saved weights, split and examples: plain nn.Sequential, one pair at a time.
 

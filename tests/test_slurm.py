@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,14 +228,15 @@ def level_groups(workdir: Path, configfile: str) -> list[str]:
     ]
 
 
-def start_in_background(tmp_path_factory) -> Build:
-    """Start the build of config/fashion-tiny.yaml in a scratch copy, as the simulated machine
-    without AVX/FMA: through SLURM (profiles/slurm) if a cluster answers, else locally on 2 cores.
-    Called by conftest when collection ends, so the run goes on beside the unit tests; at the
+def start_in_background(tmp_path_factory, workdir: Path | None = None) -> Build:
+    """Start the build of config/fashion-tiny.yaml in a scratch copy (in ``workdir``, an empty
+    directory, if given), as the simulated machine without AVX/FMA: through SLURM (profiles/slurm)
+    if a cluster answers, else locally on 2 cores. Started by conftest once collection has ended and
+    that machine's kernels are compiled, so the run goes on beside the unit tests; at the
     determinism runs' low priority (bnstudy.base.determinism.NICENESS): it runs beside them."""
     problem = cluster_problem()
     where = "local" if problem else "slurm"
-    work = copy_workflow(ROOT, tmp_path_factory.mktemp(f"fashion-tiny-{where}"))
+    work = copy_workflow(ROOT, workdir or tmp_path_factory.mktemp(f"fashion-tiny-{where}"))
     log = work / "snakemake.log"
     args = ["--configfile", CONFIG]
     if problem:
@@ -327,7 +329,7 @@ SHOW_ENVIRONMENT_SNAKEFILE = textwrap.dedent("""\
     """)
 
 
-def test_the_slurm_jobs_run_as_the_simulated_machine(slurm_run, tmp_path):
+def test_the_slurm_jobs_run_as_the_simulated_machine(slurm_run, tmp_path_factory):
     """The build's Snakemake ran with the generic machine's variables (its build record, written
     beside it, names them), and a SLURM job submitted the same way sees them all (sbatch
     --export=ALL): so do the build's jobs."""
@@ -339,18 +341,11 @@ def test_the_slurm_jobs_run_as_the_simulated_machine(slurm_run, tmp_path):
     expected = "".join(f"{v}={env[v]}\n" for v in KERNEL_VARIABLES if v in env)
     record = (work / "results" / "provenance" / "machine.csv").read_text()
     assert "ATEN_CPU_CAPABILITY=default" in record and f"GLIBC_TUNABLES={env['GLIBC_TUNABLES']}" in record
-    (tmp_path / "Snakefile").write_text(SHOW_ENVIRONMENT_SNAKEFILE.format(variables=KERNEL_VARIABLES))
-    code, seconds, output = snakemake(
-        tmp_path,
-        ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS, "--retries", "0"],
-        tmp_path / "snakemake.log",
-        FAILURE_TIMEOUT,
-        env=env,
-    )
+    job_dir, (code, seconds, output) = one_job_run("environment", tmp_path_factory).result()
     assert code == 0, output[-3000:]
     submitted = SUBMITTED.findall(output)
     assert len(submitted) == 1 and squeue_states([submitted[0][1]])[submitted[0][1]][0] == "COMPLETED", output[-3000:]
-    assert (tmp_path / "environment.txt").read_text() == expected
+    assert (job_dir / "environment.txt").read_text() == expected
     print(f"\na SLURM job saw {expected.count(chr(10))} kernel-selection variables ({seconds:.0f} s)")
 
 
@@ -361,15 +356,71 @@ FAILING_SNAKEFILE = textwrap.dedent("""\
     """)
 
 
-def test_a_failing_slurm_job_ends_the_run_with_an_error(cluster, tmp_path):
-    (tmp_path / "Snakefile").write_text(FAILING_SNAKEFILE)
+# The two one-job runs above (their Snakefile, the environment added): each submits one SLURM job
+# and then mostly waits on SLURM (the job's start, then status checks 2 s, 12 s, ... apart), half a
+# minute or more with the cores idle at the end of the suite. conftest starts both in the background
+# as soon as the tiny Fashion build has ended (the node is free again, so neither job waits behind
+# the build's), and their tests read the outcome, bounded by FAILURE_TIMEOUT from the start as
+# before; a test that comes first starts its run itself.
+ONE_JOB_RUNS = {  # name -> (its Snakefile's text, run as MACHINE, the test that reads it)
+    "environment": (
+        lambda: SHOW_ENVIRONMENT_SNAKEFILE.format(variables=_kernel_variables()),
+        True,
+        "test_the_slurm_jobs_run_as_the_simulated_machine",
+    ),
+    "failing": (lambda: FAILING_SNAKEFILE, False, "test_a_failing_slurm_job_ends_the_run_with_an_error"),
+}
+_ONE_JOB_STARTED = {}  # name -> (its process, the future of (its directory, snakemake()'s result))
+_ONE_JOB_LOCK = threading.Lock()
+
+
+def _kernel_variables():
+    from bnstudy.base.provenance import KERNEL_VARIABLES
+
+    return KERNEL_VARIABLES
+
+
+def one_job_run(name: str, tmp_path_factory):
+    """Start (once per session) the one-job run ``name`` of ONE_JOB_RUNS in a directory of its own,
+    through the slurm profile with no retries, in a thread; return the future of ``(its directory,
+    (exit status or None on timeout, seconds, output))``."""
+    with _ONE_JOB_LOCK:  # the background thread that starts them, or a test that comes first
+        if name not in _ONE_JOB_STARTED:
+            _ONE_JOB_STARTED[name] = _start_one_job_run(name, tmp_path_factory)
+    return _ONE_JOB_STARTED[name][1]
+
+
+def _start_one_job_run(name: str, tmp_path_factory):
+    from concurrent.futures import ThreadPoolExecutor
+
+    snakefile, as_machine, _ = ONE_JOB_RUNS[name]
+    work = tmp_path_factory.mktemp(f"slurm-{name}")
+    (work / "Snakefile").write_text(snakefile())
+    env = environments()[MACHINE] if as_machine else None
+    args = ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS, "--retries", "0"]
+    start = time.monotonic()
+    proc = start_snakemake(work, args, work / "snakemake.log", env=env)
+
+    def outcome():
+        code = finish(proc, FAILURE_TIMEOUT)
+        return work, (code, time.monotonic() - start, (work / "snakemake.log").read_text())
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"slurm-{name}")
+    future = pool.submit(outcome)
+    pool.shutdown(wait=False)
+    return proc, future
+
+
+def stop_one_job_runs() -> None:
+    """Interrupt the one-job runs still under way (a session ended early); Snakemake cancels their jobs."""
+    for proc, _ in _ONE_JOB_STARTED.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+
+
+def test_a_failing_slurm_job_ends_the_run_with_an_error(cluster, tmp_path_factory):
     # the profile's retries would submit it again (tests/test_cluster_config.py checks them)
-    code, seconds, output = snakemake(
-        tmp_path,
-        ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS, "--retries", "0"],
-        tmp_path / "snakemake.log",
-        FAILURE_TIMEOUT,
-    )
+    tmp_path, (code, seconds, output) = one_job_run("failing", tmp_path_factory).result()
     assert code is not None, f"Snakemake still waiting after {seconds:.0f} s:\n{output[-3000:]}"
     assert code != 0
     submitted = SUBMITTED.findall(output)
