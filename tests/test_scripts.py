@@ -130,9 +130,9 @@ def test_script_started_without_pytorch_does_not_import_it(script):
 
 def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_load(tmp_path):
     """Snakemake's code trigger sees the script: file only; the modules it uses must be inputs. The
-    test config runs every study but ``compare``, whose section names another build: the test config
-    with that section added (a design macros file and its manifest as the other build) is read, so
-    its rule is too."""
+    tiny Fashion config runs every study but ``compare``, whose section names another build (the
+    digits configs have no validation split, so no training curves): that config with the section
+    added (a design macros file and its manifest as the other build) is read, so its rule is too."""
     import yaml
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, ResourceSettings
@@ -141,7 +141,9 @@ def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_l
 
     expected = write_build(tmp_path / "other", {"design": {"dataSetName": "Fashion-MNIST"}})
     compare = {"compare": {"builds": [{"directory": str(tmp_path / "other"), "expected": str(expected)}]}}
-    (tmp_path / "compare.yaml").write_text((ROOT / "config" / "test.yaml").read_text() + yaml.safe_dump(compare))
+    (tmp_path / "compare.yaml").write_text(
+        (ROOT / "config" / "fashion-tiny.yaml").read_text() + yaml.safe_dump(compare)
+    )
     with SnakemakeApi() as api:
         workflow = api.workflow(
             resource_settings=ResourceSettings(cores=1),
