@@ -270,3 +270,32 @@ def test_the_same_bits_on_a_generic_x86_cpu():
             ).stdout.strip()
         )
     assert digests[0] == digests[1] and len(digests[0]) == 64
+
+
+@pytest.mark.parametrize(
+    "net",
+    [
+        dict(normaliser="batchnorm", hidden=[16, 16], groups=4, eps=1e-5, momentum=0.1),
+        dict(normaliser="batchnorm", kind="conv", layers=[{"channels": 4, "stride": 2}, {"channels": 4, "skip": 0}],
+             groups=2, eps=1e-5, momentum=0.1),
+    ],
+    ids=["mlp", "conv"],
+)  # fmt: skip
+def test_scoring_every_epoch_on_a_validation_split_leaves_the_weights_byte_identical(net):
+    """The training curves copy each epoch's parameters and running statistics; the run's arithmetic is the
+    same: the weights equal a run without them, and the last epoch's score is the trained network's."""
+    from bnstudy.nets import network
+    from bnstudy.nets.recipe import Recipe
+
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((120, 64)).astype(np.float32), rng.integers(0, 10, 120)
+    xv, yv = rng.standard_normal((50, 64)).astype(np.float32), rng.integers(0, 10, 50)
+    spec = network.spec_from_params(net, inputs=64)
+    recipe = Recipe(batch_size=16, epochs=3)
+    plain, plain_log = network.train_models(spec, recipe, [0, 1], x, y)
+    scored, log = network.train_models(spec, recipe, [0, 1], x, y, validation=(xv, yv))
+    assert all(np.array_equal(plain[k], scored[k]) for k in plain)
+    assert [{k: v for k, v in r.items() if k != "validation_accuracy"} for r in log] == plain_log
+    last = np.mean(network.predict(scored, spec, xv) == yv, axis=1)
+    assert [r["validation_accuracy"] for r in log if r["epoch"] == 3] == pytest.approx(list(last))
+    assert len({r["validation_accuracy"] for r in log}) > 1  # scored after every epoch, not once
