@@ -141,8 +141,7 @@ fashion: setup
 part: setup
 	$(BIN)/python -m bnstudy.base.config check config/$(PART).yaml
 	$(MAKE) --no-print-directory dataset CONFIG=config/$(PART).yaml
-	mkdir -p $(BUILDS)/$(PART)
-	git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(BUILDS)/$(PART)
+	$(BIN)/python -c "import sys; from pathlib import Path; from bnstudy.base.sample import copy_checkout; copy_checkout(Path('.'), Path(sys.argv[1]))" $(BUILDS)/$(PART)
 	cd $(BUILDS)/$(PART) && $(abspath $(BIN))/snakemake --cores $(CORES) --configfile config/$(PART).yaml
 
 # Verify a sample before spending a CPU-day (docs/cluster.md): the jobs config/expected/<config>.sample.tsv

@@ -82,19 +82,27 @@ def verified_macros(directory, expected) -> tuple[dict[str, str], int]:
     records. Raises :class:`ValueError` naming the first file that is missing or differs."""
     directory = Path(directory)
     table = manifest.read(expected)  # read once: the paths and their recorded bytes
-    paths, listed = _macro_paths(table), table.set_index("path")
+    paths = _macro_paths(table)
     if not paths:
         raise ValueError(f"{expected} lists no macro files ({MACROS}*.tex)")
-    on_disk = manifest.disk_hashes(paths, directory)
+    check_bytes(directory, expected, table, paths)
     macros = {}
+    for path in paths:
+        macros |= macro_definitions(directory / path)
+    return macros, len(paths)
+
+
+def check_bytes(directory: Path, expected, table, paths: list[str]) -> None:
+    """Each of ``paths`` (relative to ``directory``) on disk with the bytes the manifest ``table`` (read
+    from ``expected``) records; a :class:`ValueError` naming the first that is missing or differs."""
+    listed = table.set_index("path")
+    on_disk = manifest.disk_hashes(paths, directory)
     for path in paths:
         found, want = on_disk[path], (int(listed.at[path, "bytes"]), listed.at[path, "sha256"])
         if found is None:
             raise ValueError(f"{directory / path}: missing (listed in {expected})")
         if found != want:
             raise ValueError(f"{directory / path}: its bytes differ from those {expected} records (sha256 {found[1]})")
-        macros |= macro_definitions(directory / path)
-    return macros, len(paths)
 
 
 def expand(body: str, macros: dict[str, str], depth: int = 0) -> str:
@@ -307,13 +315,9 @@ def copy_verified(directory, expected, path: str, target) -> None:
 
     from bnstudy.base.io import atomic_path
 
-    table = manifest.read(expected).set_index("path")
-    if path not in table.index:
+    table = manifest.read(expected)
+    if path not in set(table["path"]):
         raise ValueError(f"{expected} does not list {path}")
-    found = manifest.disk_hashes([path], Path(directory))[path]
-    want = (int(table.at[path, "bytes"]), table.at[path, "sha256"])
-    if found != want:
-        what = "missing" if found is None else f"its bytes differ from those {expected} records"
-        raise ValueError(f"{Path(directory) / path}: {what}")
+    check_bytes(Path(directory), expected, table, [path])
     with atomic_path(target) as tmp:
         shutil.copyfile(Path(directory) / path, tmp)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.paper.figures import COLOURS, LABELS, LINESTYLES, MARKERS, log2_axis, new, width
+from bnstudy.studies.lr_sweep.grid_rate import at_rate
 
 NORMALISERS = ("none", "batchnorm")
 
@@ -16,10 +17,7 @@ def lr_sweep(best: pd.DataFrame, rates: pd.DataFrame, grid_lr, fig_width: float 
     (hollow markers, thin line). Bottom: the chosen rate of each cell."""
     fig_width = width("lr_sweep") if fig_width is None else fig_width
     fig, (ax, bx) = new(fig_width, 3.8, nrows=2, sharex=True, height_ratios=[3, 2])
-    if isinstance(grid_lr, dict):  # a rate per batch size (report.at_rate; no compiled code loaded here)
-        grid = rates[rates.lr == rates.batch_size.map(lambda b: float(grid_lr[str(int(b))]))]
-    else:
-        grid = rates[rates.lr == float(grid_lr)]
+    grid = at_rate(rates, grid_lr)
     for norm in NORMALISERS:
         style = dict(ls=LINESTYLES[norm], marker=MARKERS[norm], color=COLOURS[norm])
         g = best[best.normaliser == norm].sort_values("batch_size")

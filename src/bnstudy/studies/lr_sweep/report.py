@@ -16,6 +16,7 @@ from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interva
 from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points, points_interval, power_of_ten, signed_points, verdict, words
 from bnstudy.studies.batch_size.paired import paired_interval
+from bnstudy.studies.lr_sweep.grid_rate import at_rate
 
 
 def rate_table(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
@@ -54,15 +55,6 @@ def best_rates(rates: pd.DataFrame) -> pd.DataFrame:
 def _test(row) -> dict:
     keys = ("validation_mean", "test_mean", "test_sd", "test_ci_low", "test_ci_high", "seeds")
     return {k: row[k] for k in keys}
-
-
-def at_rate(rates: pd.DataFrame, lr) -> pd.DataFrame:
-    """The rows of :func:`rate_table` at the grid's rate, for reference: one rate, or a mapping of
-    batch size (as text) to the rate the grid trains at it (``grid.lr_by_batch_size``)."""
-    if isinstance(lr, dict):
-        wanted = rates.batch_size.map(lambda b: float(lr[str(int(b))]))
-        return rates[rates.lr == wanted].reset_index(drop=True)
-    return rates[rates.lr == float(lr)].reset_index(drop=True)
 
 
 def grid_rate_words(lr) -> str:
