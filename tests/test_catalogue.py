@@ -34,7 +34,14 @@ def test_an_optional_study_runs_only_where_the_config_has_its_section():
     or declare its local rules; with it, it does all four, last in the paper's order."""
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     study = next(s for s in catalogue.STUDIES if s.name == "precise_rows")
-    assert [s.name for s in catalogue.STUDIES if s.optional] == ["curves", "precise_rows", "compare"]
+    assert [s.name for s in catalogue.STUDIES if s.optional] == [
+        "curves",
+        "lr_sweep",
+        "accumulation",
+        "finetune",
+        "precise_rows",
+        "compare",
+    ]
     assert "compare" not in config and "curves" not in config  # the digits have no validation split
     assert catalogue.paper_sections(config)[-1] == "precise_rows" and catalogue.included(config)[-1] is study
     assert catalogue.local_rules(config)[-2:] == ["summarise_precise_rows", "figure_precise_rows"]

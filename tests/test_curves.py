@@ -108,13 +108,13 @@ BASELINES = [
 
 def test_the_baselines_sentence_sets_our_best_and_worst_cell_beside_each_published_value():
     tests = report.test_accuracy(accuracy_rows(), ["none", "batchnorm"])
-    text = report.baselines_sentence(tests, BASELINES, 55000, 10)
+    text = report.baselines_sentence(tests, BASELINES, 55000, "10 epochs")
     assert "Our best cell, no normaliser at $b = 8$, scores 91.0\\%" in text
     assert "$b = 2$, 70.0\\%" in text
     assert "91.6\\% for two convolutions with pooling~\\cite{xiao2017}" in text
     assert "87--88\\% for the benchmark's MLPs" in text
     assert "55{,}000 images" in text and "not to match these" in text
-    assert "Published" not in report.baselines_sentence(tests, [], 55000, 10)
+    assert "Published" not in report.baselines_sentence(tests, [], 55000, "10 epochs")
 
 
 def test_the_table_marks_an_unfinished_cell_with_a_dagger_and_prints_its_test_accuracy():
@@ -153,7 +153,11 @@ def test_the_committed_fashion_configs_pass_the_check():
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda c: c["curves"].update(last_epochs=15), "curves.last_epochs: 15 is not fewer than the grid's 15"),
+        (lambda c: c["curves"].update(last_epochs=20), "curves.last_epochs: 20 is not fewer than the grid's 20"),
+        (
+            lambda c: c["grid"].update(epochs_by_batch_size=[{"batch_size": 128, "epochs": 3}]),
+            "curves.last_epochs: 3 is not fewer than the grid's 3",  # the fewest epochs of any batch size
+        ),
         (lambda c: c["curves"]["baselines"][1].update(low=0.9), "curves.baselines[1]: low 0.9 is above high"),
         (lambda c: c.update(data={"name": "digits"}), "the digits have no validation split"),
     ],
@@ -173,6 +177,29 @@ def test_a_rate_for_a_batch_size_outside_the_grid_is_refused_before_any_job():
     config["grid"]["lr_by_batch_size"] = [{"batch_size": 2, "lr": 1e-3}, {"batch_size": 2, "lr": 1e-4}]
     with pytest.raises(ConfigError, match="given a rate twice"):
         check_cross_fields(config)
+
+
+def test_epochs_for_a_batch_size_outside_the_grid_twice_or_with_fewer_steps_are_refused_before_any_job():
+    config = copy.deepcopy(fashion_config())
+    config["grid"]["epochs_by_batch_size"] = [{"batch_size": 4, "epochs": 30}]
+    with pytest.raises(ConfigError, match=r"grid.epochs_by_batch_size\[0\].batch_size: 4 is not one of"):
+        check_cross_fields(config)
+    config["grid"]["epochs_by_batch_size"] = [{"batch_size": 2, "epochs": 5}, {"batch_size": 2, "epochs": 6}]
+    with pytest.raises(ConfigError, match="given its epochs twice"):
+        check_cross_fields(config)
+    # 10,000 rows: batch 32 at 20 epochs takes 312 x 20 = 6,240 steps; batch 128 at 80 takes 78 x 80 = 6,240
+    config["grid"]["epochs_by_batch_size"] = [{"batch_size": 128, "epochs": 80}]
+    with pytest.raises(ConfigError, match="batch 32 takes 6240 steps, not more than batch 128's 6240"):
+        check_cross_fields(config)
+    config["grid"]["epochs_by_batch_size"] = [{"batch_size": 128, "epochs": 79}]
+    check_cross_fields(config)
+
+
+def test_the_epochs_in_words_name_the_batch_sizes_that_train_for_other_epochs():
+    table = pd.DataFrame({"normaliser": ["none"] * 4, "batch_size": [2, 8, 32, 128], "epochs": [10, 20, 20, 20]})
+    assert report.epochs_words(table) == "20 (10 at batch 2)"
+    assert report.epochs_words(table, " epochs") == "20 epochs (10 at batch 2)"
+    assert report.epochs_words(table.assign(epochs=20)) == "20"
 
 
 def test_the_noise_sentence_compares_one_accuracys_standard_error_with_the_threshold():

@@ -4,6 +4,7 @@ manifests that the combined build checks the parts against."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from bnstudy.base import manifest
@@ -63,3 +64,31 @@ def test_each_part_has_a_committed_manifest_with_its_curves_and_its_paper():
             assert {"results/summary/curves.json", "results/paper/figures/curves.pdf"} <= paths
         else:
             assert {"results/paper/parts/part1.pdf", "results/paper/parts/part2.pdf"} <= paths
+
+
+@pytest.mark.slow  # Snakemake builds the part's DAG (a few seconds)
+def test_the_mlp_parts_jobs_train_each_batch_size_for_its_epochs_at_its_rate():
+    """``grid.epochs_by_batch_size`` and ``lr_by_batch_size`` reach every job that trains with the grid's
+    recipe (the grid, the kept-rows repeat, accumulation and its summary's text) and no other (the
+    learning-rate sweep keeps its own epochs)."""
+    from bnstudy.base import plan
+
+    config, jobs, _ = plan.dag_jobs(CONFIG / "fashion-mlp.yaml", ROOT / "Snakefile", ROOT, forceall=True)
+    grid = config["grid"]
+    epochs = {int(r["batch_size"]): r["epochs"] for r in grid["epochs_by_batch_size"]}
+    rates = {int(r["batch_size"]): r["lr"] for r in grid["lr_by_batch_size"]}
+    assert epochs == {2: 10} and grid["epochs"] == 20
+    seen = set()
+    for job in jobs:
+        recipe = job.params.get("recipe")
+        if job.rule in ("train_grid", "train_keep", "train_accumulation"):
+            b = recipe["batch_size"]
+            assert (recipe["epochs"], recipe["lr"]) == (epochs.get(b, 20), rates.get(b, grid["lr"])), job
+            seen.add((job.rule, b))
+        elif job.rule == "train_lr_sweep":
+            assert recipe["epochs"] == config["lr_sweep"]["epochs"]
+            seen.add((job.rule, recipe["batch_size"]))
+        elif job.rule == "summarise_accumulation":
+            assert (job.params["epochs"], job.params["lr"]) == (20, rates[128])
+    assert {("train_grid", b) for b in (2, 8, 32, 128)} | {("train_accumulation", 128)} <= seen
+    assert ("train_lr_sweep", 2) in seen

@@ -83,8 +83,8 @@ rule summarise_accumulation:
         batch_size=ACC["batch_size"],
         micro_batches=ACC["micro_batches"],
         confidence=config["batch_size_eval"]["confidence"],
-        epochs=config["grid"]["epochs"],
-        lr=config["grid"]["lr"],
+        epochs=recipe_params(config["grid"], ACC["batch_size"], ACC["normaliser"])["epochs"],
+        lr=recipe_params(config["grid"], ACC["batch_size"], ACC["normaliser"])["lr"],
     conda:
         CONDA_ENV
     resources:

@@ -262,15 +262,16 @@ def net_params(normaliser):
 
 
 def recipe_params(block, batch_size, kind, order="shuffle"):
-    """The training recipe's params (the learning rate of ``block``'s ``lr_by_batch_size`` at a batch size
-    it names); batch renormalisation's settings only for a normaliser that uses them, so that changing
-    them re-trains only those networks."""
+    """The training recipe's params (the learning rate and the epochs of ``block``'s ``lr_by_batch_size``
+    and ``epochs_by_batch_size`` at a batch size they name); batch renormalisation's settings only for a
+    normaliser that uses them, so that changing them re-trains only those networks."""
     rates = {int(row["batch_size"]): row["lr"] for row in block.get("lr_by_batch_size", [])}
+    epochs = {int(row["batch_size"]): row["epochs"] for row in block.get("epochs_by_batch_size", [])}
     r = dict(
         optimizer=block["optimizer"],
         lr=rates.get(int(batch_size), block["lr"]),
         batch_size=int(batch_size),
-        epochs=block["epochs"],
+        epochs=epochs.get(int(batch_size), block["epochs"]),
         order=order,
         sgd_momentum=block.get("sgd_momentum", 0.9),
         last_batch=block["last_batch"],

@@ -57,7 +57,9 @@ rule train_lr_sweep:
         lrs=LR["lrs"],
         batch_sizes=lambda wc: [int(wc.batch_size)],
         net=lambda wc: net_params(wc.normaliser),
-        recipe=lambda wc: recipe_params(config["grid"] | {"epochs": LR["epochs"]}, wc.batch_size, wc.normaliser),
+        recipe=lambda wc: recipe_params(
+            config["grid"] | {"epochs": LR["epochs"], "epochs_by_batch_size": []}, wc.batch_size, wc.normaliser
+        ),
     conda:
         CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once

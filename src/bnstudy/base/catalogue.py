@@ -92,10 +92,10 @@ STUDIES = (
     Study("batch_size", "batch_size_eval", {"batch_size": 0.6, "batch_size_remedies": 0.6}),
     Study("curves", "curves", {"curves": 1.0}, optional=True),  # a data set with a validation split
     Study("running_stats", "running_stats", {"running_stats": 1.0}),
-    Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}),
+    Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}, optional=True),
     Study("serving", "serving", {"serving": 1.0}),
-    Study("accumulation", "accumulation", {"accumulation": 1.0}),
-    Study("finetune", "finetune", {"finetune": 1.0}),
+    Study("accumulation", "accumulation", {"accumulation": 1.0}, optional=True),
+    Study("finetune", "finetune", {"finetune": 1.0}, optional=True),
     Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True),
     Study("compare", "compare", optional=True),  # other builds' headline numbers beside this one's
 )  # fmt: skip

@@ -239,23 +239,40 @@ def check_cross_fields(config: dict) -> None:
         if b > n_train:
             raise ConfigError(f"config error: {key}: {b} exceeds the {n_train} training rows ({part.train_source})")
     _check_rates(config["grid"])
+    _check_steps(config["grid"], n_train)
     for check in study_checks(config):
         check(config, part)
 
 
 def _check_rates(grid: dict) -> None:
-    """Each ``grid.lr_by_batch_size`` entry names a grid batch size, and each batch size at most once."""
-    seen: set[int] = set()
-    for i, row in enumerate(grid.get("lr_by_batch_size", [])):
-        b = row["batch_size"]
-        if b not in grid["batch_sizes"]:
+    """Each ``grid.lr_by_batch_size`` and ``grid.epochs_by_batch_size`` entry names a grid batch size,
+    and each batch size at most once in each."""
+    for key, what in (("lr_by_batch_size", "a rate"), ("epochs_by_batch_size", "its epochs")):
+        seen: set[int] = set()
+        for i, row in enumerate(grid.get(key, [])):
+            b = row["batch_size"]
+            if b not in grid["batch_sizes"]:
+                raise ConfigError(
+                    f"config error: grid.{key}[{i}].batch_size: {b} is not one of "
+                    f"grid.batch_sizes {grid['batch_sizes']}"
+                )
+            if b in seen:
+                raise ConfigError(f"config error: grid.{key}[{i}].batch_size: {b} is given {what} twice")
+            seen.add(b)
+
+
+def _check_steps(grid: dict, n_train: int) -> None:
+    """With ``grid.epochs_by_batch_size``, a smaller batch still takes more optimiser steps than a larger
+    one (the paper reads the batch size's effect as that of more and noisier steps)."""
+    if not grid.get("epochs_by_batch_size"):
+        return
+    epochs = {int(r["batch_size"]): int(r["epochs"]) for r in grid["epochs_by_batch_size"]}
+    steps = [(b, epochs.get(b, grid["epochs"]) * (n_train // b)) for b in sorted(grid["batch_sizes"])]
+    for (b, s), (b2, s2) in zip(steps, steps[1:]):
+        if s <= s2:
             raise ConfigError(
-                f"config error: grid.lr_by_batch_size[{i}].batch_size: {b} is not one of "
-                f"grid.batch_sizes {grid['batch_sizes']}"
+                f"config error: grid.epochs_by_batch_size: batch {b} takes {s} steps, not more than batch {b2}'s {s2}"
             )
-        if b in seen:
-            raise ConfigError(f"config error: grid.lr_by_batch_size[{i}].batch_size: {b} is given a rate twice")
-        seen.add(b)
 
 
 def study_checks(config: dict) -> list:

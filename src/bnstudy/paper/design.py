@@ -152,6 +152,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         }
         | lr_schedule_macros(grid, dep)
         | lr_by_batch_macros(grid)
+        | epochs_by_batch_macros(grid)
         | grid_kind_macros(config["normalisers"])
         | published_task_macros(config)
         | first_sweep_macros(config)
@@ -239,6 +240,16 @@ def lr_by_batch_macros(grid: dict) -> dict[str, str]:
         "gridLrByBatch": f"{at_others}, {clause}",
         "gridLrList": words([f"{rates.get(b, grid['lr']):g} at batch {b}" for b in sorted(grid["batch_sizes"])]),
     }
+
+
+def epochs_by_batch_macros(grid: dict) -> dict[str, str]:
+    """``gridEpochsByBatch``, the epochs the grid trains at some batch sizes instead of ``grid.epochs``
+    (a parenthesis printed after the grid's epochs where defined); only for a grid that sets
+    ``epochs_by_batch_size`` (without it nothing changes)."""
+    rows = sorted((int(r["batch_size"]), int(r["epochs"])) for r in grid.get("epochs_by_batch_size", []))
+    if not rows:
+        return {}
+    return {"gridEpochsByBatch": f" ({words([f'{e} at batch {b}' for b, e in rows])})"}
 
 
 CONTROL_WORDS = {"none": "without a normaliser", "layernorm": "layer", "groupnorm": "group", "rmsnorm": "RMS"}

@@ -12,7 +12,8 @@ def check(config: dict, part: Parts) -> None:
     s = config["curves"]
     if config.get("data", {"name": "digits"})["name"] == "digits":
         raise ConfigError("config error: curves: the digits have no validation split to score the epochs on")
-    epochs = config["grid"]["epochs"]
+    grid = config["grid"]
+    epochs = min([grid["epochs"], *(int(r["epochs"]) for r in grid.get("epochs_by_batch_size", []))])
     if s["last_epochs"] >= epochs:
         raise ConfigError(
             f"config error: curves.last_epochs: {s['last_epochs']} is not fewer than the grid's {epochs} epochs"

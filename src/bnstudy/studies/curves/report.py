@@ -141,8 +141,21 @@ def unfinished_sentence(table: pd.DataFrame, last: int, threshold: float) -> str
     )
 
 
-def baselines_sentence(tests: pd.DataFrame, baselines: list[dict], train_rows: int, epochs: int) -> str:
-    """Our best and worst cell's test accuracy beside the published baselines of the data set."""
+def epochs_words(table: pd.DataFrame, unit: str = "") -> str:
+    """The cells' epochs: ``20``, or where batch sizes train for different numbers of epochs the most
+    common with the others in brackets, ``20 (10 at batch 2)`` (the table's caption: "after the last
+    of 20 (10 at batch 2) epochs"); ``unit`` follows the first number (``" epochs"``: ``20 epochs (10
+    at batch 2)``)."""
+    per_batch = table.groupby("batch_size")["epochs"].max().astype(int)
+    counts = per_batch.value_counts()
+    common = int(max(counts.index, key=lambda e: (counts[e], e)))
+    others = [f"{e} at batch {b}" for b, e in per_batch.items() if e != common]
+    return f"{common}{unit} ({words(others)})" if others else f"{common}{unit}"
+
+
+def baselines_sentence(tests: pd.DataFrame, baselines: list[dict], train_rows: int, epochs: str) -> str:
+    """Our best and worst cell's test accuracy beside the published baselines of the data set
+    (``epochs``: how long the networks trained, in words, :func:`epochs_words`)."""
     best = tests.loc[tests["test_accuracy"].idxmax()]
     worst = tests.loc[tests["test_accuracy"].idxmin()]
     ours = (
@@ -163,7 +176,7 @@ def baselines_sentence(tests: pd.DataFrame, baselines: list[dict], train_rows: i
         published.append(f"{value} for {latex.escape(b['what'])}~\\cite{{{b['cite']}}}")
     return (
         f"{ours} Published results on this data set are {words(published)}; our networks are trained for "
-        f"{epochs} epochs on {latex.fmt(int(train_rows))} images without augmentation and their recipe "
+        f"{epochs} on {latex.fmt(int(train_rows))} images without augmentation and their recipe "
         "was chosen for this study's comparisons, not to match these."
     )
 
@@ -191,12 +204,12 @@ def macros(table: pd.DataFrame, tests: pd.DataFrame, settings: dict) -> dict[str
         "curvesLastSpan": last_span(last),
         "curvesLastBefore": f"{number_word(last)} epoch{'s' if last > 1 else ''}",
         "curvesThreshold": points(threshold, 1),
-        "curvesEpochs": str(int(table["epochs"].max())),
+        "curvesEpochs": epochs_words(table),
         "curvesUnfinishedCount": str(int((~table["finished"]).sum())),
         "curvesCells": str(len(table)),
         "curvesUnfinished": unfinished_sentence(table, last, threshold),
         "curvesBaselines": baselines_sentence(
-            tests, settings.get("baselines", []), settings["train_rows"], int(table["epochs"].max())
+            tests, settings.get("baselines", []), settings["train_rows"], epochs_words(table, " epochs")
         ),
     }
 
