@@ -54,6 +54,11 @@ include: "workflow/rules/manifest.smk"
 # starts in about 0.2 CPU s instead of 1.5 to 2. BNSTUDY_JOBSERVER=off starts the jobs alone.
 onstart:
     _network = config["network"].get("kind", "mlp")  # an MLP config compiles no convolution
+    # the convolutions' kernels for the config's number of layers, in the warm-up and the job server
+    if _network == "conv":
+        from bnstudy.tools import warmup
+
+        os.environ[warmup.LAYERS_VARIABLE] = json.dumps(canonical(config["network"]["layers"]))
     shell(
         f"PYTHONPATH={workflow.basedir}/src {sys.executable} -m bnstudy.tools.warmup --jobs {workflow.cores or 1} "
         f"--network {_network}"

@@ -1,4 +1,5 @@
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -107,6 +108,7 @@ def _start_warm_up(machine: str, jobs: int = 1, network: str = "conv"):
         if machine in _WARMING and _covers(_WARMING[machine][0], network):
             return _WARMING[machine][1]
         cmd = [sys.executable, "-m", "bnstudy.tools.warmup", "--jobs", str(jobs), "--network", network]
+        cmd += _layers_argument(machine, network)
         _timeline("start", f"kernel warm-up {machine} ({network}, {jobs} process(es))")
         proc = subprocess.Popen(
             cmd,
@@ -130,6 +132,19 @@ def _start_warm_up(machine: str, jobs: int = 1, network: str = "conv"):
         pool.shutdown(wait=False)
         _WARMING[machine] = (network, future)
         return future
+
+
+def _layers_argument(machine: str, network: str) -> list[str]:
+    """``--layers`` of the tiny Fashion build's config for the machine that build runs as: its
+    convolutions are compiled for that config's number of layers (as its own warm-up would), the other
+    machines' for the tests' two-layer networks."""
+    import test_slurm
+
+    if network != "conv" or machine != test_slurm.MACHINE:
+        return []
+    with open(ROOT / test_slurm.CONFIG) as f:
+        layers = yaml.safe_load(f)["network"]["layers"]
+    return ["--layers", json.dumps(layers, sort_keys=True)]
 
 
 def _finish_warm_up(machine: str) -> None:

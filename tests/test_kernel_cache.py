@@ -77,3 +77,42 @@ def test_functions_of_other_packages_keep_numbas_default_place(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     files = list((tmp_path / "cache").rglob("*.nbi"))
     assert len(files) == 1 and files[0].parent.name.startswith("other_"), files  # Numba's own filing
+
+
+class _Recorded(Exception):
+    pass
+
+
+@pytest.mark.parametrize("config", ["fashion-cnn.yaml", "fashion-cluster.yaml", None])
+def test_the_warm_up_compiles_the_convolutions_for_the_configs_number_of_layers(monkeypatch, config):
+    """The convolutional kernels are typed by the number of layers: the warm-up builds its network with
+    the config's layers (strides and residual connections too) when the workflow names them
+    (``BNSTUDY_CONV_LAYERS``, set by the Snakefile's onstart), else the tests' two layers."""
+    import yaml
+
+    from bnstudy.nets import conv_train
+    from bnstudy.tools import warmup
+
+    if config is None:
+        monkeypatch.delenv(warmup.LAYERS_VARIABLE, raising=False)
+        want = ((4, 8), (1, 2), (-1, -1))
+    else:
+        layers = yaml.safe_load((ROOT / "config" / config).read_text())["network"]["layers"]
+        monkeypatch.setenv(warmup.LAYERS_VARIABLE, json.dumps(layers))
+        want = (
+            (4,) * len(layers),
+            tuple(layer.get("stride", 1) for layer in layers),
+            tuple(layer.get("skip", -1) for layer in layers),
+        )
+        assert len(layers) >= 3 and max(want[2]) >= 0  # deeper than the default, with a residual connection
+    assert warmup.conv_layout() == want
+    built = []
+
+    def record(kind, channels, groups, **kw):
+        built.append((channels, kw["strides"], kw["skips"]))
+        raise _Recorded
+
+    monkeypatch.setattr(conv_train, "ConvSpec", record)
+    with pytest.raises(_Recorded):
+        warmup._conv()
+    assert built == [want]

@@ -131,17 +131,42 @@ def _probes() -> None:
         )
 
 
+# The convolutional kernels are compiled for a number of layers (a network's layers reach them as a
+# tuple, whose length is part of the type): the warm-up compiles those of the config's layers when the
+# workflow names them here (its ``onstart``, ``--layers``), else two layers (the tests' networks).
+LAYERS_VARIABLE = "BNSTUDY_CONV_LAYERS"  # the config's network.layers as JSON
+DEFAULT_LAYERS = ({"channels": 4, "stride": 1}, {"channels": 8, "stride": 2})
+
+
+def conv_layout(layers=None) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """``(channels, strides, skips)`` of the small network whose kernels stand for ``layers``' (a config's
+    ``network.layers``; default: :data:`LAYERS_VARIABLE`'s, else :data:`DEFAULT_LAYERS`): the same
+    number of layers, strides and residual connections, 4 channels a layer (kernels are typed by the
+    number of layers, not their widths; a residual connection needs equal widths)."""
+    import json
+
+    if layers is None:
+        text = os.environ.get(LAYERS_VARIABLE)
+        layers = json.loads(text) if text else DEFAULT_LAYERS
+    if layers is DEFAULT_LAYERS:
+        return (4, 8), (1, 2), (-1, -1)
+    strides = tuple(int(layer.get("stride", 1)) for layer in layers)
+    skips = tuple(int(layer.get("skip", -1)) for layer in layers)
+    return (4,) * len(layers), strides, skips
+
+
 def _conv() -> None:
-    """The convolutional network of ``network.kind: conv``: training, both modes of its forward
-    pass, the shared probes."""
+    """The convolutional network of ``network.kind: conv`` (with the config's number of layers,
+    :func:`conv_layout`): training, both modes of its forward pass, the shared probes."""
     from bnstudy.base import normalisers
     from bnstudy.nets import conv_train, network
     from bnstudy.nets.recipe import Recipe
     from bnstudy.studies.companions import science as companions
 
     x, y = _inputs()
+    channels, strides, skips = conv_layout()
     for kind in normalisers.CONV_NAMES:
-        spec = conv_train.ConvSpec(kind, (4, 8), 2, strides=(1, 2), skips=(-1, -1))
+        spec = conv_train.ConvSpec(kind, channels, 2, strides=strides, skips=skips)
         stacked, _ = network.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
         network.logits(stacked, spec, x)
         network.logits(stacked, spec, x, train=True, batch=4)
@@ -337,10 +362,15 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--network", choices=NETWORKS, default="conv", help="the config's network.kind (default: both networks')"
     )
+    parser.add_argument(
+        "--layers", help=f"the config's network.layers as JSON, for the convolutions (sets {LAYERS_VARIABLE})"
+    )
     parser.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--parts", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--healed", action="store_true", help=argparse.SUPPRESS)  # the cache was checked already
     args = parser.parse_args(argv)
+    if args.layers:  # read by _conv, here and in the processes started below
+        os.environ[LAYERS_VARIABLE] = args.layers
     start = time.monotonic()
     if not args.healed:  # once, before any part compiles
         for line in heal_cache():
