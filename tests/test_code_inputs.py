@@ -2,6 +2,7 @@
 that compute with it (each rule's code inputs are the modules its script can load: bnstudy.base.codedeps)."""
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 STATISTICS = {"base.stats", "base.fixedmath", "compiled.reductions", "studies.batch_size.estimates"}
 
 
-def compiled_modules() -> set[str]:
+@functools.cache  # parsed once a session: every parametrised test asks (about 1 s each)
+def compiled_modules() -> frozenset[str]:
     """Modules that import numba or define kernels with bnstudy.base.fixedmath's JIT decorator."""
     found = set()
     for path in PACKAGE.rglob("*.py"):
@@ -30,7 +32,7 @@ def compiled_modules() -> set[str]:
                 and "JIT" in {a.name for a in node.names}
             ):
                 found.add(name)
-    return found
+    return frozenset(found)
 
 
 def test_the_compiled_modules_are_found():
@@ -46,13 +48,14 @@ def test_the_compiled_modules_are_found():
     assert not {"paper.latex", "paper.figures", "base.designs", "base.io"} & compiled_modules()
 
 
-def script_modules(script: str) -> set[str]:
+@functools.cache
+def script_modules(script: str) -> frozenset[str]:
     """The package modules (dotted, without ``bnstudy.``) a rule script can load."""
-    return {
+    return frozenset(
         ".".join(Path(p).relative_to("src/bnstudy").with_suffix("").parts)
         for p in code_inputs(script, ROOT)
         if p.startswith("src/")
-    }
+    )
 
 
 FIGURE_SCRIPTS = sorted(p.name for p in SCRIPTS.glob("*.py") if "figure" in p.stem)
