@@ -368,6 +368,32 @@ def test_recovery_sentence_every_verdict(case):
         assert not problems(window), window
 
 
+@pytest.mark.parametrize("other_side", ["above", "zero", "below"])
+def test_recovery_sentence_names_another_recomputation_whose_interval_lies_above_zero(other_side):
+    """Where the exact statistics' interval contains zero, the sentence does not say that no share of the
+    loss lies in the running statistics while another recomputation's interval (adjusted alike) lies
+    wholly above zero: it names that one and its share."""
+    others = [("the cumulative average", pair_row(other_side), 0.08), ("PreciseBN", pair_row("zero"), 0.07)]
+    text = batch_size_macros.recovery_sentence(pair_row("below"), pair_row("zero"), 0.13, 2, others)
+    head = (
+        f"Exact statistics of the training data in place of the running averages change the accuracy at batch 2 "
+        f"by {ROW['zero'][3]} (adjusted), an interval that contains zero"
+    )
+    if other_side == "above":
+        assert text == (
+            f"{head}, while the cumulative average's change, {ROW['above'][3]} (adjusted alike), lies wholly "
+            "above zero: by that recomputation a share of the loss (8\\% of it) lies in the running statistics"
+        )
+    else:
+        assert text == (
+            f"{head}, and no other recomputation's change (the cumulative average and PreciseBN) lies wholly "
+            "above zero, so no share of the loss is shown to lie in the running statistics"
+        )
+    assert not problems(text), text
+    for window in in_place("abstract.tex", "recoverySentence", text):
+        assert not problems(window), window
+
+
 RENORM_HEAD = {  # (side at the smallest batch, batch norm's loss below zero) -> the opening
     ("above", True): f"Batch renormalisation recovers 30\\% of the loss at batch 2 ({ROW['above'][3]} (adjusted))",
     ("above", False): f"Batch renormalisation is ahead of batch normalisation at batch 2, by {ROW['above'][3]} "

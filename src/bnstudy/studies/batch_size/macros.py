@@ -133,13 +133,16 @@ def _side(row) -> str:
 STATISTICS = "exact statistics of the training data in place of the running averages"
 
 
-def recovery_sentence(loss, exact, closed: float, b: int) -> str:
+def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
     """What exact statistics recover of batch normalisation's loss to no normaliser at batch ``b``,
     in words that follow the adjusted intervals: ``loss`` (batch norm minus none) and ``exact``
     (exact statistics minus the trained EMA) are paired rows; ``closed``: the share of the gap the
-    exact statistics close. A share of the loss is named only where the loss's interval lies
-    wholly below zero, and the rest put in the weights (by inference) only where the exact
-    statistics' gain lies wholly above zero and leaves a rest."""
+    exact statistics close; ``others``: ``(name, row, closed)`` of the other recomputations at ``b``
+    (the cumulative average, PreciseBN), in the same family of comparisons. A share of the loss is
+    named only where the loss's interval lies wholly below zero, and the rest put in the weights (by
+    inference) only where the exact statistics' gain lies wholly above zero and leaves a rest. Where
+    the exact statistics' interval contains zero but another recomputation's lies wholly above it, that
+    one is named: a share of the loss is then shown to lie in the running statistics after all."""
     gain = f"{_adjusted(exact)} (adjusted)"
     if _side(loss) == "zero":
         return (
@@ -154,9 +157,22 @@ def recovery_sentence(loss, exact, closed: float, b: int) -> str:
         )
     head = f"{STATISTICS[0].upper()}{STATISTICS[1:]}"
     if _side(exact) == "zero":
+        above = [(name, row, share) for name, row, share in others if _side(row) == "above"]
+        if above:
+            name, row, share = max(above, key=lambda o: o[1].gain)
+            return (
+                f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero, while "
+                f"{name}'s change, {_adjusted(row)} (adjusted alike), lies wholly above zero: by that "
+                f"recomputation a share of the loss ({latex.fmt(share, 0, percent=True)} of it) lies in the "
+                "running statistics"
+            )
+        tried = ""
+        if others:
+            names = words([name for name, _, _ in others])
+            tried = f", and no other recomputation's change ({names}) lies wholly above zero"
         return (
-            f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero, so no share "
-            "of the loss is shown to lie in the running statistics"
+            f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero{tried}, so no "
+            "share of the loss is shown to lie in the running statistics"
         )
     if _side(exact) == "below":
         return f"{head} lower the accuracy at batch {b} further, by {gain}"
@@ -217,7 +233,13 @@ def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> di
     exact, exact_cell = row.get(("exact_vs_ema", b)), cell.get(("batchnorm", b, "exact"))
     if exact is not None and exact_cell is not None:
         closed = (exact_cell.mean - base.mean) / gap if gap != 0 else float("nan")
-        m["recoverySentence"] = recovery_sentence(loss, exact, closed, b)
+        others = []
+        for name, kind in (("cumulative_vs_ema", "cumulative"), ("precise_bn_vs_ema", "precise_bn")):
+            other, other_cell = row.get((name, b)), cell.get(("batchnorm", b, kind))
+            if other is not None and other_cell is not None:
+                share = (other_cell.mean - base.mean) / gap if gap != 0 else float("nan")
+                others.append((REMEDY_NAMES[name], other, share))
+        m["recoverySentence"] = recovery_sentence(loss, exact, closed, b, others)
     renorm, renorm_cell = row.get(("batchrenorm_vs_batchnorm", b)), cell.get(("batchrenorm", b, "inference"))
     if renorm is not None and renorm_cell is not None:
         rows = pair_summary[pair_summary.comparison == "batchrenorm_vs_batchnorm"].sort_values("batch_size")
