@@ -1,6 +1,7 @@
 """Study 1 under both protocols (bnstudy.studies.companions.protocols): per-network estimates from probe counts,
-intervals over networks, kept minus dropped by seed, whether each protocol reproduces the published
-rates, and every variant of the generated sentences, against values written out here."""
+intervals over networks and over networks and examples, kept minus dropped by seed, where each published
+rate lies against the crossed interval, when one network drives a mean (bnstudy.studies.companions.driven),
+and every variant of the generated sentences, against values written out here."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from bnstudy.studies.companions import driven
 from bnstudy.studies.companions import protocols as pr
+from share_reference import crossed_reference
 
 PUBLISHED = {"flip_rate": {2: 0.453, 64: 0.006}, "train_mode_accuracy": {2: 0.540, 64: 0.984}}
 
@@ -81,14 +84,28 @@ def test_per_network_rates_are_means_over_examples(out):
     assert set(n.examples) == {2}  # the one-class row and the grid network are left out
 
 
-def test_intervals_over_networks_bounded_and_published_inside_or_not(out):
+def _crossed(network, b):
+    """The networks x examples table of flip rates written out from FLIPS (examples ascending: the
+    probes list them descending) and its crossed interval by the reference."""
+    seeds = sorted(s for (n, s, size) in FLIPS if n == network and size == b)
+    table = [[f / 10 for f in reversed(FLIPS[(network, s, b)])] for s in seeds]
+    return crossed_reference(table, 0.95)
+
+
+def test_intervals_over_networks_bounded_and_published_against_the_crossed_interval(out):
     o = out["over_networks"].set_index(["protocol", "measure", "batch_size"])
     mean, lo, hi = _t([0.45, 0.45, 0.50])
     r = o.loc[("dropped", "flip_rate", 2)]
     assert (r["mean"], r.ci_low, r.ci_high) == pytest.approx((mean, lo, hi))
-    assert r.published == 0.453 and bool(r.inside) and r.ratio == pytest.approx(mean / 0.453)
+    assert r.published == 0.453 and r.ratio == pytest.approx(mean / 0.453)
+    # the published rate is judged against the interval over networks and examples
+    c = _crossed("dependence", 2)
+    assert (r.crossed_low, r.crossed_high) == pytest.approx(c["ci"])
+    assert r.place == "inside" and bool(r.inside) and not r.driven
     r = o.loc[("kept", "flip_rate", 2)]
-    assert not r.inside and r.ci_low > 0.453
+    assert r.ci_low > 0.453  # outside the interval over networks alone ...
+    assert (r.crossed_low, r.crossed_high) == pytest.approx(_crossed("dependence_keep", 2)["ci"])
+    assert r.crossed_low < 0.453 and r.place == "inside"  # ... inside the one over networks and examples
     r = o.loc[("dropped", "flip_rate", 64)]
     # a plain t interval would reach below zero here; on the logit scale it stays inside (0, 1)
     values = [0.05, 0.05, 0.0]  # the three networks' rates at b = 64 (FLIPS)
@@ -97,6 +114,18 @@ def test_intervals_over_networks_bounded_and_published_inside_or_not(out):
     assert (r["mean"], r.ci_low, r.ci_high) == pytest.approx((mean, lo, hi))
     assert mean - sps.t.ppf(0.975, 2) * np.std(values, ddof=1) / math.sqrt(3) < 0  # where a plain t interval goes
     assert o.loc[("kept", "flip_rate", 64), "networks"] == 3
+    # kept at b = 64: 0.0, 0.1, 0.0; the one network's 0.1 exceeds the others' sum, 0
+    assert bool(o.loc[("kept", "flip_rate", 64), "driven"])
+
+
+def test_a_published_rate_far_off_lies_above_or_below_the_crossed_interval():
+    published = {"flip_rate": {2: 0.999, 64: 0.0001}, "train_mode_accuracy": {}}
+    o = pr.report(_probes(FLIPS), published, 0.95)["over_networks"].set_index(["protocol", "measure", "batch_size"])
+    for p in ("dropped", "kept"):
+        assert o.loc[(p, "flip_rate", 2), "place"] == "above"
+        assert o.loc[(p, "flip_rate", 64), "place"] == "below"
+        assert not o.loc[(p, "flip_rate", 64), "inside"]
+        assert o.loc[(p, "train_mode_accuracy", 2), "place"] == ""  # no published value
 
 
 def test_kept_minus_dropped_paired_by_seed(out):
@@ -111,6 +140,17 @@ def test_kept_minus_dropped_paired_by_seed(out):
     assert m["protKeptMinusDroppedFlipRateMinCi"] == f"[{100 * (mean - half):+.1f}, {100 * (mean + half):+.1f}]"
 
 
+def _interval_text(c):
+    lo, hi = c["ci"]
+    return f"[{pct(lo)}, {pct(hi)}]"
+
+
+def pct(v):
+    """A share in percent at one decimal, the endpoint rule written out for the values used here
+    (a share above 0 below 0.05 points gets a second decimal)."""
+    return f"{100 * v:.2f}\\%" if 0 < 100 * v < 0.05 else f"{100 * v:.1f}\\%"
+
+
 def test_macros_say_which_protocol_reproduces(out):
     m = out["macros"]
     assert m["protNetworksDropped"] == m["protNetworksKept"] == m["protPairs"] == "3"
@@ -118,25 +158,43 @@ def test_macros_say_which_protocol_reproduces(out):
     assert m["protDroppedFlipRateMin"] == m["protDroppedFlipRateBTwo"] == "46.7\\%"
     assert m["protKeptFlipRateMax"] == m["protKeptFlipRateBSixFour"] == "3.3\\%"
     assert m["protPublishedFlipRateMin"] == "45.3\\%"
+    crossed = {(p, b): _crossed(p, b) for p in ("dependence", "dependence_keep") for b in (2, 64)}
+    assert m["protDroppedFlipRateMinCrossedCi"] == _interval_text(crossed[("dependence", 2)])
+    assert m["protKeptFlipRateMaxCrossedCi"] == _interval_text(crossed[("dependence_keep", 64)])
     assert m["protReproducesDropped"] == (
-        "with the leftover rows dropped, the published flip rate lies inside the interval over networks "
-        "at every probe size"
+        "with the leftover rows dropped, the published flip rate lies inside our interval over networks and "
+        f"examples at $b = 2$ ({_interval_text(crossed[('dependence', 2)])}) and $b = 64$ "
+        f"({_interval_text(crossed[('dependence', 64)])})"
     )
     assert m["protReproducesKept"] == (
-        "with the leftover rows kept, the published flip rate lies inside the interval over networks at "
-        "$b = 64$ and outside it at $b = 2$"
+        "with the leftover rows kept, the published flip rate lies inside our interval over networks and "
+        f"examples at $b = 2$ ({_interval_text(crossed[('dependence_keep', 2)])}) and $b = 64$ "
+        f"({_interval_text(crossed[('dependence_keep', 64)])})"
     )
-    assert m["protVerdict"] == (
-        "The protocol with the leftover rows dropped is consistent with the published flip rates at every probe "
-        "size; the one with them kept is not: at $b = 2$ only the protocol with the leftover rows dropped "
-        "is consistent with the published rate; the one with them kept is not."
+    assert m["protVerdict"] == "Both protocols are consistent with the published flip rates at every probe size."
+    # kept at b = 64: seeds 0, 1, 2 at 0.0, 0.1, 0.0 (one network drives the mean 1/30; median 0)
+    driven_words = (
+        " (one network drives this mean, its value exceeding the sum of the other two: per network "
+        "0.0\\%, 10.0\\% and 0.0\\% for seeds 0, 1 and 2; median 0.0\\%)"
     )
+    assert m["protKeptFlipRateMaxDriven"] == m["protKeptFlipRateBSixFourDriven"] == driven_words
+    assert m["protDroppedFlipRateMaxDriven"] == m["protKeptFlipRateMinDriven"] == ""
+    assert m["protMaxComparison"] == (
+        "At $b = 64$, against the published 0.6\\%, our mean flip rate with the rows dropped is 5.6 times "
+        f"theirs; with them kept 5.6 times theirs{driven_words}, the median zero."
+    )
+    note = " $^\\dagger$\\,Marked means: the flip rate with the rows kept at $b = 64$"
+    assert m["protDrivenNote"] == f"{note}{driven_words}."
+    assert not any(k.endswith("Ratio") for k in m)  # the mean's multiple is said in words, with the median
     summary = out["summary"]
     assert summary["reproduces_flip_rate"] == {
         "dropped": {"inside": [2, 64], "outside": []},
-        "kept": {"inside": [64], "outside": [2]},
+        "kept": {"inside": [2, 64], "outside": []},
     }
-    assert summary["over_networks"]["kept"]["flip_rate"]["2"]["published_inside"] is False
+    kept2 = summary["over_networks"]["kept"]["flip_rate"]["2"]
+    assert kept2["published_inside"] is True and kept2["published_place"] == "inside"
+    assert kept2["crossed_ci"] == pytest.approx(list(crossed[("dependence_keep", 2)]["ci"]))
+    assert summary["over_networks"]["kept"]["flip_rate"]["64"]["driven_by_one_network"] is True
 
 
 def test_latex_table_rows(out):
@@ -144,6 +202,8 @@ def test_latex_table_rows(out):
     assert len(rows) == 4 and all(len(r) == len(header) == len(align) for r in rows)
     assert rows[0][:2] == ["flip rate", "$b=2$"] and rows[0][4] == "45.3\\%"
     assert rows[0][3].startswith("61.7\\% [")
+    assert rows[1][3].startswith("3.3\\%$^\\dagger$ [")  # kept at b = 64: one network drives the mean
+    assert "dagger" not in rows[1][2] and "dagger" not in rows[0][3]
     assert rows[2][0] == "train-mode acc." and rows[2][4] == "54.0\\%"
 
 
@@ -153,18 +213,43 @@ def test_a_protocol_without_probes_is_named():
         pr.report(_probes(only), PUBLISHED, 0.95)
 
 
-@pytest.mark.parametrize("protocol", ["dropped", "kept"])
-@pytest.mark.parametrize(
-    "inside,outside",
-    [([], [2, 4]), ([2], [4]), ([2, 4], []), ([2, 4], [16, 64]), ([4], [2, 16, 64])],
+PLACES = (
+    {2: "inside", 4: "inside"},
+    {2: "below", 4: "below"},
+    {2: "above"},
+    {2: "inside", 4: "below"},
+    {2: "above", 4: "inside"},
+    {2: "below", 4: "above", 16: "inside"},
+    {2: "inside", 4: "above", 16: "below", 64: "inside"},
 )
-def test_every_reproduction_sentence_reads(protocol, inside, outside):
-    text = pr.reproduction(protocol, inside, outside)
+
+
+@pytest.mark.parametrize("protocol", ["dropped", "kept"])
+@pytest.mark.parametrize("places", PLACES)
+def test_every_reproduction_sentence_reads(protocol, places):
+    intervals = {b: f"[{b}.0\\%, {b}.5\\%]" for b in places}
+    text = pr.reproduction(protocol, places, intervals)
     _reads(text)
     assert text.startswith(f"with the leftover rows {protocol}, the published flip rate lies ")
-    assert ("every probe size" in text) == (not inside or not outside)
-    for b in inside + outside:
-        assert f"$b = {b}$" in text or not (inside and outside)
+    assert text.count("our interval over networks and examples") == 1
+    for b, place in places.items():
+        assert f"$b = {b}$ ([{b}.0\\%, {b}.5\\%])" in text
+    groups = [p for p in pr.PLACE_ORDER if p in places.values()]
+    # the groups in order inside, below, above; the first names the interval, the rest say "it"
+    positions = [text.index(f" {p} ") for p in groups]
+    assert positions == sorted(positions)
+    for p in groups[1:]:
+        assert f" {p} it at " in text
+    # each size sits in its own place's group
+    for b, place in places.items():
+        before = text[: text.index(f"$b = {b}$")]
+        assert max(groups, key=lambda g: before.rfind(f" {g} ")) == place
+
+
+def test_a_reproduction_without_any_interval_says_so():
+    text = pr.reproduction("kept", {}, {})
+    _reads(text)
+    assert text == "with the leftover rows kept, no published flip rate has an interval to be set against"
 
 
 SIZES = ([], [2], [4], [2, 4])
@@ -172,29 +257,59 @@ SIZES = ([], [2], [4], [2, 4])
 
 @pytest.mark.parametrize("dropped_in", SIZES)
 @pytest.mark.parametrize("kept_in", SIZES)
-def test_every_verdict_sentence_reads(dropped_in, kept_in):
+@pytest.mark.parametrize("judged", [("dropped", "kept"), ("dropped",), ("kept",), ()])
+def test_every_verdict_sentence_reads(dropped_in, kept_in, judged):
     sizes = [2, 4]
     inside = {"dropped": dropped_in, "kept": kept_in}
     outside = {p: [b for b in sizes if b not in v] for p, v in inside.items()}
-    text = pr.verdict_sentence(inside, outside, 2)
+    for p in ("dropped", "kept"):  # a protocol not judged has no published rate set against it
+        if p not in judged:
+            inside[p], outside[p] = [], []
+    text = pr.verdict_sentence(inside, outside)
     _reads(text)
-    assert text[0].isupper() and text.endswith(".") and text.count(":") == 1
-    whole = [p for p in inside if not outside[p]]
-    assert text.startswith(
-        {0: "Neither protocol", 1: f"The protocol with the leftover rows {whole[0] if whole else ''}", 2: "Both"}[
-            len(whole)
-        ]
-    )
-    head = [p for p in inside if 2 in inside[p]]
-    if len(head) == 1:
-        assert f"only the protocol with the leftover rows {head[0]} is consistent with" in text
-    elif not head:
-        assert "neither is consistent with the published rate at $b = 2$" in text
+    assert text[0].isupper() and text.endswith(".") and ":" not in text
+    whole = [p for p in judged if not outside[p]]
+    if not judged:
+        assert text.startswith("No published flip rate")
+    elif len(judged) == 1:
+        verb = "is" if whole else "is not"
+        assert text.startswith(f"The protocol with the leftover rows {judged[0]} {verb} consistent")
+    else:
+        assert text.startswith(
+            {0: "Neither protocol", 1: f"The protocol with the leftover rows {whole[0] if whole else ''}", 2: "Both"}[
+                len(whole)
+            ]
+        )
+
+
+@pytest.mark.parametrize("dropped", [[0.01, 0.012, 0.011], [0.01, 0.3, 0.02], [0.0, 0.0, 0.0]])
+@pytest.mark.parametrize("kept", [[0.02, 0.03, 0.025], [0.01, 0.031, 0.338], [0.0, 0.1, 0.0]])
+@pytest.mark.parametrize("theirs", [0.006, 0.0, None])
+def test_every_max_comparison_reads(dropped, kept, theirs):
+    seeds = [0, 1, 2]
+    means = {"dropped": float(np.mean(dropped)), "kept": float(np.mean(kept))}
+    text = pr.max_comparison(64, theirs, means, {"dropped": (dropped, seeds), "kept": (kept, seeds)})
+    if theirs is None:
+        assert text == ""
+        return
+    _reads(text)
+    assert text.startswith(f"At $b = 64$, against the published {pct(theirs)}") and text.endswith(".")
+    if theirs == 0:
+        assert "times" not in text and "no multiple" in text
+        return
+    for p, values in (("dropped", dropped), ("kept", kept)):
+        clause = driven.driven_clause(values, seeds, pr._pct)
+        assert (clause != "") == driven.drives(values)
+        if clause:
+            assert clause in text and text.count("the median") >= 1
+    assert "0.0 times" not in text  # a zero rate says zero
+    assert text.count("the median") == sum(driven.drives(v) for v in (dropped, kept))
 
 
 def _reads(text: str) -> None:
     """Grammar-level invariants: no word doubled, no empty list, no stray spaces or punctuation."""
     words = re.findall(r"[A-Za-z$=0-9]+", text)
-    assert all(a.lower() != b.lower() for a, b in zip(words, words[1:])), text
+    # digits alone may repeat (3.3\\% is the tokens 3 and 3)
+    assert all(a.lower() != b.lower() or a.isdigit() for a, b in zip(words, words[1:])), text
     assert "  " not in text and " ," not in text and " ;" not in text and " ." not in text, text
     assert "at  " not in text and "at and" not in text and "at ." not in text, text

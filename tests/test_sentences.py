@@ -162,13 +162,8 @@ def test_interval_sign_macros_every_pattern(pattern):
 
 
 def published_case(rates: dict[int, float], ours: dict[int, tuple[float, float, float]]):
-    net = pd.DataFrame(
-        [
-            {"design": "random", "measure": "flip_rate", "batch_size": b, "mean": m, "ci_low": lo, "ci_high": hi}
-            for b, (m, lo, hi) in ours.items()
-        ]
-    )
-    return companions_summary.published_ratio_macros({}, net, {"flip_rate": rates}, sorted(ours))
+    """Our mean and interval over networks and examples per size beside the published rate."""
+    return companions_summary.published_comparison({b: (rates[b], *v) for b, v in ours.items() if b in rates})
 
 
 @pytest.mark.parametrize(
@@ -177,13 +172,15 @@ def published_case(rates: dict[int, float], ours: dict[int, tuple[float, float, 
         {2: (0.45, 0.40, 0.50), 16: (0.05, 0.04, 0.06)},  # inside, above
         {2: (0.30, 0.25, 0.35), 16: (0.032, 0.02, 0.04)},  # below, inside
         {2: (0.45, 0.44, 0.46)},  # one size only
+        {2: (0.60, 0.55, 0.65), 16: (0.05, 0.04, 0.06)},  # below, above
+        {},  # no size: n/a
     ],
 )
 def test_published_comparison_sentences(ours):
     m = published_case({2: 0.453, 16: 0.032}, ours)
     text = (
-        f"Against the published flip rates: {m['compPublishedComparison']}. "
-        f"The published rate lies outside our interval {m['compPublishedOutside']}."
+        "We set the published flip rates against our intervals over networks and examples: "
+        f"{m['compPublishedComparison']}. The published rate lies outside that interval {m['compPublishedOutside']}."
     )
     assert not problems(text), text
     assert text.count("times theirs") + text.count("equal to theirs to two decimals") == len(ours)

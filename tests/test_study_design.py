@@ -135,3 +135,23 @@ def test_the_grids_normalisers_are_named_for_the_sentences_about_them():
     cnn = grid_kind_macros(["none", "batchnorm", "groupnorm"])
     assert "gridHasRenorm" not in cnn and "gridHasLayernorm" not in cnn
     assert cnn["gridControlWords"] == "without a normaliser or with group normalisation"
+
+
+@pytest.mark.parametrize("grid", ["drop", "keep"])
+@pytest.mark.parametrize("dependence", ["drop", "keep"])
+def test_the_last_batch_is_said_unstated_by_the_published_text_in_every_variant(grid, dependence):
+    """The published text does not say how an epoch's last batch was handled: no variant claims it
+    did; each cites PyTorch's DataLoader default and names the parts that drop the batch."""
+    from bnstudy.paper.design import last_batch_departure
+
+    text = last_batch_departure(grid, dependence)
+    assert text.startswith("The published text does not say how an epoch's last, smaller batch was handled; ")
+    default = "\\texttt{drop\\_last=True} (\\texttt{drop\\_last} defaults to \\texttt{False})"
+    assert f"{default}~\\cite{{torchdataloader}}" in text
+    assert "default data loader" not in text and "as the published study used" not in text
+    assert text.endswith(".") and "  " not in text
+    dropped = [name for name, p in (("the grid", grid), ("the dependence network", dependence)) if p == "drop"]
+    if dropped:
+        assert f"so dropping it for {' and '.join(dropped)} may depart from the published protocol." in text
+    else:
+        assert "we keep it, as PyTorch's \\texttt{DataLoader} does unless given" in text

@@ -20,6 +20,7 @@ from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
 from bnstudy.studies.companions import science as companions
 from bnstudy.studies.companions import summary as companions_summary
 from bnstudy.studies.companions.summary import ratio_words
+from share_reference import crossed_reference as share_crossed_reference
 from share_reference import logit_t_interval
 
 K = 7  # probes per example (random and one-class designs)
@@ -310,33 +311,8 @@ def value_and_ci(v, lo, hi, f=pct):
 
 
 def crossed_reference(table):
-    """Mean, interval and variance components of a networks x examples table, written out:
-    the two-way analysis of variance without replication by NumPy's row and column means, the
-    grand mean's variance ``(MS_net + MS_ex - MS_res) / (N E)`` with Satterthwaite's degrees of
-    freedom, or, where that is not above the larger of ``MS_net`` and ``MS_ex``, that mean square
-    over ``N E`` with its own degrees of freedom; the t interval on the logit scale."""
-    y = np.asarray(table, dtype=float)
-    n, e = y.shape
-    grand = y.mean()
-    rows, cols = y.mean(axis=1) - grand, y.mean(axis=0) - grand
-    resid = y - grand - rows[:, None] - cols[None, :]
-    ms_n, ms_e = e * (rows**2).sum() / (n - 1), n * (cols**2).sum() / (e - 1)
-    ms_r = (resid**2).sum() / ((n - 1) * (e - 1))
-    combined = ms_n + ms_e - ms_r
-    df = combined**2 / (ms_n**2 / (n - 1) + ms_e**2 / (e - 1) + ms_r**2 / ((n - 1) * (e - 1)))
-    if combined <= max(ms_n, ms_e):
-        combined, df = (ms_n, n - 1) if ms_n >= ms_e else (ms_e, e - 1)
-    half = sps.t.ppf(0.5 + CONF / 2, df) * np.sqrt(combined / (n * e)) / (grand * (1 - grand))
-    logit = np.log(grand / (1 - grand))
-    s_n, s_e = max((ms_n - ms_r) / e, 0.0), max((ms_e - ms_r) / n, 0.0)
-    parts = np.array([s_n / n, s_e / e, ms_r / (n * e)])
-    return {
-        "ci": (1 / (1 + np.exp(-(logit - half))), 1 / (1 + np.exp(-(logit + half)))),
-        "sd_networks": np.sqrt(s_n),
-        "sd_examples": np.sqrt(s_e),
-        "shares": parts / parts.sum(),
-        "df": df,
-    }
+    """:func:`share_reference.crossed_reference` at this module's confidence."""
+    return share_crossed_reference(table, CONF)
 
 
 def flip_table(b):
@@ -405,9 +381,9 @@ def expected_macros(published=PUBLISHED):
     lo, hi = first[("random", 2)]["flip_rate_ci_low"], first[("random", 2)]["flip_rate_ci_high"]
     m["compExactInInterval"] = "inside" if lo <= exact <= hi else "outside"
     clauses, outside = [], []
-    for b in SIZES:  # the published rates against the interval over the dependence networks
-        v = np.array([expected_cell("dependence", s, "random", b)["flip_rate"] for s in (1, 2, 4)])
-        mean, _, lo, hi = logit_t_interval(v, CONF)
+    for b in SIZES:  # the published rates against the interval over the dependence networks and the examples
+        c = crossed_reference(flip_table(b))
+        mean, (lo, hi) = c["mean"], c["ci"]
         theirs = published["flip_rate"][b]
         where = "below" if theirs < lo else "above" if theirs > hi else "inside"
         outside += [f"$b={b}$"] if where != "inside" else []
@@ -425,6 +401,17 @@ def expected_macros(published=PUBLISHED):
         for name, share in zip(("Networks", "Examples", "Residual"), c["shares"]):
             m[f"compShare{name}{end}"] = f"{100 * share:.0f}\\%"
         m[f"compComponentsDf{end}"] = f"{c['df']:.0f}"
+    for b in SIZES:  # every network's rate and the median where one network's exceeds the others' sum
+        rates = [expected_cell("dependence", s, "random", b)["flip_rate"] for s in (1, 2, 4)]
+        top = max(rates)
+        words = ""
+        if top > sum(rates) - top:
+            listed = f"{pct(rates[0])}, {pct(rates[1])} and {pct(rates[2])}"
+            words = (
+                " (one network drives this mean, its value exceeding the sum of the other two: per network "
+                f"{listed} for seeds 1, 2 and 4; median {pct(sorted(rates)[1])})"
+            )
+        m[f"compNetFlipRateDriven{SIZE_NAME[b]}"] = words
     controls = PROBES[PROBES.normaliser == "none"]
     m["compControlNetworks"] = "2"
     m["compControlProbes"] = f"{int(controls.batches.sum()):,}".replace(",", "{,}")
@@ -454,6 +441,8 @@ def expected_macros(published=PUBLISHED):
         for stem in ("compFlip", "compAcc", "compEver", "compKeepFlip") + tuple(
             f"compNet{w}" for w in MEASURE_NAME.values()
         ):
+            if stem == "compNetFlipRate":
+                m[f"compNetFlipRateDriven{end}"] = m[f"compNetFlipRateDriven{SIZE_NAME[b]}"]
             for ci in ("", "Ci"):
                 m[f"{stem}{ci}{end}"] = m[f"{stem}{ci}{SIZE_NAME[b]}"]
         for norm in ("Batchnorm", "Batchrenorm"):
@@ -475,12 +464,12 @@ def test_every_macro_by_value(result):
 
 
 def test_published_rates_are_placed_against_our_interval_with_the_ratio():
-    """A published rate moved below, into and above the interval over the dependence networks:
+    """A published rate moved below, into and above the interval over the dependence networks and the examples:
     the clause says where it lies and the ratio of ours to it; the sizes outside are listed."""
     nets = {}
     for b in SIZES:
-        v = np.array([expected_cell("dependence", s, "random", b)["flip_rate"] for s in (1, 2, 4)])
-        nets[b] = logit_t_interval(v, CONF)
+        c = crossed_reference(flip_table(b))
+        nets[b] = (c["mean"], None, *c["ci"])
     m2, _, lo2, hi2 = nets[2]
     m4, _, lo4, hi4 = nets[4]
     assert 0 < lo2 < hi2 < 1 and lo4 > 0.02  # room below and above both intervals

@@ -138,6 +138,8 @@ def test_grid_macros_are_at_the_smallest_and_the_largest_of_three_probe_sizes():
         [
             {"network": net, "normaliser": norm, "train_batch_size": tb, "seed": s, "label": s % 2}
             | {"batches": 5, "flips": 0 if norm == "none" else 2}
+            # one example probed: no crossed interval to set the published rate against
+            | {"design": "random", "batch_size": 2, "example": 0}
             for net, norm, tb in (("grid", "batchnorm", 2), ("grid", "batchnorm", 16), ("grid", "none", 2))
             + (("dependence", "batchnorm", 16),)
             for s in (0, 1)
@@ -166,6 +168,7 @@ def test_grid_macros_are_at_the_smallest_and_the_largest_of_three_probe_sizes():
             want[f"compGrid{word}Min{name}"] = low
             want[f"compGrid{word}Max{name}"] = high
     assert {k: v for k, v in got.items() if k.startswith("compGrid")} == want
+    assert got["compPublishedComparison"] == "n/a" and got["compPublishedOutside"] == "at no size"
     # the largest size's spread differs from the middle one's: a mix-up would show
     assert _grid_expected(over_seeds, "batchnorm", 8) != _grid_expected(over_seeds, "batchnorm", 4)
 

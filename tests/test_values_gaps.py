@@ -277,14 +277,17 @@ def test_an_interval_ending_exactly_at_zero_establishes_no_loss():
 def test_published_comparison_skips_a_size_the_source_did_not_publish_and_goes_on():
     from bnstudy.studies.companions import summary as companions_summary
 
+    # two networks x two examples at each size; nothing published at b = 2, the first size
     rows = [
-        {"design": "random", "measure": "flip_rate", "batch_size": b, "mean": m, "ci_low": lo, "ci_high": hi}
-        for b, m, lo, hi in ((2, 0.2, 0.15, 0.25), (16, 0.05, 0.04, 0.06))
+        {"network": "dependence", "design": "random", "batch_size": b, "seed": s, "example": e, "batches": 100}
+        | {"flips": f}
+        for b, flips in ((2, (20, 22, 18, 21)), (16, (5, 6, 4, 5)))
+        for (s, e), f in zip(((0, 0), (0, 1), (1, 0), (1, 1)), flips)
     ]
-    published = {"flip_rate": {16: 0.032}}  # nothing published at b = 2, the first size
-    m = companions_summary.published_ratio_macros({}, pd.DataFrame(rows), published, [2, 16])
-    assert m["compPublishedComparison"].startswith("at $b=16$ the published 3.2")
-    assert "lies below our interval" in m["compPublishedComparison"]
+    published = {"flip_rate": {16: 0.5}}
+    m = companions_summary.published_ratio_macros(pd.DataFrame(rows), published, [2, 16], 0.95)
+    assert m["compPublishedComparison"].startswith("at $b=16$ the published 50.0")
+    assert "lies above our interval" in m["compPublishedComparison"] and "$b=2$" not in m["compPublishedComparison"]
     assert m["compPublishedOutside"] == "at $b=16$"
 
 

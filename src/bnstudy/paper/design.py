@@ -309,18 +309,28 @@ def pooled_rows_sentence(policy: str, batch_sizes, rows: int) -> str:
     return "it pools " + _list(parts)
 
 
+DROP_LAST = (
+    "unless given \\texttt{drop\\_last=True} (\\texttt{drop\\_last} defaults to \\texttt{False})"
+    "~\\cite{torchdataloader}"
+)
+
+
 def last_batch_departure(grid_policy: str, dependence_policy: str) -> str:
-    """Whether dropping the leftover rows departs from the published protocol, in words."""
+    """What is known of the published protocol's last, smaller batch, in words: the published text
+    does not say how it was handled; PyTorch's ``DataLoader`` keeps it unless ``drop_last=True``
+    (the default is ``False``), so dropping it may depart from the published protocol. Names the
+    parts (grid, dependence network) that drop it."""
     dropped = [
         name
         for name, policy in (("the grid", grid_policy), ("the dependence network", dependence_policy))
         if policy == "drop"
     ]
+    head = "The published text does not say how an epoch's last, smaller batch was handled"
     if not dropped:
-        return "Like the published study, whose default data loader keeps the leftover rows, we keep them."
+        return f"{head}; we keep it, as PyTorch's \\texttt{{DataLoader}} does {DROP_LAST}."
     return (
-        f"This departs from the published protocol for {_list(dropped)}: a default data loader, "
-        "as the published study used, keeps the leftover rows as a last, smaller batch."
+        f"{head}; PyTorch's \\texttt{{DataLoader}} keeps it {DROP_LAST}, so dropping it for {_list(dropped)} "
+        "may depart from the published protocol."
     )
 
 

@@ -38,7 +38,7 @@ COMPARISONS = (
     ("cumulative_vs_ema", ("batchnorm", "cumulative"), ("batchnorm", "inference")),
     ("precise_bn_vs_ema", ("batchnorm", "precise_bn"), ("batchnorm", "inference")),
     ("exact_vs_ema", ("batchnorm", "exact"), ("batchnorm", "inference")),
-    # the departure from the published protocol: leftover rows kept (mode ``inference_keep``) minus dropped
+    # leftover rows kept (mode ``inference_keep``) minus dropped: how far the unstated last-batch policy matters
     ("batchnorm_keep_vs_drop", ("batchnorm", "inference_keep"), ("batchnorm", "inference")),
     ("none_keep_vs_drop", ("none", "inference_keep"), ("none", "inference")),
 )

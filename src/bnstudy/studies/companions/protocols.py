@@ -1,6 +1,8 @@
 """Study 1 under both protocols: the dependence networks trained with each epoch's leftover rows
-dropped (our protocol, ``dependence``) and kept (the published protocol's default loader,
-``dependence_keep``), probed alike, side by side against the published table.
+dropped (our protocol, ``dependence``) and kept (``dependence_keep``), probed alike, side by side
+against the published table. The published text does not say how an epoch's last, smaller batch
+was handled; PyTorch's ``DataLoader`` keeps it unless ``drop_last=True`` (``drop_last`` defaults
+to ``False``), so both protocols are measured.
 
 Per network (one per seed; a seed gives both protocols the same initial weights and batch
 order, the kept protocol adding the leftover batch), random companions at each probe size:
@@ -12,12 +14,20 @@ order, the kept protocol adding the leftover batch), random companions at each p
 These are the per-network estimates of :func:`bnstudy.studies.companions.estimates.summarise` (means correctly
 rounded, :func:`bnstudy.base.stats.mean_sd`). Over networks: the mean and a Student-t interval
 on the logit scale (:func:`bnstudy.base.stats.share_interval`), which stays within [0, 1] as every
-measure is a share; kept minus
-dropped paired by seed (:func:`bnstudy.studies.batch_size.paired.paired_interval`). A protocol is
+measure is a share; kept minus dropped paired by seed
+(:func:`bnstudy.studies.batch_size.paired.paired_interval`).
+
+The published values come from one network, other examples and another split, so a protocol is
 *consistent with* a published value at a probe size when the value lies inside the protocol's
-interval over networks (the JSON's ``reproduces_flip_rate``, a name kept from before); each
-interval is one of a family of one per probe size and measure, with no correction for
-multiplicity. Nothing here depends on the CPU.
+interval over networks *and* examples (the crossed interval of
+:func:`bnstudy.studies.companions.summary.crossed_interval`, the one the companions section
+reports; the JSON's ``reproduces_flip_rate``, a name kept from before). Each interval is one of a
+family of one per probe size and measure, with no correction for multiplicity.
+
+A mean that one network drives (:func:`bnstudy.studies.companions.driven.drives`: with three or
+more networks, the largest value exceeds the sum of the others) is printed with every network's
+value and the median beside it (``...Driven`` macros, the table's dagger and its note). Nothing
+here depends on the CPU.
 """
 
 from __future__ import annotations
@@ -28,9 +38,12 @@ from bnstudy.base.stats import mean_sd, share_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import words
 from bnstudy.studies.batch_size.paired import paired_interval
+from bnstudy.studies.companions import driven
+from bnstudy.studies.companions.summary import crossed_interval, published_place, ratio_words
 
 PROTOCOLS = ("dependence", "dependence_keep")  # network names of the probe rows: dropped, kept
 PROTOCOL_WORDS = {"dependence": "dropped", "dependence_keep": "kept"}
+PROTOCOL_NETWORK = {word: network for network, word in PROTOCOL_WORDS.items()}
 MEASURES = ("flip_rate", "train_mode_accuracy")
 COUNTS = {"flip_rate": "flips", "train_mode_accuracy": "correct"}
 
@@ -61,16 +74,24 @@ def per_network(probes: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def over_networks(networks: pd.DataFrame, published: dict, confidence: float) -> pd.DataFrame:
-    """Per protocol, measure and probe size: networks, mean, sd, interval (logit scale, within [0, 1]),
-    the published value (NaN if none), whether it lies inside the interval, ours / published."""
+def over_networks(networks: pd.DataFrame, probes: pd.DataFrame, published: dict, confidence: float) -> pd.DataFrame:
+    """Per protocol, measure and probe size: networks, mean, sd, interval over networks (logit scale,
+    within [0, 1]), the interval over networks and examples (``crossed_low``/``crossed_high``:
+    :func:`bnstudy.studies.companions.summary.crossed_interval`, NaN with one network), the
+    published value (NaN if none), where it lies against the crossed interval (``place``:
+    ``inside``, ``below``, ``above``; empty without a published value or a crossed interval),
+    whether inside, ours / published, and whether one network drives the mean (``driven``)."""
     out = []
     for protocol in PROTOCOL_WORDS.values():
         for measure in MEASURES:
             for b, g in networks[networks["protocol"] == protocol].groupby("batch_size", sort=True):
-                mean, sd, lo, hi = share_interval(g.sort_values("seed")[measure].tolist(), confidence)
+                values = g.sort_values("seed")[measure].tolist()
+                mean, sd, lo, hi = share_interval(values, confidence)
+                c = crossed_interval(probes, PROTOCOL_NETWORK[protocol], int(b), confidence, COUNTS[measure])
+                c_lo, c_hi = (float("nan"), float("nan")) if c is None else (c["ci_low"], c["ci_high"])
                 theirs = published.get(measure, {}).get(int(b))
                 theirs = float("nan") if theirs is None else float(theirs)
+                place = published_place(theirs, c_lo, c_hi) if theirs == theirs and c is not None else ""
                 out.append(
                     {
                         "protocol": protocol,
@@ -81,9 +102,13 @@ def over_networks(networks: pd.DataFrame, published: dict, confidence: float) ->
                         "sd": sd,
                         "ci_low": lo,
                         "ci_high": hi,
+                        "crossed_low": c_lo,
+                        "crossed_high": c_hi,
                         "published": theirs,
-                        "inside": bool(lo <= theirs <= hi),
+                        "place": place,
+                        "inside": place == "inside",
                         "ratio": mean / theirs if theirs == theirs and theirs != 0 else float("nan"),
+                        "driven": driven.drives(values),
                     }
                 )
     return pd.DataFrame(out)
@@ -118,54 +143,93 @@ def _pct_interval(lo, hi) -> str:
     return "(no spread)" if latex.degenerate(lo, hi) else f"[{_pct(lo)}, {_pct(hi)}]"
 
 
-def _sizes(sizes) -> str:
-    return words([f"$b = {b}$" for b in sizes])
+PLACE_ORDER = ("inside", "below", "above")
 
 
-def reproduction(protocol: str, inside: list[int], outside: list[int]) -> str:
-    """Whether one protocol is consistent with the published flip rates, in words: ``inside`` the sizes
-    whose published rate lies inside the protocol's interval over networks, ``outside`` the rest."""
-    head = f"with the leftover rows {protocol}, the published flip rate lies"
-    if not outside:
-        return f"{head} inside the interval over networks at every probe size"
-    if not inside:
-        return f"{head} outside the interval over networks at every probe size"
-    return f"{head} inside the interval over networks at {_sizes(inside)} and outside it at {_sizes(outside)}"
+def reproduction(protocol: str, places: dict[int, str], intervals: dict[int, str]) -> str:
+    """Where the published flip rate lies against one protocol's interval over networks and examples,
+    size by size, in words: ``places[b]`` is ``inside``, ``below`` or ``above``, ``intervals[b]`` the
+    interval as printed. Sizes are grouped by place (inside, below, above), ascending within a group;
+    the first group names the interval, the others say ``it``."""
+    if not places:
+        return f"with the leftover rows {protocol}, no published flip rate has an interval to be set against"
+    groups = []
+    for place in PLACE_ORDER:
+        sizes = sorted(b for b, p in places.items() if p == place)
+        if not sizes:
+            continue
+        what = "our interval over networks and examples" if not groups else "it"
+        listed = words([f"$b = {b}$ ({intervals[b]})" for b in sizes])
+        groups.append(f"{place} {what} at {listed}")
+    if len(groups) == 1:
+        body = groups[0]
+    else:
+        body = ", ".join(groups[:-1]) + " and " + groups[-1]
+    return f"with the leftover rows {protocol}, the published flip rate lies {body}"
 
 
-def verdict_sentence(inside: dict[str, list[int]], outside: dict[str, list[int]], headline: int) -> str:
+def verdict_sentence(inside: dict[str, list[int]], outside: dict[str, list[int]]) -> str:
     """The plain statement: which protocol is consistent with the published flip-rate table (each
-    published rate inside its interval over networks), which is not, and which is consistent with the
-    rate at the ``headline`` size (the smallest probe size). "Consistent with", not "reproduces": a
-    published value inside an interval is not a measurement of the same rate (the text says so)."""
-    whole = [p for p in ("dropped", "kept") if not outside[p]]
-    at_head = [p for p in ("dropped", "kept") if headline in inside[p]]
+    published rate inside its interval over networks and examples), which is not. "Consistent with",
+    not "reproduces": a published value inside an interval is not a measurement of the same rate
+    (the text says so). A protocol with no published rate set against it is left out of the claim."""
+    judged = [p for p in ("dropped", "kept") if inside[p] or outside[p]]
+    whole = [p for p in judged if not outside[p]]
+    if not judged:
+        return "No published flip rate has an interval over networks and examples to be set against."
+    if len(judged) == 1:
+        p = judged[0]
+        verb = "is" if p in whole else "is not"
+        return (
+            f"The protocol with the leftover rows {p} {verb} consistent with the published flip rates at every "
+            "probe size they were set against."
+        )
     if len(whole) == 2:
-        first = "Both protocols are consistent with the published flip rates at every probe size"
-    elif len(whole) == 1:
+        return "Both protocols are consistent with the published flip rates at every probe size."
+    if len(whole) == 1:
         other = "kept" if whole[0] == "dropped" else "dropped"
-        first = (
+        return (
             f"The protocol with the leftover rows {whole[0]} is consistent with the published flip rates at every "
-            f"probe size; the one with them {other} is not"
+            f"probe size; the one with them {other} is not."
         )
-    else:
-        first = "Neither protocol is consistent with the whole published flip-rate table"
-    if len(at_head) == 2:
-        second = f"both are consistent with the published rate at $b = {headline}$"
-    elif len(at_head) == 1:
-        other = "kept" if at_head[0] == "dropped" else "dropped"
-        second = (
-            f"at $b = {headline}$ only the protocol with the leftover rows {at_head[0]} is consistent with the "
-            f"published rate; the one with them {other} is not"
-        )
-    else:
-        second = f"neither is consistent with the published rate at $b = {headline}$"
-    return f"{first}: {second}."
+    return "Neither protocol is consistent with the published flip rates at every probe size."
+
+
+def _multiple(ours: float, theirs: float) -> str:
+    """Ours as a multiple of a positive published rate (:func:`bnstudy.studies.companions.summary.ratio_words`);
+    ``zero`` for a rate of exactly zero, never ``0.0 times theirs``."""
+    return "zero" if ours == 0 else ratio_words(ours, theirs)
+
+
+def max_comparison(size: int, theirs, means: dict[str, float], values: dict[str, tuple[list, list]]) -> str:
+    """Our mean flip rate at the largest probe size as a multiple of the published rate, per protocol,
+    with every network's value and the median beside a mean that one network drives
+    (:func:`bnstudy.studies.companions.driven.driven_clause`); the median's own multiple then follows.
+    ``values[protocol]``: the networks' flip rates and their seeds. Empty without a published rate
+    at that size; no multiple of a published rate of zero."""
+    if theirs is None or theirs != theirs:
+        return ""
+    theirs = float(theirs)
+    head = f"At $b = {size}$, against the published {_pct(theirs)}"
+    if theirs <= 0:
+        parts = [f"with the rows {p} our mean is {_pct(means[p])}" for p in ("dropped", "kept")]
+        return f"{head} (a rate of zero, so no multiple of it), " + " and ".join(parts) + "."
+    clauses = []
+    for p, lead in (("dropped", "our mean flip rate with the rows dropped is"), ("kept", "with them kept")):
+        clause = f"{lead} {_multiple(means[p], theirs)}"
+        rates, seeds = values[p]
+        extra = driven.driven_clause(rates, seeds, _pct)
+        if extra:
+            middle = driven.median(rates)
+            clause += f"{extra}, the median {_multiple(middle, theirs)}"
+        clauses.append(clause)
+    return f"{head}, {clauses[0]}; {clauses[1]}."
 
 
 def published_inside(over: pd.DataFrame) -> tuple[dict, dict]:
-    """Per protocol, the probe sizes whose published flip rate lies inside / outside the interval."""
-    flips = over[(over["measure"] == "flip_rate") & over["published"].notna()]
+    """Per protocol, the probe sizes whose published flip rate lies inside / outside the interval
+    over networks and examples (sizes without a published value or a crossed interval: neither)."""
+    flips = over[(over["measure"] == "flip_rate") & (over["place"] != "")]
     inside = {
         p: sorted(int(b) for b in flips[(flips.protocol == p) & flips.inside].batch_size)
         for p in PROTOCOL_WORDS.values()
@@ -177,10 +241,43 @@ def published_inside(over: pd.DataFrame) -> tuple[dict, dict]:
     return inside, outside
 
 
-def size_macros(cell: pd.DataFrame, pair: pd.DataFrame, published: dict, sizes: list[int]) -> dict:
+def reproduction_macros(over: pd.DataFrame) -> dict:
+    """``protReproducesDropped``/``Kept``: :func:`reproduction` of each protocol's flip rate."""
+    m = {}
+    flips = over[(over["measure"] == "flip_rate") & (over["place"] != "")]
+    for p in PROTOCOL_WORDS.values():
+        rows = flips[flips["protocol"] == p]
+        places = {int(r.batch_size): r.place for r in rows.itertuples(index=False)}
+        intervals = {
+            int(r.batch_size): _pct_interval(r.crossed_low, r.crossed_high) for r in rows.itertuples(index=False)
+        }
+        m[latex.macro_name("prot reproduces", p)] = reproduction(p, places, intervals)
+    return m
+
+
+def driven_note(networks: pd.DataFrame, over: pd.DataFrame) -> str:
+    """The table's note on the means one network drives (each marked with a dagger): per mean, every
+    network's value and the median, after a space (the caption's sentence before it ends with a
+    full stop); empty where no mean is driven."""
+    label = {"flip_rate": "flip rate", "train_mode_accuracy": "training-mode accuracy"}
+    parts = []
+    for r in over[over["driven"]].itertuples(index=False):
+        g = networks[(networks.protocol == r.protocol) & (networks.batch_size == r.batch_size)].sort_values("seed")
+        clause = driven.driven_clause(g[r.measure].tolist(), g["seed"].tolist(), _pct)
+        parts.append(f"the {label[r.measure]} with the rows {r.protocol} at $b = {r.batch_size}${clause}")
+    if not parts:
+        return ""
+    return " $^\\dagger$\\,Marked means: " + "; ".join(parts) + "."
+
+
+def size_macros(
+    cell: pd.DataFrame, pair: pd.DataFrame, networks: pd.DataFrame, published: dict, sizes: list[int]
+) -> dict:
     """Per probe size (``...BTwo...``; at the smallest and largest also ``...Min...``/``...Max...``):
-    each protocol's means and intervals with their ratio to the published rate, kept minus dropped
-    with its verdict, and the published value."""
+    each protocol's means with the interval over networks (``...Ci``) and over networks and
+    examples (``...CrossedCi``), the words that follow a mean one network drives (``...Driven``,
+    empty where none does: :func:`bnstudy.studies.companions.driven.driven_clause`), kept minus
+    dropped with its verdict, and the published value."""
     m = {}
     head = sizes[0]
 
@@ -197,8 +294,9 @@ def size_macros(cell: pd.DataFrame, pair: pd.DataFrame, published: dict, sizes: 
                 stem = f"prot {protocol} {measure}"
                 put(stem, b, "", _pct(r["mean"]))
                 put(stem, b, "ci", _pct_interval(r.ci_low, r.ci_high))
-                if r.published == r.published:
-                    put(stem, b, "ratio", latex.fmt(r.ratio, 1))
+                put(stem, b, "crossed ci", _pct_interval(r.crossed_low, r.crossed_high))
+                g = networks[(networks.protocol == protocol) & (networks.batch_size == b)].sort_values("seed")
+                put(stem, b, "driven", driven.driven_clause(g[measure].tolist(), g["seed"].tolist(), _pct))
         for measure in MEASURES:
             r = pair.loc[(measure, b)]
             stem = f"prot kept minus dropped {measure}"
@@ -212,8 +310,9 @@ def size_macros(cell: pd.DataFrame, pair: pd.DataFrame, published: dict, sizes: 
 
 
 def summary_json(cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside, confidence: float) -> dict:
-    """The JSON summary: each protocol's interval over networks per measure and probe size, kept
-    minus dropped, and where the published flip rate lies."""
+    """The JSON summary: each protocol's intervals over networks and over networks and examples per
+    measure and probe size, whether one network drives the mean, kept minus dropped, and where the
+    published value lies against the interval over networks and examples."""
 
     def over(p, measure, b):
         c = cell.loc[(p, measure, b)]
@@ -221,7 +320,10 @@ def summary_json(cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside,
             "networks": int(c["networks"]),
             "mean": float(c["mean"]),
             "ci": [float(c["ci_low"]), float(c["ci_high"])],
+            "crossed_ci": [_or_none(c["crossed_low"]), _or_none(c["crossed_high"])],
+            "driven_by_one_network": bool(c["driven"]),
             "published": _or_none(c["published"]),
+            "published_place": c["place"] or None,
             "published_inside": bool(c["inside"]),
         }
 
@@ -246,7 +348,7 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
     differences, the JSON summary, macros and a LaTeX table. ``published``: the
     ``companions`` section of ``published.yaml``."""
     networks = per_network(probes)
-    over = over_networks(networks, published, confidence)
+    over = over_networks(networks, probes, published, confidence)
     paired = kept_minus_dropped(networks, confidence)
     sizes = sorted(int(b) for b in networks["batch_size"].unique())
     cell = over.set_index(["protocol", "measure", "batch_size"])
@@ -261,11 +363,20 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
         "protSizeMin": str(head),
         "protSizeMax": str(sizes[-1]),
         "protSizeCount": str(len(sizes)),
-        "protReproducesDropped": reproduction("dropped", inside["dropped"], outside["dropped"]),
-        "protReproducesKept": reproduction("kept", inside["kept"], outside["kept"]),
-        "protVerdict": verdict_sentence(inside, outside, head),
+        "protVerdict": verdict_sentence(inside, outside),
+        "protDrivenNote": driven_note(networks, over),
     }
-    m |= size_macros(cell, pair, published, sizes)
+    m |= reproduction_macros(over)
+    top = sizes[-1]
+    flips = networks[networks["batch_size"] == top].sort_values("seed")
+    by = {p: flips[flips["protocol"] == p] for p in PROTOCOL_WORDS.values()}
+    m["protMaxComparison"] = max_comparison(
+        top,
+        published.get("flip_rate", {}).get(top),
+        {p: float(cell.loc[(p, "flip_rate", top), "mean"]) for p in by},
+        {p: (g["flip_rate"].tolist(), g["seed"].tolist()) for p, g in by.items()},
+    )
+    m |= size_macros(cell, pair, networks, published, sizes)
     return {
         "networks": networks,
         "over_networks": over,
@@ -282,7 +393,8 @@ def _or_none(value):
 
 def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes) -> tuple:
     """``(header, rows, align, comment)``: per measure and probe size, each protocol's mean over
-    networks with its interval, the published value, and kept minus dropped paired by seed."""
+    networks (a dagger where one network drives it: :func:`driven_note`) with its interval over
+    networks, the published value, and kept minus dropped paired by seed."""
     cell = over.set_index(["protocol", "measure", "batch_size"])
     pair = paired.set_index(["measure", "batch_size"])
     label = {"flip_rate": "flip rate", "train_mode_accuracy": "train-mode acc."}
@@ -292,7 +404,8 @@ def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes) -> tuple:
             row = [label[measure], f"$b={b}$"]
             for protocol in PROTOCOL_WORDS.values():
                 r = cell.loc[(protocol, measure, b)]
-                row.append(f"{_pct(r['mean'])} {_pct_interval(r.ci_low, r.ci_high)}")
+                mark = "$^\\dagger$" if r.driven else ""
+                row.append(f"{_pct(r['mean'])}{mark} {_pct_interval(r.ci_low, r.ci_high)}")
             theirs = cell.loc[("dropped", measure, b), "published"]
             row.append("--" if theirs != theirs else _pct(theirs))
             r = pair.loc[(measure, b)]

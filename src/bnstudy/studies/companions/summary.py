@@ -18,6 +18,7 @@ from bnstudy.base import stats
 from bnstudy.nets.model import BATCH_KINDS
 from bnstudy.paper import latex
 from bnstudy.paper.latex import words
+from bnstudy.studies.companions import driven
 from bnstudy.studies.companions import estimates as companions
 
 MEASURES = ("flip_rate", "train_mode_accuracy", "ever_flipped")
@@ -193,7 +194,7 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
     if 2 in sizes and result["exact_flip_rate_b2"] is not None:
         lo, hi = result["2"]["flip_ci"]
         m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
-    m |= published_ratio_macros(result, dep_networks, published, sizes)
+    m |= published_ratio_macros(probes, published, sizes, params["confidence"])
     m |= grid_macros(probes, over_seeds, sizes)
     return m
 
@@ -211,35 +212,83 @@ def ratio_words(ours: float, theirs: float) -> str:
     return f"{latex.fmt(r, 2)} times theirs"
 
 
-def published_ratio_macros(result: dict, dep_networks: pd.DataFrame, published: dict, sizes) -> dict:
+def crossed_interval(probes: pd.DataFrame, network: str, b: int, confidence: float, count: str = "flips"):
+    """A share over networks and examples together: ``network``'s networks (one per seed) with
+    random companions of ``b``, each example's ``count / batches`` (``count``: ``flips`` for the
+    flip rate, ``correct`` for the training-mode accuracy) as a networks x examples table (both
+    ascending), and :func:`bnstudy.base.stats.crossed_components` of it: the mean with the
+    interval over new networks and new examples, and the variance components. ``None`` with fewer
+    than two networks or two examples (no crossed design)."""
+    g = probes[(probes["network"] == network) & (probes["design"] == "random") & (probes["batch_size"] == b)]
+    if g["seed"].nunique() < 2 or g["example"].nunique() < 2:
+        return None
+    table = (
+        g.assign(rate=g[count] / g["batches"])
+        .pivot_table(index="seed", columns="example", values="rate", aggfunc="first")
+        .sort_index(axis=0)
+        .sort_index(axis=1)
+    )
+    return stats.crossed_components(table.to_numpy(), confidence)
+
+
+def published_place(theirs: float, lo: float, hi: float) -> str:
+    """Where a published value lies against an interval: ``inside``, ``below`` or ``above``."""
+    return "inside" if lo <= theirs <= hi else ("below" if theirs < lo else "above")
+
+
+def published_ratio_macros(probes: pd.DataFrame, published: dict, sizes, confidence: float) -> dict:
     """Our flip rates against the published ones, size by size, as ratios and against our intervals.
 
-    - ``compPublishedComparison``: per published size, the published rate, whether it lies
-      inside, below or above the interval over the dependence networks, and the ratio of our
-      mean over networks to it (``at $b=16$ the published 3.2\\% lies below our interval
-      [...], ours 1.7 times theirs``), joined in words;
+    The published rates come from one network, other examples and another split, so each is set
+    against the interval over the dependence networks and the examples together
+    (:func:`crossed_interval`), not the one over networks alone; the words are
+    :func:`published_comparison`'s. A size without a published rate, or with one network (no
+    crossed interval), is left out."""
+    cells = {}
+    for b in sizes:
+        theirs = published["flip_rate"].get(b)
+        c = crossed_interval(probes, "dependence", b, confidence)
+        if theirs is not None and c is not None:
+            cells[b] = (float(theirs), c["mean"], c["ci_low"], c["ci_high"])
+    return published_comparison(cells)
+
+
+def published_comparison(cells: dict[int, tuple[float, float, float, float]]) -> dict:
+    """``cells[b] = (published, our mean, interval low, interval high)``, sizes ascending:
+
+    - ``compPublishedComparison``: per size, the published rate, whether it lies inside, below or
+      above our interval, and the ratio of our mean to it (``at $b=16$ the published 3.2\\% lies
+      below our interval [...] (ours 4.8\\%, 1.5 times theirs)``), joined by semicolons; ``n/a``
+      for no size;
     - ``compPublishedOutside``: the sizes whose published rate lies outside our interval, in words.
     """
     clauses, outside = [], []
-    net = dep_networks[(dep_networks["design"] == "random") & (dep_networks["measure"] == "flip_rate")]
-    for b in sizes:
-        theirs = published["flip_rate"].get(b)
-        row = net[net["batch_size"] == b]
-        if theirs is None or not len(row):
-            continue
-        row = row.iloc[0]
-        where = "inside" if row.ci_low <= theirs <= row.ci_high else ("below" if theirs < row.ci_low else "above")
+    for b in sorted(cells):
+        theirs, mean, lo, hi = cells[b]
+        where = published_place(theirs, lo, hi)
         if where != "inside":
             outside.append(f"$b={b}$")
-        ratio = ratio_words(row["mean"], theirs)
         clauses.append(
-            f"at $b={b}$ the published {_pct(theirs)} lies {where} our interval {_interval(row.ci_low, row.ci_high)}"
-            f" (ours {_pct(row['mean'])}, {ratio})"
+            f"at $b={b}$ the published {_pct(theirs)} lies {where} our interval {_interval(lo, hi)}"
+            f" (ours {_pct(mean)}, {ratio_words(mean, theirs)})"
         )
     return {
         "compPublishedComparison": "; ".join(clauses) if clauses else "n/a",
         "compPublishedOutside": f"at {words(outside)}" if outside else "at no size",
     }
+
+
+def driven_macros(dep: pd.DataFrame, sizes) -> dict:
+    """``compNetFlipRateDrivenB<size>``: the words that follow the mean flip rate over the dependence
+    networks with random companions where one network drives it (every network's rate and the
+    median: :func:`bnstudy.studies.companions.driven.driven_clause`); empty where none does."""
+    m = {}
+    for b in sizes:
+        g = dep[(dep["design"] == "random") & (dep["batch_size"] == b)].sort_values("seed")
+        m[latex.macro_name("comp net flip_rate driven", "b", b)] = driven.driven_clause(
+            g["flip_rate"].tolist(), g["seed"].tolist(), _pct
+        )
+    return m
 
 
 def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
@@ -252,18 +301,10 @@ def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
     points (``compSdNetworks<End>``, ``compSdExamples<End>``) and each one's share of the
     mean's variance (``compShareNetworks<End>``...)."""
     m = {}
-    dep = probes[(probes["network"] == "dependence") & (probes["design"] == "random")]
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
-        g = dep[dep["batch_size"] == b]
-        if g["seed"].nunique() < 2:
+        c = crossed_interval(probes, "dependence", b, confidence)
+        if c is None:
             continue
-        table = (
-            g.assign(rate=g["flips"] / g["batches"])
-            .pivot_table(index="seed", columns="example", values="rate", aggfunc="first")
-            .sort_index(axis=0)
-            .sort_index(axis=1)
-        )
-        c = stats.crossed_components(table.to_numpy(), confidence)
         name = lambda *parts: latex.macro_name("comp", *parts, end)  # noqa: E731
         m[name("net flip rate combined ci")] = _interval(c["ci_low"], c["ci_high"])
         m[name("sd networks")] = latex.points(math.sqrt(c["var_network"]))
@@ -286,6 +327,7 @@ END_STEMS = (
     "comp ever ci",
     "comp net flip_rate",
     "comp net flip_rate ci",
+    "comp net flip_rate driven",
     "comp net train_mode_accuracy",
     "comp net train_mode_accuracy ci",
     "comp net ever_flipped",
@@ -489,6 +531,7 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
     all_macros = macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep)
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
     all_macros |= components_macros(probes, sizes, params["confidence"])
+    all_macros |= driven_macros(dep, sizes)
     all_macros |= network_accuracy_macros(dep, params["confidence"])
     all_macros |= end_macros(all_macros, dep0, over_seeds, int(params["one_class_batch_size"]))
     return {
