@@ -27,6 +27,7 @@ ROWS = 8  # test rows per network
 SEEDS = [0, 1, 2]
 SIZES = [2, 8]
 CONF = 0.95
+MARGIN = 0.01  # batch_size_eval.equivalence_margin
 MOMENTUM = 0.1
 # correct rows out of ROWS per (normaliser, mode) and batch size, seed by seed
 COUNTS = {
@@ -158,7 +159,7 @@ def distance(name, b, s, layer, kind):
 @pytest.fixture
 def result():
     cells, remedy_runs, distances, correct = inputs()
-    return batch_size_summary.summarise(cells, remedy_runs, distances, correct, PUBLISHED, MOMENTUM, CONF)
+    return batch_size_summary.summarise(cells, remedy_runs, distances, correct, PUBLISHED, MOMENTUM, CONF, MARGIN)
 
 
 def t_summary(values):
@@ -629,7 +630,7 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
         "batchnorm": {32: 0.95},
         "batchnorm_training_mode": {32: 0.5},
     }
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
     assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
     assert m["gainCompared"] == "0" and m["gainComparedSizes"] == "none" and m["gainComparedExcludingZero"] == "0"
     assert m["publishedGainSizes"] == "32" and m["publishedGainBThreeTwo"] == "5.0"
@@ -639,12 +640,12 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
 def test_published_gap_of_batch_norm_at_the_smallest_batch_missing_or_without_spread():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"batchnorm": {8: 0.90}}  # none at the smallest batch
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
     for name in ("Min", "MinInSd", "MinSign", "MinPoints", "MinInSe"):
         key = "pubBatchnormMin" if name == "Min" else f"pubGapBatchnorm{name}"
         assert m[key] == "n/a", key
     counts = COUNTS | {("batchnorm", "inference"): {2: [3, 3, 3], 8: [8, 8, 7]}}  # no spread at b = 2
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
     assert m["pubGapBatchnormMinInSe"] == "n/a" and m["pubGapBatchnormMinInSd"] == "inf"
     assert m["pubGapBatchnormMinPoints"] == "2.5" and m["pubGapBatchnormMinSign"] == "below"  # 3/8 vs 0.40
 
@@ -670,7 +671,7 @@ def test_mcnemar_seeds_count_only_p_below_alpha():
 def test_published_gap_above_and_the_largest_gap_in_no_training_cell():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"batchnorm_training_mode": {}, "batchnorm": {2: 0.10, 8: 0.90}}
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
     # ours at b = 2: 7/24 = 0.2917 against 0.10: the largest gap, above
     assert m["pubGapCells"] == "4"
     assert m["pubGapLargestSign"] == "above" and m["pubGapBatchnormMinSign"] == "above"
@@ -703,7 +704,7 @@ def test_a_middle_batch_size_leaves_every_smallest_and_largest_batch_macro_as_it
     two = expected_macros()
     published = PUBLISHED | {"none": PUBLISHED["none"] | {4: 0.80}, "batchnorm": PUBLISHED["batchnorm"] | {4: 0.85}}
     counts = with_middle_size()
-    m = batch_size_summary.summarise(*inputs(counts), published, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), published, MOMENTUM, CONF, MARGIN)["macros"]
     # the adjusted intervals widen with the family (three batch sizes here, two there): left out
     ends = sorted(name for name in two if re.search("M(in|ax)([A-Z]|$)", name) and "Adj" not in name)
     assert len(ends) > 60 and "batchMax" in ends and "gapMax" in ends and "pairedBatchnormVsNoneMaxCi" in ends
@@ -726,12 +727,12 @@ def test_a_middle_batch_size_leaves_every_smallest_and_largest_batch_macro_as_it
 
 def test_a_cell_missing_at_one_end_drops_that_ends_gap_only():
     counts = COUNTS | {("none", "inference"): {8: COUNTS[("none", "inference")][8]}}  # none not run at b = 2
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
     assert "gapMin" not in m and "gainCumulativeMin" not in m
     want = expected_macros()
     assert m["gapMax"] == want["gapMax"] and m["gainCumulativeMax"] == want["gainCumulativeMax"]
     counts = COUNTS | {("none", "inference"): {2: COUNTS[("none", "inference")][2]}}  # nor at b = 8
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
     assert "gapMax" not in m and m["gapMin"] == want["gapMin"]
     # the published gain is claimed at 8 and 16; neither is in the grid with both normalisers
     assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
@@ -756,7 +757,7 @@ def test_rows_evaluated_from_one_paired_row_and_from_none(result):
 def test_the_largest_published_gap_of_no_normaliser_is_named_in_words():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"none": {2: 0.10, 8: 0.70, 16: 0.97}}  # ours 23/24 at b = 2
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
     assert m["pubGapLargestWhere"] == "no normaliser at batch 2" and m["pubGapLargestSign"] == "above"
     assert m["pubGapLargest"] == pts(23 / 24 - 0.10)
 
@@ -849,7 +850,7 @@ def test_table_cells_missing_from_the_grid_are_dashes():
     published = PUBLISHED | {"none": {8: 0.7}, "batchnorm_training_mode": {2: 0.9}}
     distances = distances[distances.statistics != "cumulative"]
     cells = [c for c in cells if not (c["normaliser"] == "batchnorm").all() or (c["mode"] != "training").all()]
-    t = batch_size_summary.summarise(cells, [], distances, correct, published, MOMENTUM, CONF)["tables"]
+    t = batch_size_summary.summarise(cells, [], distances, correct, published, MOMENTUM, CONF, MARGIN)["tables"]
     rows = t["table"][1]
     assert rows[0][2] == "--" and rows[1][6] == "--"  # no published none at 2, no training mode at 8
     assert rows[0][5] == "--" and rows[1][5] == "--"  # no batch-norm training-mode cell in the grid
@@ -1048,7 +1049,7 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
     # batch norm and none alike at b = 8, seed by seed: every paired difference 0, interval [0, 0]
     same = COUNTS[("none", "inference")][8]
     counts = COUNTS | {("batchnorm", "inference"): {2: [2, 4, 1], 8: list(same)}}
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
     assert m["pairedBatchnormVsNoneMaxCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["gainComparedExcludingZero"] == "0"  # an interval touching zero does not exclude it
     assert m["gainsExcludingZero"] == "0"  # adjusted over b = 2 and 8, b = 2's no longer excludes zero
@@ -1057,12 +1058,12 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
         ("batchnorm", "inference"): {2: [2, 4, 1], 8: [8, 8, 8]},
         ("none", "inference"): {2: [8, 7, 8], 8: [5, 5, 5]},
     }
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
     assert m["publishedGainInSeList"] == "n/a such standard errors at batch 8"
 
 
 def test_table_comments():
-    t = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF)["tables"]
+    t = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF, MARGIN)["tables"]
     assert {k: v[3] for k, v in t.items()} == {
         "table": "Study 2: ours (mean $\\pm$ sd over seeds) beside the published values",
         "remedies_table": "Batch norm's inference-mode accuracy under each set of running statistics",
@@ -1082,7 +1083,7 @@ def test_gain_interval_adds_both_sides_in_float64():
 def test_the_largest_published_gap_in_a_cell_without_spread_has_no_standard_error():
     # batch norm in training mode at b = 2, the largest gap, now the same 1 row of 8 on every seed
     counts = COUNTS | {("batchnorm", "training"): {2: [1, 1, 1], 8: [7, 8, 6]}}
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
     assert m["pubGapLargestWhere"] == "batch normalisation, training mode at batch 2"
     assert m["pubGapLargestSd"] == "0.0" and m["pubGapLargestInSe"] == "n/a"
 
@@ -1090,14 +1091,14 @@ def test_the_largest_published_gap_in_a_cell_without_spread_has_no_standard_erro
 def test_a_published_size_outside_the_grid_listed_first_changes_nothing(result):
     published = {k: ({16: v[16]} | v if isinstance(v, dict) else v) for k, v in PUBLISHED.items()}
     assert [list(v)[0] for v in published.values() if isinstance(v, dict)] == [16, 16, 16]
-    m = batch_size_summary.summarise(*inputs(), published, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(), published, MOMENTUM, CONF, MARGIN)["macros"]
     assert m == result["macros"]
 
 
 def test_a_remedy_interval_of_exactly_zero_lies_neither_above_nor_below():
     # the cumulative average scores as the trained EMA at b = 2, seed by seed: its interval is [0, 0]
     counts = COUNTS | {("batchnorm", "cumulative"): {2: [2, 4, 1], 8: [7, 7, 6]}}
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
     assert m["pairedCumulativeVsEmaMinCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["remedySignSentence"].startswith(
         "the paired intervals of the cumulative average lie wholly below zero at batch 8, "

@@ -55,6 +55,7 @@ rule summarise_batch_size:
         distance_summary="results/batch_size/distance_summary.csv",
         gains="results/batch_size/gains.csv",
         paired="results/batch_size/paired_seeds.csv",
+        equivalence="results/batch_size/equivalence.csv",
         summary=report(
             "results/summary/batch_size.json",
             category="Study 2 - Training batch size",
@@ -93,6 +94,7 @@ rule summarise_batch_size:
         ),
     params:
         confidence=config["batch_size_eval"]["confidence"],
+        margin=config["batch_size_eval"]["equivalence_margin"],
         momentum=config["network"]["momentum"],
         epochs=config["grid"]["epochs"],
     conda:

@@ -34,8 +34,9 @@ result = batch_size_summary.summarise(
     published=yaml.safe_load(open(inp.published))["batch_size"],
     momentum=p.momentum,
     confidence=p.confidence,
+    margin=p.margin,
 )
-for name in ("runs", "summary_table", "distances", "distance_summary", "gains", "paired"):
+for name in ("runs", "summary_table", "distances", "distance_summary", "gains", "paired", "equivalence"):
     io.write_table(out[name], result[name])
 io.write_json(out.summary, result["summary"])
 latex.write_macros(out.macros, result["macros"], "Study 2: accuracy by training batch size, remedies")

@@ -16,7 +16,7 @@ import pandas as pd
 from bnstudy.base import stats
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points
-from bnstudy.studies.batch_size import estimates, paired
+from bnstudy.studies.batch_size import equivalence, estimates, paired
 from bnstudy.studies.batch_size.macros import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)
     DISTANCE_COLUMNS,
     DISTANCE_KEYS,
@@ -195,8 +195,9 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
     }
 
 
-def summarise(cells, remedy_runs, distances, correct, published, momentum, confidence) -> dict:
-    """Everything the rule writes: tidy tables, JSON summary, macros and LaTeX tables."""
+def summarise(cells, remedy_runs, distances, correct, published, momentum, confidence, margin) -> dict:
+    """Everything the rule writes: tidy tables, JSON summary, macros and LaTeX tables; ``margin``: the
+    declared equivalence margin of the controls against no normaliser (:mod:`.equivalence`)."""
     runs, updates = tidy_runs(cells, remedy_runs)
     summary = stats.summarise_over_seeds(
         runs, ["normaliser", "batch_size", "mode"], "accuracy", confidence, bounded=True
@@ -204,6 +205,7 @@ def summarise(cells, remedy_runs, distances, correct, published, momentum, confi
     distance_summary = summarise_distances(distances)
     pairs = paired.per_seed(runs, correct)
     pair_summary = paired.summarise(pairs, confidence)
+    tost = equivalence.equivalence_rows(runs, confidence, margin)
     return {
         "runs": runs,
         "summary_table": summary,
@@ -212,8 +214,8 @@ def summarise(cells, remedy_runs, distances, correct, published, momentum, confi
         "distance_summary": distance_summary,
         "paired": pairs,
         "gains": pair_summary,
-        "macros": macros(
-            runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence
-        ),
+        "equivalence": tost,
+        "macros": macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence)
+        | equivalence.macros(tost, confidence),
         "tables": tables(runs, summary, distance_summary, pair_summary, published, confidence),
     }
