@@ -630,7 +630,8 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
         "batchnorm": {32: 0.95},
         "batchnorm_training_mode": {32: 0.5},
     }
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = m["macros"]
     assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
     assert m["gainCompared"] == "0" and m["gainComparedSizes"] == "none" and m["gainComparedExcludingZero"] == "0"
     assert m["publishedGainSizes"] == "32" and m["publishedGainBThreeTwo"] == "5.0"
@@ -640,7 +641,8 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
 def test_published_gap_of_batch_norm_at_the_smallest_batch_missing_or_without_spread():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"batchnorm": {8: 0.90}}  # none at the smallest batch
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = m["macros"]
     for name in ("Min", "MinInSd", "MinSign", "MinPoints", "MinInSe"):
         key = "pubBatchnormMin" if name == "Min" else f"pubGapBatchnorm{name}"
         assert m[key] == "n/a", key
@@ -671,7 +673,8 @@ def test_mcnemar_seeds_count_only_p_below_alpha():
 def test_published_gap_above_and_the_largest_gap_in_no_training_cell():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"batchnorm_training_mode": {}, "batchnorm": {2: 0.10, 8: 0.90}}
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = m["macros"]
     # ours at b = 2: 7/24 = 0.2917 against 0.10: the largest gap, above
     assert m["pubGapCells"] == "4"
     assert m["pubGapLargestSign"] == "above" and m["pubGapBatchnormMinSign"] == "above"
@@ -757,7 +760,8 @@ def test_rows_evaluated_from_one_paired_row_and_from_none(result):
 def test_the_largest_published_gap_of_no_normaliser_is_named_in_words():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"none": {2: 0.10, 8: 0.70, 16: 0.97}}  # ours 23/24 at b = 2
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = m["macros"]
     assert m["pubGapLargestWhere"] == "no normaliser at batch 2" and m["pubGapLargestSign"] == "above"
     assert m["pubGapLargest"] == pts(23 / 24 - 0.10)
 
