@@ -13,7 +13,7 @@ These are the per-network estimates of :func:`bnstudy.studies.companions.estimat
 rounded, :func:`bnstudy.base.stats.mean_sd`). Over networks: the mean and a Student-t interval
 on the logit scale (:func:`bnstudy.base.stats.share_interval`), which stays within [0, 1] as every
 measure is a share; kept minus
-dropped paired by seed (:func:`bnstudy.studies.batch_size.paired.paired_interval`). A protocol is
+dropped paired by seed (:func:`bnstudy.evaluation.paired.paired_interval`). A protocol is
 *consistent with* a published value at a probe size when the value lies inside the protocol's
 interval over networks (the JSON's ``reproduces_flip_rate``, a name kept from before); each
 interval is one of a family of one per probe size and measure, with no correction for
@@ -25,9 +25,9 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd, share_interval
+from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import words
-from bnstudy.studies.batch_size.paired import paired_interval
 
 PROTOCOLS = ("dependence", "dependence_keep")  # network names of the probe rows: dropped, kept
 PROTOCOL_WORDS = {"dependence": "dropped", "dependence_keep": "kept"}
