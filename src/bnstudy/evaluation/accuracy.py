@@ -12,9 +12,7 @@ Arithmetic beyond the kernels:
 - labels are each row's first largest logit (``kernels.argmax_rows``);
 - the train/inference RMSE sums, per model, ``(train - inference)**2`` in float64
   over the test rows in index order ``i = 0, 1, ...`` and, within a row, the
-  classes in order, divides by ``n * C`` and takes the square root;
-- seed means (:mod:`bnstudy.evaluation.means`) add the seeds in the order given,
-  in float64.
+  classes in order, divides by ``n * C`` and takes the square root.
 
 Random numbers: NumPy's PCG64 generator seeded by :func:`bnstudy.base.runtime.derive_seed`,
 integer draws only (``permutation``), the same on every machine.

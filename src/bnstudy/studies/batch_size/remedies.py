@@ -40,6 +40,9 @@ import numba
 import numpy as np
 
 from bnstudy.base.fixedmath import JIT, powi
+
+# _pooled and _require_batchnorm are the shared module's own steps: all_statistics pools (c) from
+# the same training-mode pass as (b), so it calls the step rather than precise_statistics
 from bnstudy.evaluation.recompute import (
     Spec,
     _pooled,
