@@ -14,7 +14,7 @@ PACKAGE = ROOT / "src" / "bnstudy"
 SCRIPTS = ROOT / "workflow" / "scripts"
 # the statistics the reports compute with (bootstrap and t intervals, fixed-order moments): compiled,
 # and loaded on purpose
-STATISTICS = {"base.stats", "base.fixedmath", "compiled.reductions", "studies.batch_size.estimates"}
+STATISTICS = {"base.stats", "base.fixedmath", "compiled.reductions", "evaluation.means"}
 
 
 @functools.cache  # parsed once a session: every parametrised test asks (about 1 s each)
@@ -41,11 +41,16 @@ def test_the_compiled_modules_are_found():
         "compiled.probes",
         "compiled.backprop",
         "studies.batch_size.remedies",
+        "evaluation.accuracy",
+        "evaluation.recompute",
+        "evaluation.distance",
         "compiled.conv",
         "base.stats",
         "base.fixedmath",
     } <= compiled_modules()
     assert not {"paper.latex", "paper.figures", "base.designs", "base.io"} & compiled_modules()
+    # a report's paired intervals and the batch-size summary JSON load no kernel
+    assert not {"evaluation", "evaluation.paired", "studies.batch_size.estimates"} & compiled_modules()
 
 
 @functools.cache

@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from bnstudy.base import fixedmath
+from bnstudy.evaluation import accuracy as scores
+from bnstudy.evaluation import recompute
 from bnstudy.nets import conv_torch, conv_train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.conv_train import ConvSpec
@@ -51,7 +53,7 @@ def _rows(t):
 
 def _bn_inputs(net, spec, x, batches, train):
     """Input rows of each BatchNorm2d, by forward hooks, batch by batch (momentum 0: buffers kept)."""
-    layers = remedies.norm_layers(spec)
+    layers = recompute.norm_layers(spec)
     seen = {layer: [] for layer in layers}
     hooks = [
         net[int(layer)].register_forward_hook(lambda mod, inp, out, layer=layer: seen[layer].append(_rows(inp[0])))
@@ -76,18 +78,18 @@ def _positions(spec):
 
 
 def test_norm_layers_come_from_the_spec():
-    assert remedies.norm_layers(RESIDUAL) == ("1", "4", "7", "10")
-    assert remedies.norm_layers(PLAIN) == ("1", "4")
-    assert remedies.norm_layers(NetSpec("batchnorm")) == mlp.NORMS == remedies.norm_layers()
-    assert remedies.is_conv(RESIDUAL) and not remedies.is_conv(NetSpec("batchnorm"))
+    assert recompute.norm_layers(RESIDUAL) == ("1", "4", "7", "10")
+    assert recompute.norm_layers(PLAIN) == ("1", "4")
+    assert recompute.norm_layers(NetSpec("batchnorm")) == mlp.NORMS == recompute.norm_layers()
+    assert recompute.is_conv(RESIDUAL) and not recompute.is_conv(NetSpec("batchnorm"))
     with pytest.raises(TypeError):
-        remedies.is_conv("batchnorm")
+        recompute.is_conv("batchnorm")
     assert _positions(RESIDUAL) == [64, 16, 16, 16]
 
 
 def test_running_statistics_of_a_conv_stack_are_its_buffers(trained):
     spec, stacked = trained
-    got = remedies.running_statistics(stacked, spec)
+    got = recompute.running_statistics(stacked, spec)
     assert list(got) == conv_train.norm_keys(spec)
     for layer, (mean, var) in got.items():
         assert mean.tobytes() == stacked[f"{layer}.running_mean"].tobytes()
@@ -103,7 +105,7 @@ def test_running_statistics_of_a_conv_stack_are_its_buffers(trained):
 def test_exact_layer_one_is_the_float64_moments_of_torch_conv2d(trained):
     spec, stacked = trained
     x, _ = _images()
-    exact = remedies.exact_statistics(stacked, spec, x)
+    exact = recompute.exact_statistics(stacked, spec, x)
     for i in range(2):
         w = torch.from_numpy(stacked["0.weight"][i]).double()
         b = torch.from_numpy(stacked["0.bias"][i]).double()
@@ -118,13 +120,13 @@ def test_images_given_in_float64_are_computed_in_float32_as_the_network_is(train
     default) give the float32 images' bits, not a float64 computation of their own."""
     spec, stacked = trained
     x, y = _images()
-    batches = remedies.pass_batches(y, BATCH, 0)
+    batches = recompute.pass_batches(y, BATCH, 0)
     for compute in (
-        lambda images: remedies.exact_statistics(stacked, spec, images),
-        lambda images: remedies.precise_statistics(stacked, spec, images, batches),
+        lambda images: recompute.exact_statistics(stacked, spec, images),
+        lambda images: recompute.precise_statistics(stacked, spec, images, batches),
     ):
         as32, as64 = compute(x), compute(x.astype(np.float64))
-        for layer in remedies.norm_layers(spec):
+        for layer in recompute.norm_layers(spec):
             for k in (0, 1):
                 assert as64[layer][k].tobytes() == as32[layer][k].tobytes(), (layer, k)
 
@@ -134,9 +136,9 @@ def test_exact_statistics_of_each_layer_use_the_exact_statistics_below(trained):
     layer by layer (float64 NumPy over every example x position), the layers above read again."""
     spec, stacked = trained
     x, _ = _images()
-    exact = remedies.exact_statistics(stacked, spec, x)
+    exact = recompute.exact_statistics(stacked, spec, x)
     net = _module(stacked, spec, 1)
-    for layer in remedies.norm_layers(spec):
+    for layer in recompute.norm_layers(spec):
         h = np.concatenate(_bn_inputs(net, spec, x, [np.arange(N)], train=False)[layer])
         assert len(h) == N * _positions(spec)[int(layer) // 3]
         np.testing.assert_allclose(exact[layer][0][1], h.mean(0), rtol=1e-4, atol=1e-5)
@@ -149,8 +151,8 @@ def test_exact_statistics_of_each_layer_use_the_exact_statistics_below(trained):
 def test_precise_and_exact_are_the_same_bits_at_layer_one_over_every_image_in_order(trained):
     spec, stacked = trained
     x, _ = _images()
-    exact = remedies.exact_statistics(stacked, spec, x)
-    precise = remedies.precise_statistics(stacked, spec, x, [np.arange(N)])
+    exact = recompute.exact_statistics(stacked, spec, x)
+    precise = recompute.precise_statistics(stacked, spec, x, [np.arange(N)])
     for k in (0, 1):
         assert precise["1"][k].tobytes() == exact["1"][k].tobytes()
     # layer 2: one batch of every image normalised with its batch statistics, not the float32 exact ones
@@ -164,33 +166,33 @@ def test_precise_and_exact_are_the_same_bits_at_layer_one_over_every_image_in_or
 def test_training_mode_layer_inputs_are_batchnorm2d_inputs_with_a_short_last_batch(trained):
     spec, stacked = trained
     x, y = _images()
-    batches = remedies.pass_batches(y, 32, seed=1, last_batch="keep")
+    batches = recompute.pass_batches(y, 32, seed=1, last_batch="keep")
     assert [len(b) for b in batches] == [32] * 9 + [12]
-    inputs, starts = remedies.training_mode_layer_inputs(stacked, spec, x, batches)
+    inputs, starts = recompute.training_mode_layer_inputs(stacked, spec, x, batches)
     first = np.concatenate([[0], np.cumsum([len(b) for b in batches])])
-    for layer, p in zip(remedies.norm_layers(spec), _positions(spec)):
+    for layer, p in zip(recompute.norm_layers(spec), _positions(spec)):
         assert starts[layer].tolist() == (first * p).tolist()
         assert inputs[layer].dtype == np.float32 and inputs[layer].shape == (2, N * p, spec.channels[int(layer) // 3])
     for i in range(2):
         seen = _bn_inputs(_module(stacked, spec, i), spec, x, batches, train=True)
-        for layer in remedies.norm_layers(spec):
+        for layer in recompute.norm_layers(spec):
             np.testing.assert_allclose(inputs[layer][i], np.concatenate(seen[layer]), rtol=1e-5, atol=1e-5)
 
 
 def test_cumulative_average_equals_pytorch_momentum_none_pass(trained):
     spec, stacked = trained
     x, y = _images()
-    batches = remedies.pass_batches(y, BATCH, seed=3)
+    batches = recompute.pass_batches(y, BATCH, seed=3)
     ours = remedies.cumulative_average(stacked, spec, x, batches)
     for i in range(2):
         net = _module(stacked, spec, i).train()
-        for layer in remedies.norm_layers(spec):
+        for layer in recompute.norm_layers(spec):
             net[int(layer)].reset_running_stats()
             net[int(layer)].momentum = None
         with torch.no_grad():
             for idx in batches:
                 net(conv_torch.images(x[idx]))
-        for layer in remedies.norm_layers(spec):
+        for layer in recompute.norm_layers(spec):
             bn = net[int(layer)]
             assert int(bn.num_batches_tracked) == len(batches) == N // BATCH
             np.testing.assert_allclose(ours[layer][0][i], bn.running_mean.numpy(), rtol=1e-5, atol=1e-5)
@@ -200,11 +202,11 @@ def test_cumulative_average_equals_pytorch_momentum_none_pass(trained):
 def test_cumulative_average_divides_each_batch_by_its_examples_x_positions_minus_one(trained):
     spec, stacked = trained
     x, y = _images()
-    batches = remedies.pass_batches(y, 7, seed=0, last_batch="keep")
+    batches = recompute.pass_batches(y, 7, seed=0, last_batch="keep")
     assert len(batches[-1]) == N % 7 == 6
     ours = remedies.cumulative_average(stacked, spec, x, batches)
     seen = _bn_inputs(_module(stacked, spec, 0), spec, x, batches, train=True)
-    for layer in remedies.norm_layers(spec):
+    for layer in recompute.norm_layers(spec):
         means = np.mean([h.mean(0) for h in seen[layer]], 0)
         np.testing.assert_allclose(ours[layer][0][0], means, rtol=1e-5, atol=1e-5)
         unbiased = np.mean([h.var(0, ddof=1) for h in seen[layer]], 0)
@@ -217,10 +219,10 @@ def test_cumulative_average_divides_each_batch_by_its_examples_x_positions_minus
 def test_precise_statistics_are_the_moments_of_every_row_batchnorm2d_sees(trained):
     spec, stacked = trained
     x, y = _images()
-    batches = remedies.pass_batches(y, BATCH, seed=1)
-    ours = remedies.precise_statistics(stacked, spec, x, batches)
+    batches = recompute.pass_batches(y, BATCH, seed=1)
+    ours = recompute.precise_statistics(stacked, spec, x, batches)
     seen = _bn_inputs(_module(stacked, spec, 1), spec, x, batches, train=True)
-    for layer, p in zip(remedies.norm_layers(spec), _positions(spec)):
+    for layer, p in zip(recompute.norm_layers(spec), _positions(spec)):
         rows = np.concatenate(seen[layer])
         assert len(rows) == (N // BATCH) * BATCH * p
         np.testing.assert_allclose(ours[layer][0][1], rows.mean(0), rtol=1e-5, atol=1e-5)
@@ -257,7 +259,7 @@ def test_debiased_ema_of_a_constant_stream_equals_its_batch_statistics():
             net(conv_torch.images(x))
     state = {k: v.numpy()[None] for k, v in net.state_dict().items()}
     debiased = remedies.debiased_ema(state, spec)
-    for layer in remedies.norm_layers(spec):
+    for layer in recompute.norm_layers(spec):
         h = seen[layer][0]
         assert not np.allclose(state[f"{layer}.running_mean"][0], h.mean(0), atol=1e-2)
         np.testing.assert_allclose(debiased[layer][0][0], h.mean(0), rtol=1e-5, atol=1e-5)
@@ -271,19 +273,19 @@ def test_logits_of_the_replaced_stack_are_pytorchs_with_those_buffers(trained):
     spec, stacked = trained
     x, y = _images()
     x_test, y_test = _images(40, seed=9)
-    exact = remedies.exact_statistics(stacked, spec, x)
-    fixed = remedies.with_statistics(stacked, exact)
+    exact = recompute.exact_statistics(stacked, spec, x)
+    fixed = recompute.with_statistics(stacked, exact)
     z = conv_train.logits(fixed, spec, x_test)
     assert not np.allclose(z, conv_train.logits(stacked, spec, x_test), atol=1e-4)
-    same = remedies.with_statistics(stacked, remedies.running_statistics(stacked, spec))
+    same = recompute.with_statistics(stacked, recompute.running_statistics(stacked, spec))
     assert conv_train.logits(same, spec, x_test).tobytes() == conv_train.logits(stacked, spec, x_test).tobytes()
     for i in range(2):
         net = _module(fixed, spec, i).eval()
         with torch.no_grad():
             ref = net(conv_torch.images(x_test)).numpy()
         np.testing.assert_allclose(z[i], ref, rtol=1e-4, atol=1e-4)
-    hits = evaluation.inference_correct(fixed, spec, x_test, y_test)
-    assert np.array_equal(hits, evaluation.labels(z) == y_test[None, :])
+    hits = scores.inference_correct(fixed, spec, x_test, y_test)
+    assert np.array_equal(hits, scores.labels(z) == y_test[None, :])
 
 
 def test_remedy_rows_score_a_conv_stack_under_every_remedy(trained):
@@ -296,8 +298,8 @@ def test_remedy_rows_score_a_conv_stack_under_every_remedy(trained):
     assert [(r["seed"], r["mode"]) for r in accuracy] == [(s, m) for m in remedies.REMEDIES for s in (10, 11)]
     stats = remedies.all_statistics(stacked, spec, x, y, BATCH, 0)
     for r in accuracy:
-        fixed = remedies.with_statistics(stacked, stats[r["mode"]])
-        labels = evaluation.labels(conv_train.logits(fixed, spec, x_test))[r["seed"] - 10]
+        fixed = recompute.with_statistics(stacked, stats[r["mode"]])
+        labels = scores.labels(conv_train.logits(fixed, spec, x_test))[r["seed"] - 10]
         assert r["accuracy"] == np.count_nonzero(labels == y_test) / 50
     layers = len(spec.channels)
     assert len(distance) == 5 * 2 * layers
@@ -330,4 +332,4 @@ def test_conv_remedies_refuse_other_normalisers():
     with pytest.raises(ValueError):
         remedies.all_statistics(stacked, spec, x, y, 4, 0)
     with pytest.raises(ValueError):
-        remedies.exact_statistics(stacked, spec, x)
+        recompute.exact_statistics(stacked, spec, x)

@@ -16,10 +16,12 @@ import torch
 
 from bnstudy.base import normalisers
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
+from bnstudy.evaluation import accuracy, means
+from bnstudy.evaluation.distance import distances
 from bnstudy.nets import model as mlp
 from bnstudy.nets import torchnet
 from bnstudy.nets.model import NetSpec
-from bnstudy.studies.batch_size import evaluation
+from bnstudy.studies.batch_size import estimates, evaluation
 
 SPEC = NetSpec("batchnorm", widths=(64, 12, 10, 10))
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +54,7 @@ def _module(stacked, spec, i):
 
 def test_test_batches_score_every_row_exactly_once():
     for n, b in ((37, 4), (36, 4), (5, 2), (899, 64), (7, 7)):
-        batches, scored = evaluation.test_batches(n, b, seed=0)
+        batches, scored = accuracy.test_batches(n, b, seed=0)
         assert batches.shape == scored.shape and batches.shape[1] == b
         assert batches.dtype == np.int64 and scored.dtype == bool
         assert np.array_equal(np.bincount(batches[scored], minlength=n), np.ones(n, np.int64))
@@ -67,20 +69,20 @@ def test_test_batches_follow_the_documented_draws():
     rng = np.random.default_rng(derive_seed(seed, STREAM_EVAL_BATCHES, b))
     perm = rng.permutation(n)
     fill = perm[:36][rng.permutation(36)[:3]]
-    batches, scored = evaluation.test_batches(n, b, seed)
+    batches, scored = accuracy.test_batches(n, b, seed)
     assert np.array_equal(batches[:9].ravel(), perm[:36])
     assert np.array_equal(batches[9], np.concatenate([perm[36:], fill]))
     assert scored[9].tolist() == [True, False, False, False]
 
 
 def test_test_batches_are_seeded_and_refuse_impossible_sizes():
-    a, _ = evaluation.test_batches(37, 4, seed=0)
-    b, _ = evaluation.test_batches(37, 4, seed=0)
-    c, _ = evaluation.test_batches(37, 4, seed=1)
+    a, _ = accuracy.test_batches(37, 4, seed=0)
+    b, _ = accuracy.test_batches(37, 4, seed=0)
+    c, _ = accuracy.test_batches(37, 4, seed=1)
     assert a.tobytes() == b.tobytes() and not np.array_equal(a, c)
     for n, size in ((3, 4), (5, 1)):
         with pytest.raises(ValueError):
-            evaluation.test_batches(n, size, seed=0)
+            accuracy.test_batches(n, size, seed=0)
 
 
 # ---- accuracies against PyTorch ----------------------------------------------------
@@ -91,7 +93,7 @@ def test_inference_accuracy_matches_the_plain_module(kind):
     spec = NetSpec(kind, widths=(64, 16, 12, 10), groups=4)
     stacked = _stack(spec)
     x, y = _data()
-    acc = evaluation.inference_accuracy(stacked, spec, x, y)
+    acc = accuracy.inference_accuracy(stacked, spec, x, y)
     assert acc.dtype == np.float64 and acc.shape == (3,)
     for i in range(3):
         with torch.no_grad():
@@ -103,8 +105,8 @@ def test_train_mode_logits_match_torchnet_on_the_same_batches_float32():
     """Within 1e-5 of PyTorch's float32 training-mode forward (different summation order)."""
     stacked = _stack()
     x, _ = _data()
-    batches, scored = evaluation.test_batches(len(x), 4, seed=5)
-    ours = evaluation.train_mode_logits(stacked, SPEC, x, 4, seed=5)
+    batches, scored = accuracy.test_batches(len(x), 4, seed=5)
+    ours = accuracy.train_mode_logits(stacked, SPEC, x, 4, seed=5)
     with torch.no_grad():
         theirs = torchnet.forward(
             torchnet.tensors(stacked), SPEC, torch.from_numpy(x[batches]).expand(3, -1, -1, -1), train=True
@@ -116,8 +118,8 @@ def test_train_mode_logits_match_torchnet_on_the_same_batches_float32():
 def test_train_mode_accuracy_matches_the_plain_module_on_the_same_batches():
     stacked = _stack()
     x, y = _data()
-    acc = evaluation.train_mode_accuracy(stacked, SPEC, x, y, 4, seed=5)
-    batches, scored = evaluation.test_batches(len(y), 4, seed=5)
+    acc = accuracy.train_mode_accuracy(stacked, SPEC, x, y, 4, seed=5)
+    batches, scored = accuracy.test_batches(len(y), 4, seed=5)
     for i in range(3):
         net = _module(stacked, SPEC, i).train()  # nn.BatchNorm1d in training mode
         correct = 0
@@ -131,18 +133,18 @@ def test_batchrenorm_training_mode_uses_the_limits():
     spec = NetSpec("batchrenorm", widths=(64, 12, 10, 10))
     stacked = _stack(spec)
     x, y = _data()
-    plain = evaluation.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1.0, 0.0))
-    bn = evaluation.train_mode_logits(stacked, NetSpec("batchnorm", widths=spec.widths), x, 37, seed=0)
+    plain = accuracy.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1.0, 0.0))
+    bn = accuracy.train_mode_logits(stacked, NetSpec("batchnorm", widths=spec.widths), x, 37, seed=0)
     assert plain.tobytes() == bn.tobytes()  # rmax 1, dmax 0 is batch norm, bit for bit
-    unclipped = evaluation.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1e9, 1e9))
+    unclipped = accuracy.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1e9, 1e9))
     inference = (
         torchnet.forward(torchnet.tensors(stacked), spec, torch.from_numpy(x).expand(3, -1, -1), train=False)
         .detach()
         .numpy()
     )
     np.testing.assert_allclose(unclipped, inference, rtol=1e-4, atol=1e-4)  # unclipped r, d: inference
-    limited = evaluation.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1.5, 0.5))
-    batches, _ = evaluation.test_batches(37, 37, seed=0)  # one batch: every row, permuted
+    limited = accuracy.train_mode_logits(stacked, spec, x, 37, seed=0, limits=(1.5, 0.5))
+    batches, _ = accuracy.test_batches(37, 37, seed=0)  # one batch: every row, permuted
     with torch.no_grad():
         ref = torchnet.forward(
             torchnet.tensors(stacked),
@@ -158,8 +160,8 @@ def test_batchrenorm_training_mode_uses_the_limits():
 def test_trained_divergence_against_pytorch_float64():
     stacked = _stack()
     x, y = _data()
-    ours = evaluation.trained_divergence(stacked, SPEC, x, y, 4, seed=2)
-    batches, scored = evaluation.test_batches(len(y), 4, seed=2)
+    ours = accuracy.trained_divergence(stacked, SPEC, x, y, 4, seed=2)
+    batches, scored = accuracy.test_batches(len(y), 4, seed=2)
     s64 = {k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v) for k, v in stacked.items()}
     xb = torch.from_numpy(x[batches].astype(np.float64)).expand(3, -1, -1, -1)
     with torch.no_grad():
@@ -175,8 +177,8 @@ def test_trained_divergence_against_pytorch_float64():
         ("label_disagreement", train.argmax(-1) != infer.argmax(-1)),
     ):
         assert np.array_equal(ours[key], hits.sum(1) / len(y)), key
-    assert np.array_equal(ours["inference_accuracy"], evaluation.inference_accuracy(stacked, SPEC, x, y))
-    assert np.array_equal(ours["train_mode_accuracy"], evaluation.train_mode_accuracy(stacked, SPEC, x, y, 4, 2))
+    assert np.array_equal(ours["inference_accuracy"], accuracy.inference_accuracy(stacked, SPEC, x, y))
+    assert np.array_equal(ours["train_mode_accuracy"], accuracy.train_mode_accuracy(stacked, SPEC, x, y, 4, 2))
 
 
 # ---- a tiny two-model stack worked out by hand -----------------------------------------
@@ -215,7 +217,7 @@ def test_tiny_stack_inference_accuracy_by_hand():
     # inference: h = relu(x) / (1 + eps) twice, about x (all x >= 0)
     # A: label 1 iff x1 > x0 + 0.5: rows 1, 2, 5 -> labels 0 1 1 0 0 1; correct 0 1 2 3 5 -> 5/6
     # B: label 1 iff x0 > x1 + 0.5: rows 0, 3, 4 -> labels 1 0 0 1 1 0; correct 4 -> 1/6
-    acc = evaluation.inference_accuracy(_tiny_stack(), TINY, TINY_X, TINY_Y)
+    acc = accuracy.inference_accuracy(_tiny_stack(), TINY, TINY_X, TINY_Y)
     assert acc.tolist() == [5 / 6, 1 / 6]
 
 
@@ -230,12 +232,12 @@ def _tiny_train_outputs(batches):
 
 def test_tiny_stack_train_mode_and_divergence_by_hand():
     stacked = _tiny_stack()
-    batches, scored = evaluation.test_batches(6, 2, seed=0)
+    batches, scored = accuracy.test_batches(6, 2, seed=0)
     assert scored.all()
     h = _tiny_train_outputs(batches)
     label_a, label_b = (h[:, 1] > h[:, 0] + 0.5), (h[:, 0] > h[:, 1] + 0.5)
     eval_a, eval_b = TINY_X[:, 1] > TINY_X[:, 0] + 0.5, TINY_X[:, 0] > TINY_X[:, 1] + 0.5
-    out = evaluation.trained_divergence(stacked, TINY, TINY_X, TINY_Y, 2, seed=0)
+    out = accuracy.trained_divergence(stacked, TINY, TINY_X, TINY_Y, 2, seed=0)
     assert out["train_mode_accuracy"].tolist() == [np.mean(label_a == TINY_Y), np.mean(label_b == TINY_Y)]
     assert out["inference_accuracy"].tolist() == [5 / 6, 1 / 6]
     assert out["label_disagreement"].tolist() == [np.mean(label_a != eval_a), np.mean(label_b != eval_b)]
@@ -244,7 +246,7 @@ def test_tiny_stack_train_mode_and_divergence_by_hand():
     rmse = np.sqrt(((h - TINY_X) ** 2).mean())
     np.testing.assert_allclose(out["train_eval_rmse"], [rmse, rmse], rtol=1e-4)
     assert (
-        evaluation.train_mode_accuracy(stacked, TINY, TINY_X, TINY_Y, 2, 0).tolist()
+        accuracy.train_mode_accuracy(stacked, TINY, TINY_X, TINY_Y, 2, 0).tolist()
         == out["train_mode_accuracy"].tolist()
     )
 
@@ -253,7 +255,7 @@ def test_sum_of_squared_differences_by_hand():
     a = np.array([[[1.0, 2.0], [3.0, 4.0]], [[0.5, 0.0], [0.0, -0.5]]], np.float32)
     b = np.zeros_like(a)
     out = np.empty(2, np.float64)
-    evaluation._sum_squared_differences(a, b, out)
+    accuracy._sum_squared_differences(a, b, out)
     assert out.tolist() == [30.0, 0.5]
 
 
@@ -264,23 +266,23 @@ def test_same_call_gives_the_same_bytes_and_a_model_alone_the_same_numbers():
     spec = NetSpec("batchrenorm", widths=(64, 12, 10, 10))
     stacked = _stack(spec)
     x, y = _data()
-    first = evaluation.trained_divergence(stacked, spec, x, y, 4, 0, (2.0, 1.0))
-    second = evaluation.trained_divergence(stacked, spec, x, y, 4, 0, (2.0, 1.0))
-    alone = evaluation.trained_divergence({k: v[1:2] for k, v in stacked.items()}, spec, x, y, 4, 0, (2.0, 1.0))
+    first = accuracy.trained_divergence(stacked, spec, x, y, 4, 0, (2.0, 1.0))
+    second = accuracy.trained_divergence(stacked, spec, x, y, 4, 0, (2.0, 1.0))
+    alone = accuracy.trained_divergence({k: v[1:2] for k, v in stacked.items()}, spec, x, y, 4, 0, (2.0, 1.0))
     for key in first:
         assert first[key].tobytes() == second[key].tobytes(), key
         assert first[key][1:2].tobytes() == alone[key].tobytes(), key
-    a = evaluation.train_mode_logits(stacked, spec, x, 4, 0, (2.0, 1.0))
-    assert a.tobytes() == evaluation.train_mode_logits(stacked, spec, x, 4, 0, (2.0, 1.0)).tobytes()
+    a = accuracy.train_mode_logits(stacked, spec, x, 4, 0, (2.0, 1.0))
+    assert a.tobytes() == accuracy.train_mode_logits(stacked, spec, x, 4, 0, (2.0, 1.0)).tobytes()
 
 
 def test_evaluation_leaves_the_stack_untouched():
     stacked = _stack()
     before = {k: v.copy() for k, v in stacked.items()}
     x, y = _data()
-    evaluation.inference_accuracy(stacked, SPEC, x, y)
-    evaluation.train_mode_accuracy(stacked, SPEC, x, y, 2, seed=0)
-    evaluation.trained_divergence(stacked, SPEC, x, y, 4, seed=0)
+    accuracy.inference_accuracy(stacked, SPEC, x, y)
+    accuracy.train_mode_accuracy(stacked, SPEC, x, y, 2, seed=0)
+    accuracy.trained_divergence(stacked, SPEC, x, y, 4, seed=0)
     evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 4, seed=0)
     for k in stacked:
         assert stacked[k].tobytes() == before[k].tobytes(), k
@@ -345,7 +347,7 @@ def test_load_trained_reads_numpy_and_the_final_renorm_limits(tmp_path):
     x, y = _data()
     for name, array in (("x", x), ("y", y), ("y_train", np.arange(50))):
         np.save(tmp_path / f"{name}.npy", array)
-    cell = evaluation.load_trained(paths, tmp_path / "x.npy", tmp_path / "y.npy", tmp_path / "y_train.npy")
+    cell = accuracy.load_trained(paths, tmp_path / "x.npy", tmp_path / "y.npy", tmp_path / "y_train.npy")
     assert isinstance(cell.x, np.ndarray) and isinstance(cell.y, np.ndarray) and cell.spec == spec
     assert [m["seed"] for m in cell.metas] == ["0", "1"]
     assert np.array_equal(cell.x, x) and np.array_equal(cell.y, y)
@@ -377,7 +379,7 @@ def test_summary_json_has_the_issue_keys():
             for m in modes
         ]
     )
-    out = evaluation.summary_json(summary)
+    out = estimates.summary_json(summary)
     for n in ("none", "batchnorm"):
         assert {"inference_accuracy", "inference_ci", "train_mode_accuracy"} <= set(out[n]["4"])
     assert {"precise_bn_accuracy", "debiased_ema_accuracy"} <= set(out["batchnorm"]["4"])
@@ -407,16 +409,16 @@ def test_gain_interval_by_hand():
 
 
 def test_mean_in_order_adds_in_the_given_order():
-    assert evaluation.mean_in_order([1.0, 2.0, 4.0]) == 7 / 3
+    assert means.mean_in_order([1.0, 2.0, 4.0]) == 7 / 3
     # in order: (1e16 + 1) + 1 = 1e16 (each 1 is lost), then -1e16 gives 0; another order would not
-    assert evaluation.mean_in_order([1e16, 1.0, 1.0, -1e16]) == 0.0
-    assert evaluation.mean_in_order([1.0, 1.0, 1e16, -1e16]) == 0.5  # 1 + 1 first: 2 + 1e16 is exact
+    assert means.mean_in_order([1e16, 1.0, 1.0, -1e16]) == 0.0
+    assert means.mean_in_order([1.0, 1.0, 1e16, -1e16]) == 0.5  # 1 + 1 first: 2 + 1e16 is exact
     with pytest.raises(ValueError):
-        evaluation.mean_in_order([])
+        means.mean_in_order([])
 
 
 def test_correct_rows_by_hand():
-    rows = evaluation.correct_rows(np.array([[True, False, True], [False, False, True]]), [7, 9], "exact")
+    rows = accuracy.correct_rows(np.array([[True, False, True], [False, False, True]]), [7, 9], "exact")
     assert rows == [
         {"seed": 7, "mode": "exact", "row": 0, "correct": 1},
         {"seed": 7, "mode": "exact", "row": 1, "correct": 0},
@@ -450,7 +452,7 @@ def test_remedy_rows_pass_the_last_batch_policy_on():
     for policy in ("keep", "drop"):
         _, dist = evaluation.remedy_rows(stacked, SPEC, [0, 1, 2], x, y, x, y, 5, seed=0, last_batch=policy)
         stats = remedies.all_statistics(stacked, SPEC, x, y, 5, 0, policy)
-        want = remedies.distances(stats["cumulative"], stats["exact"], SPEC.eps)
+        want = distances(stats["cumulative"], stats["exact"], SPEC.eps)
         got = [r for r in dist if r["statistics"] == "cumulative"]
         assert [(r["mean_distance"], r["var_distance"]) for r in got] == [
             (r["mean_distance"], r["var_distance"]) for r in want
@@ -464,15 +466,15 @@ def test_remedy_rows_pass_the_last_batch_policy_on():
 
 def test_labels_are_int64_row_indices():
     z = np.array([[[0.1, 0.9, 0.9], [2.0, -1.0, 0.0]]], np.float32)
-    out = evaluation.labels(z)
+    out = accuracy.labels(z)
     assert out.dtype == np.int64 and out.tolist() == [[1, 0]]  # the first largest logit
 
 
 def test_refusals_name_what_was_given():
     with pytest.raises(ValueError, match=r"2 <= batch_size <= n rows; got 1 for 5"):
-        evaluation.test_batches(5, 1, seed=0)
+        accuracy.test_batches(5, 1, seed=0)
     with pytest.raises(ValueError, match=r"non-empty 1-D sequence, got shape \(0,\)"):
-        evaluation.mean_in_order([])
+        means.mean_in_order([])
 
 
 def test_training_mode_accuracy_and_divergence_pass_batch_renorms_limits_on():
@@ -480,12 +482,12 @@ def test_training_mode_accuracy_and_divergence_pass_batch_renorms_limits_on():
     stacked = _stack(spec)
     x, y = _data()
     limits = (1.5, 0.5)
-    z = evaluation.train_mode_logits(stacked, spec, x, 5, seed=0, limits=limits)
-    want = evaluation.share(evaluation.labels(z) == y[None, :])
-    default = evaluation.share(evaluation.labels(evaluation.train_mode_logits(stacked, spec, x, 5, seed=0)) == y)
+    z = accuracy.train_mode_logits(stacked, spec, x, 5, seed=0, limits=limits)
+    want = accuracy.share(accuracy.labels(z) == y[None, :])
+    default = accuracy.share(accuracy.labels(accuracy.train_mode_logits(stacked, spec, x, 5, seed=0)) == y)
     assert not np.array_equal(want, default)  # the limits change some label, so passing them on shows
-    assert evaluation.train_mode_accuracy(stacked, spec, x, y, 5, seed=0, limits=limits).tolist() == want.tolist()
-    div = evaluation.trained_divergence(stacked, spec, x, y, 5, seed=0, limits=limits)
+    assert accuracy.train_mode_accuracy(stacked, spec, x, y, 5, seed=0, limits=limits).tolist() == want.tolist()
+    div = accuracy.trained_divergence(stacked, spec, x, y, 5, seed=0, limits=limits)
     assert div["train_mode_accuracy"].tolist() == want.tolist()
 
 
@@ -499,7 +501,7 @@ def test_remedy_distances_use_the_networks_eps():
     x, y = _data()
     _, dist = evaluation.remedy_rows(stacked, spec, [0, 1, 2], x, y, x, y, 5, seed=0)
     stats = remedies.all_statistics(stacked, spec, x, y, 5, 0, "drop")
-    want = remedies.distances(stats["cumulative"], stats["exact"], 0.5)
-    other = remedies.distances(stats["cumulative"], stats["exact"], SPEC.eps)
+    want = distances(stats["cumulative"], stats["exact"], 0.5)
+    other = distances(stats["cumulative"], stats["exact"], SPEC.eps)
     got = [r["var_distance"] for r in dist if r["statistics"] == "cumulative"]
     assert got == [r["var_distance"] for r in want] != [r["var_distance"] for r in other]

@@ -10,7 +10,7 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "bnstudy"
 # each layer may import the layers before it, never one after it (bnstudy/__init__.py)
-LAYERS = ["base", "compiled", "nets", "paper", "studies", "audit", "tools"]
+LAYERS = ["base", "compiled", "nets", "evaluation", "paper", "studies", "audit", "tools"]
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
@@ -65,3 +65,8 @@ def test_the_layer_check_sees_an_upward_import():
         "bnstudy.studies.batch_size"
     ]
     assert _upward("from ..nets import model\n", ("bnstudy", "compiled")) == ["bnstudy.nets"]
+    # what the studies share sits below them: it may read the networks, never a study
+    assert _upward("from bnstudy.nets import network\n", ("bnstudy", "evaluation")) == []
+    assert _upward("from bnstudy.studies.batch_size import remedies\n", ("bnstudy", "evaluation")) == [
+        "bnstudy.studies.batch_size"
+    ]

@@ -11,6 +11,7 @@ import yaml
 from scipy import stats as sps
 
 from bnstudy.base.config import ConfigError, check_cross_fields
+from bnstudy.evaluation import accuracy
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.lr_sweep import science as lr_sweep
 from conftest import ROOT
@@ -138,7 +139,6 @@ def test_report_macros_and_tables_follow_the_choice():
 def test_sweep_trains_on_the_fit_rows_and_scores_each_split(configured):
     from bnstudy.nets import model, train
     from bnstudy.nets.recipe import Recipe
-    from bnstudy.studies.batch_size import evaluation
 
     rng = np.random.default_rng(0)
     x = rng.random((30, 64)).astype(np.float32)
@@ -150,9 +150,9 @@ def test_sweep_trains_on_the_fit_rows_and_scores_each_split(configured):
     runs, epochs = lr_sweep.sweep(spec, recipe, [4], [1e-3, 1e-1], [0, 1], x, y, fit, val, x[:6], y[:6])
     assert runs[["lr", "seed"]].values.tolist() == [[1e-3, 0], [1e-3, 1], [1e-1, 0], [1e-1, 1]]
     stacked, _ = train.train_models(spec, Recipe(epochs=1, batch_size=4, lr=1e-1), [0, 1], x[fit], y[fit])
-    want = evaluation.inference_accuracy(stacked, spec, x[val], y[val])
+    want = accuracy.inference_accuracy(stacked, spec, x[val], y[val])
     assert runs.validation_accuracy.tolist()[2:] == want.tolist()
-    want_test = evaluation.inference_accuracy(stacked, spec, x[:6], y[:6])
+    want_test = accuracy.inference_accuracy(stacked, spec, x[:6], y[:6])
     assert runs.test_accuracy.tolist()[2:] == want_test.tolist()
     assert len(epochs) == 4 and set(epochs.lr) == {1e-3, 1e-1}
 

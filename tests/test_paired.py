@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from bnstudy.evaluation import paired as pairing
 from bnstudy.studies.batch_size import paired
 from bnstudy.studies.batch_size import summary as batch_size_summary
 
@@ -14,7 +15,7 @@ from bnstudy.studies.batch_size import summary as batch_size_summary
 def test_paired_interval_is_scipys_paired_t_interval():
     a = [0.91, 0.87, 0.95, 0.90, 0.88]
     b = [0.89, 0.88, 0.90, 0.86, 0.87]
-    r = paired.paired_interval(a, b, 0.95)
+    r = pairing.paired_interval(a, b, 0.95)
     ci = sps.ttest_rel(a, b).confidence_interval(0.95)
     assert r["gain"] == pytest.approx(np.mean(np.subtract(a, b)), abs=1e-15)
     assert (r["ci_low"], r["ci_high"]) == pytest.approx((ci.low, ci.high), abs=1e-12)
@@ -23,7 +24,7 @@ def test_paired_interval_is_scipys_paired_t_interval():
 def test_paired_interval_is_narrower_than_welch_when_seeds_share_their_luck():
     a = [0.80, 0.90, 0.85, 0.95]
     b = [0.79, 0.88, 0.84, 0.93]  # the same seed effect plus a small constant gain
-    r = paired.paired_interval(a, b, 0.95)
+    r = pairing.paired_interval(a, b, 0.95)
     welch = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert r["ci_low"] > 0 and welch.low < 0
 
@@ -31,7 +32,7 @@ def test_paired_interval_is_narrower_than_welch_when_seeds_share_their_luck():
 def test_mcnemar_counts_discordant_rows_and_matches_binomtest():
     a = np.array([1, 1, 1, 0, 0, 1, 1, 0, 1, 1], bool)
     b = np.array([1, 0, 0, 1, 0, 0, 0, 0, 1, 0], bool)
-    a_only, b_only, p = paired.mcnemar(a, b)
+    a_only, b_only, p = pairing.mcnemar(a, b)
     assert (a_only, b_only) == (5, 1)
     # by hand: P(X <= 1 or X >= 5), X ~ Bin(6, 1/2) = 2 * (1 + 6) / 64
     assert p == pytest.approx(14 / 64, abs=1e-12)
@@ -40,7 +41,7 @@ def test_mcnemar_counts_discordant_rows_and_matches_binomtest():
 
 def test_mcnemar_without_discordant_rows_has_p_one():
     a = np.array([1, 0, 1], bool)
-    assert paired.mcnemar(a, a) == (0, 0, 1.0)
+    assert pairing.mcnemar(a, a) == (0, 0, 1.0)
 
 
 def test_net_rows_are_the_accuracy_difference_times_the_rows():
@@ -93,11 +94,11 @@ def test_mcnemar_reads_0_1_numbers_as_correct_and_wrong():
     missing value becomes float), lists, not only booleans."""
     a = np.array([1, 1, 1, 0, 0, 1, 1, 0, 1, 1])
     b = np.array([1, 0, 0, 1, 0, 0, 0, 0, 1, 0])
-    expected = paired.mcnemar(a.astype(bool), b.astype(bool))
+    expected = pairing.mcnemar(a.astype(bool), b.astype(bool))
     assert expected[:2] == (5, 1)
-    assert paired.mcnemar(a, b) == expected
-    assert paired.mcnemar(a.astype(float), b.astype(float)) == expected
-    assert paired.mcnemar(list(b.astype(float)), list(a.astype(float)))[:2] == (1, 5)
+    assert pairing.mcnemar(a, b) == expected
+    assert pairing.mcnemar(a.astype(float), b.astype(float)) == expected
+    assert pairing.mcnemar(list(b.astype(float)), list(a.astype(float)))[:2] == (1, 5)
 
 
 def test_summary_keeps_the_comparisons_in_the_order_they_come():
@@ -138,6 +139,6 @@ def test_mcnemar_p_is_the_exact_binomial_tail_rounded_once():
     for n, k in [(1, 0), (6, 5), (171, 103), (171, 68), (4000, 1900), (10000, 5000), (9999, 0), (2, 1)]:
         small = min(k, n - k)
         exact = min(Fraction(1), Fraction(2 * sum(comb(n, i) for i in range(small + 1)), 2**n))
-        assert paired.mcnemar_p(k, n) == float(exact), (n, k)
-        assert paired.mcnemar_p(k, n) == pytest.approx(sps.binomtest(k, n, 0.5).pvalue, rel=1e-11, abs=1e-300)
-    assert paired.mcnemar_p(0, 0) == 1.0 and paired.mcnemar_p(5000, 10000) == 1.0
+        assert pairing.mcnemar_p(k, n) == float(exact), (n, k)
+        assert pairing.mcnemar_p(k, n) == pytest.approx(sps.binomtest(k, n, 0.5).pvalue, rel=1e-11, abs=1e-300)
+    assert pairing.mcnemar_p(0, 0) == 1.0 and pairing.mcnemar_p(5000, 10000) == 1.0

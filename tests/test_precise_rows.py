@@ -10,7 +10,9 @@ import pytest
 from scipy import stats
 
 from bnstudy.base.config import ConfigError, parts
-from bnstudy.studies.batch_size import evaluation, remedies
+from bnstudy.evaluation import accuracy as scores
+from bnstudy.evaluation import recompute
+from bnstudy.studies.batch_size import evaluation
 from bnstudy.studies.precise_rows import checks, report, science
 from conftest import hashed_outputs
 from test_remedies import SPEC, _data, _trained_stack
@@ -26,7 +28,7 @@ def _split():
 
 def test_a_budget_pools_the_first_batches_of_its_pass_and_the_whole_pass_is_the_remedies():
     y = _data()[1]
-    whole = remedies.pass_batches(y, 4, 5, "drop")
+    whole = recompute.pass_batches(y, 4, 5, "drop")
     first = science.budget_batches(y, 4, 12, 5, "drop")
     assert [b.tolist() for b in first] == [b.tolist() for b in whole[:3]]
     assert [b.tolist() for b in science.budget_batches(y, 4, science.ALL, 5, "drop")] == [b.tolist() for b in whole]
@@ -51,9 +53,7 @@ def test_every_arm_scores_as_the_stack_and_the_remedies_do():
     rows = pd.DataFrame(science.evaluate(stacked, SPEC, [0, 1], data, 4, SETTINGS))
     assert len(rows) == 2 * (2 + 2 * 2 + 1)
     ema = rows[rows.arm == "ema"].sort_values("seed")
-    assert (
-        ema.accuracy.tolist() == evaluation.inference_accuracy(stacked, SPEC, data["x_test"], data["y_test"]).tolist()
-    )
+    assert ema.accuracy.tolist() == scores.inference_accuracy(stacked, SPEC, data["x_test"], data["y_test"]).tolist()
     accuracy, _ = evaluation.remedy_rows(stacked, SPEC, [0, 1], *data.values(), 4, 3)
     by_mode = pd.DataFrame(accuracy).set_index(["mode", "seed"]).accuracy
     whole = rows[rows.rows == "all"].sort_values("seed")
@@ -63,12 +63,12 @@ def test_every_arm_scores_as_the_stack_and_the_remedies_do():
     assert rows[rows.rows == "8"].rows_used.unique().tolist() == [8]
     assert whole.rows_used.unique().tolist() == [40]  # 41 rows in batches of 4, the last row dropped
     # a budget's statistics: the pooled moments of its batches (replicate 1: the pass of seed 4)
-    stats8 = remedies.precise_statistics(
+    stats8 = recompute.precise_statistics(
         stacked, SPEC, data["x_train"], science.budget_batches(data["y_train"], 4, 8, 4, "drop")
     )
-    hits = evaluation.inference_correct(remedies.with_statistics(stacked, stats8), SPEC, data["x_test"], data["y_test"])
+    hits = scores.inference_correct(recompute.with_statistics(stacked, stats8), SPEC, data["x_test"], data["y_test"])
     got = rows[(rows.rows == "8") & (rows.replicate == 1)].sort_values("seed").accuracy.tolist()
-    assert got == evaluation.share(hits).tolist()
+    assert got == scores.share(hits).tolist()
 
 
 def _rows(gaps: dict, seeds=(0, 1, 2), replicates=2) -> pd.DataFrame:

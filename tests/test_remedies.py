@@ -11,6 +11,8 @@ import torch
 
 from bnstudy.base import fixedmath
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
+from bnstudy.evaluation import recompute
+from bnstudy.evaluation.distance import distances
 from bnstudy.nets import model as mlp
 from bnstudy.nets import torchnet
 from bnstudy.nets.model import NetSpec
@@ -115,30 +117,30 @@ def test_debiased_ema_by_hand_and_its_refusals():
 
 def test_pass_batches_cover_rows_once_and_follow_the_last_batch_policy():
     y = np.arange(9)
-    batches = remedies.pass_batches(y, 2, seed=0)
+    batches = recompute.pass_batches(y, 2, seed=0)
     assert [len(b) for b in batches] == [2, 2, 2, 2]
     assert len(set(np.concatenate(batches).tolist())) == 8
-    assert all(np.array_equal(a, b) for a, b in zip(batches, remedies.pass_batches(y, 2, seed=0)))
-    assert [len(b) for b in remedies.pass_batches(np.arange(11), 4, seed=0)] == [4, 4]
-    assert [len(b) for b in remedies.pass_batches(np.arange(11), 4, seed=0, last_batch="keep")] == [4, 4, 3]
-    assert [len(b) for b in remedies.pass_batches(y, 2, seed=0, last_batch="keep")] == [2, 2, 2, 2]
+    assert all(np.array_equal(a, b) for a, b in zip(batches, recompute.pass_batches(y, 2, seed=0)))
+    assert [len(b) for b in recompute.pass_batches(np.arange(11), 4, seed=0)] == [4, 4]
+    assert [len(b) for b in recompute.pass_batches(np.arange(11), 4, seed=0, last_batch="keep")] == [4, 4, 3]
+    assert [len(b) for b in recompute.pass_batches(y, 2, seed=0, last_batch="keep")] == [2, 2, 2, 2]
 
 
 def test_pass_batches_are_one_pcg64_permutation_cut_in_order():
     y = np.arange(11)
     perm = np.random.default_rng(derive_seed(7, STREAM_EVAL_BATCHES, 4, 1)).permutation(11)
-    batches = remedies.pass_batches(y, 4, seed=7)
+    batches = recompute.pass_batches(y, 4, seed=7)
     assert np.array_equal(np.concatenate(batches), perm[:8])
-    assert not np.array_equal(np.concatenate(remedies.pass_batches(y, 4, seed=8)), perm[:8])
+    assert not np.array_equal(np.concatenate(recompute.pass_batches(y, 4, seed=8)), perm[:8])
 
 
 def test_training_mode_layer_inputs_are_the_plain_modules_batch_norm_inputs():
     """float32 layer inputs within 1e-5 of nn.BatchNorm1d's (PyTorch sums in another order)."""
     stacked = _trained_stack()
     x, _ = _data(43)
-    batches = remedies.pass_batches(np.arange(43), 4, seed=1, last_batch="keep")
+    batches = recompute.pass_batches(np.arange(43), 4, seed=1, last_batch="keep")
     assert [len(b) for b in batches] == [4] * 10 + [3]
-    inputs, starts = remedies.training_mode_layer_inputs(stacked, SPEC, x, batches)
+    inputs, starts = recompute.training_mode_layer_inputs(stacked, SPEC, x, batches)
     assert starts.tolist() == np.concatenate([[0], np.cumsum([len(b) for b in batches])]).tolist()
     for i in range(2):
         seen = _bn_inputs(_module(stacked, i), x, batches, train=True)
@@ -153,7 +155,7 @@ def test_training_mode_layer_inputs_are_the_plain_modules_batch_norm_inputs():
 def test_cumulative_average_equals_pytorch_momentum_none_pass():
     stacked = _trained_stack()
     x, y = _data()
-    batches = remedies.pass_batches(y, 4, seed=3)
+    batches = recompute.pass_batches(y, 4, seed=3)
     ours = remedies.cumulative_average(stacked, SPEC, x, batches)
     for i in range(2):
         net = _module(stacked, i).train()
@@ -171,7 +173,7 @@ def test_cumulative_average_equals_pytorch_momentum_none_pass():
 def test_cumulative_average_is_the_mean_of_batch_statistics_with_a_short_last_batch():
     stacked = _trained_stack()
     x, _ = _data(43)
-    batches = remedies.pass_batches(np.arange(43), 5, seed=0, last_batch="keep")
+    batches = recompute.pass_batches(np.arange(43), 5, seed=0, last_batch="keep")
     assert [len(b) for b in batches] == [5] * 8 + [3]
     ours = remedies.cumulative_average(stacked, SPEC, x, batches)
     seen = _bn_inputs(_module(stacked, 1), x, batches, train=True)
@@ -190,8 +192,8 @@ def test_cumulative_average_is_the_mean_of_batch_statistics_with_a_short_last_ba
 def test_precise_statistics_are_the_moments_of_every_row_the_plain_module_feeds_its_layers():
     stacked = _trained_stack()
     x, y = _data()
-    batches = remedies.pass_batches(y, 4, seed=1)
-    ours = remedies.precise_statistics(stacked, SPEC, x, batches)
+    batches = recompute.pass_batches(y, 4, seed=1)
+    ours = recompute.precise_statistics(stacked, SPEC, x, batches)
     seen = _bn_inputs(_module(stacked, 0), x, batches, train=True)
     for layer in mlp.NORMS:
         rows = np.concatenate(seen[layer])  # nn.BatchNorm1d's inputs, float64
@@ -206,10 +208,10 @@ def test_pooled_variance_exceeds_the_average_batch_variance_by_the_spread_of_bat
     pooled var = (B - 1) / B * mean unbiased batch var + var of batch means."""
     stacked = _trained_stack()
     x, y = _data()
-    batches = remedies.pass_batches(y, 4, seed=1)
-    precise = remedies.precise_statistics(stacked, SPEC, x, batches)
+    batches = recompute.pass_batches(y, 4, seed=1)
+    precise = recompute.precise_statistics(stacked, SPEC, x, batches)
     cumulative = remedies.cumulative_average(stacked, SPEC, x, batches)
-    inputs, _ = remedies.training_mode_layer_inputs(stacked, SPEC, x, batches)
+    inputs, _ = recompute.training_mode_layer_inputs(stacked, SPEC, x, batches)
     for layer in mlp.NORMS:
         means = inputs[layer].astype(np.float64).reshape(2, 10, 4, -1).mean(2)  # (M, K, F)
         np.testing.assert_allclose(precise[layer][0], cumulative[layer][0], rtol=1e-6, atol=1e-6)
@@ -224,7 +226,7 @@ def test_pooled_variance_exceeds_the_average_batch_variance_by_the_spread_of_bat
 def test_exact_statistics_use_layer_one_exact_statistics_for_layer_two():
     stacked = _trained_stack()
     x, _ = _data()
-    exact = remedies.exact_statistics(stacked, SPEC, x)
+    exact = recompute.exact_statistics(stacked, SPEC, x)
     net = _module(stacked, 1)
     w, b = net[0].weight.detach().double().numpy(), net[0].bias.detach().double().numpy()
     h1 = x.astype(np.float64) @ w.T + b
@@ -240,15 +242,15 @@ def test_exact_statistics_use_layer_one_exact_statistics_for_layer_two():
 def test_precise_and_exact_are_the_same_bits_at_layer_one_over_every_row_in_order():
     stacked = _trained_stack()
     x, y = _data()
-    exact = remedies.exact_statistics(stacked, SPEC, x)
-    precise = remedies.precise_statistics(stacked, SPEC, x, [np.arange(len(x))])
+    exact = recompute.exact_statistics(stacked, SPEC, x)
+    precise = recompute.precise_statistics(stacked, SPEC, x, [np.arange(len(x))])
     for k in (0, 1):
         assert precise["1"][k].tobytes() == exact["1"][k].tobytes()
     # layer 2: batch statistics (one batch of all rows) against the float32-rounded exact ones
     assert not np.array_equal(precise["4"][0], exact["4"][0])
     np.testing.assert_allclose(precise["4"][0], exact["4"][0], rtol=1e-4, atol=1e-4)
     stats = remedies.all_statistics(stacked, SPEC, x, y, batch_size=2, seed=0)
-    rows = {(r["layer"], r["model"]): r for r in remedies.distances(stats["precise_bn"], stats["exact"])}
+    rows = {(r["layer"], r["model"]): r for r in distances(stats["precise_bn"], stats["exact"])}
     # batches of two rows hold every row except one dropped single: layer 1 nearly equal
     assert rows[(1, 0)]["mean_distance"] < 0.05
     assert rows[(2, 0)]["mean_distance"] > rows[(1, 0)]["mean_distance"]
@@ -289,7 +291,7 @@ def test_tiny_network_statistics_by_hand():
     stacked = _tiny_stack()
     batches = [np.array([0, 5]), np.array([3, 1]), np.array([2, 4])]
     cumulative = remedies.cumulative_average(stacked, TINY, TINY_X, batches)
-    precise = remedies.precise_statistics(stacked, TINY, TINY_X, batches)
+    precise = recompute.precise_statistics(stacked, TINY, TINY_X, batches)
     # layer 1, model 0: pair means (5, 2.5), (2.5, 4), (4.5, 2.5) -> mean (4, 3), that of all rows
     # unbiased pair variances (a - b)**2 / 2: (50, 0.5), (4.5, 18), (12.5, 12.5) -> (67 / 3, 31 / 3)
     np.testing.assert_allclose(cumulative["1"][0][0], [4.0, 3.0], rtol=1e-7)
@@ -314,7 +316,7 @@ def test_tiny_network_statistics_by_hand():
 
 
 def test_tiny_network_exact_statistics_by_hand():
-    exact = remedies.exact_statistics(_tiny_stack(), TINY, TINY_X)
+    exact = recompute.exact_statistics(_tiny_stack(), TINY, TINY_X)
     np.testing.assert_allclose(exact["1"][0][0], [4.0, 3.0], rtol=1e-7)
     np.testing.assert_allclose(exact["1"][1][0], [74 / 6, 34 / 6], rtol=1e-7)
     # layer 2's input: relu((x - mean) / sqrt(var + eps)) with layer 1's exact statistics
@@ -338,20 +340,20 @@ def test_distances_by_hand():
     exact = {layer: (np.zeros((1, 2)), np.array([[1.0 - eps, 4.0 - eps]])) for layer in mlp.NORMS}
     # mean shifts of 1 and 2 exact standard deviations (1 / 1 and 4 / 4); variances e and 4 e**-2 times
     other = {layer: (np.array([[1.0, 4.0]]), np.array([[np.e - eps, 4.0 * np.exp(-2.0) - eps]])) for layer in mlp.NORMS}
-    rows = remedies.distances(other, exact, eps)
+    rows = distances(other, exact, eps)
     assert [(r["model"], r["layer"]) for r in rows] == [(0, 1), (0, 2)]
     for r in rows:
         assert r["mean_distance"] == pytest.approx(np.sqrt((1 + 4) / 2), rel=1e-12)
         assert r["var_distance"] == pytest.approx(np.sqrt((1 + 4) / 2), rel=1e-12)
     # eps enters both: with another eps the same statistics are at another distance
-    assert remedies.distances(other, exact, 0.5)[0]["var_distance"] != rows[0]["var_distance"]
+    assert distances(other, exact, 0.5)[0]["var_distance"] != rows[0]["var_distance"]
 
 
 def test_distances_of_the_trained_statistics_against_a_float64_reference():
     stacked = _trained_stack()
     x, _ = _data()
-    exact = remedies.exact_statistics(stacked, SPEC, x)
-    rows = remedies.distances(remedies.running_statistics(stacked), exact, SPEC.eps)
+    exact = recompute.exact_statistics(stacked, SPEC, x)
+    rows = distances(recompute.running_statistics(stacked), exact, SPEC.eps)
     for r in rows:
         layer = mlp.NORMS[r["layer"] - 1]
         mean, var = (stacked[f"{layer}.{k}"][r["model"]].astype(np.float64) for k in ("running_mean", "running_var"))
@@ -386,7 +388,7 @@ def test_remedies_leave_the_stack_untouched():
     before = {k: v.copy() for k, v in stacked.items()}
     x, y = _data()
     stats = remedies.all_statistics(stacked, SPEC, x, y, batch_size=4, seed=0)
-    copy = remedies.with_statistics(stacked, stats["exact"])
+    copy = recompute.with_statistics(stacked, stats["exact"])
     copy["1.running_mean"] += 1.0
     for k in stacked:
         assert stacked[k].tobytes() == before[k].tobytes(), k

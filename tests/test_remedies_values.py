@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from bnstudy.base import stats
+from bnstudy.evaluation import recompute
+from bnstudy.evaluation.distance import distances
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.batch_size import remedies
@@ -38,7 +40,7 @@ def _x(n=12, seed=1):
 def test_running_statistics_are_copies():
     stacked = _stack()
     before = {k: v.copy() for k, v in stacked.items()}
-    got = remedies.running_statistics(stacked)
+    got = recompute.running_statistics(stacked)
     for layer in mlp.NORMS:
         assert got[layer][0].tolist() == before[f"{layer}.running_mean"].tolist()
         assert got[layer][1].tolist() == before[f"{layer}.running_var"].tolist()
@@ -54,7 +56,7 @@ def test_with_statistics_copies_keeps_dtype_and_shape():
     m, f = stacked["1.running_mean"].shape
     mean = np.arange(m * f, dtype=np.float64) / 3  # float64 and flat: stored as float32 (m, f)
     var = np.full((m, f), 2.0)
-    out = remedies.with_statistics(stacked, {"1": (mean, var)})
+    out = recompute.with_statistics(stacked, {"1": (mean, var)})
     assert out["1.running_mean"].dtype == np.float32 and out["1.running_mean"].shape == (m, f)
     assert out["1.running_mean"].tolist() == mean.astype(np.float32).reshape(m, f).tolist()
     assert out["1.running_var"].tolist() == var.tolist()
@@ -66,12 +68,12 @@ def test_with_statistics_copies_keeps_dtype_and_shape():
     var[...] = -1.0
     for k in stacked:
         assert np.array_equal(stacked[k], before[k]), k
-    again = remedies.with_statistics(stacked, {"1": (np.ones((m, f)), var)})
+    again = recompute.with_statistics(stacked, {"1": (np.ones((m, f)), var)})
     var[...] = 5.0
     assert again["1.running_var"].tolist() == [[-1.0] * f] * m
     # statistics already of the stored dtype and shape are copied too, not taken as they are
     var32 = np.full((m, f), 2.0, np.float32)
-    third = remedies.with_statistics(stacked, {"1": (mean, var32)})
+    third = recompute.with_statistics(stacked, {"1": (mean, var32)})
     var32[...] = 7.0
     assert third["1.running_var"].tolist() == [[2.0] * f] * m
 
@@ -109,11 +111,11 @@ def test_remedies_refuse_other_normalisers_with_one_message():
     stack = {k: np.array(v) for k, v in mlp.initial_stack(other, [0]).items()}
     message = "^the remedies replace batch norm's running statistics$"
     with pytest.raises(ValueError, match=message):
-        remedies.exact_statistics(stack, other, _x())
+        recompute.exact_statistics(stack, other, _x())
     with pytest.raises(ValueError, match=message):
         remedies.all_statistics(stack, other, _x(), np.arange(12) % 3, batch_size=4, seed=0)
     with pytest.raises(ValueError, match=message):
-        remedies.training_mode_layer_inputs(stack, other, _x(), np.arange(12).reshape(3, 4))
+        recompute.training_mode_layer_inputs(stack, other, _x(), np.arange(12).reshape(3, 4))
 
 
 # ---- (d) exact statistics: the rows are rounded to float32 first ---------------------
@@ -121,8 +123,8 @@ def test_remedies_refuse_other_normalisers_with_one_message():
 
 def test_exact_statistics_round_the_rows_to_float32_first():
     stacked, x = _stack(), _x()
-    a = remedies.exact_statistics(stacked, SPEC, x)
-    b = remedies.exact_statistics(stacked, SPEC, x.astype(np.float64))
+    a = recompute.exact_statistics(stacked, SPEC, x)
+    b = recompute.exact_statistics(stacked, SPEC, x.astype(np.float64))
     for layer in mlp.NORMS:
         for k in (0, 1):
             assert a[layer][k].dtype == np.float32
@@ -135,13 +137,13 @@ def test_exact_statistics_round_the_rows_to_float32_first():
 def test_distances_by_hand_with_more_models_than_features_and_the_default_eps():
     exact = {layer: (np.zeros((3, 1)), np.full((3, 1), 1.0)) for layer in mlp.NORMS}
     other = {layer: (np.array([[1.0], [2.0], [0.0]]), np.full((3, 1), 1.0)) for layer in mlp.NORMS}
-    rows = remedies.distances(other, exact)  # eps 1e-5
+    rows = distances(other, exact)  # eps 1e-5
     assert [(r["model"], r["layer"]) for r in rows] == [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]
     for r, shift in zip(rows, [1.0, 2.0, 0.0] * 2):
         assert r["mean_distance"] == pytest.approx(shift / math.sqrt(1 + 1e-5), rel=1e-12)
         assert r["var_distance"] == 0.0
     wide = {layer: (np.zeros((3, 1)), np.full((3, 1), 3.0)) for layer in mlp.NORMS}
-    rows = remedies.distances(wide, exact)
+    rows = distances(wide, exact)
     assert rows[0]["var_distance"] == pytest.approx(abs(math.log((3 + 1e-5) / (1 + 1e-5))), rel=1e-12)
 
 
@@ -152,9 +154,9 @@ def test_all_statistics_cut_the_pass_with_the_given_last_batch_policy():
     stacked, x = _stack(), _x(14)
     y = np.arange(14) % 3
     keep = remedies.all_statistics(stacked, SPEC, x, y, batch_size=4, seed=3, last_batch="keep")
-    batches = remedies.pass_batches(y, 4, 3, "keep")
+    batches = recompute.pass_batches(y, 4, 3, "keep")
     assert [len(b) for b in batches] == [4, 4, 4, 2]
-    precise = remedies.precise_statistics(stacked, SPEC, x, batches)
+    precise = recompute.precise_statistics(stacked, SPEC, x, batches)
     for layer in mlp.NORMS:
         assert keep["precise_bn"][layer][1].tobytes() == precise[layer][1].tobytes()
     drop = remedies.all_statistics(stacked, SPEC, x, y, batch_size=4, seed=3)

@@ -11,11 +11,11 @@ import pytest
 from bnstudy.base import normalisers
 from bnstudy.compiled import conv, kernels
 from bnstudy.compiled.probes import Prober
+from bnstudy.evaluation import accuracy
 from bnstudy.nets import conv_train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.nets.recipe import Recipe
-from bnstudy.studies.batch_size import evaluation
 from bnstudy.studies.companions import science as companions
 
 N = 24
@@ -54,7 +54,7 @@ def _direct(stacked, spec, x, batches, limits=(1.0, 0.0)):
     z = np.stack(
         [conv_train.logits(stacked, spec, x[batch], train=True, batch=b, limits=limits)[:, 0] for batch in batches], 1
     )
-    return evaluation.labels(z), z
+    return accuracy.labels(z), z
 
 
 def _flat(x):
@@ -188,7 +188,7 @@ def test_conv_probe_network_is_the_direct_computation(conv_nets, kind):
     x, y = _images()
     rows = companions.probe_network(stacked, spec, x, y, [2, 9], **_DESIGN)
     assert len(rows) == 2 * 2 * 6  # models x examples x (random 2 and 3, exact, three one-class)
-    inference = evaluation.labels(conv_train.logits(stacked, spec, x))
+    inference = accuracy.labels(conv_train.logits(stacked, spec, x))
     for r in rows:
         plans = {(d, b): q for d, b, q in companions.example_plans(y, r["example"], [2, 3], 4, 3, 0)}
         batches = plans[(r["design"], r["batch_size"])]

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from bnstudy.evaluation import paired as pairing
 from bnstudy.paper import latex
 from bnstudy.studies.batch_size import evaluation, paired
 from bnstudy.studies.batch_size import macros as batch_size_macros
@@ -961,7 +962,7 @@ def test_gain_interval_default_confidence_and_refusals():
 )
 def test_paired_interval_is_scipys_paired_t_interval(pairs, confidence):
     a, b = [p[0] for p in pairs], [p[1] for p in pairs]
-    r = paired.paired_interval(a, b, confidence)
+    r = pairing.paired_interval(a, b, confidence)
     d = np.subtract(a, b)
     assert r["seeds"] == len(pairs)
     assert r["gain"] == pytest.approx(d.mean(), abs=1e-12)
@@ -974,30 +975,30 @@ def test_paired_interval_is_scipys_paired_t_interval(pairs, confidence):
 
 def test_paired_interval_is_clipped_to_the_range_of_a_difference_of_shares():
     # two seeds: differences +0.5 and -0.3, mean 0.1, sd 0.5657, t(0.975, 1) = 12.706: 0.1 -+ 5.08
-    r = paired.paired_interval([0.9, 0.2], [0.4, 0.5], 0.95)
+    r = pairing.paired_interval([0.9, 0.2], [0.4, 0.5], 0.95)
     lo, hi = sps.t.interval(0.95, 1, loc=0.1, scale=sps.sem([0.5, -0.3]))
     assert lo < -1 and hi > 1  # what the t interval alone gives
     assert r["gain"] == pytest.approx(0.1, abs=1e-15) and (r["ci_low"], r["ci_high"]) == (-1.0, 1.0)
     # only the end past the range moves
-    r = paired.paired_interval([0.95, 0.9, 0.99], [0.05, 0.4, 0.02], 0.95)
+    r = pairing.paired_interval([0.95, 0.9, 0.99], [0.05, 0.4, 0.02], 0.95)
     lo, hi = sps.t.interval(0.95, 2, loc=np.mean([0.9, 0.5, 0.97]), scale=sps.sem([0.9, 0.5, 0.97]))
     assert hi > 1 > lo > -1 and r["ci_high"] == 1.0 and r["ci_low"] == pytest.approx(lo, abs=1e-12)
-    one = paired.paired_interval([0.9], [0.4], 0.95)  # one seed: no spread, no interval
+    one = pairing.paired_interval([0.9], [0.4], 0.95)  # one seed: no spread, no interval
     assert math.isnan(one["ci_low"]) and math.isnan(one["ci_high"])
 
 
 def test_paired_interval_refuses_unpaired_or_empty_sides():
     with pytest.raises(ValueError, match="as many values on both sides, got 2 and 1"):
-        paired.paired_interval([0.1, 0.2], [0.1], 0.95)
+        pairing.paired_interval([0.1, 0.2], [0.1], 0.95)
     with pytest.raises(ValueError):
-        paired.paired_interval([], [], 0.95)
+        pairing.paired_interval([], [], 0.95)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=30))
 def test_mcnemar_counts_and_p_are_binomtests(rows):
     a, b = [r[0] for r in rows], [r[1] for r in rows]
-    a_only, b_only, p = paired.mcnemar(a, b)
+    a_only, b_only, p = pairing.mcnemar(a, b)
     assert a_only == sum(x and not y for x, y in rows) and b_only == sum(y and not x for x, y in rows)
     n = a_only + b_only
     assert p == (1.0 if n == 0 else pytest.approx(sps.binomtest(a_only, n, 0.5).pvalue, abs=1e-15))
@@ -1005,7 +1006,7 @@ def test_mcnemar_counts_and_p_are_binomtests(rows):
 
 def test_mcnemar_refuses_rows_of_another_shape():
     with pytest.raises(ValueError, match="differ in shape"):
-        paired.mcnemar([1, 0, 1], [1, 0])
+        pairing.mcnemar([1, 0, 1], [1, 0])
 
 
 def test_per_seed_skips_seeds_missing_on_one_side():

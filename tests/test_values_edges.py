@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from bnstudy.base import io
+from bnstudy.evaluation import recompute
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.accumulation import report as accumulation_report
 from bnstudy.studies.batch_size import macros as batch_size_macros
-from bnstudy.studies.batch_size import remedies
 from bnstudy.studies.companions import summary as companions_summary
 from bnstudy.studies.running_stats import report as running_stats_report
 from float32_by_hand import exact_by_hand
@@ -308,7 +308,7 @@ def test_exact_statistics_bit_for_bit_against_a_float32_computation(seed):
     stacked["1.weight"] = (0.5 + rng.random(stacked["1.weight"].shape)).astype(np.float32)
     stacked["1.bias"] = (0.3 * rng.standard_normal(stacked["1.bias"].shape)).astype(np.float32)
     x = (rng.standard_normal((13, 6)) * 2 + 0.5).astype(np.float32)
-    got = remedies.exact_statistics(stacked, SPEC, x)
+    got = recompute.exact_statistics(stacked, SPEC, x)
     want = exact_by_hand({k: np.asarray(v, np.float32) for k, v in stacked.items()}, x, SPEC.eps)
     assert list(got) == list(mlp.NORMS)
     for layer in mlp.NORMS:

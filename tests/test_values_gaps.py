@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from bnstudy.base.runtime import derive_seed
+from bnstudy.evaluation import recompute
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.accumulation import report as accumulation_report
@@ -100,9 +101,9 @@ def _x64(n, features, seed):
 def test_training_mode_pass_refuses_batches_under_two_rows_or_none_with_one_message(batches):
     stacked, x = _stack(SPEC), _x64(8, 6, 0).astype(np.float32)
     for call in (
-        lambda: remedies.training_mode_layer_inputs(stacked, SPEC, x, batches),
+        lambda: recompute.training_mode_layer_inputs(stacked, SPEC, x, batches),
         lambda: remedies.cumulative_average(stacked, SPEC, x, batches),
-        lambda: remedies.precise_statistics(stacked, SPEC, x, batches),
+        lambda: recompute.precise_statistics(stacked, SPEC, x, batches),
     ):
         with pytest.raises(ValueError) as info:
             call()
@@ -146,14 +147,14 @@ def test_training_mode_layer_inputs_from_float64_rows_are_float32_arithmetic_bit
     stacked = _stack(WIDE, seed=seed)
     x = _x64(14, 7, seed + 10)
     batches = [[3, 0, 7, 1], [2, 5, 4], [13, 9, 8, 12, 10], [6, 11]]
-    inputs, starts = remedies.training_mode_layer_inputs(stacked, WIDE, x, batches)
+    inputs, starts = recompute.training_mode_layer_inputs(stacked, WIDE, x, batches)
     assert starts.dtype == np.int64 and starts.tolist() == [0, 4, 7, 12, 14]
     pre1, pre2 = _training_inputs_by_hand(stacked, x, batches, WIDE.eps)
     assert list(inputs) == list(mlp.NORMS)
     for got, want in zip(inputs.values(), (pre1, pre2)):
         assert got.dtype == np.float32 and got.shape == want.shape
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
-    same, _ = remedies.training_mode_layer_inputs(stacked, WIDE, x.astype(np.float32), batches)
+    same, _ = recompute.training_mode_layer_inputs(stacked, WIDE, x.astype(np.float32), batches)
     for layer in mlp.NORMS:
         assert inputs[layer].tobytes() == same[layer].tobytes()
 
@@ -162,7 +163,7 @@ def test_training_mode_layer_inputs_from_float64_rows_are_float32_arithmetic_bit
 def test_exact_statistics_of_float64_rows_are_float32_arithmetic_bit_for_bit(seed):
     stacked = _stack(WIDE, seeds=(0, 1, 2, 3), seed=seed)
     x = _x64(23, 7, seed + 20)
-    got = remedies.exact_statistics(stacked, WIDE, x)
+    got = recompute.exact_statistics(stacked, WIDE, x)
     want = exact_by_hand(stacked, x, WIDE.eps)
     assert list(got) == list(mlp.NORMS)
     for layer in mlp.NORMS:

@@ -14,10 +14,14 @@ its figure draws. The layers, each importing only the layers before it in this l
                 ``model`` and the convolutional network of ``conv_train``), recipes, the training
                 loop both share (``train``), weights files, and the PyTorch forms the tests compare
                 the compiled arithmetic with
+- ``evaluation`` what the studies share: trained networks scored (``accuracy``), batch-norm
+                statistics recomputed (``recompute``) and their ``distance`` from exact ones,
+                seed-paired comparisons (``paired``), means in order (``means``); no study imports
+                another (tests/test_study_imports.py)
 - ``paper``     the figures' house style, LaTeX macros and tables, design macros, the pdfTeX build
 - ``studies``   one folder per study: ``companions`` (study 1), ``batch_size`` (study 2 and the
-                remedies, whose evaluation the later studies reuse), ``running_stats`` (studies 3
-                and 5), ``lr_sweep``, ``serving``, ``accumulation``, ``finetune``, ``conv``
+                remedies), ``running_stats`` (studies 3 and 5), ``lr_sweep``, ``serving``,
+                ``accumulation``, ``finetune``, ``conv``
 - ``audit``     the audit of a user's own PyTorch model (imports PyTorch; the pipeline never does)
 - ``tools``     the warm-up that compiles every kernel before the jobs, and the speed benchmark
 

@@ -8,12 +8,12 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.studies.batch_size import evaluation
+from bnstudy.evaluation import accuracy
 from bnstudy.studies.finetune import science as finetune
 
 inp, p = snakemake.input, snakemake.params
 cells = {
-    n: evaluation.load_trained([w for w in inp.weights if f"/{n}/" in w], inp.x_test, inp.y_test, inp.y_train)
+    n: accuracy.load_trained([w for w in inp.weights if f"/{n}/" in w], inp.x_test, inp.y_test, inp.y_train)
     for n in p.normalisers
 }
 settings = {

@@ -7,11 +7,11 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.studies.batch_size import evaluation
+from bnstudy.evaluation import accuracy
 from bnstudy.studies.finetune import science as finetune
 
 inp, p = snakemake.input, snakemake.params
-cell = evaluation.load_trained(list(inp.weights), inp.x_test, inp.y_test, inp.y_train)
+cell = accuracy.load_trained(list(inp.weights), inp.x_test, inp.y_test, inp.y_train)
 settings = {"batch_size": p.batch_size, "steps": p.steps, "lrs": list(p.lrs), "every": p.every, "seed": p.seed}
 networks, along = finetune.finetune_cell(cell, io.read_array(inp.x_train), io.read_array(inp.y_train), settings)
 for row in networks:

@@ -7,7 +7,7 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.studies.batch_size import evaluation
+from bnstudy.evaluation import accuracy
 
 inp, p = snakemake.input, snakemake.params
 b = int(snakemake.wildcards.batch_size)
@@ -16,8 +16,8 @@ for order, paths in (("sorted", list(inp.sorted_weights)), ("shuffled", list(inp
     if not paths:
         log.info("no shuffled grid network at batch size %d: sorted only", b)
         continue
-    cell = evaluation.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
-    scores = evaluation.trained_divergence(cell.stacked, cell.spec, cell.x, cell.y, b, p.seed, cell.limits)
+    cell = accuracy.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
+    scores = accuracy.trained_divergence(cell.stacked, cell.spec, cell.x, cell.y, b, p.seed, cell.limits)
     for i, meta in enumerate(cell.metas):
         rows.append(
             {

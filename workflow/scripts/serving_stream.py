@@ -7,14 +7,14 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.studies.batch_size import evaluation
+from bnstudy.evaluation import accuracy
 from bnstudy.studies.serving import science as serving
 
 inp, p = snakemake.input, snakemake.params
 networks, along = [], []
 for b in p.train_batch_sizes:
     paths = [w for w in inp.weights if f"/b{b}/" in w]
-    cell = evaluation.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
+    cell = accuracy.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
     rows, positions = serving.serve_cell(cell, p.batch_size, p.seed, p.passes, p.held_out, p.replicates)
     networks += rows
     along += positions

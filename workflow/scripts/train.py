@@ -8,6 +8,7 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
+from bnstudy.evaluation.accuracy import load_trained
 from bnstudy.nets import model, network, weights
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.batch_size import evaluation
@@ -28,7 +29,7 @@ io.write_table(out.epochs, epochs)
 for row in epochs[-len(seeds) :]:
     log.info("final epoch: %s", row)
 if "accuracy" in out.keys():  # the grid's cells: evaluate the networks as written
-    cell = evaluation.load_trained([out.weights], snakemake.input.x_test, snakemake.input.y_test, snakemake.input.y)
+    cell = load_trained([out.weights], snakemake.input.x_test, snakemake.input.y_test, snakemake.input.y)
     accuracy, correct = evaluation.cell_tables(cell, recipe.batch_size, p.eval_seed)
     io.write_table(out.accuracy, accuracy)
     io.write_table(out.correct, correct)

@@ -217,7 +217,9 @@ class Engine:
 
 def distance(mean, var, exact_mean, exact_var, eps: float) -> tuple[float, float]:
     """The study's distances of running statistics from exact ones
-    (:func:`bnstudy.studies.batch_size.remedies.distances`):
+    (:func:`bnstudy.evaluation.distance.distances`, whose compiled
+    arithmetic needs Numba, which the audit's install leaves out: hence this copy, with correctly
+    rounded sums and NumPy's logarithm, the same to a few ulps):
 
     ``mean distance = sqrt(mean over channels of (mean - exact_mean)**2 / (exact_var + eps))``, the RMS
     shift of a normalised activation in exact standard deviations; ``variance distance = sqrt(mean over

@@ -45,12 +45,13 @@ def _dispatchers():
         reductions,
         tiled,
     )
+    from bnstudy.evaluation import accuracy, distance, means, recompute
     from bnstudy.nets import conv_train, data
-    from bnstudy.studies.batch_size import evaluation, remedies
+    from bnstudy.studies.batch_size import remedies
 
     modules = (fixedmath, blocks, normkernels, kernels, gradients, optimisers, backprop, tiled, probes)
-    modules = (*modules, conv, convgemm, conv_train)
-    for module in (*modules, evaluation, remedies, layer, reductions, data, stats):
+    modules = (*modules, conv, convgemm, conv_train, accuracy, recompute, distance, means)
+    for module in (*modules, remedies, layer, reductions, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
             if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.__module__ == module.__name__:
@@ -105,16 +106,16 @@ def _network_kernels() -> None:
 
 def _evaluation() -> None:
     from bnstudy.base import normalisers
+    from bnstudy.evaluation import accuracy, means
     from bnstudy.nets import model
-    from bnstudy.studies.batch_size import evaluation
 
     x, y = _inputs()
     for kind in normalisers.NAMES:
         spec = model.NetSpec(kind)
         stacked = model.initial_stack(spec, [0])
-        evaluation.train_mode_accuracy(stacked, spec, x, y, 4, 0)
-        evaluation.trained_divergence(stacked, spec, x, y, 4, 0)
-    evaluation.mean_in_order([0.5, 0.25])  # the batch-size summary's seed means
+        accuracy.train_mode_accuracy(stacked, spec, x, y, 4, 0)
+        accuracy.trained_divergence(stacked, spec, x, y, 4, 0)
+    means.mean_in_order([0.5, 0.25])  # the summaries' seed means
 
 
 def _probes() -> None:

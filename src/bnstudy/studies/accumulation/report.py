@@ -18,7 +18,7 @@ configuration's inference accuracy its running statistics cost or give).
 
 Means over seeds of an accuracy and its Student-t interval on the logit scale (bounded by 0 and 1,
 as the Methods state for every share) are :func:`bnstudy.base.stats.share_interval`, paired
-differences (by seed) :func:`bnstudy.studies.batch_size.paired.paired_interval`; accuracies are shares of test rows.
+differences (by seed) :func:`bnstudy.evaluation.paired.paired_interval`; accuracies are shares of test rows.
 Nothing here depends on the CPU.
 """
 
@@ -30,9 +30,9 @@ import pandas as pd
 
 from bnstudy.base.designs import ACCUMULATION_CONFIGS
 from bnstudy.base.stats import share_interval
+from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
-from bnstudy.studies.batch_size.paired import paired_interval
 
 CONFIGS = ACCUMULATION_CONFIGS
 MODES = ("inference", "recomputed", "training")

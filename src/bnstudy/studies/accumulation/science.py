@@ -21,9 +21,9 @@ accumulating runs' compute, or leave the batch-``m`` network a fraction of one e
 - :func:`variants`: the network and recipe of each variant;
 - :func:`train_block`: train every variant for a block of seeds and evaluate it, in
   inference mode on the test half (with its running statistics, and with the exact
-  population statistics of the training half, :func:`bnstudy.studies.batch_size.remedies.exact_statistics`,
+  population statistics of the training half, :func:`bnstudy.evaluation.recompute.exact_statistics`,
   mode ``recomputed``) and in training mode on seeded test batches of ``m``
-  (:func:`bnstudy.studies.batch_size.evaluation.train_mode_accuracy`; a ghost network on a batch of ``m``
+  (:func:`bnstudy.evaluation.accuracy.train_mode_accuracy`; a ghost network on a batch of ``m``
   rows is one virtual batch, so both variants are scored on the same groups of rows);
 - :func:`differences`: how far the two variants of one seed lie apart in the gradient of
   their first step (one SGD step of rate 1 without momentum on the seed's first batch,
@@ -170,9 +170,10 @@ def train_block(spec, recipe, micro_batches, seeds, x, y, x_test, y_test, eval_s
     ``recomputed``: inference mode with :func:`recomputed_statistics`); ``differences``:
     :func:`differences` of accumulation and ghost batch norm, the first step's by
     :func:`first_gradient`."""
+    from bnstudy.evaluation import accuracy as scores
+    from bnstudy.evaluation import recompute
     from bnstudy.nets import train
     from bnstudy.nets.model import unstack
-    from bnstudy.studies.batch_size import evaluation, remedies
 
     seeds = [int(s) for s in seeds]
     stacks, logs, accuracy, labels, trained, first = {}, [], [], {}, {}, {}
@@ -181,12 +182,12 @@ def train_block(spec, recipe, micro_batches, seeds, x, y, x_test, y_test, eval_s
         stacked, log = train.train_models(v_spec, v_recipe, seeds, x, y, threads=threads)
         stacks[name] = (v_spec, v_recipe, stacked)
         logs += [{"variant": name} | row for row in log]
-        labels[name] = evaluation.labels(np.asarray(_logits(stacked, v_spec, x_test)))
-        recomputed = remedies.with_statistics(stacked, recomputed_statistics(stacked, v_spec, x))
+        labels[name] = scores.labels(np.asarray(_logits(stacked, v_spec, x_test)))
+        recomputed = recompute.with_statistics(stacked, recomputed_statistics(stacked, v_spec, x))
         modes = {
-            "inference": evaluation.share(labels[name] == np.asarray(y_test)[None, :]),
-            "training": evaluation.train_mode_accuracy(stacked, v_spec, x_test, y_test, m, eval_seed),
-            "recomputed": evaluation.inference_accuracy(recomputed, v_spec, x_test, y_test),
+            "inference": scores.share(labels[name] == np.asarray(y_test)[None, :]),
+            "training": scores.train_mode_accuracy(stacked, v_spec, x_test, y_test, m, eval_seed),
+            "recomputed": scores.inference_accuracy(recomputed, v_spec, x_test, y_test),
         }
         accuracy += [
             {"variant": name.split("_m")[0], "micro_batch": m, "seed": s, "mode": mode, "accuracy": float(acc[i])}
@@ -201,13 +202,13 @@ def train_block(spec, recipe, micro_batches, seeds, x, y, x_test, y_test, eval_s
 
 def recomputed_statistics(stacked, spec, x) -> dict:
     """The exact population statistics of the rows ``x`` (the training half) for a stack of batch
-    norm or ghost batch norm (:func:`bnstudy.studies.batch_size.remedies.exact_statistics`; in inference mode ghost
+    norm or ghost batch norm (:func:`bnstudy.evaluation.recompute.exact_statistics`; in inference mode ghost
     batch norm is batch norm with its running statistics, so the statistics are those of batch norm)."""
-    from bnstudy.studies.batch_size import remedies
+    from bnstudy.evaluation import recompute
 
     if spec.normaliser not in ("batchnorm", "ghostbatchnorm"):
         raise ValueError(f"no running statistics to recompute for {spec.normaliser!r}")
-    return remedies.exact_statistics(stacked, replace(spec, normaliser="batchnorm"), x)
+    return recompute.exact_statistics(stacked, replace(spec, normaliser="batchnorm"), x)
 
 
 def _logits(stacked, spec, x):

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, words
-from bnstudy.studies.batch_size.paired import paired_interval
 
 CONTROLS = {"layernorm": "layer normalisation", "groupnorm": "group normalisation", "rmsnorm": "RMS normalisation"}
 

@@ -5,7 +5,7 @@ The rule script ``summarise_batch_size.py`` only reads the evaluation outputs an
 writes what :func:`summarise` returns. Means and standard deviations over seeds are
 :func:`bnstudy.base.stats.summarise_over_seeds` (sums correctly rounded); comparisons
 are paired by seed (:mod:`bnstudy.studies.batch_size.paired`); distances are averaged over seeds in
-seed order (:func:`bnstudy.studies.batch_size.estimates.mean_in_order`); the EMA weight ``keep**u``
+seed order (:func:`bnstudy.evaluation.means.mean_in_order`); the EMA weight ``keep**u``
 is :func:`bnstudy.base.fixedmath.powi`. Nothing here depends on the CPU.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base import stats
+from bnstudy.evaluation.means import mean_in_order
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points
 from bnstudy.studies.batch_size import equivalence, estimates, paired
@@ -57,8 +58,7 @@ def summarise_distances(distances: pd.DataFrame) -> pd.DataFrame:
     distances = distances.sort_values(DISTANCE_KEYS + ["seed"], kind="stable")
     return pd.DataFrame(
         [
-            dict(zip(DISTANCE_KEYS, key))
-            | {c: estimates.mean_in_order(g[c]) for c in ("mean_distance", "var_distance")}
+            dict(zip(DISTANCE_KEYS, key)) | {c: mean_in_order(g[c]) for c in ("mean_distance", "var_distance")}
             for key, g in distances.groupby(DISTANCE_KEYS, sort=True)
         ],
         columns=DISTANCE_KEYS + ["mean_distance", "var_distance"],

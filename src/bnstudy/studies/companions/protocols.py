@@ -15,7 +15,7 @@ These are the per-network estimates of :func:`bnstudy.studies.companions.estimat
 rounded, :func:`bnstudy.base.stats.mean_sd`). Over networks: the mean and a Student-t interval
 on the logit scale (:func:`bnstudy.base.stats.share_interval`), which stays within [0, 1] as every
 measure is a share; kept minus dropped paired by seed
-(:func:`bnstudy.studies.batch_size.paired.paired_interval`).
+(:func:`bnstudy.evaluation.paired.paired_interval`).
 
 The published values come from one network, other examples and another split, so a protocol is
 *consistent with* a published value at a probe size when the value lies inside the protocol's
@@ -35,9 +35,9 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd, share_interval
+from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import words
-from bnstudy.studies.batch_size.paired import paired_interval
 from bnstudy.studies.companions import driven
 from bnstudy.studies.companions.summary import crossed_interval, published_place, ratio_words
 

@@ -3,7 +3,7 @@
 One column per learning rate. Top, the inference-mode test accuracy after each
 measured step; bottom, the distance of the running statistics to the exact
 statistics of the training half (the variance's RMS log-ratio,
-:func:`bnstudy.studies.batch_size.remedies.distances`, mean over the two layers). Means over the
+:func:`bnstudy.evaluation.distance.distances`, mean over the two layers). Means over the
 seeds. Shades of batch norm's colour tell the streams apart (light: random
 batches, dark: one-class batches), line styles the modes (solid: live, dotted:
 frozen); the horizontal line, in batch norm's registry colour and style, is the

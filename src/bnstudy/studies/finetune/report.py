@@ -3,7 +3,7 @@
 Input: the per-network rows of :func:`bnstudy.studies.finetune.science.finetune_cell`. Levels are
 means over seeds with Student-t intervals, an accuracy's on the logit scale and a distance's on the
 log scale (:func:`level`);
-comparisons are paired by seed (:func:`bnstudy.studies.batch_size.paired.paired_interval`: the same
+comparisons are paired by seed (:func:`bnstudy.evaluation.paired.paired_interval`: the same
 starting network and the same batch stream on both sides). Accuracies print as
 percentages, differences as signed percentage points, distances with two decimals.
 """
@@ -16,12 +16,12 @@ from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAM_WORDS
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
 from bnstudy.base.stats import positive_interval, share_interval
+from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
 from bnstudy.paper.latex import power_of_ten, verdict, words
 from bnstudy.paper.network_prose import number_word
-from bnstudy.studies.batch_size.paired import paired_interval
 
 DIGITS = 1  # decimals of percentages and percentage points
 LEVELS = (
@@ -54,7 +54,7 @@ def level(values, confidence: float, share: bool = True) -> dict:
 
 def paired(a, b, confidence: float, bound: float = 1.0) -> dict:
     """``a - b`` seed by seed: ``{"mean", "sd", "ci", "seeds"}`` (``bound``:
-    :func:`bnstudy.studies.batch_size.paired.paired_interval`'s)."""
+    :func:`bnstudy.evaluation.paired.paired_interval`'s)."""
     p = paired_interval(a, b, confidence, bound)
     return {"mean": p["gain"], "sd": p["sd"], "ci": [p["ci_low"], p["ci_high"]], "seeds": p["seeds"]}
 

@@ -25,11 +25,11 @@ dropped), epoch after epoch until the steps are covered:
 
 The same stream feeds both modes. Measured per network (:func:`finetune_cell`), on
 the test half: the inference-mode accuracy before and after, the training-mode
-accuracy in seeded random batches of ``b`` (:func:`bnstudy.studies.batch_size.evaluation.train_mode_accuracy`),
+accuracy in seeded random batches of ``b`` (:func:`bnstudy.evaluation.accuracy.train_mode_accuracy`),
 the inference-mode accuracy after with the exact statistics of the training half
-recomputed for the fine-tuned weights (:func:`bnstudy.studies.batch_size.remedies.exact_statistics`);
+recomputed for the fine-tuned weights (:func:`bnstudy.evaluation.recompute.exact_statistics`);
 and how far the running statistics are from the trained ones and from the exact
-statistics of the training half (:func:`bnstudy.studies.batch_size.remedies.distances`, the mean
+statistics of the training half (:func:`bnstudy.evaluation.distance.distances`, the mean
 over the two layers, ``math.fsum``). Along the run, every ``every`` steps, the
 inference-mode accuracy and the distance to the exact statistics: the state after
 ``k`` steps is a run of the first ``k`` steps (the same arithmetic in the same
@@ -45,11 +45,12 @@ import numpy as np
 from bnstudy.base.designs import FINETUNE_MODES, FINETUNE_STREAMS
 from bnstudy.base.runtime import derive_seed
 from bnstudy.compiled import backprop
+from bnstudy.evaluation import recompute
+from bnstudy.evaluation.accuracy import inference_accuracy, train_mode_accuracy
+from bnstudy.evaluation.distance import distances
 from bnstudy.nets import network, train
 from bnstudy.nets.batching import epoch_rows
 from bnstudy.nets.model import stack, unstack
-from bnstudy.studies.batch_size import remedies
-from bnstudy.studies.batch_size.evaluation import inference_accuracy, train_mode_accuracy
 
 STREAM_FINETUNE = 18  # the batch streams of this study (issue 17, item 5)
 STREAMS = FINETUNE_STREAMS  # every order of bnstudy.nets.batching.ORDERS
@@ -105,7 +106,7 @@ def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool,
 
 
 def _layer_mean(rows: list[dict], models: int) -> dict[str, np.ndarray]:
-    """``remedies.distances`` rows to ``{mean_distance, var_distance}``: per model, the mean over layers."""
+    """``distances`` rows to ``{mean_distance, var_distance}``: per model, the mean over layers."""
     out = {}
     for key in ("mean_distance", "var_distance"):
         values = [[r[key] for r in rows if r["model"] == m] for m in range(models)]
@@ -116,10 +117,10 @@ def _layer_mean(rows: list[dict], models: int) -> dict[str, np.ndarray]:
 def statistics_distances(stacked, spec, x_train) -> dict[str, dict[str, np.ndarray]]:
     """Per model, the running statistics' distance to the exact ones of ``x_train`` (``exact``),
     with the exact statistics themselves under ``"statistics"``."""
-    exact = remedies.exact_statistics(stacked, spec, x_train)
+    exact = recompute.exact_statistics(stacked, spec, x_train)
     m = next(iter(stacked.values())).shape[0]
     return {
-        "exact": _layer_mean(remedies.distances(remedies.running_statistics(stacked), exact, spec.eps), m),
+        "exact": _layer_mean(distances(recompute.running_statistics(stacked), exact, spec.eps), m),
         "statistics": exact,
     }
 
@@ -147,13 +148,11 @@ def _one(start: dict, spec, x_train, y_train, rows, frozen: bool, settings: dict
     end = {k: v[-1:] for k, v in path.items()}
     exact_end = {layer: (mean[-1:], var[-1:]) for layer, (mean, var) in dist["statistics"].items()}
     first = {k: v[:1] for k, v in path.items()}
-    moved = _layer_mean(
-        remedies.distances(remedies.running_statistics(end), remedies.running_statistics(first), spec.eps), 1
-    )
+    moved = _layer_mean(distances(recompute.running_statistics(end), recompute.running_statistics(first), spec.eps), 1)
     after = {
         "inference_after": float(accuracy[-1]),
         "train_mode_after": float(train_mode_accuracy(end, spec, x, y, b, settings["seed"])[0]),
-        "recomputed_after": float(inference_accuracy(remedies.with_statistics(end, exact_end), spec, x, y)[0]),
+        "recomputed_after": float(inference_accuracy(recompute.with_statistics(end, exact_end), spec, x, y)[0]),
         "mean_to_exact": float(dist["exact"]["mean_distance"][-1]),
         "var_to_exact": float(dist["exact"]["var_distance"][-1]),
         "mean_to_start": float(moved["mean_distance"][0]),
@@ -172,7 +171,7 @@ def _one(start: dict, spec, x_train, y_train, rows, frozen: bool, settings: dict
 
 
 def finetune_cell(cell, x_train, y_train, settings: dict) -> tuple[list[dict], list[dict]]:
-    """Every seed of a trained cell (:class:`bnstudy.studies.batch_size.evaluation.TrainedCell`) fine-tuned at each
+    """Every seed of a trained cell (:class:`bnstudy.evaluation.accuracy.TrainedCell`) fine-tuned at each
     learning rate on each stream in each mode.
 
     ``settings``: ``batch_size``, ``steps``, ``lrs``, ``every``, ``seed`` (the streams'
@@ -265,8 +264,8 @@ def arms_cell(cells: dict, x_train, y_train, settings: dict) -> list[dict]:
                         one = stack([end])
                         recomputed = float("nan")
                         if normaliser == "batchnorm":
-                            exact = remedies.exact_statistics(one, cell.spec, xt)
-                            fixed = remedies.with_statistics(one, exact)
+                            exact = recompute.exact_statistics(one, cell.spec, xt)
+                            fixed = recompute.with_statistics(one, exact)
                             recomputed = float(inference_accuracy(fixed, cell.spec, x_test[normaliser], cell.y)[0])
                         rows.append(
                             {

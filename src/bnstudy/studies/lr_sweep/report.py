@@ -4,7 +4,7 @@ batch norm minus none paired by seed, the JSON summary, macros and LaTeX tables.
 For each (normaliser, batch size) the rate is the one with the highest mean validation accuracy
 over seeds (of equals, the lowest rate); the test half is read only at that rate. Means over
 seeds and their Student-t intervals are :func:`bnstudy.base.stats.seed_interval` (sums correctly
-rounded), paired differences :func:`bnstudy.studies.batch_size.paired.paired_interval`. Nothing here depends on the CPU.
+rounded), paired differences :func:`bnstudy.evaluation.paired.paired_interval`. Nothing here depends on the CPU.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
+from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points, points_interval, power_of_ten, signed_points, verdict, words
-from bnstudy.studies.batch_size.paired import paired_interval
 from bnstudy.studies.lr_sweep.grid_rate import at_rate
 
 

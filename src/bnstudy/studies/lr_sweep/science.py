@@ -55,8 +55,8 @@ def sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, fit, validation, x_test, 
     batch loss; ``epochs``: :func:`bnstudy.nets.network.train_models`' log with batch size and rate."""
     from dataclasses import replace
 
+    from bnstudy.evaluation.accuracy import inference_accuracy
     from bnstudy.nets import network
-    from bnstudy.studies.batch_size import evaluation
 
     x_fit, y_fit = x[fit], y[fit]
     x_val, y_val = x[validation], y[validation]
@@ -65,8 +65,8 @@ def sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, fit, validation, x_test, 
         for lr in lrs:
             r = replace(recipe, batch_size=int(b), lr=float(lr))
             stacked, log = network.train_models(spec, r, seeds, x_fit, y_fit, threads=threads)
-            val = evaluation.inference_accuracy(stacked, spec, x_val, y_val)
-            test = evaluation.inference_accuracy(stacked, spec, x_test, y_test)
+            val = inference_accuracy(stacked, spec, x_val, y_val)
+            test = inference_accuracy(stacked, spec, x_test, y_test)
             last = {row["seed"]: row["loss"] for row in log if row["epoch"] == r.epochs}
             head = {"normaliser": spec.normaliser, "batch_size": int(b), "lr": float(lr)}
             runs += [

@@ -5,7 +5,7 @@ Keys of a statistic: ``ema`` (the trained running averages), each budget of rows
 and ``all`` (the whole pass, PreciseBN); ``exact`` is what each is compared with. A network's value
 for a budget is the mean over its replicates (passes drawn from seeds ``seed``, ``seed + 1``, ...),
 ; the interval is over seeds (networks), a Student-t interval of the
-per-seed differences (:func:`bnstudy.studies.batch_size.paired.paired_interval`), one per cell,
+per-seed differences (:func:`bnstudy.evaluation.paired.paired_interval`), one per cell,
 not corrected for their number. Nothing here depends on the CPU.
 """
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd
+from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points_interval, signed_points, words
-from bnstudy.studies.batch_size.paired import paired_interval
 
 EMA, ALL, EXACT = "ema", "all", "exact"
 

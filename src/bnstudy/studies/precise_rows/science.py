@@ -1,6 +1,7 @@
 """PreciseBN on a budget: batch norm's population statistics recomputed from a few training rows.
 
-The remedies (:mod:`bnstudy.studies.batch_size.remedies`) recompute the statistics from a whole
+The remedies (:mod:`bnstudy.studies.batch_size.remedies`; the shared recomputation
+:mod:`bnstudy.evaluation.recompute`) recompute the statistics from a whole
 pass over the training rows. Here each trained batch-norm network of the grid gets them from the
 first ``rows // b`` batches of a seeded pass (``b`` its training batch size, so the rows pool in
 the batches it was trained in; a budget smaller than one batch is left out at that batch size),
@@ -15,15 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from bnstudy.studies.batch_size import evaluation, remedies
+from bnstudy.evaluation import means, recompute
+from bnstudy.evaluation.accuracy import inference_correct, share
+from bnstudy.evaluation.distance import distances
 
 ALL = "all"  # the budget of the whole pass: PreciseBN as the remedies compute it
 
 
 def budget_batches(y_train, batch_size: int, rows: int | str, pass_seed: int, last_batch: str) -> list:
     """The batches a budget pools: the first ``rows // batch_size`` of the seeded pass
-    (:func:`remedies.pass_batches`), or all of them for :data:`ALL`."""
-    batches = remedies.pass_batches(y_train, batch_size, pass_seed, last_batch)
+    (:func:`bnstudy.evaluation.recompute.pass_batches`), or all of them for :data:`ALL`."""
+    batches = recompute.pass_batches(y_train, batch_size, pass_seed, last_batch)
     if rows == ALL:
         return batches
     count = int(rows) // batch_size
@@ -37,17 +40,17 @@ def _layer_means(distance_rows: list[dict], models: int) -> tuple[np.ndarray, np
     mean = [[r["mean_distance"] for r in distance_rows if r["model"] == i] for i in range(models)]
     var = [[r["var_distance"] for r in distance_rows if r["model"] == i] for i in range(models)]
     return (
-        np.array([evaluation.mean_in_order(v) for v in mean]),
-        np.array([evaluation.mean_in_order(v) for v in var]),
+        np.array([means.mean_in_order(v) for v in mean]),
+        np.array([means.mean_in_order(v) for v in var]),
     )
 
 
 def _scored(stacked, spec, stats, exact, data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per model: test accuracy in inference mode with ``stats``, and the distances to ``exact``."""
-    hits = evaluation.inference_correct(remedies.with_statistics(stacked, stats), spec, data["x_test"], data["y_test"])
+    hits = inference_correct(recompute.with_statistics(stacked, stats), spec, data["x_test"], data["y_test"])
     models = hits.shape[0]
-    mean, var = _layer_means(remedies.distances(stats, exact, spec.eps, spec), models)
-    return evaluation.share(hits), mean, var
+    mean, var = _layer_means(distances(stats, exact, spec.eps, spec), models)
+    return share(hits), mean, var
 
 
 def arms(budgets, replicates: int, seed: int, batch_size: int) -> list[tuple[str, int | str, int, int]]:
@@ -62,20 +65,20 @@ def arms(budgets, replicates: int, seed: int, batch_size: int) -> list[tuple[str
 def evaluate(stacked, spec, seeds: list[int], data: dict, batch_size: int, settings: dict) -> list[dict]:
     """One row per model and arm (:func:`arms`): ``seed``, ``arm``, ``rows`` (the budget: an int, or
     ``all``), ``rows_used``, ``replicate``, ``accuracy``, ``mean_distance``, ``var_distance`` (means
-    over the layers of :func:`remedies.distances` to the exact statistics of the training rows).
+    over the layers of :func:`bnstudy.evaluation.distance.distances` to the exact statistics of the training rows).
     ``settings``: ``budgets``, ``replicates``, ``seed``, ``last_batch``."""
-    exact = remedies.exact_statistics(stacked, spec, data["x_train"])
+    exact = recompute.exact_statistics(stacked, spec, data["x_train"])
     out = []
     for arm, rows, replicate, pass_seed in arms(
         settings["budgets"], settings["replicates"], settings["seed"], batch_size
     ):
         if arm == "ema":
-            stats, used = remedies.running_statistics(stacked, spec), 0
+            stats, used = recompute.running_statistics(stacked, spec), 0
         elif arm == "exact":
             stats, used = exact, len(data["x_train"])
         else:
             batches = budget_batches(data["y_train"], batch_size, rows, pass_seed, settings["last_batch"])
-            stats = remedies.precise_statistics(stacked, spec, data["x_train"], batches)
+            stats = recompute.precise_statistics(stacked, spec, data["x_train"], batches)
             used = int(sum(len(b) for b in batches))
         accuracy, mean, var = _scored(stacked, spec, stats, exact, data)
         for i, s in enumerate(seeds):

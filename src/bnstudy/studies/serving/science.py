@@ -189,7 +189,7 @@ def serve_cell(
     cell, batch_size: int, seed: int, passes: int = 1, held_out: float = 0.5, replicates: int = 1
 ) -> tuple[list[dict], list[dict]]:
     """Every stream replicate of both kinds through one trained cell
-    (:class:`bnstudy.studies.batch_size.evaluation.TrainedCell`).
+    (:class:`bnstudy.evaluation.accuracy.TrainedCell`).
 
     Returns ``(networks, along)``: per seed, stream and replicate, the training-mode
     accuracy over every served row, the inference-mode accuracy on the held-out rows
@@ -197,7 +197,7 @@ def serve_cell(
     statistics; and, for replicate 0, per seed, stream and served batch (``position`` 0,
     1, ...) that batch's training-mode accuracy.
     """
-    from bnstudy.studies.batch_size.evaluation import inference_accuracy
+    from bnstudy.evaluation.accuracy import inference_accuracy
 
     seeds = [int(meta["seed"]) for meta in cell.metas]
     train_b = int(cell.metas[0]["batch_size"])
