@@ -55,7 +55,7 @@ def test_the_sentences_say_where_equivalence_is_shown_and_what_it_means(diffs, e
     assert equivalence.where_equivalent(table, "groupnorm") == expected
     m = equivalence.macros(table, 0.95)
     verb = "is shown equivalent" if expected == "at no batch size" else "is equivalent"
-    assert m["controlsEquivalence"].startswith(f"Group normalisation {verb} to no normaliser {expected} (")
+    assert m["controlsEquivalence"].startswith(f"group normalisation {verb} to no normaliser {expected} (")
     assert f"each at level 5\\%/{len(diffs)}, Bonferroni over the {len(diffs)} batch sizes" in m["controlsEquivalence"]
     assert m["equivalenceMargin"] == "1.0"
     discussion = m["groupnormDiscussion"]
@@ -72,7 +72,7 @@ def test_every_control_in_one_sentence_and_none_without_controls():
     table = equivalence.equivalence_rows(runs({("layernorm", 2): TIGHT, ("groupnorm", 2): WIDE}), 0.95, 0.01)
     text = equivalence.macros(table, 0.95)["controlsEquivalence"]
     assert text.startswith(
-        "Layer normalisation is equivalent to no normaliser at every batch size; group normalisation at no batch size ("
+        "layer normalisation is equivalent to no normaliser at every batch size; group normalisation at no batch size ("
     )
     only_bn = runs({("batchnorm", 2): TIGHT})
     assert equivalence.macros(equivalence.equivalence_rows(only_bn, 0.95, 0.01), 0.95) == {}

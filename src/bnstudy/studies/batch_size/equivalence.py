@@ -87,7 +87,7 @@ def protocol(rows: pd.DataFrame, confidence: float) -> str:
 
 
 def macros(rows: pd.DataFrame, confidence: float) -> dict[str, str]:
-    """``controlsEquivalence``: every control's verdict in one sentence; ``groupnormEquivalence``: group
+    """``controlsEquivalence``: every control's verdict in one sentence; ``groupnormDiscussion``: group
     normalisation's alone (the discussion's); none where the grid has no control."""
     if rows.empty:
         return {}
@@ -97,7 +97,7 @@ def macros(rows: pd.DataFrame, confidence: float) -> dict[str, str]:
         [control_sentence(rows, first, margin=False)] + [f"{CONTROLS[n]} {where_equivalent(rows, n)}" for n in rest]
     )
     m = {
-        "controlsEquivalence": f"{text[0].upper()}{text[1:]} ({protocol(rows, confidence)})",
+        "controlsEquivalence": f"{text} ({protocol(rows, confidence)})",
         "equivalenceMargin": points(float(rows.margin.iloc[0]), 1),
     }
     if "groupnorm" in names:
