@@ -8,6 +8,8 @@ from bnstudy.studies.accumulation.science import KINDS as ACC_KINDS
 from bnstudy.studies.accumulation.science import variant_name
 
 ACC = config["accumulation"]
+# the grid's recipe at accumulation's batch size (its rate and epochs: grid.lr_by_batch_size, grid.epochs_by_batch_size)
+ACC_RECIPE = recipe_params(config["grid"], ACC["batch_size"], ACC["normaliser"])
 ACC_VARIANTS = [variant_name(k, m) for m in ACC["micro_batches"] for k in ACC_KINDS]
 # the grid's cells compared with: the step's batch and every micro-batch
 ACC_GRID = [dict(normaliser=ACC["normaliser"], batch_size=b) for b in [ACC["batch_size"], *ACC["micro_batches"]]]
@@ -33,7 +35,7 @@ rule train_accumulation:
         variants=ACC_VARIANTS,
         micro_batches=ACC["micro_batches"],
         net=net_params(ACC["normaliser"]),
-        recipe=recipe_params(config["grid"], ACC["batch_size"], ACC["normaliser"]),
+        recipe=ACC_RECIPE,
         eval_seed=config["batch_size_eval"]["seed"],
     conda:
         CONDA_ENV
@@ -83,8 +85,8 @@ rule summarise_accumulation:
         batch_size=ACC["batch_size"],
         micro_batches=ACC["micro_batches"],
         confidence=config["batch_size_eval"]["confidence"],
-        epochs=recipe_params(config["grid"], ACC["batch_size"], ACC["normaliser"])["epochs"],
-        lr=recipe_params(config["grid"], ACC["batch_size"], ACC["normaliser"])["lr"],
+        epochs=ACC_RECIPE["epochs"],
+        lr=ACC_RECIPE["lr"],
     conda:
         CONDA_ENV
     resources:

@@ -48,10 +48,6 @@ def equivalence_rows(runs: pd.DataFrame, confidence: float, margin: float) -> pd
     return pd.DataFrame(rows, columns=columns)
 
 
-def _batches(sizes: list[int]) -> str:
-    return f"batch{'es' if len(sizes) > 1 else ''} {words([str(b) for b in sizes])}"
-
-
 def where_equivalent(rows: pd.DataFrame, name: str) -> str:
     """Where one control is shown equivalent to no normaliser: ``at every batch size``, ``only at
     batches 16 and 64, not at 2 and 4``, ``at no batch size``."""
@@ -62,7 +58,7 @@ def where_equivalent(rows: pd.DataFrame, name: str) -> str:
         return "at every batch size"
     if not yes:
         return "at no batch size"
-    return f"only at {_batches(yes)}, not at {words([str(b) for b in no])}"
+    return f"only {latex.at_batches([str(b) for b in yes])}, not at {words([str(b) for b in no])}"
 
 
 def control_sentence(rows: pd.DataFrame, name: str, margin: bool = True) -> str:
