@@ -77,7 +77,7 @@ def test_the_mlp_parts_jobs_train_each_batch_size_for_its_epochs_at_its_rate():
     grid = config["grid"]
     epochs = {int(r["batch_size"]): r["epochs"] for r in grid["epochs_by_batch_size"]}
     rates = {int(r["batch_size"]): r["lr"] for r in grid["lr_by_batch_size"]}
-    assert epochs == {2: 10} and grid["epochs"] == 20
+    assert epochs == {2: 8} and grid["epochs"] == 20
     seen = set()
     for job in jobs:
         recipe = job.params.get("recipe")
