@@ -57,6 +57,12 @@ def problems(text: str) -> list[str]:
         ]
     if re.search(r"at no batch size (and|,) (wholly )?(above|below)", text):
         out.append("'at no batch size' beside a list")
+    depth = 0
+    for char in plain(text):  # a parenthesis opened inside another reads as a typo: "[...] (adjusted))"
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth > 1:
+            out.append("parentheses inside parentheses")
+            break
     return out
 
 
@@ -346,10 +352,10 @@ RECOVERY = {  # (loss side, exact side, share closed) -> the sentence, written o
     ("below", "below", 0.5): "Exact statistics of the training data in place of the running averages lower "
     f"the accuracy at batch 2 further, by {ROW['below'][3]} (adjusted)",
     ("below", "above", 0.4): "Exact statistics of the training data in place of the running averages recover "
-    f"40\\% of the loss at batch 2 ({ROW['above'][3]} (adjusted)); as no set of statistics we tried recovers "
+    f"40\\% of the loss at batch 2 ({ROW['above'][3]}, adjusted); as no set of statistics we tried recovers "
     "the rest, we infer, without measuring it directly, that the rest lies in the weights",
     ("below", "above", 1.0): "Exact statistics of the training data in place of the running averages recover "
-    f"the whole loss at batch 2 (100\\% of it; {ROW['above'][3]} (adjusted))",
+    f"the whole loss at batch 2 (100\\% of it; {ROW['above'][3]}, adjusted)",
 }
 
 
@@ -392,13 +398,13 @@ def test_recovery_sentence_names_another_recomputation_whose_interval_lies_above
 
 
 RENORM_HEAD = {  # (side at the smallest batch, batch norm's loss below zero) -> the opening
-    ("above", True): f"Batch renormalisation recovers 30\\% of the loss at batch 2 ({ROW['above'][3]} (adjusted))",
+    ("above", True): f"Batch renormalisation recovers 30\\% of the loss at batch 2 ({ROW['above'][3]}, adjusted)",
     ("above", False): f"Batch renormalisation is ahead of batch normalisation at batch 2, by {ROW['above'][3]} "
     "(adjusted)",
     ("below", True): f"Batch renormalisation falls behind batch normalisation at batch 2, by {ROW['below'][3]} "
     "(adjusted)",
     ("zero", False): f"Batch renormalisation cannot be told apart from batch normalisation at batch 2 "
-    f"({ROW['zero'][3]} (adjusted), an interval that contains zero)",
+    f"({ROW['zero'][3]}, adjusted, an interval that contains zero)",
 }
 RENORM_LEAST = {
     "below": f"; its smallest paired difference to batch normalisation, at batch 4, is {ROW['below'][3]} "

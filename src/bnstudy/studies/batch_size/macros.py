@@ -177,10 +177,11 @@ def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
     if _side(exact) == "below":
         return f"{head} lower the accuracy at batch {b} further, by {gain}"
     share = latex.fmt(closed, 0, percent=True)
+    within = f"{_adjusted(exact)}, adjusted"  # inside parentheses: no second pair
     if closed >= 1:
-        return f"{head} recover the whole loss at batch {b} ({share} of it; {gain})"
+        return f"{head} recover the whole loss at batch {b} ({share} of it; {within})"
     return (
-        f"{head} recover {share} of the loss at batch {b} ({gain}); as no set of statistics we tried "
+        f"{head} recover {share} of the loss at batch {b} ({within}); as no set of statistics we tried "
         "recovers the rest, we infer, without measuring it directly, that the rest lies in the weights"
     )
 
@@ -191,16 +192,17 @@ def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> s
     loss to none and renormalisation's gain both lie wholly beyond zero) and at the batch size of
     its smallest paired difference (``least``), each with the interval's verdict."""
     gain = f"{_adjusted(at_min)} (adjusted)"
+    within = f"{_adjusted(at_min)}, adjusted"  # inside parentheses: no second pair
     side = _side(at_min)
     if side == "above" and loss_below:
-        text = f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({gain})"
+        text = f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({within})"
     elif side == "above":
         text = f"Batch renormalisation is ahead of batch normalisation at batch {b}, by {gain}"
     elif side == "below":
         text = f"Batch renormalisation falls behind batch normalisation at batch {b}, by {gain}"
     else:
         text = (
-            f"Batch renormalisation cannot be told apart from batch normalisation at batch {b} ({gain}, "
+            f"Batch renormalisation cannot be told apart from batch normalisation at batch {b} ({within}, "
             "an interval that contains zero)"
         )
     if int(least.batch_size) == b:
