@@ -127,7 +127,7 @@ def test_report_macros_and_tables_follow_the_choice():
     assert m["lrGapNoun"] == "advantage" and m["lrDeficitAnswer"] == "survives"
     assert m["lrBestBatchnormMin"] == m["lrBestBatchnormBTwo"] and m["lrBestNoneMax"] == "$1 \\times 10^{-2}$"
     assert m["lrAccGridNoneMin"] == "60.0" and m["lrAccNoneMin"] == "60.0"
-    assert m["lrEdgeCells"] == "batch norm at batch 2 (highest) and none at batch 2 (lowest)"
+    assert m["lrEdgeCells"] == "batch norm at batch 2 (highest) and no normaliser at batch 2 (lowest)"
     # at the grid's rate 1e-2 both sides: batch norm minus none = +0.05 every seed at b 2
     assert m["lrPairedGridMinGain"] == "+5.00"
     assert out["summary"]["best"]["none"]["8"]["lr"] == 1e-2

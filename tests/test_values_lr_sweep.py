@@ -247,7 +247,8 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
         m[macro_name("lr paired", name, "below sizes")] = at(below)
         m[macro_name("lr paired", name, "above sizes")] = at(above)
         m[macro_name("lr paired", name, "sign sentence")] = sign_sentence(above, below, len(sizes))
-    edges = [f"{labels[n]} at batch {b} ({e})" for (n, b), (_, e) in sorted(choice.items()) if e != "inside"]
+    prose = {**labels, "none": "no normaliser"}  # "none at batch 4" would read as no cell
+    edges = [f"{prose[n]} at batch {b} ({e})" for (n, b), (_, e) in sorted(choice.items()) if e != "inside"]
     m["lrEdgeCells"] = conj(edges) if edges else "no cell"
     m["lrEdgeMargin"] = pts(edge_margin, 2) if edges else "n/a"
     m["lrEdgeCount"] = str(len(edges))
@@ -341,7 +342,8 @@ def test_hand_read_macros_of_the_sweep_report():
     assert m["lrSweepNetworks"] == "69" and m["lrFitRows"] == "12{,}000" and m["lrValidationRows"] == "250"
     assert m["lrRateSecond"] == "$3 \\times 10^{-3}$" and m["lrBatchMax"] == "16" and m["lrBatchCount"] == "3"
     assert (
-        m["lrEdgeCells"] == "batch norm at batch 2 (highest), plain at batch 2 (lowest) and plain at batch 16 (highest)"
+        m["lrEdgeCells"]
+        == "batch norm at batch 2 (highest), no normaliser at batch 2 (lowest) and no normaliser at batch 16 (highest)"
     )
     assert m["lrEdgeMargin"] == "7.00" and m["lrEdgeCount"] == "3" and m["lrValidationRowPoints"] == "0.40"
     assert m["lrDeficitAnswer"] == "survives"

@@ -455,9 +455,10 @@ def expected_macros(passes, checks, population, trained, shuffles):
         for o in ("shuffled", "sorted"):
             for metric, w in metrics.items():
                 v = trained[(trained.batch_size == b) & (trained.order == o)][metric].mean()
-                m[f"rsTrained{o.capitalize()}{w}B{'OneSix' if b == 16 else 'SixFour'}"] = f"{v:.3f}"
+                text = f"{100 * v:.1f}\\%" if metric == "label_disagreement" else f"{v:.3f}"  # a share: percent
+                m[f"rsTrained{o.capitalize()}{w}B{'OneSix' if b == 16 else 'SixFour'}"] = text
                 if b == 16:
-                    m[f"rsTrained{o.capitalize()}{w}"] = f"{v:.3f}"
+                    m[f"rsTrained{o.capitalize()}{w}"] = text
     m["rsTrainedSeeds"] = "3"
     m["rsTrainedBatch"] = "16"
     m["rsTrainedBatchSizes"] = "batch sizes 16 and 64"  # "batch size 16" for one

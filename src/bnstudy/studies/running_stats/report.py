@@ -303,9 +303,15 @@ def trained_summary(trained: pd.DataFrame, confidence: float) -> pd.DataFrame:
 def trained_macros(cells: dict, seeds: int) -> dict:
     """Macros of the trained networks: every cell's mean, and the smallest batch size's by name."""
     m = latex.macro_name
+
+    def value(metric, mean):  # a share of the test rows with its unit ("32.9\\%"), an accuracy as a fraction
+        if metric == "label_disagreement":
+            return latex.fmt(None if mean is None else float(mean), 1, percent=True)
+        return latex.fmt(None if mean is None else float(mean), 3)
+
     macros = {}
     for (b, order, metric), r in cells.items():
-        macros[m("rs trained", order, metric, "b", b)] = latex.fmt(r.mean, 3)
+        macros[m("rs trained", order, metric, "b", b)] = value(metric, r.mean)
     trained_sizes = sorted({k[0] for k in cells})
     macros["rsTrainedSeeds"] = str(seeds)
     b0 = trained_sizes[0]
@@ -313,7 +319,7 @@ def trained_macros(cells: dict, seeds: int) -> dict:
     for order in ("shuffled", "sorted"):
         for metric in TRAINED_METRICS:
             r = cells.get((b0, order, metric))
-            macros[m("rs trained", order, metric)] = latex.fmt(None if r is None else float(r.mean), 3)
+            macros[m("rs trained", order, metric)] = value(metric, None if r is None else r.mean)
     noun = "batch size" if len(trained_sizes) == 1 else "batch sizes"
     macros["rsTrainedBatchSizes"] = f"{noun} {latex.words([str(b) for b in trained_sizes])}"
     return macros
