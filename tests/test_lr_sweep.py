@@ -220,3 +220,26 @@ def test_a_grid_rate_per_batch_size_is_the_reference_of_each_batch_size_and_must
     bad["lr_sweep"]["lrs"] = [1.0e-3, 3.0e-3]
     with pytest.raises(ConfigError, match=r"grid.lr_by_batch_size\[0\].lr 0.0001 \(batch 2\) is not swept"):
         checks.check(bad, None)
+
+
+def _paired(rows):
+    return pd.DataFrame(
+        [dict(batch_size=b, gain=g, ci_low_adj=lo, ci_high_adj=hi, family=len(rows)) for b, g, lo, hi in rows]
+    )
+
+
+def test_a_difference_the_chosen_and_the_grids_rates_share_is_said_once():
+    """Where the chosen rates are the grid's at the smallest batch (the same networks, so the same
+    difference and interval), the paper gives the number once; and a verdict that holds at both rates
+    is one sentence, not the same clause twice."""
+    same = _paired([(2, -0.19, -0.67, 0.29), (8, 0.01, -0.02, 0.03)])
+    m = lr_sweep_report.paired_macros(same, same.copy())
+    assert m["lrPairedMinBoth"] == "$-19.00$ points $[-67.00, +29.00]$ at the chosen rates, which at this batch size are the grid's"
+    assert m["lrSignSentences"].startswith("At the chosen rates and at \\lrGridRate{} alike, ")
+    assert m["lrSignSentences"].count("contain") == 1
+    other = _paired([(2, -0.10, -0.20, -0.01), (8, 0.01, -0.02, 0.03)])
+    m = lr_sweep_report.paired_macros(same, other)
+    assert m["lrPairedMinBoth"] == (
+        "$-19.00$ points $[-67.00, +29.00]$ at the chosen rates and $-10.00$ points $[-20.00, -1.00]$ at \\lrGridRate{}"
+    )
+    assert m["lrSignSentences"].startswith("At the chosen rates ") and "; at \\lrGridRate{} " in m["lrSignSentences"]

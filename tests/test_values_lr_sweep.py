@@ -247,6 +247,20 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
         m[macro_name("lr paired", name, "below sizes")] = at(below)
         m[macro_name("lr paired", name, "above sizes")] = at(above)
         m[macro_name("lr paired", name, "sign sentence")] = sign_sentence(above, below, len(sizes))
+    at_best, at_grid = pb[sizes[0]], pg[sizes[0]]
+    said = f"${m['lrPairedBestMinGain']}$ points ${m['lrPairedBestMinCi']}$ at the chosen rates"
+    if (at_best["gain"], *at_best["ci_adjusted"]) == (at_grid["gain"], *at_grid["ci_adjusted"]):  # one number, said once
+        m["lrPairedMinBoth"] = said + ", which at this batch size are the grid's"
+    else:
+        m["lrPairedMinBoth"] = (
+            said + f" and ${m['lrPairedGridMinGain']}$ points ${m['lrPairedGridMinCi']}$ at \\lrGridRate{{}}"
+        )
+    one, other = m["lrPairedBestSignSentence"], m["lrPairedGridSignSentence"]
+    m["lrSignSentences"] = (
+        f"At the chosen rates and at \\lrGridRate{{}} alike, {one}"
+        if one == other
+        else f"At the chosen rates {one}; at \\lrGridRate{{}} {other}"
+    )
     prose = {**labels, "none": "no normaliser"}  # "none at batch 4" would read as no cell
     edges = [f"{prose[n]} at batch {b} ({e})" for (n, b), (_, e) in sorted(choice.items()) if e != "inside"]
     m["lrEdgeCells"] = conj(edges) if edges else "no cell"

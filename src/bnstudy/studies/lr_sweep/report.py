@@ -175,6 +175,21 @@ def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame) -> dict:
         m[latex.macro_name("lr paired", name, "sign sentence")] = latex.zero_sentence(
             "the adjusted paired intervals", above, below, len(table)
         )
+    best, grid = paired_best.iloc[0], paired_grid.iloc[0]
+    phrase = f"${m['lrPairedBestMinGain']}$ points ${m['lrPairedBestMinCi']}$ at the chosen rates"
+    same = (best.gain, best.ci_low_adj, best.ci_high_adj) == (grid.gain, grid.ci_low_adj, grid.ci_high_adj)
+    # the same pairs of networks (the chosen rates are the grid's there): one number, said once
+    m["lrPairedMinBoth"] = (
+        f"{phrase}, which at this batch size are the grid's"
+        if same
+        else f"{phrase} and ${m['lrPairedGridMinGain']}$ points ${m['lrPairedGridMinCi']}$ at \\lrGridRate{{}}"
+    )
+    best_sentence, grid_sentence = m["lrPairedBestSignSentence"], m["lrPairedGridSignSentence"]
+    m["lrSignSentences"] = (
+        f"At the chosen rates and at \\lrGridRate{{}} alike, {best_sentence}"
+        if best_sentence == grid_sentence
+        else f"At the chosen rates {best_sentence}; at \\lrGridRate{{}} {grid_sentence}"
+    )
     return m
 
 
