@@ -234,7 +234,10 @@ def test_a_difference_the_chosen_and_the_grids_rates_share_is_said_once():
     is one sentence, not the same clause twice."""
     same = _paired([(2, -0.19, -0.67, 0.29), (8, 0.01, -0.02, 0.03)])
     m = lr_sweep_report.paired_macros(same, same.copy())
-    assert m["lrPairedMinBoth"] == "$-19.00$ points $[-67.00, +29.00]$ at the chosen rates, which at this batch size are the grid's"
+    assert (
+        m["lrPairedMinBoth"]
+        == "$-19.00$ points $[-67.00, +29.00]$ at the chosen rates, which at this batch size are the grid's"
+    )
     assert m["lrSignSentences"].startswith("At the chosen rates and at \\lrGridRate{} alike, ")
     assert m["lrSignSentences"].count("contain") == 1
     other = _paired([(2, -0.10, -0.20, -0.01), (8, 0.01, -0.02, 0.03)])

@@ -249,7 +249,10 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
         m[macro_name("lr paired", name, "sign sentence")] = sign_sentence(above, below, len(sizes))
     at_best, at_grid = pb[sizes[0]], pg[sizes[0]]
     said = f"${m['lrPairedBestMinGain']}$ points ${m['lrPairedBestMinCi']}$ at the chosen rates"
-    if (at_best["gain"], *at_best["ci_adjusted"]) == (at_grid["gain"], *at_grid["ci_adjusted"]):  # one number, said once
+    if (at_best["gain"], *at_best["ci_adjusted"]) == (
+        at_grid["gain"],
+        *at_grid["ci_adjusted"],
+    ):  # one number, said once
         m["lrPairedMinBoth"] = said + ", which at this batch size are the grid's"
     else:
         m["lrPairedMinBoth"] = (

@@ -195,7 +195,9 @@ def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> s
     within = f"{_adjusted(at_min)}, adjusted"  # inside parentheses: no second pair
     side = _side(at_min)
     if side == "above" and loss_below:
-        text = f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({within})"
+        text = (
+            f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({within})"
+        )
     elif side == "above":
         text = f"Batch renormalisation is ahead of batch normalisation at batch {b}, by {gain}"
     elif side == "below":

@@ -208,10 +208,13 @@ def lift_rows(lift: float, validation_rows: int) -> str:
 def choice_macros(best: pd.DataFrame, grid: pd.DataFrame, labels: dict[str, str], design: dict) -> dict:
     """What the choice of rate did: chosen rates at an end of the sweep, validation lift, cells
     where the chosen rate scores below the grid's, the range of the means."""
+
     def prose(norm):  # "none at batch 4" would read as no cell: the normaliser by its prose name
         return "no normaliser" if norm == "none" else labels[norm]
 
-    edges = [f"{prose(r.normaliser)} at batch {r.batch_size} ({r.edge})" for r in best.itertuples() if r.edge != "inside"]
+    edges = [
+        f"{prose(r.normaliser)} at batch {r.batch_size} ({r.edge})" for r in best.itertuples() if r.edge != "inside"
+    ]
     m = {"lrEdgeCells": words(edges) if edges else "no cell"}
     margins = best[best.edge != "inside"].margin
     m["lrEdgeMargin"] = points(float(margins.max()), 2) if len(margins) else "n/a"
