@@ -9,8 +9,10 @@ sources give the same bytes.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from bnstudy.base.io import atomic_path, write_text
@@ -37,6 +39,13 @@ def build(sources: Path, generated: dict[str, str], build_dir: Path, log_file: s
         if kind == "macros":
             macros.append(f"\\input{{generated/macros/{path.name}}}")
     write_text(gen / "inputs.tex", "\n".join(sorted(macros)) + "\n")
+    abstract = (build_dir / "sections" / "abstract.tex").read_text()
+    write_text(
+        gen / "abstract.tex",
+        abstract_macros(
+            abstract, [gen / "macros" / Path(p).name for p in generated.values() if Path(p).parent.name == "macros"]
+        ),
+    )
     write_text(gen / "sections.tex", "".join(f"\\input{{sections/{name}.tex}}\n" for name in sections))
     env = os.environ | REPRODUCIBLE_ENV
     cmd = ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", "main.tex"]
@@ -45,6 +54,53 @@ def build(sources: Path, generated: dict[str, str], build_dir: Path, log_file: s
     if result.returncode != 0:
         raise RuntimeError(f"latexmk failed (exit {result.returncode}); see {log_file} and {build_dir}/main.log")
     return build_dir / "main.pdf"
+
+
+NUMBER = re.compile(r"(?<![\d.])(\d+)\.(\d+)")  # a decimal number as the macros print it (sign aside)
+NEWCOMMAND = re.compile(r"^\\newcommand\{\\([A-Za-z]+)\}\{(.*)\}$")
+
+
+def significant(text: str, digits: int = 3) -> str:
+    """Every decimal number in ``text`` to at most ``digits`` significant digits, half away from zero
+    (``-12.32`` to ``-12.3``, ``2.6982`` to ``2.70``, ``0.0175`` kept). Only the printed digits are
+    known here: where the digits dropped are exactly a half (``12.25``), the value behind them may lie
+    on either side, so the number is kept as printed rather than risk a wrong last digit. Integers and
+    numbers already short enough are unchanged; no number rounds to zero or changes sign."""
+
+    def shorten(match):
+        whole, frac = match.group(1), match.group(2)
+        value = Decimal(f"{whole}.{frac}")
+        if value == 0:
+            return match.group(0)
+        lead = value.adjusted()  # the power of ten of the first significant digit
+        keep = digits - 1 - lead  # decimals that leave ``digits`` significant ones
+        if keep >= len(frac):
+            return match.group(0)
+        dropped = frac[max(keep, 0) :] if keep >= 0 else whole[keep:] + frac
+        if dropped.rstrip("0") == "5":
+            return match.group(0)
+        rounded = value.quantize(Decimal(1).scaleb(-max(keep, 0)), rounding=ROUND_HALF_UP)
+        if rounded.adjusted() > lead and keep > 0:  # 9.996 to 10.0, not 10.00
+            rounded = rounded.quantize(Decimal(1).scaleb(1 - keep))
+        return f"{rounded}"
+
+    return NUMBER.sub(shorten, text)
+
+
+def abstract_macros(abstract: str, macro_files) -> str:
+    """``\\renewcommand``s that give the abstract's numbers at most three significant digits: for each
+    macro the abstract names whose text has a longer number, the same text through :func:`significant`.
+    main.tex reads them inside the abstract's group, so the body keeps every digit."""
+    used = set(re.findall(r"\\([A-Za-z]+)", abstract))
+    lines = ["% The abstract's numbers to three significant digits (bnstudy.paper.build.abstract_macros)"]
+    for path in sorted(macro_files, key=lambda p: Path(p).name):
+        for line in Path(path).read_text().splitlines():
+            found = NEWCOMMAND.match(line)
+            if found and found.group(1) in used:
+                short = significant(found.group(2))
+                if short != found.group(2):
+                    lines.append(f"\\renewcommand{{\\{found.group(1)}}}{{{short}}}")
+    return "\n".join(lines) + "\n"
 
 
 def install(pdf: Path, target: str) -> None:
