@@ -130,6 +130,12 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
     assert m["preciseRowsEmaGaps"] == "from $-0.80$ to $+3.20$ points"
     assert m["preciseRowsSmallestVsExact"] == "lies wholly below zero at batches 4 and 8"
     assert m["preciseRowsEmaVsExact"] == "lies wholly above zero at batch 8 and lies wholly below zero at batch 4"
+    # 8 rows lie below the exact statistics at both batch sizes, 16 rows (0 + 0.002 a seed) at neither
+    assert m["preciseRowsAbstractSentence"] == (
+        "With statistics recomputed by PreciseBN from 16 training rows, inference-mode accuracy minus that with "
+        "the exact statistics is $+0.20$ points and the paired interval contains zero at batches 4 and 8; with 8 "
+        "rows it lies wholly below zero at batches 4 and 8"
+    )
     header, body, align, _ = report.latex_table(table, [8, 16])
     assert header == ["batch", "running averages", "8 rows", "16 rows", "whole pass"]
     assert [r[0] for r in body] == ["4", "8"] and align == "rllll"

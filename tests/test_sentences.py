@@ -23,7 +23,9 @@ from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.companions import summary as companions_summary
 from bnstudy.studies.finetune import report as finetune_report
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
+from bnstudy.studies.precise_rows import report as precise_rows_report
 from bnstudy.studies.running_stats import science as running_stats
+from bnstudy.studies.serving import report as serving_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ROOT / "paper" / "sections"
@@ -535,3 +537,196 @@ def test_finetune_remedy_sentence_every_verdict(sides):
     for macro in ("finetuneRateOneRemedySentence", "finetuneRateTwoRemedySentence"):
         for window in in_place("finetune.tex", macro, text):
             assert not problems(window), window
+
+
+# ---- the abstract's sentences on the follow-up studies, one per study --------------------------
+
+VERDICT = {"below": "lies wholly below zero", "zero": "contains zero", "above": "lies wholly above zero"}
+BOTH = {"below": "both intervals lie wholly below zero", "zero": "both intervals contain zero",
+        "above": "both intervals lie wholly above zero"}  # fmt: skip
+SIDES = list(VERDICT)
+# ROW's intervals as serving and fine-tuning print them (math points, one decimal), mean first
+ONE_DECIMAL = {
+    "below": "$-2.0$ points [$-3.0$, $-1.0$]",
+    "zero": "$+0.1$ points [$-2.1$, $+2.2$]",
+    "above": "$+2.0$ points [$+1.0$, $+3.0$]",
+}
+
+
+def verdicts_of_two(first: str, second: str) -> str:
+    if first == second:
+        return BOTH[first]
+    return f"the first interval {VERDICT[first]}, the second {VERDICT[second]}"
+
+
+def abstract_windows(macro: str, text: str) -> list[str]:
+    windows = in_place("abstract.tex", macro, text)
+    assert len(windows) == 1, macro
+    return windows
+
+
+@pytest.mark.parametrize("served, change", list(itertools.product(SIDES, repeat=2)))
+def test_serving_abstract_sentence_every_verdict(served, change):
+    """At the smallest training batch size (2, not the first key): class-sorted minus random traffic in
+    training mode, and the held-out accuracy's change after a class-sorted stream."""
+
+    def cell(served_side: str, change_side: str) -> dict:
+        return {
+            "sorted_minus_random": {"stream_accuracy": interval(served_side)},
+            "sorted": {"inference_change": interval(change_side)},
+        }
+
+    summary = {"16": cell("above", "above"), "2": cell(served, change)}
+    text = serving_report.abstract_sentence(summary, "95\\%")
+    assert text == (
+        "Served in training mode with live statistics, networks trained in batches of 2 score "
+        f"{ONE_DECIMAL[served]} on class-sorted test traffic against random traffic, and a class-sorted stream "
+        f"changes the inference-mode accuracy of the model it leaves behind by {ONE_DECIMAL[change]} on "
+        f"held-out rows ({verdicts_of_two(served, change)}; 95\\% intervals over networks and streams)"
+    )
+    assert not problems(text), text
+    for window in abstract_windows("servingAbstractSentence", text):
+        assert not problems(window), window
+
+
+def accumulation_pairs(large: str, small: str) -> pd.DataFrame:
+    """Paired rows of accumulation at micro-batch 2 (inference mode) with ROW's intervals, and at
+    micro-batch 4 and in training mode rows that must not be read."""
+    rows = []
+    for m in (2, 4):
+        for name, side in (("accumulate_vs_large", large), ("accumulate_vs_small", small)):
+            for mode in ("inference", "training"):
+                gain, lo, hi, _ = ROW[side if (m, mode) == (2, "inference") else "above"]
+                rows.append({"micro_batch": m, "comparison": name, "mode": mode, "gain": gain, "ci_low": lo,
+                             "ci_high": hi})  # fmt: skip
+    return pd.DataFrame(rows).set_index(["micro_batch", "comparison", "mode"])
+
+
+ACCUM_HEAD = "In inference mode and paired by seed, batch normalisation trained in micro-batches of 2 rows "
+ACCUM_HEAD += "accumulated to steps of 8 "
+ACCUMULATION = {  # (against the true batch, against the micro-batch) -> the sentence after its head, written out
+    ("below", "below"): f"falls behind the true batch of 8 by {ROW['below'][3]} and the grid's networks at batch 2 "
+    f"by {ROW['below'][3]}",
+    ("above", "above"): f"is ahead of the true batch of 8 by {ROW['above'][3]} and of the grid's networks at batch "
+    f"2 by {ROW['above'][3]}",
+    ("zero", "zero"): f"cannot be told apart from the true batch of 8 ({ROW['zero'][3]}) or from the grid's "
+    f"networks at batch 2 ({ROW['zero'][3]})",
+    ("below", "zero"): f"falls behind the true batch of 8 by {ROW['below'][3]} and cannot be told apart from the "
+    f"grid's networks at batch 2 ({ROW['zero'][3]})",
+    ("zero", "below"): f"cannot be told apart from the true batch of 8 ({ROW['zero'][3]}) and falls behind the "
+    f"grid's networks at batch 2 by {ROW['below'][3]}",
+    ("above", "zero"): f"is ahead of the true batch of 8 by {ROW['above'][3]} and cannot be told apart from the "
+    f"grid's networks at batch 2 ({ROW['zero'][3]})",
+    ("zero", "above"): f"cannot be told apart from the true batch of 8 ({ROW['zero'][3]}) and is ahead of the "
+    f"grid's networks at batch 2 by {ROW['above'][3]}",
+    ("below", "above"): f"falls behind the true batch of 8 by {ROW['below'][3]} and is ahead of the grid's "
+    f"networks at batch 2 by {ROW['above'][3]}",
+    ("above", "below"): f"is ahead of the true batch of 8 by {ROW['above'][3]} and falls behind the grid's "
+    f"networks at batch 2 by {ROW['below'][3]}",
+}
+
+
+@pytest.mark.parametrize("case", list(ACCUMULATION))
+def test_accumulation_abstract_sentence_every_verdict(case):
+    text = accumulation_report.abstract_sentence(accumulation_pairs(*case), 2, 8)
+    assert text == ACCUM_HEAD + ACCUMULATION[case]
+    assert not problems(text), text
+    for window in abstract_windows("accumAbstractSentence", text):
+        assert not problems(window), window
+
+
+FINETUNE_HEAD = "Fine-tuned live in one-class batches of 2 rows at rate $10^{-4}$, batch normalisation's "
+FINETUNE_HEAD += "inference-mode accuracy changes by "
+CONTROL_NAMES = {"none": "no normaliser's", "layernorm": "layer normalisation's"}
+
+
+def finetune_cases():
+    for live in SIDES:
+        yield live, {}
+        for control in CONTROL_NAMES:
+            for side in SIDES:
+                yield live, {control: side}
+        for pair in itertools.product(SIDES, repeat=2):
+            yield live, dict(zip(CONTROL_NAMES, pair))
+
+
+@pytest.mark.parametrize("live, controls", list(finetune_cases()))
+def test_finetune_abstract_sentence_every_verdict(live, controls):
+    cell = {
+        "arms": {"live": {"change": interval(live)}, "frozen": {"change": interval("above")}},
+        "contrasts": {f"live_minus_{c}": interval(side) for c, side in controls.items()}
+        | {"statistics_update": interval("above")},
+    }
+    text = finetune_report.abstract_sentence(cell, 2, "$10^{-4}$")
+    want = f"{FINETUNE_HEAD}{ONE_DECIMAL[live]}, an interval that {VERDICT[live]}"
+    named = list(controls.items())
+    if len(named) == 1:
+        ((c, side),) = named
+        want += f"; its change minus {CONTROL_NAMES[c]} is {ONE_DECIMAL[side]}, an interval that {VERDICT[side]}"
+    elif named:
+        (c1, s1), (c2, s2) = named
+        want += (
+            f"; its change minus {CONTROL_NAMES[c1]} is {ONE_DECIMAL[s1]} and minus {CONTROL_NAMES[c2]} "
+            f"{ONE_DECIMAL[s2]}: {verdicts_of_two(s1, s2)}"
+        )
+    if named and live == "below" and all(side == "below" for side in controls.values()):
+        whose = "the controls'" if len(named) == 2 else "the control's"
+        want += f", so the loss is larger than {whose} and can be put down to batch normalisation"
+    assert text == want
+    assert not problems(text), text
+    assert "none" not in text
+    for window in abstract_windows("finetuneAbstractSentence", text):
+        assert not problems(window), window
+
+
+def budget_table(sides: dict) -> pd.DataFrame:
+    """``{(batch size, key): side}`` as the budget study's cells, ROW's intervals."""
+    rows = []
+    for (b, key), side in sides.items():
+        gain, lo, hi, _ = ROW[side]
+        rows.append({"batch_size": b, "key": key, "gap": gain, "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+EXACT = "inference-mode accuracy minus that with the exact statistics is"
+BUDGETS = {  # name -> (budgets, cells, the sentence written out)
+    "the smallest budget is clear of zero": (
+        [8, 16],
+        {(2, "8"): "zero", (4, "8"): "above", (2, "16"): "zero", (4, "16"): "zero", (2, "ema"): "below"},
+        "With statistics recomputed by PreciseBN from 8 training rows, the smallest budget tried, "
+        f"{EXACT} from $+0.06$ to $+2.00$ points and the paired interval lies wholly above zero at batch 4 and "
+        "contains zero at batch 2",
+    ),
+    "a larger budget is clear of zero": (
+        [8, 16, 32],
+        {(2, "8"): "below", (4, "8"): "below", (2, "16"): "below", (4, "16"): "zero", (2, "32"): "zero",
+         (4, "32"): "zero"},
+        f"With statistics recomputed by PreciseBN from 32 training rows, {EXACT} $+0.06$ points and the paired "
+        "interval contains zero at batches 2 and 4; with 16 rows it lies wholly below zero at batch 2 and "
+        "contains zero at batch 4",
+    ),
+    "no budget is clear of zero": (
+        [8, 16],
+        {(2, "8"): "below", (4, "8"): "below", (2, "16"): "zero", (4, "16"): "below"},
+        "Even with statistics recomputed by PreciseBN from 16 training rows, the largest budget tried, "
+        f"{EXACT} from $-2.00$ to $+0.06$ points and the paired interval lies wholly below zero at batch 4 and "
+        "contains zero at batch 2",
+    ),
+    "no budget holds a batch of every size": (
+        [8],
+        {(2, "8"): "zero", (16, "ema"): "zero", (16, "all"): "zero", (2, "all"): "zero"},
+        f"With statistics recomputed by PreciseBN from 8 training rows, the largest budget tried, {EXACT} "
+        "$+0.06$ points and the paired interval contains zero at batch 2",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BUDGETS))
+def test_precise_rows_abstract_sentence_every_branch(case):
+    budgets, cells, want = BUDGETS[case]
+    text = precise_rows_report.abstract_sentence(budget_table(cells), budgets)
+    assert text == want
+    assert not problems(text), text
+    assert "alike" not in text and "match" not in text  # an interval holding zero tells nothing apart
+    for window in abstract_windows("preciseRowsAbstractSentence", text):
+        assert not problems(window), window

@@ -395,6 +395,34 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
     return out
 
 
+def _expected_abstract(pairs, m, batch):
+    """The abstract's sentence at micro-batch ``m``: accumulation against the true batch and against the
+    grid's batch ``m`` in inference mode, each said by where its interval lies (a shared verdict once)."""
+    said = []
+    for which, other in (("large", f"the true batch of {batch}"), ("small", f"the grid's networks at batch {m}")):
+        _, gain, _, lo, hi = pairs[(m, f"accumulate_vs_{which}", "inference")]
+        ci = "\\text{(every seed alike)}" if lo == hi else f"[{_s(lo)}, {_s(hi)}]"
+        said.append((_verdict(lo, hi), other, f"${_s(gain)}$ points ${ci}$"))
+    (first, a, x), (second, b, y) = said
+    if first == second == "contains zero":
+        words = f"cannot be told apart from {a} ({x}) or from {b} ({y})"
+    elif first == second == "lies wholly below zero":
+        words = f"falls behind {a} by {x} and {b} by {y}"
+    elif first == second:
+        words = f"is ahead of {a} by {x} and of {b} by {y}"
+    else:
+        clause = {
+            "contains zero": "cannot be told apart from {} ({})",
+            "lies wholly below zero": "falls behind {} by {}",
+            "lies wholly above zero": "is ahead of {} by {}",
+        }
+        words = f"{clause[first].format(a, x)} and {clause[second].format(b, y)}"
+    return (
+        f"In inference mode and paired by seed, batch normalisation trained in micro-batches of {m} rows "
+        f"accumulated to steps of {batch} {words}"
+    )
+
+
 # ---- two micro-batches, three seeds --------------------------------------------------------
 
 
@@ -504,6 +532,7 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
             "2 exclude zero (training mode at micro-batch 3 and inference mode at micro-batch 5)"
         ),
         "accumCheck": ar.check_sentence(6e-7, 3e-8),
+        "accumAbstractSentence": _expected_abstract(pairs, 3, 24),  # the smaller micro-batch
     }
     m = out["macros"]
     assert m == expected
@@ -518,6 +547,9 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
     assert m["accumGhostMinusAccumulateTrainingMaxVerdict"] == "contains zero"
     assert m["accumAccumulateMinusLargeInferenceMax"] == f"{100 * (-118 / 3) / ROWS:+.2f}" == "-3.95"
     assert m["accumRunParametersMin"] == "0.31" and m["accumRunRunningMin"] == "0.76"
+    # at micro-batch 3 the true batch is not told apart (-3 / 997 rows), the grid's batch 3 is behind
+    assert "cannot be told apart from the true batch of 24 ($-0.30$ points $[" in m["accumAbstractSentence"]
+    assert "and is ahead of the grid's networks at batch 3 by $+" in m["accumAbstractSentence"]
     assert m["accumRunDisagreementMin"] == "1.3\\%" and m["accumRunDisagreementWorstMax"] == "4.6\\%"
     assert m["accumLargeInferenceMin"] == m["accumLargeInferenceMax"] == "90.8"  # 905 / 997
 
@@ -611,10 +643,12 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
         "accumGhostComparisons": "3",
         "accumGhostResolvedSentence": "none excludes zero",
         "accumCheck": ar.check_sentence(0.0, 0.0),
+        "accumAbstractSentence": _expected_abstract(pairs, 2, 10),
     }
     assert out["macros"] == expected
     assert out["macros"]["accumStepsSmallMin"] == "499" and out["macros"]["accumPartsMax"] == "5"
     assert out["macros"]["accumRunDisagreementMin"] == "0.6\\%" and out["macros"]["accumRunRunningMax"] == "0.02"
+    assert ") or from the grid's networks at batch 2 ($+" in out["macros"]["accumAbstractSentence"]  # neither apart
     assert out["latex_table"] == _expected_latex(values, cells, (2,), 10, 0.95)
 
 

@@ -739,3 +739,24 @@ def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
     assert lines[3] == " & ".join(header) + " \\\\"
     assert lines[5 : 5 + len(rows)] == [" & ".join(r) + " \\\\" for r in rows]
     assert lines[-2:] == ["\\bottomrule", "\\end{tabular}"] and len(lines) == 7 + len(rows)
+
+
+def test_the_abstract_sentence_reads_the_smallest_rate_one_class_batches_as_trained():
+    """finetuneAbstractSentence (abstract_macros): RateOne (1e-05, not "0.001" that sorts first as text),
+    the inputs as trained, one-class batches; the live change and its one control's contrast by value."""
+    arms = _hand_arms()
+    e = arms["1e-05"]["same"]["class_sorted"]
+    live, none = e["arms"]["live"]["change"], e["contrasts"]["live_minus_none"]
+
+    def said(d):
+        lo, hi = d["ci"]
+        return f"{_arm_pts(d['mean'])} points [{_arm_pts(lo)}, {_arm_pts(hi)}], an interval that {_verdict(d)}"
+
+    want = (
+        "Fine-tuned live in one-class batches of 4 rows at rate $1 \\times 10^{-5}$, batch normalisation's "
+        f"inference-mode accuracy changes by {said(live)}; its change minus no normaliser's is {said(none)}"
+    )
+    if live["ci"][1] < 0 and none["ci"][1] < 0:
+        want += ", so the loss is larger than the control's and can be put down to batch normalisation"
+    m = finetune_report.abstract_macros(arms, {"batch_size": 4, "shift": {"scale": 1.5, "offset": 0.25}})
+    assert m == {"finetuneAbstractSentence": want}

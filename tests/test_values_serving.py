@@ -506,6 +506,20 @@ RANGES = {
 }
 
 
+def _abstract(b: str, confidence: str) -> str:
+    """The abstract's sentence of ``_summary()["4"]`` (its intervals both wholly below zero) as the cell
+    of training batch ``b``, the smallest: the printed values of PER_CELL, the verdicts read off them."""
+    cell = {k.removeprefix("servingSorted"): v for k, v in PER_CELL.items() if k.endswith("BFour")}
+    served = f"{cell['MinusRandomServedBFour']} points {cell['MinusRandomServedCiBFour']}"
+    change = f"{cell['ChangeBFour']} points {cell['ChangeCiBFour']}"
+    return (
+        f"Served in training mode with live statistics, networks trained in batches of {b} score {served} on "
+        "class-sorted test traffic against random traffic, and a class-sorted stream changes the inference-mode "
+        f"accuracy of the model it leaves behind by {change} on held-out rows (both intervals lie wholly below "
+        f"zero; {confidence} intervals over networks and streams)"
+    )
+
+
 @pytest.mark.parametrize(
     "passes, passes_tex, phrase, weight",
     [
@@ -551,6 +565,7 @@ def test_macros_are_the_whole_summary_printed(passes, passes_tex, phrase, weight
         "servingSeeds": "4",
     }
     want |= PER_CELL | RANGES
+    want["servingAbstractSentence"] = _abstract("4", "90\\%")  # 4 is the smallest of 16, 4 and 128
     assert serving_report.macros(_summary(), settings) == want
 
 
@@ -615,7 +630,7 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
         "servingSortedLossCells": "1",
         "servingSortedGainCells": "0",
     }
-    assert m == settings_macros | cell | ranges
+    assert m == settings_macros | cell | ranges | {"servingAbstractSentence": _abstract("64", "95\\%")}
 
 
 def test_points_percent_and_intervals_by_hand():

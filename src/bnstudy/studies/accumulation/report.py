@@ -300,6 +300,7 @@ def report(
     for where, m in (("min", micro[0]), ("max", micro[-1])):
         m_ |= end_macros(where, m, frames, batch_size, train_rows, lr)
     m_ |= ghost_macros(close, frames["pair"], micro)
+    m_["accumAbstractSentence"] = abstract_sentence(frames["pair"], micro[0], batch_size)
     return {
         "table": table,
         "cells": cells,
@@ -328,6 +329,47 @@ def check_sentence(first_relative: float, first_running: float) -> str:
     return (
         "The check fails: the first step's running statistics or gradients differ by more than "
         "float32 sums in another order explain."
+    )
+
+
+def _difference(r) -> str:
+    """A paired row's mean and interval in signed points: ``$-13.37$ points $[-15.24, -11.50]$``."""
+    return f"${signed_points(r.gain)}$ points ${points_interval(r.ci_low, r.ci_high, signed=True)}$"
+
+
+def _side(r) -> str:
+    """``below``, ``above`` or ``zero``: where a paired row's interval lies."""
+    return "below" if r.ci_high < 0 else "above" if r.ci_low > 0 else "zero"
+
+
+def abstract_sentence(pair: pd.DataFrame, m: int, batch_size: int) -> str:
+    """The abstract's sentence on accumulation at micro-batch ``m`` (the smallest): whether batch norm
+    accumulated from micro-batches of ``m`` rows to steps of ``batch_size`` can be told apart, in
+    inference mode and paired by seed, from the true batch and from the grid's networks at batch ``m``,
+    in words that follow each interval: "falls behind" only where it lies wholly below zero, "is ahead
+    of" only where wholly above, "cannot be told apart from" where it contains zero; a verdict both
+    intervals share is said once. ``pair``: :func:`paired_table` indexed by micro-batch, comparison and
+    mode."""
+    rows = [pair.loc[(m, "accumulate_vs_large", "inference")], pair.loc[(m, "accumulate_vs_small", "inference")]]
+    others = [f"the true batch of {batch_size}", f"the grid's networks at batch {m}"]
+    sides = [_side(r) for r in rows]
+    d = [_difference(r) for r in rows]
+    if sides[0] == sides[1]:
+        said = {
+            "below": f"falls behind {others[0]} by {d[0]} and {others[1]} by {d[1]}",
+            "above": f"is ahead of {others[0]} by {d[0]} and of {others[1]} by {d[1]}",
+            "zero": f"cannot be told apart from {others[0]} ({d[0]}) or from {others[1]} ({d[1]})",
+        }[sides[0]]
+    else:
+        clause = {
+            "below": "falls behind {} by {}",
+            "above": "is ahead of {} by {}",
+            "zero": "cannot be told apart from {} ({})",
+        }
+        said = " and ".join(clause[side].format(o, x) for side, o, x in zip(sides, others, d))
+    return (
+        f"In inference mode and paired by seed, batch normalisation trained in micro-batches of {m} rows "
+        f"accumulated to steps of {batch_size} {said}"
     )
 
 

@@ -534,6 +534,49 @@ def controls_macros(present: list[str]) -> dict[str, str]:
     return m
 
 
+# the controls of the abstract's sentence, as it names them (never "none")
+ABSTRACT_CONTROLS = {"none": "no normaliser's", "layernorm": "layer normalisation's"}
+
+
+def abstract_macros(arms: dict, settings: dict) -> dict[str, str]:
+    """The abstract's sentence on fine-tuning (``finetuneAbstractSentence``): at the smallest rate, on
+    one-class batches of the inputs as trained, live batch norm's change against its controls'
+    (:func:`abstract_sentence`). ``arms``: :func:`summarise_arms`; ``settings``: its ``batch_size``."""
+    rate = sorted(arms, key=float)[0]
+    cell = arms[rate]["same"]["class_sorted"]
+    return {"finetuneAbstractSentence": abstract_sentence(cell, int(settings["batch_size"]), power_of_ten(float(rate)))}
+
+
+def _difference(e: dict) -> str:
+    return f"{points(e['mean'])} points {interval_points(e)}"
+
+
+def abstract_sentence(cell: dict, batch_size: int, rate: str) -> str:
+    """Live batch norm's change of the inference-mode accuracy after fine-tuning (``cell``: one rate,
+    condition and stream of :func:`summarise_arms`) in batches of ``batch_size`` at ``rate`` (printed),
+    with its verdict, and that change minus each control's (paired by seed) with theirs; the loss is put
+    down to batch normalisation only where the change and every difference lie wholly below zero."""
+    live = cell["arms"]["live"]["change"]
+    text = (
+        f"Fine-tuned live in one-class batches of {batch_size} rows at rate {rate}, batch normalisation's "
+        f"inference-mode accuracy changes by {_difference(live)}, an interval that {verdict(*live['ci'])}"
+    )
+    controls = [(ABSTRACT_CONTROLS[a], cell["contrasts"][f"live_minus_{a}"]) for a in ABSTRACT_CONTROLS
+                if f"live_minus_{a}" in cell["contrasts"]]  # fmt: skip
+    if not controls:
+        return text
+    (first, d), more = controls[0], controls[1:]
+    text += f"; its change minus {first} is {_difference(d)}"
+    if more:
+        text += f" and minus {more[0][0]} {_difference(more[0][1])}: {latex.two_verdicts(d['ci'], more[0][1]['ci'])}"
+    else:
+        text += f", an interval that {verdict(*d['ci'])}"
+    if live["ci"][1] < 0 and all(c["ci"][1] < 0 for _, c in controls):
+        whose = "the controls'" if more else "the control's"
+        text += f", so the loss is larger than {whose} and can be put down to batch normalisation"
+    return text
+
+
 # the contrasts the section counts, in its order, as its sentence names them
 COUNTED = (
     ("statistics_update", "the interval of the statistics update (live minus momentum~0)"),

@@ -127,7 +127,42 @@ def macros(table: pd.DataFrame, budgets, replicates: int, seed: int) -> dict[str
     m["preciseRowsLargestVsExact"] = sides_clause(_where(table, large, "ci_low", "ci_high"))
     m["preciseRowsSmallestVsEma"] = sides_clause(_where(table, small, "vs_ema_low", "vs_ema_high"))
     m["preciseRowsEmaVsExact"] = sides_clause(_where(table, EMA, "ci_low", "ci_high"))
+    m["preciseRowsAbstractSentence"] = abstract_sentence(table, budgets)
     return m
+
+
+def abstract_sentence(table: pd.DataFrame, budgets) -> str:
+    """The abstract's sentence on PreciseBN's budget: the smallest budget whose paired interval against
+    the exact statistics lies wholly below zero at no training batch size (and that holds a batch of
+    each), with its range of mean differences and :func:`sides_clause`, and the budget before it, whose
+    interval does lie below zero somewhere; where no budget is clear of zero, the largest. That an
+    interval contains zero is said as such, never that the two statistics score alike."""
+    every = sorted(set(int(b) for b in table["batch_size"]))
+    ordered = [str(k) for k in sorted(budgets)]
+
+    def sides(key):
+        return _where(table, key, "ci_low", "ci_high")
+
+    def clear(key):
+        return sorted(int(b) for b in table[table["key"] == key]["batch_size"]) == every and not sides(key)["below"]
+
+    found = next((k for k in ordered if clear(k)), None)
+    key = ordered[-1] if found is None else found
+    rows = f"{latex.fmt(int(key))} training rows"
+    if found is None:
+        lead = "Even with" if sides(key)["below"] else "With"
+        rows += ", the largest budget tried,"
+    else:
+        lead = "With"
+        rows += ", the smallest budget tried," if found == ordered[0] else ","
+    text = (
+        f"{lead} statistics recomputed by PreciseBN from {rows} inference-mode accuracy minus that with the "
+        f"exact statistics is {_gaps(table, key)} and the paired interval {sides_clause(sides(key))}"
+    )
+    if found is not None and found != ordered[0]:
+        before = ordered[ordered.index(found) - 1]
+        text += f"; with {latex.fmt(int(before))} rows it {sides_clause(sides(before))}"
+    return text
 
 
 def latex_table(table: pd.DataFrame, budgets) -> tuple[list[str], list[list[str]], str, str]:

@@ -106,7 +106,26 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
         cis = [cell[stream]["inference_change"]["ci"] for cell in summary.values()]
         m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))
         m[latex.macro_name("serving", stream, "gain", "cells")] = latex.fmt(sum(lo > 0 for lo, _ in cis))
+    m["servingAbstractSentence"] = abstract_sentence(summary, m["servingConfidence"])
     return m
+
+
+def abstract_sentence(summary: dict, confidence: str) -> str:
+    """The abstract's sentence on serving, at the smallest training batch size: what class-sorted
+    traffic costs in training mode against random traffic (paired by network and stream number), and
+    how a class-sorted stream changes the inference-mode accuracy of the model it leaves behind on the
+    held-out rows, each with its crossed interval (``confidence``, printed) and one verdict per interval
+    (:func:`bnstudy.paper.latex.two_verdicts`), never more than the intervals show."""
+    b = min(summary, key=int)
+    served = summary[b]["sorted_minus_random"]["stream_accuracy"]
+    change = summary[b]["sorted"]["inference_change"]
+    return (
+        f"Served in training mode with live statistics, networks trained in batches of {int(b)} score "
+        f"{points(served['mean'])} points {interval_points(served)} on class-sorted test traffic against random "
+        f"traffic, and a class-sorted stream changes the inference-mode accuracy of the model it leaves behind "
+        f"by {points(change['mean'])} points {interval_points(change)} on held-out rows "
+        f"({latex.two_verdicts(served['ci'], change['ci'])}; {confidence} intervals over networks and streams)"
+    )
 
 
 def table_rows(summary: dict) -> list[list[str]]:
