@@ -91,24 +91,43 @@ def blank(width: float, height: float):
     return plt.figure(figsize=(width, height), layout="constrained")
 
 
-def shade(colour: str, i: int, n: int) -> tuple:
+def shade(colour: str, i: int, n: int, light: float = 0.6, dark: float = 0.3) -> tuple:
     """The ``i``-th of ``n`` shades of ``colour``, lightest first: from the colour
-    mixed with 60% white to the colour mixed with 30% black (the colour itself
-    when ``n`` is 1)."""
+    mixed with ``light`` (60%) white to the colour mixed with ``dark`` (30%) black (the
+    colour itself when ``n`` is 1)."""
     rgb = np.asarray(mcolors.to_rgb(colour))
-    s = -0.6 + 0.9 * i / (n - 1) if n > 1 else 0.0
+    s = -light + (light + dark) * i / (n - 1) if n > 1 else 0.0
     return tuple(rgb + (1 - rgb) * -s if s < 0 else rgb * (1 - s))
 
 
-# Series of one normaliser told apart by an ordered quantity (a training batch size): besides the
-# shade, a line style and a marker each, so that the figure reads in greyscale too.
+# Series of one colour told apart by an ordered quantity (a training batch size) or by one factor
+# of a design (a batch stream): besides the shade, a marker and a line style each, so that the
+# figure reads in greyscale too (tests/test_greyscale.py). No series' shade is paler than the
+# colour mixed with SERIES_LIGHT white, so that the lightest line still shows in grey on white.
 SERIES_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P")
+SERIES_LIGHT, SERIES_DARK = 0.45, 0.35
 
 
-def series_style(i: int) -> dict:
-    """The ``i``-th series' line style and marker (they repeat after six)."""
-    return {"ls": SERIES_LINESTYLES[i % len(SERIES_LINESTYLES)], "marker": SERIES_MARKERS[i % len(SERIES_MARKERS)]}
+def series(i: int, n: int, colour: str) -> dict:
+    """The ``i``-th of ``n`` series drawn in shades of ``colour`` (lightest first), as
+    ``Line2D`` keywords: ``color`` (its shade), ``marker`` and ``ls``. No two of up to 36
+    series share a marker and a line style: the markers repeat after six, and each round of six
+    takes the line styles one further."""
+    k = len(SERIES_MARKERS)
+    return {
+        "color": shade(colour, i, n, SERIES_LIGHT, SERIES_DARK),
+        "marker": SERIES_MARKERS[i % k],
+        "ls": SERIES_LINESTYLES[(i + i // k) % len(SERIES_LINESTYLES)],
+    }
+
+
+def staggered(i: int, n: int, points: int, marks: int = 6) -> tuple[int, int]:
+    """``markevery`` for the ``i``-th of ``n`` series of ``points`` points each: about ``marks``
+    markers, each series' set between the others' (series drawn over one another still show
+    every marker), or every point marked when there are at most ``2 * marks`` points."""
+    step = max(1, points // marks)
+    return (i * step // n, step)
 
 
 # An ordered quantity drawn in one axes (study 1's training batch sizes): viridis, colour-blind
@@ -157,6 +176,13 @@ def reference_line(ax, y, **style) -> None:
 def dodge(i: int, n: int, step: float = 1.07) -> float:
     """The factor that sets the ``i``-th of ``n`` series at one x apart on a log axis (centred)."""
     return step ** (i - (n - 1) / 2)
+
+
+def spread(i: int, n: int, octaves: float = 0.6) -> float:
+    """The factor that sets the ``i``-th of ``n`` series at one x apart on a base-2 log axis, the
+    ``n`` evenly over ``octaves`` centred on the x (below one octave, each series stays nearer its
+    own batch size's tick than any other's): markers of curves that lie on one another all show."""
+    return 2 ** (octaves * (i / (n - 1) - 0.5)) if n > 1 else 1.0
 
 
 # ---- checks (tests/test_figures.py) --------------------------------------------------

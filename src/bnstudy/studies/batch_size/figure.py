@@ -17,6 +17,7 @@ from bnstudy.paper.figures import (
     log2_axis,
     new,
     reference_line,
+    spread,
     width,
 )
 
@@ -32,9 +33,12 @@ REMEDY_LINES = (
 REMEDY_GAINS = {"debiased_ema": "debiased_ema_vs_ema", "cumulative": "cumulative_vs_ema"}
 REMEDY_GAINS |= {"precise_bn": "precise_bn_vs_ema", "exact": "exact_vs_ema"}
 
+# the top panel's series set apart sideways over this share of an octave about each batch size
+SPREAD = 0.7
 
-def _band(ax, g, colour, alpha=0.15):
-    ax.fill_between(g["batch_size"], g["ci_low"], g["ci_high"], color=colour, alpha=alpha, lw=0)
+
+def _band(ax, g, colour, alpha=0.15, x=None):
+    ax.fill_between(g["batch_size"] if x is None else x, g["ci_low"], g["ci_high"], color=colour, alpha=alpha, lw=0)
 
 
 def normaliser_pairs(gains: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -72,7 +76,9 @@ def batch_size(
 ):
     """Test accuracy against training batch size, every normaliser of ``summary`` in
     inference mode (filled markers) and, for those that use batch statistics, in
-    training mode (hollow markers, thin line) (top); below, each paired comparison of two
+    training mode (hollow markers, thin line) (top), each series set apart sideways from the
+    others about every batch size (:func:`bnstudy.paper.figures.spread`: curves that lie on one
+    another all show their markers; the ticks stay at the batch sizes); below, each paired comparison of two
     normalisers in ``gains`` (``A_vs_B``: mean of the per-seed differences A - B in points,
     with its paired interval), in the style of A."""
     pairs = normaliser_pairs(gains) if gains is not None else []
@@ -81,22 +87,18 @@ def batch_size(
     else:
         fig, ax = new(width, height * 0.65)
     kinds = [n for n in normalisers.NAMES if n in set(summary["normaliser"])]
-    for norm in kinds:
-        modes = ("inference", "training") if norm in normalisers.BATCH_NAMES else ("inference",)
-        for mode in modes:
-            g = summary[(summary["normaliser"] == norm) & (summary["mode"] == mode)].sort_values("batch_size")
-            train = mode == "training"
-            ax.plot(
-                g["batch_size"],
-                g["mean"],
-                linestyle=LINESTYLES[norm],
-                marker=MARKERS[norm],
-                lw=0.8 if train else 1.3,
-                mfc="white" if train else COLOURS[norm],
-                color=COLOURS[norm],
-                label=LABELS[norm] + (", training mode" if train else ""),
-            )
-            _band(ax, g, COLOURS[norm])
+    drawn = [(n, "inference") for n in kinds] + [(n, "training") for n in kinds if n in normalisers.BATCH_NAMES]
+    drawn.sort(key=lambda t: kinds.index(t[0]))  # each normaliser's modes side by side, inference first
+    for k, (norm, mode) in enumerate(drawn):
+        g = summary[(summary["normaliser"] == norm) & (summary["mode"] == mode)].sort_values("batch_size")
+        train = mode == "training"
+        x = g["batch_size"] * spread(k, len(drawn), SPREAD)
+        label = LABELS[norm] + (", training mode" if train else "")
+        marks = dict(marker=MARKERS[norm], ms=3.5, mfc="white" if train else COLOURS[norm], color=COLOURS[norm])
+        ax.plot(x, g["mean"], ls=LINESTYLES[norm], lw=0.8 if train else 1.3, label=label, **marks)
+        # the markers again, above every series' line (curves that lie on one another cross them)
+        ax.plot(x, g["mean"], ls="none", zorder=2.5, label=label, **marks)
+        _band(ax, g, COLOURS[norm], x=x)
     ax.set_ylabel("test accuracy")
     sizes = sorted(summary["batch_size"].unique())
     last = ax
@@ -111,8 +113,12 @@ def batch_size(
         last = bx
     log2_axis(last, sizes)
     last.set_xlabel("training batch size")
+    keys = {}  # one key per series: its line with its markers, not the markers drawn again
+    for handle, label in zip(*ax.get_legend_handles_labels()):
+        keys.setdefault(label, handle)
     fig.legend(
-        *ax.get_legend_handles_labels(),
+        list(keys.values()),
+        list(keys),
         loc="outside lower center",
         ncol=2,
         frameon=False,

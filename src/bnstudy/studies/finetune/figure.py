@@ -4,10 +4,11 @@ One column per learning rate. Top, the inference-mode test accuracy after each
 measured step; bottom, the distance of the running statistics to the exact
 statistics of the training half (the variance's RMS log-ratio,
 :func:`bnstudy.evaluation.distance.distances`, mean over the two layers). Means over the
-seeds. Shades of batch norm's colour tell the streams apart (light: random
-batches, dark: one-class batches), line styles the modes (solid: live, dotted:
-frozen); the horizontal line, in batch norm's registry colour and style, is the
-starting networks' value. With the per-network rows (``along.csv``), each line has a band
+seeds. A shade of batch norm's colour and a marker tell the streams apart (light with
+circles: random batches, dark with squares: one-class batches;
+:func:`bnstudy.paper.figures.series`, so that it reads in greyscale), line styles the modes
+(solid: live, dotted: frozen); the horizontal line, in batch norm's registry colour and
+style, is the starting networks' value. With the per-network rows (``along.csv``), each line has a band
 spanning the networks (minimum to maximum over seeds at each measured step).
 """
 
@@ -23,7 +24,6 @@ from bnstudy.paper import figures
 from bnstudy.paper.latex import power_of_ten
 
 MODE_STYLE = {"live": "-", "frozen": ":"}
-SHADES = {"shuffle": 1, "class_sorted": 3}  # of 4 shades of the colour: lighter, darker
 ROWS = (("inference_accuracy", "test accuracy"), ("var_to_exact", "variance distance"))
 
 
@@ -45,11 +45,13 @@ def finetune(
     for j, lr in enumerate(rates):
         for i, (measure, label) in enumerate(ROWS):
             ax = axes[i][j]
-            for stream in STREAMS:
-                for mode in MODES:
+            for k, stream in enumerate(STREAMS):
+                # the stream's shade and marker (lighter: random batches), the mode's line style
+                style = figures.series(k, len(STREAMS), colour)
+                shade = style["color"]
+                for m, mode in enumerate(MODES):
                     g = along[(along["lr"] == lr) & (along["stream"] == stream) & (along["mode"] == mode)]
                     g = g.sort_values("step")
-                    shade = figures.shade(colour, SHADES[stream], 4)
                     if networks is not None:
                         n = networks[
                             (networks["lr"] == lr) & (networks["stream"] == stream) & (networks["mode"] == mode)
@@ -60,9 +62,10 @@ def finetune(
                         g["step"],
                         g[measure],
                         lw=1.0,
-                        ls=MODE_STYLE[mode],
-                        color=shade,
+                        ms=3,
+                        markevery=figures.staggered(k * len(MODES) + m, len(STREAMS) * len(MODES), len(g)),
                         label=f"{mode}, {STREAM_WORDS[stream]}",
+                        **(style | {"ls": MODE_STYLE[mode]}),
                     )
             ax.axhline(start[measure], color=colour, ls=figures.LINESTYLES[normaliser], lw=0.8, label="start")
             ax.grid(True, lw=0.3, alpha=0.5)

@@ -1,14 +1,14 @@
 """The budget study's figure: test accuracy against the exact statistics (paired difference, points)
-by the rows pooled, one line per training batch size in a shade of batch norm's colour
-(:func:`bnstudy.paper.figures.shade`, lightest for the smallest batch) with a marker and line style of its
-own (it reads in greyscale), in the house style of :mod:`bnstudy.paper.figures`; the running averages' difference as a
-hollow square at the left of each line."""
+by the rows pooled, one line per training batch size in a shade of batch norm's colour, lightest for the
+smallest batch, with a marker and line style of its own (:func:`bnstudy.paper.figures.series`: it reads in
+greyscale), in the house style of :mod:`bnstudy.paper.figures`; the running averages' difference as a hollow
+marker of the line's own shape at the left of each line."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.paper.figures import COLOURS, dodge, new, reference_line, series_style, shade, width
+from bnstudy.paper.figures import COLOURS, dodge, new, reference_line, series, width
 
 
 def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
@@ -19,16 +19,16 @@ def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
     sizes = sorted(int(b) for b in cells.batch_size.unique())
     least = min(int(k) for k in cells.key.unique() if k not in ("ema", "all"))
     for i, b in enumerate(sizes):
-        colour, shift = shade(COLOURS["batchnorm"], i, len(sizes)), dodge(i, len(sizes))
+        style, shift = series(i, len(sizes), COLOURS["batchnorm"]), dodge(i, len(sizes))
         at = cells[(cells.batch_size == b) & (cells.key != "ema")].sort_values("rows_used")
         x = at.rows_used * shift
-        ax.errorbar(x, 100 * at.gap, yerr=[100 * (at.gap - at.ci_low), 100 * (at.ci_high - at.gap)], color=colour,
-                    capsize=2, lw=0.9, label=f"trained at $b={b}$", **series_style(i))  # fmt: skip
+        ax.errorbar(x, 100 * at.gap, yerr=[100 * (at.gap - at.ci_low), 100 * (at.ci_high - at.gap)], capsize=2,
+                    lw=0.9, label=f"trained at $b={b}$", **style)  # fmt: skip
         ema = cells[(cells.batch_size == b) & (cells.key == "ema")].iloc[0]
         low, high = 100 * (ema.gap - ema.ci_low), 100 * (ema.ci_high - ema.gap)
         left = least / 2 * shift  # the running averages, left of the smallest budget
-        ax.errorbar([left], [100 * ema.gap], yerr=[[low], [high]], color=colour, marker="s", mfc="white", capsize=2,
-                    lw=0.9, ls="none")  # fmt: skip
+        ax.errorbar([left], [100 * ema.gap], yerr=[[low], [high]], capsize=2, lw=0.9, mfc="white",
+                    **(style | {"ls": "none"}))  # fmt: skip
     reference_line(ax, 0.0)
     ax.set_xscale("log", base=2)
     pooled = cells[cells.key != "ema"]

@@ -3,8 +3,11 @@
 Left the random stream, right the class-sorted one; x the position of the served
 batch in the stream, y its training-mode accuracy averaged over the seeds; one
 line per training batch size, in shades of batch norm's colour (lighter: smaller
-training batches). The horizontal line, in batch norm's registry style, is the
-inference-mode accuracy before the stream, averaged over every served network.
+training batches), each with a marker and a line style of its own
+(:func:`bnstudy.paper.figures.series`: it reads in greyscale), its markers set between the
+other lines' (lines that lie on one another still show each marker). The horizontal
+line, in batch norm's registry style, is the inference-mode accuracy before the stream,
+averaged over every served network.
 """
 
 from __future__ import annotations
@@ -31,11 +34,10 @@ def serving(along: pd.DataFrame, before: float, normaliser: str = "batchnorm", w
                 g["position"],
                 g["accuracy"],
                 lw=0.9,
-                color=figures.shade(colour, i, len(sizes)),
                 label=f"trained at $b={b}$",
                 ms=3,
-                markevery=max(1, len(g) // 6),
-                **figures.series_style(i),  # told apart in greyscale too
+                markevery=figures.staggered(i, len(sizes), len(g)),
+                **figures.series(i, len(sizes), colour),  # told apart in greyscale too
             )
         ax.axhline(
             before,
