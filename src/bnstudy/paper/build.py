@@ -39,7 +39,8 @@ def build(sources: Path, generated: dict[str, str], build_dir: Path, log_file: s
         if kind == "macros":
             macros.append(f"\\input{{generated/macros/{path.name}}}")
     write_text(gen / "inputs.tex", "\n".join(sorted(macros)) + "\n")
-    abstract = (build_dir / "sections" / "abstract.tex").read_text()
+    abstract_file = build_dir / "sections" / "abstract.tex"
+    abstract = abstract_file.read_text() if abstract_file.exists() else ""  # no abstract: nothing to renew
     write_text(
         gen / "abstract.tex",
         abstract_macros(
