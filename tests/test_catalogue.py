@@ -29,40 +29,61 @@ def test_every_study_folder_rules_file_and_section_is_listed_once():
     assert not [x for x in listed if f"sections/{x}.tex" in main]
 
 
-def test_an_optional_study_runs_only_where_the_config_has_its_section():
-    """``precise_rows`` is optional: without its section a config does not run it, print it, check it
-    or declare its local rules; with it, it does all four, last in the paper's order."""
+def optional_in_test_config() -> list[str]:
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    return [s.name for s in catalogue.included(config) if s.optional]
+
+
+def test_the_test_config_runs_optional_studies_and_leaves_some_out():
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    assert "precise_rows" in optional_in_test_config()
+    assert "compare" not in config and "curves" not in config  # the digits have no validation split
+    assert not [s for s in catalogue.STUDIES if not s.optional and s.config is not None and s.config not in config]
+
+
+@pytest.mark.parametrize("name", optional_in_test_config())
+def test_an_optional_study_runs_only_where_the_config_has_its_section(name):
+    """An optional study (``precise_rows``, ...): without its section a config does not run it, print it,
+    check it or declare its local rules; with it, it does all four, in the paper's order."""
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    study = next(s for s in catalogue.STUDIES if s.name == name)
+    assert study.optional and study in catalogue.included(config)
+    order = [s.name for s in catalogue.STUDIES if s in catalogue.included(config)]
+    assert [s.name for s in catalogue.included(config)] == order
+    sections = catalogue.paper_sections(config)
+    assert set(study.paper_sections) <= set(sections)
+    assert set(study.local_rules) <= set(catalogue.local_rules(config))
+    check = f"bnstudy.studies.{name}.checks"
+    has_check = study.check() is not None
+    assert (check in {c.__module__ for c in catalogue.checks(config)}) == has_check
+    before = len(catalogue.included(config))
+    del config[study.config]
+    assert not set(study.paper_sections) & set(catalogue.paper_sections(config))
+    assert not set(study.local_rules) & set(catalogue.local_rules(config))
+    assert len(catalogue.included(config)) == before - 1
+    assert check not in {c.__module__ for c in catalogue.checks(config)}
+
+
+def test_precise_rows_is_last_in_the_test_configs_paper():
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     study = next(s for s in catalogue.STUDIES if s.name == "precise_rows")
-    assert [s.name for s in catalogue.STUDIES if s.optional] == [
-        "curves",
-        "lr_sweep",
-        "accumulation",
-        "finetune",
-        "precise_rows",
-        "compare",
-    ]
-    assert "compare" not in config and "curves" not in config  # the digits have no validation split
-    assert catalogue.paper_sections(config)[-1] == "precise_rows" and catalogue.included(config)[-1] is study
+    assert catalogue.included(config)[-1] is study and catalogue.paper_sections(config)[-1] == "precise_rows"
     assert catalogue.local_rules(config)[-2:] == ["summarise_precise_rows", "figure_precise_rows"]
-    assert "bnstudy.studies.precise_rows.checks" in {c.__module__ for c in catalogue.checks(config)}
-    del config["precise_rows"]
-    assert "precise_rows" not in catalogue.paper_sections(config)
-    assert not {"summarise_precise_rows", "figure_precise_rows"} & set(catalogue.local_rules(config))
-    assert len(catalogue.included(config)) == len(catalogue.STUDIES) - 3
-    assert "bnstudy.studies.precise_rows.checks" not in {c.__module__ for c in catalogue.checks(config)}
+    assert study.check() is not None
 
 
 def test_each_study_check_with_a_checks_module_runs_with_the_config_checks():
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
-    config["compare"] = {"builds": []}  # every optional study included
-    config["curves"] = {}
+    added = [s.config for s in catalogue.STUDIES if s.config is not None and s.config not in config]
+    for section in added:  # every optional study included
+        config[section] = {}
     found = {c.__module__ for c in catalogue.checks(config)}
     modules = {
         f"bnstudy.studies.{p.parent.name}.checks" for p in (ROOT / "src" / "bnstudy" / "studies").glob("*/checks.py")
     }
     assert found == modules and len(modules) >= 7
-    del config["compare"], config["curves"]
+    for section in added:
+        del config[section]
     from bnstudy.base.config import study_checks
 
     assert study_checks(config) == catalogue.checks(config)

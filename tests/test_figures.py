@@ -11,233 +11,28 @@ alone on a page), and the last page holds the end of the references.
 
 from __future__ import annotations
 
+import importlib
 import re
 import shutil
 import subprocess
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from bnstudy.base import normalisers
+from bnstudy.base import catalogue, normalisers
 from bnstudy.paper import figures
-from bnstudy.studies.batch_size import figure as batch_size_figure
-from bnstudy.studies.companions.figure import DESIGNS, all_zero, companions, layout
-from bnstudy.studies.finetune.figure import finetune
-from bnstudy.studies.lr_sweep import report as lr_sweep_report
-from bnstudy.studies.running_stats.figure import running_stats
-from bnstudy.studies.serving.figure import serving
+from bnstudy.studies.companions.figure import all_zero, companions, layout
 from conftest import ROOT
-
-SIZES = [2, 4, 16, 64]
-
+from figure_examples.companions import companion_tables
 
 # ---- small fixed inputs, shaped as the pipeline's tables ---------------------------------
 
 
-def _flip(norm, b, tb=64):
-    if norm not in normalisers.BATCH_NAMES:
-        return 0.0
-    scale = 1.0 if norm == "batchnorm" else 0.05
-    return round(scale * min(0.9, 0.9 / b + 0.002 * (64 / tb)), 6)
-
-
-def companion_tables(kinds=normalisers.NAMES, seeds=(0, 1, 2)):
-    designs = [("random", b) for b in SIZES] + [("exact", 2)] + [(d, 16) for d in DESIGNS if d != "exact"]
-    lift = {"own_class": 8.0, "other_class": 2.5, "any_class": 3.0}
-    summary = []
-    for seed in seeds:
-        for design, b in designs:
-            v = min(0.95, _flip("batchnorm", b) * lift.get(design, 1.0) + 0.01 * seed)
-            row = dict(network="dependence", normaliser="batchnorm", seed=seed, design=design, batch_size=b)
-            summary.append(row | dict(flip_rate=v))
-    summary = pd.DataFrame(summary).assign(flip_rate_ci_low=lambda t: t.flip_rate * 0.9)
-    summary["flip_rate_ci_high"] = summary["flip_rate"] * 1.1
-    grid = []
-    for norm in kinds:
-        for tb in (2, 8, 64):
-            for design, b in designs:
-                v = min(0.95, _flip(norm, b, tb) * lift.get(design, 1.0))
-                for measure in ("flip_rate", "train_mode_accuracy"):
-                    row = dict(normaliser=norm, train_batch_size=tb, design=design, batch_size=b, seeds=3)
-                    grid.append(row | dict(mean=v, sd=0.0, ci_low=v, ci_high=v, measure=measure))
-    return summary, pd.DataFrame(grid)
-
-
-def batch_size_summary():
-    rows = []
-    for norm in normalisers.NAMES:
-        modes = ["inference", "training"]
-        if norm == "batchnorm":
-            modes += ["debiased_ema", "cumulative", "precise_bn", "exact", "inference_keep"]
-        for i, mode in enumerate(modes):
-            for b in [2, 4, 8, 16, 32, 64]:
-                v = 0.97 - (0.3 / b if norm in normalisers.BATCH_NAMES else 0.0) * (2 if mode == "training" else 1)
-                v += 0.002 * i
-                rows.append(dict(normaliser=norm, batch_size=b, mode=mode, seeds=3, mean=v, sd=0.01))
-    return pd.DataFrame(rows).assign(ci_low=lambda t: t["mean"] - 0.01, ci_high=lambda t: t["mean"] + 0.01)
-
-
-def gains_table(sizes=(2, 4, 8, 16, 32, 64)):
-    """Paired comparisons as bnstudy.studies.batch_size.paired.summarise writes them (gains.csv)."""
-    names = ["batchnorm_vs_none", "batchrenorm_vs_batchnorm", "layernorm_vs_batchnorm"]
-    names += [f"{m}_vs_ema" for m in ("debiased_ema", "cumulative", "precise_bn", "exact")] + ["none_keep_vs_drop"]
-    rows = [
-        dict(comparison=c, batch_size=b, seeds=3, gain=0.001 * (i + 1) - 0.01 / b, sd=0.002)
-        for i, c in enumerate(names)
-        for b in sizes
-    ]
-    return pd.DataFrame(rows).assign(ci_low=lambda t: t["gain"] - 0.004, ci_high=lambda t: t["gain"] + 0.004)
-
-
-def shuffles_table(shuffles=3):
-    """The shuffled pass repeated (shuffles.csv): the moving average, pooled statistics."""
-    rows = []
-    for s in range(shuffles):
-        for b in (8, 32, 256):
-            for est, k in (("ema", 0.9), ("pooled", np.nan), ("bias_corrected", 0.9)):
-                rows.append(
-                    dict(
-                        order="shuffled",
-                        batch_size=b,
-                        estimator=est,
-                        keep=k,
-                        shuffle=s,
-                        running_error=(0.1 + 0.01 * b) * (1 + 0.1 * s) if k == k else 0.0,
-                        batch_estimate_error=2.0 / np.sqrt(b) * (1 + 0.05 * s),
-                        train_eval_rmse=(0.3 + 0.005 * b) * (1 + 0.1 * s),
-                    )
-                )
-    return pd.DataFrame(rows)
-
-
-def passes_table(keeps=(0.5, 0.9, 0.99)):
-    rows = []
-    for order in ("shuffled", "sorted"):
-        for b in (8, 32, 256):
-            u = 512 // b
-            for est, ks in (("ema", keeps), ("pooled", [np.nan]), ("bias_corrected", keeps)):
-                for k in ks:
-                    rows.append(
-                        dict(
-                            order=order,
-                            batch_size=b,
-                            estimator=est,
-                            keep=k,
-                            predicted_error=2.0 * (k**u if k == k else 0.0),
-                            running_error=0.1 + 0.01 * b,
-                            batch_estimate_error=2.0 / np.sqrt(b),
-                            train_eval_rmse=0.3 + 0.005 * b * (2 if order == "sorted" else 1),
-                        )
-                    )
-    return pd.DataFrame(rows)
-
-
-def lr_sweep_figure():
-    from bnstudy.studies.lr_sweep import figure as figures_lr_sweep
-
-    rows = [
-        dict(normaliser=n, batch_size=b, lr=lr, seed=s, validation_accuracy=0.9 + 0.01 * s - lr, test_accuracy=0.9 - lr)
-        | {"final_loss": 0.1}
-        for n in ("none", "batchnorm")
-        for b in (2, 8, 64)
-        for lr in (1e-4, 1e-3, 1e-2)
-        for s in range(3)
-    ]
-    rates = lr_sweep_report.rate_table(pd.DataFrame(rows), 0.95)
-    return figures_lr_sweep.lr_sweep(lr_sweep_report.best_rates(rates), rates, 1e-3)
-
-
-def along_table(sizes=(2, 16, 64), batches=56):
-    rows = []
-    for b in sizes:
-        for stream in ("random", "sorted"):
-            for p in range(batches):
-                v = 0.9 - 0.1 / b if stream == "random" else 0.15 + 0.4 * (p % 6 == 5)
-                rows.append(dict(train_batch_size=b, stream=stream, position=p, accuracy=v))
-    return pd.DataFrame(rows)
-
-
-def accumulation_cells(micro=(2, 4)):
-    rows = []
-    for m in micro:
-        for i, config in enumerate(("large", "accumulate", "ghost", "small", "scaled")):
-            for mode in ("inference", "recomputed", "training"):
-                v = 0.97 - (0.1 / m) * (i > 0) - (0.2 if mode == "training" and i > 0 else 0.0)
-                rows.append(dict(micro_batch=m, config=config, mode=mode, seeds=5, mean=v, sd=0.01))
-    return pd.DataFrame(rows).assign(ci_low=lambda t: t["mean"] - 0.02, ci_high=lambda t: t["mean"] + 0.02)
-
-
-def finetune_table(rates=(1e-4, 1e-3), steps=(0, 25, 50, 300), seeds=None):
-    """along_mean.csv's rows, or along.csv's (one per seed, a ``seed`` column) given ``seeds``."""
-    if seeds is not None:
-        mean = finetune_table(rates, steps)
-        return pd.concat(
-            [mean.assign(seed=s, inference_accuracy=mean.inference_accuracy - 0.002 * s) for s in seeds],
-            ignore_index=True,
-        )
-    rows = []
-    for lr in rates:
-        for stream in ("shuffle", "class_sorted"):
-            for mode in ("live", "frozen"):
-                for k in steps:
-                    acc = 0.97 - (0.01 if mode == "live" and k else 0.0) - 20 * lr * k / 300
-                    var = 0.03 + (0.5 if mode == "live" and k else 0.001 * k * lr * 1e3)
-                    rows.append(dict(lr=lr, stream=stream, mode=mode, step=k, inference_accuracy=acc, var_to_exact=var))
-    return pd.DataFrame(rows)
-
-
 def build(name):
-    if name == "companions":
-        return companions(*companion_tables(), {"flip_rate": {2: 0.45, 16: 0.03}, "one_class_same_label_b16": 0.77})
-    if name == "batch_size":
-        return batch_size_figure.batch_size(batch_size_summary(), gains_table())
-    if name == "batch_size_remedies":
-        return batch_size_figure.batch_size_remedies(batch_size_summary(), gains_table())
-    if name == "running_stats":
-        return running_stats(passes_table(), 0.9, shuffles_table())
-    if name == "lr_sweep":
-        return lr_sweep_figure()
-    if name == "serving":
-        return serving(along_table(), 0.97)
-    if name == "accumulation":
-        from bnstudy.studies.accumulation.figure import accumulation
-
-        return accumulation(accumulation_cells(), 64)
-    if name == "finetune":
-        start = {"inference_accuracy": 0.97, "var_to_exact": 0.03}
-        return finetune(finetune_table(), start, networks=finetune_table(seeds=(0, 1, 2)))
-    if name == "precise_rows":
-        from bnstudy.studies.precise_rows.figure import precise_rows
-
-        return precise_rows(precise_rows_cells())
-    if name == "curves":
-        from bnstudy.studies.curves.figure import curves
-
-        return curves(curves_by_epoch())
-    raise KeyError(name)
-
-
-def curves_by_epoch():
-    """:func:`bnstudy.studies.curves.report.by_epoch` rows: every registered normaliser, three batch
-    sizes, ten epochs."""
-    rows = []
-    for k, name in enumerate(normalisers.NAMES):
-        for b in (2, 32, 128):
-            for e in range(1, 11):
-                acc = 0.9 - 0.3 / e - 0.01 * k - 0.05 * (b == 2)
-                rows.append(dict(normaliser=name, batch_size=b, epoch=e, seeds=3, loss=1 / e, train_accuracy=acc,
-                                 validation_accuracy=acc))  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def precise_rows_cells():
-    """:func:`bnstudy.studies.precise_rows.report.cells` rows of three batch sizes and two budgets."""
-    rows = []
-    for b in (2, 16, 64):
-        for key, used, gap in (("ema", 0, -0.02), ("64", 64, -0.01), ("256", 256, -0.004), ("all", 896, 0.001)):
-            rows.append(dict(batch_size=b, key=key, rows_used=used, gap=gap, ci_low=gap - 0.005, ci_high=gap + 0.005))
-    return pd.DataFrame(rows)
+    """Figure ``name`` drawn from small fixed inputs by ``figure_examples.<study>.figure`` (its study
+    from the catalogue, bnstudy.base.catalogue)."""
+    owner = {f: s.name for s in catalogue.STUDIES for f in s.figures}
+    return importlib.import_module(f"figure_examples.{owner[name]}").figure(name)
 
 
 # ---- what the paper prints -----------------------------------------------------------------

@@ -11,6 +11,8 @@ A study named ``x`` is its folder ``src/bnstudy/studies/x/``, its rules file
   ``generated/sections.tex``);
 - the config checks run each included study's ``checks.check(config, part)``, if its folder has
   a ``checks`` module (:func:`checks`);
+- the cost model (``bnstudy.base.plan``: ``make plan``, the cluster's run times) prices each of its
+  rules that is not a local rule by its folder's ``cost`` module (:meth:`Study.work`);
 - the house style prints each figure at its width (``bnstudy.paper.figures.PRINTED_WIDTH``).
 
 Each rule's outputs reach the manifest and the paper by ``register()`` in
@@ -18,7 +20,8 @@ Each rule's outputs reach the manifest and the paper by ``register()`` in
 names its jobs; whatever lands in ``results/paper/{macros,tables,figures}/`` is a paper input.
 
 It sits in the base layer, as the registry of normalisers does, because the house style
-(``bnstudy.paper.figures``) reads the widths; the study checks it names are looked up by name.
+(``bnstudy.paper.figures``) reads the widths; the study checks and cost modules it names are looked up
+by name.
 Of the rule scripts only the figures' load it (for the widths), so adding a study re-runs no
 other study's jobs but the figure jobs and the paper.
 """
@@ -84,6 +87,15 @@ class Study:
         if importlib.util.find_spec(module) is None:
             return None
         return importlib.import_module(module).check
+
+    def work(self) -> dict:
+        """The cost model's work of each of its rules that is not a local rule, ``{rule:
+        bnstudy.base.plan.Work}`` (``studies/<name>/cost.py``'s ``WORK``; {} without one: a study
+        of local rules only). Looked up by name, as :meth:`check` is: the base layer imports no study."""
+        module = f"bnstudy.studies.{self.name}.cost"
+        if importlib.util.find_spec(module) is None:
+            return {}
+        return dict(importlib.import_module(module).WORK)
 
 
 STUDIES = (

@@ -15,10 +15,11 @@ to run anyway (``--allow-budget``, ``make paper ALLOW_BUDGET=1``).
 
 The cost model (:data:`TABLE`, ``workflow/resources/cpu_seconds.tsv``): per rule, a job
 costs ``start_s + cpu_s_per_unit * work``, where ``work`` comes from the job's params
-(:data:`WORK`: training runs count optimiser steps, probes count probe rows, ..., each
-times the network's multiply-adds per row, :func:`row_multiply_adds`; the two network
-families' jobs are fitted apart; a rule not in :data:`WORK` has one unit per job and costs
-its median job). ``python -m
+(``WORK``, :func:`work_table`: the rules no study owns here, in :data:`BASE_WORK`, each study's in
+its ``bnstudy/studies/<name>/cost.py``; training runs count optimiser steps, probes count probe rows,
+..., each times the network's multiply-adds per row, :func:`row_multiply_adds`; the two network
+families' jobs are fitted apart; a rule priced per job (:data:`PER_JOB`), or not in ``WORK``, has
+one unit per job and costs its median job). ``python -m
 bnstudy.base.plan calibrate --results DIR --configfile FILE`` refits the table from the
 ``benchmark:`` files of a finished build of that config (:func:`calibrate`). ``--measured
 DIR`` (``make plan MEASURED=DIR``) gives every job that a build of the same config ran, finished
@@ -28,6 +29,7 @@ longest chain and the list schedules rest on measured times where there are some
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import sys
@@ -155,30 +157,17 @@ def network_family(p, wc, config) -> str:
     return config["network"].get("kind", "mlp")
 
 
-def _rows_per_step(p, wc, config) -> float:
+def rows_per_step(p, wc, config) -> float:
+    """Rows a step costs as much as, in the job's network family (:data:`ROWS_PER_STEP_BY_FAMILY`)."""
     return ROWS_PER_STEP_BY_FAMILY[network_family(p, wc, config)]
 
 
-def _train(p, wc, config):
-    r, per_step = p["recipe"], _rows_per_step(p, wc, config)
+def train_work(p, wc, config):
+    """Step-equivalents x M multiply-adds per row of a job of ``train.py``: its seeds x epochs x
+    (steps + rows / r) x the network (:func:`epoch_steps`, :func:`row_multiply_adds`)."""
+    r, per_step = p["recipe"], rows_per_step(p, wc, config)
     steps = epoch_steps(train_rows(config), r["batch_size"], r["last_batch"], per_step)
     return len(p["seeds"]) * r["epochs"] * steps * row_multiply_adds(config)
-
-
-def _lr_sweep(p, wc, config):
-    rows = round(train_rows(config) * (1 - config["lr_sweep"]["validation_fraction"]))
-    per_step = _rows_per_step(p, wc, config)
-    per_model = sum(epoch_steps(rows, b, p["recipe"]["last_batch"], per_step) for b in p["batch_sizes"])
-    return len(p["seeds"]) * len(p["lrs"]) * p["recipe"]["epochs"] * per_model * row_multiply_adds(config)
-
-
-def _accumulation(p, wc, config):
-    # every variant runs one forward/backward pass per micro-batch
-    per_variant = len(p["variants"]) / len(p["micro_batches"])
-    rows, epochs = train_rows(config), p["recipe"]["epochs"]
-    per_step = _rows_per_step(p, wc, config)
-    steps = sum(epoch_steps(rows, m, "drop", per_step) for m in p["micro_batches"])
-    return len(p["seeds"]) * epochs * per_variant * steps * row_multiply_adds(config)
 
 
 def block_seeds(config, block: str) -> int:
@@ -187,87 +176,9 @@ def block_seeds(config, block: str) -> int:
     return sum(first <= int(s) <= last for s in config["grid"]["seeds"])
 
 
-def _probe_statistics(rule):
-    def variant(p, wc, config):
-        # a normaliser with batch statistics goes through every row of every probe batch; one
-        # normalised row by row needs the probed row alone (bnstudy.compiled.probes.Prober)
-        from bnstudy.base.normalisers import BATCH_NAMES
-
-        name = wc.get("normaliser") if rule == "probe_companions_grid" else config["dependence"]["normaliser"]
-        statistics = "batch-statistics" if name in BATCH_NAMES else "row-wise"
-        return f"{network_family(p, wc, config)}/{statistics}"
-
-    return variant
-
-
-def _companion_models(rule, wc, config) -> int:
-    if rule == "probe_companions_dependence":
-        return len(config["dependence"]["seeds"])
-    if rule == "probe_companions_dependence_keep":
-        return 1
-    if rule == "probe_companions_dependence_keep_more":
-        return len(config["dependence"]["seeds"]) - 1
-    return block_seeds(config, wc["block"]) * len(config["grid"]["batch_sizes"])
-
-
-def _companions(rule):
-    def work(p, wc, config):
-        # probe rows of one example (bnstudy.studies.companions.science.example_plans): random companions at
-        # each size, every pair when 2 is among them, three one-class designs
-        k, b1 = p["batches_per_example"], p["one_class_batch_size"]
-        rows = k * sum(p["batch_sizes"]) + 3 * k * b1
-        if 2 in p["batch_sizes"]:
-            rows += 2 * (test_rows(config) - 1)
-        examples = CLASSES * config["companions"]["examples_per_class"]
-        return _companion_models(rule, wc, config) * examples * rows * row_multiply_adds(config)
-
-    return work
-
-
-def _probe_rows(rule, model_keys) -> Work:
-    """The work of a companion-probe rule: probe rows, one fit for the three rules (one script),
-    apart with and without batch statistics; grows with the design's keys and ``model_keys``."""
-    return Work(
-        "probe rows x M multiply-adds per row (models x examples x rows of every probe batch x network)",
-        _companions(rule),
-        ("companions.batches_per_example", "companions.examples_per_class", "companions.batch_sizes", *model_keys),
-        group="companions_probe.py",
-        variant=_probe_statistics(rule),
-    )
-
-
-def _finetune(p, wc, config, runs_per_rate: int = 4):
-    # every source network of the seed block, each rate, runs_per_rate runs of the steps: random and
-    # one-class streams, live and frozen
-    per_network = runs_per_rate * len(p["lrs"]) * p["steps"]
-    return block_seeds(config, wc["block"]) * per_network * row_multiply_adds(config)
-
-
-def _finetune_arms(p, wc, config):
-    # batch norm's three arms and each control, on both streams and both input conditions
-    arms = 3 + len(p["normalisers"]) - 1
-    return _finetune(p, wc, config, runs_per_rate=arms * 4)
-
-
-def _serving(p, wc, config):
-    batches = math.ceil(test_rows(config) / p["batch_size"])
-    return (
-        len(p["train_batch_sizes"])
-        * len(config["grid"]["seeds"])
-        * 2
-        * p["passes"]
-        * batches
-        * row_multiply_adds(config)
-    )
-
-
-def _remedies(p, wc, config):
-    # each network's statistics over the training rows and its test rows' logits, in several ways
-    return block_seeds(config, wc["block"]) * (train_rows(config) + test_rows(config)) * row_multiply_adds(config)
-
-
-def _running_stats(p, wc, config):
-    return len(p["batch_sizes"]) * len(p["keeps"]) * (1 + p["shuffles"])
+def one_unit(p, wc, config) -> int:
+    """The work of a job of a rule priced per job: one unit, its rule's median job."""
+    return 1
 
 
 @dataclass(frozen=True)
@@ -279,107 +190,72 @@ class Work:
     variant: object = None  # (params, wildcards, config) -> a kind of job fitted apart ("" for none)
 
 
+JOB_UNIT = "job"
+# A rule priced per job: each job costs its rule's median job in the table (a job of seconds whose
+# work no config key changes much: a data split, a population, a self-check).
+PER_JOB = Work(JOB_UNIT, one_unit, ())
 # r: rows a step costs as much as, by network family (ROWS_PER_STEP_BY_FAMILY)
 # Every rule that trains networks (train.py's, the learning-rate sweep's, gradient accumulation's)
 # is fitted to their jobs pooled, per network family: a training step costs the same in each, and
 # a family's large networks are then priced from whichever of its training jobs were measured.
 TRAINING = "training"
-_TRAIN_UNIT = "step-equivalents x M multiply-adds per row (seeds x epochs x (steps + rows/r) x network)"
-WORK = {
-    "train_grid": Work(
-        _TRAIN_UNIT,
-        _train,
-        ("grid.epochs", "grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers", "split.test_size"),
-        group=TRAINING,
-        variant=network_family,
+TRAIN_UNIT = "step-equivalents x M multiply-adds per row (seeds x epochs x (steps + rows/r) x network)"
+
+
+def training(keys: tuple) -> Work:
+    """The work of a rule of ``train.py`` (:func:`train_work`) whose cost grows with ``keys``."""
+    return Work(TRAIN_UNIT, train_work, keys, group=TRAINING, variant=network_family)
+
+
+# The work of the rules no study owns: the data split (workflow/rules/data.smk) and the training
+# runs of workflow/rules/train.smk, which several studies read. Each study's own rules have their
+# work in its folder, ``bnstudy/studies/<name>/cost.py`` (``WORK = {rule: Work(...)}``), looked up
+# by name from the catalogue (:func:`work_table`); the rules of paper.smk and manifest.smk are
+# local rules of seconds.
+BASE_WORK = {
+    "split": PER_JOB,
+    "train_grid": training(
+        ("grid.epochs", "grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers", "split.test_size")
     ),
-    "train_sorted": Work(
-        _TRAIN_UNIT,
-        _train,
-        ("grid.epochs", "grid.seed_block", "grid.seeds", "sorted_training.batch_sizes"),
-        group=TRAINING,
-        variant=network_family,
-    ),
-    "train_keep": Work(
-        _TRAIN_UNIT,
-        _train,
-        ("grid.epochs", "grid.seed_block", "grid.seeds", "last_batch_keep.normalisers"),
-        group=TRAINING,
-        variant=network_family,
-    ),
-    "train_dependence": Work(
-        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group=TRAINING, variant=network_family
-    ),
-    "train_dependence_keep": Work(_TRAIN_UNIT, _train, ("dependence.epochs",), group=TRAINING, variant=network_family),
-    "train_dependence_keep_more": Work(
-        _TRAIN_UNIT, _train, ("dependence.epochs", "dependence.seeds"), group=TRAINING, variant=network_family
-    ),
-    "train_lr_sweep": Work(
-        "step-equivalents x M multiply-adds per row (seeds x rates x epochs x batch sizes' (steps + rows/r) x net)",
-        _lr_sweep,
-        ("lr_sweep.epochs", "lr_sweep.seeds", "lr_sweep.lrs", "grid.batch_sizes", "lr_sweep.normalisers"),
-        group=TRAINING,
-        variant=network_family,
-    ),
-    "train_accumulation": Work(
-        "step-equivalents x M multiply-adds per row (seeds x epochs x variants x (micro-batches + rows/r) x network)",
-        _accumulation,
-        ("grid.epochs", "accumulation.micro_batches", "grid.seed_block", "grid.seeds"),
-        group=TRAINING,
-        variant=network_family,
-    ),
-    "probe_companions_grid": _probe_rows(
-        "probe_companions_grid",
-        ("grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers"),
-    ),
-    "probe_companions_dependence": _probe_rows("probe_companions_dependence", ("dependence.seeds",)),
-    "probe_companions_dependence_keep": _probe_rows("probe_companions_dependence_keep", ()),
-    "probe_companions_dependence_keep_more": _probe_rows(
-        "probe_companions_dependence_keep_more", ("dependence.seeds",)
-    ),
-    "finetune": Work(
-        "fine-tuning steps x M multiply-adds per row (networks x rates x 4 streams x steps x network)",
-        _finetune,
-        ("finetune.steps", "finetune.lrs", "grid.seed_block", "grid.seeds"),
-        variant=network_family,
-    ),
-    "finetune_arms": Work(
-        "fine-tuning steps x M multiply-adds per row (networks x arms x rates x 2 streams x 2 inputs x steps x net)",
-        _finetune_arms,
-        ("finetune.steps", "finetune.lrs", "grid.seed_block", "grid.seeds"),
-        variant=network_family,
-    ),
-    "serve_stream": Work(
-        "served batches x M multiply-adds per row (networks x 2 streams x passes x batches x network)",
-        _serving,
-        ("serving.passes", "serving.train_batch_sizes", "grid.seeds"),
-        variant=network_family,
-    ),
-    "evaluate_remedies": Work(
-        "rows x M multiply-adds per row (seeds of the block x (training + test rows) x network)",
-        _remedies,
-        ("grid.seed_block", "grid.seeds"),
-        variant=network_family,
-    ),
-    "running_stats": Work(
-        "passes (batch sizes x keep-factors x (1 + shuffles))",
-        _running_stats,
-        ("running_stats.shuffles", "running_stats.keeps", "running_stats.batch_sizes"),
-    ),
+    "train_sorted": training(("grid.epochs", "grid.seed_block", "grid.seeds", "sorted_training.batch_sizes")),
+    "train_keep": training(("grid.epochs", "grid.seed_block", "grid.seeds", "last_batch_keep.normalisers")),
+    "train_dependence": training(("dependence.epochs", "dependence.seeds")),
+    "train_dependence_keep": training(("dependence.epochs",)),
 }
-JOB_UNIT = "job"
+
+
+@functools.cache
+def work_table() -> dict[str, Work]:
+    """Every rule's :class:`Work`: :data:`BASE_WORK` and each catalogue study's own
+    (:meth:`bnstudy.base.catalogue.Study.work`; every study's, not only a config's: a rule that a config
+    does not run is never asked about). A rule with two owners is an error. ``plan.WORK`` is this table."""
+    from bnstudy.base import catalogue
+
+    table = dict(BASE_WORK)
+    for study in catalogue.STUDIES:
+        for rule, spec in study.work().items():
+            if rule in table:
+                raise ValueError(f"rule {rule!r}: a cost entry in bnstudy.studies.{study.name}.cost and elsewhere")
+            table[rule] = spec
+    return table
+
+
+def __getattr__(name):
+    if name == "WORK":  # built on first use: the study modules import this one
+        return work_table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def work_of(rule: str, params: dict, wildcards: dict, config: dict) -> float:
     """Units of work of one job of ``rule`` (1 for a rule priced per job)."""
-    spec = WORK.get(rule)
+    spec = work_table().get(rule)
     return float(spec.function(params, wildcards, config)) if spec else 1.0
 
 
 def cost_key(rule: str, params: dict, wildcards: dict, config: dict) -> str:
     """The table's row for a job: its rule, or ``rule:variant`` for a rule whose jobs are of kinds
     fitted apart (:attr:`Work.variant`: companion probes with and without batch statistics)."""
-    spec = WORK.get(rule)
+    spec = work_table().get(rule)
     variant = spec.variant(params, wildcards, config) if spec and spec.variant else ""
     return f"{rule}:{variant}" if variant else rule
 
@@ -393,13 +269,15 @@ def group_of(key: str) -> str:
     """The table rows fitted together with ``key`` (one script's jobs of one variant): its rule's
     group, else the rule itself, with the variant."""
     rule, variant = _split(key)
-    group = (WORK[rule].group if rule in WORK else "") or rule
+    work = work_table()
+    group = (work[rule].group if rule in work else "") or rule
     return f"{group}:{variant}" if variant else group
 
 
 def unit_of(key: str) -> str:
     rule, _ = _split(key)
-    return WORK[rule].unit if rule in WORK else JOB_UNIT
+    work = work_table()
+    return work[rule].unit if rule in work else JOB_UNIT
 
 
 # ---- the cost model -------------------------------------------------------------------
@@ -753,7 +631,8 @@ def driver(plan: Plan, reference: dict | None) -> tuple[str, float, str | None]:
     costs = {rule: sum(j.cpu_s for j in jobs) for rule, jobs in plan.by_rule().items()}
     rule = max(costs, key=costs.get)
     share = costs[rule] / (sum(costs.values()) or 1.0)
-    keys = WORK[rule].keys if rule in WORK else ()
+    work = work_table()
+    keys = work[rule].keys if rule in work else ()
     best, best_ratio = None, 0.0
     for key in keys:
         value = _lookup(plan.config, key)
