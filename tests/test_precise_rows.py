@@ -1,6 +1,7 @@
 """PreciseBN on a budget (bnstudy.studies.precise_rows): the batches a budget pools, its arms against
-the remedies' and the grid's own numbers, the summary against SciPy, every generated clause, the
-config check, and the test config's build against the batch-size study's files."""
+the remedies' and the grid's own numbers, the summary against SciPy, the running averages' verdict
+the batch-size study's adjusted one, every generated clause, the config check, and the test config's
+build against the batch-size study's files."""
 
 import math
 
@@ -12,10 +13,13 @@ from scipy import stats
 from bnstudy.base.config import ConfigError, parts
 from bnstudy.evaluation import accuracy as scores
 from bnstudy.evaluation import recompute
-from bnstudy.studies.batch_size import evaluation
+from bnstudy.paper import latex
+from bnstudy.studies.batch_size import evaluation, paired
+from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.precise_rows import checks, report, science
 from conftest import hashed_outputs
 from test_remedies import SPEC, _data, _trained_stack
+from test_sentences import in_place, problems
 
 SETTINGS = {"budgets": [8, 16], "replicates": 2, "seed": 3, "last_batch": "drop"}
 
@@ -103,6 +107,129 @@ def test_cells_average_replicates_then_pair_by_seed_as_scipy_does():
     assert eight.rows_used == 8 and eight.seeds == 3
 
 
+def _t_interval(d: np.ndarray, confidence: float) -> tuple[float, float]:
+    half = stats.t.ppf(1 - (1 - confidence) / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    return d.mean() - half, d.mean() + half
+
+
+def _gains(rows: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """The batch-size study's paired summary (gains.csv) for the networks of ``rows``, by SciPy: per batch
+    size the exact statistics' accuracy minus the running averages' (exact_vs_ema), its t interval and the
+    Bonferroni-adjusted one over the batch sizes of ``rows``; and a row of another comparison, to be left alone."""
+    sizes = sorted(int(b) for b in set(rows.batch_size))
+    out = []
+    for b in sizes:
+        at = rows[rows.batch_size == b]
+        d = at[at.arm == "exact"].sort_values("seed").accuracy.to_numpy() - (
+            at[at.arm == "ema"].sort_values("seed").accuracy.to_numpy()
+        )
+        lo, hi = _t_interval(d, confidence)
+        lo_adj, hi_adj = _t_interval(d, 1 - (1 - confidence) / len(sizes))
+        out.append({"comparison": "exact_vs_ema", "batch_size": b, "seeds": len(d), "gain": d.mean(), "ci_low": lo,
+                    "ci_high": hi, "family": len(sizes), "ci_low_adj": lo_adj, "ci_high_adj": hi_adj})  # fmt: skip
+    out.append(out[0] | {"comparison": "precise_bn_vs_ema", "gain": 0.5, "ci_low_adj": 0.4, "ci_high_adj": 0.6})
+    return pd.DataFrame(out)
+
+
+def test_the_running_averages_take_the_batch_size_studys_adjusted_interval_sign_reversed():
+    rows = pd.concat([_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01}),
+                      _rows({"ema": 0.03, "8": -0.05, "16": 0.0, "all": 0.01}).assign(batch_size=8)])  # fmt: skip
+    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95), _gains(rows))
+    ema = table[table.key == "ema"].set_index("batch_size")
+    for b in (4, 8):
+        d = np.array([-0.01 if b == 4 else 0.03] * 3) + np.array([0.0, 0.002, 0.004])  # running minus exact
+        # family 2 (two batch sizes): each interval at 97.5 %, the t quantile of 0.9875 on 2 degrees of freedom
+        lo, hi = _t_interval(d, 0.975)
+        assert (ema.ci_low_adj[b], ema.ci_high_adj[b]) == pytest.approx((lo, hi), abs=1e-12)
+        assert ema.family[b] == 2
+        assert (ema.ci_low[b], ema.ci_high[b]) == pytest.approx(_t_interval(d, 0.95), abs=1e-12)  # kept, unprinted
+    others = table[table.key != "ema"]
+    assert (others.family == 1).all()
+    assert others.ci_low_adj.tolist() == others.ci_low.tolist()
+    assert others.ci_high_adj.tolist() == others.ci_high.tolist()
+
+
+def test_the_running_averages_refuse_a_batch_size_study_of_other_networks():
+    rows = _rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01})
+    table = report.cells(report.per_seed(rows), [8, 16], 0.95)
+    gains = _gains(rows)
+    report.adjusted(table, gains)  # the same networks: no complaint
+    shifted = gains.assign(gain=gains.gain + 0.001)
+    with pytest.raises(ValueError, match="batch 4: the batch-size study's exact_vs_ema .* sign reversed"):
+        report.adjusted(table, shifted)
+    with pytest.raises(ValueError, match="batch 4: the batch-size study's exact_vs_ema"):
+        report.adjusted(table, gains.assign(seeds=5))
+    with pytest.raises(ValueError, match="batch 4: the batch-size study has no exact_vs_ema row"):
+        report.adjusted(table, gains[gains.comparison != "exact_vs_ema"])
+
+
+# exact minus running averages per batch size: the mean in units of W, each seed's value W * (-2 .. 2) off it
+W = 0.004
+SIDES = {  # batch size: (mean / W, the adjusted verdict of exact minus running averages)
+    2: (2.5, "contains zero"),  # the unadjusted interval lies wholly above zero, the adjusted one does not
+    4: (6.0, "lies wholly above zero"),
+    8: (-6.0, "lies wholly below zero"),
+    16: (0.0, "contains zero"),
+}
+MIRROR = {"lies wholly above zero": "lies wholly below zero", "lies wholly below zero": "lies wholly above zero",
+          "contains zero": "contains zero"}  # fmt: skip
+
+
+def _one_family():
+    """The same 5 networks per batch size as both studies see them: the budget study's evaluation rows
+    and the batch-size study's per-seed pairs (exact statistics A, running averages B)."""
+    rows, pairs = [], []
+    for b, (mean, _) in SIDES.items():
+        for s, k in enumerate((-2, -1, 0, 1, 2)):
+            exact, ema = 0.9, 0.9 - W * (mean + k)
+            for arm, rows_, used, acc in (("ema", "0", 0, ema), ("exact", "0", 40, exact), ("rows", "16", 16, 0.9),
+                                          ("rows", "all", 40, 0.9)):  # fmt: skip
+                rows.append({"batch_size": b, "seed": s, "arm": arm, "rows": rows_, "rows_used": used, "replicate": 0,
+                             "accuracy": acc, "mean_distance": 0.0, "var_distance": 0.0})  # fmt: skip
+            pairs.append({"comparison": "exact_vs_ema", "batch_size": b, "seed": s, "accuracy_a": exact,
+                          "accuracy_b": ema, "rows": 100, "a_only": 3, "b_only": 1, "net_rows": 2,
+                          "mcnemar_p": 0.5})  # fmt: skip
+    return pd.DataFrame(rows), pd.DataFrame(pairs)
+
+
+def test_one_comparison_one_verdict_the_budget_study_and_the_batch_size_study_agree_at_every_batch_size():
+    """The running averages' verdict in the budget section is the mirror of the batch-size study's
+    adjusted verdict of exact minus running averages, batch size by batch size: below zero where it
+    is above, above where it is below, holding zero where it holds zero (every verdict rendered)."""
+    rows, pairs = _one_family()
+    gains = paired.summarise(pairs, 0.95)  # the batch-size study's own family (gains.csv)
+    table = report.adjusted(report.cells(report.per_seed(rows), [16], 0.95), gains)
+    ema = table[table.key == "ema"].set_index("batch_size")
+    theirs = gains.set_index("batch_size")
+    for b, (_, said) in SIDES.items():
+        assert latex.verdict(theirs.ci_low_adj[b], theirs.ci_high_adj[b]) == said
+        assert latex.verdict(ema.ci_low_adj[b], ema.ci_high_adj[b]) == MIRROR[said], b
+    # at batch 2 the unadjusted interval alone would give another verdict: the adjusted one is quoted
+    assert latex.verdict(ema.ci_low[2], ema.ci_high[2]) == "lies wholly below zero"
+    # the section's words, and the batch-size study's
+    m = report.macros(table, [16], 1, 0)
+    text = m["preciseRowsEmaVsExact"]
+    assert (
+        text
+        == "lies wholly above zero at batch 8, lies wholly below zero at batch 4 and contains zero at batches 2 and 16"
+    )
+    assert m["preciseRowsEmaFamily"] == "4"
+    theirs_m = batch_size_macros.interval_sign_macros(gains)
+    assert (
+        theirs_m["pairedExactVsEmaAboveSizes"] == "at batch 4"
+        and theirs_m["pairedExactVsEmaBelowSizes"] == "at batch 8"
+    )
+    for window in in_place("precise_rows.tex", "preciseRowsEmaVsExact", text):
+        assert not problems(window), window
+    # the table prints the batch-size study's adjusted ends, negated, in the running averages' column
+    header, body, _, comment = report.latex_table(table, [16])
+    assert header[1] == "running averages (adjusted)" and "Bonferroni-adjusted" in comment
+    for line in body:
+        g = theirs.loc[int(line[0])]
+        ends = f"[{latex.signed_points(-g.ci_high_adj)}, {latex.signed_points(-g.ci_low_adj)}]"
+        assert line[1] == f"${latex.signed_points(-g.gain)}$ ${ends}$", line
+
+
 def test_cells_refuse_a_statistic_missing_a_seed():
     rows = _rows({"ema": 0.0, "8": 0.0, "16": 0.0, "all": 0.0})
     rows = rows[~((rows.rows == "16") & (rows.seed == 2))]
@@ -123,9 +250,10 @@ def test_the_sides_clause_in_every_variant():
 def test_macros_read_from_the_table_and_a_range_of_one_value():
     rows = pd.concat([_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01}),
                       _rows({"ema": 0.03, "8": -0.05, "16": 0.0, "all": 0.01}).assign(batch_size=8)])  # fmt: skip
-    table = report.cells(report.per_seed(rows), [8, 16], 0.95)
+    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95), _gains(rows))
     m = report.macros(table, [8, 16], 2, 3)
     assert m["preciseRowsBudgets"] == "8 and 16" and m["preciseRowsSeeds"] == "3 and 4"
+    assert m["preciseRowsEmaFamily"] == "2"
     assert m["preciseRowsSmallestGaps"] == "$-4.80$ points"  # -5 + 0.2 (the mean seed's 0.002)
     assert m["preciseRowsEmaGaps"] == "from $-0.80$ to $+3.20$ points"
     assert m["preciseRowsSmallestVsExact"] == "lies wholly below zero at batches 4 and 8"
@@ -137,7 +265,7 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
         "rows it lies wholly below zero at batches 4 and 8"
     )
     header, body, align, _ = report.latex_table(table, [8, 16])
-    assert header == ["batch", "running averages", "8 rows", "16 rows", "whole pass"]
+    assert header == ["batch", "running averages (adjusted)", "8 rows", "16 rows", "whole pass"]
     assert [r[0] for r in body] == ["4", "8"] and align == "rllll"
     assert body[0][2].startswith("$-4.80$ $[")
 
@@ -145,15 +273,16 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
 def test_a_budget_below_a_batch_size_is_left_out_there_and_said_so():
     rows = pd.concat([_rows({"ema": 0.0, "8": -0.05, "16": 0.0, "all": 0.0}),
                       _rows({"ema": 0.0, "16": -0.01, "all": 0.0}).assign(batch_size=16)])  # fmt: skip
-    table = report.cells(report.per_seed(rows), [8, 16], 0.95)
+    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95), _gains(rows))
     assert table[table.batch_size == 16].key.tolist() == ["ema", "16", "all"]
     _, body, _, _ = report.latex_table(table, [8, 16])
     assert body[1][2] == "--" and body[1][3].startswith("$-0.80$")  # -1 + 0.2: the seeds' 0.002 * seed
     m = report.macros(table, [8, 16], 1, 0)
     assert m["preciseRowsSmallestGaps"] == "$-4.80$ points"
     assert m["preciseRowsSmallestOver"] == "training batches 4 (the batch sizes of which it holds at least one batch)"
+    same = _rows({"ema": 0.0, "8": 0.0, "16": 0.0, "all": 0.0})
     full = report.macros(
-        report.cells(report.per_seed(_rows({"ema": 0.0, "8": 0.0, "16": 0.0, "all": 0.0})), [8, 16], 0.95),
+        report.adjusted(report.cells(report.per_seed(same), [8, 16], 0.95), _gains(same)),
         [8, 16],
         1,
         0,

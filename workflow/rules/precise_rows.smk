@@ -42,6 +42,9 @@ rule summarise_precise_rows:
         "Summarising PreciseBN on a budget: accuracy against the exact statistics, paired by seed"
     input:
         rows=expand_cells(rules.evaluate_precise_rows.output.rows, PRECISE_JOBS),
+        # the running averages against the exact statistics are the batch-size study's exact_vs_ema: its
+        # adjusted family (Bonferroni over the grid's batch sizes) gives their interval here
+        gains=rules.summarise_batch_size.output.gains,
         code=code("precise_rows_summarise.py"),
     output:
         cells="results/precise_rows/cells.csv",

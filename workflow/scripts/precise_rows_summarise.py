@@ -1,5 +1,6 @@
 """Rule summarise_precise_rows: per training batch size and statistic, accuracy against the exact
-statistics paired by seed; JSON, macros, table (bnstudy.studies.precise_rows.report)."""
+statistics paired by seed, the running averages' interval the batch-size study's adjusted one (its
+paired summary, gains.csv); JSON, macros, table (bnstudy.studies.precise_rows.report)."""
 
 import sys
 
@@ -15,7 +16,7 @@ from bnstudy.studies.precise_rows import report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 rows = pd.concat([io.read_table(f) for f in inp.rows], ignore_index=True)
-cells = report.cells(report.per_seed(rows), p.budgets, p.confidence)
+cells = report.adjusted(report.cells(report.per_seed(rows), p.budgets, p.confidence), io.read_table(inp.gains))
 io.write_table(out.cells, cells)
 io.write_json(out.summary, report.summary_json(cells, p.budgets, p.replicates, p.seed, p.confidence))
 latex.write_macros(out.macros, report.macros(cells, p.budgets, p.replicates, p.seed), "PreciseBN on a budget")

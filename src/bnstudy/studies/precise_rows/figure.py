@@ -2,7 +2,8 @@
 by the rows pooled, one line per training batch size in a shade of batch norm's colour, lightest for the
 smallest batch, with a marker and line style of its own (:func:`bnstudy.paper.figures.series`: it reads in
 greyscale), in the house style of :mod:`bnstudy.paper.figures`; the running averages' difference as a hollow
-marker of the line's own shape at the left of each line."""
+marker of the line's own shape at the left of each line, with the interval the paper quotes for it: the
+batch-size study's, Bonferroni-adjusted (:func:`bnstudy.studies.precise_rows.report.adjusted`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from bnstudy.paper.figures import COLOURS, dodge, new, reference_line, series, w
 
 
 def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
-    """``cells``: :func:`bnstudy.studies.precise_rows.report.cells` rows (batch_size, key, rows_used,
-    gap, ci_low, ci_high)."""
+    """``cells``: :func:`bnstudy.studies.precise_rows.report.adjusted` rows (batch_size, key, rows_used,
+    gap, ci_low, ci_high; the running averages' ci_low_adj, ci_high_adj)."""
     fig_width = width("precise_rows") if fig_width is None else fig_width
     fig, ax = new(fig_width, 2.6)
     sizes = sorted(int(b) for b in cells.batch_size.unique())
@@ -25,7 +26,7 @@ def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
         ax.errorbar(x, 100 * at.gap, yerr=[100 * (at.gap - at.ci_low), 100 * (at.ci_high - at.gap)], capsize=2,
                     lw=0.9, label=f"trained at $b={b}$", **style)  # fmt: skip
         ema = cells[(cells.batch_size == b) & (cells.key == "ema")].iloc[0]
-        low, high = 100 * (ema.gap - ema.ci_low), 100 * (ema.ci_high - ema.gap)
+        low, high = 100 * (ema.gap - ema.ci_low_adj), 100 * (ema.ci_high_adj - ema.gap)
         left = least / 2 * shift  # the running averages, left of the smallest budget
         ax.errorbar([left], [100 * ema.gap], yerr=[[low], [high]], capsize=2, lw=0.9, mfc="white",
                     **(style | {"ls": "none"}))  # fmt: skip

@@ -3,13 +3,20 @@ exact statistics (paired by seed), the distance to them, JSON, macros and a tabl
 
 Keys of a statistic: ``ema`` (the trained running averages), each budget of rows (``"64"``, ...)
 and ``all`` (the whole pass, PreciseBN); ``exact`` is what each is compared with. A network's value
-for a budget is the mean over its replicates (passes drawn from seeds ``seed``, ``seed + 1``, ...),
-; the interval is over seeds (networks), a Student-t interval of the
-per-seed differences (:func:`bnstudy.evaluation.paired.paired_interval`), one per cell,
-not corrected for their number. Nothing here depends on the CPU.
+for a budget is the mean over its replicates (passes drawn from seeds ``seed``, ``seed + 1``, ...);
+the interval is over seeds (networks), a Student-t interval of the per-seed differences
+(:func:`bnstudy.evaluation.paired.paired_interval`), one per cell.
+
+One comparison, one verdict: the running averages against the exact statistics are the batch-size
+study's comparison :data:`EMA_COMPARISON` (exact minus running averages) on the same networks, so
+their row quotes that study's Bonferroni-adjusted interval over its batch sizes, sign reversed
+(:func:`adjusted`); the budgets' and the whole pass's intervals are exploratory, not corrected for
+their number. Nothing here depends on the CPU.
 """
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
@@ -19,6 +26,13 @@ from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points_interval, signed_points, words
 
 EMA, ALL, EXACT = "ema", "all", "exact"
+# the batch-size study's paired comparison (bnstudy.studies.batch_size.paired) whose negative the
+# running averages' row is: its family, adjusted over that study's batch sizes, is the row's
+EMA_COMPARISON = "exact_vs_ema"
+EMA_INTERVAL = (
+    "the running averages' interval is the batch-size study's exact_vs_ema (exact minus running averages), "
+    "Bonferroni-adjusted over its batch sizes, sign reversed; the others are unadjusted and exploratory"
+)
 
 
 def mean_of(values) -> float:
@@ -78,6 +92,43 @@ def cells(seeds: pd.DataFrame, budgets, confidence: float) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _same(a: float, b: float) -> bool:
+    """Equal to within rounding, or both NaN (one seed: no interval on either side)."""
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=0.0, abs_tol=1e-12)
+
+
+def adjusted(table: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (:func:`cells`) with the interval each row reports: ``family``, ``ci_low_adj``,
+    ``ci_high_adj``, as in the batch-size study's paired summary (``gains``: ``results/batch_size/gains.csv``,
+    :func:`bnstudy.studies.batch_size.paired.summarise`).
+
+    The running averages' row is that study's :data:`EMA_COMPARISON` at its batch size with the sign
+    reversed: its family and Bonferroni-adjusted interval, reused, not recomputed. It must be the
+    same comparison: as many seeds, and a mean and unadjusted interval that are exactly the negatives
+    of the row's (the same networks scored alike), else a ValueError. Every other row is exploratory:
+    family 1, its unadjusted interval."""
+    ours = gains[gains["comparison"] == EMA_COMPARISON].set_index("batch_size")
+    out = []
+    for _, r in table.iterrows():
+        row = r.to_dict() | {"family": 1, "ci_low_adj": r["ci_low"], "ci_high_adj": r["ci_high"]}
+        if r["key"] == EMA:
+            b = int(r["batch_size"])
+            if b not in ours.index:
+                raise ValueError(f"batch {b}: the batch-size study has no {EMA_COMPARISON} row")
+            g = ours.loc[b]
+            if int(g["seeds"]) != int(r["seeds"]) or not (
+                _same(g["gain"], -r["gap"]) and _same(g["ci_low"], -r["ci_high"]) and _same(g["ci_high"], -r["ci_low"])
+            ):
+                raise ValueError(
+                    f"batch {b}: the batch-size study's {EMA_COMPARISON} ({g['gain']!r} over {int(g['seeds'])} seeds, "
+                    f"[{g['ci_low']!r}, {g['ci_high']!r}]) is not the running averages' difference to the exact "
+                    f"statistics here ({r['gap']!r} over {int(r['seeds'])} seeds) with its sign reversed"
+                )
+            row |= {"family": int(g["family"]), "ci_low_adj": -g["ci_high_adj"], "ci_high_adj": -g["ci_low_adj"]}
+        out.append(row)
+    return pd.DataFrame(out, columns=[*table.columns, "family", "ci_low_adj", "ci_high_adj"])
+
+
 def _gaps(table: pd.DataFrame, key: str) -> str:
     """The range over batch sizes of ``key``'s mean difference to the exact statistics, in words:
     ``from $-0.45$ to $+0.11$ points``, or ``$-0.45$ points`` where every batch size gives one value."""
@@ -126,7 +177,9 @@ def macros(table: pd.DataFrame, budgets, replicates: int, seed: int) -> dict[str
     m["preciseRowsSmallestVsExact"] = sides_clause(_where(table, small, "ci_low", "ci_high"))
     m["preciseRowsLargestVsExact"] = sides_clause(_where(table, large, "ci_low", "ci_high"))
     m["preciseRowsSmallestVsEma"] = sides_clause(_where(table, small, "vs_ema_low", "vs_ema_high"))
-    m["preciseRowsEmaVsExact"] = sides_clause(_where(table, EMA, "ci_low", "ci_high"))
+    # the running averages: the batch-size study's adjusted interval (:func:`adjusted`), its family's size
+    m["preciseRowsEmaVsExact"] = sides_clause(_where(table, EMA, "ci_low_adj", "ci_high_adj"))
+    m["preciseRowsEmaFamily"] = str(int(table[table["key"] == EMA]["family"].max()))
     m["preciseRowsAbstractSentence"] = abstract_sentence(table, budgets)
     return m
 
@@ -167,8 +220,11 @@ def abstract_sentence(table: pd.DataFrame, budgets) -> str:
 
 def latex_table(table: pd.DataFrame, budgets) -> tuple[list[str], list[list[str]], str, str]:
     """Rows: training batch sizes; columns: each statistic's paired difference to the exact
-    statistics in signed points with its interval."""
-    names = {EMA: "running averages", ALL: "whole pass"} | {str(k): f"{latex.fmt(int(k))} rows" for k in budgets}
+    statistics in signed points with the interval it reports (:func:`adjusted`: the running averages'
+    adjusted as in the batch-size study, the others unadjusted)."""
+    names = {EMA: "running averages (adjusted)", ALL: "whole pass"} | {
+        str(k): f"{latex.fmt(int(k))} rows" for k in budgets
+    }
     header = ["batch", *(names[k] for k in keys(budgets))]
     rows = []
     for b in sorted(set(table["batch_size"])):
@@ -179,16 +235,17 @@ def latex_table(table: pd.DataFrame, budgets) -> tuple[list[str], list[list[str]
                 row.append("--")
                 continue
             r = r.iloc[0]
-            ci = points_interval(r["ci_low"], r["ci_high"], signed=True)
+            ci = points_interval(r["ci_low_adj"], r["ci_high_adj"], signed=True)
             row.append(f"${signed_points(r['gap'])}$ ${ci}$")
         rows.append(row)
     align = "r" + "l" * len(keys(budgets))
-    return header, rows, align, "accuracy against the exact statistics, paired by seed (points)"
+    return header, rows, align, f"accuracy against the exact statistics, paired by seed (points); {EMA_INTERVAL}"
 
 
 def summary_json(table: pd.DataFrame, budgets, replicates: int, seed: int, confidence: float) -> dict:
-    """``results/summary/precise_rows.json``: the settings and every cell of :func:`cells`."""
+    """``results/summary/precise_rows.json``: the settings and every cell of :func:`adjusted`."""
     return {
+        "intervals": EMA_INTERVAL,
         "budgets": [int(k) for k in sorted(budgets)],
         "replicates": int(replicates),
         "seed": int(seed),
