@@ -261,7 +261,8 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
     # 8 rows lie below the exact statistics at both batch sizes, 16 rows (0 + 0.002 a seed) at neither
     assert m["preciseRowsAbstractSentence"] == (
         "With statistics recomputed by PreciseBN from 16 training rows, inference-mode accuracy minus that with "
-        "the exact statistics is $+0.20$ points and the paired interval contains zero at batches 4 and 8; with 8 "
+        "the exact statistics is $+0.20$ points and the unadjusted paired interval contains zero at batches 4 "
+        "and 8; with 8 "
         "rows it lies wholly below zero at batches 4 and 8"
     )
     header, body, align, _ = report.latex_table(table, [8, 16])

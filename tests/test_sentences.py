@@ -694,29 +694,31 @@ BUDGETS = {  # name -> (budgets, cells, the sentence written out)
         [8, 16],
         {(2, "8"): "zero", (4, "8"): "above", (2, "16"): "zero", (4, "16"): "zero", (2, "ema"): "below"},
         "With statistics recomputed by PreciseBN from 8 training rows, the smallest budget tried, "
-        f"{EXACT} from $+0.06$ to $+2.00$ points and the paired interval lies wholly above zero at batch 4 and "
+        f"{EXACT} from $+0.06$ to $+2.00$ points and the unadjusted paired interval lies wholly above zero "
+        "at batch 4 and "
         "contains zero at batch 2",
     ),
     "a larger budget is clear of zero": (
         [8, 16, 32],
         {(2, "8"): "below", (4, "8"): "below", (2, "16"): "below", (4, "16"): "zero", (2, "32"): "zero",
          (4, "32"): "zero"},
-        f"With statistics recomputed by PreciseBN from 32 training rows, {EXACT} $+0.06$ points and the paired "
-        "interval contains zero at batches 2 and 4; with 16 rows it lies wholly below zero at batch 2 and "
+        f"With statistics recomputed by PreciseBN from 32 training rows, {EXACT} $+0.06$ points and the unadjusted "
+        "paired interval contains zero at batches 2 and 4; with 16 rows it lies wholly below zero at batch 2 and "
         "contains zero at batch 4",
     ),
     "no budget is clear of zero": (
         [8, 16],
         {(2, "8"): "below", (4, "8"): "below", (2, "16"): "zero", (4, "16"): "below"},
         "Even with statistics recomputed by PreciseBN from 16 training rows, the largest budget tried, "
-        f"{EXACT} from $-2.00$ to $+0.06$ points and the paired interval lies wholly below zero at batch 4 and "
+        f"{EXACT} from $-2.00$ to $+0.06$ points and the unadjusted paired interval lies wholly below zero "
+        "at batch 4 and "
         "contains zero at batch 2",
     ),
     "no budget holds a batch of every size": (
         [8],
         {(2, "8"): "zero", (16, "ema"): "zero", (16, "all"): "zero", (2, "all"): "zero"},
         f"With statistics recomputed by PreciseBN from 8 training rows, the largest budget tried, {EXACT} "
-        "$+0.06$ points and the paired interval contains zero at batch 2",
+        "$+0.06$ points and the unadjusted paired interval contains zero at batch 2",
     ),
 }  # fmt: skip
 

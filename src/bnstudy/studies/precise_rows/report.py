@@ -210,7 +210,7 @@ def abstract_sentence(table: pd.DataFrame, budgets) -> str:
         rows += ", the smallest budget tried," if found == ordered[0] else ","
     text = (
         f"{lead} statistics recomputed by PreciseBN from {rows} inference-mode accuracy minus that with the "
-        f"exact statistics is {_gaps(table, key)} and the paired interval {sides_clause(sides(key))}"
+        f"exact statistics is {_gaps(table, key)} and the unadjusted paired interval {sides_clause(sides(key))}"
     )
     if found is not None and found != ordered[0]:
         before = ordered[ordered.index(found) - 1]
