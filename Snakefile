@@ -44,6 +44,9 @@ include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
 
+plan_priorities()  # every rule defined: the longest ready jobs start first
+
+
 # Compile every Numba kernel once, before any job starts, instead of once in each
 # of the first jobs running side by side (bnstudy.tools.warmup). Compiled code goes to
 # the package's on-disk cache; on a cluster, jobs on nodes of another CPU model

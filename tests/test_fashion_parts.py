@@ -92,3 +92,22 @@ def test_the_mlp_parts_jobs_train_each_batch_size_for_its_epochs_at_its_rate():
             assert (job.params["epochs"], job.params["lr"]) == (20, rates[128])
     assert {("train_grid", b) for b in (2, 8, 32, 128)} | {("train_accumulation", 128)} <= seen
     assert ("train_lr_sweep", 2) in seen
+
+
+@pytest.mark.slow
+def test_the_longest_jobs_start_first_their_priority_is_their_estimated_cpu_time():
+    """Each job's scheduling priority is its estimated CPU seconds (workflow/rules/common.smk's
+    plan_priorities), so of the jobs ready at a time the longest starts first: in the MLP part a grid
+    cell at batch 2 outranks one at batch 128, and no job outranks one estimated to run longer."""
+    from bnstudy.base import plan
+
+    config, jobs, _ = plan.dag_jobs(CONFIG / "fashion-mlp.yaml", ROOT / "Snakefile", ROOT, forceall=True)
+    table = plan.read_table()
+    running = [job for job in jobs if job.runs]
+    for job in running:
+        assert job.priority == round(plan.estimate(job.rule, job.params, job.wildcards, config, table)), job
+    grid = {int(job.wildcards["batch_size"]): job.priority for job in running if job.rule == "train_grid"}
+    assert grid[2] > grid[8] > grid[128] > 0
+    ordered = sorted(running, key=lambda job: job.priority)
+    estimates = [plan.estimate(job.rule, job.params, job.wildcards, config, table) for job in ordered]
+    assert all(a <= b + 0.5 for a, b in zip(estimates, estimates[1:]))

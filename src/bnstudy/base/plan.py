@@ -415,6 +415,7 @@ class Job:
     mem_mb: int = 0  # the memory its first attempt asks (``resources: mem_mb``)
     runtime_min: int = 0  # the run time its first attempt asks, minutes (``resources: runtime``, sbatch --time)
     measured: bool = False  # cpu_s is this job's own, measured in a build (:func:`use_measured`)
+    priority: float = 0  # Snakemake's scheduling priority (workflow/rules/common.smk: its estimated CPU s)
 
 
 @dataclass
@@ -471,6 +472,7 @@ def dag_jobs(configfile, snakefile="Snakefile", workdir=".", forceall=False) -> 
                 needs=tuple(sorted(index[dep] for dep in dag.job_dependencies(job) if dep in index)),
                 mem_mb=int(job.resources.get("mem_mb", 0) or 0),
                 runtime_min=int(job.resources.get("runtime", 0) or 0),
+                priority=job.rule.expand_priority(job.wildcards_dict, job.input, job.attempt),
             )
             for job in planned
         ]
