@@ -153,7 +153,10 @@ def test_the_committed_fashion_configs_pass_the_check():
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda c: c["curves"].update(last_epochs=20), "curves.last_epochs: 20 is not fewer than the grid's 20"),
+        (
+            lambda c: (c["grid"].update(epochs=20), c["curves"].update(last_epochs=20)),
+            "curves.last_epochs: 20 is not fewer than the grid's 20",
+        ),
         (
             lambda c: c["grid"].update(epochs_by_batch_size=[{"batch_size": 128, "epochs": 3}]),
             "curves.last_epochs: 3 is not fewer than the grid's 3",  # the fewest epochs of any batch size
@@ -188,6 +191,7 @@ def test_epochs_for_a_batch_size_outside_the_grid_twice_or_with_fewer_steps_are_
     with pytest.raises(ConfigError, match="given its epochs twice"):
         check_cross_fields(config)
     # 10,000 rows: batch 32 at 20 epochs takes 312 x 20 = 6,240 steps; batch 128 at 80 takes 78 x 80 = 6,240
+    config["grid"]["epochs"] = 20  # whatever the committed config trains
     config["grid"]["epochs_by_batch_size"] = [{"batch_size": 128, "epochs": 80}]
     with pytest.raises(ConfigError, match="batch 32 takes 6240 steps, not more than batch 128's 6240"):
         check_cross_fields(config)
