@@ -132,10 +132,15 @@ def plan_priorities():
             r.priority = _planned_priority(r, table, cost_model)
 
 
+def _job_estimate(r, wildcards, table, cost_model):
+    """The cost model's CPU seconds for the job of ``r`` with ``wildcards`` (its params evaluated)."""
+    params = {name: (v(wildcards) if callable(v) else v) for name, v in r.params.items()}
+    return cost_model.estimate(r.name, params, dict(wildcards), config, table)
+
+
 def _planned_priority(r, table, cost_model):
     def priority(wildcards):
-        params = {name: (v(wildcards) if callable(v) else v) for name, v in r.params.items()}
-        return round(cost_model.estimate(r.name, params, dict(wildcards), config, table))
+        return round(_job_estimate(r, wildcards, table, cost_model))
 
     return priority
 
@@ -148,8 +153,7 @@ def _planned_runtime(r, first, table, cost_model):
         own = first.evaluate(wildcards, attempt=attempt).value
         if not set(r.wildcard_names) <= set(dict(wildcards)):  # asked of the rule, not of one of its jobs
             return own
-        params = {name: (v(wildcards) if callable(v) else v) for name, v in r.params.items()}
-        cpu_s = cost_model.estimate(r.name, params, dict(wildcards), config, table)
+        cpu_s = _job_estimate(r, wildcards, table, cost_model)
         return max(own, cost_model.planned_minutes(cpu_s) * attempt)
 
     return runtime
