@@ -48,7 +48,13 @@ def test_tiny_config_is_valid_and_its_parts_are_the_data_sets(tiny, schema):
     validate(tiny, schema)
     part = parts(tiny)
     assert part.train_rows == tiny["data"]["train_size"] == 3000
-    assert part.test_rows == 10000 and part.test_class_rows == (1000,) * 10
+    # a seeded stratified subset of the 10,000 test images, the same number of each class
+    assert part.test_rows == tiny["data"]["test_size"] == 2000 and part.test_class_rows == (200,) * 10
+    assert part.test_source == "data.test_size"
+    whole = copy.deepcopy(tiny)
+    del whole["data"]["test_size"]
+    validate(whole, schema)
+    assert parts(whole).test_rows == 10000 and parts(whole).test_class_rows == (1000,) * 10
     # every study on the convolutional network (28x28 images), the exact design over a sample of the test rows
     assert datasets.shape(tiny).side == 28 and tiny["network"]["kind"] == "conv" and "conv" not in tiny
     assert tiny["companions"]["exact_companions"] < part.test_rows
@@ -89,15 +95,23 @@ def test_digits_configs_name_no_data_set_or_the_digits(schema):
         ),
         (
             lambda c: c["data"].update(test_size=10),
-            "config error: data: Additional properties are not allowed ('test_size' was unexpected)",
+            "config error: data.test_size: 10 is less than the minimum of 100",
         ),
         (
-            lambda c: c["companions"].update(exact_companions=10001),
+            lambda c: c["data"].update(test_size=2005),
+            "config error: data.test_size: 2005 is not a multiple of 10",
+        ),
+        (
+            lambda c: c["companions"].update(exact_companions=2001),
+            "config error: companions.exact_companions: 2001 exceeds the 2000 test rows (data.test_size)",
+        ),
+        (
+            lambda c: (c["data"].pop("test_size"), c["companions"].update(exact_companions=10001)),
             "config error: companions.exact_companions: 10001 exceeds the 10000 test rows (Fashion-MNIST's test set)",
         ),
         (
-            lambda c: c["serving"].update(batch_size=10001),
-            "config error: serving.batch_size: 10001 is larger than the test half (Fashion-MNIST's test set)",
+            lambda c: c["serving"].update(batch_size=2001),
+            "config error: serving.batch_size: 2001 is larger than the test half (data.test_size)",
         ),
         (
             lambda c: c["grid"].update(batch_sizes=[8, 3001]),
@@ -163,11 +177,18 @@ def test_split_of_the_real_files_is_official_stratified_standardised_and_seeded(
     again = data.split(tiny)
     for name in ("x_train", "y_train", "x_test", "y_test", "x_validation", "y_validation", "train_index"):
         assert getattr(split, name).tobytes() == getattr(again, name).tobytes(), name
-    assert split.x_train.shape == (3000, 784) and split.x_test.shape == (10000, 784)
+    assert split.x_train.shape == (3000, 784) and split.x_test.shape == (2000, 784)
     assert split.x_validation.shape == (500, 784) and split.x_train.dtype == np.float32
     assert np.bincount(split.y_train).tolist() == [300] * 10
     assert np.bincount(split.y_validation).tolist() == [50] * 10
-    assert np.bincount(split.y_test).tolist() == [1000] * 10
+    assert np.bincount(split.y_test).tolist() == [200] * 10
+    # the test subset: rows of the official test set, ascending, with their own labels and pixels
+    paths = list(datasets.fashion_paths(tiny["data"]).values())
+    test_images, test_labels = datasets.read_idx(paths[2]), datasets.read_idx(paths[3])
+    assert np.all(np.diff(split.test_index) > 0) and split.test_index[-1] < 10000
+    np.testing.assert_array_equal(split.y_test, test_labels[split.test_index])
+    test_pixels = test_images.reshape(10000, 784)[split.test_index].astype(np.float64)
+    np.testing.assert_array_equal(split.x_test, ((test_pixels - split.mean[0]) / split.scale[0]).astype(np.float32))
     assert set(split.train_index).isdisjoint(split.validation_index)
     # the training part standardised with its own pixels' statistics, the test part with the same
     raw_train, raw_labels = (datasets.read_idx(p) for p in list(datasets.fashion_paths(tiny["data"]).values())[:2])
@@ -184,6 +205,11 @@ def test_split_of_the_real_files_is_official_stratified_standardised_and_seeded(
     assert conv_train.image_side(split.x_train) == conv_train.image_side(split.x_test) == datasets.shape(tiny).side
     other = data.split(tiny | {"split": {"seed": 1}})
     assert not np.array_equal(other.train_index, split.train_index)
+    assert not np.array_equal(other.test_index, split.test_index)
+    # without data.test_size, every test image in file order
+    whole = data.split(tiny | {"data": {k: v for k, v in tiny["data"].items() if k != "test_size"}})
+    np.testing.assert_array_equal(whole.test_index, np.arange(10000))
+    np.testing.assert_array_equal(whole.y_test, test_labels)
 
 
 @pytest.mark.pipeline

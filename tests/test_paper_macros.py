@@ -327,3 +327,15 @@ def test_shuffle_macros_name_each_estimator_at_the_smallest_and_largest_batch():
     assert m["rsRepBiasCorrectedRunningErrorMin"] == "0.4100"
     assert m["rsRepEmaRunningErrorMax"] == m["rsRepRunningErrorMax"] == "2.7000"
     assert "rsRepEmaRunningErrorBest" not in m and m["rsRepBestBatch"] == "16"
+
+
+def test_the_fashion_split_sentence_says_whether_the_whole_test_set_or_a_subset_is_used():
+    tiny = yaml.safe_load((ROOT / "config" / "fashion-tiny.yaml").read_text())
+    subset = design.design_macros(tiny, 3000, 2000)["dataSplitSentence"]
+    opening = "keeps a stratified subset of 2{,}000 of its 10{,}000 official test images as the test set; "
+    assert subset.startswith(opening)
+    assert "all three drawn with a seed of their own (0)" in subset and "official test set" not in subset
+    whole = dict(tiny, data={k: v for k, v in tiny["data"].items() if k != "test_size"})
+    sentence = design.design_macros(whole, 3000, 10000)["dataSplitSentence"]
+    assert sentence.startswith("keeps its official test set of 10{,}000 images; ")
+    assert "both drawn with a seed of their own (0)" in sentence and "subset" not in sentence.split(";")[0]

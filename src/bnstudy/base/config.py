@@ -155,7 +155,7 @@ def parts(config: dict) -> Parts:
         if "test_size" in config["split"]:
             raise ConfigError(
                 "config error: split.test_size: Fashion-MNIST's test part is its 10,000 test images; "
-                "leave test_size out (data.train_size sets the training rows)"
+                "leave test_size out (data.train_size sets the training rows, data.test_size a test subset)"
             )
         total = SHAPES[FASHION].train_rows
         if data["train_size"] + data["validation_size"] > total:
@@ -164,10 +164,11 @@ def parts(config: dict) -> Parts:
                 f"{data['train_size']} exceed the {total} training images"
             )
         classes = SHAPES[FASHION].classes
+        test = int(data.get("test_size", FASHION_TEST_CLASS_ROWS * classes))  # the schema: a multiple of 10
         return Parts(
             data["train_size"],
-            (FASHION_TEST_CLASS_ROWS,) * classes,
-            "Fashion-MNIST's test set",
+            (test // classes,) * classes,
+            "Fashion-MNIST's test set" if "test_size" not in data else "data.test_size",
             "data.train_size",
             "class",
         )

@@ -55,10 +55,18 @@ def data_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, str]
     else:
         shape = SHAPES[data["name"]]
         side, features, classes = shape.side, shape.features, shape.classes
+        whole = test_rows == shape.test_rows
+        test = (
+            f"keeps its official test set of {fmt(test_rows)} images"
+            if whole
+            else f"keeps a stratified subset of {fmt(test_rows)} of its {fmt(shape.test_rows)} official test images as "
+            "the test set"
+        )
         split = (
-            f"keeps its official test set of {fmt(test_rows)} images; of its {fmt(shape.train_rows)} "
+            f"{test}; of its {fmt(shape.train_rows)} "
             f"training images, a stratified subset of {fmt(train_rows)} is the training set and "
-            f"{fmt(data['validation_size'])} others, stratified too, a validation split, both drawn with a "
+            f"{fmt(data['validation_size'])} others, stratified too, a validation split, "
+            f"{'both' if whole else 'all three'} drawn with a "
             f"seed of their own ({config['split']['seed']}). Every pixel is standardised with one mean and "
             "one standard deviation over all pixels of the training set."
         )
