@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from bnstudy.audit import AuditError, audit, cli, designs
+from bnstudy.audit import AuditError, audit, cli, designs, loading
 from bnstudy.audit.engine import Engine, naive_labels
 from bnstudy.audit.layers import find_normalisers, probe_copy, set_group
 from bnstudy.audit.report import figure_png, html_report, to_dict
@@ -425,7 +425,7 @@ def test_the_benchmarks_audit_rows_compare_the_same_labels():
 
 
 def test_the_exact_finding_says_every_one_or_none_instead_of_a_degenerate_percentage():
-    from bnstudy.audit.report import _ever
+    from bnstudy.audit.findings import _ever
 
     assert _ever(1.0) == "every one of them changes"
     assert _ever(0.0) == "none of them changes"
@@ -618,7 +618,7 @@ def test_labels_with_five_examples_each_are_resampled_within_labels():
 
 @pytest.mark.parametrize("size", [1, 3, 7, 10, 20, 23, 40, 119])
 def test_the_stratified_sample_takes_exactly_the_size_and_the_studys_choice_where_it_divides(size):
-    from bnstudy.studies.companions.science import choose_examples as studys
+    from bnstudy.studies.companions.draws import choose_examples as studys
 
     y = np.repeat(np.arange(4), [40, 30, 30, 20])
     chosen = designs.stratified_sample(len(y), size, y, seed=3)
@@ -791,14 +791,14 @@ def test_a_pickled_model_is_named_without_unpickling_and_a_state_dict_loads(tmp_
     assert pickled_object(tmp_path / "state.pt") is None
     assert pickled_object(tmp_path / "checkpoint.pt") == "argparse.Namespace"
     if protocol == 2:  # torch's default
-        state = cli.load_state_dict(tmp_path / "state.pt")
+        state = loading.load_state_dict(tmp_path / "state.pt")
         assert all(torch.equal(state[k], v) for k, v in net.state_dict().items())
     else:  # torch's weights-only loader cannot read it: said, without torch's advice
         with pytest.raises(AuditError) as e:
-            cli.load_state_dict(tmp_path / "state.pt")
+            loading.load_state_dict(tmp_path / "state.pt")
         assert f"state.pt: saved with pickle protocol {protocol}, which torch.load(weights_only=True) cannot" in str(
             e.value
         )
         assert "\n" not in str(e.value) and "Re-running" not in str(e.value)
     with pytest.raises(AuditError, match="whole.pt: a pickled Sequential"):
-        cli.load_state_dict(tmp_path / "whole.pt")
+        loading.load_state_dict(tmp_path / "whole.pt")

@@ -83,7 +83,7 @@ def network(root, path, seed):
 def test_exact_b2_flip_rates_equal_the_pipelines_but_at_logit_ties(build):
     from bnstudy.audit.engine import Engine
     from bnstudy.compiled.probes import Prober
-    from bnstudy.studies.companions import science as companions
+    from bnstudy.studies.companions import draws
 
     x, y, _, _ = data(build)
     examples = io.read_table(build / "results/companions/examples.csv")["example"].to_numpy()
@@ -110,7 +110,7 @@ def test_exact_b2_flip_rates_equal_the_pipelines_but_at_logit_ties(build):
         prober = Prober({k: v[i : i + 1] for k, v in stacked.items()}, spec, x, limits)
         engine = Engine(net, torch.from_numpy(x))
         for e in differ:
-            pairs = companions.exact_pairs(len(x), int(e))
+            pairs = draws.exact_pairs(len(x), int(e))
             labels, logits = prober.labels(pairs, logits=True)
             mine = engine.train_labels(pairs)[:, 0]
             for j in np.flatnonzero(labels[0] != mine):

@@ -17,6 +17,7 @@ from bnstudy.compiled import kernels
 from bnstudy.nets import data, recipe, train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
+from bnstudy.studies.companions import draws
 from bnstudy.studies.companions import science as companions
 
 N_TEST = 899
@@ -52,20 +53,20 @@ def _digest(a: np.ndarray) -> str:
 
 def test_exact_pairs_cover_every_other_test_row_once():
     for example in (0, 417, N_TEST - 1):
-        pairs = companions.exact_pairs(N_TEST, example)
+        pairs = draws.exact_pairs(N_TEST, example)
         assert pairs.shape == (N_TEST - 1, 2) and pairs.dtype == np.int64
         assert (pairs[:, 0] == example).all()
         assert pairs[:, 1].tolist() == [i for i in range(N_TEST) if i != example]
 
 
 def test_random_batches_hold_example_first_and_distinct_other_companions():
-    batches = companions.random_batches(N_TEST, 37, 16, 300, seed=0)
+    batches = draws.random_batches(N_TEST, 37, 16, 300, seed=0)
     assert batches.shape == (300, 16) and batches.dtype == np.int64
     assert (batches[:, 0] == 37).all() and (batches[:, 1:] != 37).all()
     assert all(len(set(row.tolist())) == 16 for row in batches)
     assert batches.min() >= 0 and batches.max() < N_TEST
-    assert np.array_equal(batches, companions.random_batches(N_TEST, 37, 16, 300, seed=0))
-    assert not np.array_equal(batches, companions.random_batches(N_TEST, 37, 16, 300, seed=1))
+    assert np.array_equal(batches, draws.random_batches(N_TEST, 37, 16, 300, seed=0))
+    assert not np.array_equal(batches, draws.random_batches(N_TEST, 37, 16, 300, seed=1))
 
 
 def test_random_companions_are_the_smallest_uniform_keys_of_their_own_stream():
@@ -75,14 +76,14 @@ def test_random_companions_are_the_smallest_uniform_keys_of_their_own_stream():
     pool = np.array([i for i in range(n) if i != example])
     keys = rng.random((k, len(pool)))
     expected = pool[np.argsort(keys, axis=1, kind="stable")[:, : b - 1]]
-    assert np.array_equal(companions.random_batches(n, example, b, k, seed)[:, 1:], expected)
+    assert np.array_equal(draws.random_batches(n, example, b, k, seed)[:, 1:], expected)
 
 
 def test_one_class_batches_draw_all_companions_from_one_class(split):
     y = split[3]
     example = int(np.flatnonzero(y == 3)[0])
-    own = companions.one_class_batches(y, example, 16, 200, seed=0, own=True)
-    other = companions.one_class_batches(y, example, 16, 200, seed=0, own=False)
+    own = draws.one_class_batches(y, example, 16, 200, seed=0, own=True)
+    other = draws.one_class_batches(y, example, 16, 200, seed=0, own=False)
     assert (own[:, 0] == example).all() and (own[:, 1:] != example).all()
     assert (y[own[:, 1:]] == 3).all()
     assert all(len(set(row.tolist())) == 16 for row in np.concatenate([own, other]))
@@ -95,16 +96,16 @@ def test_draws_are_pinned_bytes():
     """NumPy's PCG64 stream, integer draws and random(): the same batches on every machine.
     A change here (e.g. a NumPy that changed a stream) changes every companion result."""
     y = np.arange(N_TEST) % 10
-    assert _digest(companions.random_batches(N_TEST, 37, 16, 50, 0)) == (
+    assert _digest(draws.random_batches(N_TEST, 37, 16, 50, 0)) == (
         "5f8bb3d07e819382335c842740f4deacb578d5c611a7320c7fc591d2b80b97d7"
     )
-    assert _digest(companions.random_batches(N_TEST, 898, 2, 30, 5)) == (
+    assert _digest(draws.random_batches(N_TEST, 898, 2, 30, 5)) == (
         "f4daef83ecbcfd2a4f83c8751105518dae21d764e20fa50b12d73eddcdcee59b"
     )
-    assert _digest(companions.one_class_batches(y, 23, 16, 40, 0, own=True)) == (
+    assert _digest(draws.one_class_batches(y, 23, 16, 40, 0, own=True)) == (
         "8c55469c08cd0f069bfa54f59b58e1cd206f1b70487f52baa3f00401a5dd1312"
     )
-    assert _digest(companions.one_class_batches(y, 23, 16, 40, 0, own=False)) == (
+    assert _digest(draws.one_class_batches(y, 23, 16, 40, 0, own=False)) == (
         "2d593df77f5d73d5407b1e9de22f3fbdf6c98204ba8b173e85de654a2ed269db"
     )
 
@@ -117,18 +118,18 @@ def test_smallest_in_order_is_the_head_of_a_stable_argsort(m):
         rng.integers(0, 6, (40, 100)).astype(np.float64),  # ties everywhere, at the bound too
         np.where(rng.random((40, 100)) < 0.5, 0.25, rng.random((40, 100))),
     ):
-        assert np.array_equal(companions.smallest_in_order(keys, m), np.argsort(keys, axis=1, kind="stable")[:, :m])
+        assert np.array_equal(draws.smallest_in_order(keys, m), np.argsort(keys, axis=1, kind="stable")[:, :m])
     with pytest.raises(ValueError):
-        companions.smallest_in_order(np.zeros((2, 3)), 4)
+        draws.smallest_in_order(np.zeros((2, 3)), 4)
 
 
 def test_examples_are_stratified_seeded_and_distinct(split):
     y = split[3]
-    chosen = companions.choose_examples(y, 10, seed=0)
+    chosen = draws.choose_examples(y, 10, seed=0)
     assert len(set(chosen.tolist())) == 100
     assert np.bincount(y[chosen], minlength=10).tolist() == [10] * 10
-    assert np.array_equal(chosen, companions.choose_examples(y, 10, seed=0))
-    assert not np.array_equal(chosen, companions.choose_examples(y, 10, seed=1))
+    assert np.array_equal(chosen, draws.choose_examples(y, 10, seed=0))
+    assert not np.array_equal(chosen, draws.choose_examples(y, 10, seed=1))
 
 
 # ---- evaluation: the compiled probes against PyTorch's plain loop ----------------
@@ -149,10 +150,10 @@ def test_probes_agree_with_the_plain_pytorch_loop_on_every_batch(trained, split,
     x = split[2]
     disagreements = 0
     for batches in (
-        companions.exact_pairs(N_TEST, 11)[::3],
-        companions.random_batches(N_TEST, 11, 4, 60, 0),
-        companions.random_batches(N_TEST, 600, 16, 40, 0),
-        companions.random_batches(N_TEST, 600, 64, 15, 0),
+        draws.exact_pairs(N_TEST, 11)[::3],
+        draws.random_batches(N_TEST, 11, 4, 60, 0),
+        draws.random_batches(N_TEST, 600, 16, 40, 0),
+        draws.random_batches(N_TEST, 600, 64, 15, 0),
     ):
         fast = companions.batch_predictions(stacked, spec, x, batches, limits)
         ref = companions.batch_logits_loop(stacked, spec, x, batches, limits)
@@ -167,7 +168,7 @@ def test_probes_agree_with_the_plain_pytorch_loop_on_every_batch(trained, split,
 def test_reference_labels_are_the_argmax_of_its_logits(trained, split):
     pytest.importorskip("torch")
     stacked, spec, limits = trained["batchrenorm"]
-    batches = companions.random_batches(N_TEST, 5, 8, 12, 0)
+    batches = draws.random_batches(N_TEST, 5, 8, 12, 0)
     z = companions.batch_logits_loop(stacked, spec, split[2], batches, limits)
     assert np.array_equal(companions.batch_predictions_loop(stacked, spec, split[2], batches, limits), z.argmax(-1))
 
@@ -176,7 +177,7 @@ def test_batch_renorm_probes_depend_on_the_limits(trained, split):
     """The limits reach the probe: with rmax 1, dmax 0 batch renorm is batch norm."""
     stacked, _, limits = trained["batchrenorm"]
     assert limits != (1.0, 0.0)
-    batches = companions.random_batches(N_TEST, 3, 2, 400, 0)
+    batches = draws.random_batches(N_TEST, 3, 2, 400, 0)
     as_bn = companions.batch_predictions(stacked, NetSpec("batchnorm"), split[2], batches)
     plain = companions.batch_predictions(stacked, NetSpec("batchrenorm"), split[2], batches, (1.0, 0.0))
     relaxed = companions.batch_predictions(stacked, NetSpec("batchrenorm"), split[2], batches, limits)
@@ -208,7 +209,7 @@ def test_probing_leaves_running_statistics_identical(trained, split, norm):
     stacked, spec, limits = trained[norm]
     before = {k: v.copy() for k, v in stacked.items()}
     _, _, x, y = split
-    examples = companions.choose_examples(y, 1, seed=0)
+    examples = draws.choose_examples(y, 1, seed=0)
     companions.probe_network(
         stacked,
         spec,
@@ -221,7 +222,7 @@ def test_probing_leaves_running_statistics_identical(trained, split, norm):
         seed=0,
         limits=limits,
     )
-    batches = companions.random_batches(N_TEST, 0, 8, 20, 0)
+    batches = draws.random_batches(N_TEST, 0, 8, 20, 0)
     companions.batch_predictions(stacked, spec, x, batches, limits)
     if norm == "batchnorm":
         pytest.importorskip("torch")
@@ -237,7 +238,7 @@ def test_probing_leaves_running_statistics_identical(trained, split, norm):
 def _probe(trained, split, norm, per_class=1):
     stacked, spec, limits = trained[norm]
     _, _, x, y = split
-    examples = companions.choose_examples(y, per_class, seed=0)
+    examples = draws.choose_examples(y, per_class, seed=0)
     return pd.DataFrame(
         companions.probe_network(
             stacked,
@@ -393,7 +394,7 @@ def test_pipeline_exact_b2_flip_rate_recomputed_with_plain_modules(results):
 
 
 def test_a_ratio_near_one_gets_the_digits_that_tell_it_from_one():
-    from bnstudy.studies.companions.summary import ratio_words
+    from bnstudy.studies.companions.published import ratio_words
 
     assert ratio_words(0.017, 0.01) == "1.7 times theirs"
     assert ratio_words(0.0064, 0.006) == "1.07 times theirs"

@@ -4,11 +4,12 @@ loop against autograd and torch.optim.Adam, and its companion probes on tiny inp
 import numpy as np
 import pytest
 
-from bnstudy.compiled import conv, normkernels
+from bnstudy.compiled import conv, examplenorms
 from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
 from bnstudy.paper import network_prose
+from bnstudy.studies.companions import draws
 from bnstudy.studies.companions import science as companions
 
 KINDS = ("none", "batchnorm", "groupnorm", "layernorm")
@@ -66,7 +67,7 @@ def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
     h = rows(img)
     out, xhat = np.empty_like(h), np.empty_like(h)
     rstd = np.empty((3, groups), np.float32)
-    normkernels.spatial_norm(h, 3, 64, groups, np.float32(1e-5), gamma, beta, False, out, xhat, rstd)
+    examplenorms.spatial_norm(h, 3, 64, groups, np.float32(1e-5), gamma, beta, False, out, xhat, rstd)
     t = torch.from_numpy(img).requires_grad_()
     gn = torch.nn.GroupNorm(groups, 8, eps=1e-5)
     with torch.no_grad():
@@ -76,7 +77,7 @@ def test_spatial_norm_is_pytorch_group_norm_forward_and_backward(groups):
     y.backward(torch.from_numpy(upstream))
     np.testing.assert_allclose(out, rows(y.detach().numpy()), rtol=1e-5, atol=1e-5)
     dh, dg, db = np.empty_like(h), np.empty(8, np.float32), np.empty(8, np.float32)
-    normkernels.spatial_norm_backward(rows(upstream), 3, 64, groups, gamma, xhat, rstd, dh, dg, db)
+    examplenorms.spatial_norm_backward(rows(upstream), 3, 64, groups, gamma, xhat, rstd, dh, dg, db)
     np.testing.assert_allclose(dh, rows(t.grad.numpy()), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(dg, gn.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(db, gn.bias.grad.numpy(), rtol=1e-5, atol=1e-5)
@@ -255,10 +256,10 @@ def test_row_normalisers_never_flip_with_their_companion():
 def test_exact_pool_is_a_seeded_sample():
     from bnstudy.base.runtime import STREAM_PROBE, derive_seed
 
-    assert companions.exact_pool(50, None, 0) is None
-    pool = companions.exact_pool(50, 7, 3)
+    assert draws.exact_pool(50, None, 0) is None
+    pool = draws.exact_pool(50, 7, 3)
     want = np.sort(np.random.default_rng(derive_seed(3, STREAM_PROBE, 0, 1)).permutation(50)[:7])
     assert pool.dtype == np.int64 and pool.tolist() == want.tolist()
-    assert companions.exact_pool(50, 7, 4).tolist() != pool.tolist()
+    assert draws.exact_pool(50, 7, 4).tolist() != pool.tolist()
     with pytest.raises(ValueError):
-        companions.exact_pool(50, 51, 0)
+        draws.exact_pool(50, 51, 0)

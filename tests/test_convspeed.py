@@ -1,9 +1,9 @@
-"""The convolutions' register-tiled kernels (bnstudy.compiled.convgemm) are the old path, bit for bit.
+"""The convolutions' register-tiled kernels (bnstudy.compiled.convgemm, convgrads) are the old path, bit for bit.
 
 Each kernel against the one it replaces (``conv.im2col`` + ``blocks.linear_t``,
 ``gradients.linear_backward`` on the patches, ``conv.col2im``), compared with ``array_equal`` on
 the bytes, on random shapes whose rows, columns and channel counts leave remainders of every tile
-(8 rows, 32 and 16 columns, :data:`convgemm.ROW_BLOCK` rows of the weight gradients), with values
+(8 rows, 32 and 16 columns, :data:`convgrads.ROW_BLOCK` rows of the weight gradients), with values
 that make signed zeros, exact zeros and padding;. (Whole runs: the test and fashion-tiny configs'
 manifests, and the deep network's tests against PyTorch.) The machine code of the new kernels has no fused multiply-add.
 """
@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from bnstudy.compiled import blocks, conv, convgemm, gradients
+from bnstudy.compiled import blocks, conv, convgemm, convgrads, gradients
 
 F32 = np.float32
 
@@ -114,17 +114,17 @@ def test_backward_is_linear_backward_on_the_patches_then_col2im(n_ex, side, stri
 
     offsets = np.zeros_like(patches)
     convgemm.im2col_offsets(a, n_ex, side * side, table, offsets)
-    ident = np.arange(max(convgemm.ROW_BLOCK, c_out))
+    ident = np.arange(max(convgrads.ROW_BLOCK, c_out))
     got_dw, got_db = _values(rng, w.shape), _values(rng, c_out)
-    convgemm.conv_weight_grads(dh, offsets, rows, c_in, got_dw, got_db, ident, np.empty(w.size + 3, F32))
+    convgrads.conv_weight_grads(dh, offsets, rows, c_in, got_dw, got_db, ident, np.empty(w.size + 3, F32))
     _same(got_dw, dw)
     _same(got_db, db)
     w_offsets = np.empty_like(w)
-    convgemm.offsets_major(w, c_in, w_offsets)
+    convgrads.offsets_major(w, c_in, w_offsets)
     d_offsets = np.empty_like(offsets)
-    convgemm.conv_input_grad(dh, rows, w_offsets, ident, d_offsets)
+    convgrads.conv_input_grad(dh, rows, w_offsets, ident, d_offsets)
     got_da = _values(rng, want_da.shape)
-    convgemm.col2im_offsets(d_offsets, n_ex, side * side, table, a, got_da)
+    convgrads.col2im_offsets(d_offsets, n_ex, side * side, table, a, got_da)
     _same(got_da, want_da)
 
 
@@ -132,7 +132,7 @@ def test_weight_gradients_span_several_row_blocks():
     """More rows than a block: the sums carried from block to block are the rows' order."""
     rng = np.random.default_rng(3)
     for c_in, c_out in ((1, 16), (16, 32), (3, 8)):
-        rows = 2 * convgemm.ROW_BLOCK + 37
+        rows = 2 * convgrads.ROW_BLOCK + 37
         patches = np.maximum(_values(rng, (rows, 9 * c_in)), 0)
         dh = _values(rng, (rows, c_out))
         w = _values(rng, (c_out, 9 * c_in))
@@ -140,8 +140,8 @@ def test_weight_gradients_span_several_row_blocks():
         gradients.linear_backward(dh, patches, rows, w, dw, db, np.empty((rows, 0), F32), patches)
         offsets = patches.reshape(rows, c_in, 9).transpose(0, 2, 1).reshape(rows, 9 * c_in).copy()
         got_dw, got_db = np.empty_like(w), np.empty_like(db)
-        ident = np.arange(convgemm.ROW_BLOCK)
-        convgemm.conv_weight_grads(dh, offsets, rows, c_in, got_dw, got_db, ident, np.empty(w.size, F32))
+        ident = np.arange(convgrads.ROW_BLOCK)
+        convgrads.conv_weight_grads(dh, offsets, rows, c_in, got_dw, got_db, ident, np.empty(w.size, F32))
         _same(got_dw, dw)
         _same(got_db, db)
 
@@ -170,13 +170,14 @@ def test_no_fused_multiply_add_and_the_products_use_16_lane_registers():
 
     _warm_up_kernels(("native",))
     code = machinecode.disassemble(machinecode.target_directory("native"))
-    report = {k: machinecode.summary(a) for k, a in code.items() if k.startswith("bnstudy.compiled.convgemm.")}
+    modules = ("bnstudy.compiled.convgemm.", "bnstudy.compiled.convgrads.")
+    report = {k: machinecode.summary(a) for k, a in code.items() if k.startswith(modules)}
     names = {k.rsplit(".", 1)[1] for k in report}
     assert {"gemm", "_narrow", "_rows8_into", "col2im_add", "relu_mask", "weight_grad_rows"} <= names, names
     assert all(r["lines"] > 10 for r in report.values())
     fused = {k: r["fma"] for k, r in report.items() if r["fma"]}
     assert not fused, fused
     if re.search(r"\+avx512f\b", llvm.get_host_cpu_features().flatten()):
-        for name in ("gemm", "_narrow", "_rows8_into", "weight_grad_rows"):
-            r = report[f"bnstudy.compiled.convgemm.{name}"]
+        for name in ("convgemm.gemm", "convgemm._narrow", "convgrads._rows8_into", "convgrads.weight_grad_rows"):
+            r = report[f"bnstudy.compiled.{name}"]
             assert r["zmm_mul"] and r["zmm_add"], name

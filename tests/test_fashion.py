@@ -309,7 +309,7 @@ def test_the_audit_engine_gives_the_pipelines_exact_flip_counts_on_the_convoluti
     pipeline's, but at logit ties (at most ``max_ties`` probes, each with PyTorch's two largest
     logits within ``NEAR_TIE``: float32 in another order can break a tie the other way)."""
     from bnstudy.base import io
-    from bnstudy.studies.companions import science as companions
+    from bnstudy.studies.companions import draws
     from bnstudy.tools.benchmark import NEAR_TIE
 
     max_ties = 3
@@ -317,7 +317,7 @@ def test_the_audit_engine_gives_the_pipelines_exact_flip_counts_on_the_convoluti
     root = fashion_tiny.workdir / "results"
     x = io.read_array(root / "data" / "x_test.npy")
     comp = tiny["companions"]
-    pool = companions.exact_pool(len(x), comp["exact_companions"], comp["seed"])
+    pool = draws.exact_pool(len(x), comp["exact_companions"], comp["seed"])
     probes = io.read_table(root / "companions" / "grid" / "batchnorm_seeds0-1.csv")
     exact = probes[probes["design"] == "exact"]
     assert len(exact) and set(exact["train_batch_size"]) == set(tiny["grid"]["batch_sizes"])
@@ -342,6 +342,7 @@ def _engine_against_pipeline(path, seed, x, pool, theirs, ties) -> int:
     from bnstudy.audit.engine import Engine
     from bnstudy.nets import weights
     from bnstudy.nets.conv_torch import images
+    from bnstudy.studies.companions import draws
     from bnstudy.studies.companions import science as companions
 
     net = weights.load_module(path, seed=seed)
@@ -351,7 +352,7 @@ def _engine_against_pipeline(path, seed, x, pool, theirs, ties) -> int:
     assert (inference == theirs["inference_label"].to_numpy()).all(), (path, seed)
     engine, checked = Engine(net, images(x)), 0
     for e, label, flips, batches in zip(examples, inference, theirs["flips"], theirs["batches"]):
-        pairs = companions.exact_pairs(len(x), int(e), pool)
+        pairs = draws.exact_pairs(len(x), int(e), pool)
         assert len(pairs) == batches
         got = engine.train_labels(pairs)[:, 0]
         checked += len(pairs)

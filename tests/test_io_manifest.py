@@ -15,7 +15,8 @@ import pytest
 import torch
 import yaml
 
-from bnstudy.base import io, manifest
+from bnstudy.base import io, manifest, valuediff
+from bnstudy.base.expected import config_for_expected, expected_for_config, repair_command
 
 
 def test_weights_are_byte_identical_when_written_twice(tmp_path):
@@ -191,29 +192,29 @@ def test_manifest_hashes_match_hashlib(tmp_path):
 def test_value_diff_lists_json_leaves_that_moved_by_key_path(tmp_path):
     (tmp_path / "a.json").write_text('{"acc": {"batchnorm": [0.857, 0.9], "none": 0.8}, "n": 3, "gone": 1}')
     (tmp_path / "b.json").write_text('{"acc": {"batchnorm": [0.843, 0.9], "none": 0.8}, "n": 3, "new": "x"}')
-    assert manifest.value_diff(tmp_path / "a.json", tmp_path / "b.json", label="r/s.json") == [
+    assert valuediff.value_diff(tmp_path / "a.json", tmp_path / "b.json", label="r/s.json") == [
         "r/s.json: acc.batchnorm[0]: 0.857 -> 0.843",
         "r/s.json: gone: 1 -> (missing)",
         'r/s.json: new: (missing) -> "x"',
     ]
-    assert manifest.value_diff(tmp_path / "a.json", tmp_path / "a.json") == []
+    assert valuediff.value_diff(tmp_path / "a.json", tmp_path / "a.json") == []
 
 
 def test_value_diff_lists_csv_cells_that_moved_with_their_row_labels(tmp_path):
     (tmp_path / "a.csv").write_text("normaliser,batch_size,acc,loss\nbatchnorm,2,0.857,1.5\nnone,2,0.8,1.25\n")
     (tmp_path / "b.csv").write_text("normaliser,batch_size,acc,loss\nbatchnorm,2,0.843,1.5\nnone,2,0.8,1.0\n")
-    assert manifest.value_diff(tmp_path / "a.csv", tmp_path / "b.csv", label="t.csv") == [
+    assert valuediff.value_diff(tmp_path / "a.csv", tmp_path / "b.csv", label="t.csv") == [
         "t.csv: row 1 (normaliser=batchnorm, batch_size=2): acc: 0.857 -> 0.843",
         "t.csv: row 2 (normaliser=none, batch_size=2): loss: 1.25 -> 1.0",
     ]
     (tmp_path / "c.csv").write_text("normaliser,batch_size,acc,loss\nbatchnorm,2,0.857,1.5\n")
-    assert manifest.value_diff(tmp_path / "a.csv", tmp_path / "c.csv", label="t.csv") == ["t.csv: rows: 2 -> 1"]
+    assert valuediff.value_diff(tmp_path / "a.csv", tmp_path / "c.csv", label="t.csv") == ["t.csv: rows: 2 -> 1"]
 
 
 def test_value_diff_stops_at_its_limit_and_says_how_many_more(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps({f"k{i}": i for i in range(50)}))
     (tmp_path / "b.json").write_text(json.dumps({f"k{i}": -i for i in range(1, 51)} | {"k0": 0}))
-    lines = manifest.value_diff(tmp_path / "a.json", tmp_path / "b.json", label="x", limit=20)
+    lines = valuediff.value_diff(tmp_path / "a.json", tmp_path / "b.json", label="x", limit=20)
     assert len(lines) == 20 and lines[-1] == "x: ... and 31 more values moved"
 
 
@@ -398,12 +399,12 @@ def test_verify_tells_a_build_of_other_bytes_from_damage_and_lists_unexpected_ou
 
 
 def test_config_and_expected_manifest_and_repair_command_name_each_other():
-    assert manifest.expected_for_config("config/config.yaml") == Path("config/expected/paper.manifest.tsv")
-    assert manifest.expected_for_config("config/test.yaml") == Path("config/expected/test.manifest.tsv")
-    assert manifest.config_for_expected("config/expected/paper.manifest.tsv") == Path("config/config.yaml")
-    assert manifest.config_for_expected("config/expected/test.manifest.tsv") == Path("config/test.yaml")
-    assert manifest.repair_command("config/expected/paper.manifest.tsv") == "make repair"
-    assert manifest.repair_command("config/expected/test.manifest.tsv") == "make repair CONFIG=config/test.yaml"
+    assert expected_for_config("config/config.yaml") == Path("config/expected/paper.manifest.tsv")
+    assert expected_for_config("config/test.yaml") == Path("config/expected/test.manifest.tsv")
+    assert config_for_expected("config/expected/paper.manifest.tsv") == Path("config/config.yaml")
+    assert config_for_expected("config/expected/test.manifest.tsv") == Path("config/test.yaml")
+    assert repair_command("config/expected/paper.manifest.tsv") == "make repair"
+    assert repair_command("config/expected/test.manifest.tsv") == "make repair CONFIG=config/test.yaml"
 
 
 # ---- readers name a bad file --------------------------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bnstudy.base import normalisers
-from bnstudy.compiled import blocks, kernels, normkernels
+from bnstudy.compiled import batchstats, blocks, examplenorms, kernels, normkernels
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 
@@ -189,7 +189,7 @@ def test_transpose_into_is_the_transpose():
 def test_batch_moments_sum_rows_in_row_order(start, n):
     h = _case(0)[0]
     mean, var = np.full(h.shape[1], np.nan, F32), np.full(h.shape[1], np.nan, F32)
-    normkernels.batch_moments(h, start, n, mean, var)
+    batchstats.batch_moments(h, start, n, mean, var)
     ref_mean, ref_var = np_moments(h[start : start + n])
     assert _same_bits(mean, ref_mean) and _same_bits(var, ref_var)
 
@@ -236,7 +236,7 @@ def test_row_norm_keeps_xhat_and_rstd_when_asked(groups):
     h, gamma, beta, _, _ = _case(groups)
     out, xhat, rstd = np.full_like(h, np.nan), np.full_like(h, np.nan), np.full((len(h), groups), np.nan, F32)
     for i in range(len(h)):
-        normkernels.row_norm(h, i, groups, EPS, gamma, beta, True, out, xhat, rstd)
+        examplenorms.row_norm(h, i, groups, EPS, gamma, beta, True, out, xhat, rstd)
     ref = np_row_norm(h, groups, gamma, beta)
     assert _same_bits(out, ref[0]) and _same_bits(xhat, ref[1]) and _same_bits(rstd, ref[2])
 
@@ -400,11 +400,11 @@ def _host_has_fma() -> bool:
 
 MACHINES = ("native", "generic")
 # package kernels no job calls: the convolution's one-offset-at-a-time reference forms, which the
-# tests hold the register-tiled kernels (bnstudy.compiled.convgemm) to, and convgemm's compositions
-# of the parts the training step calls one by one (bnstudy.compiled.backprop), which tests call whole
+# tests hold the register-tiled kernels (bnstudy.compiled.convgemm, convgrads) to, and convgrads'
+# compositions of the parts the training step calls one by one (bnstudy.compiled.convsteps), which tests call whole
 REFERENCE_ONLY = {
     *(f"bnstudy.compiled.conv.{k}" for k in ("im2col", "col2im")),
-    *(f"bnstudy.compiled.convgemm.{k}" for k in ("bias_grads", "col2im_offsets", "conv_weight_grads")),
+    *(f"bnstudy.compiled.convgrads.{k}" for k in ("bias_grads", "col2im_offsets", "conv_weight_grads")),
 }
 
 

@@ -11,8 +11,8 @@ import torch
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled import reductions
+from bnstudy.compiled.batchstats import running_update
 from bnstudy.compiled.layer import BatchNorm1d, _inference, _train_batch, _train_pass, _update
-from bnstudy.compiled.normkernels import running_update
 
 EPS = 1e-5
 

@@ -15,8 +15,8 @@ from bnstudy.base import stats
 from bnstudy.paper import design
 from bnstudy.studies.batch_size import paired
 from bnstudy.studies.batch_size import summary as batch_size_summary
-from bnstudy.studies.companions import summary as companions_summary
-from bnstudy.studies.running_stats import report as running_stats_report
+from bnstudy.studies.companions import macros as companions_macros
+from bnstudy.studies.running_stats import shuffles as running_stats_shuffles
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -272,7 +272,7 @@ def _over_seeds():
 def test_end_macros_alias_the_per_size_macros_at_the_smallest_and_largest_probe_size():
     m = {"compFlipBTwo": "40.0\\%", "compFlipBEight": "5.0\\%", "compNetFlipRateCiBTwo": "[1\\%, 2\\%]"}
     m |= {"compKeepFlipBEight": "6.0\\%", "compAccBFour": "0.9"}
-    out = companions_summary.end_macros(m, _dep0(), _over_seeds(), one_class_size=4)
+    out = companions_macros.end_macros(m, _dep0(), _over_seeds(), one_class_size=4)
     assert (out["compSizeMin"], out["compSizeMax"]) == ("2", "8")
     assert out["compFlipMin"] == "40.0\\%" and out["compFlipMax"] == "5.0\\%"
     assert out["compNetFlipRateCiMin"] == "[1\\%, 2\\%]"
@@ -282,16 +282,16 @@ def test_end_macros_alias_the_per_size_macros_at_the_smallest_and_largest_probe_
 
 
 def test_end_macros_list_sizes_and_flip_rates_in_the_same_order():
-    out = companions_summary.end_macros({}, _dep0(), _over_seeds(), one_class_size=4)
+    out = companions_macros.end_macros({}, _dep0(), _over_seeds(), one_class_size=4)
     assert out["compSizeWords"] == "2, 4 and 8"
     assert out["compFlipList"] == "40.0\\%, 20.0\\% and 5.0\\%"
     assert out["compExactSize"] == "2"
     assert out["compRandomFlipOneClass"] == "20.0\\%"
-    assert companions_summary.end_macros({}, _dep0(), _over_seeds(), 16)["compRandomFlipOneClass"] == "n/a"
+    assert companions_macros.end_macros({}, _dep0(), _over_seeds(), 16)["compRandomFlipOneClass"] == "n/a"
 
 
 def test_grid_flip_range_over_training_batch_sizes_at_the_end_probe_sizes():
-    out = companions_summary.end_macros({}, _dep0(), _over_seeds(), one_class_size=4)
+    out = companions_macros.end_macros({}, _dep0(), _over_seeds(), one_class_size=4)
     # batch norm at b = 2: 30% (trained at 2) and 42% (at 16); at b = 8: 2% and 1%
     assert (out["compGridBatchnormLowestMin"], out["compGridBatchnormHighestMin"]) == ("30.0\\%", "42.0\\%")
     assert (out["compGridBatchnormLowestMax"], out["compGridBatchnormHighestMax"]) == ("1.0\\%", "2.0\\%")
@@ -304,10 +304,10 @@ def test_grid_flip_range_over_training_batch_sizes_at_the_end_probe_sizes():
 
 
 def test_grid_flip_range_reads_as_one_value_or_none_when_its_ends_agree():
-    assert companions_summary.flip_range(0.3, 0.42) == "30.0\\%--42.0\\%"
-    assert companions_summary.flip_range(0.30001, 0.30002) == "30.0\\%"  # the ends print alike
-    assert companions_summary.flip_range(0.0, 0.0) == "none"  # no probe flipped: not "0.0%--0.0%"
-    assert companions_summary.flip_range(0.0, 0.0001) == "0.0\\%--0.01\\%"  # a nonzero end never prints as 0
+    assert companions_macros.flip_range(0.3, 0.42) == "30.0\\%--42.0\\%"
+    assert companions_macros.flip_range(0.30001, 0.30002) == "30.0\\%"  # the ends print alike
+    assert companions_macros.flip_range(0.0, 0.0) == "none"  # no probe flipped: not "0.0%--0.0%"
+    assert companions_macros.flip_range(0.0, 0.0001) == "0.0\\%--0.01\\%"  # a nonzero end never prints as 0
 
 
 # --- studies 3 and 5: every estimator at the smallest and largest batch -------------------------
@@ -321,7 +321,7 @@ def test_shuffle_macros_name_each_estimator_at_the_smallest_and_largest_batch():
                 {"estimator": est, "batch_size": b, "updates": 512 // b, "metric": "running_error"}
                 | {"mean": e, "ci_low": e - 0.01, "ci_high": e + 0.01, "shuffles": 20}
             )
-    m = running_stats_report.shuffle_macros(pd.DataFrame(rows), 0.95)
+    m = running_stats_shuffles.shuffle_macros(pd.DataFrame(rows), 0.95)
     assert m["rsRepBiasCorrectedRunningErrorMax"] == "0.0200"
     assert m["rsRepBiasCorrectedRunningErrorMaxCi"] == "[0.0100, 0.0300]"
     assert m["rsRepBiasCorrectedRunningErrorMin"] == "0.4100"

@@ -18,9 +18,10 @@ import pytest
 
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
 from bnstudy.paper import latex
-from bnstudy.studies.accumulation import report as accumulation_report
+from bnstudy.studies.accumulation import sentences as accumulation_sentences
 from bnstudy.studies.batch_size import macros as batch_size_macros
-from bnstudy.studies.companions import summary as companions_summary
+from bnstudy.studies.batch_size import sentences as batch_size_sentences
+from bnstudy.studies.companions import published as companions_published
 from bnstudy.studies.finetune import report as finetune_report
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.precise_rows import report as precise_rows_report
@@ -147,7 +148,7 @@ CI = {"above": (0.01, 0.02), "below": (-0.02, -0.01), "zero": (-0.01, 0.01)}
 @pytest.mark.parametrize("n_remedies", [1, 2, 3])
 @pytest.mark.parametrize("pattern", list(itertools.product(CI, repeat=2)))
 def test_remedy_sentence_every_grouping(n_remedies, pattern):
-    names = list(batch_size_macros.REMEDY_NAMES)[:n_remedies]
+    names = list(batch_size_sentences.REMEDY_NAMES)[:n_remedies]
     # the first remedy follows the pattern, the others differ from it or not
     for others_alike in (True, False):
         comps = {}
@@ -156,10 +157,10 @@ def test_remedy_sentence_every_grouping(n_remedies, pattern):
             if k and not others_alike:
                 cis = cis[::-1]
             comps[name] = cis
-        text = batch_size_macros.remedy_sign_sentence(pair_summary(comps))
+        text = batch_size_sentences.remedy_sign_sentence(pair_summary(comps))
         assert not problems(text), text
         for name in names:
-            assert batch_size_macros.REMEDY_NAMES[name] in text
+            assert batch_size_sentences.REMEDY_NAMES[name] in text
 
 
 @pytest.mark.parametrize("pattern", list(itertools.product(CI, repeat=3)))
@@ -171,7 +172,7 @@ def test_interval_sign_macros_every_pattern(pattern):
 
 def published_case(rates: dict[int, float], ours: dict[int, tuple[float, float, float]]):
     """Our mean and interval over networks and examples per size beside the published rate."""
-    return companions_summary.published_comparison({b: (rates[b], *v) for b, v in ours.items() if b in rates})
+    return companions_published.published_comparison({b: (rates[b], *v) for b, v in ours.items() if b in rates})
 
 
 @pytest.mark.parametrize(
@@ -264,7 +265,7 @@ GHOST = [(f"{mode} mode", m) for m in (3, 5) for mode in ("training", "inference
 @pytest.mark.parametrize("resolved", [list(c) for k in (0, 1, 2, 6) for c in itertools.combinations(GHOST, k)])
 def test_ghost_resolved_sentence_agrees_with_its_count(resolved):
     n = len(resolved)
-    text = accumulation_report.resolved_sentence(resolved)
+    text = accumulation_sentences.resolved_sentence(resolved)
     assert not problems(text), text
     verbs = re.findall(r"\b(excludes|exclude)\b", text)
     assert verbs == (["excludes"] if n <= 1 else ["exclude"]), text
@@ -364,7 +365,7 @@ RECOVERY = {  # (loss side, exact side, share closed) -> the sentence, written o
 @pytest.mark.parametrize("case", list(RECOVERY))
 def test_recovery_sentence_every_verdict(case):
     loss, exact, closed = case
-    text = batch_size_macros.recovery_sentence(pair_row(loss), pair_row(exact), closed, 2)
+    text = batch_size_sentences.recovery_sentence(pair_row(loss), pair_row(exact), closed, 2)
     assert text == RECOVERY[case]
     assert not problems(text), text
     # a share of the loss only where the loss's interval lies below zero and the gain's above
@@ -379,7 +380,7 @@ def test_recovery_sentence_names_another_recomputation_whose_interval_lies_above
     loss lies in the running statistics while another recomputation's interval (adjusted alike) lies
     wholly above zero: it names that one and its share."""
     others = [("the cumulative average", pair_row(other_side), 0.08), ("PreciseBN", pair_row("zero"), 0.07)]
-    text = batch_size_macros.recovery_sentence(pair_row("below"), pair_row("zero"), 0.13, 2, others)
+    text = batch_size_sentences.recovery_sentence(pair_row("below"), pair_row("zero"), 0.13, 2, others)
     head = (
         f"Exact statistics of the training data in place of the running averages change the accuracy at batch 2 "
         f"by {ROW['zero'][3]} (adjusted), an interval that contains zero"
@@ -424,7 +425,7 @@ def test_renorm_sentence_every_verdict(head, least):
     side, loss_below = head
     at_min = pair_row(side)
     least_row = at_min if least == "same size" else pair_row(least, 4)
-    text = batch_size_macros.renorm_sentence(at_min, least_row, 0.3, loss_below, 2)
+    text = batch_size_sentences.renorm_sentence(at_min, least_row, 0.3, loss_below, 2)
     tail = "; this is its smallest paired difference to batch normalisation" if least == "same size" else None
     assert text == RENORM_HEAD[head] + (tail or RENORM_LEAST[least])
     assert not problems(text), text
@@ -628,7 +629,7 @@ ACCUMULATION = {  # (against the true batch, against the micro-batch) -> the sen
 
 @pytest.mark.parametrize("case", list(ACCUMULATION))
 def test_accumulation_abstract_sentence_every_verdict(case):
-    text = accumulation_report.abstract_sentence(accumulation_pairs(*case), 2, 8)
+    text = accumulation_sentences.abstract_sentence(accumulation_pairs(*case), 2, 8)
     assert text == ACCUM_HEAD + ACCUMULATION[case]
     assert not problems(text), text
     for window in abstract_windows("accumAbstractSentence", text):

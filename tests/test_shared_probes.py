@@ -16,6 +16,7 @@ from bnstudy.nets import conv_train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.nets.recipe import Recipe
+from bnstudy.studies.companions import draws
 from bnstudy.studies.companions import science as companions
 
 N = 24
@@ -45,7 +46,7 @@ def conv_nets():
 
 def _batches(b, k=6, seed=0):
     """Random batches over a few probed rows: row 0 the example, then ``b - 1`` other rows."""
-    return np.concatenate([companions.random_batches(N, e, b, k, seed) for e in (0, 5, 17)])
+    return np.concatenate([draws.random_batches(N, e, b, k, seed) for e in (0, 5, 17)])
 
 
 def _direct(stacked, spec, x, batches, limits=(1.0, 0.0)):
@@ -117,7 +118,7 @@ def test_batch_labels_depend_on_the_companions_under_batch_norm(conv_nets):
     stacked, spec = conv_nets["batchnorm"]
     x, _ = _images()
     for e in (0, 3, 11):
-        labels = companions.batch_predictions(stacked, spec, x, companions.exact_pairs(N, e))
+        labels = companions.batch_predictions(stacked, spec, x, draws.exact_pairs(N, e))
         if any(len(set(row)) > 1 for row in labels.tolist()):
             return
     pytest.fail("no probed example's label changed with its companion")
@@ -208,7 +209,7 @@ def test_conv_batch_renorm_probes_take_the_limits(conv_nets):
     weights, and with other limits it is the direct computation with them."""
     stacked, spec = conv_nets["batchrenorm"]
     x, _ = _images()
-    batches = np.concatenate([companions.exact_pairs(N, e) for e in (0, 3, 11)])
+    batches = np.concatenate([draws.exact_pairs(N, e) for e in (0, 3, 11)])
     as_bn = companions.batch_predictions(stacked, conv_train.ConvSpec("batchnorm", (4, 8), 2), x, batches)
     assert np.array_equal(companions.batch_predictions(stacked, spec, x, batches), as_bn)
     relaxed = companions.batch_predictions(stacked, spec, x, batches, RENORM_LIMITS)
@@ -262,13 +263,13 @@ def test_conv_probes_leave_every_tensor_bit_identical(conv_nets, kind):
 def test_the_exact_design_over_a_sample_of_companions(conv_nets):
     """companions.exact_companions: each example paired with every row of one seeded sample of the
     test rows but itself, the same sample for every example; without it, with every other row."""
-    pool = companions.exact_pool(N, 7, 0)
+    pool = draws.exact_pool(N, 7, 0)
     assert len(pool) == 7 == len(set(pool.tolist())) and np.array_equal(pool, np.sort(pool))
-    assert np.array_equal(companions.exact_pool(N, 7, 0), pool) and companions.exact_pool(N, None, 0) is None
+    assert np.array_equal(draws.exact_pool(N, 7, 0), pool) and draws.exact_pool(N, None, 0) is None
     for e in (int(pool[0]), next(r for r in range(N) if r not in pool)):
-        pairs = companions.exact_pairs(N, e, pool)
+        pairs = draws.exact_pairs(N, e, pool)
         assert (pairs[:, 0] == e).all() and pairs[:, 1].tolist() == [r for r in pool.tolist() if r != e]
-    assert companions.exact_pairs(N, 3).tolist() == [[3, r] for r in range(N) if r != 3]
+    assert draws.exact_pairs(N, 3).tolist() == [[3, r] for r in range(N) if r != 3]
     stacked, spec = conv_nets["batchnorm"]
     x, y = _images()
     rows = companions.probe_network(stacked, spec, x, y, [int(pool[0]), 9], exact_companions=7, **_DESIGN)
@@ -276,5 +277,5 @@ def test_the_exact_design_over_a_sample_of_companions(conv_nets):
     assert exact == {int(pool[0]): 6, 9: 7 - int(9 in pool)}
     for r in rows:
         if r["design"] == "exact":
-            labels = _direct(stacked, spec, x, companions.exact_pairs(N, r["example"], pool))[0][r["model"]]
+            labels = _direct(stacked, spec, x, draws.exact_pairs(N, r["example"], pool))[0][r["model"]]
             assert r["flips"] == int((labels != r["inference_label"]).sum())

@@ -8,6 +8,7 @@ import pytest
 
 from bnstudy.base import stats
 from bnstudy.paper import design
+from bnstudy.studies.companions import draws
 from bnstudy.studies.companions import science as companions
 
 
@@ -31,7 +32,7 @@ def test_stratified_bootstrap_by_hand_for_one_stratum_is_the_plain_bootstrap():
 def test_any_class_batches_draw_one_class_from_all_classes_the_own_included():
     y = np.arange(600) % 10
     example = 23
-    batches = companions.one_class_batches(y, example, 16, 400, seed=0, own="any")
+    batches = draws.one_class_batches(y, example, 16, 400, seed=0, own="any")
     assert (batches[:, 0] == example).all() and (batches[:, 1:] != example).all()
     classes = y[batches[:, 1:]]
     assert (classes == classes[:, :1]).all()
@@ -41,9 +42,9 @@ def test_any_class_batches_draw_one_class_from_all_classes_the_own_included():
 
 def test_other_class_draws_are_unchanged_by_the_any_class_design():
     y = np.arange(899) % 10
-    other = companions.one_class_batches(y, 23, 16, 40, 0, own=False)
+    other = draws.one_class_batches(y, 23, 16, 40, 0, own=False)
     assert (y[other[:, 1:]] != y[23]).all()
-    assert not np.array_equal(other, companions.one_class_batches(y, 23, 16, 40, 0, own="any"))
+    assert not np.array_equal(other, draws.one_class_batches(y, 23, 16, 40, 0, own="any"))
 
 
 def test_mixture_flip_rate_by_hand():
@@ -88,7 +89,7 @@ def test_shuffle_summary_is_the_t_interval_over_shuffles_on_the_log_scale():
     import pandas as pd
     from scipy import stats as sps
 
-    from bnstudy.studies.running_stats import report as running_stats_report
+    from bnstudy.studies.running_stats import shuffles as running_stats_shuffles
 
     vals = [0.11, 0.14, 0.09]
     shuffles = pd.DataFrame(
@@ -104,7 +105,7 @@ def test_shuffle_summary_is_the_t_interval_over_shuffles_on_the_log_scale():
             for i, v in enumerate(vals)
         ]
     )
-    s = running_stats_report.shuffle_summary_table(shuffles, 0.95)
+    s = running_stats_shuffles.shuffle_summary_table(shuffles, 0.95)
     r = s[s.metric == "running_error"].iloc[0]
     # the error cannot be negative: the t interval is formed on the log scale (delta method,
     # standard error of the log = sem / mean) and mapped back

@@ -14,6 +14,7 @@ import pytest
 from scipy import stats as sps
 
 from bnstudy.studies.accumulation import report as ar
+from bnstudy.studies.accumulation import sentences as accumulation_sentences
 
 ROWS = 997  # accuracies are counts of rows / ROWS: no value prints on a rounding tie
 CONFIGS = ("large", "accumulate", "ghost", "small", "scaled")
@@ -531,7 +532,7 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
         "accumGhostResolvedSentence": (
             "2 exclude zero (training mode at micro-batch 3 and inference mode at micro-batch 5)"
         ),
-        "accumCheck": ar.check_sentence(6e-7, 3e-8),
+        "accumCheck": accumulation_sentences.check_sentence(6e-7, 3e-8),
         "accumAbstractSentence": _expected_abstract(pairs, 3, 24),  # the smaller micro-batch
     }
     m = out["macros"]
@@ -642,7 +643,7 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
         "accumGhostResolved": "none",
         "accumGhostComparisons": "3",
         "accumGhostResolvedSentence": "none excludes zero",
-        "accumCheck": ar.check_sentence(0.0, 0.0),
+        "accumCheck": accumulation_sentences.check_sentence(0.0, 0.0),
         "accumAbstractSentence": _expected_abstract(pairs, 2, 10),
     }
     assert out["macros"] == expected
@@ -686,14 +687,17 @@ def test_long_table_names_a_configuration_without_recomputed_rows():
 def test_rates_and_resolved_sentences_in_words():
     assert ar.rate(1e-3) == "$10^{-3}$" and ar.rate(3.125e-5) == "$3.125 \\times 10^{-5}$"
     assert ar.rate(1e-3 * 2 / 64) == "$3.125 \\times 10^{-5}$" and ar.rate(2.5e-4) == "$2.5 \\times 10^{-4}$"
-    assert ar.check_sentence(0.0, 0.0).startswith("The check passes: ")
-    assert ar.check_sentence(1e-5, 0.0).startswith("The check passes: ")
-    assert ar.check_sentence(2e-5, 0.0).startswith("The check fails: ")
-    assert ar.check_sentence(0.0, 1e-9).startswith("The check fails: ")
-    assert ar.resolved_sentence([]) == "none excludes zero"
-    assert ar.resolved_sentence([("training mode", 2)]) == "one excludes zero (training mode at micro-batch 2)"
+    assert accumulation_sentences.check_sentence(0.0, 0.0).startswith("The check passes: ")
+    assert accumulation_sentences.check_sentence(1e-5, 0.0).startswith("The check passes: ")
+    assert accumulation_sentences.check_sentence(2e-5, 0.0).startswith("The check fails: ")
+    assert accumulation_sentences.check_sentence(0.0, 1e-9).startswith("The check fails: ")
+    assert accumulation_sentences.resolved_sentence([]) == "none excludes zero"
+    assert (
+        accumulation_sentences.resolved_sentence([("training mode", 2)])
+        == "one excludes zero (training mode at micro-batch 2)"
+    )
     three = [("training mode", 2), ("training mode", 4), ("inference mode", 4)]
-    assert ar.resolved_sentence(three) == (
+    assert accumulation_sentences.resolved_sentence(three) == (
         "3 exclude zero (training mode at micro-batches 2 and 4 and inference mode at micro-batch 4)"
     )
 

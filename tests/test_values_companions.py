@@ -17,9 +17,11 @@ import pytest
 from scipy import stats as sps
 
 from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
+from bnstudy.studies.companions import estimates as companions_estimates
+from bnstudy.studies.companions import macros as companions_macros
 from bnstudy.studies.companions import science as companions
 from bnstudy.studies.companions import summary as companions_summary
-from bnstudy.studies.companions.summary import ratio_words
+from bnstudy.studies.companions.published import ratio_words
 from share_reference import crossed_reference as share_crossed_reference
 from share_reference import logit_t_interval
 
@@ -238,7 +240,7 @@ def test_networks_are_logit_t_intervals_over_the_dependence_networks_within_shar
     beyond = 0
     for design, b, _ in DESIGN_PLANS:
         per_network = [expected_cell("dependence", s, design, b) for s in (1, 2, 4)]
-        for measure in companions_summary.MEASURES:
+        for measure in companions_estimates.MEASURES:
             v = np.array([c[measure] for c in per_network])
             got = nets[f"{design}_b{b}_{measure}"]
             mean, _, lo, hi = logit_t_interval(v, CONF)
@@ -583,7 +585,7 @@ def test_networks_table_by_value(result):
     want = []
     for design, b, _ in DESIGN_PLANS:
         cells = []
-        for measure in companions_summary.MEASURES:
+        for measure in companions_estimates.MEASURES:
             v = np.array([expected_cell("dependence", s, design, b)[measure] for s in (1, 2, 4)])
             mean, _, lo, hi = logit_t_interval(v, CONF)
             cells.append(with_ci(mean, lo, hi, f3 if measure == "train_mode_accuracy" else pct))
@@ -600,13 +602,13 @@ def test_keep_macros_by_hand():
             {"design": "own_class", "batch_size": 16, "flip_rate": 0.9, "inference_accuracy": 0.875},
         ]
     )
-    assert companions_summary.keep_macros(keep) == {
+    assert companions_macros.keep_macros(keep) == {
         "compKeepFlipBOneSix": "12.5\\%",
         "compKeepFlipCiBOneSix": "[5.0\\%, 25.0\\%]",
         "compKeepExactFlip": "50.0\\%",
         "compKeepInferenceAcc": "0.875",
     }
-    assert companions_summary.keep_macros(keep.iloc[:0]) == {}
+    assert companions_macros.keep_macros(keep.iloc[:0]) == {}
 
 
 def test_exact_rate_on_the_ends_of_a_zero_width_interval_is_inside():
@@ -651,9 +653,9 @@ def test_summarise_a_cell_of_one_example():
 def test_networks_table_holds_each_measures_t_interval_over_the_dependence_networks(result):
     """The ``networks_table`` frame the rule writes: one row per design, b and measure."""
     table = result["networks_table"]
-    assert len(table) == len(DESIGN_PLANS) * len(companions_summary.MEASURES)
+    assert len(table) == len(DESIGN_PLANS) * len(companions_estimates.MEASURES)
     for design, b, _ in DESIGN_PLANS:
-        for measure in companions_summary.MEASURES:
+        for measure in companions_estimates.MEASURES:
             row = table[(table.design == design) & (table.batch_size == b) & (table.measure == measure)]
             v = np.array([expected_cell("dependence", s, design, b)[measure] for s in (1, 2, 4)])
             mean, _, lo, hi = logit_t_interval(v, CONF)

@@ -20,8 +20,8 @@ from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.studies.accumulation import report as accumulation_report
 from bnstudy.studies.batch_size import macros as batch_size_macros
-from bnstudy.studies.companions import summary as companions_summary
-from bnstudy.studies.running_stats import report as running_stats_report
+from bnstudy.studies.companions import macros as companions_macros
+from bnstudy.studies.running_stats import shuffles as running_stats_shuffles
 from float32_by_hand import exact_by_hand
 
 
@@ -97,7 +97,7 @@ def test_end_macros_without_the_exact_design_say_na_for_its_size():
     )
     over_seeds = _grid_flips((2, 4))
     m = {"compFlipBTwo": "F2", "compFlipBFour": "F4", "compAccBFour": "A4", "compNetFlipRateCiBTwo": "N2"}
-    got = companions_summary.end_macros(m, dep0, over_seeds, one_class_size=4)
+    got = companions_macros.end_macros(m, dep0, over_seeds, one_class_size=4)
     want = {
         "compSizeMin": "2",
         "compSizeMax": "4",
@@ -122,7 +122,7 @@ def test_end_macros_without_the_exact_design_say_na_for_its_size():
             want[f"compGrid{word}Range{end}"] = low if low == high else f"{low}--{high}"
     assert got == want
     with_exact = pd.concat([dep0, pd.DataFrame([_dep_row("exact", 2, 0.4)])], ignore_index=True)
-    again = companions_summary.end_macros(m, with_exact, over_seeds, one_class_size=16)
+    again = companions_macros.end_macros(m, with_exact, over_seeds, one_class_size=16)
     assert again == want | {"compExactSize": "2", "compRandomFlipOneClass": "n/a"}
 
 
@@ -160,7 +160,7 @@ def test_grid_macros_are_at_the_smallest_and_the_largest_of_three_probe_sizes():
         "confidence": 0.95,
     }
     over_seeds = _grid_flips(sizes)
-    got = companions_summary.macros(probes, dep0, dep_networks, over_seeds, published, params)
+    got = companions_macros.macros(probes, dep0, dep_networks, over_seeds, published, params)
     want = {"compGridNetworks": "6"}  # (batchnorm, 2), (batchnorm, 16), (none, 2); two seeds each
     for norm, word in (("batchnorm", "Batchnorm"), ("batchrenorm", "Batchrenorm")):
         for b, name in ((2, "BTwo"), (8, "BEight")):
@@ -336,7 +336,7 @@ def test_written_tables_have_no_index_column(tmp_path):
             for s in (0, 1, 2)
         ]
     )
-    table = running_stats_report.shuffle_summary_table(shuffles, 0.95)
+    table = running_stats_shuffles.shuffle_summary_table(shuffles, 0.95)
     io.write_table(path, table)
     lines = path.read_text().splitlines()
     assert lines[0] == "estimator,batch_size,updates,metric,shuffles,mean,sd,ci_low,ci_high"

@@ -266,17 +266,17 @@ def _paired(gain, lo, hi, b=2):
 
 def test_an_interval_ending_exactly_at_zero_establishes_no_loss():
     """A paired interval [-0.1, 0] contains zero: no loss is named, the sentence says so."""
-    from bnstudy.studies.batch_size import macros as batch_size_macros
+    from bnstudy.studies.batch_size import sentences as batch_size_sentences
 
     loss, exact = _paired(-0.05, -0.1, 0.0), _paired(0.01, -0.02, 0.04)
-    text = batch_size_macros.recovery_sentence(loss, exact, 0.2, 2)
+    text = batch_size_sentences.recovery_sentence(loss, exact, 0.2, 2)
     assert "contains zero, so there is no established loss to recover" in text
-    assert batch_size_macros._side(_paired(-0.05, -0.1, -1e-12)) == "below"
-    assert batch_size_macros._side(_paired(0.05, 0.0, 0.1)) == "zero"
+    assert batch_size_sentences.side_of(_paired(-0.05, -0.1, -1e-12)) == "below"
+    assert batch_size_sentences.side_of(_paired(0.05, 0.0, 0.1)) == "zero"
 
 
 def test_published_comparison_skips_a_size_the_source_did_not_publish_and_goes_on():
-    from bnstudy.studies.companions import summary as companions_summary
+    from bnstudy.studies.companions import published as companions_published
 
     # two networks x two examples at each size; nothing published at b = 2, the first size
     rows = [
@@ -286,7 +286,7 @@ def test_published_comparison_skips_a_size_the_source_did_not_publish_and_goes_o
         for (s, e), f in zip(((0, 0), (0, 1), (1, 0), (1, 1)), flips)
     ]
     published = {"flip_rate": {16: 0.5}}
-    m = companions_summary.published_ratio_macros(pd.DataFrame(rows), published, [2, 16], 0.95)
+    m = companions_published.published_ratio_macros(pd.DataFrame(rows), published, [2, 16], 0.95)
     assert m["compPublishedComparison"].startswith("at $b=16$ the published 50.0")
     assert "lies above our interval" in m["compPublishedComparison"] and "$b=2$" not in m["compPublishedComparison"]
     assert m["compPublishedOutside"] == "at $b=16$"

@@ -19,6 +19,7 @@ from bnstudy.base.runtime import STREAM_POPULATION, derive_seed
 from bnstudy.nets.data import synthetic_population
 from bnstudy.studies.running_stats import report as running_stats_report
 from bnstudy.studies.running_stats import science as rs
+from bnstudy.studies.running_stats import shuffles as running_stats_shuffles
 
 # ---- the estimators and scores by hand -------------------------------------------------------
 
@@ -674,7 +675,7 @@ def test_table_sorted_without_spread_has_no_plus_minus(tables, population):
 
 def test_shuffle_table_cell_missing_is_a_dash(result):
     summary = result["shuffle_summary"]
-    header, rows, _, _ = running_stats_report.shuffle_table(summary[summary.estimator != "pooled"])
+    header, rows, _, _ = running_stats_shuffles.shuffle_table(summary[summary.estimator != "pooled"])
     assert all(r[4] == "--" for r in rows) and all(r[2] != "--" for r in rows)
 
 
@@ -725,6 +726,6 @@ def test_trained_networks_columns_beside_the_metrics_are_not_summarised(result, 
 
 
 def test_a_shuffle_interval_prints_four_decimals_or_says_every_shuffle_alike():
-    assert running_stats_report._shuffle_interval(0.12344, 0.56786) == "[0.1234, 0.5679]"
+    assert running_stats_shuffles._shuffle_interval(0.12344, 0.56786) == "[0.1234, 0.5679]"
     # one point: no spread over the shuffles
-    assert running_stats_report._shuffle_interval(0.25, 0.25) == "(every shuffle alike)"
+    assert running_stats_shuffles._shuffle_interval(0.25, 0.25) == "(every shuffle alike)"

@@ -9,13 +9,13 @@ log = start(snakemake, torch=False)
 import pandas as pd
 
 from bnstudy.base import io
-from bnstudy.studies.companions import science as companions
+from bnstudy.studies.companions import draws
 
 inp, p = snakemake.input, snakemake.params
 y = io.read_array(inp.y_test)
 split = io.read_table(inp.indices)
 digits_row = split.loc[split["half"] == "test", "row"].to_numpy()  # test half, in test-row order
-examples = companions.choose_examples(y, p.examples_per_class, p.seed)
+examples = draws.choose_examples(y, p.examples_per_class, p.seed)
 io.write_table(
     snakemake.output.examples,
     pd.DataFrame(

@@ -6,8 +6,9 @@
 only PyTorch and NumPy (matplotlib for figures); the pipeline never imports it.
 """
 
-from .core import DEFAULT_SIZES, AuditResult, audit
+from .core import AuditResult, audit
 from .engine import AuditError
+from .options import DEFAULT_SIZES
 from .testing import assert_flip_rate
 
 __all__ = ["DEFAULT_SIZES", "AuditError", "AuditResult", "assert_flip_rate", "audit"]

@@ -13,40 +13,30 @@ group ids such as source, customer or day):
 - per batch-norm layer, the distance of its running statistics from the exact
   statistics of the data (the study's remedy (d) and its distances,
   :func:`bnstudy.audit.engine.distance`), the band of that distance that the sampling
-  noise of the data's own rows gives (:func:`noise_bands`), and the updates they carry;
+  noise of the data's own rows gives (:func:`bnstudy.audit.statistics.noise_bands`), and the updates they carry;
 - with labels, accuracy with the stored running statistics against statistics
   recomputed on the data (or on ``stats_x``): the remedy the study measured.
 
 Only normalisation layers change mode: the rest of the network stays in evaluation
 mode (dropout off), so every flip is one that batch statistics cause.
+
+Here: the result (:class:`AuditResult`), the inputs checked and brought to the model, and
+:func:`audit`, which runs the parts in order: the options (:mod:`bnstudy.audit.options`), the
+probes (:mod:`bnstudy.audit.probing`), the running statistics (:mod:`bnstudy.audit.statistics`).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
-
-from . import designs
-from .engine import AuditError, Engine, distance
-from .intervals import MIN_STRATUM, TAIL_RESAMPLES, bootstrap_examples, min_resamples, strata_or_none
-from .progress import Progress
-from .report import STALE
-
-DEFAULT_SIZES = (2, 4, 16, 64)
-DESIGN_WORDS = {
-    "random": "random companions",
-    "label": "companions of the same label",
-    "group": "companions of the same group",
-    "exact": "every companion once",
-}
-DESIGNS = tuple(DESIGN_WORDS)
-NAMES = {"x": "inputs", "y": "labels", "groups": "groups", "stats_x": "statistics inputs"}
+from .engine import AuditError, Engine
+from .options import Options, check_options
+from .probing import probe_all, probe_plans
+from .statistics import check_statistics, layer_rows
 
 
 @dataclass
@@ -99,7 +89,7 @@ class AuditResult:
         return [{k: p[k] for k in ("example", "probes", "flips")} for p in rows[:count]]
 
     def findings(self) -> list[dict]:
-        from .report import findings
+        from .findings import findings
 
         return findings(self)
 
@@ -151,107 +141,6 @@ def _model_dtype(model) -> torch.dtype:
     return torch.float32
 
 
-def _share(values) -> float:
-    v = [float(x) for x in values]
-    return math.fsum(v) / len(v) if v else float("nan")
-
-
-def _interval(values, strata, opts, code, b, unstratified: list | None = None, what: str = ""):
-    """The bootstrap interval of the mean of ``values``: NaN for fewer than 2 values; resampled within
-    ``strata`` only where every stratum holds :data:`MIN_STRATUM` values (else ``what`` goes to
-    ``unstratified``)."""
-    if len(values) < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(derive_seed(opts.seed, STREAM_BOOTSTRAP, code, int(b)))
-    usable = strata_or_none(strata)
-    if strata is not None and usable is None and unstratified is not None:
-        unstratified.append(what)
-    return bootstrap_examples(np.asarray(values, np.float64), opts.resamples, opts.confidence, rng, strata=usable)
-
-
-@dataclass(frozen=True)
-class Options:
-    """How :func:`audit` probes: every keyword argument of :func:`audit`, with its default.
-
-    ``batch_sizes`` (and ``serving_batch``, added to them): the probe batch sizes;
-    ``probes``: training-mode predictions per example at each size and design;
-    ``exact_sample``: examples enumerated exactly at ``b = 2`` (fewer if the pairs would
-    exceed ``exact_budget`` rows), or ``exact_examples``, their row indices; ``stats_x``: the
-    data the statistics are recomputed on (default ``x``); ``resamples`` and ``confidence``:
-    the bootstrap intervals (at least :func:`bnstudy.audit.intervals.min_resamples`);
-    ``noise_resamples`` and ``noise_rows``: the band of sampling noise of the exact statistics
-    (:func:`noise_bands`; 0 resamples: none, a fixed threshold); ``seed``: every random draw;
-    ``device``: where the model runs; ``chunk_rows``: rows per forward pass; ``progress``: a
-    progress bar; ``designs_wanted``: the probe designs; ``names``: what errors call ``x``,
-    ``y``, ``groups`` and ``stats_x`` (the command gives the files' names).
-    """
-
-    batch_sizes: tuple = DEFAULT_SIZES
-    serving_batch: int | None = None
-    probes: int = 20
-    exact_sample: int = 50
-    exact_budget: int = 200_000
-    exact_examples: object = None
-    stats_x: object = None
-    resamples: int = 1000
-    confidence: float = 0.95
-    noise_resamples: int = 10
-    noise_rows: int = 256
-    seed: int = 0
-    device: str = "cpu"
-    chunk_rows: int = 1024
-    progress: bool = False
-    designs_wanted: tuple = DESIGNS
-    names: object = None
-
-    def name(self, key: str) -> str:
-        return (self.names or {}).get(key, NAMES[key])
-
-
-def _whole(value, what: str, least: int) -> int:
-    """``value`` as an int of at least ``least``; refused in one line otherwise (bool and 2.5 too)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise AuditError(f"{what} must be a whole number of at least {least}, got {value!r}")
-    return int(value)
-
-
-def check_options(opts: Options) -> list[int]:
-    """Every option checked before any work, each refused in one line; returns the probe batch sizes
-    (the listed ones and the serving batch, sorted)."""
-    if isinstance(opts.batch_sizes, (int, np.integer)) or not len(tuple(opts.batch_sizes)):
-        raise AuditError(f"batch sizes must be a list of sizes of at least 2, got {opts.batch_sizes!r}")
-    sizes = {_whole(b, "every batch size", 2) for b in opts.batch_sizes}
-    if opts.serving_batch is not None:
-        sizes.add(_whole(opts.serving_batch, "the serving batch", 2))
-    _whole(opts.probes, "probes per example", 1)
-    _whole(opts.exact_sample, "the exact sample", 0)
-    _whole(opts.exact_budget, "the exact budget", 0)
-    _whole(opts.seed, "the seed", 0)
-    _whole(opts.chunk_rows, "rows per forward pass (chunk)", 1)
-    _whole(opts.noise_resamples, "the noise band's resamples", 0)
-    _whole(opts.noise_rows, "the noise band's rows", 2)
-    if not isinstance(opts.confidence, (float, int)) or not 0 < opts.confidence < 1:
-        raise AuditError(f"the confidence must lie strictly between 0 and 1, got {opts.confidence!r}")
-    least = min_resamples(opts.confidence)
-    if isinstance(opts.resamples, bool) or not isinstance(opts.resamples, (int, np.integer)) or opts.resamples < least:
-        raise AuditError(
-            f"resamples must be at least {least} for a {100 * opts.confidence:g}% interval (each tail "
-            f"{TAIL_RESAMPLES} resamples), got {opts.resamples!r}"
-        )
-    unknown = set(opts.designs_wanted) - set(DESIGNS)
-    if unknown or not opts.designs_wanted:
-        raise AuditError(f"designs must be among {', '.join(DESIGNS)}, got {list(opts.designs_wanted)}")
-    try:
-        device = torch.device(opts.device)
-    except (RuntimeError, TypeError):
-        raise AuditError(f"device {opts.device}: the audit runs on cpu or cuda (cuda:N for one GPU)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise AuditError(f"device {opts.device}: torch sees no GPU")
-    if device.type not in ("cpu", "cuda"):
-        raise AuditError(f"device {opts.device}: the audit runs on cpu or cuda (cuda:N for one GPU)")
-    return sorted(sizes)
-
-
 def audit(model: torch.nn.Module, x, y=None, groups=None, **options) -> AuditResult:
     """Audit ``model`` on inputs ``x`` (rows first), labels ``y`` and group ids ``groups`` (both optional).
 
@@ -275,10 +164,10 @@ def audit(model: torch.nn.Module, x, y=None, groups=None, **options) -> AuditRes
     notes = []
     inference, st = _inference_labels(engine, st, y, opts, notes)
     xt = engine.x
-    plans, exact = _plans(len(xt), sizes, y, groups, opts, notes)
-    flips_rows, per_example, timing = _probe_all(engine, plans, inference, y, opts, notes)
-    layers = _layer_rows(engine, norms)
-    accuracy = _statistics(engine, norms, layers, (xt, st, y, inference), opts, notes)
+    plans, exact = probe_plans(len(xt), sizes, y, groups, opts, notes)
+    flips_rows, per_example, timing = probe_all(engine, plans, inference, y, opts, notes)
+    layers = layer_rows(engine, norms)
+    accuracy = check_statistics(engine, norms, layers, (xt, st, y, inference), opts, notes)
     settings = _settings(xt, sizes, (y, groups, exact), engine, opts)
     timing = {"seconds": time.perf_counter() - started} | timing
     norm_rows = [{"name": x_.name, "kind": x_.kind, "batch_statistics": x_.batch} for x_ in norms]
@@ -372,224 +261,6 @@ def _inference_labels(engine: Engine, st, y, opts: Options, notes: list):
     return inference, st
 
 
-def _plans(n: int, sizes, y, groups, opts: Options, notes: list) -> tuple[list, np.ndarray | None]:
-    """The probe plans ``(design, b, batches, counted)`` and the exact examples (or None);
-    what could not be probed goes to ``notes``."""
-    plans = []
-    all_rows = np.arange(n)
-    for b in sizes:
-        if "random" in opts.designs_wanted:
-            if n >= b:
-                rng = designs.generator(opts.seed, "random", b)
-                plans.append(("random", b, *designs.rounds(all_rows, b, opts.probes, rng)))
-            else:
-                notes.append(f"random batches of {b}: only {n} rows")
-        for design, ids in (("label", y), ("group", groups)):
-            if ids is not None and design in opts.designs_wanted:
-                plans += _one_group_plan(design, ids, b, opts, notes)
-    exact = _exact_examples(n, y, opts, notes)
-    if exact is not None:
-        plans.append(("exact", 2, *designs.exact_pairs(exact, all_rows)))
-    return plans, exact
-
-
-def _one_group_plan(design: str, ids, b: int, opts: Options, notes: list) -> list:
-    """Batches of ``b`` rows of one label or group id each (as a list of at most one plan)."""
-    rng = designs.generator(opts.seed, design, b)
-    parts, marks, small = [], [], 0
-    for g in np.unique(ids):
-        pool = np.flatnonzero(ids == g)
-        if len(pool) < b:
-            small += len(pool)
-            continue
-        bt, ct = designs.rounds(pool, b, opts.probes, rng)
-        parts.append(bt)
-        marks.append(ct)
-    if small:
-        notes.append(f"{design} batches of {b}: {small} rows in {design}s of fewer than {b} rows not probed")
-    return [(design, b, np.concatenate(parts), np.concatenate(marks))] if parts else []
-
-
-def _exact_examples(n: int, y, opts: Options, notes: list):
-    """The examples enumerated exactly at ``b = 2``: the given ones, or a stratified sample of the
-    asked size that fits the budget (None: no exact design)."""
-    if opts.exact_examples is not None:
-        exact = np.unique(np.asarray(opts.exact_examples, np.int64))
-        if len(exact) == 0 or exact[0] < 0 or exact[-1] >= n:
-            raise AuditError(f"exact examples must be row indices in [0, {n}), got {len(exact)} values")
-        return exact
-    if "exact" not in opts.designs_wanted or opts.exact_sample <= 0:
-        return None
-    budget, sample = opts.exact_budget, min(opts.exact_sample, n)
-    fit = max(0, min(int(sample), budget // (2 * (n - 1))))
-    if fit < 1:
-        notes.append(f"exact b = 2: {n - 1} pairs per example exceed the budget of {budget} rows")
-        return None
-    if fit < sample:
-        notes.append(f"exact b = 2: {fit} examples (not {sample}) fit the budget of {budget} rows")
-    if opts.exact_sample > n:
-        notes.append(f"exact b = 2: all {n} rows (fewer than the {opts.exact_sample} asked for)")
-    return designs.stratified_sample(n, fit, y, opts.seed)
-
-
-def _probe_all(engine: Engine, plans, inference, y, opts: Options, notes: list):
-    """Every plan probed: ``(flip rows, per-example rows, timing)``."""
-    total = sum(p[2].size for p in plans)
-    bar = Progress(total, "rows", enabled=opts.progress)
-    per_example, flips_rows, unstratified = [], [], []
-    counted_total = 0
-    probe_start = time.perf_counter()
-    for design, b, batches, counted in plans:
-        labels = engine.train_labels(batches, progress=bar)
-        row = _probe_plan((design, b, batches, counted), labels, inference, y, opts, per_example, unstratified)
-        flips_rows.append(row)
-        counted_total += int(counted.sum())
-    bar.close()
-    if unstratified:
-        notes.append(
-            f"intervals resampled without strata where a label holds fewer than {MIN_STRATUM} of the examples "
-            f"(one or two examples of a label cannot show its spread): {', '.join(unstratified)}"
-        )
-    probe_seconds = time.perf_counter() - probe_start
-    timing = {
-        "probe_seconds": probe_seconds,
-        "probes": counted_total,
-        "rows_forwarded": int(total),
-        "probes_per_second": counted_total / probe_seconds if probe_seconds > 0 else float("nan"),
-    }
-    return flips_rows, per_example, timing
-
-
-def _probe_plan(plan, labels, inference, y, opts: Options, per_example: list, unstratified: list) -> dict:
-    """One plan's flip row from its training-mode ``labels``; its examples' rows go to ``per_example``."""
-    design, b, batches, counted = plan
-    n = len(inference)
-    rows = batches[counted]
-    flipped = (labels[counted] != inference[rows]).astype(np.int64)
-    counts = np.bincount(rows, minlength=n)
-    flips = np.bincount(rows, weights=flipped, minlength=n).astype(np.int64)
-    correct = None if y is None else np.bincount(rows, weights=labels[counted] == y[rows], minlength=n)
-    probed = np.flatnonzero(counts)
-    share = flips[probed] / counts[probed]
-    for e in probed:
-        per_example.append(
-            {"design": design, "batch_size": b, "example": int(e), "probes": int(counts[e]), "flips": int(flips[e])}
-            | ({} if correct is None else {"correct": int(correct[e])})
-        )
-    strata = None if y is None else y[probed]
-    code = designs.DESIGN_CODES[design]
-    lo, hi = _interval(share, strata, opts, code, b, unstratified, f"{design} b={b}")
-    ever = (flips[probed] > 0).astype(np.float64)
-    row = {
-        "design": design,
-        "batch_size": int(b),
-        "examples": len(probed),
-        "probes": int(counts.sum()),
-        "probes_per_example": int(counts[probed].max()) if len(probed) else 0,
-        "flips": int(flips.sum()),
-        "flip_rate": _share(share),
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_stratified": strata_or_none(strata) is not None,
-        "ever_flipped": _share(ever),
-    }
-    if correct is not None:
-        row["train_mode_accuracy"] = _share(correct[probed] / counts[probed])
-    return row
-
-
-def _statistics(engine: Engine, norms, layers, data, opts: Options, notes: list) -> dict | None:
-    """Running against exact statistics per layer (into ``layers``) and, with labels, the accuracy
-    with the stored and the recomputed statistics; ``data`` is ``(inputs, statistics inputs,
-    labels, inference labels)``."""
-    xt, st, y, inference = data
-    batch_layers = [n for n in norms if n.batch]
-    if batch_layers and engine.scripted:
-        notes.append("TorchScript model: exact statistics and the remedy need the eager module (module:factory)")
-        return None
-    if batch_layers:
-        exact_stats = engine.exact_statistics(st)
-        bands = noise_bands(engine, st, exact_stats, opts)
-        _distances(engine, layers, exact_stats, bands, len(st), notes)
-        return None if y is None else _recomputed_accuracy(engine, exact_stats, data, opts)
-    if y is None:
-        return None
-    return {"running": _share((inference == y).astype(np.float64)), "recomputed": None}
-
-
-def noise_bands(engine: Engine, st, exact_stats, opts: Options) -> dict[str, tuple[float, float]]:
-    """Per batch-norm layer, ``(mean band, variance band)``: how far the exact statistics of
-    ``len(st)`` rows lie from those of the population they were drawn from, by sampling noise alone,
-    at the 95th percentile (the distances of :func:`bnstudy.audit.engine.distance`).
-
-    Bootstrap: ``noise_resamples`` times, ``m = min(len(st), noise_rows)`` rows drawn with
-    replacement, their exact statistics computed layer by layer as for the data (every earlier
-    layer holding the resample's own, so the noise of earlier layers is carried forward), and each
-    layer's distances from the data's exact statistics scaled by ``sqrt(m / len(st))`` (the noise of
-    a mean or variance falls as one over the square root of the rows). The band is the 95th
-    percentile of those distances (linear interpolation). Empty with no resamples.
-    """
-    n, reps = len(st), opts.noise_resamples
-    if reps == 0:
-        return {}
-    m = min(n, opts.noise_rows)
-    scale = math.sqrt(m / n)
-    rng = np.random.default_rng(derive_seed(opts.seed, STREAM_BOOTSTRAP, 98, m))
-    eps = {name: layer.eps for name, layer in engine._layers()}
-    found: dict[str, list] = {name: [] for name in exact_stats}
-    for _ in range(reps):
-        rows = torch.as_tensor(rng.integers(0, n, size=m), device=st.device)
-        again = engine.exact_statistics(st[rows])
-        for name, (em, ev) in exact_stats.items():
-            if name in again:
-                md, vd = distance(again[name][0], again[name][1], em, ev, eps[name])
-                found[name].append((md * scale, vd * scale))
-    return {name: tuple(float(q) for q in np.quantile(np.asarray(d), 0.95, axis=0)) for name, d in found.items() if d}
-
-
-def stale_threshold(band: float | None) -> float:
-    """The distance above which a layer is called stale: :data:`STALE` and the noise band added in
-    squares (a true offset and independent noise add so, channel by channel), or :data:`STALE`
-    without a band."""
-    return STALE if band is None else math.hypot(STALE, band)
-
-
-def _distances(engine: Engine, layers, exact_stats, bands, rows: int, notes: list) -> None:
-    """Each batch-statistics layer's distance of its running statistics from the exact ones, its
-    noise band, and whether it is stale (beyond :func:`stale_threshold` on either distance)."""
-    for r in layers:
-        if r["name"] in exact_stats:
-            em, ev = exact_stats[r["name"]]
-            m = engine_layer(engine, r["name"])
-            md, vd = distance(m.running_mean.cpu().numpy(), m.running_var.cpu().numpy(), em, ev, m.eps)
-            mb, vb = bands.get(r["name"], (None, None))
-            stale = md > stale_threshold(mb) or vd > stale_threshold(vb)
-            r |= {"mean_distance": md, "var_distance": vd, "mean_noise": mb, "var_noise": vb, "stale": bool(stale)}
-            r["statistics_rows"] = rows
-        elif r["batch_statistics"]:
-            r |= {"mean_distance": None, "var_distance": None, "mean_noise": None, "var_noise": None, "stale": None}
-            notes.append(f"layer {r['name']}: not reached by a forward pass, no statistics")
-
-
-def _recomputed_accuracy(engine: Engine, exact_stats, data, opts: Options) -> dict:
-    """Accuracy with the running statistics against the recomputed ones, with the gain's interval."""
-    xt, st, y, inference = data
-    recomputed = engine.inference_labels_with(exact_stats, xt)
-    hit_run = (inference == y).astype(np.float64)
-    hit_new = (recomputed == y).astype(np.float64)
-    lo, hi = _interval(hit_new - hit_run, y, opts, 99, 0)
-    return {
-        "running": _share(hit_run),
-        "recomputed": _share(hit_new),
-        "gain": _share(hit_new - hit_run),
-        "gain_ci_low": lo,
-        "gain_ci_high": hi,
-        "changed_labels": int((recomputed != inference).sum()),
-        "statistics_rows": len(st),
-        "statistics_data": "audited data" if opts.stats_x is None else "statistics data",
-    }
-
-
 def _settings(xt, sizes, given, engine: Engine, opts: Options) -> dict:
     """The audit's settings as reported; ``given`` is ``(labels, groups, exact examples)``."""
     y, groups, exact = given
@@ -620,27 +291,3 @@ def _classes(engine: Engine, x) -> int:
         out = engine.net(x[:2])
     out = out[0] if isinstance(out, (tuple, list)) else out
     return 2 if out.dim() == 1 or out.shape[1] == 1 else int(out.shape[1])
-
-
-def engine_layer(engine: Engine, name: str):
-    return dict(engine._layers())[name]
-
-
-def _layer_rows(engine: Engine, norms) -> list[dict]:
-    rows = []
-    for n in norms:
-        r = {"name": n.name, "kind": n.kind, "batch_statistics": n.batch}
-        m = n.module
-        if n.batch:
-            tracked = getattr(m, "num_batches_tracked", None)
-            updates = None if tracked is None else int(tracked)
-            mean, var = m.running_mean.detach(), m.running_var.detach()
-            initial = bool((mean == 0).all() and (var == 1).all())
-            r |= {
-                "channels": int(mean.numel()),
-                "updates": updates,
-                "momentum": getattr(m, "momentum", None),
-                "never_updated": updates == 0 or initial,
-            }
-        rows.append(r)
-    return rows

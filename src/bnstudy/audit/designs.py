@@ -87,7 +87,7 @@ def exact_pair_count(sample_size: int, pool_size: int) -> int:
 
 
 def choose_examples(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
-    """The study's stratified choice (:func:`bnstudy.studies.companions.science.choose_examples`, the same
+    """The study's stratified choice (:func:`bnstudy.studies.companions.draws.choose_examples`, the same
     draws): ``per_class`` rows of every class, sorted, each class a uniform draw without replacement from
     one generator seeded from ``(seed, STREAM_PROBE)``, classes in sorted order."""
     rng = np.random.default_rng(derive_seed(seed, STREAM_PROBE))

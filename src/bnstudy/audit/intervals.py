@@ -10,6 +10,9 @@ intervals honest for small samples:
   without strata when any stratum is that small (:func:`strata_or_none`);
 - each tail of a ``confidence`` interval needs :data:`TAIL_RESAMPLES` resamples beyond it
   (:func:`min_resamples`: 200 at 95%, 1,000 at 99%); fewer are refused.
+
+The audit's intervals are :func:`seeded_interval` (each its own seed, derived from the audit's),
+around the means of :func:`mean_share`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
 
 MIN_STRATUM = 5
 TAIL_RESAMPLES = 5
@@ -60,3 +65,22 @@ def bootstrap_examples(per_example, resamples: int, confidence: float, rng: np.r
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return float(lo), float(hi)
+
+
+def mean_share(values) -> float:
+    """The mean of ``values`` (``math.fsum``: exactly rounded), NaN for none."""
+    v = [float(x) for x in values]
+    return math.fsum(v) / len(v) if v else float("nan")
+
+
+def seeded_interval(values, strata, opts, code, b, unstratified: list | None = None, what: str = ""):
+    """The bootstrap interval of the mean of ``values``: NaN for fewer than 2 values; resampled within
+    ``strata`` only where every stratum holds :data:`MIN_STRATUM` values (else ``what`` goes to
+    ``unstratified``)."""
+    if len(values) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(derive_seed(opts.seed, STREAM_BOOTSTRAP, code, int(b)))
+    usable = strata_or_none(strata)
+    if strata is not None and usable is None and unstratified is not None:
+        unstratified.append(what)
+    return bootstrap_examples(np.asarray(values, np.float64), opts.resamples, opts.confidence, rng, strata=usable)

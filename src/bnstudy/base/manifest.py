@@ -4,7 +4,8 @@ A manifest is a tidy table, one row per output file: ``rule``, ``wildcards``,
 ``path``, ``bytes``, ``sha256``. Two runs agree exactly when their manifests are
 byte-identical; :func:`first_difference` says where they first part, in the order
 the rows were written (the pipeline writes them in DAG order), and
-:func:`value_diff` which values of a JSON or CSV summary file moved.
+:func:`summary_value_diffs` which values of its JSON or CSV summary files moved
+(:mod:`bnstudy.base.valuediff`).
 
 The expected result of a config is its manifest, kept in ``config/expected/``
 (logs, benchmarks and runtimes are never hashed)::
@@ -16,7 +17,9 @@ The expected result of a config is its manifest, kept in ``config/expected/``
 with its files and, when the config's pins file exists, the pinned values that
 moved (``python -m bnstudy.base.pinned check``); exit status 1 on any difference.
 ``expected`` writes (or refreshes) the expected manifest from a finished build:
-for deliberate changes of the science; review its diff like code.
+for deliberate changes of the science; review its diff like code. ``repair`` re-creates a
+build's missing or damaged files (:mod:`bnstudy.base.repair`); where a config's expected
+manifest and pins lie: :mod:`bnstudy.base.expected`.
 """
 
 from __future__ import annotations
@@ -24,17 +27,17 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from bnstudy.base.expected import expected_for_config, other_builds, pinned_drift, pins_for, repair_command
+from bnstudy.base.valuediff import MAX_LINES, value_diff
+
 COLUMNS = ["rule", "wildcards", "path", "bytes", "sha256"]
-SUMMARY_SUFFIXES = {".json", ".csv", ".tsv"}  # files whose values value_diff can list
-MAX_LINES = 20
+SUMMARY_SUFFIXES = {".json", ".csv", ".tsv"}  # files whose values valuediff.value_diff can list
 
 
 def sha256(path) -> str:
@@ -101,83 +104,7 @@ def describe_files(diff: pd.DataFrame, a: str = "a", b: str = "b") -> list[str]:
     return lines
 
 
-# ---- values that moved ------------------------------------------------------
-
-
-def _flatten(obj, prefix: str = "") -> dict[str, str]:
-    """JSON leaves by key path (``a.b[2].c``), each as its JSON text."""
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            out |= _flatten(v, f"{prefix}.{k}" if prefix else str(k))
-        return out or {prefix: "{}"}
-    if isinstance(obj, list):
-        out = {}
-        for i, v in enumerate(obj):
-            out |= _flatten(v, f"{prefix}[{i}]")
-        return out or {prefix: "[]"}
-    return {prefix: json.dumps(obj)}
-
-
-def _json_changes(a: Path, b: Path) -> list[tuple[str, str, str]]:
-    fa, fb = _flatten(json.loads(a.read_text())), _flatten(json.loads(b.read_text()))
-    keys = list(fa) + [k for k in fb if k not in fa]
-    return [(k, fa.get(k, "(missing)"), fb.get(k, "(missing)")) for k in keys if fa.get(k) != fb.get(k)]
-
-
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_label(values: list[str]) -> bool:
-    """A column that names rows rather than measures: text or integers, no fractions."""
-    return all(v.lstrip("-").isdigit() or not _is_float(v) for v in values)
-
-
-def _table_changes(a: Path, b: Path) -> list[tuple[str, str, str]]:
-    delimiter = "\t" if a.suffix == ".tsv" else ","
-    with open(a, newline="") as f:
-        ra = list(csv.reader(f, delimiter=delimiter))
-    with open(b, newline="") as f:
-        rb = list(csv.reader(f, delimiter=delimiter))
-    if not ra or not rb:
-        return [("rows", str(len(ra)), str(len(rb)))] if len(ra) != len(rb) else []
-    head_a, head_b, ra, rb = ra[0], rb[0], ra[1:], rb[1:]
-    changes = []
-    if head_a != head_b:
-        changes.append(("columns", ",".join(head_a), ",".join(head_b)))
-    if len(ra) != len(rb):
-        changes.append(("rows", str(len(ra)), str(len(rb))))
-    labels = [j for j, name in enumerate(head_a) if name in head_b and _is_label([r[j] for r in ra if j < len(r)])][:3]
-    for i, (x, y) in enumerate(zip(ra, rb)):
-        row_a, row_b = dict(zip(head_a, x)), dict(zip(head_b, y))
-        same = [head_a[j] for j in labels if row_a.get(head_a[j]) == row_b.get(head_a[j])]
-        where = f"row {i + 1}" + (" (" + ", ".join(f"{n}={row_a[n]}" for n in same) + ")" if same else "")
-        for name in head_a:
-            if name in row_b and row_a.get(name) != row_b.get(name):
-                changes.append((f"{where}: {name}", row_a.get(name, "(missing)"), row_b[name]))
-    return changes
-
-
-def value_diff(a, b, label: str | None = None, limit: int = MAX_LINES) -> list[str]:
-    """Values that moved between two JSON (or CSV/TSV) files, as ``'path: key: a -> b'`` lines.
-
-    JSON files are compared leaf by leaf (keys as ``a.b[2].c``), tables cell by
-    cell (rows named by their label columns, those with text or integers, where
-    they agree). At most ``limit`` lines, the last saying how many more moved;
-    empty if the two files hold the same values.
-    """
-    a, b = Path(a), Path(b)
-    label = label or str(a)
-    changes = _json_changes(a, b) if a.suffix == ".json" else _table_changes(a, b)
-    lines = [f"{label}: {key}: {x} -> {y}" for key, x, y in changes]
-    if len(lines) > limit:
-        lines = lines[: limit - 1] + [f"{label}: ... and {len(lines) - limit + 1} more values moved"]
-    return lines
+# ---- values that moved (each file's: bnstudy.base.valuediff) ------------------------
 
 
 def summary_value_diffs(diff: pd.DataFrame, root_a: Path, root_b: Path, limit: int = MAX_LINES) -> list[str]:
@@ -196,34 +123,6 @@ def summary_value_diffs(diff: pd.DataFrame, root_a: Path, root_b: Path, limit: i
     return lines
 
 
-# ---- the expected result of a config ----------------------------------------
-
-
-def pins_for(expected: Path) -> Path:
-    """The pins file of an expected manifest: ``config/expected/X.manifest.tsv`` -> ``config/pinned/X.yaml``."""
-    name = expected.name.split(".manifest")[0]
-    return expected.resolve().parent.parent / "pinned" / f"{name}.yaml"
-
-
-def pinned_drift(results: Path, pins: Path, limit: int = MAX_LINES) -> list[str]:
-    """The lines of ``python -m bnstudy.base.pinned check`` for ``results`` (at most ``limit``)."""
-    env = os.environ | {
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
-        )
-    }
-    out = subprocess.run(
-        [sys.executable, "-m", "bnstudy.base.pinned", "check", "--results", str(results), "--pins", str(pins)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    lines = (out.stdout + out.stderr).splitlines()
-    if len(lines) > limit:
-        lines = lines[: limit - 1] + [f"... and {len(lines) - limit + 1} more lines"]
-    return lines
-
-
 # ---- what is on disk ----------------------------------------------------------
 
 MISSING = "missing"
@@ -233,40 +132,7 @@ UNEXPECTED = "not in the expected manifest"
 MANIFEST = "results/manifest.tsv"  # the build's own manifest, relative to the workflow directory
 
 
-def expected_for_config(configfile) -> Path:
-    """The expected manifest of a config file: ``config/config.yaml`` (the paper) ->
-    ``config/expected/paper.manifest.tsv``, ``config/X.yaml`` -> ``config/expected/X.manifest.tsv``."""
-    configfile = Path(configfile)
-    name = "paper" if configfile.stem == "config" else configfile.stem
-    return configfile.parent / "expected" / f"{name}.manifest.tsv"
-
-
-def other_builds(configfile) -> list[tuple[str, str]]:
-    """``(directory, expected manifest)`` of each other build the config's side by side names
-    (``compare.builds``; none for a config without one): a combined build is verified whole."""
-    path = Path(configfile)
-    if not path.is_file():
-        return []
-    import yaml
-
-    config = yaml.safe_load(path.read_text()) or {}
-    return [(b["directory"], b["expected"]) for b in (config.get("compare") or {}).get("builds", [])]
-
-
-def config_for_expected(expected) -> Path:
-    """The config file of an expected manifest (the inverse of :func:`expected_for_config`)."""
-    expected = Path(expected)
-    name = expected.name.split(".manifest")[0]
-    return expected.parent.parent / ("config.yaml" if name == "paper" else f"{name}.yaml")
-
-
-def repair_command(expected) -> str:
-    """The command that re-creates a build's missing or damaged outputs (``make repair``)."""
-    config = config_for_expected(expected)
-    return "make repair" if config.name == "config.yaml" else f"make repair CONFIG=config/{config.name}"
-
-
-def _read_manifest(path: Path) -> tuple[pd.DataFrame | None, str | None]:
+def read_usable(path: Path) -> tuple[pd.DataFrame | None, str | None]:
     """A manifest file's table, or ``None`` and why it cannot be used."""
     if not path.is_file():
         return None, MISSING
@@ -308,8 +174,8 @@ def check_files(expected, results) -> tuple[pd.DataFrame, list[str]]:
     """
     expected, results = Path(expected), Path(results)
     built_path = results / "manifest.tsv"
-    exp, exp_why = _read_manifest(expected)
-    built, built_why = _read_manifest(built_path)
+    exp, exp_why = read_usable(expected)
+    built, built_why = read_usable(built_path)
     notes = []
     if exp is None:
         notes.append(
@@ -426,7 +292,7 @@ def verify(expected, results, pins=None) -> tuple[bool, list[str]]:
     return False, lines
 
 
-# ---- repair ------------------------------------------------------------------
+# ---- another copy of the workflow (the repair itself: bnstudy.base.repair) ----------------
 
 
 def workflow_environment(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -442,87 +308,6 @@ def workflow_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     if chosen and Path(chosen).parent == ours.parent and Path(chosen).name.startswith("numba-"):
         del env["NUMBA_CACHE_DIR"]
     return env
-
-
-def _snakemake(root: Path, configfile: Path, *args, capture: bool = False) -> subprocess.CompletedProcess:
-    """Snakemake in ``root``, without the kernel cache directory that importing ``bnstudy`` here
-    chose (named by this package's kernel modules, not those of the workflow in ``root``)."""
-    env = workflow_environment()
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(configfile), *map(str, args)]
-    return subprocess.run(cmd, cwd=root, text=True, capture_output=capture, env=env)
-
-
-def planned(root, configfile, *args) -> dict[str, int]:
-    """The jobs a dry run of Snakemake in ``root`` plans, by rule (empty: nothing to be done)."""
-    import re
-
-    result = _snakemake(Path(root), Path(configfile), "-n", *args, capture=True)
-    text = result.stdout + result.stderr
-    if result.returncode != 0:
-        raise RuntimeError(f"snakemake -n failed: {text.strip().splitlines()[-1] if text.strip() else ''}")
-    if "Job stats:" not in text:
-        return {}
-    table = text.split("Job stats:")[1].split("total")[0]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
-
-
-def repair(configfile, expected=None, results="results", cores: int = 2, say=print) -> int:
-    """Re-create exactly the missing or damaged outputs of the build in ``results``, then verify it.
-
-    1. :func:`check_files` names the bad files (missing, changed after their build, or other
-       bytes than the expected ones).
-    2. ``snakemake --force <those files>``: their jobs run again, and nothing downstream (as
-       targets, the files' consumers are not part of that run).
-    3. ``snakemake``: a re-created file is newer than what was built from it, but Snakemake
-       re-runs a consumer only if the content of an input differs from the checksum it recorded
-       when the consumer ran (inputs up to ``--max-checksum-file-size``, 1 MB); so a file that
-       came back byte-identical re-runs nothing, one with other bytes (or over 1 MB) re-runs
-       what depends on it. The build record's runtimes are refreshed (the benchmarks changed).
-    4. :func:`verify`; returns its exit status (0: identical).
-    """
-    results = Path(results)
-    root = results.parent
-    configfile = Path(configfile).resolve()
-    expected = Path(expected) if expected is not None else expected_for_config(configfile)
-    problems, _ = check_files(expected, results)
-    bad = problems[problems["problem"] != UNEXPECTED]
-    if bad.empty:
-        identical, lines = verify(expected, results)
-        say("\n".join(["nothing to repair", *lines]))
-        return 0 if identical else 1
-    say(f"repairing {len(bad)} files of {bad['rule'].nunique()} rules:")
-    for line in describe_problems(bad):
-        say(line)
-    targets = bad["path"].tolist()
-    if _snakemake(root, configfile, "--cores", cores, "-q", "--force", "--", *targets).returncode != 0:
-        say(
-            "repair: re-creating them failed (Snakemake's message above); after a killed run, "
-            f"snakemake --unlock --configfile {configfile} first"
-        )
-        return 1
-    want = {}
-    for table in (_read_manifest(results / "manifest.tsv")[0], _read_manifest(expected)[0]):
-        if table is not None:  # the expected bytes where there are any, else those the build recorded
-            want |= dict(zip(table["path"], table["sha256"]))
-    now = disk_hashes(targets, root)
-    other = [p for p in targets if p in want and (now[p] is None or now[p][1] != want[p])]
-    say(
-        f"re-created {len(targets)} files; "
-        + (f"{len(other)} with other bytes than recorded (first: {other[0]})" if other else "each byte-identical")
-    )
-    try:
-        plan = planned(root, configfile)
-    except RuntimeError as err:
-        say(f"repair: {err}")
-        return 1
-    if plan:
-        say("still out of date: " + ", ".join(f"{rule} {n}" for rule, n in plan.items()))
-        if _snakemake(root, configfile, "--cores", cores, "-q").returncode != 0:
-            say("repair: snakemake failed (its message above)")
-            return 1
-    identical, lines = verify(expected, results)
-    say("\n".join(lines))
-    return 0 if identical else 1
 
 
 def write_expected(results, out) -> tuple[int, list[str]]:
@@ -573,6 +358,8 @@ def main(argv=None) -> int:
             identical = identical and ok
         return 0 if identical else 1
     if args.action == "repair":
+        from bnstudy.base.repair import repair  # which reads the build with this module
+
         return repair(args.configfile, args.expected, args.results, args.cores)
     try:
         rows, changes = write_expected(args.results, args.out)

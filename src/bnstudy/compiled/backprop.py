@@ -3,23 +3,19 @@
 :func:`train_run` trains one network for every epoch of its recipe in one
 compiled call (no Python per step). The network is data (:class:`Arch`): a list
 of layers, each a weight matrix ``(out, fan_in)`` and bias in one flat parameter
-vector (hidden layers also their normaliser's gamma and beta; :func:`param_views`
-cuts the vector, layer after layer), the hidden layers either linear maps (the
-MLP) or 3x3 convolutions followed, after the last, by the average pool (the
-convolutional network, :mod:`bnstudy.compiled.conv`). Both families run through this one
-loop, its optimisers and its accumulation. Each step gathers its batch's rows, then:
+vector (hidden layers also their normaliser's gamma and beta;
+:func:`bnstudy.compiled.passes.param_views` cuts the vector, layer after layer), the
+hidden layers either linear maps (the MLP) or 3x3 convolutions followed, after the
+last, by the average pool (the convolutional network, :mod:`bnstudy.compiled.conv`).
+Both families run through this one loop, its optimisers and its accumulation (each
+family's passes: :mod:`bnstudy.compiled.passes`). Each step gathers its batch's rows, then:
 
-1. forward, training mode, layer after layer (:func:`forward_pass`):
-   :func:`bnstudy.compiled.blocks.linear_t` (a convolution: its arithmetic, ``conv.im2col`` then
-   ``linear_t``, by :mod:`bnstudy.compiled.convgemm`'s register-tiled kernels, chunk by chunk of
-   examples: :func:`conv_layer_forward`) and the normaliser and ReLU (:func:`bnstudy.compiled.gradients.norm_forward`,
-   or its per-image form :func:`bnstudy.compiled.normkernels.spatial_forward`), which keeps
-   what backward needs and moves the running statistics;
+1. forward, training mode, layer after layer (:func:`bnstudy.compiled.passes.forward_pass`: the
+   linear map or convolution, then the normaliser and ReLU, which keeps what backward needs and
+   moves the running statistics);
 2. the loss and its gradient at the logits (:func:`bnstudy.compiled.gradients.loss_and_grad`);
-3. backward, output layer first (:func:`backward_pass`:
-   :func:`bnstudy.compiled.gradients.linear_backward`, :func:`bnstudy.compiled.gradients.norm_backward`;
-   a convolution's sums those of ``linear_backward`` on its patches then ``conv.col2im``, by
-   :mod:`bnstudy.compiled.convgemm`, :func:`conv_backward`), into a gradient vector laid out as the parameters;
+3. backward, output layer first (:func:`bnstudy.compiled.passes.backward_pass`), into a gradient
+   vector laid out as the parameters;
 4. one optimiser step (:func:`bnstudy.compiled.optimisers.step_adam` or ``step_sgd``).
 
 :func:`serve_run` runs the forward pass alone over a stream of batches (training-mode serving:
@@ -36,50 +32,24 @@ from collections import namedtuple
 
 import numba
 import numpy as np
-from numba.extending import overload
 
 from bnstudy.base.fixedmath import JIT
-from bnstudy.compiled.blocks import linear_t, transpose_into
-from bnstudy.compiled.conv import (
-    P_IN,
-    P_OUT,
-    SKIP,
-    add_relu,
-    average_pool,
-    geometry,
-    no_geometry,
-    table_of,
-)
-from bnstudy.compiled.convgemm import (
-    ROW_BLOCK,
-    across_columns,
-    bias_grad_rows,
-    chunk_examples,
-    col2im_add,
-    column_order,
-    conv_forward_chunks,
-    conv_input_grad,
-    im2col_offsets,
-    offsets_major,
-    relu_mask,
-    weight_grad_buffer,
-    weight_grad_finish,
-    weight_grad_rows,
-)
-from bnstudy.compiled.gradients import FROZEN, linear_backward, loss_and_grad, norm_backward, norm_forward
+from bnstudy.compiled.batchstats import batch_parts
+from bnstudy.compiled.blocks import transpose_into
+from bnstudy.compiled.conv import geometry, no_geometry
+from bnstudy.compiled.gradients import FROZEN, loss_and_grad
 from bnstudy.compiled.kernels import argmax_rows
-from bnstudy.compiled.normkernels import (
-    Keep,
-    Params,
-    batch_parts,
-    batch_statistics,
-    new_stats,
-    rstd_scratch,
-    spatial_backward,
-    spatial_forward,
-    with_limits,
-)
+from bnstudy.compiled.normkernels import batch_statistics, with_limits
 from bnstudy.compiled.optimisers import ADAM, SGD, step_adam, step_sgd
+from bnstudy.compiled.passes import (
+    backward_pass,
+    forward_pass,
+    gather,
+    new_scratch,
+    param_views,
+    positions_in,
+    running_views,
+)
 
 __all__ = ["ADAM", "SGD", "train_run"]
 
@@ -125,11 +95,6 @@ Log.__doc__ = """What a run writes: each epoch's mean batch loss (float64) and c
 has rows (one per epoch), a copy of the flat parameters and of the running statistics at the end of
 each epoch into ``params_at[e]`` and ``running_at[e]`` (copies only: the run's arithmetic is the
 same with or without them)."""
-
-Scratch = namedtuple(
-    "Scratch",
-    "xb yb wt patches dpatches pre act xhat da dh rstd stats pooled dpooled ones z dz none order woff ident gbuf chunk",
-)
 
 
 def mlp_arch(widths) -> Arch:
@@ -188,337 +153,7 @@ def new_log(epochs: int, first_grad=None, snapshots=None) -> Log:
     return Log(np.zeros(epochs, np.float64), np.zeros(epochs, np.int64), grad, params_at, running_at)
 
 
-# ---- the network's parts ----------------------------------------------------------------
-
-
-@numba.njit(**JIT)
-def param_views(flat, shapes):
-    """The layers' parts of a flat vector, as views: lists of weights ``(out, fan_in)`` and biases
-    of every layer, and of gamma and beta of every hidden layer, laid out layer after layer
-    (each: weight, bias, then gamma and beta)."""
-    layers = shapes.shape[0]
-    starts = np.empty(layers, np.int64)
-    o = 0
-    for i in range(layers):
-        starts[i] = o
-        o += shapes[i, 0] * shapes[i, 1] + shapes[i, 0] * (3 if i < layers - 1 else 1)
-    w = [
-        flat[starts[i] : starts[i] + shapes[i, 0] * shapes[i, 1]].reshape((shapes[i, 0], shapes[i, 1]))
-        for i in range(layers)
-    ]
-    vec = [
-        flat[starts[i] + shapes[i, 0] * (shapes[i, 1] + k) : starts[i] + shapes[i, 0] * (shapes[i, 1] + k + 1)]
-        for i in range(layers)
-        for k in range(3)
-    ]
-    b = [vec[3 * i] for i in range(layers)]
-    gamma = [vec[3 * i + 1] for i in range(layers - 1)]
-    beta = [vec[3 * i + 2] for i in range(layers - 1)]
-    return w, b, gamma, beta
-
-
-@numba.njit(**JIT)
-def running_views(running, shapes):
-    """Hidden layer ``l``'s running mean and variance: rows ``2l`` and ``2l + 1`` of ``running``."""
-    mean = [running[2 * i, : shapes[i, 0]] for i in range(shapes.shape[0] - 1)]
-    var = [running[2 * i + 1, : shapes[i, 0]] for i in range(shapes.shape[0] - 1)]
-    return mean, var
-
-
-# ---- each family's code, chosen by the arch's type when a kernel compiles ---------------
-# Each function below is plain Python for Python callers and, in compiled code, the overload for
-# the arch's type: the MLP's type never sees the convolutions' code.
-
-
-def _conv_type(arch_type) -> bool:
-    """Whether a compiled arch's type is :class:`ConvArch`'s."""
-    return getattr(arch_type, "instance_class", None) is ConvArch
-
-
-def is_conv(arch) -> bool:
-    """Whether ``arch`` is the convolutional network's (in compiled code a constant of its type)."""
-    return isinstance(arch, ConvArch)
-
-
-@overload(is_conv)
-def _is_conv(arch):
-    conv = _conv_type(arch)
-    return lambda arch: conv
-
-
-def positions_in(arch):
-    """Rows per example at the network's input: the image's positions, or 1 (the MLP)."""
-    return arch.geometry.layers[0, P_IN] if is_conv(arch) else 1
-
-
-@overload(positions_in)
-def _positions_in(arch):
-    if _conv_type(arch):
-        return lambda arch: arch.geometry.layers[0, P_IN]
-    return lambda arch: np.int64(1)
-
-
-def positions_out(arch, layer):
-    """Rows per example at hidden layer ``layer``'s output: its positions, or 1 (the MLP)."""
-    return arch.geometry.layers[layer, P_OUT] if is_conv(arch) else 1
-
-
-@overload(positions_out)
-def _positions_out(arch, layer):
-    if _conv_type(arch):
-        return lambda arch, layer: arch.geometry.layers[layer, P_OUT]
-    return lambda arch, layer: np.int64(1)
-
-
-@numba.njit(**JIT)
-def new_scratch(arch, ns, inputs, bmax):
-    """Every scratch array of a run with batches of up to ``bmax`` examples of ``inputs`` values."""
-    shapes = arch.shapes
-    hidden = shapes.shape[0] - 1
-    per = positions_in(arch)
-    f32 = np.float32
-    feats = [shapes[i, 0] for i in range(hidden)]
-    rows = [bmax * positions_out(arch, i) for i in range(hidden)]
-    chunk = [chunk_examples(positions_out(arch, i), shapes[i, 1], bmax) if is_conv(arch) else 0 for i in range(hidden)]
-    wide = [np.empty((chunk[i] * positions_out(arch, i), shapes[i, 1]), f32) for i in range(hidden)]
-    per_layer = [np.empty((rows[i], feats[i]), f32) for i in range(hidden)]
-    last, classes = shapes[hidden, 1], shapes[hidden, 0]
-    return Scratch(
-        np.empty((bmax * per, inputs // per), f32), np.empty(bmax, np.int64),
-        [np.empty((shapes[i, 1], shapes[i, 0]), f32) for i in range(hidden + 1)],
-        wide, [a.copy() for a in wide], per_layer, [a.copy() for a in per_layer], [a.copy() for a in per_layer],
-        [a.copy() for a in per_layer], [a.copy() for a in per_layer],
-        [rstd_scratch(ns.kind, bmax, ns.setting, f) for f in feats], [new_stats(f) for f in feats],
-        np.empty((bmax, last), f32), np.empty((bmax, last), f32), np.ones((bmax, last), f32),
-        np.empty((bmax, classes), f32), np.empty((bmax, classes), f32), np.empty((bmax * per, 0), f32),
-        [column_order(shapes[i, 1] // 9 if is_conv(arch) else 0) for i in range(hidden)],
-        [np.empty((shapes[i, 0] if is_conv(arch) else 0, shapes[i, 1]), f32) for i in range(hidden)],
-        np.arange(max(ROW_BLOCK, np.max(shapes[:, 0]))),
-        np.empty(np.max(shapes[:, 0] * shapes[:, 1]) if is_conv(arch) else 0, f32),
-        np.array(chunk, np.int64),
-    )  # fmt: skip
-
-
-@numba.njit(**JIT)
-def gather(data, rows, n, per, xb, yb):
-    """The batch's ``n`` examples (row indices ``rows``) into ``xb`` (``per`` rows each) and ``yb``."""
-    cin = data.x.shape[1] // per
-    for i in range(n):
-        row = rows[i]
-        yb[i] = data.y[row]
-        for q in range(per):
-            for k in range(cin):
-                xb[i * per + q, k] = data.x[row, q * cin + k]
-
-
-@numba.njit(**JIT)
-def conv_layer_forward(src, n, geo, i, sc, bias):
-    """Convolution ``i``'s outputs ``sc.pre[i]`` for ``n`` examples of ``src``, a chunk of
-    ``sc.chunk[i]`` examples at a time (each output's sum does not depend on the chunks):
-    offset-major patches (:func:`bnstudy.compiled.convgemm.im2col_offsets`) then their product
-    (:func:`bnstudy.compiled.convgemm.conv_forward`, ``linear_t``'s sums)."""
-    conv_forward_chunks(
-        src,
-        n,
-        geo.layers[i, P_IN],
-        table_of(geo, i),
-        sc.chunk[i],
-        sc.patches[i],
-        sc.order[i],
-        sc.wt[i],
-        bias,
-        sc.pre[i],
-    )
-
-
-@numba.njit(**JIT)
-def forward_pass(arch, ns, views, sc, n, updates):
-    """Training-mode forward of a batch of ``n`` examples (``sc.xb``) to the logits ``sc.z``;
-    ``views``: the parameters' (:func:`param_views`) and the running statistics' views."""
-    w, b, gamma, beta, rm, rv = views
-    hidden = len(gamma)
-    src = sc.xb
-    for i in range(hidden):
-        lp = Params(gamma[i], beta[i], rm[i], rv[i])
-        keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
-        hidden_forward(arch, ns, lp, keep, src, n, i, sc, b[i], updates)
-        src = sc.act[i]
-    output_forward(arch, src, n, sc, b[hidden], hidden)
-
-
-def hidden_forward(arch, ns, lp, keep, src, n, i, sc, bias, updates):
-    """Hidden layer ``i`` of :func:`forward_pass` (compiled code only): a convolution with its
-    residual addition, or a linear map, then the normaliser and ReLU into ``sc.act[i]``."""
-    raise TypeError("hidden_forward runs in compiled code only")
-
-
-@overload(hidden_forward)
-def _hidden_forward(arch, ns, lp, keep, src, n, i, sc, bias, updates):
-    if _conv_type(arch):
-
-        def conv_layer(arch, ns, lp, keep, src, n, i, sc, bias, updates):
-            geo = arch.geometry
-            r = n * geo.layers[i, P_OUT]
-            skip = geo.layers[i, SKIP]
-            conv_layer_forward(src, n, geo, i, sc, bias)
-            spatial_forward(ns, lp, sc.pre[i][:r], n, geo.layers[i, P_OUT], updates, keep, skip < 0, sc.act[i])
-            if skip >= 0:
-                add_relu(sc.act[i], sc.act[skip], r)
-
-        return conv_layer
-
-    def linear_layer(arch, ns, lp, keep, src, n, i, sc, bias, updates):
-        linear_t(src[:n], sc.wt[i], bias, sc.pre[i])
-        norm_forward(ns, lp, sc.pre[i], n, updates, keep, sc.act[i])
-
-    return linear_layer
-
-
-def output_forward(arch, src, n, sc, bias, hidden):
-    """The output layer of :func:`forward_pass` (compiled code only): the logits ``sc.z`` from the
-    last hidden layer's output ``src`` (the convolutional network: from its average pool)."""
-    raise TypeError("output_forward runs in compiled code only")
-
-
-@overload(output_forward)
-def _output_forward(arch, src, n, sc, bias, hidden):
-    if _conv_type(arch):
-
-        def pooled(arch, src, n, sc, bias, hidden):
-            average_pool(src, n, arch.geometry.layers[hidden - 1, P_OUT], sc.pooled)
-            linear_t(sc.pooled[:n], sc.wt[hidden], bias, sc.z[:n])
-
-        return pooled
-
-    def linear(arch, src, n, sc, bias, hidden):
-        linear_t(src[:n], sc.wt[hidden], bias, sc.z)
-
-    return linear
-
-
-@numba.njit(**JIT)
-def unpool(dpooled, act, n, positions, da):
-    """The average pool's backward: ``dz / positions`` to every position, then the ReLU mask of ``act``."""
-    inv = np.float32(positions)
-    for i in range(n):
-        for q in range(positions):
-            for c in range(act.shape[1]):
-                r = i * positions + q
-                da[r, c] = dpooled[i, c] / inv if act[r, c] > 0 else np.float32(0)
-
-
-@numba.njit(**JIT)
-def gather_skips(geo, sc, i, rows):
-    """The gradient at layer ``i``'s output ``sc.da[i]`` (from layer ``i + 1``), plus the masked
-    gradient at the normaliser's output of every later layer that adds layer ``i``'s output, those
-    layers in increasing order; then the ReLU mask of ``sc.act[i]``. Nothing if none adds it."""
-    added = False
-    da, act = sc.da[i], sc.act[i]
-    for j in range(i + 1, geo.layers.shape[0]):
-        if geo.layers[j, SKIP] == i:
-            added = True
-            g = sc.da[j]
-            for r in range(rows):
-                for c in range(da.shape[1]):
-                    da[r, c] += g[r, c]
-    if added:
-        for r in range(rows):
-            for c in range(da.shape[1]):
-                if not act[r, c] > 0:
-                    da[r, c] = 0
-
-
-@numba.njit(**JIT)
-def conv_backward(ns, params, grads, sc, n, i, geo):
-    """Backward of convolutional layer ``i`` from ``sc.da[i]``: its residual gradients gathered
-    (:func:`gather_skips`), the normaliser's backward, the convolution's weight gradients and (but
-    for the first layer) its input gradient into ``sc.da[i - 1]`` (:func:`bnstudy.compiled.conv.col2im`
-    with the ReLU mask of the layer's input), in chunks of examples: each chunk's offset-major
-    patches are made again (:func:`bnstudy.compiled.convgemm.im2col_offsets`), their products
-    added to the weight gradients' sums (rows in order, chunk after chunk) and their input
-    gradients into the positions they were copied from (:mod:`bnstudy.compiled.convgemm`)."""
-    w, gamma = params[0], params[2]
-    dw, db, dgamma, dbeta = grads
-    positions = geo.layers[i, P_OUT]
-    r = n * positions
-    gather_skips(geo, sc, i, r)
-    keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
-    spatial_backward(ns, gamma[i], keep, sc.da[i][:r], n, positions, sc.dh[i], dgamma[i], dbeta[i])
-    channels = w[i].shape[1] // 9
-    p_in, table = geo.layers[i, P_IN], table_of(geo, i)
-    src = sc.xb if i == 0 else sc.act[i - 1]
-    dh = sc.dh[i]
-    for o in range(db[i].shape[0]):
-        db[i][o] = 0
-    across = across_columns(dw[i])
-    g = weight_grad_buffer(dw[i], sc.gbuf)
-    below = sc.da[i - 1] if i > 0 else sc.da[0]
-    if i > 0:
-        offsets_major(w[i], channels, sc.woff[i])
-    step = sc.chunk[i]
-    for n0 in range(0, n, step):  # chunk by chunk: the patches again, then their gradients
-        m = min(step, n - n0)
-        rows = m * positions
-        im2col_offsets(src[n0 * p_in : (n0 + m) * p_in], m, p_in, table, sc.patches[i])
-        part = dh[n0 * positions : n0 * positions + rows]
-        bias_grad_rows(part, rows, db[i])
-        weight_grad_rows(part, sc.patches[i], rows, across, g, sc.ident)
-        if i > 0:
-            # a chunk's patches are copied from its own examples' positions only, so those
-            # positions' gradients are complete after it: zeroed, added, masked
-            conv_input_grad(part, rows, sc.woff[i], sc.ident, sc.dpatches[i])
-            lo, hi = n0 * p_in, (n0 + m) * p_in
-            for q in range(lo, hi):
-                for c in range(below.shape[1]):
-                    below[q, c] = 0
-            col2im_add(sc.dpatches[i], m, p_in, table, below[lo:hi])
-            relu_mask(below[lo:hi], src[lo:hi], hi - lo)
-    weight_grad_finish(g, across, channels, dw[i])
-
-
-@numba.njit(**JIT)
-def backward_pass(arch, ns, params, grads, sc, n):
-    """Backward of :func:`forward_pass` from ``sc.dz``, output layer first, into ``grads``' views
-    (weights, biases, gammas, betas) of the gradient vector; ``params``: the parameters' views."""
-    family_backward(arch, ns, params, grads, sc, n)
-
-
-def family_backward(arch, ns, params, grads, sc, n):
-    """:func:`backward_pass` of the arch's family (compiled code only)."""
-    raise TypeError("family_backward runs in compiled code only")
-
-
-@overload(family_backward)
-def _family_backward(arch, ns, params, grads, sc, n):
-    if _conv_type(arch):
-
-        def convolutions(arch, ns, params, grads, sc, n):
-            w = params[0]
-            dw, db, dgamma = grads[0], grads[1], grads[2]
-            hidden = len(dgamma)
-            top = sc.act[hidden - 1]
-            positions = arch.geometry.layers[hidden - 1, P_OUT]
-            linear_backward(sc.dz, sc.pooled, n, w[hidden], dw[hidden], db[hidden], sc.dpooled, sc.ones)
-            unpool(sc.dpooled, top, n, positions, sc.da[hidden - 1])
-            for i in range(hidden - 1, -1, -1):
-                conv_backward(ns, params, grads, sc, n, i, arch.geometry)
-
-        return convolutions
-
-    def linear_layers(arch, ns, params, grads, sc, n):
-        w, gamma = params[0], params[2]
-        dw, db, dgamma, dbeta = grads
-        hidden = len(dgamma)
-        top = sc.act[hidden - 1]
-        linear_backward(sc.dz, top, n, w[hidden], dw[hidden], db[hidden], sc.da[hidden - 1], top)
-        for i in range(hidden - 1, -1, -1):
-            keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
-            da = sc.none if i == 0 else sc.da[i - 1]  # the gradient at the layer below's output
-            below = sc.xb if i == 0 else sc.act[i - 1]
-            norm_backward(ns, gamma[i], keep, sc.da[i], n, sc.dh[i], dgamma[i], dbeta[i])
-            linear_backward(sc.dh[i], below, n, w[i], dw[i], db[i], da, below)
-
-    return linear_layers
+# ---- the loop: its passes in bnstudy.compiled.passes ---------------------------------------
 
 
 @numba.njit(**JIT)

@@ -34,7 +34,7 @@ independent outputs), and every step reuses its kernels where it can:
   over its own ``g * P`` values (:func:`bnstudy.compiled.normkernels.spatial_settings`
   turns the kind's settings into rows);
 - layer and group norm over (channels of a group x positions) per example
-  (:func:`bnstudy.compiled.normkernels.spatial_norm`, ``spatial_norm_backward``; every kind's
+  (:func:`bnstudy.compiled.examplenorms.spatial_norm`, ``spatial_norm_backward``; every kind's
   form here is dispatched by ``normkernels.spatial_layer``, ``spatial_forward`` and
   ``spatial_backward``): groups of ``C / groups`` consecutive channels (layer norm: one
   group); per example and group, ``mean`` = (sum over positions in order, within a
@@ -44,7 +44,7 @@ independent outputs), and every step reuses its kernels where it can:
   (same order), ``dgamma``/``dbeta`` summed over all rows in order;
 - residual connection of layer ``l`` from layer ``k < l`` (:func:`add_relu`): ``a_l =
   relu(y_l + a_k)``, one addition per value (``y_l`` the normaliser's output). Backward
-  (:mod:`bnstudy.compiled.backprop`): the gradient at ``a_k`` is the input gradient of layer
+  (:mod:`bnstudy.compiled.convsteps`): the gradient at ``a_k`` is the input gradient of layer
   ``k + 1`` (:func:`col2im`), then plus the masked gradient at ``y_l`` of each later layer
   ``l`` that adds ``a_k``, ``l`` in increasing order, then ReLU's mask of ``a_k``;
 - global average pool (:func:`average_pool`): per example and channel the positions'
@@ -194,7 +194,7 @@ def layer_input(hid, geo, layer, a, n_ex, pre):
     P_out, C_out)``) from the layer's input ``a`` (``(n_ex * P_in, C_in)``), ``hid`` the layer's
     :class:`bnstudy.compiled.kernels.Hidden`. The sums of :func:`im2col` then
     :func:`bnstudy.compiled.blocks.linear_t`, bit for bit, computed as the training step computes
-    them (``backprop.conv_layer_forward``): offset-major patches of a chunk of examples at a time
+    them (``convsteps.conv_layer_forward``): offset-major patches of a chunk of examples at a time
     (:func:`bnstudy.compiled.convgemm.chunk_examples`; an output's sum does not depend on the
     chunks), their product with the outputs held in registers: the kernel both share,
     :func:`bnstudy.compiled.convgemm.conv_forward_chunks`."""

@@ -49,9 +49,9 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT, exp, log
 from bnstudy.compiled import normkernels
+from bnstudy.compiled.batchstats import frozen_backward as frozen_backward
+from bnstudy.compiled.batchstats import frozen_forward as frozen_forward
 from bnstudy.compiled.normkernels import FROZEN as FROZEN
-from bnstudy.compiled.normkernels import frozen_backward as frozen_backward
-from bnstudy.compiled.normkernels import frozen_forward as frozen_forward
 
 # Every normaliser's training-mode forward (keeping what backward needs, moving the running
 # statistics) and backward, dispatched on its code: written once, in bnstudy.compiled.normkernels.

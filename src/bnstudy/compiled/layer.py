@@ -37,7 +37,7 @@ import numba
 import numpy as np
 
 from bnstudy.base.fixedmath import JIT
-from bnstudy.compiled.normkernels import running_update
+from bnstudy.compiled.batchstats import running_update
 
 DTYPES = (np.float32, np.float64)
 
@@ -73,7 +73,7 @@ def _train_batch(x, rows, count, weight, bias, eps, out, mean, ssd, scale):
 
 @numba.njit(**JIT)
 def _update(running_mean, running_var, mean, ssd, count, one, factor, unbiased):
-    """PyTorch's running update (:func:`bnstudy.compiled.normkernels.running_update`) with the unbiased
+    """PyTorch's running update (:func:`bnstudy.compiled.batchstats.running_update`) with the unbiased
     variance ``ssd / (count - 1)``, computed into the scratch ``unbiased``."""
     for f in range(mean.shape[0]):
         unbiased[f] = ssd[f] / (count - one)

@@ -2,7 +2,7 @@
 
 A model's parameters live in one flat float32 vector, in the order ``W1, b1,
 gamma1, beta1, W2, b2, gamma2, beta2, W3, b3`` (weights in PyTorch's ``(out, in)``
-layout, :func:`layout`; :func:`bnstudy.compiled.backprop.param_views` cuts a vector into them, layer
+layout, :func:`layout`; :func:`bnstudy.compiled.passes.param_views` cuts a vector into them, layer
 after layer); a network without
 a normaliser keeps gamma and beta at 1 and 0 (their gradient is zero, so Adam and
 SGD leave them exactly as they are). Its gradient is a vector of the same layout.

@@ -21,8 +21,8 @@ batches of ``b`` rows, as test-row indices) through every model of a stack:
    row 0 alone (:func:`bnstudy.compiled.normkernels.row_forward`); ReLU;
 5. the output layer for row 0, and its label: the index of the first largest logit.
 
-Every step is one of the kernels' functions (the normalisers' ``batch_stats``,
-``batch_norm_rows`` and ``row_forward`` of :mod:`bnstudy.compiled.normkernels`,
+Every step is one of the kernels' functions (the normalisers' ``batch_stats`` and
+``batch_norm_rows`` of :mod:`bnstudy.compiled.batchstats`, ``row_forward`` of :mod:`bnstudy.compiled.normkernels`,
 ``linear_t``, ``argmax_rows``), called on the same values in the same order as
 :func:`bnstudy.compiled.kernels.logits` with ``train=True, batch=b`` calls them on that batch.
 So a probe's label is, bit for bit, the label ``kernels.logits`` gives row 0 of that batch (``tests/test_probes.py``).
@@ -44,17 +44,10 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.normalisers import BATCH_NAMES, GHOST, RENORM
+from bnstudy.compiled.batchstats import batch_norm_rows, batch_stats, virtual_batch, virtual_batches
 from bnstudy.compiled.blocks import linear_t
 from bnstudy.compiled.kernels import KIND, Net, argmax_rows, norm_settings, norm_train, stack_arrays
-from bnstudy.compiled.normkernels import (
-    Params,
-    batch_norm_rows,
-    batch_statistics,
-    batch_stats,
-    row_forward,
-    virtual_batch,
-    virtual_batches,
-)
+from bnstudy.compiled.normkernels import Params, batch_statistics, row_forward
 from bnstudy.compiled.tiled import aligned_copy, linear_t_tiled
 
 BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
@@ -159,7 +152,7 @@ def probe_design(net, ns, first, batches, chunk, labels, row_logits):
     ``chunk`` batches go through together.
 
     Ghost batch norm normalises row 0 with the statistics of its virtual batch, the
-    batch's first ``s`` rows (:func:`bnstudy.compiled.normkernels.virtual_batch`), and no other row
+    batch's first ``s`` rows (:func:`bnstudy.compiled.batchstats.virtual_batch`), and no other row
     reaches it: only those ``s`` rows of each batch are computed, as batch norm on a
     batch of ``s`` rows.
     """

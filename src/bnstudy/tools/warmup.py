@@ -28,30 +28,23 @@ import numpy as np
 
 
 def _dispatchers():
+    import importlib
+    import pkgutil
+
     import numba
 
+    from bnstudy import compiled
     from bnstudy.base import fixedmath, stats
-    from bnstudy.compiled import (
-        backprop,
-        blocks,
-        conv,
-        convgemm,
-        gradients,
-        kernels,
-        layer,
-        normkernels,
-        optimisers,
-        probes,
-        reductions,
-        tiled,
-    )
     from bnstudy.evaluation import accuracy, distance, means, recompute
     from bnstudy.nets import conv_train, data
     from bnstudy.studies.batch_size import remedies
 
-    modules = (fixedmath, blocks, normkernels, kernels, gradients, optimisers, backprop, tiled, probes)
-    modules = (*modules, conv, convgemm, conv_train, accuracy, recompute, distance, means)
-    for module in (*modules, remedies, layer, reductions, data, stats):
+    # every module of the compiled layer (a kernel module added or split off is listed as it lands)
+    kernel_modules = [
+        importlib.import_module(f"{compiled.__name__}.{m.name}") for m in pkgutil.iter_modules(compiled.__path__)
+    ]
+    modules = (fixedmath, *kernel_modules, conv_train, accuracy, recompute, distance, means)
+    for module in (*modules, remedies, data, stats):
         for name in sorted(vars(module)):
             obj = getattr(module, name)
             if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.__module__ == module.__name__:

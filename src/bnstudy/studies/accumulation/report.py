@@ -19,7 +19,7 @@ configuration's inference accuracy its running statistics cost or give).
 Means over seeds of an accuracy and its Student-t interval on the logit scale (bounded by 0 and 1,
 as the Methods state for every share) are :func:`bnstudy.base.stats.share_interval`, paired
 differences (by seed) :func:`bnstudy.evaluation.paired.paired_interval`; accuracies are shares of test rows.
-Nothing here depends on the CPU.
+Nothing here depends on the CPU. The sentences are :mod:`bnstudy.studies.accumulation.sentences`'.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from bnstudy.base.stats import share_interval
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
+from bnstudy.studies.accumulation.sentences import abstract_sentence, check_sentence, resolved_sentence
 
 CONFIGS = ACCUMULATION_CONFIGS
 MODES = ("inference", "recomputed", "training")
@@ -311,91 +312,6 @@ def report(
         "macros": m_,
         "latex_table": latex_table(cells, paired, batch_size, micro),
     }
-
-
-# The first step's largest gradient difference, relative to the largest gradient, that float32
-# sums in another order explain: a few units of float32's epsilon (1.2e-7) times the rows summed.
-CHECK_RELATIVE = 1e-5
-
-
-def check_sentence(first_relative: float, first_running: float) -> str:
-    """Whether accumulation passes its check against ghost batch norm, as a sentence: the first
-    step's running statistics identical and its gradients within :data:`CHECK_RELATIVE`."""
-    if first_running == 0 and first_relative <= CHECK_RELATIVE:
-        return (
-            "The check passes: the loop computes what ghost batch normalisation computes, up to the "
-            "order of float32 sums."
-        )
-    return (
-        "The check fails: the first step's running statistics or gradients differ by more than "
-        "float32 sums in another order explain."
-    )
-
-
-def _difference(r) -> str:
-    """A paired row's mean and interval in signed points: ``$-13.37$ points $[-15.24, -11.50]$``."""
-    return f"${signed_points(r.gain)}$ points ${points_interval(r.ci_low, r.ci_high, signed=True)}$"
-
-
-def _side(r) -> str:
-    """``below``, ``above`` or ``zero``: where a paired row's interval lies."""
-    return "below" if r.ci_high < 0 else "above" if r.ci_low > 0 else "zero"
-
-
-def abstract_sentence(pair: pd.DataFrame, m: int, batch_size: int) -> str:
-    """The abstract's sentence on accumulation at micro-batch ``m`` (the smallest): whether batch norm
-    accumulated from micro-batches of ``m`` rows to steps of ``batch_size`` can be told apart, in
-    inference mode and paired by seed, from the true batch and from the grid's networks at batch ``m``,
-    in words that follow each interval: "falls behind" only where it lies wholly below zero, "is ahead
-    of" only where wholly above, "cannot be told apart from" where it contains zero; a verdict both
-    intervals share is said once. ``pair``: :func:`paired_table` indexed by micro-batch, comparison and
-    mode."""
-    rows = [pair.loc[(m, "accumulate_vs_large", "inference")], pair.loc[(m, "accumulate_vs_small", "inference")]]
-    others = [f"the true batch of {batch_size}", f"the grid's networks at batch {m}"]
-    sides = [_side(r) for r in rows]
-    d = [_difference(r) for r in rows]
-    if sides[0] == sides[1]:
-        said = {
-            "below": f"falls behind {others[0]} by {d[0]} and {others[1]} by {d[1]}",
-            "above": f"is ahead of {others[0]} by {d[0]} and of {others[1]} by {d[1]}",
-            "zero": f"cannot be told apart from {others[0]} ({d[0]}) or from {others[1]} ({d[1]})",
-        }[sides[0]]
-    else:
-        clause = {
-            "below": "falls behind {} by {}",
-            "above": "is ahead of {} by {}",
-            "zero": "cannot be told apart from {} ({})",
-        }
-        said = " and ".join(clause[side].format(o, x) for side, o, x in zip(sides, others, d))
-    return (
-        f"In inference mode and paired by seed, batch normalisation trained in micro-batches of {m} rows "
-        f"accumulated to steps of {batch_size} {said}"
-    )
-
-
-def resolved_sentence(resolved: list[tuple[str, int]]) -> str:
-    """How many of the ghost-minus-accumulation intervals exclude zero, and which, as a clause whose
-    verb agrees with its count: ``none excludes zero``; ``one excludes zero (training mode at
-    micro-batch 2)``; ``3 exclude zero (training mode at micro-batches 2 and 4, inference mode at
-    micro-batch 4)``. ``resolved``: (mode words, micro-batch) of each, grouped by mode in order."""
-    if not resolved:
-        return "none excludes zero"
-    by_mode: dict[str, list[int]] = {}
-    for mode, m in resolved:
-        by_mode.setdefault(mode, []).append(m)
-    # modes with the same micro-batches share one phrase ("training mode and inference mode at ...")
-    by_batches: dict[tuple[int, ...], list[str]] = {}
-    for mode, ms in by_mode.items():
-        by_batches.setdefault(tuple(ms), []).append(mode)
-    where = words(
-        [
-            f"{words(modes)} at micro-batch{'es' if len(ms) > 1 else ''} {words([str(m) for m in ms])}"
-            for ms, modes in by_batches.items()
-        ]
-    )
-    if len(resolved) == 1:
-        return f"one excludes zero ({where})"
-    return f"{len(resolved)} exclude zero ({where})"
 
 
 def _cell_json(r) -> dict:

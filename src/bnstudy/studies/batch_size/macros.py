@@ -2,18 +2,26 @@
 
 :func:`macros` turns the tables of :mod:`bnstudy.studies.batch_size.summary` (runs,
 summary over seeds, distances, paired comparisons, published values) into macro
-values; the helpers format points, intervals and the sentences built from them.
+values; the helpers format points and intervals. The sentences built from them are
+:mod:`bnstudy.studies.batch_size.sentences`', the comparison with the published table
+:mod:`bnstudy.studies.batch_size.published`'.
 """
 
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 
 from bnstudy.base.fixedmath import powi
 from bnstudy.paper import latex
-from bnstudy.paper.latex import points, points_interval, signed_points, words
+from bnstudy.paper.latex import points, points_interval, signed_points
+from bnstudy.studies.batch_size.published import published_gain_macros, published_gap_macros
+from bnstudy.studies.batch_size.sentences import (
+    REMEDY_NAMES,
+    recovery_sentence,
+    remedy_sign_sentence,
+    renorm_sentence,
+    side_of,
+)
 
 KEYS = ["normaliser", "batch_size", "mode", "seed"]
 DISTANCE_KEYS = ["normaliser", "batch_size", "statistics", "layer"]
@@ -31,11 +39,6 @@ DISTANCE_COLUMNS = [
     ("cumulative", "cumulative"),
     ("precise_bn", "PreciseBN"),
 ]
-PUBLISHED_COLUMNS = [
-    ("none", "inference", "none"),
-    ("batchnorm", "inference", "batchnorm"),
-    ("batchnorm", "training", "batchnorm_training_mode"),
-]
 
 
 def interval(lo, hi, digits=3):
@@ -43,12 +46,6 @@ def interval(lo, hi, digits=3):
     (:func:`bnstudy.paper.latex.endpoint`: never ``1.000`` for an end below 1)."""
     f = lambda v: latex.endpoint(v, digits, scale=1.0, bounds=(1.0,))  # noqa: E731
     return f"[{f(lo)}, {f(hi)}]"
-
-
-def standard_error_of_difference(sd_a: float, sd_b: float, seeds: int) -> float:
-    """Standard error of a difference of two independent means of ``seeds`` values each,
-    from the two cells' own standard deviations: ``sqrt(sd_a^2/n + sd_b^2/n)``."""
-    return math.sqrt(math.fsum([sd_a * sd_a / seeds, sd_b * sd_b / seeds]))
 
 
 def at_batches(sizes: list[str]) -> str:
@@ -88,136 +85,6 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
     return m
 
 
-REMEDY_NAMES = {
-    "cumulative_vs_ema": "the cumulative average",
-    "precise_bn_vs_ema": "PreciseBN",
-    "exact_vs_ema": "the exact statistics",
-}
-
-
-def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
-    """In words, at which batch sizes the Bonferroni-adjusted paired interval of each remedy
-    (minus the trained EMA) lies wholly above and wholly below zero; remedies alike are named
-    together, and one remedy's intervals agree in number with it (``the paired intervals of
-    PreciseBN lie``: one interval per batch size)."""
-
-    def sizes(g, above):
-        g = g.sort_values("batch_size", kind="stable")
-        out = [
-            str(int(b)) for b, lo, hi in zip(g.batch_size, g.ci_low_adj, g.ci_high_adj) if (lo > 0 if above else hi < 0)
-        ]
-        return tuple(out)
-
-    groups: dict[tuple[tuple[str, ...], tuple[str, ...], int], list[str]] = {}
-    for name, label in REMEDY_NAMES.items():
-        g = pair_summary[pair_summary.comparison == name]
-        if len(g):
-            groups.setdefault((sizes(g, True), sizes(g, False), len(g)), []).append(label)
-    clauses = [
-        latex.zero_sentence(f"the paired intervals of {words(labels)}", above, below, total)
-        for (above, below, total), labels in groups.items()
-    ]
-    return "; ".join(clauses) if clauses else "n/a"
-
-
-def _adjusted(row) -> str:
-    """A paired row's mean gain and adjusted interval: ``$+0.60$ points [$+0.06$, $+1.14$]``."""
-    return f"${signed_points(row.gain)}$ points ${points_interval(row.ci_low_adj, row.ci_high_adj, signed=True)}$"
-
-
-def _side(row) -> str:
-    """``below``, ``above`` or ``zero``: where a paired row's adjusted interval lies."""
-    return "below" if row.ci_high_adj < 0 else "above" if row.ci_low_adj > 0 else "zero"
-
-
-STATISTICS = "exact statistics of the training data in place of the running averages"
-
-
-def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
-    """What exact statistics recover of batch normalisation's loss to no normaliser at batch ``b``,
-    in words that follow the adjusted intervals: ``loss`` (batch norm minus none) and ``exact``
-    (exact statistics minus the trained EMA) are paired rows; ``closed``: the share of the gap the
-    exact statistics close; ``others``: ``(name, row, closed)`` of the other recomputations at ``b``
-    (the cumulative average, PreciseBN), in the same family of comparisons. A share of the loss is
-    named only where the loss's interval lies wholly below zero, and the rest put in the weights (by
-    inference) only where the exact statistics' gain lies wholly above zero and leaves a rest. Where
-    the exact statistics' interval contains zero but another recomputation's lies wholly above it, that
-    one is named: a share of the loss is then shown to lie in the running statistics after all."""
-    gain = f"{_adjusted(exact)} (adjusted)"
-    if _side(loss) == "zero":
-        return (
-            f"At batch {b} the adjusted interval of batch normalisation minus no normaliser contains zero, so "
-            f"there is no established loss to recover; {STATISTICS} change the accuracy there by {gain}, an "
-            f"interval that {latex.verdict(exact.ci_low_adj, exact.ci_high_adj)}"
-        )
-    if _side(loss) == "above":
-        return (
-            f"At batch {b} batch normalisation is ahead of no normaliser (the adjusted interval lies wholly "
-            f"above zero), so there is no loss to recover; {STATISTICS} change its accuracy by {gain}"
-        )
-    head = f"{STATISTICS[0].upper()}{STATISTICS[1:]}"
-    if _side(exact) == "zero":
-        above = [(name, row, share) for name, row, share in others if _side(row) == "above"]
-        if above:
-            name, row, share = max(above, key=lambda o: o[1].gain)
-            return (
-                f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero, while "
-                f"{name}'s change, {_adjusted(row)} (adjusted alike), lies wholly above zero: by that "
-                f"recomputation a share of the loss ({latex.fmt(share, 0, percent=True)} of it) lies in the "
-                "running statistics"
-            )
-        tried = ""
-        if others:
-            names = words([name for name, _, _ in others])
-            tried = f", and no other recomputation's change ({names}) lies wholly above zero"
-        return (
-            f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero{tried}, so no "
-            "share of the loss is shown to lie in the running statistics"
-        )
-    if _side(exact) == "below":
-        return f"{head} lower the accuracy at batch {b} further, by {gain}"
-    share = latex.fmt(closed, 0, percent=True)
-    within = f"{_adjusted(exact)}, adjusted"  # inside parentheses: no second pair
-    if closed >= 1:
-        return f"{head} recover the whole loss at batch {b} ({share} of it; {within})"
-    return (
-        f"{head} recover {share} of the loss at batch {b} ({within}); as no set of statistics we tried "
-        "recovers the rest, we infer, without measuring it directly, that the rest lies in the weights"
-    )
-
-
-def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> str:
-    """Batch renormalisation against batch normalisation, from the adjusted paired intervals: at
-    the smallest batch ``b`` (``at_min``; "recovers" a share of the loss only where batch norm's
-    loss to none and renormalisation's gain both lie wholly beyond zero) and at the batch size of
-    its smallest paired difference (``least``), each with the interval's verdict."""
-    gain = f"{_adjusted(at_min)} (adjusted)"
-    within = f"{_adjusted(at_min)}, adjusted"  # inside parentheses: no second pair
-    side = _side(at_min)
-    if side == "above" and loss_below:
-        text = (
-            f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({within})"
-        )
-    elif side == "above":
-        text = f"Batch renormalisation is ahead of batch normalisation at batch {b}, by {gain}"
-    elif side == "below":
-        text = f"Batch renormalisation falls behind batch normalisation at batch {b}, by {gain}"
-    else:
-        text = (
-            f"Batch renormalisation cannot be told apart from batch normalisation at batch {b} ({within}, "
-            "an interval that contains zero)"
-        )
-    if int(least.batch_size) == b:
-        return f"{text}; this is its smallest paired difference to batch normalisation"
-    text += (
-        f"; its smallest paired difference to batch normalisation, at batch {int(least.batch_size)}, is "
-        f"{_adjusted(least)} (adjusted), an interval that {latex.verdict(least.ci_low_adj, least.ci_high_adj)}"
-    )
-    if _side(least) == "below":
-        text += ": there it loses accuracy"
-    return text
-
-
 def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
     """The abstract's generated claims at the smallest batch size: ``recoverySentence`` and
     ``renormSentence`` (:func:`recovery_sentence`, :func:`renorm_sentence`); section 2's
@@ -249,35 +116,11 @@ def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> di
         rows = pair_summary[pair_summary.comparison == "batchrenorm_vs_batchnorm"].sort_values("batch_size")
         least = rows.loc[rows["gain"].idxmin()]
         closed = (renorm_cell.mean - base.mean) / gap if gap != 0 else float("nan")
-        m["renormSentence"] = renorm_sentence(renorm, least, closed, _side(loss) == "below", b)
+        m["renormSentence"] = renorm_sentence(renorm, least, closed, side_of(loss) == "below", b)
         m["pairedBatchrenormVsBatchnormMinDifference"] = latex.difference_clause(
             renorm.gain, renorm.ci_low, renorm.ci_high, "batch normalisation"
         )
     return m
-
-
-def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
-    """Ours minus published, per published cell in our grid, also in units of our seed sd."""
-    rows = []
-    for norm, mode, key in PUBLISHED_COLUMNS:
-        for b, value in published[key].items():
-            r = cell.get((norm, int(b), mode))
-            if r is None:
-                continue
-            gap = r.mean - value
-            rows.append(
-                {
-                    "normaliser": norm,
-                    "mode": mode,
-                    "batch_size": int(b),
-                    "ours": r.mean,
-                    "published": value,
-                    "gap": gap,
-                    "sd": r.sd,
-                    "gap_in_sd": abs(gap) / r.sd if r.sd > 0 else float("inf"),
-                }
-            )
-    return pd.DataFrame(rows)
 
 
 def setting_macros(runs, pairs, published, sizes: list[int], confidence: float) -> dict:
@@ -457,108 +300,6 @@ def distance_macros(distance_summary: pd.DataFrame, sizes: list[int]) -> dict:
                 m[latex.macro_name("varDistance", name, "layer", "two", end)] = latex.fmt(
                     float(d.var_distance.iloc[0]), 3
                 )
-    return m
-
-
-def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd.DataFrame) -> dict:
-    """The seed spread against the published gains, from each cell's own standard deviation,
-    and how many of our paired intervals at those batch sizes exclude zero."""
-    m = {}
-    sd_inference = summary[summary["mode"] == "inference"]["sd"]
-    m["sdInferenceMedian"] = points(float(sd_inference.median()), 2)
-    m["sdInferenceLargest"] = points(float(sd_inference.max()), 2)
-    claimed = {
-        int(b): published["batchnorm"][b] - published["none"][b]
-        for b in published["batchnorm"]
-        if b in published["none"] and published["batchnorm"][b] > published["none"][b]
-    }
-    for b, g in claimed.items():
-        m[latex.macro_name("publishedGain", "b", b)] = points(g)
-    m["publishedGainSizes"] = words([str(b) for b in sorted(claimed)])
-    se, in_se = [], []
-    for b in sorted(claimed):
-        bn, no = cell.get(("batchnorm", b, "inference")), cell.get(("none", b, "inference"))
-        if bn is not None and no is not None:
-            s = standard_error_of_difference(bn.sd, no.sd, int(published["seeds"]))
-            se.append(
-                f"{points(s, 2)} points at batch {b} (seed standard deviations "
-                f"{points(bn.sd, 2)} and {points(no.sd, 2)})"
-            )
-            unit = " such standard errors" if not in_se else ""
-            in_se.append(f"{latex.fmt(claimed[b] / s, 1) if s > 0 else 'n/a'}{unit} at batch {b}")
-    m["seDiffPublishedSeedsList"] = words(se) if se else "n/a (none of those batch sizes is in our grid)"
-    m["publishedGainInSeList"] = words(in_se) if in_se else "n/a"
-    m["publishedGainSeSentence"] = published_gain_se_sentence(se, in_se, int(published["seeds"]))
-    gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
-    compared = gains[gains.batch_size.isin(list(claimed))]
-    m["gainCompared"] = str(len(compared))
-    m["gainComparedExcludingZero"] = str(int(((compared.ci_low_adj > 0) | (compared.ci_high_adj < 0)).sum()))
-    m["gainComparedSizes"] = words([str(int(b)) for b in sorted(compared.batch_size)]) or "none"
-    m["gainsExcludingZero"] = str(int(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum()))
-    m["gainsCompared"] = str(len(gains))
-    return m
-
-
-def published_gain_se_sentence(se: list[str], in_se: list[str], published_seeds: int) -> str:
-    """The sentence that sets the published gains against our seed spread: the standard error of a
-    difference of two means of ``published_seeds`` seeds at each published batch size in our grid
-    (``se``) and each gain in those standard errors (``in_se``); where none of those batch sizes is in
-    the grid, a sentence that says so instead of standard errors of ``n/a``."""
-    if not se:
-        return (
-            "None of the batch sizes with a published gain is in our grid, so none can be set against our seed spread."
-        )
-    verb = "gain is" if len(in_se) == 1 else "gains are"
-    return (
-        "With the standard deviations of the two cells compared, a difference of two independent means of "
-        f"{published_seeds} seeds each carries a standard error of {words(se)}; the published {verb} {words(in_se)}."
-    )
-
-
-def _gap_in_se(gap: float, sd: float, published_seeds: int, seeds: int) -> str:
-    """``|gap|`` in standard errors of their mean of ``published_seeds`` seeds minus ours of
-    ``seeds``, both with our seed sd."""
-    se = sd * math.sqrt(math.fsum([1 / published_seeds, 1 / seeds]))
-    return latex.fmt(abs(gap) / se, 1) if se > 0 else "n/a"
-
-
-def published_gap_macros(cell: dict, published: dict, seeds: int, sizes: list[int]) -> dict:
-    """How far our cells lie from the published table, in points and in seed standard deviations."""
-    m = {}
-    gaps = published_gaps(cell, published)
-    if len(gaps):
-        worst = gaps.loc[gaps["gap"].abs().idxmax()]
-        m["pubGapCells"] = str(len(gaps))
-        m["pubGapLargest"] = points(abs(float(worst.gap)))
-        m["pubGapLargestSign"] = "below" if worst.gap < 0 else "above"
-        names = {"none": "no normaliser", "batchnorm": "batch normalisation"}
-        m["pubGapLargestWhere"] = (
-            f"{names.get(worst.normaliser, latex.escape(worst.normaliser))}"
-            f"{', training mode' if worst['mode'] == 'training' else ''}"
-            f" at batch {int(worst.batch_size)}"
-        )
-        m["pubGapLargestSd"] = points(float(worst.sd), 1)
-        m["pubGapLargestInSd"] = latex.fmt(float(worst.gap_in_sd), 1)
-        m["pubGapMedianInSd"] = latex.fmt(float(gaps["gap_in_sd"].median()), 1)
-        m["pubGapLargestInSe"] = _gap_in_se(float(worst.gap), float(worst.sd), int(published["seeds"]), seeds)
-        m |= {
-            "pubBatchnormMin": "n/a",
-            "pubGapBatchnormMinInSd": "n/a",
-            "pubGapBatchnormMinSign": "n/a",
-            "pubGapBatchnormMinPoints": "n/a",
-            "pubGapBatchnormMinInSe": "n/a",
-        }
-        first = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference") & (gaps.batch_size == sizes[0])]
-        if len(first):
-            r = first.iloc[0]
-            m["pubBatchnormMin"] = latex.fmt(float(r.published))
-            m["pubGapBatchnormMinInSd"] = latex.fmt(float(r.gap_in_sd), 1)
-            m["pubGapBatchnormMinSign"] = "below" if r.gap < 0 else "above"
-            m["pubGapBatchnormMinPoints"] = points(abs(float(r.gap)))
-            m["pubGapBatchnormMinInSe"] = _gap_in_se(float(r.gap), float(r.sd), int(published["seeds"]), seeds)
-    bn = gaps[(gaps.normaliser == "batchnorm") & (gaps["mode"] == "inference")] if len(gaps) else gaps
-    for r in bn.itertuples(index=False) if len(bn) else []:
-        m[latex.macro_name("pub", "batchnorm", "b", r.batch_size)] = latex.fmt(float(r.published))
     return m
 
 

@@ -1,5 +1,7 @@
 """Study 2's summary: tidy tables over seeds, paired comparisons and LaTeX tables; the macros
-are :mod:`bnstudy.studies.batch_size.macros`'s (re-exported here).
+are :mod:`bnstudy.studies.batch_size.macros`'s, with its sentences and its comparison with the
+published table (:mod:`~bnstudy.studies.batch_size.sentences`,
+:mod:`~bnstudy.studies.batch_size.published`; their names re-exported here).
 
 The rule script ``summarise_batch_size.py`` only reads the evaluation outputs and
 writes what :func:`summarise` returns. Means and standard deviations over seeds are
@@ -22,17 +24,21 @@ from bnstudy.studies.batch_size.macros import (  # noqa: F401 (the summary's nam
     DISTANCE_COLUMNS,
     DISTANCE_KEYS,
     KEYS,
-    PUBLISHED_COLUMNS,
     REMEDIES,
     REMEDY_COLUMNS,
-    REMEDY_NAMES,
     at_batches,
     interval,
     interval_sign_macros,
     macros,
+)
+from bnstudy.studies.batch_size.published import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)
+    PUBLISHED_COLUMNS,
     published_gaps,
-    remedy_sign_sentence,
     standard_error_of_difference,
+)
+from bnstudy.studies.batch_size.sentences import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)
+    REMEDY_NAMES,
+    remedy_sign_sentence,
 )
 
 

@@ -12,6 +12,7 @@ from bnstudy.base.runtime import STREAM_BOOTSTRAP, derive_seed
 from bnstudy.base.stats import bootstrap_examples, mean_sd
 
 DESIGNS = ("random", "exact", "own_class", "other_class", "any_class")
+MEASURES = ("flip_rate", "train_mode_accuracy", "ever_flipped")  # each summary row's estimates
 _DESIGN_CODE = {d: i for i, d in enumerate(DESIGNS)}
 
 

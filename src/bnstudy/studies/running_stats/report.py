@@ -4,111 +4,21 @@ the replicate shuffles and the class-sorted networks.
 The rule script ``running_stats_summary.py`` reads its inputs and writes what
 :func:`summarise` returns. Means over shuffles and seeds, with Student-t intervals (the
 shuffles' errors on the log scale), are :func:`bnstudy.base.stats.summarise_over_seeds` (sums
-correctly rounded); ratios are single divisions. Nothing here depends on the CPU.
+correctly rounded); ratios are single divisions. Nothing here depends on the CPU. The replicate
+shuffles' and the class-sorted networks' parts are :mod:`bnstudy.studies.running_stats.shuffles`'
+and :mod:`bnstudy.studies.running_stats.sorted_networks`'.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.base import stats
 from bnstudy.paper import latex
 from bnstudy.studies.running_stats import terms
+from bnstudy.studies.running_stats.shuffles import shuffle_macros, shuffle_summary_table, shuffle_table
+from bnstudy.studies.running_stats.sorted_networks import sorted_table, trained_macros, trained_summary
 
-SHUFFLE_METRICS = ("running_error", "train_eval_rmse")
 VAR_HIGH, VAR_LOW = 5.0, 0.5  # the population description counts variances at least / at most these
-
-
-def shuffle_summary_table(shuffles: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Mean, sd and interval over shuffles of each metric, per estimator and batch size: both
-    metrics are errors (never negative), so the Student-t interval is formed on the log scale
-    (:func:`bnstudy.base.stats.positive_interval`) and never reaches below zero."""
-    long = shuffles.melt(
-        id_vars=["estimator", "batch_size", "updates", "shuffle"], value_vars=list(SHUFFLE_METRICS), var_name="metric"
-    )
-    return stats.summarise_over_seeds(
-        long, ["estimator", "batch_size", "updates", "metric"], "value", confidence, positive=True
-    ).rename(columns={"seeds": "shuffles"})
-
-
-def _shuffle_interval(lo, hi) -> str:
-    """``[lo, hi]`` with four decimals; ``(every shuffle alike)`` for a degenerate interval."""
-    if latex.degenerate(lo, hi):
-        return "(every shuffle alike)"
-    return f"[{latex.endpoint(float(lo), 4, scale=1.0)}, {latex.endpoint(float(hi), 4, scale=1.0)}]"
-
-
-def shuffle_macros(summary: pd.DataFrame, confidence: float) -> dict:
-    """Macros of the replicated shuffles: every mean with its interval, the best batch size, and
-    a sentence on monotonicity that is true of the means."""
-
-    def f4(v):
-        return latex.endpoint(float(v), 4, scale=1.0)
-
-    def with_ci(r):
-        """``mean [lo, hi]``; ``exactly 0 in every shuffle`` for a degenerate interval at zero."""
-        if float(r.mean) == 0 and float(r.ci_low) == 0 and float(r.ci_high) == 0:
-            return "exactly 0 in every shuffle", ""
-        return f4(r.mean), _shuffle_interval(r.ci_low, r.ci_high)
-
-    m = {"rsShuffles": str(int(summary["shuffles"].max())), "rsConfidence": f"{100 * confidence:g}\\%"}
-    ema = summary[(summary.estimator == "ema") & (summary.metric == "running_error")]
-    means = {int(r.batch_size): float(r.mean) for r in ema.itertuples(index=False)}
-    for r in summary.itertuples(index=False):
-        name = latex.macro_name("rs rep", r.estimator, r.metric, "b", int(r.batch_size))
-        m[name], m[name + "Ci"] = with_ci(r)
-    if means:
-        sizes = sorted(means)
-        best = min(sizes, key=lambda b: means[b])
-        m["rsRepMonotone"] = terms.monotone_sentence(means)
-        m["rsRepBestBatch"] = str(best)
-        for end, b in (("min", sizes[0]), ("max", sizes[-1]), ("best", best)):
-            r = ema[ema.batch_size == b].iloc[0]
-            m[latex.macro_name("rs rep running error", end)] = f4(r["mean"])
-            m[latex.macro_name("rs rep running error", end, "ci")] = _shuffle_interval(r.ci_low, r.ci_high)
-        # every estimator at the smallest and the largest batch, named without the size
-        for r in summary[summary.batch_size.isin([sizes[0], sizes[-1]])].itertuples(index=False):
-            end = "min" if int(r.batch_size) == sizes[0] else "max"
-            name = latex.macro_name("rs rep", r.estimator, r.metric, end)
-            m[name], m[name + "Ci"] = with_ci(r)
-    return m
-
-
-def shuffle_table(summary: pd.DataFrame) -> tuple:
-    """Per batch size: the EMA's and the pooled statistics' running error, and the EMA's
-    train/inference RMSE, mean over shuffles with its interval."""
-
-    def f4(v):
-        return latex.endpoint(float(v), 4, scale=1.0)
-
-    def cell(estimator, metric, b):
-        r = summary[(summary.estimator == estimator) & (summary.metric == metric) & (summary.batch_size == b)]
-        if r.empty:
-            return "--"
-        r = r.iloc[0]
-        if float(r["mean"]) == 0 and float(r.ci_low) == 0 and float(r.ci_high) == 0:
-            return "exactly 0"
-        return f"{f4(r['mean'])} {_shuffle_interval(r.ci_low, r.ci_high)}"
-
-    rows = []
-    for b in sorted(int(v) for v in summary.batch_size.unique()):
-        u = int(summary[summary.batch_size == b].updates.iloc[0])
-        rows.append(
-            [
-                str(b),
-                str(u),
-                cell("ema", "running_error", b),
-                cell("bias_corrected", "running_error", b),
-                cell("pooled", "running_error", b),
-                cell("ema", "train_eval_rmse", b),
-            ]
-        )
-    return (
-        ["$b$", "updates", "EMA error", "bias-corr.\\ error", "pooled error", "div.\\ EMA"],
-        rows,
-        "rrllll",
-        "Study 3 over replicate shuffles: mean [interval]",
-    )
 
 
 def _f4(v) -> str:
@@ -289,42 +199,6 @@ def published_macros(published: dict) -> dict:
     }
 
 
-TRAINED_METRICS = ["inference_accuracy", "train_mode_accuracy", "label_disagreement", "train_eval_rmse"]
-
-
-def trained_summary(trained: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """The class-sorted and shuffled trained networks: mean, sd and interval over seeds per metric."""
-    long = trained.melt(
-        id_vars=["normaliser", "batch_size", "order", "seed"], value_vars=TRAINED_METRICS, var_name="metric"
-    )
-    return stats.summarise_over_seeds(long, ["normaliser", "batch_size", "order", "metric"], "value", confidence)
-
-
-def trained_macros(cells: dict, seeds: int) -> dict:
-    """Macros of the trained networks: every cell's mean, and the smallest batch size's by name."""
-    m = latex.macro_name
-
-    def value(metric, mean):  # a share of the test rows with its unit ("32.9\\%"), an accuracy as a fraction
-        if metric == "label_disagreement":
-            return latex.fmt(None if mean is None else float(mean), 1, percent=True)
-        return latex.fmt(None if mean is None else float(mean), 3)
-
-    macros = {}
-    for (b, order, metric), r in cells.items():
-        macros[m("rs trained", order, metric, "b", b)] = value(metric, r.mean)
-    trained_sizes = sorted({k[0] for k in cells})
-    macros["rsTrainedSeeds"] = str(seeds)
-    b0 = trained_sizes[0]
-    macros["rsTrainedBatch"] = str(b0)
-    for order in ("shuffled", "sorted"):
-        for metric in TRAINED_METRICS:
-            r = cells.get((b0, order, metric))
-            macros[m("rs trained", order, metric)] = value(metric, None if r is None else r.mean)
-    noun = "batch size" if len(trained_sizes) == 1 else "batch sizes"
-    macros["rsTrainedBatchSizes"] = f"{noun} {latex.words([str(b) for b in trained_sizes])}"
-    return macros
-
-
 def errors_table(ema: dict, sizes: list[int], published: dict) -> tuple:
     """Study 3's table: per batch size the EMA pass's errors and divergences beside the published error."""
     ratios = divergence_ratios(ema, sizes)
@@ -422,30 +296,6 @@ def remedies_table(est: dict, sizes: list[int]) -> tuple:
         rows,
         "lrrrrrrr",
         "Study 3: remedies on the same passes",
-    )
-
-
-def sorted_table(cells: dict) -> tuple:
-    """Study 3 in trained networks: mean +- sd over seeds per batch size, order and metric."""
-
-    def ms(b, order, metric, digits=3):
-        r = cells.get((b, order, metric))
-        if r is None:
-            return "--"
-        sd = "" if pd.isna(r.sd) else f" $\\pm$ {r.sd:.{digits}f}"
-        return f"{r.mean:.{digits}f}{sd}"
-
-    trained_sizes = sorted({k[0] for k in cells})
-    rows = [
-        [str(b), order] + [ms(b, order, k) for k in TRAINED_METRICS]
-        for b in trained_sizes
-        for order in ("shuffled", "sorted")
-    ]
-    return (
-        ["$b$", "batches", "inference acc.", "training-mode acc.", "label disagreement", "logit RMSE"],
-        rows,
-        "rlllll",
-        "Study 3 in trained networks: class-sorted versus shuffled training batches",
     )
 
 

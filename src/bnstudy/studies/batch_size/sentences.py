@@ -1,0 +1,144 @@
+"""Study 2's generated sentences: where the remedies' paired intervals lie, what the exact statistics recover.
+
+And what batch renorm keeps at the smallest batch.
+
+Each sentence is built from the paired comparisons' rows (:mod:`bnstudy.studies.batch_size.paired`)
+in every variant the numbers allow (above, below or across zero; one batch size or several);
+:func:`bnstudy.studies.batch_size.macros.macros` puts them in the paper's macros.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bnstudy.paper import latex
+from bnstudy.paper.latex import points_interval, signed_points, words
+
+REMEDY_NAMES = {
+    "cumulative_vs_ema": "the cumulative average",
+    "precise_bn_vs_ema": "PreciseBN",
+    "exact_vs_ema": "the exact statistics",
+}
+
+
+def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
+    """In words, at which batch sizes the Bonferroni-adjusted paired interval of each remedy
+    (minus the trained EMA) lies wholly above and wholly below zero; remedies alike are named
+    together, and one remedy's intervals agree in number with it (``the paired intervals of
+    PreciseBN lie``: one interval per batch size)."""
+
+    def sizes(g, above):
+        g = g.sort_values("batch_size", kind="stable")
+        out = [
+            str(int(b)) for b, lo, hi in zip(g.batch_size, g.ci_low_adj, g.ci_high_adj) if (lo > 0 if above else hi < 0)
+        ]
+        return tuple(out)
+
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...], int], list[str]] = {}
+    for name, label in REMEDY_NAMES.items():
+        g = pair_summary[pair_summary.comparison == name]
+        if len(g):
+            groups.setdefault((sizes(g, True), sizes(g, False), len(g)), []).append(label)
+    clauses = [
+        latex.zero_sentence(f"the paired intervals of {words(labels)}", above, below, total)
+        for (above, below, total), labels in groups.items()
+    ]
+    return "; ".join(clauses) if clauses else "n/a"
+
+
+def _adjusted(row) -> str:
+    """A paired row's mean gain and adjusted interval: ``$+0.60$ points [$+0.06$, $+1.14$]``."""
+    return f"${signed_points(row.gain)}$ points ${points_interval(row.ci_low_adj, row.ci_high_adj, signed=True)}$"
+
+
+def side_of(row) -> str:
+    """``below``, ``above`` or ``zero``: where a paired row's adjusted interval lies."""
+    return "below" if row.ci_high_adj < 0 else "above" if row.ci_low_adj > 0 else "zero"
+
+
+STATISTICS = "exact statistics of the training data in place of the running averages"
+
+
+def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
+    """What exact statistics recover of batch normalisation's loss to no normaliser at batch ``b``,
+    in words that follow the adjusted intervals: ``loss`` (batch norm minus none) and ``exact``
+    (exact statistics minus the trained EMA) are paired rows; ``closed``: the share of the gap the
+    exact statistics close; ``others``: ``(name, row, closed)`` of the other recomputations at ``b``
+    (the cumulative average, PreciseBN), in the same family of comparisons. A share of the loss is
+    named only where the loss's interval lies wholly below zero, and the rest put in the weights (by
+    inference) only where the exact statistics' gain lies wholly above zero and leaves a rest. Where
+    the exact statistics' interval contains zero but another recomputation's lies wholly above it, that
+    one is named: a share of the loss is then shown to lie in the running statistics after all."""
+    gain = f"{_adjusted(exact)} (adjusted)"
+    if side_of(loss) == "zero":
+        return (
+            f"At batch {b} the adjusted interval of batch normalisation minus no normaliser contains zero, so "
+            f"there is no established loss to recover; {STATISTICS} change the accuracy there by {gain}, an "
+            f"interval that {latex.verdict(exact.ci_low_adj, exact.ci_high_adj)}"
+        )
+    if side_of(loss) == "above":
+        return (
+            f"At batch {b} batch normalisation is ahead of no normaliser (the adjusted interval lies wholly "
+            f"above zero), so there is no loss to recover; {STATISTICS} change its accuracy by {gain}"
+        )
+    head = f"{STATISTICS[0].upper()}{STATISTICS[1:]}"
+    if side_of(exact) == "zero":
+        above = [(name, row, share) for name, row, share in others if side_of(row) == "above"]
+        if above:
+            name, row, share = max(above, key=lambda o: o[1].gain)
+            return (
+                f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero, while "
+                f"{name}'s change, {_adjusted(row)} (adjusted alike), lies wholly above zero: by that "
+                f"recomputation a share of the loss ({latex.fmt(share, 0, percent=True)} of it) lies in the "
+                "running statistics"
+            )
+        tried = ""
+        if others:
+            names = words([name for name, _, _ in others])
+            tried = f", and no other recomputation's change ({names}) lies wholly above zero"
+        return (
+            f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero{tried}, so no "
+            "share of the loss is shown to lie in the running statistics"
+        )
+    if side_of(exact) == "below":
+        return f"{head} lower the accuracy at batch {b} further, by {gain}"
+    share = latex.fmt(closed, 0, percent=True)
+    within = f"{_adjusted(exact)}, adjusted"  # inside parentheses: no second pair
+    if closed >= 1:
+        return f"{head} recover the whole loss at batch {b} ({share} of it; {within})"
+    return (
+        f"{head} recover {share} of the loss at batch {b} ({within}); as no set of statistics we tried "
+        "recovers the rest, we infer, without measuring it directly, that the rest lies in the weights"
+    )
+
+
+def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> str:
+    """Batch renormalisation against batch normalisation, from the adjusted paired intervals: at
+    the smallest batch ``b`` (``at_min``; "recovers" a share of the loss only where batch norm's
+    loss to none and renormalisation's gain both lie wholly beyond zero) and at the batch size of
+    its smallest paired difference (``least``), each with the interval's verdict."""
+    gain = f"{_adjusted(at_min)} (adjusted)"
+    within = f"{_adjusted(at_min)}, adjusted"  # inside parentheses: no second pair
+    side = side_of(at_min)
+    if side == "above" and loss_below:
+        text = (
+            f"Batch renormalisation recovers {latex.fmt(closed, 0, percent=True)} of the loss at batch {b} ({within})"
+        )
+    elif side == "above":
+        text = f"Batch renormalisation is ahead of batch normalisation at batch {b}, by {gain}"
+    elif side == "below":
+        text = f"Batch renormalisation falls behind batch normalisation at batch {b}, by {gain}"
+    else:
+        text = (
+            f"Batch renormalisation cannot be told apart from batch normalisation at batch {b} ({within}, "
+            "an interval that contains zero)"
+        )
+    if int(least.batch_size) == b:
+        return f"{text}; this is its smallest paired difference to batch normalisation"
+    text += (
+        f"; its smallest paired difference to batch normalisation, at batch {int(least.batch_size)}, is "
+        f"{_adjusted(least)} (adjusted), an interval that {latex.verdict(least.ci_low_adj, least.ci_high_adj)}"
+    )
+    if side_of(least) == "below":
+        text += ": there it loses accuracy"
+    return text
