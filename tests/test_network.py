@@ -1,6 +1,8 @@
 """The one interface to both networks (bnstudy.nets.spec.Network, each kind's spec): each method is,
 bit for bit, the network's own function, and a rule's parameters (bnstudy.nets.network) name the network."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,28 @@ def test_a_linear_learning_rate_decay_is_pytorchs_lambda_lr_stepped_per_epoch(fa
         np.testing.assert_allclose(v[0], theirs[key], rtol=1e-4, atol=1e-5, err_msg=key)
     moved = [k for k in decayed if not np.allclose(decayed[k][0], constant[k][0], rtol=1e-3, atol=1e-4)]
     assert moved, "the decay changed nothing"
+
+
+def _abstract(cls) -> list[str]:
+    """The methods ``cls`` names but leaves to its kinds (their body raises NotImplementedError)."""
+    out = []
+    for name, value in vars(cls).items():
+        f = getattr(value, "__func__", value)
+        if inspect.isfunction(f) and "raise NotImplementedError" in inspect.getsource(f):
+            out.append(name)
+    return out
+
+
+def test_every_kind_implements_every_method_the_interface_leaves_to_it():
+    required = _abstract(Network)
+    assert {"layout", "norm_layers", "arch", "logits", "from_metadata", "labeller", "exact_statistics"} <= set(required)
+    for name, kind in network.KINDS.items():
+        assert issubclass(kind, Network) and kind.family == name
+        assert [m for m in required if m not in vars(kind)] == [], name
+
+    class Half(Network):  # the check can fail: a kind that leaves a method out is caught
+        def layout(self):
+            return []
+
+    assert "layout" not in [m for m in required if m not in vars(Half)]
+    assert "logits" in [m for m in required if m not in vars(Half)]
