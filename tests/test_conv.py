@@ -4,11 +4,11 @@ loop against autograd and torch.optim.Adam, and its companion probes on tiny inp
 import numpy as np
 import pytest
 
+from bnstudy.base import convlayers
 from bnstudy.compiled import conv, examplenorms
 from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.recipe import Recipe
-from bnstudy.paper import network_prose
 from bnstudy.studies.companions import draws
 from bnstudy.studies.companions import science as companions
 
@@ -95,7 +95,7 @@ def test_first_gradient_is_autograds(kind):
     spec = conv_train.ConvSpec(kind, (4, 8), 2)
     n = sum(int(np.prod(s)) for _, s in conv_train.layout(spec))
     grad = np.zeros(n, np.float32)
-    conv_train.train_one(spec, Recipe(batch_size=8, epochs=1), 0, x, y, first_grad=grad)
+    train.train_one(spec, Recipe(batch_size=8, epochs=1), 0, x, y, first_grad=grad)
     first = epoch_rows(order_generator(0), y, 8)[:8]
     ref = conv_torch.first_gradient(spec, 0, x[first], y[first])
     mine = _grad_parts(spec, grad)
@@ -114,7 +114,7 @@ def test_training_and_logits_agree_with_the_plain_pytorch_loop(kind):
     x, y = images(40)
     spec = conv_train.ConvSpec(kind, (4, 8), 2)
     recipe = Recipe(batch_size=8, epochs=3)
-    stacked, _ = conv_train.train_models(spec, recipe, [0], x, y)
+    stacked, _ = train.train_models(spec, recipe, [0], x, y)
     net = conv_torch.train_plain(spec, recipe, 0, x, y)
     theirs = {k: v.numpy() for k, v in net.state_dict().items()}
     ours = {k: v[0] for k, v in stacked.items()}
@@ -147,7 +147,7 @@ def test_one_step_moves_every_tensor_as_pytorch_does(kind):
     x, y = images(8)
     spec = conv_train.ConvSpec(kind, (4, 8), 2)
     recipe = Recipe(batch_size=8, epochs=1)
-    stacked, _ = conv_train.train_models(spec, recipe, [0], x, y)
+    stacked, _ = train.train_models(spec, recipe, [0], x, y)
     theirs = conv_torch.train_plain(spec, recipe, 0, x, y).state_dict()
     assert set(stacked) == set(theirs)
     for key, v in stacked.items():
@@ -161,8 +161,8 @@ def test_one_step_moves_every_tensor_as_pytorch_does(kind):
 def test_training_is_the_same_bytes_for_any_thread_count_and_repeat():
     x, y = images(32)
     spec = conv_train.ConvSpec("batchnorm", (4, 8), 2)
-    a, log_a = conv_train.train_models(spec, Recipe(batch_size=4, epochs=2), [0, 1], x, y, threads=1)
-    b, log_b = conv_train.train_models(spec, Recipe(batch_size=4, epochs=2), [1, 0], x, y, threads=2)
+    a, log_a = train.train_models(spec, Recipe(batch_size=4, epochs=2), [0, 1], x, y, threads=1)
+    b, log_b = train.train_models(spec, Recipe(batch_size=4, epochs=2), [1, 0], x, y, threads=2)
     for key in a:
         assert a[key][0].tobytes() == b[key][1].tobytes() and a[key][1].tobytes() == b[key][0].tobytes(), key
     assert not np.array_equal(a["0.weight"][0], a["0.weight"][1])
@@ -183,12 +183,12 @@ def test_initial_weights_follow_pytorchs_default_bounds():
 def test_batch_labels_at_two_are_the_training_mode_labels_of_a_batch_of_two():
     x, y = images(12)
     spec = conv_train.ConvSpec("batchnorm", (4, 8), 2)
-    stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=2), [0], x, y)
+    stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=2), [0], x, y)
     pairs = np.array([[0, 1], [3, 7], [7, 3], [5, 11]], np.int64)
     got = np.empty(4, np.int64)
     flat = np.ascontiguousarray(x.reshape(-1, 1))
-    net, geo = conv_train.model_arrays(stacked, spec, 0), spec.arch(8).geometry
-    conv.batch_labels(net, geo, conv_train.norm_settings(spec), flat, pairs, got)
+    net, geo = conv_train.model_arrays(stacked, spec, 0), spec.arch_on(8).geometry
+    conv.batch_labels(net, geo, spec.norm_settings(), flat, pairs, got)
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))
@@ -201,7 +201,7 @@ def test_logits_do_not_depend_on_the_chunks_the_images_go_through_in(kind):
     batches of 5), give every image the logits it gets alone, or in its batch alone, bit for bit."""
     x, y = images(70, seed=3)
     spec = conv_train.ConvSpec(kind, (4, 8), 2, virtual_batch=2)
-    stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x[:24], y[:24])
+    stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x[:24], y[:24])
     assert conv.CHUNK_IMAGES == 32 and len(x) > 2 * conv.CHUNK_IMAGES
     whole = conv_train.logits(stacked, spec, x)
     alone = np.concatenate([conv_train.logits(stacked, spec, x[i : i + 1]) for i in range(len(x))], axis=1)
@@ -212,16 +212,19 @@ def test_logits_do_not_depend_on_the_chunks_the_images_go_through_in(kind):
 
 
 # ---- any data set: the images' side, the layers in the paper, a pool of exact companions ----------
-def test_layer_sides_are_the_compiled_geometrys():
-    """The report's pure-Python sides (no compiled import) are those the kernels compute with."""
+def test_block_sides_are_pytorchs_and_the_compiled_geometrys():
+    """The blocks' pure-Python sides (no compiled import; the paper's prose and the cost model read
+    them) are PyTorch's Conv2d output sides (kernel 3, padding 1) and the positions the kernels
+    compute with."""
     for side, strides in ((8, [1, 1]), (28, [2, 2, 1]), (28, [1, 2, 2, 2]), (9, [2, 1, 2])):
-        geo = conv.geometry(side, strides, [-1] * len(strides))
+        blocks = convlayers.chain([1] * len(strides), strides, (), side)
         want, s = [], side
         for stride in strides:
-            s = conv.out_side(s, stride)
+            s = (s + 2 * 1 - 3) // stride + 1
             want.append(s)
-        assert network_prose.layer_sides(side, strides) == want
-        assert geo.layers[:, 1].tolist() == [s * s for s in want]  # each layer's output positions
+        assert [b.out_side for b in blocks] == want
+        assert [b.in_side for b in blocks] == [side, *want[:-1]]
+        assert conv.geometry(blocks).layers[:, 1].tolist() == [s * s for s in want]  # each layer's output positions
 
 
 @pytest.mark.parametrize("side", [8, 28])
@@ -230,14 +233,14 @@ def test_the_network_reads_images_of_the_data_sets_side(side):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, side * side)).astype(np.float32)
     y = (np.arange(8) % 10).astype(np.int64)
-    assert conv_train.image_side(x) == network_prose.square_side(x.shape[1]) == side
+    assert conv_train.image_side(x) == convlayers.square_side(x.shape[1]) == side
     spec = conv_train.ConvSpec.from_params(
         "batchnorm", {"groups": 2, "eps": 1e-5, "momentum": 0.1, "layers": [{"channels": 4, "stride": 2}]}
     )
-    stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+    stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
     assert conv_train.logits(stacked, spec, x).shape == (1, 8, 10)
     with pytest.raises(ValueError, match="not a square image"):
-        network_prose.square_side(side * side + 1)
+        convlayers.square_side(side * side + 1)
 
 
 def test_row_normalisers_never_flip_with_their_companion():
@@ -246,7 +249,7 @@ def test_row_normalisers_never_flip_with_their_companion():
     x, y = images(24)
     for kind in ("none", "groupnorm", "layernorm"):
         spec = conv_train.ConvSpec(kind, (4, 8), 2)
-        stacked, _ = conv_train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
+        stacked, _ = train.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
         rows = companions.probe_network(
             stacked, spec, x, y, [0, 1, 2, 3], batch_sizes=[2, 4], batches_per_example=3, one_class_batch_size=2, seed=0
         )

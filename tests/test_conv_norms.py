@@ -77,11 +77,11 @@ def compiled_step(spec, state, x, y, limits):
     grad = np.zeros_like(flat)
     plan = backprop.schedule(np.arange(len(y))[None], [len(y)], np.array([limits], np.float32))
     updates = backprop.train_run(
-        spec.arch(side),
+        spec.arch_on(side),
         backprop.State(flat, running),
         backprop.Data(np.ascontiguousarray(x), np.ascontiguousarray(y)),
         plan,
-        conv_train.norm_settings(spec),
+        spec.norm_settings(),
         backprop.optimiser(backprop.ADAM, 1e-3),
         0,
         backprop.new_log(1, grad),
@@ -153,7 +153,7 @@ def test_training_steps_running_statistics_and_logits_agree_with_pytorch(kind, n
     x, y = images(16, side, seed=1)
     spec = build(kind)
     recipe = Recipe(batch_size=8, epochs=3, renorm_dmax=0.0, renorm_rmax_full=0.2)
-    stacked, _ = conv_train.train_models(spec, recipe, [0], x, y)
+    stacked, _ = train.train_models(spec, recipe, [0], x, y)
     module = conv_torch.train_plain(spec, recipe, 0, x, y)
     theirs = {k: v.numpy() for k, v in module.state_dict().items()}
     ours = {k: v[0] for k, v in stacked.items()}
@@ -195,7 +195,7 @@ def test_renorm_limits_reach_the_training_loop():
         ("closed", "batchrenorm", Recipe(batch_size=8, epochs=3, renorm_rmax=1.0, renorm_dmax=0.0)),
         ("batchnorm", "batchnorm", Recipe(batch_size=8, epochs=3)),
     ):
-        runs[name], _ = conv_train.train_models(small(kind), recipe, [0], x, y)
+        runs[name], _ = train.train_models(small(kind), recipe, [0], x, y)
     assert runs["closed"]["0.weight"].tobytes() == runs["batchnorm"]["0.weight"].tobytes()
     assert runs["renorm"]["0.weight"].tobytes() != runs["batchnorm"]["0.weight"].tobytes()
 
@@ -204,12 +204,10 @@ def test_ghost_virtual_batches_of_the_whole_batch_are_batch_norm():
     """A batch of fewer than two virtual batches is one: plain batch norm 2d, bit for bit."""
     x, y = images(16, 8, seed=4)
     recipe = Recipe(batch_size=8, epochs=2)
-    ghost, _ = conv_train.train_models(
-        conv_train.ConvSpec("ghostbatchnorm", (4, 8), 2, virtual_batch=5), recipe, [0], x, y
-    )
-    plain, _ = conv_train.train_models(conv_train.ConvSpec("batchnorm", (4, 8), 2), recipe, [0], x, y)
+    ghost, _ = train.train_models(conv_train.ConvSpec("ghostbatchnorm", (4, 8), 2, virtual_batch=5), recipe, [0], x, y)
+    plain, _ = train.train_models(conv_train.ConvSpec("batchnorm", (4, 8), 2), recipe, [0], x, y)
     assert all(ghost[k].tobytes() == plain[k].tobytes() for k in plain)
-    split, _ = conv_train.train_models(small("ghostbatchnorm"), recipe, [0], x, y)
+    split, _ = train.train_models(small("ghostbatchnorm"), recipe, [0], x, y)
     assert split["0.weight"].tobytes() != plain["0.weight"].tobytes()
 
 

@@ -14,7 +14,7 @@ import torch
 from bnstudy.base import fixedmath
 from bnstudy.evaluation import accuracy as scores
 from bnstudy.evaluation import recompute
-from bnstudy.nets import conv_torch, conv_train
+from bnstudy.nets import conv_torch, conv_train, train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
@@ -38,7 +38,7 @@ def trained(request):
     """``(spec, stack)``: two networks (seeds 0 and 1), one epoch in batches of 16."""
     spec = SPECS[request.param]
     x, y = _images()
-    stacked, _ = conv_train.train_models(spec, Recipe(batch_size=BATCH, lr=1e-2, epochs=1), [0, 1], x, y)
+    stacked, _ = train.train_models(spec, Recipe(batch_size=BATCH, lr=1e-2, epochs=1), [0, 1], x, y)
     return spec, stacked
 
 
@@ -71,7 +71,7 @@ def _bn_inputs(net, spec, x, batches, train):
 
 
 def _positions(spec):
-    return [int(p) for p in spec.arch(8).geometry.layers[:, 1]]
+    return [int(p) for p in spec.arch_on(8).geometry.layers[:, 1]]
 
 
 # ---- the spec decides the layers ------------------------------------------------------
@@ -81,9 +81,8 @@ def test_norm_layers_come_from_the_spec():
     assert recompute.norm_layers(RESIDUAL) == ("1", "4", "7", "10")
     assert recompute.norm_layers(PLAIN) == ("1", "4")
     assert recompute.norm_layers(NetSpec("batchnorm")) == mlp.NORMS == recompute.norm_layers()
-    assert recompute.is_conv(RESIDUAL) and not recompute.is_conv(NetSpec("batchnorm"))
-    with pytest.raises(TypeError):
-        recompute.is_conv("batchnorm")
+    with pytest.raises(AttributeError):
+        recompute.norm_layers("batchnorm")  # not a spec: no layers of its own
     assert _positions(RESIDUAL) == [64, 16, 16, 16]
 
 

@@ -25,6 +25,7 @@ that follow them are left out of the multi-step comparison (the one-step test of
 import numpy as np
 import pytest
 
+from bnstudy.base import convlayers
 from bnstudy.compiled import conv
 from bnstudy.nets import conv_train, train
 from bnstudy.nets.batching import epoch_rows, order_generator
@@ -74,12 +75,12 @@ def test_source_tables_read_the_padded_strided_neighbourhood(side, stride):
 
 def test_geometry_refuses_a_skip_of_another_shape():
     with pytest.raises(ValueError, match="skip"):
-        conv.geometry(28, [1, 2, 1], [-1, -1, 0])  # layer 0 is 28x28, layer 2 14x14
+        conv.geometry(convlayers.chain([4, 4, 4], [1, 2, 1], [-1, -1, 0], 28))  # layer 0 is 28x28, layer 2 14x14
     with pytest.raises(ValueError, match="stride"):
-        conv.geometry(28, [3], [-1])
+        conv.geometry(convlayers.chain([4], [3], [-1], 28))
     with pytest.raises(ValueError, match="channels"):
-        conv_train.ConvSpec("none", (4, 8), strides=(1, 1), skips=(-1, 0)).arch(28)
-    geo = deep("none").arch(SIDE).geometry
+        conv_train.ConvSpec("none", (4, 8), strides=(1, 1), skips=(-1, 0)).arch_on(28)
+    geo = deep("none").arch_on(SIDE).geometry
     assert geo.layers[:, conv.P_OUT].tolist() == [784, 196, 49, 49]
     assert geo.layers[:, conv.SKIP].tolist() == [-1, -1, -1, 2]
 
@@ -122,7 +123,7 @@ def test_first_gradient_of_the_deep_network_is_autograds(kind):
     x, y = images(16)
     spec = deep(kind)
     grad = np.zeros(sum(int(np.prod(s)) for _, s in conv_train.layout(spec)), np.float32)
-    conv_train.train_one(spec, Recipe(batch_size=8, epochs=1), 0, x, y, first_grad=grad)
+    train.train_one(spec, Recipe(batch_size=8, epochs=1), 0, x, y, first_grad=grad)
     first = epoch_rows(order_generator(0), y, 8)[:8]
     ref = conv_torch.first_gradient(spec, 0, x[first], y[first])
     mine = _parts(spec, grad)
@@ -140,7 +141,7 @@ def test_deep_training_steps_and_logits_agree_with_pytorch(kind):
     x, y = images(16, seed=1)
     spec = deep(kind)
     recipe = Recipe(batch_size=8, epochs=3)
-    stacked, _ = conv_train.train_models(spec, recipe, [0], x, y)
+    stacked, _ = train.train_models(spec, recipe, [0], x, y)
     net = conv_torch.train_plain(spec, recipe, 0, x, y)
     theirs = {k: v.numpy() for k, v in net.state_dict().items()}
     ours = {k: v[0] for k, v in stacked.items()}
@@ -181,8 +182,8 @@ def test_deep_batch_labels_at_two_are_the_training_mode_labels_of_a_batch_of_two
     stacked = {k: v[None] for k, v in conv_train.initial_state(spec, 3).items()}
     pairs = np.array([[0, 1], [3, 5], [5, 3]], np.int64)
     got = np.empty(3, np.int64)
-    net, geo = conv_train.model_arrays(stacked, spec, 0), spec.arch(SIDE).geometry
-    conv.batch_labels(net, geo, conv_train.norm_settings(spec), np.ascontiguousarray(x.reshape(-1, 1)), pairs, got)
+    net, geo = conv_train.model_arrays(stacked, spec, 0), spec.arch_on(SIDE).geometry
+    conv.batch_labels(net, geo, spec.norm_settings(), np.ascontiguousarray(x.reshape(-1, 1)), pairs, got)
     for k, (a, b) in enumerate(pairs):
         z = conv_train.logits(stacked, spec, x[[a, b]], train=True, batch=2)[0]
         assert got[k] == int(np.argmax(z[0]))

@@ -105,7 +105,7 @@ def test_frozen_gradient_equals_autograd_through_batchnorm1d_in_eval_mode():
     torch.nn.functional.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y)).backward()
     grads = dict(net.named_parameters())
     offset = 0
-    for key, shape in finetune.network.layout(spec):
+    for key, shape in spec.layout():
         size = int(np.prod(shape))
         ours = (before - flat)[offset : offset + size].reshape(shape)
         offset += size

@@ -141,7 +141,9 @@ def test_training_mode_layer_inputs_are_the_plain_modules_batch_norm_inputs():
     batches = recompute.pass_batches(np.arange(43), 4, seed=1, last_batch="keep")
     assert [len(b) for b in batches] == [4] * 10 + [3]
     inputs, starts = recompute.training_mode_layer_inputs(stacked, SPEC, x, batches)
-    assert starts.tolist() == np.concatenate([[0], np.cumsum([len(b) for b in batches])]).tolist()
+    assert list(starts) == list(mlp.NORMS)
+    for layer in mlp.NORMS:
+        assert starts[layer].tolist() == np.concatenate([[0], np.cumsum([len(b) for b in batches])]).tolist()
     for i in range(2):
         seen = _bn_inputs(_module(stacked, i), x, batches, train=True)
         for layer in mlp.NORMS:

@@ -121,13 +121,13 @@ def test_serving_agrees_with_pytorch_training_mode():
 def test_serving_a_convolutional_network_agrees_with_pytorch_training_mode():
     """The same stream through the convolutional network (strides, a residual connection) and its
     PyTorch module in training mode: labels, running statistics and batch counts after the stream."""
-    from bnstudy.nets import conv_torch, conv_train, network
+    from bnstudy.nets import conv_torch, conv_train
 
     spec = conv_train.ConvSpec("batchnorm", (4, 4), 2, strides=(2, 1), skips=(-1, 0))
     rng = np.random.default_rng(5)
     x = rng.standard_normal((48, 64)).astype(np.float32)
     y = rng.integers(0, 10, 48).astype(np.int64)
-    stacked, _ = network.train_models(spec, model_recipe(), [0, 1], x, y)
+    stacked, _ = spec.train_models(model_recipe(), [0, 1], x, y)
     batches = serving.stream_batches(serving.stream_rows(y, "random", 0), len(y), 8)
     labels, after = serving.serve_stack(stacked, spec, x, batches)
     for i, state in enumerate(model.unstack(stacked)):
@@ -135,7 +135,7 @@ def test_serving_a_convolutional_network_agrees_with_pytorch_training_mode():
         with torch.no_grad():
             got = [net(conv_torch.images(x[rows])).argmax(1).numpy() for rows in batches]
         assert np.array_equal(labels[i], np.array(got))
-        for layer in network.norm_layers(spec):
+        for layer in spec.norm_layers():
             for name in ("running_mean", "running_var"):
                 torch_value = net.state_dict()[f"{layer}.{name}"].numpy()
                 np.testing.assert_allclose(after[f"{layer}.{name}"][i], torch_value, rtol=1e-5, atol=1e-6)

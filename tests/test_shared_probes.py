@@ -12,7 +12,7 @@ from bnstudy.base import normalisers
 from bnstudy.compiled import conv, kernels
 from bnstudy.compiled.probes import Prober
 from bnstudy.evaluation import accuracy
-from bnstudy.nets import conv_train
+from bnstudy.nets import conv_train, train
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.nets.recipe import Recipe
@@ -39,7 +39,7 @@ def conv_nets():
     out = {}
     for kind in normalisers.CONV_NAMES:
         spec = conv_train.ConvSpec(kind, (4, 8), 2, virtual_batch=2)  # ghost: virtual batches of 2 images
-        stacked, _ = conv_train.train_models(spec, Recipe(batch_size=8, epochs=2), [0, 1], x, y)
+        stacked, _ = train.train_models(spec, Recipe(batch_size=8, epochs=2), [0, 1], x, y)
         out[kind] = (stacked, spec)
     return out
 
@@ -74,7 +74,7 @@ def test_batch_labels_are_row_zeros_training_mode_labels(conv_nets, kind, b):
     batches = _batches(b)
     limits = RENORM_LIMITS if kind == "batchrenorm" else (1.0, 0.0)
     want, _ = _direct(stacked, spec, x, batches, limits)
-    geo, ns = spec.arch(8).geometry, conv_train.norm_settings(spec, limits)
+    geo, ns = spec.arch_on(8).geometry, spec.norm_settings(limits)
     for i in range(2):
         got = np.full(len(batches), -1, np.int64)
         conv.batch_labels(conv_train.model_arrays(stacked, spec, i), geo, ns, _flat(x), batches, got)
@@ -95,7 +95,7 @@ def test_a_row_wise_normalisers_probe_labels_row_zero_alone_as_in_its_batches(co
     x, _ = _images()
     batches = _batches(b)
     got = companions.batch_predictions(stacked, spec, x, batches)
-    geo, ns = spec.arch(8).geometry, conv_train.norm_settings(spec)
+    geo, ns = spec.arch_on(8).geometry, spec.norm_settings()
     for i in range(2):
         whole = np.full(len(batches), -1, np.int64)
         conv.batch_labels(conv_train.model_arrays(stacked, spec, i), geo, ns, _flat(x), batches, whole)
@@ -217,17 +217,17 @@ def test_conv_batch_renorm_probes_take_the_limits(conv_nets):
     assert not np.array_equal(relaxed, as_bn)
 
 
-def test_labeller_dispatches_on_the_spec_and_checks_its_input(conv_nets):
+def test_labeller_is_the_specs_own_and_checks_its_input(conv_nets):
     stacked, spec = conv_nets["batchnorm"]
     x, _ = _images()
-    assert type(companions.labeller(stacked, spec, x)).__name__ == "_ConvLabeller"
-    assert type(companions.labeller(*_mlp_stack("batchnorm"), x)).__name__ == "_MlpLabeller"
+    assert type(companions.labeller(stacked, spec, x)).__name__ == "ConvLabeller"
+    assert type(companions.labeller(*_mlp_stack("batchnorm"), x)).__name__ == "MlpLabeller"
     with pytest.raises(ValueError, match="b >= 2"):
         companions.batch_predictions(stacked, spec, x, np.zeros((3, 1), np.int64))
     with pytest.raises(ValueError, match="row indices"):
         companions.batch_predictions(stacked, spec, x, np.array([[0, N]]))
-    with pytest.raises(TypeError, match="not a network spec"):
-        companions.labeller(stacked, "batchnorm", x)
+    with pytest.raises(AttributeError, match="labeller"):
+        companions.labeller(stacked, "batchnorm", x)  # not a spec: no labeller of its own
 
 
 def test_probe_files_reads_a_convolutional_weights_file(conv_nets, tmp_path):

@@ -292,10 +292,10 @@ def test_scoring_every_epoch_on_a_validation_split_leaves_the_weights_byte_ident
     xv, yv = rng.standard_normal((50, 64)).astype(np.float32), rng.integers(0, 10, 50)
     spec = network.spec_from_params(net, inputs=64)
     recipe = Recipe(batch_size=16, epochs=3)
-    plain, plain_log = network.train_models(spec, recipe, [0, 1], x, y)
-    scored, log = network.train_models(spec, recipe, [0, 1], x, y, validation=(xv, yv))
+    plain, plain_log = spec.train_models(recipe, [0, 1], x, y)
+    scored, log = spec.train_models(recipe, [0, 1], x, y, validation=(xv, yv))
     assert all(np.array_equal(plain[k], scored[k]) for k in plain)
     assert [{k: v for k, v in r.items() if k != "validation_accuracy"} for r in log] == plain_log
-    last = np.mean(network.predict(scored, spec, xv) == yv, axis=1)
+    last = np.mean(spec.predict(scored, xv) == yv, axis=1)
     assert [r["validation_accuracy"] for r in log if r["epoch"] == 3] == pytest.approx(list(last))
     assert len({r["validation_accuracy"] for r in log}) > 1  # scored after every epoch, not once

@@ -76,16 +76,16 @@ def test_load_module_reads_a_convolutional_networks_file_agreeing_with_the_kerne
     """A weights file of the convolutional network (``kind: conv``, the Fashion configs' networks)
     loads as its PyTorch module, which takes images and gives the kernels' inference-mode labels."""
     torch = pytest.importorskip("torch")
-    from bnstudy.nets import conv_train, network
+    from bnstudy.nets import conv_train
     from bnstudy.nets.conv_torch import images
 
     spec = conv_train.ConvSpec("batchnorm", (4, 8), 2, strides=(1, 2), skips=(-1, -1))
     x = (np.random.default_rng(1).random((24, 64)) * 2 - 1).astype(np.float32)
     y = (np.arange(24) % 10).astype(np.int64)
-    stacked, _ = network.train_models(spec, Recipe(batch_size=4, epochs=1), [0, 3], x, y)
+    stacked, _ = spec.train_models(Recipe(batch_size=4, epochs=1), [0, 3], x, y)
     path = tmp_path / "seeds0-3.safetensors"
     weights.write(path, spec, Recipe(batch_size=4, epochs=1), [0, 3], model.unstack(stacked))
-    labels = network.predict(stacked, spec, x)
+    labels = spec.predict(stacked, x)
     for i, seed in enumerate([0, 3]):
         net = weights.load_module(path, seed=seed)
         assert not net.training and isinstance(net[0], torch.nn.Conv2d)

@@ -10,10 +10,10 @@ its figure draws. The layers, each importing only the layers before it in this l
 - ``compiled``  the Numba kernels in one fixed order (Linear blocks, reductions, every normaliser's
                 arithmetic in ``normkernels``, both networks' forward passes, gradients, optimisers,
                 the training loop ``backprop``, the probes, one batch-norm layer)
-- ``nets``      the data split, the two networks behind one interface (``nets.network``: the MLP of
-                ``model`` and the convolutional network of ``conv_train``), recipes, the training
-                loop both share (``train``), weights files, and the PyTorch forms the tests compare
-                the compiled arithmetic with
+- ``nets``      the data split, the two networks as objects behind one interface (``nets.spec``'s
+                ``Network``: the MLP's ``model.NetSpec`` and the convolutional ``conv_train.ConvSpec``;
+                ``nets.network`` names them), recipes, the training loop both share (``train``),
+                weights files, and the PyTorch forms the tests compare the compiled arithmetic with
 - ``evaluation`` what the studies share: trained networks scored (``accuracy``), batch-norm
                 statistics recomputed (``recompute``) and their ``distance`` from exact ones,
                 seed-paired comparisons (``paired``), means in order (``means``); no study imports

@@ -23,7 +23,7 @@ log.info("spec %s recipe %s seeds %s", spec, recipe, seeds)
 validation = None
 if "x_validation" in snakemake.input.keys():  # the grid on a data set with a validation split: curves
     validation = (io.read_array(snakemake.input.x_validation), io.read_array(snakemake.input.y_validation))
-stacked, epochs = network.train_models(spec, recipe, seeds, x, y, threads=snakemake.threads, validation=validation)
+stacked, epochs = spec.train_models(recipe, seeds, x, y, threads=snakemake.threads, validation=validation)
 weights.write(out.weights, spec, recipe, seeds, model.unstack(stacked))
 io.write_table(out.epochs, epochs)
 for row in epochs[-len(seeds) :]:

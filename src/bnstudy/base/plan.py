@@ -94,22 +94,18 @@ def row_multiply_adds(config) -> float:
     if n.get("kind", "mlp") != "conv":
         widths = [data.features, *n["hidden"], data.classes]
         return sum(a * b for a, b in zip(widths, widths[1:])) / 1e6
-    layers = list(_conv_layers(config))
-    total = sum(side * side * out * into * 9 for side, into, out in layers)
-    return (total + layers[-1][2] * data.classes) / 1e6
+    blocks = _conv_blocks(config)
+    total = sum(b.positions * b.channels * b.in_channels * 9 for b in blocks)
+    return (total + blocks[-1].channels * data.classes) / 1e6
 
 
-def _conv_layers(config):
-    """``(side, input channels, output channels)`` of each convolution of the config's network: its
-    output positions a side (padding 1: ceil(side / stride)) and its channels."""
+def _conv_blocks(config):
+    """The convolutions of the config's network (:func:`bnstudy.base.convlayers.parse`) placed on the
+    data set's images: each its output positions and its input and output channels."""
+    from bnstudy.base.convlayers import parse
     from bnstudy.base.datasets import shape
 
-    side, channels = shape(config).side, 1
-    for layer in config["network"]["layers"]:
-        stride = int(layer.get("stride", 1))
-        side = (side + stride - 1) // stride
-        yield side, channels, int(layer["channels"])
-        channels = int(layer["channels"])
+    return parse(config["network"], shape(config).side)
 
 
 def row_activations(config) -> int:
@@ -119,7 +115,7 @@ def row_activations(config) -> int:
     n = config["network"]
     if n.get("kind", "mlp") != "conv":
         return int(sum(n["hidden"]))
-    return sum(side * side * out for side, _, out in _conv_layers(config))
+    return sum(b.positions * b.channels for b in _conv_blocks(config))
 
 
 # Peak memory of a job computing exact statistics over the training rows, in float32 copies of

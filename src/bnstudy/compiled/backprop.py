@@ -104,20 +104,17 @@ def mlp_arch(widths) -> Arch:
     return Arch(shapes, no_geometry())
 
 
-def conv_arch(channels, classes: int, side: int = 8, strides=None, skips=None, in_channels: int = 1) -> ConvArch:
-    """The convolutional network on ``side x side`` images of ``in_channels`` channels: 3x3
-    convolutions to ``channels`` with ``strides`` (default 1), layer ``l`` adding the output of
-    layer ``skips[l]`` before its ReLU (-1, the default: none), then the average pool and a linear
-    map to ``classes``."""
-    c = [int(in_channels), *(int(v) for v in channels)]
-    layers = len(c) - 1
-    strides = [1] * layers if strides is None else [int(s) for s in strides]
-    skips = [-1] * layers if skips is None else [int(s) for s in skips]
-    for i, k in enumerate(skips):
-        if k >= 0 and c[k + 1] != c[i + 1]:
-            raise ValueError(f"layer {i}: its skip {k} has {c[k + 1]} channels, not {c[i + 1]}")
-    shapes = [(c[i + 1], 9 * c[i]) for i in range(layers)] + [(int(classes), c[-1])]
-    return ConvArch(np.array(shapes, np.int64), geometry(int(side), strides, skips))
+def conv_arch(blocks, classes: int) -> ConvArch:
+    """The convolutional network of ``blocks`` (:class:`bnstudy.base.convlayers.Block`, placed on the
+    images' side): 3x3 convolutions to each block's channels with its stride, block ``l`` adding the
+    output of block ``skip`` before its ReLU (-1: none), then the average pool and a linear map to
+    ``classes``."""
+    for i, block in enumerate(blocks):
+        k = block.skip
+        if k >= 0 and blocks[k].channels != block.channels:
+            raise ValueError(f"layer {i}: its skip {k} has {blocks[k].channels} channels, not {block.channels}")
+    shapes = [(int(b.channels), 9 * int(b.in_channels)) for b in blocks] + [(int(classes), int(blocks[-1].channels))]
+    return ConvArch(np.array(shapes, np.int64), geometry(blocks))
 
 
 def schedule(rows, sizes, limits=None, accumulate: int = 1, lr_scale=None) -> Schedule:

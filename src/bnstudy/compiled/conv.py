@@ -59,6 +59,7 @@ from collections import namedtuple
 import numba
 import numpy as np
 
+from bnstudy.base.convlayers import out_side
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled.blocks import linear_t
 from bnstudy.compiled.convgemm import chunk_examples, column_order, conv_forward_chunks
@@ -77,11 +78,6 @@ CHUNK_IMAGES = 32
 P_IN, P_OUT, TABLE, SKIP, STRIDE = range(5)
 
 
-def out_side(side: int, stride: int) -> int:
-    """The output side of a 3x3 convolution with padding 1 and ``stride`` on a ``side``-wide image."""
-    return (side - 1) // stride + 1
-
-
 def source_table(side: int, stride: int) -> np.ndarray:
     """``table[p, 3 * ky + kx]``: the input position the 3x3 patch of output position ``p`` reads at
     offset ``(ky - 1, kx - 1)`` from ``(stride * row, stride * column)``, or -1 outside the image."""
@@ -97,22 +93,23 @@ def source_table(side: int, stride: int) -> np.ndarray:
     return src
 
 
-def geometry(side: int, strides, skips) -> Geometry:
-    """The :class:`Geometry` of convolutions with ``strides`` on ``side x side`` inputs, layer ``l``
-    adding the output of layer ``skips[l]`` (-1: none; it must be an earlier layer of the same
-    positions; the channels are checked by the network's spec)."""
+def geometry(blocks) -> Geometry:
+    """The :class:`Geometry` of the network's convolutions, read from its blocks
+    (:class:`bnstudy.base.convlayers.Block`, placed on the images' side): block ``l`` adds the
+    output of block ``skip`` (-1: none; it must be an earlier block of the same positions; the
+    channels are checked by the network's spec)."""
     rows, tables, first, outs = [], [], 0, []
-    for i, (stride, skip) in enumerate(zip(strides, skips, strict=True)):
-        if int(stride) not in (1, 2):
+    for i, block in enumerate(blocks):
+        stride, skip = int(block.stride), int(block.skip)
+        if stride not in (1, 2):
             raise ValueError(f"layer {i}: stride {stride} is not 1 or 2")
-        table = source_table(side, int(stride))
+        table = source_table(block.in_side, stride)
         if skip >= 0 and (skip >= i or outs[skip] != len(table)):
             raise ValueError(f"layer {i}: its skip {skip} is not an earlier layer of the same positions")
-        rows.append((side * side, len(table), first, int(skip), int(stride)))
+        rows.append((block.in_positions, len(table), first, skip, stride))
         tables.append(table)
         outs.append(len(table))
         first += len(table)
-        side = out_side(side, int(stride))
     return Geometry(np.array(rows, np.int64).reshape(-1, 5), np.concatenate(tables).reshape(-1, 9))
 
 

@@ -7,7 +7,7 @@ one order, written below, whatever the CPU (the rules are those of
 :mod:`bnstudy.base.fixedmath`: no fast-math, no FMA, every reduction an explicit loop,
 vectorised only across independent outputs):
 
-- over rows (:func:`column_moments`, :func:`weighted_column_sums`): row 0, 1, 2, ...
+- over rows (:func:`column_moments`, :func:`weighted_column_sums`, :func:`pooled_moments`): row 0, 1, 2, ...
   in the order the array holds them, every feature (column) an independent sum;
 - over every element (:func:`sum_of_squares`, :func:`rms`): C order (row by row,
   left to right within a row), one running sum.
@@ -99,3 +99,24 @@ def rms(a) -> float:
     if a.size == 0:
         raise ValueError("rms of an empty array")
     return float(np.sqrt(sum_of_squares(a) / a.size))
+
+
+@numba.njit(**JIT)
+def pooled_moments(h, mean, var):
+    """``h`` is ``(N, F)``: mean and biased variance per feature (divisor ``N``) into ``mean`` and
+    ``var`` (float64), rows in order 0, 1, ...; two passes."""
+    n, f_ = h.shape
+    for f in range(f_):
+        mean[f] = 0.0
+    for r in range(n):
+        for f in range(f_):
+            mean[f] += h[r, f]
+    for f in range(f_):
+        mean[f] = mean[f] / n
+        var[f] = 0.0
+    for r in range(n):
+        for f in range(f_):
+            d = h[r, f] - mean[f]
+            var[f] += d * d
+    for f in range(f_):
+        var[f] = var[f] / n

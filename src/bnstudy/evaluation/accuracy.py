@@ -27,9 +27,7 @@ import numpy as np
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
-from bnstudy.nets import network
-from bnstudy.nets.conv_train import ConvSpec
-from bnstudy.nets.model import NetSpec
+from bnstudy.nets.spec import Network, labels_of
 
 
 @numba.njit(**JIT)
@@ -45,7 +43,7 @@ def _sum_squared_differences(a, b, out):
         out[m] = s
 
 
-labels = network.labels_of  # each row's first largest logit: (M, N, C) logits to (M, N) labels
+labels = labels_of  # each row's first largest logit: (M, N, C) logits to (M, N) labels
 
 
 def share(hits: np.ndarray) -> np.ndarray:
@@ -53,16 +51,16 @@ def share(hits: np.ndarray) -> np.ndarray:
     return np.count_nonzero(hits, axis=1).astype(np.int64) / np.float64(hits.shape[1])
 
 
-def inference_correct(stacked, spec: NetSpec | ConvSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def inference_correct(stacked, spec: Network, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Whether each row is labelled correctly in inference mode, per model: ``(M, N)`` booleans.
 
-    Either network (:func:`bnstudy.nets.network.predict`; the convolutional network's rows are its
+    Either network (the spec's ``predict``; the convolutional network's rows are its
     images), the running statistics read from the stack (so a stack of
     :func:`bnstudy.evaluation.recompute.with_statistics` is scored with its replacement)."""
-    return network.predict(stacked, spec, x) == np.asarray(y)[None, :]
+    return spec.predict(stacked, x) == np.asarray(y)[None, :]
 
 
-def inference_accuracy(stacked, spec: NetSpec | ConvSpec, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def inference_accuracy(stacked, spec: Network, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Share of rows labelled correctly in inference mode, per model: shape ``(M,)``, float64."""
     return share(inference_correct(stacked, spec, x, y))
 
@@ -104,24 +102,24 @@ def test_batches(n: int, batch_size: int, seed: int) -> tuple[np.ndarray, np.nda
 
 
 def train_mode_logits(
-    stacked, spec: NetSpec, x: np.ndarray, batch_size: int, seed: int, limits=(1.0, 0.0)
+    stacked, spec: Network, x: np.ndarray, batch_size: int, seed: int, limits=(1.0, 0.0)
 ) -> np.ndarray:
     """Training-mode logits ``(M, n, C)`` of every test row, in the batch that scores it.
 
-    The batches are :func:`test_batches`; ``network.logits(train=True)`` on them
+    The batches are :func:`test_batches`; the spec's ``logits(train=True)`` on them
     (running statistics read by batch renorm with ``limits``, never written); row
     ``i`` of the result is row ``i`` of ``x``.
     """
     x = np.asarray(x)
     batches, scored = test_batches(len(x), batch_size, seed)
     flat, keep = batches.reshape(-1), scored.reshape(-1)
-    z = network.logits(stacked, spec, x[flat], train=True, batch=batch_size, limits=limits)
+    z = spec.logits(stacked, x[flat], train=True, batch=batch_size, limits=limits)
     out = np.empty((z.shape[0], len(x), z.shape[2]), np.float32)
     out[:, flat[keep]] = z[:, keep]
     return out
 
 
-def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int, limits=(1.0, 0.0)) -> np.ndarray:
+def train_mode_accuracy(stacked, spec: Network, x, y, batch_size: int, seed: int, limits=(1.0, 0.0)) -> np.ndarray:
     """Training-mode accuracy per model on seeded test batches of ``batch_size``.
 
     Every row is scored once (see :func:`test_batches`); running statistics are
@@ -132,7 +130,7 @@ def train_mode_accuracy(stacked, spec: NetSpec, x, y, batch_size: int, seed: int
 
 
 def trained_divergence(
-    stacked, spec: NetSpec, x, y, batch_size: int, seed: int, limits=(1.0, 0.0)
+    stacked, spec: Network, x, y, batch_size: int, seed: int, limits=(1.0, 0.0)
 ) -> dict[str, np.ndarray]:
     """Per model of a stack, on the test rows ``x`` (each ``(M,)``, float64):
 
@@ -148,7 +146,7 @@ def trained_divergence(
     """
     y = np.asarray(y)
     train_z = train_mode_logits(stacked, spec, x, batch_size, seed, limits)
-    eval_z = network.logits(stacked, spec, x)
+    eval_z = spec.logits(stacked, x)
     train_label, eval_label = labels(train_z), labels(eval_z)
     sums = np.empty(train_z.shape[0], np.float64)
     _sum_squared_differences(train_z, eval_z, sums)
@@ -168,7 +166,7 @@ class TrainedCell:
     """The trained networks of one weights list, stacked, with the test data to evaluate them on."""
 
     stacked: dict
-    spec: NetSpec
+    spec: Network
     metas: list
     x: np.ndarray
     y: np.ndarray

@@ -10,10 +10,11 @@ remedies (:mod:`bnstudy.studies.batch_size.remedies`) are (a)-(d); the later stu
 recompute (c) and (d) from here, and :mod:`bnstudy.evaluation.distance` measures any of
 them against (d).
 
-Either network: the MLP (a :class:`bnstudy.nets.model.NetSpec`, layers ``model.NORMS``)
-or the convolutional network (a :class:`bnstudy.nets.conv_train.ConvSpec`, layers
-``conv_train.norm_keys``, ``x`` its images); :func:`is_conv` is the one place the two
-are told apart. A convolutional layer's input rows ``h`` are its normaliser's input,
+Either network (a :class:`bnstudy.nets.spec.Network`): the MLP (a :class:`bnstudy.nets.model.NetSpec`,
+layers ``model.NORMS``) or the convolutional network (a :class:`bnstudy.nets.conv_train.ConvSpec`,
+layers ``conv_train.norm_keys``, ``x`` its images). The forward passes layer by layer are the
+spec's own (its ``training_layer_inputs`` and ``exact_statistics``); nothing here tells the
+networks apart. A convolutional layer's input rows ``h`` are its normaliser's input,
 one row per example x output position in :mod:`bnstudy.compiled.conv`'s order (examples
 in order, within one the positions row-major), ``F`` its channels: batch norm 2d's
 statistics per channel over examples x positions, the same reductions below over
@@ -52,7 +53,8 @@ convolutional network's are those of :func:`bnstudy.compiled.conv.forward_model`
 (the normaliser, the residual connection's ``add_relu``) the output, one call per batch
 of images in training mode or one for all images in inference mode.
 Every statistic is then reduced in float64 (float32 inputs widen exactly) by the
-compiled loop below, each feature an independent sum: pooled moments (c) and (d):
+compiled loop :func:`bnstudy.compiled.reductions.pooled_moments`, each feature an independent
+sum: pooled moments (c) and (d):
 ``mean = (sum over all rows in pass order) / N`` (the pass order is batch by batch, rows
 in batch order; for (d) rows 0, 1, ...), ``var = (sum over the same rows, same order, of
 (h - mean)**2) / N``.
@@ -63,64 +65,24 @@ replace.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from bnstudy.base.fixedmath import JIT
 from bnstudy.base.runtime import STREAM_EVAL_BATCHES, derive_seed
-from bnstudy.compiled import conv, kernels, normkernels
-from bnstudy.nets import conv_train, network
+from bnstudy.compiled.reductions import pooled_moments
 from bnstudy.nets import model as mlp
 from bnstudy.nets.batching import epoch_batches
-from bnstudy.nets.conv_train import ConvSpec
-from bnstudy.nets.model import NetSpec
+from bnstudy.nets.spec import Network
 
-Spec = NetSpec | ConvSpec
-
-
-# ---- compiled reductions (float64, fixed order) --------------------------------
+Spec = Network
 
 
-@numba.njit(**JIT)
-def _pooled_moments(h, mean, var):
-    """``h`` is ``(N, F)``: mean and biased variance per feature, rows in order 0, 1, ..."""
-    n, f_ = h.shape
-    for f in range(f_):
-        mean[f] = 0.0
-    for r in range(n):
-        for f in range(f_):
-            mean[f] += h[r, f]
-    for f in range(f_):
-        mean[f] = mean[f] / n
-        var[f] = 0.0
-    for r in range(n):
-        for f in range(f_):
-            d = h[r, f] - mean[f]
-            var[f] += d * d
-    for f in range(f_):
-        var[f] = var[f] / n
-
-
-# The compiled function of this module calls no compiled function of another module
-# (calls into :mod:`bnstudy.compiled.kernels` and :mod:`bnstudy.base.fixedmath` are made from
-# Python): Numba's cache checks only the caller's own source file. The package
-# also names its cache directory by a digest of every Numba module (see
-# ``bnstudy/__init__.py``); this keeps the module right without relying on it.
-
-
-# ---- the two networks ------------------------------------------------------------
-
-
-def is_conv(spec: Spec | None) -> bool:
-    """Whether ``spec`` is the convolutional network's (:class:`ConvSpec`) rather than the MLP's
-    (:class:`NetSpec`; ``None``: the MLP): the one place the remedies tell the networks apart."""
-    return spec is not None and network.kind(spec) == "conv"
+# ---- the network's normaliser layers ------------------------------------------------------
 
 
 def norm_layers(spec: Spec | None = None) -> tuple[str, ...]:
-    """The state-dict prefixes of the network's normalisers, in layer order: the MLP's
-    ``model.NORMS`` (also for ``None``), the convolutional network's ``conv_train.norm_keys``."""
-    return mlp.NORMS if spec is None else tuple(network.norm_layers(spec))
+    """The state-dict prefixes of the network's normalisers, in layer order: the spec's
+    ``norm_layers`` (the MLP's ``model.NORMS`` for ``None``)."""
+    return mlp.NORMS if spec is None else tuple(spec.norm_layers())
 
 
 def _require_batchnorm(spec: Spec) -> None:
@@ -169,124 +131,26 @@ def pass_batches(labels, batch_size: int, seed: int, last_batch: str = "drop") -
     return epoch_batches(pass_generator(batch_size, seed), np.asarray(labels), batch_size, "shuffle", last_batch)
 
 
-def _starts(batches) -> np.ndarray:
-    sizes = [len(b) for b in batches]
-    if not sizes or min(sizes) < 2:
-        raise ValueError("a training-mode pass needs batches of at least 2 rows")
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-
-
-def training_mode_layer_inputs(stacked, spec: Spec, x, batches) -> tuple[dict[str, np.ndarray], np.ndarray | dict]:
+def training_mode_layer_inputs(stacked, spec: Spec, x, batches) -> tuple[dict[str, np.ndarray], dict]:
     """Pre-norm inputs of each batch-norm layer over a training-mode pass over ``batches``.
 
-    Returns ``({layer: (M, N, F) float32}, starts)``: the rows of the batches
+    Returns ``({layer: (M, N, F) float32}, {layer: starts})``: the rows of the batches
     concatenated in pass order, batch ``j`` at rows ``starts[j] .. starts[j + 1] - 1``.
     Each layer's input is computed from the layer below normalised with each batch's own
     statistics (``kernels.norm_train``), layer after layer of the network's hidden layers
     (:class:`bnstudy.compiled.kernels.Net`); running statistics are neither read nor written.
 
-    The convolutional network (a :class:`ConvSpec`; ``x`` its images, one row of pixels each):
+    The convolutional network (a :class:`bnstudy.nets.conv_train.ConvSpec`; ``x`` its images, one row of pixels each):
     a layer's rows are one per example x output position as :mod:`bnstudy.compiled.conv` lays them
     out (``N * P_l`` rows, ``F`` its channels), batch by batch, within a batch example by example,
     each batch of images through :func:`bnstudy.compiled.conv.layer_input` and
     :func:`~bnstudy.compiled.conv.layer_output` in training mode (batch statistics over the
     batch's examples x positions, residual connections and strides as ``forward_model``);
-    ``starts`` is then ``{layer: row starts}``, batch ``j`` of layer ``l`` at rows
-    ``P_l * s[j] .. P_l * s[j + 1] - 1`` (``s`` the batches' first images).
+    batch ``j`` of layer ``l`` is at rows ``P_l * s[j] .. P_l * s[j + 1] - 1`` (``s`` the batches'
+    first images).
     """
     _require_batchnorm(spec)
-    if is_conv(spec):
-        return _conv_training_inputs(stacked, spec, x, batches)
-    starts = _starts(batches)
-    rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
-    xp = np.ascontiguousarray(np.asarray(x)[rows], dtype=np.float32)
-    hidden = kernels.stack_arrays(stacked).hidden
-    m, n = hidden[0].wt.shape[0], len(rows)
-    pres = [np.empty((m, n, layer.wt.shape[2]), np.float32) for layer in hidden]
-    ns = normkernels.settings(kernels.BATCH, spec.eps)
-    for i in range(m):
-        a = xp
-        for layer, pre in zip(hidden, pres):
-            kernels.linear_t(a, layer.wt[i], layer.bias[i], pre[i])  # row by row: the same bits as batch by batch
-            if pre is pres[-1]:
-                break
-            lp = normkernels.Params(*(v[i] for v in layer.norm))
-            a = np.empty(pre.shape[1:], np.float32)
-            for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
-                kernels.norm_train(ns, lp, pre[i, s:e], e - s, True, a[s:e])
-    return dict(zip(mlp.NORMS, pres)), starts
-
-
-# ---- the convolutional network's layer inputs ---------------------------------------
-
-
-def _conv_net(stacked, spec: ConvSpec, x):
-    """``(models, geometry, settings, images)`` of a convolutional stack on the images ``x``: the
-    number of models, :class:`bnstudy.compiled.conv.Geometry`, normaliser settings, and ``x`` as
-    ``(N, side * side)`` float32."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    geo = spec.arch(conv_train.image_side(x)).geometry
-    m = np.asarray(stacked[f"{norm_layers(spec)[0]}.running_mean"]).shape[0]
-    return m, geo, conv_train.norm_settings(spec), x
-
-
-def _conv_layers(net, geo, ns, x, n_ex, train, pres, exact=None) -> None:
-    """``n_ex`` images ``x`` (``(n_ex * P, 1)``) through model ``net``'s convolutions as
-    :func:`bnstudy.compiled.conv.forward_model` (training mode: one batch of the ``n_ex`` images),
-    each layer's normaliser input into ``pres[l]``. With ``exact`` (float64 ``(mean, var)`` per
-    layer) each layer's pooled moments (:func:`_pooled_moments`) go there first, and the layer is
-    normalised with them, rounded to float32, as its running statistics (inference mode)."""
-    a, acts = x, []
-    for layer, (hid, pre) in enumerate(zip(net.hidden, pres)):
-        conv.layer_input(hid, geo, layer, a, n_ex, pre)
-        lp = hid.norm
-        if exact is not None:
-            mean, var = exact[layer]
-            _pooled_moments(pre, mean, var)
-            lp = normkernels.Params(lp.gamma, lp.beta, mean.astype(np.float32), var.astype(np.float32))
-        if layer == len(pres) - 1:
-            break
-        out = np.empty_like(pre)
-        skip = int(geo.layers[layer, conv.SKIP])
-        conv.layer_output(ns, lp, geo, layer, pre, acts[skip] if skip >= 0 else out, n_ex, n_ex, train, out)
-        acts.append(out)
-        a = out
-
-
-def _conv_training_inputs(stacked, spec: ConvSpec, x, batches) -> tuple[dict[str, np.ndarray], dict]:
-    """:func:`training_mode_layer_inputs` of a convolutional stack (its docstring)."""
-    starts = _starts(batches)
-    m, geo, ns, x = _conv_net(stacked, spec, x)
-    rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
-    positions = [int(p) for p in geo.layers[:, conv.P_OUT]]
-    pres = [np.empty((m, len(rows) * p, int(c)), np.float32) for p, c in zip(positions, spec.channels)]
-    for i in range(m):
-        net = conv_train.model_arrays(stacked, spec, i)
-        for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
-            images = np.ascontiguousarray(x[rows[s:e]].reshape(-1, 1))
-            views = [pre[i, p * s : p * e] for pre, p in zip(pres, positions)]
-            _conv_layers(net, geo, ns, images, e - s, True, views)
-    layers = norm_layers(spec)
-    return dict(zip(layers, pres)), {layer: starts * p for layer, p in zip(layers, positions)}
-
-
-def _conv_exact(stacked, spec: ConvSpec, x) -> dict:
-    """:func:`exact_statistics` of a convolutional stack: every image in one inference-mode pass,
-    layer ``l``'s moments pooled over its ``N * P_l`` rows (examples in order, within one the
-    positions), then used as its running statistics for the layers above."""
-    m, geo, ns, x = _conv_net(stacked, spec, x)
-    n = x.shape[0]
-    images = x.reshape(-1, 1)
-    positions = [int(p) for p in geo.layers[:, conv.P_OUT]]
-    stats = {
-        layer: (np.empty((m, int(c)), np.float64), np.empty((m, int(c)), np.float64))
-        for layer, c in zip(norm_layers(spec), spec.channels)
-    }
-    for i in range(m):
-        pres = [np.empty((n * p, int(c)), np.float32) for p, c in zip(positions, spec.channels)]
-        exact = [(mean[i], var[i]) for mean, var in stats.values()]
-        _conv_layers(conv_train.model_arrays(stacked, spec, i), geo, ns, images, n, False, pres, exact)
-    return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
+    return spec.training_layer_inputs(stacked, x, batches)
 
 
 # ---- pooled statistics ----------------------------------------------------------------
@@ -298,7 +162,7 @@ def _pooled(inputs) -> dict:
         mean = np.empty(h.shape[::2], np.float64)
         var = np.empty(h.shape[::2], np.float64)
         for i in range(h.shape[0]):
-            _pooled_moments(h[i], mean[i], var[i])
+            pooled_moments(h[i], mean[i], var[i])
         out[layer] = (mean.astype(np.float32), var.astype(np.float32))
     return out
 
@@ -322,34 +186,11 @@ def exact_statistics(stacked, spec: Spec, x) -> dict:
     (``kernels.norm_inference``, then ReLU), layer 2's input, its mean and variance
     the same way (and so on up the network's hidden layers).
 
-    The convolutional network (:class:`ConvSpec`, ``x`` its images): the same, per channel over
+    The convolutional network (:class:`bnstudy.nets.conv_train.ConvSpec`, ``x`` its images): the same, per channel over
     the ``N * P_l`` rows of layer ``l`` (examples in order, within an example the positions),
     each convolution through :func:`bnstudy.compiled.conv.layer_input` and ``layer_output`` in
     inference mode with the exact statistics of its layer, residual connections and strides as
     :func:`bnstudy.compiled.conv.forward_model`.
     """
     _require_batchnorm(spec)
-    if is_conv(spec):
-        return _conv_exact(stacked, spec, x)
-    hidden = kernels.stack_arrays(stacked).hidden
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    m, n = hidden[0].wt.shape[0], x.shape[0]
-    stats = {}
-    for name, layer in zip(mlp.NORMS, hidden):
-        f = layer.wt.shape[2]
-        stats[name] = (np.empty((m, f), np.float64), np.empty((m, f), np.float64))
-    ns = normkernels.settings(kernels.BATCH, spec.eps)
-    for i in range(m):
-        a = x
-        for (mean, var), layer in zip(stats.values(), hidden):
-            pre = np.empty((n, layer.wt.shape[2]), np.float32)
-            kernels.linear_t(a, layer.wt[i], layer.bias[i], pre)
-            _pooled_moments(pre, mean[i], var[i])
-            if layer is hidden[-1]:
-                break
-            lp = normkernels.Params(
-                layer.norm.gamma[i], layer.norm.beta[i], mean[i].astype(np.float32), var[i].astype(np.float32)
-            )
-            a = np.empty_like(pre)
-            kernels.norm_inference(ns, lp, pre, True, a)
-    return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
+    return spec.exact_statistics(stacked, x)

@@ -5,7 +5,8 @@ AdaptiveAvgPool2d(1), Flatten, Linear)`` from the spec's layers (a :class:`Resid
 layer adds an earlier layer's output before its ReLU; ``Norm``: the kind's registered ``conv_module``,
 :mod:`bnstudy.nets.norms`: ``BatchNorm2d``, ``BatchRenorm2d``, ``GhostBatchNorm2d`` with the spec's
 virtual batch, ``GroupNorm`` with the spec's groups, ``GroupNorm(1, C)`` for layer norm over
-channels x positions, or ``Identity``) holding :func:`bnstudy.nets.conv_train.initial_state`;
+channels x positions, or ``Identity``) holding the spec's ``initial_state``
+(:func:`bnstudy.nets.conv_train.initial_state`);
 :func:`train_plain` trains it with autograd and ``torch.optim.Adam`` on the batches of the
 compiled loop (batch renorm with the limits of each step, :func:`set_limits`). Imports PyTorch; no
 pipeline job uses it.
@@ -17,11 +18,13 @@ import numpy as np
 import torch
 
 from bnstudy.base import normalisers
+from bnstudy.base.convlayers import square_side
 from bnstudy.nets import norms
 from bnstudy.nets.batching import epoch_rows, order_generator
-from bnstudy.nets.conv_train import ADAM_BETAS, ADAM_EPS, CLASSES, ConvSpec, image_side, initial_state
 from bnstudy.nets.plain import lr_scheduler
 from bnstudy.nets.recipe import renorm_schedule
+from bnstudy.nets.spec import CLASSES, Network
+from bnstudy.nets.train import ADAM_BETAS, ADAM_EPS
 
 
 class Residual(torch.nn.Sequential):
@@ -44,22 +47,22 @@ class Residual(torch.nn.Sequential):
         return x
 
 
-def _norm(spec: ConvSpec, c: int) -> torch.nn.Module:
+def _norm(spec: Network, c: int) -> torch.nn.Module:
     """The kind's module in this network (its registered ``conv_module`` factory)."""
     return normalisers.get(spec.normaliser).conv_module_factory()(spec, c)
 
 
-def build_module(spec: ConvSpec, seed: int | None = None, state: dict | None = None) -> torch.nn.Sequential:
+def build_module(spec: Network, seed: int | None = None, state: dict | None = None) -> torch.nn.Sequential:
     """The network; with ``seed`` holding its initial weights, with ``state`` those weights."""
-    modules, c_in = [], 1
-    for i, c in enumerate(int(v) for v in spec.channels):
-        modules += [torch.nn.Conv2d(c_in, c, 3, stride=spec.stride(i), padding=1), _norm(spec, c), torch.nn.ReLU()]
-        c_in = c
-    modules += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(c_in, CLASSES)]
-    skips = [spec.skip(i) for i in range(len(spec.channels))]
+    modules, blocks = [], spec.blocks()
+    for b in blocks:
+        conv = torch.nn.Conv2d(b.in_channels, b.channels, 3, stride=b.stride, padding=1)
+        modules += [conv, _norm(spec, b.channels), torch.nn.ReLU()]
+    modules += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(blocks[-1].channels, CLASSES)]
+    skips = [b.skip for b in blocks]
     net = Residual(skips, *modules) if max(skips) >= 0 else torch.nn.Sequential(*modules)
     if seed is not None:
-        state = initial_state(spec, seed)
+        state = spec.initial_state(seed)
     if state is not None:
         net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
     return net
@@ -67,11 +70,11 @@ def build_module(spec: ConvSpec, seed: int | None = None, state: dict | None = N
 
 def images(x: np.ndarray) -> torch.Tensor:
     """Rows of ``side * side`` pixels as ``(N, 1, side, side)`` images."""
-    side = image_side(x)
+    side = square_side(np.asarray(x).shape[1])
     return torch.from_numpy(np.ascontiguousarray(x, np.float32)).reshape(-1, 1, side, side)
 
 
-def first_gradient(spec: ConvSpec, seed: int, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+def first_gradient(spec: Network, seed: int, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
     """Autograd's gradient of the mean cross-entropy of the batch ``(x, y)`` at the initial weights."""
     net = build_module(spec, seed).train()
     loss = torch.nn.functional.cross_entropy(net(images(x)), torch.from_numpy(np.asarray(y, np.int64)))
@@ -86,8 +89,8 @@ def set_limits(net: torch.nn.Module, rmax: float, dmax: float) -> None:
             m.rmax, m.dmax = rmax, dmax
 
 
-def train_plain(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray) -> torch.nn.Sequential:
-    """The same run as :func:`bnstudy.nets.conv_train.train_one`, by autograd and ``torch.optim``
+def train_plain(spec: Network, recipe, seed: int, x: np.ndarray, y: np.ndarray) -> torch.nn.Sequential:
+    """The same run as :func:`bnstudy.nets.train.train_one` of ``spec``, by autograd and ``torch.optim``
     (Adam, or SGD with the recipe's momentum), batches in the recipe's order (batch renorm: the
     limits of :func:`bnstudy.nets.recipe.renorm_schedule` at each step)."""
     net = build_module(spec, seed).train()

@@ -1,6 +1,7 @@
-"""The convolutional network: its weights, its compiled training loop, its logits.
+"""The convolutional network: its spec (a :class:`bnstudy.nets.spec.Network`), weights, logits.
 
-A list of layers as data (:class:`ConvSpec`: channels, strides, residual connections):
+A list of blocks as data (:class:`ConvSpec`: channels, strides, residual connections; its
+:meth:`ConvSpec.blocks`, :mod:`bnstudy.base.convlayers`):
 layer ``l`` is ``Conv2d(C_{l-1}, C_l, 3, stride, padding=1)``, ``Norm(C_l)``, then, if it
 has one, the addition of layer ``skip``'s output (same shape), then ReLU; then
 ``AdaptiveAvgPool2d(1)``, ``Flatten`` and ``Linear(C_L, 10)``, on square images of one
@@ -25,8 +26,9 @@ as :mod:`bnstudy.nets.model` draws the MLP's: PCG64 seeded from ``(seed,
 STREAM_INIT)``, ``(2u - 1) / sqrt(fan_in)`` in float64 rounded to float32, layer
 by layer, weight before bias. Batches are :func:`bnstudy.nets.batching.epoch_rows`
 from the seed's order stream (the MLP grid's order for the same seed). It trains in
-the MLP's compiled loop (:func:`bnstudy.compiled.backprop.train_run`, the network as data:
-:func:`bnstudy.compiled.backprop.conv_arch`). One training step is: forward in training mode
+the MLP's compiled loop (:func:`bnstudy.nets.train.train_models`, the one training entry of both
+networks; :func:`bnstudy.compiled.backprop.train_run`, the network as data:
+:func:`bnstudy.compiled.backprop.conv_arch` of its blocks). One training step is: forward in training mode
 (the running statistics moved with PyTorch's rule, once per step; ghost batch norm once per
 virtual batch; batch renorm with the step's limits, :func:`bnstudy.nets.train.step_limits`),
 :func:`bnstudy.compiled.gradients.loss_and_grad`, backward layer by layer,
@@ -36,31 +38,28 @@ without a normaliser gamma and beta stay 1 and 0).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from bnstudy.base import normalisers
+from bnstudy.base import convlayers, normalisers
 from bnstudy.base.runtime import STREAM_INIT, derive_seed
 from bnstudy.compiled import backprop
 from bnstudy.compiled.kernels import Hidden, Net
-from bnstudy.compiled.normkernels import Params, settings
+from bnstudy.compiled.normkernels import Params
 from bnstudy.nets.recipe import renorm_schedule
-
-CLASSES = 10
-ADAM_BETAS = (0.9, 0.999)
-ADAM_EPS = 1e-8
+from bnstudy.nets.spec import CLASSES, Labeller, Network, batch_starts
 
 
 @dataclass(frozen=True)
-class ConvSpec:
-    """One convolutional network: normaliser, output channels of each convolution, group norm's
-    groups (layer norm: 1), eps and PyTorch momentum of the batch-statistics kinds; each
-    convolution's stride (``strides``, 1 or 2; empty: all 1) and the earlier layer whose output it
-    adds before its ReLU (``skips``, -1: none; empty: none anywhere); ghost batch norm's examples per
-    virtual batch (``virtual_batch``, a setting only that kind reads: the registry's
-    ``own_settings``). Batch renorm's limits come with the recipe (:func:`step_limits`)."""
+class ConvSpec(Network):
+    """One convolutional network (a :class:`bnstudy.nets.spec.Network`): normaliser, output channels
+    of each convolution, group norm's groups (layer norm: 1), eps and PyTorch momentum of the
+    batch-statistics kinds; each convolution's stride (``strides``, 1 or 2; empty: all 1) and the
+    earlier layer whose output it adds before its ReLU (``skips``, -1: none; empty: none anywhere);
+    ghost batch norm's examples per virtual batch (``virtual_batch``, a setting only that kind
+    reads: the registry's ``own_settings``). Batch renorm's limits come with the recipe
+    (:func:`bnstudy.nets.train.step_limits`). Its layers as blocks: :meth:`blocks`."""
 
     normaliser: str
     channels: tuple[int, ...] = (8, 16)
@@ -71,22 +70,24 @@ class ConvSpec:
     skips: tuple[int, ...] = ()
     virtual_batch: int = 16
 
+    family = "conv"
+
     @classmethod
     def from_params(cls, normaliser: str, p: dict) -> ConvSpec:
         """The spec of a config's ``network`` section (``kind: conv``) as the rules pass it:
         ``groups``, ``eps``, ``momentum``, either ``channels`` or ``layers`` (each ``{channels,
-        stride, skip}``) and the kind's own settings if it has any (ghost batch norm's
-        ``virtual_batch``)."""
+        stride, skip}``, read by :func:`bnstudy.base.convlayers.parse`) and the kind's own settings
+        if it has any (ghost batch norm's ``virtual_batch``)."""
         common = {"groups": int(p["groups"]), "eps": float(p["eps"]), "momentum": float(p["momentum"])}
         common |= {k: int(p[k]) for k in normalisers.get(normaliser).own_settings}
-        if not p.get("layers"):
-            return cls(normaliser, tuple(int(c) for c in p["channels"]), **common)
-        layers = list(p["layers"])
+        blocks = convlayers.parse(p)
+        if not convlayers.given_layers(p):  # channels only: no strides or skips recorded
+            return cls(normaliser, tuple(b.channels for b in blocks), **common)
         return cls(
             normaliser,
-            tuple(int(layer["channels"]) for layer in layers),
-            strides=tuple(int(layer.get("stride", 1)) for layer in layers),
-            skips=tuple(int(layer.get("skip", -1)) for layer in layers),
+            tuple(b.channels for b in blocks),
+            strides=tuple(b.stride for b in blocks),
+            skips=tuple(b.skip for b in blocks),
             **common,
         )
 
@@ -97,17 +98,37 @@ class ConvSpec:
         others = {k for n in normalisers.REGISTRY for k in n.own_settings} - set(own)
         return {k: str(v) for k, v in vars(self).items() if (k not in ("strides", "skips") or v) and k not in others}
 
+    def metadata(self) -> dict[str, str]:
+        """``kind: conv`` and :meth:`meta` (the MLP's files name no kind)."""
+        return {"kind": self.family} | self.meta()
+
+    @classmethod
+    def from_metadata(cls, meta: dict[str, str]) -> ConvSpec:
+        parse = {tuple: _ints, int: int, float: float, str: str}
+        given = {}
+        for f in fields(cls):  # each field recorded, read back as the type of its default
+            if f.name in meta and f.name != "normaliser":
+                given[f.name] = parse[type(f.default)](meta[f.name])
+        return cls(meta["normaliser"], **given)
+
     def stride(self, layer: int) -> int:
         return int(self.strides[layer]) if self.strides else 1
 
     def skip(self, layer: int) -> int:
         return int(self.skips[layer]) if self.skips else -1
 
-    def arch(self, side: int) -> backprop.Arch:
-        """The network as the compiled loop takes it, on ``side x side`` images."""
-        layers = range(len(self.channels))
-        strides, skips = [self.stride(i) for i in layers], [self.skip(i) for i in layers]
-        return backprop.conv_arch(self.channels, CLASSES, side, strides, skips)
+    def blocks(self, side: int = 0) -> tuple[convlayers.Block, ...]:
+        """The network's convolutions as blocks (:class:`bnstudy.base.convlayers.Block`), placed on
+        ``side x side`` images when ``side`` is given."""
+        return convlayers.chain(self.channels, self.strides, self.skips, side)
+
+    def arch_on(self, side: int) -> backprop.Arch:
+        """The network as the compiled loop takes it, on ``side x side`` images (its blocks')."""
+        return backprop.conv_arch(self.blocks(side), CLASSES)
+
+    def arch(self, inputs: int) -> backprop.Arch:
+        """:meth:`arch_on` the square images of ``inputs`` pixels."""
+        return self.arch_on(convlayers.square_side(inputs))
 
     def setting(self) -> int:
         """The integer the kernels receive with the kind: its registered ``setting`` field
@@ -123,17 +144,83 @@ class ConvSpec:
             raise ValueError(f"ghost batch norm needs virtual batches of at least 2 examples, got {value}")
         return value
 
-    def kind(self) -> int:
-        return normalisers.get(self.normaliser).kernel
+    def layout(self) -> list[tuple[str, tuple[int, ...]]]:
+        return layout(self)
+
+    def norm_layers(self) -> list[str]:
+        return norm_keys(self)
+
+    def norm_features(self) -> list[int]:
+        return [int(c) for c in self.channels]
+
+    def initial_state(self, seed: int) -> dict[str, np.ndarray]:
+        return initial_state(self, seed)
+
+    def build_module(self, seed: int | None = None):
+        """:func:`bnstudy.nets.conv_torch.build_module` (imports PyTorch)."""
+        from bnstudy.nets import conv_torch
+
+        return conv_torch.build_module(self, seed)
+
+    def logits(self, stacked: dict, x: np.ndarray, *, train: bool = False, batch: int = 0, limits=(1.0, 0.0)):
+        return logits(stacked, self, x, train=train, batch=batch, limits=limits)
+
+    def labeller(self, stacked: dict, x: np.ndarray, limits=(1.0, 0.0)) -> Labeller:
+        return ConvLabeller(stacked, self, x, limits)
+
+    def training_layer_inputs(self, stacked: dict, x: np.ndarray, batches):
+        """A layer's rows are one per example x output position as :mod:`bnstudy.compiled.conv` lays
+        them out (``N * P_l`` rows, ``F`` its channels), batch by batch, within a batch example by
+        example, each batch of images through :func:`bnstudy.compiled.conv.layer_input` and
+        :func:`~bnstudy.compiled.conv.layer_output` in training mode (batch statistics over the batch's
+        examples x positions, residual connections and strides as ``forward_model``); ``starts`` is
+        ``{layer: row starts}``, batch ``j`` of layer ``l`` at rows ``P_l * s[j] .. P_l * s[j + 1] - 1``
+        (``s`` the batches' first images)."""
+        from bnstudy.compiled import conv
+
+        starts = batch_starts(batches)
+        m, geo, ns, x = _conv_net(stacked, self, x)
+        rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
+        positions = [int(p) for p in geo.layers[:, conv.P_OUT]]
+        pres = [np.empty((m, len(rows) * p, int(c)), np.float32) for p, c in zip(positions, self.channels)]
+        for i in range(m):
+            net = model_arrays(stacked, self, i)
+            for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
+                images = np.ascontiguousarray(x[rows[s:e]].reshape(-1, 1))
+                views = [pre[i, p * s : p * e] for pre, p in zip(pres, positions)]
+                _conv_layers(net, geo, ns, images, e - s, True, views)
+        layers = self.norm_layers()
+        return dict(zip(layers, pres)), {layer: starts * p for layer, p in zip(layers, positions)}
+
+    def exact_statistics(self, stacked: dict, x: np.ndarray) -> dict:
+        """Every image in one inference-mode pass, layer ``l``'s moments pooled over its ``N * P_l``
+        rows (examples in order, within one the positions), then used as its running statistics for
+        the layers above."""
+        from bnstudy.compiled import conv
+
+        m, geo, ns, x = _conv_net(stacked, self, x)
+        n = x.shape[0]
+        images = x.reshape(-1, 1)
+        positions = [int(p) for p in geo.layers[:, conv.P_OUT]]
+        stats = {
+            layer: (np.empty((m, int(c)), np.float64), np.empty((m, int(c)), np.float64))
+            for layer, c in zip(self.norm_layers(), self.channels)
+        }
+        for i in range(m):
+            pres = [np.empty((n * p, int(c)), np.float32) for p, c in zip(positions, self.channels)]
+            exact = [(mean[i], var[i]) for mean, var in stats.values()]
+            _conv_layers(model_arrays(stacked, self, i), geo, ns, images, n, False, pres, exact)
+        return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.strip("()").split(",") if v.strip())
 
 
 def image_side(x: np.ndarray) -> int:
-    """The side of the square one-channel images whose pixels are the columns of ``x``."""
-    pixels = int(np.asarray(x).shape[1])
-    side = int(np.sqrt(pixels) + 0.5)
-    if side * side != pixels:
-        raise ValueError(f"{pixels} pixels are not a square image")
-    return side
+    """The side of the square one-channel images whose pixels are the columns of ``x``
+    (:func:`bnstudy.base.convlayers.square_side`)."""
+    return convlayers.square_side(np.asarray(x).shape[1])
 
 
 def norm_keys(spec: ConvSpec) -> list[str]:
@@ -144,13 +231,13 @@ def norm_keys(spec: ConvSpec) -> list[str]:
 def layout(spec: ConvSpec) -> list[tuple[str, tuple[int, ...]]]:
     """The flat parameter vector's parts: ``(state-dict key, shape)`` in order (per convolution its
     weight, bias, and its normaliser's gamma and beta; then the linear map's weight and bias)."""
-    parts, c_in = [], 1
-    for i, c in enumerate(int(v) for v in spec.channels):
-        parts += [(f"{3 * i}.weight", (c, c_in, 3, 3)), (f"{3 * i}.bias", (c,))]
+    parts, blocks = [], spec.blocks()
+    for i, b in enumerate(blocks):
+        c = b.channels
+        parts += [(f"{3 * i}.weight", (c, b.in_channels, 3, 3)), (f"{3 * i}.bias", (c,))]
         parts += [(f"{3 * i + 1}.weight", (c,)), (f"{3 * i + 1}.bias", (c,))]
-        c_in = c
-    last = 3 * len(spec.channels) + 2
-    return [*parts, (f"{last}.weight", (CLASSES, c_in)), (f"{last}.bias", (CLASSES,))]
+    last = 3 * len(blocks) + 2
+    return [*parts, (f"{last}.weight", (CLASSES, blocks[-1].channels)), (f"{last}.bias", (CLASSES,))]
 
 
 def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
@@ -177,28 +264,7 @@ def initial_state(spec: ConvSpec, seed: int) -> dict[str, np.ndarray]:
     return {k: state[k] for k in sorted(state, key=lambda k: (int(k.split(".")[0]), order.index(k.split(".")[1])))}
 
 
-# ---- whole runs and stacks (Python) -------------------------------------------------
-
-
-def train_one(spec: ConvSpec, recipe, seed: int, x: np.ndarray, y: np.ndarray, first_grad=None, validation=None):
-    """Train the network of ``seed``: :func:`bnstudy.nets.train.train_one`, the loop both networks
-    share (the recipe's optimiser, batch order, micro-batches and batch renorm's limits); returns its
-    state dict and one log row per epoch (``first_grad``: an array of the flat vector's size that
-    receives the first step's gradient, laid out as :func:`layout`)."""
-    from bnstudy.nets import train
-
-    return train.train_one(spec, recipe, seed, x, y, first_grad, validation)
-
-
-def train_models(spec: ConvSpec, recipe, seeds, x, y, threads: int = 1, validation=None):
-    """One network per seed: ``(stack, log)`` (model axis in the order of ``seeds``; ``validation``
-    as :func:`bnstudy.nets.train.train_models`)."""
-    seeds = [int(s) for s in seeds]
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        results = list(pool.map(lambda s: train_one(spec, recipe, s, x, y, validation=validation), seeds))
-    log = sorted((row for _, rows in results for row in rows), key=lambda r: (r["epoch"], seeds.index(r["seed"])))
-    stacked = {k: np.stack([state[k] for state, _ in results]) for k in results[0][0]}
-    return stacked, log
+# ---- stacks (Python) ---------------------------------------------------------------
 
 
 def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
@@ -227,12 +293,6 @@ def model_arrays(stacked: dict, spec: ConvSpec, i: int) -> Net:
     return Net(hidden, t(f"{last}.weight", CLASSES), get(f"{last}.bias", 0, CLASSES))
 
 
-def norm_settings(spec: ConvSpec, limits=(1.0, 0.0)):
-    """The network's normaliser as the kernels take it (:class:`bnstudy.compiled.normkernels.Settings`;
-    ``limits``: batch renorm's ``(rmax, dmax)``, which only that kind reads)."""
-    return settings(spec.kind(), spec.eps, spec.setting(), spec.momentum, *limits)
-
-
 def final_limits(spec: ConvSpec, recipe, n: int) -> tuple[float, float]:
     """Batch renorm's ``(rmax, dmax)`` at the end of a run of ``recipe`` over ``n`` training images
     (:func:`bnstudy.nets.recipe.renorm_schedule`, as the MLP's); ``(1, 0)`` for every other kind."""
@@ -246,14 +306,100 @@ def logits(stacked: dict, spec: ConvSpec, x: np.ndarray, *, train=False, batch=0
     written; batch renorm with ``limits``, its run's :func:`final_limits`)."""
     from bnstudy.compiled.conv import forward_model
 
-    geo = spec.arch(image_side(x)).geometry
+    geo = spec.arch_on(image_side(x)).geometry
     n = len(x)
     x = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
     if train and (batch < 2 or n % batch):
         raise ValueError(f"training mode needs batches of >= 2 images that tile the {n} images; got {batch}")
     m = next(iter(stacked.values())).shape[0]
     out = np.empty((m, n, CLASSES), np.float32)
-    ns = norm_settings(spec, limits)
+    ns = spec.norm_settings(limits)
     for i in range(m):
         forward_model(model_arrays(stacked, spec, i), geo, ns, x, n, batch if train else 1, train, out[i])
     return out
+
+
+# ---- the normalisers' inputs layer by layer (the remedies' recomputed statistics) -----------
+
+
+def _conv_net(stacked, spec: ConvSpec, x):
+    """``(models, geometry, settings, images)`` of a convolutional stack on the images ``x``: the
+    number of models, :class:`bnstudy.compiled.conv.Geometry`, normaliser settings, and ``x`` as
+    ``(N, side * side)`` float32."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    geo = spec.arch_on(image_side(x)).geometry
+    m = np.asarray(stacked[f"{spec.norm_layers()[0]}.running_mean"]).shape[0]
+    return m, geo, spec.norm_settings(), x
+
+
+def _conv_layers(net, geo, ns, x, n_ex, train, pres, exact=None) -> None:
+    """``n_ex`` images ``x`` (``(n_ex * P, 1)``) through model ``net``'s convolutions as
+    :func:`bnstudy.compiled.conv.forward_model` (training mode: one batch of the ``n_ex`` images),
+    each layer's normaliser input into ``pres[l]``. With ``exact`` (float64 ``(mean, var)`` per
+    layer) each layer's pooled moments (:func:`bnstudy.compiled.reductions.pooled_moments`) go there
+    first, and the layer is normalised with them, rounded to float32, as its running statistics
+    (inference mode)."""
+    from bnstudy.compiled import conv
+    from bnstudy.compiled.reductions import pooled_moments
+
+    a, acts = x, []
+    for layer, (hid, pre) in enumerate(zip(net.hidden, pres)):
+        conv.layer_input(hid, geo, layer, a, n_ex, pre)
+        lp = hid.norm
+        if exact is not None:
+            mean, var = exact[layer]
+            pooled_moments(pre, mean, var)
+            lp = Params(lp.gamma, lp.beta, mean.astype(np.float32), var.astype(np.float32))
+        if layer == len(pres) - 1:
+            break
+        out = np.empty_like(pre)
+        skip = int(geo.layers[layer, conv.SKIP])
+        conv.layer_output(ns, lp, geo, layer, pre, acts[skip] if skip >= 0 else out, n_ex, n_ex, train, out)
+        acts.append(out)
+        a = out
+
+
+# ---- probes ----------------------------------------------------------------------------
+
+
+class ConvLabeller(Labeller):
+    """The convolutional network's training-mode labels: :func:`bnstudy.compiled.conv.batch_labels`
+    (model by model; batch renorm with ``limits``).
+
+    A normaliser without batch statistics (none, layer, group, RMS norm) normalises each image by
+    itself, so row 0's label cannot depend on its companions: it is computed once per distinct row 0,
+    in a batch of that row twice. The kernel sums every output in one fixed order whatever else is in
+    the batch, so this is the label of row 0 in each of its batches bit for bit
+    (``tests/test_shared_probes.py``), at a cost that no longer grows with the batches."""
+
+    def __init__(self, stacked: dict, spec: ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
+        from bnstudy.base.normalisers import BATCH_NAMES
+
+        super().__init__(stacked, spec, x)
+        self._row_wise = spec.normaliser not in BATCH_NAMES
+        self.models = int(next(iter(stacked.values())).shape[0])
+        self._pixels = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
+        self._geo = spec.arch_on(image_side(x)).geometry
+        self._settings = spec.norm_settings(limits)
+        self._nets = [model_arrays(stacked, spec, i) for i in range(self.models)]
+
+    def labels(self, batches: np.ndarray) -> np.ndarray:
+        from bnstudy.compiled.conv import batch_labels
+
+        batches = np.ascontiguousarray(batches, dtype=np.int64)
+        if batches.ndim != 2 or batches.shape[1] < 2:
+            raise ValueError(f"batches must be (K, b) with b >= 2, got {batches.shape}")
+        if batches.size and (batches.min() < 0 or batches.max() >= len(self._x)):
+            raise ValueError(f"row indices must lie in [0, {len(self._x)})")
+        out = np.empty((self.models, len(batches)), np.int64)
+        if self._row_wise:  # row 0 alone decides its label: once per distinct row 0
+            firsts, where = np.unique(batches[:, 0], return_inverse=True)
+            alone = np.ascontiguousarray(np.stack([firsts, firsts], axis=1))
+            once = np.empty(len(firsts), np.int64)
+            for i, net in enumerate(self._nets):
+                batch_labels(net, self._geo, self._settings, self._pixels, alone, once)
+                out[i] = once[where]
+            return out
+        for i, net in enumerate(self._nets):
+            batch_labels(net, self._geo, self._settings, self._pixels, batches, out[i])
+        return out

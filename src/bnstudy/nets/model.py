@@ -28,6 +28,8 @@ import numpy as np
 
 from bnstudy.base import normalisers
 from bnstudy.base.runtime import STREAM_INIT, derive_seed
+from bnstudy.nets.spec import Labeller, Network, batch_starts
+from bnstudy.nets.stacks import stack, unstack  # noqa: F401 (the stacks of either network, named here as before)
 
 LINEARS = ("0", "3", "6")
 NORMS = ("1", "4")
@@ -36,8 +38,8 @@ AFFINE_KINDS = normalisers.AFFINE_NAMES
 
 
 @dataclass(frozen=True)
-class NetSpec:
-    """One network: its normaliser and every setting of it.
+class NetSpec(Network):
+    """One network: its normaliser and every setting of it (a :class:`bnstudy.nets.spec.Network`).
 
     ``widths`` are the layers' widths, inputs first (the data set's features; the
     default is the digits' 64) and classes last. ``virtual_batch`` is ghost batch norm's
@@ -59,6 +61,124 @@ class NetSpec:
             normalisers.get(self.normaliser).own_settings
         )
         return {k: str(v) for k, v in asdict(self).items() if k not in others}
+
+    family = "mlp"
+
+    @classmethod
+    def from_metadata(cls, meta: dict[str, str]) -> NetSpec:
+        return spec_from_metadata(meta)
+
+    def layout(self) -> list[tuple[str, tuple[int, ...]]]:
+        from bnstudy.compiled import optimisers
+
+        return optimisers.layout(self.widths)
+
+    def norm_layers(self) -> list[str]:
+        return list(NORMS)
+
+    def norm_features(self) -> list[int]:
+        return [int(w) for w in self.widths[1:-1]]
+
+    def setting(self) -> int:
+        from bnstudy.compiled import kernels
+
+        return kernels.setting(self)
+
+    def initial_state(self, seed: int) -> dict[str, np.ndarray]:
+        return initial_state(self, seed)
+
+    def arch(self, inputs: int):
+        """The MLP's linear maps (``inputs``: its widths' first, the data's features)."""
+        from bnstudy.compiled import backprop
+
+        return backprop.mlp_arch(self.widths)
+
+    def build_module(self, seed: int | None = None):
+        return build_module(self, seed)
+
+    def logits(self, stacked: dict, x: np.ndarray, *, train: bool = False, batch: int = 0, limits=(1.0, 0.0)):
+        """:func:`bnstudy.compiled.kernels.logits`."""
+        from bnstudy.compiled import kernels
+
+        return kernels.logits(stacked, self, x, train=train, batch=batch, limits=limits)
+
+    def predict(self, stacked: dict, x: np.ndarray) -> np.ndarray:
+        """:func:`bnstudy.compiled.kernels.predict`."""
+        from bnstudy.compiled import kernels
+
+        return kernels.predict(stacked, self, x)
+
+    def labeller(self, stacked: dict, x: np.ndarray, limits=(1.0, 0.0)) -> Labeller:
+        return MlpLabeller(stacked, self, x, limits)
+
+    def training_layer_inputs(self, stacked: dict, x: np.ndarray, batches):
+        """Each hidden layer's pre-norm rows ``(M, N, F)``, the batches' rows in pass order, the layer
+        below normalised with each batch's own statistics (``kernels.norm_train``); ``starts`` maps every
+        layer to the batches' first rows (:func:`bnstudy.nets.spec.batch_starts`)."""
+        from bnstudy.compiled import kernels, normkernels
+
+        starts = batch_starts(batches)
+        rows = np.concatenate([np.asarray(b, np.int64) for b in batches])
+        xp = np.ascontiguousarray(np.asarray(x)[rows], dtype=np.float32)
+        hidden = kernels.stack_arrays(stacked).hidden
+        m, n = hidden[0].wt.shape[0], len(rows)
+        pres = [np.empty((m, n, layer.wt.shape[2]), np.float32) for layer in hidden]
+        ns = normkernels.settings(kernels.BATCH, self.eps)
+        for i in range(m):
+            a = xp
+            for layer, pre in zip(hidden, pres):
+                kernels.linear_t(a, layer.wt[i], layer.bias[i], pre[i])  # row by row: the same bits as batch by batch
+                if pre is pres[-1]:
+                    break
+                lp = normkernels.Params(*(v[i] for v in layer.norm))
+                a = np.empty(pre.shape[1:], np.float32)
+                for s, e in zip(starts[:-1].tolist(), starts[1:].tolist()):
+                    kernels.norm_train(ns, lp, pre[i, s:e], e - s, True, a[s:e])
+        return dict(zip(NORMS, pres)), {layer: starts for layer in NORMS}
+
+    def exact_statistics(self, stacked: dict, x: np.ndarray) -> dict:
+        """Layer by layer: the pre-norm rows of every row of ``x`` (``kernels.linear_t``), their
+        pooled moments (:func:`bnstudy.compiled.reductions.pooled_moments`), the layer in inference
+        mode with them rounded to float32 (``kernels.norm_inference``, then ReLU) for the next."""
+        from bnstudy.compiled import kernels, normkernels
+        from bnstudy.compiled.reductions import pooled_moments
+
+        hidden = kernels.stack_arrays(stacked).hidden
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        m, n = hidden[0].wt.shape[0], x.shape[0]
+        stats = {}
+        for name, layer in zip(NORMS, hidden):
+            f = layer.wt.shape[2]
+            stats[name] = (np.empty((m, f), np.float64), np.empty((m, f), np.float64))
+        ns = normkernels.settings(kernels.BATCH, self.eps)
+        for i in range(m):
+            a = x
+            for (mean, var), layer in zip(stats.values(), hidden):
+                pre = np.empty((n, layer.wt.shape[2]), np.float32)
+                kernels.linear_t(a, layer.wt[i], layer.bias[i], pre)
+                pooled_moments(pre, mean[i], var[i])
+                if layer is hidden[-1]:
+                    break
+                lp = normkernels.Params(
+                    layer.norm.gamma[i], layer.norm.beta[i], mean[i].astype(np.float32), var[i].astype(np.float32)
+                )
+                a = np.empty_like(pre)
+                kernels.norm_inference(ns, lp, pre, True, a)
+        return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
+
+
+class MlpLabeller(Labeller):
+    """The MLP's training-mode labels: the compiled :class:`bnstudy.compiled.probes.Prober`."""
+
+    def __init__(self, stacked: dict, spec: NetSpec, x: np.ndarray, limits=(1.0, 0.0)):
+        from bnstudy.compiled.probes import Prober
+
+        super().__init__(stacked, spec, x)
+        self._prober = Prober(stacked, spec, x, limits)
+        self.models = self._prober.models
+
+    def labels(self, batches: np.ndarray) -> np.ndarray:
+        return self._prober.labels(batches)
 
 
 def initial_state(spec: NetSpec, seed: int) -> dict[str, np.ndarray]:
@@ -111,21 +231,6 @@ def build_module(spec: NetSpec, seed: int | None = None):
     if seed is not None:
         net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in initial_state(spec, seed).items()})
     return net
-
-
-def _array(v) -> np.ndarray:
-    return v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v)
-
-
-def stack(states: list[dict]) -> dict[str, np.ndarray]:
-    """Stack state dicts (NumPy arrays or tensors) of identical networks along a new model axis."""
-    return {k: np.stack([_array(s[k]) for s in states]) for k in states[0]}
-
-
-def unstack(stacked: dict) -> list[dict[str, np.ndarray]]:
-    """Split a stack back into per-model state dicts (contiguous copies)."""
-    m = next(iter(stacked.values())).shape[0]
-    return [{k: np.array(_array(v)[i], order="C", copy=True) for k, v in stacked.items()} for i in range(m)]
 
 
 def initial_stack(spec: NetSpec, seeds: list[int]) -> dict[str, np.ndarray]:

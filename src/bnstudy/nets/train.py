@@ -1,7 +1,10 @@
-"""Training either network (the MLP or the convolutional one, :mod:`bnstudy.nets.network`): one run
-of a recipe for each seed, by the compiled loop.
+"""Training either network (the MLP or the convolutional one, any :class:`bnstudy.nets.spec.Network`):
+one run of a recipe for each seed, by the compiled loop. :func:`train_models` is the one training
+entry of every network kind (its spec's ``train_models`` calls it); it reads the network only through
+the spec's methods (``layout``, ``norm_widths``, ``arch``, ``norm_settings``, ``initial_state``,
+``predict``), so this module imports no network kind.
 
-Each seed's network starts from :func:`bnstudy.nets.network.initial_state` and sees the
+Each seed's network starts from the spec's ``initial_state`` and sees the
 batches :func:`bnstudy.nets.batching.epoch_batches` draws from its own order
 generator; :func:`bnstudy.compiled.backprop.train_run` then runs every epoch in one
 compiled call (:func:`run`, which fine-tuning and the other studies that continue a trained
@@ -19,10 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from bnstudy.compiled import backprop
-from bnstudy.nets import network
 from bnstudy.nets.batching import epoch_rows, order_generator
-from bnstudy.nets.model import stack
 from bnstudy.nets.recipe import Recipe, batch_sizes_per_epoch, lr_scales, renorm_schedule
+from bnstudy.nets.stacks import stack
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -44,17 +46,17 @@ def _optimiser(recipe: Recipe):
 
 
 def buffers(spec, state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The compiled loop's buffers of ``state``: the flat parameter vector (:func:`bnstudy.nets.network.layout`;
+    """The compiled loop's buffers of ``state``: the flat parameter vector (the spec's ``layout``;
     without a normaliser gamma 1 and beta 0, never moved) and the running statistics, one row per
     normaliser layer's mean then variance, as wide as the widest layer (0 and 1 where ``state`` has none)."""
     parts = []
-    for key, shape in network.layout(spec):
+    for key, shape in spec.layout():
         if key in state:
             parts.append(np.asarray(state[key], np.float32).reshape(-1))
         else:
             parts.append(np.full(int(np.prod(shape)), 1.0 if key.endswith("weight") else 0.0, np.float32))
     flat = np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
-    layers = network.norm_widths(spec)
+    layers = spec.norm_widths()
     running = np.zeros((2 * len(layers), max(f for _, f in layers)), np.float32)
     for i, (layer, f) in enumerate(layers):
         running[2 * i + 1] = 1.0
@@ -66,9 +68,9 @@ def buffers(spec, state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]
 
 def parts(spec, flat: np.ndarray) -> dict[str, np.ndarray]:
     """The flat parameter vector (or a gradient laid out as it) cut into the state-dict's tensors
-    (views, in :func:`bnstudy.nets.network.layout` order)."""
+    (views, in the spec's ``layout`` order)."""
     out, offset = {}, 0
-    for key, shape in network.layout(spec):
+    for key, shape in spec.layout():
         size = int(np.prod(shape))
         out[key] = flat[offset : offset + size].reshape(shape)
         offset += size
@@ -79,7 +81,7 @@ def state_from(spec, flat: np.ndarray, running: np.ndarray, updates: int, like: 
     """The state dict of the buffers (:func:`buffers`), ``updates`` as each layer's
     ``num_batches_tracked``, with the keys of ``like`` in its order."""
     state = {key: v.copy() for key, v in parts(spec, flat).items()}
-    for i, (layer, f) in enumerate(network.norm_widths(spec)):
+    for i, (layer, f) in enumerate(spec.norm_widths()):
         state[f"{layer}.running_mean"] = running[2 * i, :f].copy()
         state[f"{layer}.running_var"] = running[2 * i + 1, :f].copy()
         state[f"{layer}.num_batches_tracked"] = np.array(updates, np.int64)
@@ -110,7 +112,7 @@ def run(
     trained = backprop.State(flat, running)
     log = backprop.new_log(int(np.asarray(plan.rows).shape[0]), first_grad, trained if snapshots else None)
     data = backprop.Data(np.ascontiguousarray(x, dtype=np.float32), np.ascontiguousarray(y, dtype=np.int64))
-    arch = network.arch(spec, data.x.shape[1])
+    arch = spec.arch(data.x.shape[1])
     # frozen passed, not defaulted: one compiled specialisation for every caller
     count = backprop.train_run(arch, trained, data, plan, ns, opt, updates, log, bool(frozen))
     return state_from(spec, flat, running, count, state), log, count
@@ -124,8 +126,8 @@ def epoch_states(spec, log, like: dict) -> list[dict]:
 
 def validation_accuracy(spec, states: list[dict], x: np.ndarray, y: np.ndarray) -> list[float]:
     """Inference-mode accuracy of each state on the rows ``x`` (labels ``y``): the compiled
-    fixed-order forward pass of every other evaluation (:func:`bnstudy.nets.network.predict`)."""
-    labels = network.predict(stack(states), spec, np.ascontiguousarray(x, dtype=np.float32))
+    fixed-order forward pass of every other evaluation (the spec's ``predict``)."""
+    labels = spec.predict(stack(states), np.ascontiguousarray(x, dtype=np.float32))
     return [int(np.sum(row == y)) / len(y) for row in labels]
 
 
@@ -148,8 +150,8 @@ def train_one(spec, recipe: Recipe, seed: int, x: np.ndarray, y: np.ndarray, fir
             f"{recipe.accumulate} micro-batches of 2 or more rows"
         )
     plan = backprop.schedule(rows, sizes, step_limits(spec, recipe, len(y)), recipe.accumulate, lr_scales(recipe))
-    ns = network.norm_settings(spec)
-    start = network.initial_state(spec, seed)
+    ns = spec.norm_settings()
+    start = spec.initial_state(seed)
     snapshots = validation is not None
     state, log, _ = run(spec, start, x, y, plan, ns, _optimiser(recipe), 0, False, first_grad, snapshots)
     seen = int(sizes.sum())

@@ -4,7 +4,7 @@ A training job trains one block of seeds of one (normaliser, batch size) cell
 (``grid.seed_block`` in the config): block ``k`` holds the configured seeds from
 ``k * B`` to ``k * B + B - 1``. Its file stores each seed's tensors under the name
 ``seed<seed>/<tensor>`` (the names of :func:`bnstudy.nets.model.build_module`'s state
-dict), and one metadata block: the network (:meth:`NetSpec.metadata`), the
+dict), and one metadata block: the network (its spec's ``metadata``), the
 recipe (:meth:`Recipe.metadata`, batch renormalisation's settings only for a
 network that uses them) and ``seeds``, the seeds in the file in order.
 
@@ -51,9 +51,7 @@ def write(path, spec, recipe, seeds, states) -> None:
     if len(seeds) != len(states) or len(set(seeds)) != len(seeds):
         raise ValueError(f"one state per distinct seed expected: seeds {seeds}, {len(states)} states")
     tensors = {f"seed{s}/{k}": v for s, state in zip(seeds, states) for k, v in state.items()}
-    from bnstudy.nets.network import metadata
-
-    meta = metadata(spec) | recipe_metadata(recipe, spec.normaliser) | {"seeds": ",".join(map(str, seeds))}
+    meta = spec.metadata() | recipe_metadata(recipe, spec.normaliser) | {"seeds": ",".join(map(str, seeds))}
     write_weights(path, tensors, meta)
 
 
@@ -69,11 +67,11 @@ def _seeds(meta: dict[str, str]) -> list[int]:
 def read(paths) -> tuple[dict[str, np.ndarray], object, list[dict[str, str]]]:
     """Stack every seed of the weights files ``paths`` (one path or a list; one network spec), in file then seed order.
 
-    Returns the stacked tensors (:func:`bnstudy.nets.model.stack`), the spec and one
+    Returns the stacked tensors (:func:`bnstudy.nets.stacks.stack`), the spec and one
     metadata dict per model: the file's, with ``seed`` set to the model's seed.
     """
-    from bnstudy.nets.model import stack
     from bnstudy.nets.network import spec_from_metadata
+    from bnstudy.nets.stacks import stack
 
     states, metas = [], []
     for path in as_paths(paths):
@@ -91,12 +89,12 @@ def read(paths) -> tuple[dict[str, np.ndarray], object, list[dict[str, str]]]:
 
 def load_module(path, seed: int | None = None):
     """Seed ``seed``'s network in ``path`` (the only one if ``None``) as a PyTorch module in eval
-    mode: the MLP's ``torch.nn.Sequential``, which takes rows of features, or the convolutional
-    network's (``kind: conv`` in the metadata; :func:`bnstudy.nets.conv_torch.build_module`), which
-    takes images ``(N, 1, side, side)`` (:func:`bnstudy.nets.conv_torch.images` makes them of rows)."""
+    mode (the spec's ``build_module``): the MLP's ``torch.nn.Sequential``, which takes rows of features,
+    or the convolutional network's (``kind: conv`` in the metadata; :func:`bnstudy.nets.conv_torch.build_module`),
+    which takes images ``(N, 1, side, side)`` (:func:`bnstudy.nets.conv_torch.images` makes them of rows)."""
     import torch
 
-    from bnstudy.nets.network import kind, spec_from_metadata
+    from bnstudy.nets.network import spec_from_metadata
 
     meta = read_metadata(path)
     seeds = _seeds(meta)
@@ -108,11 +106,6 @@ def load_module(path, seed: int | None = None):
         raise ValueError(f"{path} holds seeds {seeds}, not {seed}")
     prefix = f"seed{int(seed)}/"
     state = {k[len(prefix) :]: torch.from_numpy(v) for k, v in read_weights(path).items() if k.startswith(prefix)}
-    spec = spec_from_metadata(meta)
-    if kind(spec) == "conv":
-        from bnstudy.nets.conv_torch import build_module
-    else:
-        from bnstudy.nets.model import build_module
-    net = build_module(spec)
+    net = spec_from_metadata(meta).build_module()
     net.load_state_dict(state)
     return net.eval()

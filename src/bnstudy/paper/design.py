@@ -103,15 +103,16 @@ def network_macros(config: dict, side: int) -> dict[str, str]:
             "groupWidth": str(net["hidden"][0] // net["groups"]),
             "normaliserList": normalisers.methods_list(names),
         }
-    from bnstudy.paper.network_prose import layer_list, layer_sides, layers, number_word
+    from bnstudy.base.convlayers import parse
+    from bnstudy.paper.network_prose import layer_list, number_word
 
-    sides = layer_sides(side, [x["stride"] for x in layers(net)])
+    blocks = parse(net, side)
     return {
         "netConv": "conv",
-        "netLayerList": layer_list(net, side),
-        "netDepth": number_word(len(sides)),
+        "netLayerList": layer_list(blocks),
+        "netDepth": number_word(len(blocks)),
         "netKernel": "3",  # every convolution's (bnstudy.compiled.conv)
-        "netPositions": str(sides[-1] * sides[-1]),
+        "netPositions": str(blocks[-1].positions),
         "normaliserList": normalisers.methods_list(names, conv=True),
     }
 

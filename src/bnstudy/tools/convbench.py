@@ -4,7 +4,7 @@ The network is the one ``config/fashion-cluster.yaml`` studies (:func:`study_net
 2026-12-05 a smaller candidate, channels 16, 32, 32, 32): 28x28 images of one channel, 3x3
 convolutions with the config's channels and strides, the last adding an earlier layer's output (a
 residual connection), batch norm after each, global average pool, linear map. One
-training run (forward in training mode, backward, Adam, as :func:`bnstudy.nets.conv_train.train_one`
+training run (forward in training mode, backward, Adam, as :func:`bnstudy.nets.train.train_one`
 runs it, one compiled call) against PyTorch's own CPU path on the same batches
 (:func:`bnstudy.nets.conv_torch.train_plain`: ``nn.Conv2d`` with oneDNN, autograd,
 ``torch.optim.Adam``), interleaved repeat by repeat in one process, 1 thread each, on seeded
@@ -52,13 +52,11 @@ def training_flops(spec, side: int) -> int:
     """Counted flops of one image's training step: per convolution ``P_out x 9 C_in x C_out``
     multiply-adds forward, as many for the weight gradient and (but the first) for the input
     gradient; the same three for the linear map; 2 flops per multiply-add."""
-    geo = spec.arch(side).geometry
-    c_in, macs = 1, 0
-    for i, c in enumerate(spec.channels):
-        per = int(geo.layers[i, 1]) * 9 * c_in * c
+    blocks, macs = spec.blocks(side), 0
+    for i, b in enumerate(blocks):
+        per = b.positions * 9 * b.in_channels * b.channels
         macs += per * (3 if i > 0 else 2)
-        c_in = c
-    macs += 3 * c_in * 10
+    macs += 3 * blocks[-1].channels * 10
     return 2 * macs
 
 
@@ -85,18 +83,18 @@ def _timed(fn, *args):
 
 def bench(spec, side: int, batch: int, images: int, repeats: int) -> dict:
     """Images per second (wall, CPU medians) of the compiled run and of PyTorch's, interleaved."""
-    from bnstudy.nets import conv_torch, conv_train
+    from bnstudy.nets import conv_torch
     from bnstudy.nets.recipe import Recipe
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((images, side * side)).astype(np.float32)
     y = (np.arange(images) % 10).astype(np.int64)
     recipe = Recipe(batch_size=batch, epochs=1)
-    conv_train.train_one(spec, recipe, 0, x[: 2 * batch], y[: 2 * batch])  # compile before timing
+    spec.train_one(recipe, 0, x[: 2 * batch], y[: 2 * batch])  # compile before timing
     conv_torch.train_plain(spec, recipe, 0, x[: 2 * batch], y[: 2 * batch])
     ours, theirs = [], []
     for r in range(repeats):
-        ours.append(_timed(conv_train.train_one, spec, recipe, r, x, y))
+        ours.append(_timed(spec.train_one, recipe, r, x, y))
         theirs.append(_timed(conv_torch.train_plain, spec, recipe, r, x, y))
     med = lambda s, k: images / statistics.median(t[k] for t in s)  # noqa: E731
     return {"compiled": (med(ours, 0), med(ours, 1)), "torch": (med(theirs, 0), med(theirs, 1))}

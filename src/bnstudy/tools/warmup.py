@@ -139,21 +139,22 @@ def conv_layout(layers=None) -> tuple[tuple[int, ...], tuple[int, ...], tuple[in
     number of layers, not their widths; a residual connection needs equal widths)."""
     import json
 
+    from bnstudy.base import convlayers
+
     if layers is None:
         text = os.environ.get(LAYERS_VARIABLE)
         layers = json.loads(text) if text else DEFAULT_LAYERS
     if layers is DEFAULT_LAYERS:
         return (4, 8), (1, 2), (-1, -1)
-    strides = tuple(int(layer.get("stride", 1)) for layer in layers)
-    skips = tuple(int(layer.get("skip", -1)) for layer in layers)
-    return (4,) * len(layers), strides, skips
+    blocks = convlayers.parse({"layers": layers})
+    return (4,) * len(blocks), tuple(b.stride for b in blocks), tuple(b.skip for b in blocks)
 
 
 def _conv() -> None:
     """The convolutional network of ``network.kind: conv`` (with the config's number of layers,
     :func:`conv_layout`): training, both modes of its forward pass, the shared probes."""
     from bnstudy.base import normalisers
-    from bnstudy.nets import conv_train, network
+    from bnstudy.nets import conv_train
     from bnstudy.nets.recipe import Recipe
     from bnstudy.studies.companions import science as companions
 
@@ -161,9 +162,9 @@ def _conv() -> None:
     channels, strides, skips = conv_layout()
     for kind in normalisers.CONV_NAMES:
         spec = conv_train.ConvSpec(kind, channels, 2, strides=strides, skips=skips)
-        stacked, _ = network.train_models(spec, Recipe(batch_size=4, epochs=1), [0], x, y)
-        network.logits(stacked, spec, x)
-        network.logits(stacked, spec, x, train=True, batch=4)
+        stacked, _ = spec.train_models(Recipe(batch_size=4, epochs=1), [0], x, y)
+        spec.logits(stacked, x)
+        spec.logits(stacked, x, train=True, batch=4)
         if kind == "batchnorm":
             companions.probe_network(
                 stacked, spec, x, y, [0], batch_sizes=[2], batches_per_example=2, one_class_batch_size=2, seed=0

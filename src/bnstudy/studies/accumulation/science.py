@@ -143,12 +143,11 @@ def first_gradient(spec, recipe, seed: int, x, y) -> dict:
     weights), as ``initial - after`` of one SGD step of rate 1 without momentum (exact to
     within the rounding of the parameters); running statistics as moved by that step."""
     from bnstudy.nets import train
-    from bnstudy.nets.network import initial_state
 
     rows = first_batch(y, recipe, seed)
     sgd = replace(recipe, epochs=1, optimizer="sgd", lr=1.0, sgd_momentum=0.0)
     after, _ = train.train_one(spec, sgd, seed, x[rows], y[rows])
-    before = initial_state(spec, seed)
+    before = spec.initial_state(seed)
     moved = [k for k in after if np.issubdtype(after[k].dtype, np.floating) and "running" not in k]
     return {k: before[k] - v if k in moved else v for k, v in after.items()}
 
@@ -212,6 +211,4 @@ def recomputed_statistics(stacked, spec, x) -> dict:
 
 
 def _logits(stacked, spec, x):
-    from bnstudy.nets import network
-
-    return network.logits(stacked, spec, x)
+    return spec.logits(stacked, x)

@@ -15,14 +15,13 @@ from bnstudy.evaluation import recompute
 from bnstudy.evaluation.accuracy import TrainedCell, correct_rows, inference_correct, share, train_mode_accuracy
 from bnstudy.evaluation.distance import distances
 from bnstudy.evaluation.means import _sum_and_squares
-from bnstudy.nets.conv_train import ConvSpec
-from bnstudy.nets.model import NetSpec
+from bnstudy.nets.spec import Network
 from bnstudy.studies.batch_size import remedies
 
 
 def remedy_rows(
     stacked,
-    spec: NetSpec | ConvSpec,
+    spec: Network,
     seeds: list[int],
     x_train,
     y_train,

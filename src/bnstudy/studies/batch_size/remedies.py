@@ -95,7 +95,7 @@ def _cumulative_moments(h, starts, mean, var):
 
 
 # The compiled function of this module calls no compiled function of another module: Numba's
-# cache checks only the caller's own source file (see :mod:`bnstudy.evaluation.recompute`).
+# cache checks only the caller's own source file (see ``bnstudy/__init__.py``).
 
 
 def initial_weight(spec: Spec, updates: int) -> float:
@@ -131,9 +131,8 @@ def _cumulative(inputs, starts) -> dict:
     for layer, h in inputs.items():
         mean = np.empty(h.shape[::2], np.float64)
         var = np.empty(h.shape[::2], np.float64)
-        first = starts[layer] if isinstance(starts, dict) else starts
         for i in range(h.shape[0]):
-            _cumulative_moments(h[i], first, mean[i], var[i])
+            _cumulative_moments(h[i], starts[layer], mean[i], var[i])
         out[layer] = (mean.astype(np.float32), var.astype(np.float32))
     return out
 

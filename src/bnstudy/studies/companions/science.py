@@ -40,12 +40,12 @@ probes of one example share that example and are not independent), within each
 class (the examples are drawn a fixed number per class). Means over examples add
 the per-example values correctly rounded (``math.fsum``).
 
-The probes take either network (:func:`labeller`, which dispatches on the spec's type and
-nowhere else). For the MLP (:class:`bnstudy.nets.model.NetSpec`) they run in the compiled
+The probes take either network (:func:`labeller`: the spec's own ``labeller``, nothing here tells the
+networks apart). For the MLP (:class:`bnstudy.nets.model.MlpLabeller`) they run in the compiled
 kernel of :mod:`bnstudy.compiled.probes` (fixed float32 order, the arithmetic of
 :mod:`bnstudy.compiled.kernels`) and inference-mode labels come from
 :func:`bnstudy.compiled.kernels.predict`. For the convolutional network
-(:class:`bnstudy.nets.conv_train.ConvSpec`) each batch goes through
+(:class:`bnstudy.nets.conv_train.ConvLabeller`) each batch goes through
 :func:`bnstudy.compiled.conv.batch_labels` (row 0's label in training mode, bit for bit
 ``conv_train.logits(..., train=True, batch=b)``'s on that batch) and inference-mode labels are
 the first largest of :func:`bnstudy.nets.conv_train.logits`. Both read running statistics and
@@ -57,12 +57,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bnstudy.compiled.conv import batch_labels
-from bnstudy.compiled.probes import Prober
-from bnstudy.nets import conv_train, network
 from bnstudy.nets import model as mlp
-from bnstudy.nets.conv_train import ConvSpec
 from bnstudy.nets.model import NetSpec
+from bnstudy.nets.spec import Network
 from bnstudy.studies.companions.draws import exact_pairs, exact_pool, one_class_batches, random_batches
 from bnstudy.studies.companions.estimates import (  # noqa: F401 (re-exported: the study's names)
     DESIGNS,
@@ -74,84 +71,17 @@ from bnstudy.studies.companions.estimates import (  # noqa: F401 (re-exported: t
 # ---- evaluating probes -----------------------------------------------------------
 
 
-class _Labeller:
-    """What both networks' labellers share: the stack, the spec, the rows, and inference-mode
-    labels (:func:`bnstudy.nets.network.predict`)."""
-
-    def __init__(self, stacked: dict, spec, x: np.ndarray):
-        self._stacked, self._spec, self._x = stacked, spec, np.asarray(x)
-
-    def inference(self, rows) -> np.ndarray:
-        return network.predict(self._stacked, self._spec, self._x[rows])
-
-
-class _MlpLabeller(_Labeller):
-    """The MLP's training-mode labels: the compiled :class:`bnstudy.compiled.probes.Prober`."""
-
-    def __init__(self, stacked: dict, spec: NetSpec, x: np.ndarray, limits=(1.0, 0.0)):
-        super().__init__(stacked, spec, x)
-        self._prober = Prober(stacked, spec, x, limits)
-        self.models = self._prober.models
-
-    def labels(self, batches: np.ndarray) -> np.ndarray:
-        return self._prober.labels(batches)
-
-
-class _ConvLabeller(_Labeller):
-    """The convolutional network's training-mode labels: :func:`bnstudy.compiled.conv.batch_labels`
-    (model by model; batch renorm with ``limits``).
-
-    A normaliser without batch statistics (none, layer, group, RMS norm) normalises each image by
-    itself, so row 0's label cannot depend on its companions: it is computed once per distinct row 0,
-    in a batch of that row twice. The kernel sums every output in one fixed order whatever else is in
-    the batch, so this is the label of row 0 in each of its batches bit for bit
-    (``tests/test_shared_probes.py``), at a cost that no longer grows with the batches."""
-
-    def __init__(self, stacked: dict, spec: ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
-        from bnstudy.base.normalisers import BATCH_NAMES
-
-        super().__init__(stacked, spec, x)
-        self._row_wise = spec.normaliser not in BATCH_NAMES
-        self.models = int(next(iter(stacked.values())).shape[0])
-        self._pixels = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
-        self._geo = spec.arch(conv_train.image_side(x)).geometry
-        self._settings = conv_train.norm_settings(spec, limits)
-        self._nets = [conv_train.model_arrays(stacked, spec, i) for i in range(self.models)]
-
-    def labels(self, batches: np.ndarray) -> np.ndarray:
-        batches = np.ascontiguousarray(batches, dtype=np.int64)
-        if batches.ndim != 2 or batches.shape[1] < 2:
-            raise ValueError(f"batches must be (K, b) with b >= 2, got {batches.shape}")
-        if batches.size and (batches.min() < 0 or batches.max() >= len(self._x)):
-            raise ValueError(f"row indices must lie in [0, {len(self._x)})")
-        out = np.empty((self.models, len(batches)), np.int64)
-        if self._row_wise:  # row 0 alone decides its label: once per distinct row 0
-            firsts, where = np.unique(batches[:, 0], return_inverse=True)
-            alone = np.ascontiguousarray(np.stack([firsts, firsts], axis=1))
-            once = np.empty(len(firsts), np.int64)
-            for i, net in enumerate(self._nets):
-                batch_labels(net, self._geo, self._settings, self._pixels, alone, once)
-                out[i] = once[where]
-            return out
-        for i, net in enumerate(self._nets):
-            batch_labels(net, self._geo, self._settings, self._pixels, batches, out[i])
-        return out
-
-
-_LABELLERS = {"mlp": _MlpLabeller, "conv": _ConvLabeller}
-
-
-def labeller(stacked: dict, spec: NetSpec | ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
-    """The stack ``stacked`` of ``spec``'s network ready to label rows of ``x``: an object with
-    ``models``, ``labels(batches)`` (training-mode labels ``(M, K)`` of row 0 of each of the
-    ``(K, b)`` batches of row indices) and ``inference(rows)`` (inference-mode labels ``(M, R)``
-    of the rows ``rows``). The one place that dispatches on the network (``limits``: batch
+def labeller(stacked: dict, spec: Network, x: np.ndarray, limits=(1.0, 0.0)):
+    """The stack ``stacked`` of ``spec``'s network ready to label rows of ``x``: the spec's
+    ``labeller`` (:class:`bnstudy.nets.spec.Labeller`: ``models``, ``labels(batches)``, the
+    training-mode labels ``(M, K)`` of row 0 of each of the ``(K, b)`` batches of row indices, and
+    ``inference(rows)``, the inference-mode labels ``(M, R)`` of the rows ``rows``; ``limits``: batch
     renorm's ``(rmax, dmax)``)."""
-    return _LABELLERS[network.kind(spec)](stacked, spec, x, limits)
+    return spec.labeller(stacked, x, limits)
 
 
 def batch_predictions(
-    stacked: dict, spec: NetSpec | ConvSpec, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
+    stacked: dict, spec: Network, x: np.ndarray, batches: np.ndarray, limits=(1.0, 0.0)
 ) -> np.ndarray:
     """Training-mode labels ``(M, K)`` of row 0 of each batch (``(K, b)`` row indices of ``x``),
     every model of ``stacked`` (a NumPy stack), by the compiled probes of either network."""
@@ -232,7 +162,7 @@ def example_plans(
 
 def probe_network(
     stacked: dict,
-    spec: NetSpec | ConvSpec,
+    spec: Network,
     x: np.ndarray,
     y: np.ndarray,
     examples,

@@ -48,7 +48,7 @@ from bnstudy.compiled import backprop
 from bnstudy.evaluation import recompute
 from bnstudy.evaluation.accuracy import inference_accuracy, train_mode_accuracy
 from bnstudy.evaluation.distance import distances
-from bnstudy.nets import network, train
+from bnstudy.nets import train
 from bnstudy.nets.batching import epoch_rows
 from bnstudy.nets.model import stack, unstack
 
@@ -95,7 +95,7 @@ def run(state: dict, spec, x, y, rows, batch_size: int, lr: float, frozen: bool,
     steps = len(rows) // batch_size
     start = int(state["1.num_batches_tracked"]) if "1.num_batches_tracked" in state else 0
     plan = backprop.schedule(np.reshape(rows, (1, -1)), np.full(steps, batch_size, np.int64))
-    ns = network.norm_settings(spec, momentum=spec.momentum if momentum is None else momentum)
+    ns = spec.norm_settings(momentum=spec.momentum if momentum is None else momentum)
     opt = backprop.optimiser(backprop.ADAM, lr, train.ADAM_BETAS, train.ADAM_EPS, 0.0)
     tuned, _, updates = train.run(spec, state, x, y, plan, ns, opt, start, bool(frozen))
     if frozen:  # the statistics and their count kept

@@ -52,11 +52,10 @@ def sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, fit, validation, x_test, 
     """Train ``spec`` at every batch size x rate on rows ``fit`` of ``(x, y)``, one network per seed,
     the recipe otherwise ``recipe``; returns ``(runs, epochs)`` rows. ``runs``: per network its
     inference-mode accuracy on rows ``validation`` and on the test half, and its last epoch's mean
-    batch loss; ``epochs``: :func:`bnstudy.nets.network.train_models`' log with batch size and rate."""
+    batch loss; ``epochs``: :func:`bnstudy.nets.train.train_models`' log with batch size and rate."""
     from dataclasses import replace
 
     from bnstudy.evaluation.accuracy import inference_accuracy
-    from bnstudy.nets import network
 
     x_fit, y_fit = x[fit], y[fit]
     x_val, y_val = x[validation], y[validation]
@@ -64,7 +63,7 @@ def sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, fit, validation, x_test, 
     for b in batch_sizes:
         for lr in lrs:
             r = replace(recipe, batch_size=int(b), lr=float(lr))
-            stacked, log = network.train_models(spec, r, seeds, x_fit, y_fit, threads=threads)
+            stacked, log = spec.train_models(r, seeds, x_fit, y_fit, threads=threads)
             val = inference_accuracy(stacked, spec, x_val, y_val)
             test = inference_accuracy(stacked, spec, x_test, y_test)
             last = {row["seed"]: row["loss"] for row in log if row["epoch"] == r.epochs}

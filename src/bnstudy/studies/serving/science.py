@@ -51,7 +51,7 @@ import numpy as np
 from bnstudy.base.designs import SERVING_STREAMS
 from bnstudy.base.runtime import derive_seed
 from bnstudy.compiled import backprop, kernels
-from bnstudy.nets import network, train
+from bnstudy.nets import train
 from bnstudy.nets.model import stack, unstack
 from bnstudy.studies.serving.estimates import (  # noqa: F401 (re-exported: the study's names)
     MEASURES,
@@ -143,8 +143,8 @@ def serve_stack(stacked: dict, spec, x: np.ndarray, batches: np.ndarray, limits=
     x = np.ascontiguousarray(x, dtype=np.float32)
     batches = np.ascontiguousarray(batches, dtype=np.int64)
     data = backprop.Data(x, np.zeros(len(x), np.int64))
-    arch, ns = network.arch(spec, x.shape[1]), network.norm_settings(spec, limits)
-    counted = f"{network.norm_layers(spec)[0]}.num_batches_tracked"
+    arch, ns = spec.arch(x.shape[1]), spec.norm_settings(limits)
+    counted = f"{spec.norm_layers()[0]}.num_batches_tracked"
     states = unstack(stacked)
     labels = np.empty((len(states), *batches.shape), np.int64)
     after = []
