@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from bnstudy.base import stats
-from bnstudy.nets.model import BATCH_KINDS
+from bnstudy.base.normalisers import BATCH_NAMES as BATCH_KINDS
 from bnstudy.paper import latex
 from bnstudy.paper.latex import words
 from bnstudy.studies.companions import driven
