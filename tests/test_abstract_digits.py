@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bnstudy.paper.build import abstract_macros, significant
+from bnstudy.paper.build import abstract_macros, interval_digits, significant
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,3 +68,25 @@ def test_main_tex_reads_the_short_numbers_inside_the_abstracts_group_only():
     main = (ROOT / "paper/main.tex").read_text()
     begin, end = main.index("\\begin{abstract}"), main.index("\\end{abstract}")
     assert main.count("generated/abstract.tex") == 1 and begin < main.index("generated/abstract.tex") < end
+
+
+def test_an_interval_whose_ends_three_digits_print_alike_keeps_the_digits_that_tell_them_apart(tmp_path):
+    abstract = (ROOT / "paper/sections/abstract.tex").read_text()
+    assert "\\rsRepRunningErrorMaxCi" in abstract and "\\rsRepRunningErrorMax{}" in abstract
+    (tmp_path / "running_stats.tex").write_text(
+        "\\newcommand{\\rsRepRunningErrorMax}{2.6982}\n\\newcommand{\\rsRepRunningErrorMaxCi}{[2.6975, 2.6988]}\n"
+    )
+    text = abstract_macros(abstract, [tmp_path / "running_stats.tex"])
+    renewed = dict(re.findall(r"\\renewcommand\{\\(\w+)\}\{(.*)\}", text))
+    # at three digits both ends would be 2.70; at four they would print to different decimals (2.6975 ends
+    # in a half, kept as printed): so the interval and its value keep every printed digit
+    assert renewed == {}
+    (tmp_path / "running_stats.tex").write_text(
+        "\\newcommand{\\rsRepRunningErrorMax}{2.69821}\n\\newcommand{\\rsRepRunningErrorMaxCi}{[2.69754, 2.69882]}\n"
+    )
+    renewed = dict(
+        re.findall(r"\\renewcommand\{\\(\w+)\}\{(.*)\}", abstract_macros(abstract, [tmp_path / "running_stats.tex"]))
+    )
+    assert renewed == {"rsRepRunningErrorMax": "2.698", "rsRepRunningErrorMaxCi": "[2.698, 2.699]"}
+    # a wide interval keeps three
+    assert interval_digits("[-15.08, -9.57]") == 3 and interval_digits("no interval 2.6982") == 3

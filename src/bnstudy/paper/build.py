@@ -88,19 +88,48 @@ def significant(text: str, digits: int = 3) -> str:
     return NUMBER.sub(shorten, text)
 
 
+INTERVAL = re.compile(r"\[([^\[\],]+), ([^\[\],]+)\]")  # an interval as the macros print it: [low, high]
+
+
+def interval_digits(text: str, digits: int = 3, most: int = 8) -> int:
+    """The fewest significant digits, at least ``digits``, at which no interval in ``text`` that
+    :func:`significant` shortens prints its two ends alike, nor, past ``digits``, to different decimals (a tight
+    ``[2.6975, 2.6988]`` is ``[2.70, 2.70]`` at three, ``[2.6975, 2.699]`` at four, whose first end
+    is kept as printed because its dropped digit is a half, and as printed at five: the reader sees an
+    interval, not a point)."""
+
+    def decimals(number: str) -> int:
+        return len(number.partition(".")[2])
+
+    for d in range(digits, most + 1):
+        ends = INTERVAL.findall(significant(text, d))
+        if all(low != high and (d == digits or decimals(low) == decimals(high)) for low, high in ends):
+            return d
+    return most
+
+
 def abstract_macros(abstract: str, macro_files) -> str:
     """``\\renewcommand``s that give the abstract's numbers at most three significant digits: for each
     macro the abstract names whose text has a longer number, the same text through :func:`significant`.
+    An interval whose ends three digits would print alike keeps the digits that tell them apart
+    (:func:`interval_digits`), and so does its value: the macro of the same name without ``Ci``.
     main.tex reads them inside the abstract's group, so the body keeps every digit."""
     used = set(re.findall(r"\\([A-Za-z]+)", abstract))
-    lines = ["% The abstract's numbers to three significant digits (bnstudy.paper.build.abstract_macros)"]
+    texts = {}
     for path in sorted(macro_files, key=lambda p: Path(p).name):
         for line in Path(path).read_text().splitlines():
             found = NEWCOMMAND.match(line)
             if found and found.group(1) in used:
-                short = significant(found.group(2))
-                if short != found.group(2):
-                    lines.append(f"\\renewcommand{{\\{found.group(1)}}}{{{short}}}")
+                texts[found.group(1)] = found.group(2)
+    digits = {name: interval_digits(text) for name, text in texts.items()}
+    for name in list(digits):
+        if name.endswith("Ci") and name[:-2] in digits:
+            digits[name[:-2]] = max(digits[name[:-2]], digits[name])
+    lines = ["% The abstract's numbers to three significant digits (bnstudy.paper.build.abstract_macros)"]
+    for name, text in texts.items():
+        short = significant(text, digits[name])
+        if short != text:
+            lines.append(f"\\renewcommand{{\\{name}}}{{{short}}}")
     return "\n".join(lines) + "\n"
 
 
