@@ -624,12 +624,17 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     assert m["finetuneContrastShiftedStatisticsUpdateAboveCells"] == "4"
     assert m["finetuneContrastShiftedGradientPathBelowCells"] == "4"
     rows_t = finetune_report.arms_table_rows(got)
-    assert len(rows_t) == 8 and all(len(r) == 8 for r in rows_t)
+    # three keys, five arms and the two batch-norm-specific parts with their adjusted intervals
+    assert len(rows_t) == 8 and all(len(r) == 10 for r in rows_t)
+    # live (k = 0) minus layer norm (k = 4), the same for every seed: an interval of no width, said so
+    part = got["0.0001"]["same"]["shuffle"]["contrasts"]["live_minus_layernorm"]
+    assert part["ci_adjusted"] == pytest.approx([0.04, 0.04], abs=1e-12)
+    assert rows_t[0][-1] == "$+4.0$ $\\text{(every seed alike)}$"
     # a grid without layer norm: its arm and contrast are left out, not invented
     no_ln = finetune_report.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
     assert "layernorm" not in no_ln["0.001"]["same"]["shuffle"]["arms"]
     assert "live_minus_layernorm" not in no_ln["0.001"]["same"]["shuffle"]["contrasts"]
-    assert finetune_report.arms_header(no_ln)[-1] == "no normaliser"
+    assert finetune_report.arms_header(no_ln)[-2:] == ["no normaliser", "live $-$ no normaliser, adj."]
     with pytest.raises(ValueError, match="no rows of arm momentum0"):
         finetune_report.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)
 
@@ -760,7 +765,8 @@ def test_arms_macros_header_and_rows_by_value():
     assert {below[k] for k in below} != {0}  # the counts are not all zero: some intervals lie below zero
 
     assert finetune_report.arms_header(arms) == ["rate", "inputs", "batches", "batch norm, live",
-                                                 "batch norm, frozen", "no normaliser"]  # fmt: skip
+                                                 "batch norm, frozen", "no normaliser",
+                                                 "live $-$ no normaliser, adj."]  # fmt: skip
     rows = finetune_report.arms_table_rows(arms)
     assert [r[:3] for r in rows[:2]] == [["$1 \\times 10^{-5}$", "as trained", "random"],
                                          ["$1 \\times 10^{-5}$", "as trained", "one-class"]]  # fmt: skip
@@ -768,6 +774,12 @@ def test_arms_macros_header_and_rows_by_value():
     first = arms["1e-05"]["same"]["shuffle"]["arms"]
     lo, hi = first["frozen"]["change"]["ci"]
     assert rows[0][4] == f"{_arm_pts(first['frozen']['change']['mean'])} [{_arm_pts(lo)}, {_arm_pts(hi)}]"
+    # the last column: the batch-norm-specific part with its adjusted interval, not the unadjusted one
+    for row, (rate, c, s) in zip(rows, [(r, c, s) for r in ("1e-05", "0.001") for c in ("same", "shifted")
+                                        for s in ("shuffle", "class_sorted")]):  # fmt: skip
+        d = arms[rate][c][s]["contrasts"]["live_minus_none"]
+        lo, hi = d["ci_adjusted"]
+        assert row[-1] == f"{_arm_pts(d['mean'])} [{_arm_pts(lo)}, {_arm_pts(hi)}]" and len(row) == 7
 
 
 def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
@@ -778,10 +790,10 @@ def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
     finetune_report.write_arms_table(path, arms)
     header = finetune_report.arms_header(arms)
     rows = finetune_report.arms_table_rows(arms)
-    assert len(header) == 6  # rate, inputs, batches and the three arms
+    assert len(header) == 7  # rate, inputs, batches, the three arms and the batch-norm-specific part
     lines = path.read_text().splitlines()
     assert lines[0] == "% fine-tuning arms: accuracy change"
-    assert lines[1] == "\\begin{tabular}{lllrrr}"
+    assert lines[1] == "\\begin{tabular}{lllrrrr}"
     assert lines[3] == " & ".join(header) + " \\\\"
     assert lines[5 : 5 + len(rows)] == [" & ".join(r) + " \\\\" for r in rows]
     assert lines[-2:] == ["\\bottomrule", "\\end{tabular}"] and len(lines) == 7 + len(rows)

@@ -779,20 +779,36 @@ def _present(arms: dict) -> list[str]:
     return list(next(iter(first.values()))["arms"])
 
 
+def _specific_columns(arms: dict) -> list[str]:
+    """The batch-norm-specific parts the arms' summary has (:data:`SPECIFIC`), one table column each."""
+    rate = sorted(arms, key=float)[0]
+    return _specific_in(arms[rate]["same"])
+
+
 def arms_header(arms: dict) -> list[str]:
-    return ["rate", "inputs", "batches", *(ARM_WORDS[a] for a in _present(arms))]
+    return [
+        "rate",
+        "inputs",
+        "batches",
+        *(ARM_WORDS[a] for a in _present(arms)),
+        *(f"live $-$ {CONTROL_WORDS[SPECIFIC[k]]}, adj." for k in _specific_columns(arms)),
+    ]
 
 
 def arms_table_rows(arms: dict) -> list[list[str]]:
     """One row per rate, condition and stream: each arm's change of the inference-mode accuracy
-    (points, paired by seed, with its interval)."""
+    (points, paired by seed, with its interval), then each batch-norm-specific part (live batch norm's
+    change minus a control's, with its interval adjusted over the control's family)."""
     rows = []
+    specific = _specific_columns(arms)
     for rate in sorted(arms, key=float):
         for c in CONDITIONS:
             for s in STREAMS:
-                e = arms[rate][c][s]["arms"]
+                e, d = arms[rate][c][s]["arms"], arms[rate][c][s]["contrasts"]
                 rows.append(
-                    [power_of_ten(float(rate)), CONDITION_WORDS[c], TABLE_WORDS[s]] + [_cell(e[a]["change"]) for a in e]
+                    [power_of_ten(float(rate)), CONDITION_WORDS[c], TABLE_WORDS[s]]
+                    + [_cell(e[a]["change"]) for a in e]
+                    + [_adjusted_cell(d[k]) for k in specific]
                 )
     return rows
 
