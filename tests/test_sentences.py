@@ -636,48 +636,206 @@ def test_accumulation_abstract_sentence_every_verdict(case):
         assert not problems(window), window
 
 
-FINETUNE_HEAD = "Fine-tuned live in one-class batches of 2 rows at rate $10^{-4}$, batch normalisation's "
-FINETUNE_HEAD += "inference-mode accuracy changes by "
+FINETUNE_HEAD = "Fine-tuned live in one-class batches of 2 rows, batch normalisation's inference-mode accuracy "
+FINETUNE_HEAD += "changes by "
 CONTROL_NAMES = {"none": "no normaliser's", "layernorm": "layer normalisation's"}
+RATES = ("$10^{-4}$", "$10^{-3}$")
+
+
+def adjusted(side: str) -> dict:
+    """A batch-norm-specific part whose adjusted interval lies on ``side`` (its unadjusted one always
+    wholly above zero, so that a sentence reading the wrong interval shows)."""
+    return interval("above") | {"mean": ROW[side][0], "ci_adjusted": [ROW[side][1], ROW[side][2]], "family": 8}
 
 
 def finetune_cases():
-    for live in SIDES:
-        yield live, {}
-        for control in CONTROL_NAMES:
-            for side in SIDES:
-                yield live, {control: side}
-        for pair in itertools.product(SIDES, repeat=2):
-            yield live, dict(zip(CONTROL_NAMES, pair))
+    """Per rate the live change's side and each control's part's side: every side of one rate's live
+    change with every pattern of its parts, the other rate fixed; and both rates' patterns crossed."""
+    for controls in ([], ["none"], ["layernorm"], ["none", "layernorm"]):
+        patterns = list(itertools.product(SIDES, repeat=len(controls)))
+        for live in SIDES:
+            for pattern in patterns:
+                yield controls, [(live, pattern), ("below", ("zero",) * len(controls))]
+        if len(controls) == 2:
+            for first, second in itertools.product(patterns, repeat=2):
+                yield controls, [("below", first), ("below", second)]
 
 
-@pytest.mark.parametrize("live, controls", list(finetune_cases()))
-def test_finetune_abstract_sentence_every_verdict(live, controls):
-    cell = {
-        "arms": {"live": {"change": interval(live)}, "frozen": {"change": interval("above")}},
-        "contrasts": {f"live_minus_{c}": interval(side) for c, side in controls.items()}
-        | {"statistics_update": interval("above")},
-    }
-    text = finetune_report.abstract_sentence(cell, 2, "$10^{-4}$")
-    want = f"{FINETUNE_HEAD}{ONE_DECIMAL[live]}, an interval that {VERDICT[live]}"
-    named = list(controls.items())
-    if len(named) == 1:
-        ((c, side),) = named
-        want += f"; its change minus {CONTROL_NAMES[c]} is {ONE_DECIMAL[side]}, an interval that {VERDICT[side]}"
-    elif named:
-        (c1, s1), (c2, s2) = named
+def said_phrase(live: str, parts: dict) -> str:
+    """What one rate's parts show, written out: a loss put down to batch normalisation only where the
+    live change and every part lie below zero; else the change against each control, grouped by side."""
+    if live == "below" and set(parts.values()) == {"below"}:
+        names = " and ".join(CONTROL_NAMES[c] for c in parts)
+        return f"a loss beyond {names}, which can be put down to batch normalisation"
+    words_ = {"below": "below {}", "above": "above {}", "zero": "not told apart from {}"}
+    groups = [words_[side].format(" and ".join(CONTROL_NAMES[c] for c, s in parts.items() if s == side))
+              for side in ("below", "above", "zero") if side in parts.values()]  # fmt: skip
+    return "a change " + " and ".join(groups)
+
+
+@pytest.mark.parametrize("controls, rates", list(finetune_cases()))
+def test_finetune_abstract_sentence_every_verdict(controls, rates):
+    cells = []
+    for rate, (live, pattern) in zip(RATES, rates):
+        cell = {
+            "arms": {"live": {"change": interval(live)}, "frozen": {"change": interval("above")}},
+            "contrasts": {f"live_minus_{c}": adjusted(side) for c, side in zip(controls, pattern)}
+            | {"statistics_update": interval("above")},
+        }
+        cells.append((rate, cell))
+    text = finetune_report.abstract_sentence(cells, 2, 8)
+    lives = [live for live, _ in rates]
+    want = (
+        f"{FINETUNE_HEAD}{ONE_DECIMAL[lives[0]]} at rate {RATES[0]} and {ONE_DECIMAL[lives[1]]} at rate {RATES[1]} "
+        f"({verdicts_of_two(*lives)})"
+    )
+    if controls:
+        minus = " and minus ".join(CONTROL_NAMES[c] for c in controls)
+        per_rate = [" and ".join(ONE_DECIMAL[side] for side in pattern) + f" at {rate}"
+                    for rate, (_, pattern) in zip(RATES, rates)]  # fmt: skip
         want += (
-            f"; its change minus {CONTROL_NAMES[c1]} is {ONE_DECIMAL[s1]} and minus {CONTROL_NAMES[c2]} "
-            f"{ONE_DECIMAL[s2]}: {verdicts_of_two(s1, s2)}"
+            f"; its change minus {minus}, the part specific to batch normalisation (paired by seed, "
+            f"Bonferroni-adjusted over the 8 fine-tuning settings), is {per_rate[0]} and {per_rate[1]}: "
         )
-    if named and live == "below" and all(side == "below" for side in controls.values()):
-        whose = "the controls'" if len(named) == 2 else "the control's"
-        want += f", so the loss is larger than {whose} and can be put down to batch normalisation"
+        phrases = [said_phrase(live, dict(zip(controls, pattern))) for live, pattern in rates]
+        if phrases[0] == phrases[1]:
+            want += f"at {RATES[0]} and {RATES[1]} {phrases[0]}"
+        else:
+            want += f"at {RATES[0]} {phrases[0]}; at {RATES[1]} {phrases[1]}"
     assert text == want
     assert not problems(text), text
     assert "none" not in text
     for window in abstract_windows("finetuneAbstractSentence", text):
         assert not problems(window), window
+
+
+def test_finetune_abstract_sentence_reads_the_adjusted_interval_not_the_unadjusted_one():
+    """A part whose unadjusted interval lies below zero and adjusted one holds zero is not a loss put down
+    to batch normalisation."""
+    part = interval("below") | {"ci_adjusted": [ROW["zero"][1], ROW["zero"][2]], "family": 8}
+    cell = {"arms": {"live": {"change": interval("below")}}, "contrasts": {"live_minus_none": part}}
+    text = finetune_report.abstract_sentence([("$10^{-4}$", cell)], 2, 8)
+    assert text.endswith("is $-2.0$ points [$-2.1$, $+2.2$] at $10^{-4}$: at $10^{-4}$ a change not told apart "
+                         "from no normaliser's")  # fmt: skip
+    assert "an interval that lies wholly below zero" in text  # one rate: its live change's verdict alone
+
+
+SPECIFIC_VERDICT = {  # {whom}: the control or the controls
+    "below": ", so the loss beyond {whom}'{s} can be put down to batch normalisation",
+    "above": ", so batch norm changes less for the worse than {whom}",
+    "zero": ", so batch norm's change cannot be told apart from {whom}'{s}, and no part of it can be put down "
+    "to batch normalisation",
+}
+COUNT_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def specific_cell(controls: list[str], sides: dict, changes: dict) -> dict:
+    """One rate's cells with the inputs as trained: per stream the controls' changes and the parts."""
+    cell = {}
+    for s in STREAMS:
+        cell[s] = {
+            "arms": {"live": {"change": interval("below")}}
+            | {c: {"change": {"mean": changes[(c, s)]}} for c in controls},
+            "contrasts": {f"live_minus_{c}": adjusted(sides[(c, s)]) for c in controls},
+        }
+    return cell
+
+
+def specific_cases():
+    for controls in (["none"], ["layernorm"], ["none", "layernorm"]):
+        keys = [(c, s) for c in controls for s in STREAMS]
+        for pattern in itertools.product(SIDES, repeat=len(keys)):
+            yield controls, dict(zip(keys, pattern))
+
+
+@pytest.mark.parametrize("controls, sides", list(specific_cases()))
+def test_finetune_specific_sentence_every_verdict(controls, sides):
+    keys = [(c, s) for c in controls for s in STREAMS]
+    changes = {k: -0.024 - 0.011 * i for i, k in enumerate(keys)}
+    text = finetune_report.specific_sentence(specific_cell(controls, sides, changes))
+    lo, hi = f"${100 * min(changes.values()):+.1f}$", f"${100 * max(changes.values()):+.1f}$"
+    head = "the controls change" if len(controls) == 2 else "the control changes"
+    whose = "theirs" if len(controls) == 2 else "the control's"
+    names = {"none": "no normaliser", "layernorm": "layer norm"}
+    parts = []
+    for j, c in enumerate(controls):
+        a, b = ONE_DECIMAL[sides[(c, "shuffle")]], ONE_DECIMAL[sides[(c, "class_sorted")]]
+        a, b = a.replace(" points", ""), b.replace(" points", "")
+        on = (" on random", " on one-class batches") if j == 0 else ("", "")
+        parts.append(f"{a}{on[0]} and {b}{on[1]} against {names[c]}")
+    n = len(keys)
+    values = [sides[k] for k in keys]
+    if len(set(values)) == 1:
+        subject = "both intervals" if n == 2 else "all four intervals"
+        verb = {"below": "lie wholly below zero", "above": "lie wholly above zero", "zero": "contain zero"}[values[0]]
+        whom, possessive = ("the controls", "") if len(controls) == 2 else ("the control", "s")
+        verdict = f"{subject} {verb}" + SPECIFIC_VERDICT[values[0]].format(whom=whom, s=possessive)
+    else:
+        counted = []
+        for side, one, many in (("below", "lies wholly below zero", "lie wholly below zero"),
+                                ("above", "lies wholly above zero", "lie wholly above zero"),
+                                ("zero", "contains zero", "contain zero")):  # fmt: skip
+            k = values.count(side)
+            if k:
+                counted.append(f"{COUNT_WORDS[k]} {one if k == 1 else many}")
+        listed = counted[0] if len(counted) == 1 else ", ".join(counted[:-1]) + " and " + counted[-1]
+        verdict = (
+            f"of these intervals {listed}, and only where an interval lies wholly below zero can a part of the "
+            "loss be put down to batch normalisation"
+        )
+    joined = parts[0] if len(parts) == 1 else f"{parts[0]} and {parts[1]}"
+    want = (
+        f"{head} by {lo} to {hi} points, and live batch norm's change minus {whose}, the part specific to batch "
+        f"normalisation, is {joined}: {verdict}"
+    )
+    assert text == want
+    assert not problems(text), text
+    for macro in ("finetuneRateOneSpecificSentence", "finetuneRateTwoSpecificSentence"):
+        windows = in_place("finetune.tex", macro, text)
+        assert len(windows) == 1, macro
+        for window in windows:
+            assert not problems(window), window
+
+
+def test_finetune_specific_sentence_says_one_change_once():
+    """Controls that change alike on both streams: their range is one value, not "x to x"."""
+    cell = specific_cell(["none"], {("none", s): "zero" for s in STREAMS}, {("none", s): -0.024 for s in STREAMS})
+    text = finetune_report.specific_sentence(cell)
+    assert text.startswith("the control changes by $-2.4$ points, and")
+
+
+@pytest.mark.parametrize("controls", [["none"], ["layernorm"], ["none", "layernorm"]])
+@pytest.mark.parametrize("cells", [(0, 0), (8, 0), (0, 8), (3, 0), (0, 1), (2, 5)])
+def test_finetune_specific_counts_every_split(controls, cells):
+    """finetuneSpecificCounts over eight cells (two rates, conditions and streams): every split of the
+    cells' adjusted intervals into below, above and around zero, in its place in the section."""
+    below, above = cells
+    order = ["below"] * below + ["above"] * above + ["zero"] * (8 - below - above)
+    arms, k = {}, 0
+    for rate in ("0.0001", "0.001"):
+        arms[rate] = {}
+        for c in ("same", "shifted"):
+            arms[rate][c] = {}
+            for s in STREAMS:
+                arms[rate][c][s] = {
+                    "arms": {"live": {"change": interval("below")}}
+                    | {a: {"change": interval("zero")} for a in controls},
+                    "contrasts": {f"live_minus_{a}": adjusted(order[k]) for a in controls},
+                }
+                k += 1
+    m = finetune_report.specific_macros(arms)
+    assert m["finetuneSpecificFamily"] == "8"
+    text = m["finetuneSpecificCounts"]
+    assert text.count("against") == len(controls)
+    assert not problems(text), text
+    windows = in_place("finetune.tex", "finetuneSpecificCounts", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+    if below + above == 0:
+        assert "contains zero in all 8 cells" in text
+    else:
+        assert (f"below zero in {below}" in text) == bool(below) and (f"above zero in {above}" in text) == bool(above)
 
 
 def budget_table(sides: dict) -> pd.DataFrame:
@@ -732,4 +890,73 @@ def test_precise_rows_abstract_sentence_every_branch(case):
     assert not problems(text), text
     assert "alike" not in text and "match" not in text  # an interval holding zero tells nothing apart
     for window in abstract_windows("preciseRowsAbstractSentence", text):
+        assert not problems(window), window
+
+
+# ---- serving: the random stream's control (training rows served) -----------------------------
+
+SERVING_ANSWERS = {
+    "adaptation": "the gain needs the test rows, so it is adaptation to the test distribution",
+    "both": "training rows reproduce part of the gain and the test rows add to it, so it is the statistics "
+    "re-estimated in served batches and adaptation to the test rows together",
+    "re-estimation": "training rows, which carry no information about the test distribution, reproduce the gain, "
+    "so it is the running statistics re-estimated from the batch statistics of served rows, not adaptation",
+    "neither": "neither interval lies wholly above zero, so the gain is put down to neither adaptation nor "
+    "re-estimation",
+}
+
+
+@pytest.mark.parametrize("test, train, diff", list(itertools.product(SIDES, repeat=3)))
+def test_serving_control_sentence_every_verdict(test, train, diff):
+    """Every side of the random stream's change, the control's change and their difference; the answer
+    names adaptation only where the difference lies above zero, re-estimation only where the control's
+    change does, and nothing where the random stream shows no gain."""
+    cell = {
+        "random": {"inference_change": interval(test)},
+        "training_rows": {"inference_change": interval(train)},
+        "random_minus_training_rows": {"inference_after": interval(diff)},
+    }
+    text = serving_report.control_sentence(cell, "2")
+    want = (
+        f"the held-out accuracy of networks trained in batches of 2 changes by {ONE_DECIMAL[test]} after a random "
+        f"stream of test rows and by {ONE_DECIMAL[train]} after a stream of as many training rows; the difference, "
+        f"the part that needs the test rows, is {ONE_DECIMAL[diff]} ({verdicts_of_two(train, diff)}): "
+    )
+    if test != "above":
+        want += "the random stream's change is no gain, its interval not wholly above zero, so there is nothing to "
+        want += "explain"
+    elif diff == "above":
+        want += SERVING_ANSWERS["both" if train == "above" else "adaptation"]
+    else:
+        want += SERVING_ANSWERS["re-estimation" if train == "above" else "neither"]
+    assert text == want
+    assert not problems(text), text
+    windows = in_place("serving.tex", "servingControlSentence", text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window
+
+
+@pytest.mark.parametrize("sides", list(itertools.product(SIDES, repeat=3)))
+def test_serving_control_zero_sentence_in_place(sides):
+    def cell(side):
+        return {
+            "random": {"inference_change": interval("above")},
+            "training_rows": {"inference_change": interval("above")},
+            "random_minus_training_rows": {"inference_after": interval(side)},
+        }
+
+    summary = {b: cell(side) for b, side in zip(("16", "2", "4"), sides)}
+    m = serving_report.control_macros(summary)
+    text = m["servingControlZeroSentence"]
+    assert text == latex.zero_sentence(
+        "the intervals of the random stream's change minus the control's",
+        [b for b in ("2", "4", "16") if dict(zip(("16", "2", "4"), sides))[b] == "above"],
+        [b for b in ("2", "4", "16") if dict(zip(("16", "2", "4"), sides))[b] == "below"],
+        3,
+    )
+    assert m["servingControlSentence"].startswith("the held-out accuracy of networks trained in batches of 2 ")
+    windows = in_place("serving.tex", "servingControlZeroSentence", text)
+    assert len(windows) == 1
+    for window in windows:
         assert not problems(window), window

@@ -318,6 +318,57 @@ def test_serving_batch_size_may_be_every_streamed_row_and_no_more(test_config):
         check_cross_fields(test_config)
 
 
+def _cell(m=3, n_test=40):
+    """A trained cell of ``m`` tiny networks (trained at batch 4) and its test half of ``n_test`` rows."""
+    from bnstudy.evaluation.accuracy import TrainedCell
+
+    stacked, spec = _network(seed=4, m=m)
+    x, y = _data(n_test, seed=6)
+    metas = [{"seed": s, "batch_size": 4} for s in (5, 2, 9)[:m]]
+    return TrainedCell(stacked, spec, metas, x, y, (1.0, 0.0))
+
+
+def test_the_control_serves_training_rows_as_a_random_stream_and_scores_the_held_out_test_rows():
+    """serve_training_rows: the training rows of training_rows(...), cut as a stream and served through
+    serve_stack, the model left behind scored on the random stream's held-out test rows, bit for bit;
+    before the stream, the same accuracy as serve_cell's."""
+    from bnstudy.evaluation.accuracy import inference_accuracy
+
+    cell = _cell()
+    x_train, y_train = _data(31, seed=8)
+    rows = serving.serve_training_rows(cell, x_train, y_train, 5, 3, passes=2, held_out=0.25, replicates=2)
+    networks, _ = serving.serve_cell(cell, 5, 3, passes=2, held_out=0.25, replicates=2)
+    served, held = serving.held_out_split(cell.y, 0.25, 3)
+    assert [(r["replicate"], r["seed"]) for r in rows] == [(r, s) for r in range(2) for s in (5, 2, 9)]
+    for r in range(2):
+        order = serving.training_rows(31, len(served), 3, 2, r)
+        batches = serving.stream_batches(order, len(served), 5)
+        labels, after = serving.serve_stack(cell.stacked, cell.spec, x_train, batches)
+        acc = inference_accuracy(after, cell.spec, cell.x[held], cell.y[held])
+        moved = serving.movement(cell.stacked, after, cell.spec.eps)
+        for i, row in enumerate(r_ for r_ in rows if r_["replicate"] == r):
+            assert row["stream"] == "training_rows" and row["train_batch_size"] == 4
+            assert row["inference_after"] == float(acc[i])
+            assert row["stream_accuracy"] == np.count_nonzero(labels[i] == y_train[batches]) / batches.size
+            assert row["mean_shift"] == float(moved["mean_shift"][i])
+            assert row["served"] == batches.size == next(x["served"] for x in networks)
+    before = {(x["seed"], x["replicate"]): x["inference_before"] for x in networks if x["stream"] == "random"}
+    assert all(row["inference_before"] == before[(row["seed"], row["replicate"])] for row in rows)
+    # the control moves the statistics away from where the test rows' stream leaves them
+    random = {(x["seed"], x["replicate"]): x["mean_shift"] for x in networks if x["stream"] == "random"}
+    assert any(row["mean_shift"] != random[(row["seed"], row["replicate"])] for row in rows)
+
+
+def test_the_control_needs_as_many_training_rows_as_a_stream_serves(test_config):
+    test_config["serving"]["training_rows"] = True
+    check_cross_fields(test_config)
+    test_config["split"]["test_size"] = 1600  # 1797 - 1600 = 197 training rows; about 800 test rows served
+    with pytest.raises(ConfigError, match=r"config error: serving.training_rows: a stream serves \d+ test rows, more"):
+        check_cross_fields(test_config)
+    test_config["serving"]["training_rows"] = False  # off: the training rows are not drawn
+    check_cross_fields(test_config)
+
+
 def test_serving_outputs_are_built_and_in_the_manifest(runs):
     from bnstudy.base import io
 

@@ -592,6 +592,30 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     assert e["contrasts"]["gradient_path"]["mean"] == pytest.approx(-0.01, abs=1e-12)
     # live minus a control compares changes: live (k = 0) against none (k = 3)
     assert e["contrasts"]["live_minus_none"]["mean"] == pytest.approx(0.03, abs=1e-12)
+    # the batch-norm-specific parts: adjusted over the 8 rate, condition and stream cells of their control
+    # (Bonferroni: each at 1 - 0.05 / 8), the other contrasts exploratory
+    for lr, c, s in itertools.product((1e-3, 1e-4), ("same", "shifted"), ("shuffle", "class_sorted")):
+        key = "0.001" if lr == 1e-3 else "0.0001"
+        for control in ("none", "layernorm"):
+            d = [
+                (a - b) - (x - y)
+                for a, b, x, y in zip(
+                    pick(lr, c, s, "live", "inference_after"),
+                    pick(lr, c, s, "live", "inference_before"),
+                    pick(lr, c, s, control, "inference_after"),
+                    pick(lr, c, s, control, "inference_before"),
+                )
+            ]
+            mean = math.fsum(d) / 3
+            sd = math.sqrt(math.fsum((v - mean) ** 2 for v in d) / 2)
+            half = sps.t.ppf(1 - 0.05 / 8 / 2, 2) * sd / math.sqrt(3)
+            part = got[key][c][s]["contrasts"][f"live_minus_{control}"]
+            assert part["family"] == 8
+            assert part["ci_adjusted"] == pytest.approx([max(mean - half, -2), min(mean + half, 2)], abs=1e-12)
+            assert part["ci_adjusted"][0] <= part["ci"][0] and part["ci_adjusted"][1] >= part["ci"][1]
+        assert "ci_adjusted" not in got[key][c][s]["contrasts"]["statistics_update"]
+    spread = got["0.001"]["same"]["shuffle"]["contrasts"]["live_minus_none"]
+    assert spread["ci_adjusted"][1] - spread["ci_adjusted"][0] > spread["ci"][1] - spread["ci"][0] > 0
     m = finetune_report.arms_macros(got, {"shift": {"scale": 1.5, "offset": 0.5}})
     assert m["finetuneShiftScale"] == "1.5" and m["finetuneShiftOffset"] == "0.5"
     assert m["finetuneContrastRateTwoShiftedClassSortedStatisticsUpdate"] == "$+2.0$"
@@ -600,12 +624,17 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     assert m["finetuneContrastShiftedStatisticsUpdateAboveCells"] == "4"
     assert m["finetuneContrastShiftedGradientPathBelowCells"] == "4"
     rows_t = finetune_report.arms_table_rows(got)
-    assert len(rows_t) == 8 and all(len(r) == 8 for r in rows_t)
+    # three keys, five arms and the two batch-norm-specific parts with their adjusted intervals
+    assert len(rows_t) == 8 and all(len(r) == 10 for r in rows_t)
+    # live (k = 0) minus layer norm (k = 4), the same for every seed: an interval of no width, said so
+    part = got["0.0001"]["same"]["shuffle"]["contrasts"]["live_minus_layernorm"]
+    assert part["ci_adjusted"] == pytest.approx([0.04, 0.04], abs=1e-12)
+    assert rows_t[0][-1] == "$+4.0$ $\\text{(every seed alike)}$"
     # a grid without layer norm: its arm and contrast are left out, not invented
     no_ln = finetune_report.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
     assert "layernorm" not in no_ln["0.001"]["same"]["shuffle"]["arms"]
     assert "live_minus_layernorm" not in no_ln["0.001"]["same"]["shuffle"]["contrasts"]
-    assert finetune_report.arms_header(no_ln)[-1] == "no normaliser"
+    assert finetune_report.arms_header(no_ln)[-2:] == ["no normaliser", "live $-$ no normaliser, adj."]
     with pytest.raises(ValueError, match="no rows of arm momentum0"):
         finetune_report.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)
 
@@ -618,6 +647,8 @@ def _hand_arms():
     streams, three arms (batch norm live with its recomputed accuracy, frozen, none), two contrasts;
     every number distinct: levels 0.5 + k/1000, changes and contrasts cycling below / above / around 0."""
     counter = itertools.count(1)
+    # apart from the counter, so that the other numbers stay as they were
+    adjusted = itertools.cycle(((-0.061, -0.0005), (0.0005, 0.071), (-0.052, 0.063)))
 
     def level():
         k = next(counter)
@@ -636,7 +667,11 @@ def _hand_arms():
             for s in ("shuffle", "class_sorted"):
                 e = {a: {"before": level(), "after": level(), "change": diff()} for a in ("live", "frozen", "none")}
                 e["live"]["recomputed"] = level()
-                arms[rate][c][s] = {"arms": e, "contrasts": {"live_minus_frozen": diff(), "live_minus_none": diff()}}
+                part = diff()
+                # its adjusted interval cycling below / above / around zero, apart from the unadjusted one,
+                # so that a macro printing the wrong interval shows
+                part |= {"family": 8, "ci_adjusted": list(next(adjusted))}
+                arms[rate][c][s] = {"arms": e, "contrasts": {"live_minus_frozen": diff(), "live_minus_none": part}}
     return arms
 
 
@@ -691,6 +726,10 @@ def test_arms_macros_header_and_rows_by_value():
                     )
                     below[(cw, kw)] = below.get((cw, kw), 0) + (hi < 0)
                     above[(cw, kw)] = above.get((cw, kw), 0) + (lo > 0)
+                    if k == "live_minus_none":
+                        lo, hi = d["ci_adjusted"]
+                        want[head + "AdjCi"] = f"[{_arm_pts(lo)}, {_arm_pts(hi)}]"
+                        want[head + "AdjVerdict"] = _verdict({"ci": d["ci_adjusted"]})
     for (cw, kw), n in below.items():
         want[f"finetuneContrast{cw}{kw}BelowCells"] = str(n)
         want[f"finetuneContrast{cw}{kw}AboveCells"] = str(above[(cw, kw)])
@@ -710,11 +749,24 @@ def test_arms_macros_header_and_rows_by_value():
     )
     want["finetuneControlsCaption"] = "the networks without a normaliser"
     want["finetuneOneControl"] = "1"
+    # the batch-norm-specific part: one control (no normaliser), its family the 8 cells
+    want["finetuneSpecificFamily"] = "8"
+    cis = [arms[r][c][s]["contrasts"]["live_minus_none"]["ci_adjusted"] for r in arms for c in arms[r]
+           for s in arms[r][c]]  # fmt: skip
+    n_below, n_above = sum(hi < 0 for _, hi in cis), sum(lo > 0 for lo, _ in cis)
+    assert n_below and n_above and n_below + n_above < 8  # every clause of the count
+    want["finetuneSpecificCounts"] = (
+        f"against no normaliser lies below zero in {n_below}, above zero in {n_above} and contains zero in "
+        f"{8 - n_below - n_above} cells"
+    )
+    for number, rate in (("One", "1e-05"), ("Two", "0.001")):
+        want[f"finetuneRate{number}SpecificSentence"] = _specific_by_hand(arms[rate]["same"])
     assert m == want
     assert {below[k] for k in below} != {0}  # the counts are not all zero: some intervals lie below zero
 
     assert finetune_report.arms_header(arms) == ["rate", "inputs", "batches", "batch norm, live",
-                                                 "batch norm, frozen", "no normaliser"]  # fmt: skip
+                                                 "batch norm, frozen", "no normaliser",
+                                                 "live $-$ no normaliser, adj."]  # fmt: skip
     rows = finetune_report.arms_table_rows(arms)
     assert [r[:3] for r in rows[:2]] == [["$1 \\times 10^{-5}$", "as trained", "random"],
                                          ["$1 \\times 10^{-5}$", "as trained", "one-class"]]  # fmt: skip
@@ -722,6 +774,12 @@ def test_arms_macros_header_and_rows_by_value():
     first = arms["1e-05"]["same"]["shuffle"]["arms"]
     lo, hi = first["frozen"]["change"]["ci"]
     assert rows[0][4] == f"{_arm_pts(first['frozen']['change']['mean'])} [{_arm_pts(lo)}, {_arm_pts(hi)}]"
+    # the last column: the batch-norm-specific part with its adjusted interval, not the unadjusted one
+    for row, (rate, c, s) in zip(rows, [(r, c, s) for r in ("1e-05", "0.001") for c in ("same", "shifted")
+                                        for s in ("shuffle", "class_sorted")]):  # fmt: skip
+        d = arms[rate][c][s]["contrasts"]["live_minus_none"]
+        lo, hi = d["ci_adjusted"]
+        assert row[-1] == f"{_arm_pts(d['mean'])} [{_arm_pts(lo)}, {_arm_pts(hi)}]" and len(row) == 7
 
 
 def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
@@ -732,31 +790,78 @@ def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
     finetune_report.write_arms_table(path, arms)
     header = finetune_report.arms_header(arms)
     rows = finetune_report.arms_table_rows(arms)
-    assert len(header) == 6  # rate, inputs, batches and the three arms
+    assert len(header) == 7  # rate, inputs, batches, the three arms and the batch-norm-specific part
     lines = path.read_text().splitlines()
     assert lines[0] == "% fine-tuning arms: accuracy change"
-    assert lines[1] == "\\begin{tabular}{lllrrr}"
+    assert lines[1] == "\\begin{tabular}{lllrrrr}"
     assert lines[3] == " & ".join(header) + " \\\\"
     assert lines[5 : 5 + len(rows)] == [" & ".join(r) + " \\\\" for r in rows]
     assert lines[-2:] == ["\\bottomrule", "\\end{tabular}"] and len(lines) == 7 + len(rows)
 
 
-def test_the_abstract_sentence_reads_the_smallest_rate_one_class_batches_as_trained():
-    """finetuneAbstractSentence (abstract_macros): RateOne (1e-05, not "0.001" that sorts first as text),
-    the inputs as trained, one-class batches; the live change and its one control's contrast by value."""
-    arms = _hand_arms()
-    e = arms["1e-05"]["same"]["class_sorted"]
-    live, none = e["arms"]["live"]["change"], e["contrasts"]["live_minus_none"]
-
-    def said(d):
-        lo, hi = d["ci"]
-        return f"{_arm_pts(d['mean'])} points [{_arm_pts(lo)}, {_arm_pts(hi)}], an interval that {_verdict(d)}"
-
-    want = (
-        "Fine-tuned live in one-class batches of 4 rows at rate $1 \\times 10^{-5}$, batch normalisation's "
-        f"inference-mode accuracy changes by {said(live)}; its change minus no normaliser's is {said(none)}"
+def _specific_by_hand(cell):
+    """One rate's sentence on the batch-norm-specific part with the inputs as trained (one control, no
+    normaliser), written out: the control's changes' range, the parts with their adjusted intervals, and
+    where those lie."""
+    changes = [cell[s]["arms"]["none"]["change"]["mean"] for s in ("shuffle", "class_sorted")]
+    lo, hi = _arm_pts(min(changes)), _arm_pts(max(changes))
+    parts = [cell[s]["contrasts"]["live_minus_none"] for s in ("shuffle", "class_sorted")]
+    printed = [f"{_arm_pts(d['mean'])} [{_arm_pts(d['ci_adjusted'][0])}, {_arm_pts(d['ci_adjusted'][1])}]"
+               for d in parts]  # fmt: skip
+    sides = [_verdict({"ci": d["ci_adjusted"]}) for d in parts]
+    if sides[0] == sides[1]:
+        plural = {"lies wholly below zero": "lie wholly below zero", "lies wholly above zero": "lie wholly above zero",
+                  "contains zero": "contain zero"}[sides[0]]  # fmt: skip
+        then = {
+            "lies wholly below zero": ", so the loss beyond the control's can be put down to batch normalisation",
+            "lies wholly above zero": ", so batch norm changes less for the worse than the control",
+            "contains zero": ", so batch norm's change cannot be told apart from the control's, and no part of it "
+            "can be put down to batch normalisation",
+        }[sides[0]]
+        verdict = f"both intervals {plural}{then}"
+    else:
+        order = ["lies wholly below zero", "lies wholly above zero", "contains zero"]
+        first, second = sorted(sides, key=order.index)
+        verdict = (
+            f"of these intervals one {first} and one {second}, and only where an interval lies wholly below zero "
+            "can a part of the loss be put down to batch normalisation"
+        )
+    return (
+        f"the control changes by {lo} to {hi} points, and live batch norm's change minus the control's, the part "
+        f"specific to batch normalisation, is {printed[0]} on random and {printed[1]} on one-class batches "
+        f"against no normaliser: {verdict}"
     )
-    if live["ci"][1] < 0 and none["ci"][1] < 0:
-        want += ", so the loss is larger than the control's and can be put down to batch normalisation"
+
+
+def test_the_abstract_sentence_reads_every_rate_in_order_one_class_batches_as_trained():
+    """finetuneAbstractSentence (abstract_macros): RateOne (1e-05, not "0.001" that sorts first as text)
+    then RateTwo, the inputs as trained, one-class batches; the live change and its one control's
+    batch-norm-specific part (adjusted interval) by value."""
+    arms = _hand_arms()
+    cells = [(r, arms[key]["same"]["class_sorted"]) for r, key in
+             (("$1 \\times 10^{-5}$", "1e-05"), ("$1 \\times 10^{-3}$", "0.001"))]  # fmt: skip
+    lives = [e["arms"]["live"]["change"] for _, e in cells]
+    parts = [e["contrasts"]["live_minus_none"] for _, e in cells]
+
+    def printed(d, ci):
+        return f"{_arm_pts(d['mean'])} points [{_arm_pts(ci[0])}, {_arm_pts(ci[1])}]"
+
+    def phrase(live, part):
+        lo, hi = part["ci_adjusted"]
+        if live["ci"][1] < 0 and hi < 0:
+            return "a loss beyond no normaliser's, which can be put down to batch normalisation"
+        return "a change " + ("below" if hi < 0 else "above" if lo > 0 else "not told apart from") + " no normaliser's"
+
+    (r1, _), (r2, _) = cells
+    want = (
+        "Fine-tuned live in one-class batches of 4 rows, batch normalisation's inference-mode accuracy changes by "
+        f"{printed(lives[0], lives[0]['ci'])} at rate {r1} and {printed(lives[1], lives[1]['ci'])} at rate {r2} "
+        f"({_two_verdicts(lives[0], lives[1])}); its change minus no normaliser's, the part specific to batch "
+        "normalisation (paired by seed, Bonferroni-adjusted over the 8 fine-tuning settings), is "
+        f"{printed(parts[0], parts[0]['ci_adjusted'])} at {r1} and {printed(parts[1], parts[1]['ci_adjusted'])} "
+        f"at {r2}: "
+    )
+    p1, p2 = phrase(lives[0], parts[0]), phrase(lives[1], parts[1])
+    want += f"at {r1} and {r2} {p1}" if p1 == p2 else f"at {r1} {p1}; at {r2} {p2}"
     m = finetune_report.abstract_macros(arms, {"batch_size": 4, "shift": {"scale": 1.5, "offset": 0.25}})
     assert m == {"finetuneAbstractSentence": want}

@@ -750,3 +750,123 @@ def test_a_later_replicate_sorts_by_its_class_order_and_draws_its_own_permutatio
     random2 = serving.stream_rows(Y, "random", 11, passes=1, replicate=2)
     want2 = np.random.Generator(np.random.PCG64(derive_seed(11, 17, 0, 0, 2))).permutation(40)
     assert random2.tolist() == want2.tolist()
+
+
+# ---- the random stream's control: training rows served (issue 29, item 11) -------------------
+
+
+def test_training_rows_are_the_first_n_of_a_seeded_permutation_of_the_training_rows_per_pass():
+    got = serving.training_rows(30, 7, 5, passes=2, replicate=3)
+    want = []
+    for p in range(2):  # the documented seeding: (seed, STREAM_SERVING = 17, TRAINING_ROWS_KEY = 4, pass, replicate)
+        rng = np.random.Generator(np.random.PCG64(derive_seed(5, 17, 4, p, 3)))
+        want += rng.permutation(30)[:7].tolist()
+    assert got.dtype == np.int64 and got.tolist() == want
+    assert len(set(got[:7].tolist())) == 7  # no training row twice within a pass
+    # replicate 0 is keyed by its number too, and replicates draw apart
+    first, second = serving.training_rows(30, 7, 5, replicate=0), serving.training_rows(30, 7, 5, replicate=1)
+    assert first.tolist() != second.tolist()
+    # a random stream's permutation of the same size is another draw (its own key)
+    assert serving.training_rows(30, 30, 5).tolist() != serving.stream_rows(np.zeros(30), "random", 5).tolist()
+
+
+@pytest.mark.parametrize("n", [0, 31])
+def test_training_rows_refuse_more_rows_than_the_training_half_or_none(n):
+    with pytest.raises(ValueError, match=rf"draws {n} of 30 training rows"):
+        serving.training_rows(30, n, 0)
+
+
+def _control_rows(control: bool):
+    rows = []
+    for r in range(3):
+        for seed in (0, 1, 2, 3):
+            streams = (("random", 0.8), ("sorted", 0.3)) + ((("training_rows", 0.7),) if control else ())
+            for stream, base in streams:
+                rows.append(
+                    dict(
+                        train_batch_size=4,
+                        stream=stream,
+                        replicate=r,
+                        seed=seed,
+                        stream_accuracy=base + 0.01 * seed + 0.02 * r,
+                        inference_before=0.9 + 0.001 * seed,
+                        inference_after=0.88 + 0.011 * base * r + 0.002 * seed * r + 0.003 * (seed % 2) * base,
+                        mean_shift=0.1 * (r + 1) + 0.01 * seed,
+                        var_change=0.2 + 0.01 * seed * r,
+                    )
+                )
+    return rows
+
+
+def test_summary_of_the_control_is_a_streams_entry_and_the_random_stream_minus_it():
+    rows = _control_rows(True)
+    summary = serving.summarise(rows[::-1], 0.9)
+    pick = lambda s, key: np.array(  # noqa: E731
+        [[next(x[key] for x in rows if x["stream"] == s and x["seed"] == i and x["replicate"] == r) for r in range(3)]
+         for i in range(4)]
+    )  # fmt: skip
+    cell = summary["4"]
+    for m in serving.MEASURES:
+        _assert_same(cell["training_rows"][m], serving.crossed_interval(pick("training_rows", m), 0.9))
+    change = pick("training_rows", "inference_after") - pick("training_rows", "inference_before")
+    _assert_same(cell["training_rows"]["inference_change"], serving.crossed_interval(change, 0.9))
+    # paired by network and replicate number: the random stream's accuracy after minus the control's
+    diff = pick("random", "inference_after") - pick("training_rows", "inference_after")
+    assert np.ptp(diff) > 0  # the pairs differ, so a mispairing would show
+    _assert_same(cell["random_minus_training_rows"]["inference_after"], serving.crossed_interval(diff, 0.9))
+    assert sorted(cell) == ["random", "random_minus_training_rows", "sorted", "sorted_minus_random", "training_rows"]
+    # without the control the summary is as it was: no control entries, the other entries alike
+    plain = serving.summarise(_control_rows(False), 0.9)
+    assert sorted(plain["4"]) == ["random", "sorted", "sorted_minus_random"]
+    _assert_same(plain["4"]["sorted_minus_random"], cell["sorted_minus_random"])
+
+
+def _control_summary():
+    """_summary() with the control at every size: at 4 the control's change and the difference both
+    above zero, at 16 the difference below, at 128 containing zero."""
+    summary = _summary()
+    for b, (change, lo, hi), (diff, dlo, dhi) in (
+        ("4", (0.0081, 0.0012, 0.0150), (0.0043, 0.0004, 0.0082)),
+        ("16", (0.0050, -0.0010, 0.0110), (-0.0054, -0.0091, -0.0017)),
+        ("128", (0.0046, 0.0011, 0.0081), (0.0, -0.0035, 0.0035)),
+    ):
+        summary[b]["training_rows"] = _stream(0.97, 0.95, 0.95 + change, change, lo, hi, 0.05, 0.1)
+        summary[b]["random_minus_training_rows"] = {"inference_after": _entry(diff, dlo, dhi)}
+    return summary
+
+
+def test_control_macros_print_each_size_and_answer_at_the_smallest():
+    m = serving_report.control_macros(_control_summary())
+    want = {
+        "servingHasControl": "1",
+        "servingTrainingRowsChangeBFour": "$+0.8$",
+        "servingTrainingRowsChangeCiBFour": "[$+0.1$, $+1.5$]",
+        "servingRandomMinusTrainingRowsBFour": "$+0.4$",
+        "servingRandomMinusTrainingRowsCiBFour": "[$+0.04$, $+0.8$]",
+        "servingTrainingRowsChangeBOneSix": "$+0.5$",
+        "servingTrainingRowsChangeCiBOneSix": "[$-0.1$, $+1.1$]",
+        "servingRandomMinusTrainingRowsBOneSix": "$-0.5$",
+        "servingRandomMinusTrainingRowsCiBOneSix": "[$-0.9$, $-0.2$]",
+        "servingTrainingRowsChangeBOneTwoEight": "$+0.5$",
+        "servingTrainingRowsChangeCiBOneTwoEight": "[$+0.1$, $+0.8$]",
+        "servingRandomMinusTrainingRowsBOneTwoEight": "$0.0$",
+        "servingRandomMinusTrainingRowsCiBOneTwoEight": "[$-0.4$, $+0.4$]",
+        # sizes in numeric order: 16 below zero, 4 above, 128 holding zero
+        "servingControlZeroSentence": "the intervals of the random stream's change minus the control's lie wholly "
+        "below zero at batch 16, wholly above zero at batch 4, and contain zero at the other batch size",
+        # at 4 (the smallest): the random stream's change [+0.7, +1.8] is a gain; the control's and the
+        # difference both lie above zero
+        "servingControlSentence": "the held-out accuracy of networks trained in batches of 4 changes by $+1.2$ "
+        "points [$+0.7$, $+1.8$] after a random stream of test rows and by $+0.8$ points [$+0.1$, $+1.5$] after a "
+        "stream of as many training rows; the difference, the part that needs the test rows, is $+0.4$ points "
+        "[$+0.04$, $+0.8$] (both intervals lie wholly above zero): training rows reproduce part of the gain and "
+        "the test rows add to it, so it is the statistics re-estimated in served batches and adaptation to the test "
+        "rows together",
+    }
+    assert m == want
+    # the whole macro dict is the summary's macros and these, and no control leaves them out
+    settings = dict(batch_size=16, passes=1, batches=7, served=112, test_rows=120, stream_rows=115,
+                    held_out_rows=5, held_out=0.04, replicates=3, momentum=0.1, confidence=0.95)  # fmt: skip
+    full = serving_report.macros(_control_summary(), settings)
+    assert full == serving_report.macros(_summary(), settings) | want
+    assert serving_report.control_macros(_summary()) == {}

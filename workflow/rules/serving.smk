@@ -18,6 +18,7 @@ rule serve_stream:
         ),
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
+        x_train=rules.split.output.x_train,
         y_train=rules.split.output.y_train,
         code=code("serving_stream.py"),
     output:
@@ -30,6 +31,7 @@ rule serve_stream:
         seed=SERVE["seed"],
         held_out=SERVE["held_out"],
         replicates=SERVE["replicates"],
+        training_rows=SERVE.get("training_rows", False),
     conda:
         CONDA_ENV
     resources:

@@ -16,6 +16,10 @@ for b in p.train_batch_sizes:
     paths = [w for w in inp.weights if f"/b{b}/" in w]
     cell = accuracy.load_trained(paths, inp.x_test, inp.y_test, inp.y_train)
     rows, positions = serving.serve_cell(cell, p.batch_size, p.seed, p.passes, p.held_out, p.replicates)
+    if p.training_rows:  # the random stream's control: training rows in place of the test rows
+        x_train, y_train = io.read_array(inp.x_train), io.read_array(inp.y_train)
+        rows += serving.serve_training_rows(cell, x_train, y_train, p.batch_size, p.seed, p.passes, p.held_out,
+                                            p.replicates)  # fmt: skip
     networks += rows
     along += positions
     log.info("trained at b=%d: %s", b, rows)

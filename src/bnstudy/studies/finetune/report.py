@@ -15,7 +15,7 @@ import math
 from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAM_WORDS
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
-from bnstudy.base.stats import positive_interval, share_interval
+from bnstudy.base.stats import adjusted_confidence, positive_interval, share_interval
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
@@ -411,6 +411,13 @@ CONTRASTS = (
     ("live_minus_none", "live", "none", "change"),
     ("live_minus_layernorm", "live", "layernorm", "change"),
 )
+# The part of live batch norm's change specific to batch normalisation: its change minus a control's
+# (the contrasts above of what "change"), one family per control. A family is every rate, input
+# condition and stream cell of that control: each of its intervals is at
+# ``1 - (1 - confidence) / family`` (Bonferroni, :func:`bnstudy.base.stats.adjusted_confidence`), so a
+# claim about any one cell (the abstract's, the section's) holds with the study's confidence whichever
+# cell it is.
+SPECIFIC = {"live_minus_none": "none", "live_minus_layernorm": "layernorm"}
 
 
 def summarise_arms(arms: list[dict], confidence: float) -> dict:
@@ -418,7 +425,10 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
 
     Per arm the inference-mode accuracy before and after (levels over seeds), the change
     (after - before, paired by seed) and for batch norm the accuracy with the statistics
-    recomputed after; per :data:`CONTRASTS` entry the paired (by seed) difference.
+    recomputed after; per :data:`CONTRASTS` entry the paired (by seed) difference. The
+    batch-norm-specific parts (:data:`SPECIFIC`) also carry ``family`` (the rate, condition and
+    stream cells of their control) and ``ci_adjusted``, the paired interval Bonferroni-adjusted over
+    that family.
     """
     out: dict = {}
     present = [a for a in ARMS if any(r["arm"] == a for r in arms)]
@@ -426,7 +436,10 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
         if a not in present:
             raise ValueError(f"fine-tuning arms: no rows of arm {a}")
     contrasts_present = [c for c in CONTRASTS if c[1] in present and c[2] in present]
-    for lr in sorted({float(r["lr"]) for r in arms}):
+    rates = sorted({float(r["lr"]) for r in arms})
+    family = len(rates) * len(CONDITIONS) * len(STREAMS)
+    adjusted = adjusted_confidence(confidence, family)
+    for lr in rates:
         by_condition = {}
         for c in CONDITIONS:
             by_stream = {}
@@ -463,6 +476,9 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
                         ca = [{"seed": r["seed"], "d": r["inference_after"] - r["inference_before"]} for r in get[a]]
                         cb = [{"seed": r["seed"], "d": r["inference_after"] - r["inference_before"]} for r in get[b]]
                         contrasts[name] = paired_rows(ca, cb, "d", confidence, name, bound=2.0)  # two changes
+                        if name in SPECIFIC:
+                            adj = paired_rows(ca, cb, "d", adjusted, name, bound=2.0)
+                            contrasts[name] |= {"family": family, "ci_adjusted": adj["ci"]}
                 by_stream[s] = {"arms": entry, "contrasts": contrasts}
             by_condition[c] = by_stream
         out[rate_key(lr)] = by_condition
@@ -503,6 +519,9 @@ def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
                     m[name()] = points(d["mean"])
                     m[name("ci")] = interval_points(d)
                     m[name("verdict")] = verdict(*d["ci"])
+                    if "ci_adjusted" in d:
+                        m[name("adj", "ci")] = interval_points(_adjusted(d))
+                        m[name("adj", "verdict")] = verdict(*d["ci_adjusted"])
                     below[(c, k)] = below.get((c, k), 0) + int(d["ci"][1] < 0)
                     above[(c, k)] = above.get((c, k), 0) + int(d["ci"][0] > 0)
     for (c, k), n in below.items():
@@ -515,7 +534,7 @@ def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
         m["finetuneContrastRateTwoShiftedClassSortedVerdicts"] = latex.two_verdicts(
             last["statistics_update"]["ci"], last["gradient_path"]["ci"]
         )
-    return m | controls_macros(_present(arms))
+    return m | controls_macros(_present(arms)) | specific_macros(arms)
 
 
 def controls_macros(present: list[str]) -> dict[str, str]:
@@ -534,46 +553,185 @@ def controls_macros(present: list[str]) -> dict[str, str]:
     return m
 
 
+# ---- the batch-norm-specific part: live batch norm's change minus each control's ------------
+
+# the controls as the section's sentences name them
+CONTROL_WORDS = {"none": "no normaliser", "layernorm": "layer norm"}
+
+
+def _adjusted(d: dict) -> dict:
+    """A batch-norm-specific part (:data:`SPECIFIC`) with its adjusted interval as ``ci``, for the printers."""
+    return d | {"ci": d["ci_adjusted"]}
+
+
+def _specific_in(cell: dict) -> list[str]:
+    """The batch-norm-specific contrasts of one rate and condition (``cell``: ``{stream: entry}``), in
+    :data:`SPECIFIC`'s order: one per control the grid trains."""
+    return [k for k in SPECIFIC if all("ci_adjusted" in cell[s]["contrasts"].get(k, {}) for s in STREAMS)]
+
+
+def specific_macros(arms: dict) -> dict[str, str]:
+    """The batch-norm-specific part's macros (none where the grid trains no control): the size of each
+    control's family (``finetuneSpecificFamily``), where its adjusted intervals lie over the family's
+    cells (``finetuneSpecificCounts``), and per rate the sentence on the inputs as trained
+    (``finetuneRateOneSpecificSentence``, ...: :func:`specific_sentence`)."""
+    rates = sorted(arms, key=float)
+    if not _specific_in(arms[rates[0]]["same"]):
+        return {}
+    cells = [arms[r][c][s] for r in rates for c in CONDITIONS for s in STREAMS]
+    keys = _specific_in(arms[rates[0]]["same"])
+    families = {int(e["contrasts"][k]["family"]) for e in cells for k in keys}
+    if families != {len(cells)}:
+        raise ValueError(f"fine-tuning: the batch-norm-specific families {families} are not the {len(cells)} cells")
+    m = {"finetuneSpecificFamily": latex.fmt(len(cells))}
+    counts = []
+    for k in keys:
+        cis = [e["contrasts"][k]["ci_adjusted"] for e in cells]
+        below, above = sum(hi < 0 for _, hi in cis), sum(lo > 0 for lo, _ in cis)
+        it = " it" if counts else ""  # the section names the subject before the first
+        counts.append(f"against {CONTROL_WORDS[SPECIFIC[k]]}{it} {side_clause(below, above, len(cells))}")
+    m["finetuneSpecificCounts"] = "; ".join(counts)
+    for i, r in enumerate(rates, start=1):
+        m[latex.macro_name("finetune rate", i, "specific sentence")] = specific_sentence(arms[r]["same"])
+    return m
+
+
+def specific_verdict(sides: list[str], controls: int = 2) -> str:
+    """Where the adjusted intervals of the batch-norm-specific parts (``sides``: ``below``, ``above`` or
+    ``zero`` each) against ``controls`` controls lie, and what that lets one put down to batch
+    normalisation: a part of the loss only where an interval lies wholly below zero."""
+    n = len(sides)
+    whom = "the controls" if controls > 1 else "the control"
+    whose = "the controls'" if controls > 1 else "the control's"
+    if len(set(sides)) == 1:
+        subject = "the interval" if n == 1 else "both intervals" if n == 2 else f"all {number_word(n)} intervals"
+        side = sides[0]
+        said = verdict(*{"below": (-1, -1), "above": (1, 1), "zero": (-1, 1)}[side], plural=n > 1)
+        then = {
+            "below": f"the loss beyond {whose} can be put down to batch normalisation",
+            "above": f"batch norm changes less for the worse than {whom}",
+            "zero": f"batch norm's change cannot be told apart from {whose}, and no part of it can be put"
+            " down to batch normalisation",
+        }[side]
+        return f"{subject} {said}, so {then}"
+    parts = []
+    for side, one, many in (
+        ("below", "lies wholly below zero", "lie wholly below zero"),
+        ("above", "lies wholly above zero", "lie wholly above zero"),
+        ("zero", "contains zero", "contain zero"),
+    ):
+        k = sides.count(side)
+        if k:
+            parts.append(f"{number_word(k)} {one if k == 1 else many}")
+    return (
+        f"of these intervals {words(parts)}, and only where an interval lies wholly below zero can a part of the"
+        " loss be put down to batch normalisation"
+    )
+
+
+def specific_sentence(cell: dict) -> str:
+    """One rate's batch-norm-specific parts with the inputs as trained (``cell``: ``{stream: entry}`` of
+    :func:`summarise_arms`): the range of the controls' changes, live batch norm's change minus each
+    control's on random and on one-class batches with its adjusted interval, and
+    :func:`specific_verdict` of those intervals."""
+    keys = _specific_in(cell)
+    changes = [cell[s]["arms"][SPECIFIC[k]]["change"]["mean"] for k in keys for s in STREAMS]
+    lo, hi = points(min(changes)), points(max(changes))
+    span = lo if lo == hi else f"{lo} to {hi}"
+    head = "the controls change" if len(keys) > 1 else "the control changes"
+    whose = "theirs" if len(keys) > 1 else "the control's"
+    parts = []
+    for j, k in enumerate(keys):
+        d = [cell[s]["contrasts"][k] for s in STREAMS]
+        on = (" on random", " on one-class batches") if j == 0 else ("", "")
+        parts.append(
+            f"{_adjusted_cell(d[0])}{on[0]} and {_adjusted_cell(d[1])}{on[1]} against {CONTROL_WORDS[SPECIFIC[k]]}"
+        )
+    sides = [_side(cell[s]["contrasts"][k]["ci_adjusted"]) for k in keys for s in STREAMS]
+    return (
+        f"{head} by {span} points, and live batch norm's change minus {whose}, the part specific to batch"
+        f" normalisation, is {words(parts)}: {specific_verdict(sides, len(keys))}"
+    )
+
+
+def _adjusted_cell(d: dict) -> str:
+    return f"{points(d['mean'])} {interval_points(_adjusted(d))}"
+
+
 # the controls of the abstract's sentence, as it names them (never "none")
 ABSTRACT_CONTROLS = {"none": "no normaliser's", "layernorm": "layer normalisation's"}
 
 
 def abstract_macros(arms: dict, settings: dict) -> dict[str, str]:
-    """The abstract's sentence on fine-tuning (``finetuneAbstractSentence``): at the smallest rate, on
-    one-class batches of the inputs as trained, live batch norm's change against its controls'
-    (:func:`abstract_sentence`). ``arms``: :func:`summarise_arms`; ``settings``: its ``batch_size``."""
-    rate = sorted(arms, key=float)[0]
-    cell = arms[rate]["same"]["class_sorted"]
-    return {"finetuneAbstractSentence": abstract_sentence(cell, int(settings["batch_size"]), power_of_ten(float(rate)))}
+    """The abstract's sentence on fine-tuning (``finetuneAbstractSentence``): at every rate, on one-class
+    batches of the inputs as trained, live batch norm's change and the part of it specific to batch
+    normalisation (:func:`abstract_sentence`). ``arms``: :func:`summarise_arms`; ``settings``: its
+    ``batch_size``."""
+    rates = sorted(arms, key=float)
+    cells = [(power_of_ten(float(r)), arms[r]["same"]["class_sorted"]) for r in rates]
+    family = len(rates) * len(CONDITIONS) * len(STREAMS)
+    return {"finetuneAbstractSentence": abstract_sentence(cells, int(settings["batch_size"]), family)}
 
 
 def _difference(e: dict) -> str:
     return f"{points(e['mean'])} points {interval_points(e)}"
 
 
-def abstract_sentence(cell: dict, batch_size: int, rate: str) -> str:
-    """Live batch norm's change of the inference-mode accuracy after fine-tuning (``cell``: one rate,
-    condition and stream of :func:`summarise_arms`) in batches of ``batch_size`` at ``rate`` (printed),
-    with its verdict, and that change minus each control's (paired by seed) with theirs; the loss is put
-    down to batch normalisation only where the change and every difference lie wholly below zero."""
-    live = cell["arms"]["live"]["change"]
+def _verdicts(cis: list) -> str:
+    """Where one interval per rate lies, each verdict said once."""
+    if len(cis) == 1:
+        return f"an interval that {verdict(*cis[0])}"
+    if len(cis) == 2:
+        return latex.two_verdicts(*cis)
+    said = [verdict(*ci) for ci in cis]
+    if len(set(said)) == 1:
+        return f"all {number_word(len(cis))} intervals {verdict(*cis[0], plural=True)}"
+    return ", ".join(f"the {ordinal} {v}" for ordinal, v in zip(("first", "second", "third", "fourth"), said))
+
+
+def _specific_phrase(live: dict, parts: list[tuple[str, dict]]) -> str:
+    """What one rate's batch-norm-specific parts (``parts``: ``(the control's name, part)``) show: a loss
+    put down to batch normalisation only where live batch norm's change and every part lie wholly below
+    zero (adjusted); else the change's place against each control, each verdict said once."""
+    sides = {name: _side(d["ci_adjusted"]) for name, d in parts}
+    if live["ci"][1] < 0 and set(sides.values()) == {"below"}:
+        return f"a loss beyond {words(list(sides))}, which can be put down to batch normalisation"
+    said = {"below": "below {}", "above": "above {}", "zero": "not told apart from {}"}
+    groups = [said[side].format(words([n for n, s in sides.items() if s == side]))
+              for side in ("below", "above", "zero") if side in sides.values()]  # fmt: skip
+    return "a change " + " and ".join(groups)
+
+
+def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: int) -> str:
+    """Live batch norm's change of the inference-mode accuracy after fine-tuning in batches of
+    ``batch_size`` at each rate (``cells``: ``(the rate printed, one condition and stream of
+    :func:`summarise_arms`)`` in increasing order) with its verdicts, and the part of it specific to batch
+    normalisation, that change minus each control's (paired by seed, adjusted over ``family`` cells), with
+    what it shows at each rate (:func:`_specific_phrase`): the loss is put down to batch normalisation
+    only where the change and every adjusted part lie wholly below zero."""
+    lives = [cell["arms"]["live"]["change"] for _, cell in cells]
+    changes = words([f"{_difference(live)} at rate {rate}" for live, (rate, _) in zip(lives, cells)])
     text = (
-        f"Fine-tuned live in one-class batches of {batch_size} rows at rate {rate}, batch normalisation's "
-        f"inference-mode accuracy changes by {_difference(live)}, an interval that {verdict(*live['ci'])}"
+        f"Fine-tuned live in one-class batches of {batch_size} rows, batch normalisation's inference-mode "
+        f"accuracy changes by {changes} ({_verdicts([live['ci'] for live in lives])})"
     )
-    controls = [(ABSTRACT_CONTROLS[a], cell["contrasts"][f"live_minus_{a}"]) for a in ABSTRACT_CONTROLS
-                if f"live_minus_{a}" in cell["contrasts"]]  # fmt: skip
-    if not controls:
+    keys = [k for k in SPECIFIC if all("ci_adjusted" in cell["contrasts"].get(k, {}) for _, cell in cells)]
+    if not keys:
         return text
-    (first, d), more = controls[0], controls[1:]
-    text += f"; its change minus {first} is {_difference(d)}"
-    if more:
-        text += f" and minus {more[0][0]} {_difference(more[0][1])}: {latex.two_verdicts(d['ci'], more[0][1]['ci'])}"
-    else:
-        text += f", an interval that {verdict(*d['ci'])}"
-    if live["ci"][1] < 0 and all(c["ci"][1] < 0 for _, c in controls):
-        whose = "the controls'" if more else "the control's"
-        text += f", so the loss is larger than {whose} and can be put down to batch normalisation"
+    names = [ABSTRACT_CONTROLS[SPECIFIC[k]] for k in keys]
+    minus = " and minus ".join(names)
+    per_rate = [
+        f"{words([_difference(_adjusted(cell['contrasts'][k])) for k in keys])} at {rate}" for rate, cell in cells
+    ]
+    text += (
+        f"; its change minus {minus}, the part specific to batch normalisation (paired by seed, Bonferroni-adjusted"
+        f" over the {family} fine-tuning settings), is {words(per_rate)}"
+    )
+    phrases: dict[str, list[str]] = {}
+    for live, (rate, cell) in zip(lives, cells):
+        phrase = _specific_phrase(live, [(ABSTRACT_CONTROLS[SPECIFIC[k]], cell["contrasts"][k]) for k in keys])
+        phrases.setdefault(phrase, []).append(rate)
+    text += ": " + "; ".join(f"at {words(rates)} {phrase}" for phrase, rates in phrases.items())
     return text
 
 
@@ -621,20 +779,36 @@ def _present(arms: dict) -> list[str]:
     return list(next(iter(first.values()))["arms"])
 
 
+def _specific_columns(arms: dict) -> list[str]:
+    """The batch-norm-specific parts the arms' summary has (:data:`SPECIFIC`), one table column each."""
+    rate = sorted(arms, key=float)[0]
+    return _specific_in(arms[rate]["same"])
+
+
 def arms_header(arms: dict) -> list[str]:
-    return ["rate", "inputs", "batches", *(ARM_WORDS[a] for a in _present(arms))]
+    return [
+        "rate",
+        "inputs",
+        "batches",
+        *(ARM_WORDS[a] for a in _present(arms)),
+        *(f"live $-$ {CONTROL_WORDS[SPECIFIC[k]]}, adj." for k in _specific_columns(arms)),
+    ]
 
 
 def arms_table_rows(arms: dict) -> list[list[str]]:
     """One row per rate, condition and stream: each arm's change of the inference-mode accuracy
-    (points, paired by seed, with its interval)."""
+    (points, paired by seed, with its interval), then each batch-norm-specific part (live batch norm's
+    change minus a control's, with its interval adjusted over the control's family)."""
     rows = []
+    specific = _specific_columns(arms)
     for rate in sorted(arms, key=float):
         for c in CONDITIONS:
             for s in STREAMS:
-                e = arms[rate][c][s]["arms"]
+                e, d = arms[rate][c][s]["arms"], arms[rate][c][s]["contrasts"]
                 rows.append(
-                    [power_of_ten(float(rate)), CONDITION_WORDS[c], TABLE_WORDS[s]] + [_cell(e[a]["change"]) for a in e]
+                    [power_of_ten(float(rate)), CONDITION_WORDS[c], TABLE_WORDS[s]]
+                    + [_cell(e[a]["change"]) for a in e]
+                    + [_adjusted_cell(d[k]) for k in specific]
                 )
     return rows
 

@@ -9,7 +9,8 @@ from bnstudy.base.config import ConfigError, Parts
 
 
 def check(config: dict, part: Parts) -> None:
-    """The served networks are grid networks; a served batch fits in the test half."""
+    """The served networks are grid networks; a served batch fits in the test half; the control's
+    training rows are enough for a stream."""
     s = config["serving"]
     if s["normaliser"] not in config["normalisers"]:
         raise ConfigError(f"config error: serving.normaliser: {s['normaliser']} is not one of normalisers")
@@ -26,4 +27,11 @@ def check(config: dict, part: Parts) -> None:
         raise ConfigError(
             f"config error: serving.batch_size: {s['batch_size']} is larger than the streamed rows "
             f"({streamed} of {part.test_source} with serving.held_out {s['held_out']})"
+        )
+    # the control draws as many training rows per pass as the streams serve test rows (held out per class)
+    served = sum(n - math.floor(s["held_out"] * n) for n in part.test_class_rows)
+    if s.get("training_rows") and served > part.train_rows:
+        raise ConfigError(
+            f"config error: serving.training_rows: a stream serves {served} test rows, more than the "
+            f"training rows ({part.train_source})"
         )

@@ -12,7 +12,7 @@ def _serving(p, wc, config):
     return (
         len(p["train_batch_sizes"])
         * len(config["grid"]["seeds"])
-        * 2
+        * (3 if p.get("training_rows") else 2)  # the random and sorted streams, and the control (counted as a stream)
         * p["passes"]
         * batches
         * row_multiply_adds(config)

@@ -12,6 +12,7 @@ import numpy as np
 from bnstudy.base.designs import SERVING_STREAMS as STREAMS
 
 MEASURES = ("stream_accuracy", "inference_before", "inference_after", "mean_shift", "var_change")
+CONTROL = "training_rows"  # bnstudy.studies.serving.science.CONTROL: the random stream's control
 
 
 def crossed_interval(table, confidence: float) -> dict:
@@ -74,6 +75,11 @@ def summarise(networks, confidence: float) -> dict:
     replicate; ``sorted_minus_random`` the paired (same network, same replicate number)
     sorted - random difference of the stream accuracy and of the inference accuracy after
     the stream. Rows without a ``replicate`` are replicate 0.
+
+    Where the rows hold the random stream's control (stream :data:`CONTROL`, training rows served):
+    its entry as a stream's, and ``random_minus_training_rows``, the paired (same network, same
+    replicate number) difference of the inference accuracy after the random stream and after the
+    control: the part of the random stream's change that needs the test rows.
     """
     import pandas as pd
 
@@ -94,6 +100,13 @@ def summarise(networks, confidence: float) -> dict:
             m: crossed_interval(_table(by["sorted"], m) - _table(by["random"], m), confidence)
             for m in ("stream_accuracy", "inference_after")
         }
+        if CONTROL in by:
+            g = by[CONTROL]
+            entry[CONTROL] = {m: crossed_interval(_table(g, m), confidence) for m in MEASURES}
+            change = _table(g, "inference_after") - _table(g, "inference_before")
+            entry[CONTROL]["inference_change"] = crossed_interval(change, confidence)
+            adaptation = _table(by["random"], "inference_after") - _table(g, "inference_after")
+            entry["random_minus_training_rows"] = {"inference_after": crossed_interval(adaptation, confidence)}
         out[str(int(b))] = entry
     return out
 

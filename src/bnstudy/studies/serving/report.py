@@ -107,7 +107,85 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
         m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))
         m[latex.macro_name("serving", stream, "gain", "cells")] = latex.fmt(sum(lo > 0 for lo, _ in cis))
     m["servingAbstractSentence"] = abstract_sentence(summary, m["servingConfidence"])
+    return m | control_macros(summary)
+
+
+CONTROL = "training_rows"  # bnstudy.studies.serving.science.CONTROL
+DIFFERENCE = "random_minus_training_rows"  # the part of the random stream's change that needs the test rows
+
+
+def _side(ci) -> str:
+    lo, hi = ci
+    return "below" if hi < 0 else "above" if lo > 0 else "zero"
+
+
+def control_macros(summary: dict) -> dict[str, str]:
+    """The random stream's control (training rows served in place of the test rows), where the summary
+    has it (``serving.training_rows``; none otherwise): per training batch size the control's change
+    and the random stream's change minus it, each with its interval; where the difference's intervals
+    lie over the training batch sizes (``servingControlZeroSentence``); and the answer at the smallest
+    training batch size (``servingControlSentence``: :func:`control_sentence`)."""
+    if not all(CONTROL in cell for cell in summary.values()):
+        return {}
+    m = {"servingHasControl": "1"}  # the section's paragraph on the control is typeset only with it
+    for b, cell in summary.items():
+        c, d = cell[CONTROL]["inference_change"], cell[DIFFERENCE]["inference_after"]
+        m[latex.macro_name("serving", "training rows", "change", "b", b)] = points(c["mean"])
+        m[latex.macro_name("serving", "training rows", "change", "ci", "b", b)] = interval_points(c)
+        m[latex.macro_name("serving", "random minus training rows", "b", b)] = points(d["mean"])
+        m[latex.macro_name("serving", "random minus training rows", "ci", "b", b)] = interval_points(d)
+    sizes = sorted(summary, key=int)
+    sides = {b: _side(summary[b][DIFFERENCE]["inference_after"]["ci"]) for b in sizes}
+    m["servingControlZeroSentence"] = latex.zero_sentence(
+        "the intervals of the random stream's change minus the control's",
+        [b for b in sizes if sides[b] == "above"],
+        [b for b in sizes if sides[b] == "below"],
+        len(sizes),
+    )
+    m["servingControlSentence"] = control_sentence(summary[sizes[0]], sizes[0])
     return m
+
+
+NO_GAIN = "the random stream's change is no gain, its interval not wholly above zero, so there is nothing to explain"
+
+
+def control_sentence(cell: dict, b) -> str:
+    """What the control says of one training batch size's random stream (``cell``: the summary's entry
+    of size ``b``): the held-out accuracy's change after a random stream of test rows and after the
+    same stream of training rows, the difference (paired by network and replicate) with the verdicts
+    of the last two, and which explains a gain: adaptation to the test rows only where the difference
+    lies wholly above zero, re-estimation of the statistics in served batches only where the control's
+    change lies wholly above zero, neither where neither does; no gain to explain where the random
+    stream's change does not lie wholly above zero."""
+    test = cell["random"]["inference_change"]
+    train = cell[CONTROL]["inference_change"]
+    diff = cell[DIFFERENCE]["inference_after"]
+    text = (
+        f"the held-out accuracy of networks trained in batches of {int(b)} changes by {points(test['mean'])} "
+        f"points {interval_points(test)} after a random stream of test rows and by {points(train['mean'])} points "
+        f"{interval_points(train)} after a stream of as many training rows; the difference, the "
+        f"part that needs the test rows, is {points(diff['mean'])} points {interval_points(diff)} "
+        f"({latex.two_verdicts(train['ci'], diff['ci'])})"
+    )
+    t, c, d = _side(test["ci"]), _side(train["ci"]), _side(diff["ci"])
+    if t != "above":
+        return f"{text}: {NO_GAIN}"
+    if d == "above" and c != "above":
+        answer = "the gain needs the test rows, so it is adaptation to the test distribution"
+    elif d == "above":
+        answer = (
+            "training rows reproduce part of the gain and the test rows add to it, so it is the statistics "
+            "re-estimated in served batches and adaptation to the test rows together"
+        )
+    elif c == "above":
+        answer = (
+            "training rows, which carry no information about the test distribution, reproduce the gain, so it is "
+            "the running statistics re-estimated from the batch statistics of served rows, not adaptation"
+        )
+    else:
+        answer = "neither interval lies wholly above zero, so the gain is put down to neither adaptation nor "
+        answer += "re-estimation"
+    return f"{text}: {answer}"
 
 
 def abstract_sentence(summary: dict, confidence: str) -> str:

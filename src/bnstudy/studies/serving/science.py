@@ -31,6 +31,16 @@ each pass over the ``n`` rows is cut into ``n // b`` consecutive batches of ``b`
 rows (the last ``n mod b`` rows of each pass are not served), passes one after
 another.
 
+The control of the random stream (:func:`serve_training_rows`, issue 29, item 11; where
+``serving.training_rows`` is set): the same serving with training rows in place of the test
+rows, so that each served row's batch companions carry no information about the test
+distribution. Replicate ``r`` of pass ``p`` serves the first ``n`` rows (``n``: the served test
+rows) of a permutation of the training half seeded by ``(seed, STREAM_SERVING,
+TRAINING_ROWS_KEY, p, r)``, in batches of ``b`` as a random stream is cut; scored on the same
+held-out test rows, it is paired with random replicate ``r`` by network and replicate. What the
+random stream gains over it needs the test rows (adaptation to them); what it gains over the
+start without them comes from re-estimating the running statistics in served batches.
+
 Measured per network and stream (:func:`serve_stack`): the training-mode label of
 every served row (so the accuracy of every batch along the stream); the
 inference-mode accuracy on the held-out rows before and after the stream; and how
@@ -65,6 +75,8 @@ STREAM_SERVING = 17  # the random stream of this study (issue 17, item 3)
 STREAMS = SERVING_STREAMS
 HELD_OUT_KEY = 2  # the held-out split's key after the two streams' indices 0 and 1
 CLASS_ORDER_KEY = 3  # the class orders' key
+TRAINING_ROWS_KEY = 4  # the control's draws of training rows
+CONTROL = "training_rows"  # the control's stream name in the networks' rows
 
 
 def held_out_split(y, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -240,6 +252,65 @@ def serve_cell(
                     for k, a in enumerate(per_batch[i])
                 ]
     return networks, along
+
+
+def training_rows(n_train: int, n: int, seed: int, passes: int = 1, replicate: int = 0) -> np.ndarray:
+    """The control's order: per pass, the first ``n`` of a permutation of the ``n_train`` training rows
+    (PCG64 from ``(seed, STREAM_SERVING, TRAINING_ROWS_KEY, pass, replicate)``); ``passes * n`` row
+    indices (int64)."""
+    if not 0 < n <= n_train:
+        raise ValueError(f"the serving control draws {n} of {n_train} training rows per pass")
+    out = []
+    for p in range(int(passes)):
+        rng = np.random.default_rng(derive_seed(seed, STREAM_SERVING, TRAINING_ROWS_KEY, p, int(replicate)))
+        out.append(rng.permutation(int(n_train)).astype(np.int64)[:n])
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+def serve_training_rows(
+    cell, x_train, y_train, batch_size: int, seed: int, passes: int = 1, held_out: float = 0.5, replicates: int = 1
+) -> list[dict]:
+    """The random stream's control through one trained cell: every replicate serves as many training rows
+    as the random stream serves test rows (:func:`training_rows`), cut and served as
+    :func:`serve_cell` cuts and serves its streams, and the model left behind is scored on the same
+    held-out test rows. Rows as :func:`serve_cell`'s, ``stream`` :data:`CONTROL`; the stream accuracy is
+    the training-mode accuracy over the served training rows."""
+    from bnstudy.evaluation.accuracy import inference_accuracy
+
+    seeds = [int(meta["seed"]) for meta in cell.metas]
+    train_b = int(cell.metas[0]["batch_size"])
+    served, held = held_out_split(cell.y, held_out, seed)
+    x_held, y_held = cell.x[held], cell.y[held]
+    x_train = np.ascontiguousarray(x_train, dtype=np.float32)
+    y_train = np.asarray(y_train)
+    before = inference_accuracy(cell.stacked, cell.spec, x_held, y_held)
+    rows = []
+    for r in range(int(replicates)):
+        order = training_rows(len(y_train), len(served), seed, passes, r)
+        batches = stream_batches(order, len(served), batch_size)
+        labels, after = serve_stack(cell.stacked, cell.spec, x_train, batches, cell.limits)
+        hits = np.count_nonzero(labels == y_train[batches][None], axis=(1, 2)).astype(np.int64)
+        acc_after = inference_accuracy(after, cell.spec, x_held, y_held)
+        moved = movement(cell.stacked, after, cell.spec.eps)
+        for i, s in enumerate(seeds):
+            rows.append(
+                {
+                    "train_batch_size": train_b,
+                    "stream": CONTROL,
+                    "replicate": r,
+                    "seed": s,
+                    "test_rows": len(cell.y),
+                    "stream_rows": len(served),
+                    "held_out_rows": len(y_held),
+                    "served": int(batches.size),
+                    "stream_accuracy": float(hits[i] / np.float64(batches.size)),
+                    "inference_before": float(before[i]),
+                    "inference_after": float(acc_after[i]),
+                    "mean_shift": float(moved["mean_shift"][i]),
+                    "var_change": float(moved["var_change"][i]),
+                }
+            )
+    return rows
 
 
 # ---- summary over seeds ---------------------------------------------------------------
