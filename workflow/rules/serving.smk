@@ -19,7 +19,6 @@ rule serve_stream:
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
-        code=code("serving_stream.py"),
     output:
         networks="results/serving/networks.csv",
         along="results/serving/along.csv",
@@ -30,14 +29,8 @@ rule serve_stream:
         seed=SERVE["seed"],
         held_out=SERVE["held_out"],
         replicates=SERVE["replicates"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000, 10),
-    log:
-        log_for("serve_stream"),
-    benchmark:
-        bench_for("serve_stream")
     script:
         "../scripts/serving_stream.py"
 
@@ -48,7 +41,6 @@ rule summarise_serving:
     input:
         networks=rules.serve_stream.output.networks,
         along=rules.serve_stream.output.along,
-        code=code("serving_summarise.py"),
     output:
         summary=report(
             "results/summary/serving.json",
@@ -75,14 +67,6 @@ rule summarise_serving:
         replicates=SERVE["replicates"],
         momentum=config["network"]["momentum"],
         confidence=SERVE["confidence"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_serving"),
-    benchmark:
-        bench_for("summarise_serving")
     script:
         "../scripts/serving_summarise.py"
 
@@ -93,7 +77,6 @@ rule figure_serving:
     input:
         summary=rules.summarise_serving.output.summary,
         along=rules.summarise_serving.output.along,
-        code=code("serving_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/serving.pdf",
@@ -119,13 +102,5 @@ rule figure_serving:
         ),
     params:
         normaliser=SERVE["normaliser"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_serving"),
-    benchmark:
-        bench_for("figure_serving")
     script:
         "../scripts/serving_figure.py"
