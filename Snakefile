@@ -35,6 +35,7 @@ for study in STUDIES:
     include: study.rules_file
 
 
+plumb_rules()  # every rule's environment, log, benchmark, code inputs and size (common.smk)
 register_the_rest()
 plan_runtimes()
 workflow.localrules(*catalogue.local_rules(config))
@@ -44,6 +45,7 @@ include: "workflow/rules/paper.smk"
 include: "workflow/rules/manifest.smk"
 
 
+plumb_rules()  # the paper's and the manifest's rules
 plan_priorities()  # every rule defined: the longest ready jobs start first
 
 

@@ -130,19 +130,26 @@ def test_script_started_without_pytorch_does_not_import_it(script):
 
 def test_every_rule_declares_its_script_and_the_package_modules_the_script_can_load(tmp_path):
     """Snakemake's code trigger sees the script: file only; the modules it uses must be inputs. The
-    tiny Fashion config runs every study but ``compare``, whose section names another build (the
-    digits configs have no validation split, so no training curves): that config with the section
-    added (a design macros file and its manifest as the other build) is read, so its rule is too."""
+    tiny Fashion config runs the training curves (the digits configs have no validation split) and
+    most other studies: that config is read with ``compare``'s section added (a design macros file and
+    its manifest as the other build) and the test config's section of every other optional study it
+    leaves out, so that every study's rules are."""
     import yaml
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, ResourceSettings
 
+    from bnstudy.base import catalogue
     from test_compare import write_build
 
     expected = write_build(tmp_path / "other", {"design": {"dataSetName": "Fashion-MNIST"}})
     compare = {"compare": {"builds": [{"directory": str(tmp_path / "other"), "expected": str(expected)}]}}
+    tiny = yaml.safe_load((ROOT / "config" / "fashion-tiny.yaml").read_text())
+    test = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    added = {
+        s.config: test[s.config] for s in catalogue.STUDIES if s.optional and s.config not in tiny and s.config in test
+    }
     (tmp_path / "compare.yaml").write_text(
-        (ROOT / "config" / "fashion-tiny.yaml").read_text() + yaml.safe_dump(compare)
+        (ROOT / "config" / "fashion-tiny.yaml").read_text() + yaml.safe_dump(added | compare)
     )
     with SnakemakeApi() as api:
         workflow = api.workflow(

@@ -24,7 +24,6 @@ rule train_accumulation:
         y=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=code("accumulation_train.py"),
     output:
         weights=expand("results/runs/accumulation/{variant}/seeds{{block}}.safetensors", variant=ACC_VARIANTS),
         epochs="results/accumulation/runs/seeds{block}_epochs.csv",
@@ -37,15 +36,9 @@ rule train_accumulation:
         net=net_params(ACC["normaliser"]),
         recipe=ACC_RECIPE,
         eval_seed=config["batch_size_eval"]["seed"],
-    conda:
-        CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size_with_rows(1000, 30),
-    log:
-        log_for("train_accumulation", "seeds{block}"),
-    benchmark:
-        bench_for("train_accumulation", "seeds{block}")
     script:
         "../scripts/accumulation_train.py"
 
@@ -59,7 +52,6 @@ rule summarise_accumulation:
         grid=expand_cells(rules.train_grid.output.accuracy, with_blocks(ACC_GRID)),
         recomputed=expand_cells(rules.evaluate_remedies.output.accuracy, with_blocks(ACC_GRID)),
         y=rules.split.output.y_train,
-        code=code("accumulation_summarise.py"),
     output:
         table="results/accumulation/accuracy.csv",
         cells="results/accumulation/cells.csv",
@@ -87,14 +79,6 @@ rule summarise_accumulation:
         confidence=config["batch_size_eval"]["confidence"],
         epochs=ACC_RECIPE["epochs"],
         lr=ACC_RECIPE["lr"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_accumulation"),
-    benchmark:
-        bench_for("summarise_accumulation")
     script:
         "../scripts/accumulation_summarise.py"
 
@@ -104,7 +88,6 @@ rule figure_accumulation:
         "Drawing the accuracy of accumulation, ghost batch norm and the grid's batches"
     input:
         cells=rules.summarise_accumulation.output.cells,
-        code=code("accumulation_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/accumulation.pdf",
@@ -130,14 +113,6 @@ rule figure_accumulation:
         ),
     params:
         batch_size=ACC["batch_size"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_accumulation"),
-    benchmark:
-        bench_for("figure_accumulation")
     script:
         "../scripts/accumulation_figure.py"
 

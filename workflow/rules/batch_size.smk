@@ -16,21 +16,14 @@ rule evaluate_remedies:
         y_train=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=code("evaluate_remedies.py"),
     output:
         accuracy="results/batch_size/remedies/{normaliser}_b{batch_size}_seeds{block}.csv",
         distances="results/batch_size/remedies/{normaliser}_b{batch_size}_seeds{block}_distances.csv",
         correct="results/batch_size/remedies/{normaliser}_b{batch_size}_seeds{block}_correct.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size_with_rows(1000, 10),
-    log:
-        log_for("evaluate_remedies", "{normaliser}_b{batch_size}_seeds{block}"),
-    benchmark:
-        bench_for("evaluate_remedies", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/evaluate_remedies.py"
 
@@ -47,7 +40,6 @@ rule summarise_batch_size:
         keep=expand_cells(rules.train_keep.output.accuracy, KEEP_JOBS),
         keep_correct=expand_cells(rules.train_keep.output.correct, KEEP_JOBS),
         published="workflow/resources/published.yaml",
-        code=code("summarise_batch_size.py"),
     output:
         runs="results/batch_size/accuracy.csv",
         summary_table="results/batch_size/summary.csv",
@@ -97,14 +89,6 @@ rule summarise_batch_size:
         margin=config["batch_size_eval"]["equivalence_margin"],
         momentum=config["network"]["momentum"],
         epochs=config["grid"]["epochs"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_batch_size"),
-    benchmark:
-        bench_for("summarise_batch_size")
     script:
         "../scripts/summarise_batch_size.py"
 
@@ -115,7 +99,6 @@ rule figure_batch_size:
     input:
         summary=rules.summarise_batch_size.output.summary_table,
         gains=rules.summarise_batch_size.output.gains,
-        code=code("figure_batch_size.py"),
     output:
         pdf=report(
             "results/paper/figures/batch_size.pdf",
@@ -139,14 +122,6 @@ rule figure_batch_size:
                 "format": "raster (PNG)",
             },
         ),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_batch_size"),
-    benchmark:
-        bench_for("figure_batch_size")
     script:
         "../scripts/figure_batch_size.py"
 
@@ -157,7 +132,6 @@ rule figure_batch_size_remedies:
     input:
         summary=rules.summarise_batch_size.output.summary_table,
         gains=rules.summarise_batch_size.output.gains,
-        code=code("figure_batch_size_remedies.py"),
     output:
         pdf=report(
             "results/paper/figures/batch_size_remedies.pdf",
@@ -181,14 +155,6 @@ rule figure_batch_size_remedies:
                 "format": "raster (PNG)",
             },
         ),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_batch_size_remedies"),
-    benchmark:
-        bench_for("figure_batch_size_remedies")
     script:
         "../scripts/figure_batch_size_remedies.py"
 

@@ -86,7 +86,7 @@ CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 # The code inputs of a rule: its script, _setup.py and every package module the
 # script can load, read from the imports (bnstudy.base.codedeps), so that a change to
 # the science re-runs what depends on it (the code trigger sees only the script:
-# file itself).
+# file itself). plumb_rules() gives them to every rule that runs a script.
 def code(script):
     return code_inputs(script, Path(workflow.basedir))
 
@@ -99,8 +99,16 @@ def per_attempt(first):
     return lambda wc, attempt: first * attempt
 
 
+# The rules that state their size, by their place in the order of definition: a rule's ``resources:``
+# are evaluated while it is being defined, before Snakemake adds it to workflow.rules (Snakemake wraps
+# the functions themselves, so the rule cannot be known by them afterwards).
+_SIZED_RULES = set()
+
+
 def job_size(mem_mb, runtime):
-    """A rule's ``resources:`` (``**job_size(MB, minutes)``): both grow with the attempt."""
+    """A rule's ``resources:`` (``**job_size(MB, minutes)``): both grow with the attempt. A rule that
+    states none is a job of seconds (:data:`SECONDS_JOB`, given by :func:`plumb_rules`)."""
+    _SIZED_RULES.add(len(workflow.rules))  # the place of the rule being defined
     return dict(mem_mb=per_attempt(mem_mb), runtime=per_attempt(runtime))
 
 
@@ -176,7 +184,7 @@ if workflow.local_exec and workflow.is_main_process and "mem_mb" not in workflow
     if _memory_mb:
         workflow.register_resource("mem_mb", _memory_mb)
 
-SECONDS_JOB = job_size(500, 5)  # summaries, figures, macros, the paper's bookkeeping
+SECONDS_JOB = dict(mem_mb=per_attempt(500), runtime=per_attempt(5))  # summaries, figures, macros, bookkeeping
 
 
 def log_for(rule, wildcards=None):
@@ -187,6 +195,54 @@ def log_for(rule, wildcards=None):
 def bench_for(rule, wildcards=None):
     """A job's benchmark: ``results/benchmarks/<rule>.tsv``, or ``.../<rule>/<wildcards>.tsv``."""
     return f"results/benchmarks/{rule}/{wildcards}.tsv" if wildcards else f"results/benchmarks/{rule}.tsv"
+
+
+# A job's log and benchmark are named by its rule and its wildcards, one part per wildcard, in this order.
+JOB_NAME_PARTS = {"normaliser": "{normaliser}", "batch_size": "b{batch_size}", "block": "seeds{block}"}
+NO_BENCHMARK = {"runtimes"}  # the build record: it reads the other jobs' benchmarks
+
+
+def job_name(r):
+    """The wildcards part of the log and benchmark names of rule ``r``'s jobs (None without
+    wildcards): ``{normaliser}_b{batch_size}_seeds{block}``, each part where ``r`` has the wildcard."""
+    unknown = sorted(set(r.wildcard_names) - set(JOB_NAME_PARTS))
+    if unknown:
+        _fail(f"no log name for the wildcard(s) {unknown} of the rule {r.name} (JOB_NAME_PARTS in common.smk)")
+    return "_".join(part for w, part in JOB_NAME_PARTS.items() if w in r.wildcard_names) or None
+
+
+_PLUMBED = set()
+
+
+def plumb_rules():
+    """Give every rule defined so far that runs a script what each of them has, so that no rules file
+    repeats it: the environment ``CONDA_ENV``; the log ``log_for(<rule>, job_name(<rule>))`` unless
+    the rule states its logs; the benchmark ``bench_for(...)`` (but those of ``NO_BENCHMARK``); its code
+    inputs ``code(<its script>)``, named ``code``, after its other inputs (editing the script or a
+    module it loads re-runs it); and :data:`SECONDS_JOB` unless its ``resources:`` state a
+    :func:`job_size` (`--set-resources` still wins). Called where rules files have been included,
+    before the registry, the plan or the linter read the rules; each rule once."""
+    modifier = workflow.modifier.path_modifier
+    set_by_user = workflow.resource_settings.overwrite_resources
+    for place, r in enumerate(workflow.rules):
+        if r.script is None or r.name in _PLUMBED:
+            continue
+        _PLUMBED.add(r.name)
+        if r.conda_env is None:
+            r.conda_env = CONDA_ENV
+        r.log_modifier = r.log_modifier or modifier
+        r.benchmark_modifier = r.benchmark_modifier or modifier
+        r.input_modifier = r.input_modifier or modifier
+        if not r.log:
+            r.set_log(log_for(r.name, job_name(r)))
+        if r.benchmark is not None:
+            _fail(f"the benchmark of the rule {r.name} is bench_for({r.name!r}, ...), not stated in its rules file")
+        if r.name not in NO_BENCHMARK:
+            r.benchmark = bench_for(r.name, job_name(r))
+        r.set_input(code=code(Path(r.script).name))
+        if place not in _SIZED_RULES:
+            mine = set(set_by_user.get(r.name, {}).keys())
+            r.resources.update({k: v for k, v in SECONDS_JOB.items() if k not in mine})
 
 
 # ---- output registry -------------------------------------------------------
@@ -210,8 +266,8 @@ def register(rule, wildcard_sets=({},)):
     for wc in wildcard_sets:
         REGISTERED_JOBS.append((rule.rule.name, dict(wc)))
         label = ",".join(f"{k}={v}" for k, v in wc.items())
-        if rule.rule.benchmark:
-            BENCHMARKS.append(apply_wildcards(str(rule.rule.benchmark), wc))
+        if rule.rule.script is not None and rule.rule.name not in NO_BENCHMARK:  # plumb_rules() names it so
+            BENCHMARKS.append(apply_wildcards(bench_for(rule.rule.name, job_name(rule.rule)), wc))
         for pattern in rule.output:
             path = apply_wildcards(str(pattern), wc)
             REGISTRY.append((rule.rule.name, label, path))

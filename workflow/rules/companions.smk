@@ -13,20 +13,11 @@ rule companion_examples:
     input:
         y_test=rules.split.output.y_test,
         indices=rules.split.output.indices,
-        code=code("companions_examples.py"),
     output:
         examples="results/companions/examples.csv",
     params:
         seed=COMP["seed"],
         examples_per_class=COMP["examples_per_class"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("companion_examples"),
-    benchmark:
-        bench_for("companion_examples")
     script:
         "../scripts/companions_examples.py"
 
@@ -40,19 +31,12 @@ rule probe_companions_dependence:
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
         examples=rules.companion_examples.output.examples,
-        code=code("companions_probe.py"),
     output:
         probes="results/companions/dependence/probes.csv",
     params:
         **comp_probe_params("dependence"),
-    conda:
-        CONDA_ENV
     resources:
         **job_size(2000, 30),
-    log:
-        log_for("probe_companions_dependence"),
-    benchmark:
-        bench_for("probe_companions_dependence")
     script:
         "../scripts/companions_probe.py"
 
@@ -66,19 +50,12 @@ rule probe_companions_dependence_keep:
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
         examples=rules.companion_examples.output.examples,
-        code=code("companions_probe.py"),
     output:
         probes="results/companions/dependence_keep/probes.csv",
     params:
         **comp_probe_params("dependence_keep"),
-    conda:
-        CONDA_ENV
     resources:
         **job_size(2000, 30),
-    log:
-        log_for("probe_companions_dependence_keep"),
-    benchmark:
-        bench_for("probe_companions_dependence_keep")
     script:
         "../scripts/companions_probe.py"
 
@@ -94,19 +71,12 @@ rule probe_companions_grid:
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
         examples=rules.companion_examples.output.examples,
-        code=code("companions_probe.py"),
     output:
         probes="results/companions/grid/{normaliser}_seeds{block}.csv",
     params:
         **comp_probe_params("grid"),
-    conda:
-        CONDA_ENV
     resources:
         **job_size(2000, 120),
-    log:
-        log_for("probe_companions_grid", "{normaliser}_seeds{block}"),
-    benchmark:
-        bench_for("probe_companions_grid", "{normaliser}_seeds{block}")
     script:
         "../scripts/companions_probe.py"
 
@@ -119,7 +89,6 @@ rule summarise_companions:
         dependence_keep=rules.probe_companions_dependence_keep.output.probes,
         cells=expand_cells(rules.probe_companions_grid.output.probes, PROBE_JOBS),
         published="workflow/resources/published.yaml",
-        code=code("companions_summarise.py"),
     output:
         summary_table="results/companions/summary.csv",
         grid_table="results/companions/grid_over_seeds.csv",
@@ -154,14 +123,8 @@ rule summarise_companions:
         examples_per_class=COMP["examples_per_class"],
         batches_per_example=COMP["batches_per_example"],
         one_class_batch_size=COMP["one_class_batch_size"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000, 10),
-    log:
-        log_for("summarise_companions"),
-    benchmark:
-        bench_for("summarise_companions")
     script:
         "../scripts/companions_summarise.py"
 
@@ -173,7 +136,6 @@ rule figure_companions:
         summary_table=rules.summarise_companions.output.summary_table,
         grid_table=rules.summarise_companions.output.grid_table,
         published="workflow/resources/published.yaml",
-        code=code("companions_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/companions.pdf",
@@ -201,14 +163,6 @@ rule figure_companions:
         ),
     params:
         **exact_companions_param(),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_companions"),
-    benchmark:
-        bench_for("figure_companions")
     script:
         "../scripts/companions_figure.py"
 
@@ -230,7 +184,6 @@ if DEP_KEEP_MORE:
         input:
             x=rules.split.output.x_train,
             y=rules.split.output.y_train,
-            code=code("train.py"),
         output:
             weights="results/runs/dependence_keep/more.safetensors",
             epochs="results/runs/dependence_keep/more_epochs.csv",
@@ -238,15 +191,9 @@ if DEP_KEEP_MORE:
             seeds=DEP_KEEP_MORE,
             net=net_params(DEP["normaliser"]),
             recipe=recipe_params(DEP | {"last_batch": "keep"}, DEP["batch_size"], DEP["normaliser"]),
-        conda:
-            CONDA_ENV
         threads: THREADS  # config compute_threads: seeds trained at once
         resources:
             **job_size(1000, 20),
-        log:
-            log_for("train_dependence_keep_more"),
-        benchmark:
-            bench_for("train_dependence_keep_more")
         script:
             "../scripts/train.py"
 
@@ -259,19 +206,12 @@ if DEP_KEEP_MORE:
             y_test=rules.split.output.y_test,
             y_train=rules.split.output.y_train,
             examples=rules.companion_examples.output.examples,
-            code=code("companions_probe.py"),
         output:
             probes="results/companions/dependence_keep/more_probes.csv",
         params:
             **comp_probe_params("dependence_keep"),
-        conda:
-            CONDA_ENV
         resources:
             **job_size(2000, 30),
-        log:
-            log_for("probe_companions_dependence_keep_more"),
-        benchmark:
-            bench_for("probe_companions_dependence_keep_more")
         script:
             "../scripts/companions_probe.py"
 
@@ -285,7 +225,6 @@ rule summarise_protocols:
         dropped=rules.probe_companions_dependence.output.probes,
         kept=KEPT_PROBES,
         published="workflow/resources/published.yaml",
-        code=code("protocols_summarise.py"),
     output:
         networks="results/companions/protocols/networks.csv",
         over_networks="results/companions/protocols/over_networks.csv",
@@ -307,13 +246,5 @@ rule summarise_protocols:
         ),
     params:
         confidence=COMP["confidence"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_protocols"),
-    benchmark:
-        bench_for("summarise_protocols")
     script:
         "../scripts/protocols_summarise.py"

@@ -25,7 +25,6 @@ rule summarise_compare:
         theirs=compare_their_macros(),
         expected=[build["expected"] for build in COMPARE_BUILDS],
         papers=[os.path.join(b["directory"], "paper/main.pdf") for b in COMPARE_BUILDS] if COMPARE_APPEND else [],
-        code=code("compare_summarise.py"),
     output:
         **COMPARE_PARTS,
         summary=report(
@@ -46,13 +45,5 @@ rule summarise_compare:
     params:
         builds=canonical(COMPARE_BUILDS),
         append_papers=COMPARE_APPEND,
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_compare"),
-    benchmark:
-        bench_for("summarise_compare")
     script:
         "../scripts/compare_summarise.py"

@@ -16,7 +16,6 @@ rule summarise_curves:
     input:
         epochs=expand_cells(rules.train_grid.output.epochs, GRID_JOBS),
         accuracy=expand_cells(rules.train_grid.output.accuracy, GRID_JOBS),
-        code=code("curves_summarise.py"),
     output:
         by_epoch="results/curves/by_epoch.csv",
         cells="results/curves/cells.csv",
@@ -40,14 +39,6 @@ rule summarise_curves:
         normalisers=NORMALISERS,
         settings=canonical(CURVES)
         | {"train_rows": config_parts(config).train_rows, "validation_rows": config["data"]["validation_size"]},
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_curves"),
-    benchmark:
-        bench_for("summarise_curves")
     script:
         "../scripts/curves_summarise.py"
 
@@ -57,7 +48,6 @@ rule figure_curves:
         "Drawing validation accuracy by epoch"
     input:
         by_epoch=rules.summarise_curves.output.by_epoch,
-        code=code("curves_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/curves.pdf",
@@ -73,13 +63,5 @@ rule figure_curves:
             caption="../report/curves.rst",
             labels={"panels": "one per training batch size, a line per normaliser", "format": "raster (PNG)"},
         ),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_curves"),
-    benchmark:
-        bench_for("figure_curves")
     script:
         "../scripts/curves_figure.py"

@@ -37,20 +37,12 @@ SPLIT_PARAMS = (
 rule split:
     message:
         "Splitting the data set (%s) into standardised training and test parts" % DATA["name"]
-    input:
-        code=code("split.py"),
     output:
         **SPLIT_OUTPUTS,
     params:
         **SPLIT_PARAMS,
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000 if DATA["name"] == DIGITS else 3000, 5),
-    log:
-        log_for("split"),
-    benchmark:
-        bench_for("split")
     script:
         "../scripts/split.py"
 

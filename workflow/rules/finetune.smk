@@ -22,7 +22,6 @@ rule finetune:
         y_train=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=code("finetune_run.py"),
     output:
         networks="results/finetune/seeds{block}_networks.csv",
         along="results/finetune/seeds{block}_along.csv",
@@ -32,14 +31,8 @@ rule finetune:
         lrs=TUNE["lrs"],
         every=TUNE["every"],
         seed=TUNE["seed"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size_with_rows(1000, 10),
-    log:
-        log_for("finetune", "seeds{block}"),
-    benchmark:
-        bench_for("finetune", "seeds{block}")
     script:
         "../scripts/finetune_run.py"
 
@@ -58,7 +51,6 @@ rule finetune_arms:
         y_train=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=code("finetune_arms.py"),
     output:
         arms="results/finetune/seeds{block}_arms.csv",
     params:
@@ -68,14 +60,8 @@ rule finetune_arms:
         lrs=TUNE["lrs"],
         seed=TUNE["seed"],
         shift=canonical(TUNE["shift"]),
-    conda:
-        CONDA_ENV
     resources:
         **job_size_with_rows(1000, 10),
-    log:
-        log_for("finetune_arms", "seeds{block}"),
-    benchmark:
-        bench_for("finetune_arms", "seeds{block}")
     script:
         "../scripts/finetune_arms.py"
 
@@ -88,7 +74,6 @@ rule summarise_finetune:
         along=expand(rules.finetune.output.along, block=SEED_BLOCKS),
         arms=expand(rules.finetune_arms.output.arms, block=SEED_BLOCKS),
         y_train=rules.split.output.y_train,
-        code=code("finetune_summarise.py"),
     output:
         summary=report(
             "results/summary/finetune.json",
@@ -123,14 +108,6 @@ rule summarise_finetune:
         shift=canonical(TUNE["shift"]),
         momentum=config["network"]["momentum"],
         confidence=TUNE["confidence"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_finetune"),
-    benchmark:
-        bench_for("summarise_finetune")
     script:
         "../scripts/finetune_summarise.py"
 
@@ -142,7 +119,6 @@ rule figure_finetune:
         summary=rules.summarise_finetune.output.summary,
         along=rules.summarise_finetune.output.along,
         networks=expand(rules.finetune.output.along, block=SEED_BLOCKS),
-        code=code("finetune_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/finetune.pdf",
@@ -166,14 +142,6 @@ rule figure_finetune:
                 "format": "raster (PNG)",
             },
         ),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_finetune"),
-    benchmark:
-        bench_for("figure_finetune")
     script:
         "../scripts/finetune_figure.py"
 

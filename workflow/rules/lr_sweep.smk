@@ -20,20 +20,11 @@ rule lr_sweep_split:
         % (LR["validation_fraction"], LR["validation_seed"])
     input:
         y=rules.split.output.y_train,
-        code=code("lr_sweep_split.py"),
     output:
         split="results/data/lr_sweep_validation.csv",
     params:
         fraction=LR["validation_fraction"],
         seed=LR["validation_seed"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("lr_sweep_split"),
-    benchmark:
-        bench_for("lr_sweep_split")
     script:
         "../scripts/lr_sweep_split.py"
 
@@ -48,7 +39,6 @@ rule train_lr_sweep:
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         split=rules.lr_sweep_split.output.split,
-        code=code("lr_sweep_train.py"),
     output:
         runs="results/lr_sweep/runs/{normaliser}_b{batch_size}.csv",
         epochs="results/lr_sweep/runs/{normaliser}_b{batch_size}_epochs.csv",
@@ -60,15 +50,9 @@ rule train_lr_sweep:
         recipe=lambda wc: recipe_params(
             config["grid"] | {"epochs": LR["epochs"], "epochs_by_batch_size": []}, wc.batch_size, wc.normaliser
         ),
-    conda:
-        CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size(1000, 30),
-    log:
-        log_for("train_lr_sweep", "{normaliser}_b{batch_size}"),
-    benchmark:
-        bench_for("train_lr_sweep", "{normaliser}_b{batch_size}")
     script:
         "../scripts/lr_sweep_train.py"
 
@@ -79,7 +63,6 @@ rule summarise_lr_sweep:
     input:
         runs=expand_cells(rules.train_lr_sweep.output.runs, LR_CELLS),
         split=rules.lr_sweep_split.output.split,
-        code=code("lr_sweep_summarise.py"),
     output:
         rates="results/lr_sweep/rates.csv",
         best="results/lr_sweep/best.csv",
@@ -111,14 +94,6 @@ rule summarise_lr_sweep:
         confidence=config["batch_size_eval"]["confidence"],
         epochs=LR["epochs"],
         grid_seeds=len(SEEDS),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_lr_sweep"),
-    benchmark:
-        bench_for("summarise_lr_sweep")
     script:
         "../scripts/lr_sweep_summarise.py"
 
@@ -129,7 +104,6 @@ rule figure_lr_sweep:
     input:
         best=rules.summarise_lr_sweep.output.best,
         rates=rules.summarise_lr_sweep.output.rates,
-        code=code("lr_sweep_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/lr_sweep.pdf",
@@ -155,14 +129,6 @@ rule figure_lr_sweep:
         ),
     params:
         grid_lr=LR_GRID_RATE,
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_lr_sweep"),
-    benchmark:
-        bench_for("figure_lr_sweep")
     script:
         "../scripts/lr_sweep_figure.py"
 

@@ -34,19 +34,10 @@ rule manifest:
         "Hashing every output into results/manifest.tsv"
     input:
         [path for _, _, path in REGISTRY],
-        code=code("manifest.py"),
     output:
         manifest="results/manifest.tsv",
     params:
         entries=REGISTRY,
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("manifest"),
-    benchmark:
-        bench_for("manifest")
     script:
         "../scripts/manifest.py"
 
@@ -58,7 +49,6 @@ rule runtimes:
     input:
         manifest=rules.manifest.output.manifest,
         benchmarks=BENCHMARKS,
-        code=code("runtimes.py"),
     output:
         runtimes=report(
             "results/provenance/runtimes.csv",
@@ -67,11 +57,5 @@ rule runtimes:
             caption="../report/runtimes.rst",
             labels={"file": "per-rule runtimes of this build (CSV, not hashed)"},
         ),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("runtimes"),
     script:
         "../scripts/runtimes.py"

@@ -8,19 +8,10 @@ rule design_macros:
     input:
         y_train=rules.split.output.y_train,
         y_test=rules.split.output.y_test,
-        code=code("design_macros.py"),
     output:
         macros="results/paper/macros/design.tex",
     params:
         config=CANONICAL_CONFIG,
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("design_macros"),
-    benchmark:
-        bench_for("design_macros")
     script:
         "../scripts/design_macros.py"
 
@@ -35,7 +26,6 @@ rule provenance:
         "Recording package versions, digests and machine settings for the paper"
     input:
         outputs=[path for _, _, path in REGISTRY],
-        code=code("provenance.py"),
     output:
         analysis_manifest="results/provenance/analysis_manifest.tsv",
         macros="results/paper/macros/provenance.tex",
@@ -49,15 +39,9 @@ rule provenance:
     params:
         entries=dag_order(REGISTRY, REGISTERED_JOBS),
         config=CANONICAL_CONFIG,
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
     log:
         log_for("provenance"),
         machine="results/provenance/machine.csv",  # the build record: not hashed
-    benchmark:
-        bench_for("provenance")
     script:
         "../scripts/provenance.py"
 
@@ -75,7 +59,6 @@ rule paper:
         unpack(lambda wc: PAPER_INPUTS),
         main="paper/main.tex",
         sections=sorted(str(p) for p in Path("paper/sections").glob("*.tex")),
-        code=code("build_paper.py"),
     output:
         pdf=report(
             "paper/main.pdf", category="Paper", caption="../report/paper.rst", labels={"file": "the paper (PDF)"}
@@ -83,14 +66,8 @@ rule paper:
     params:
         generated=lambda wc: sorted((k, str(v)) for k, v in PAPER_INPUTS.items()),
         sections=catalogue.paper_sections(config),  # the studies' sections, for main.tex
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000, 15),
-    log:
-        log_for("paper"),
-    benchmark:
-        bench_for("paper")
     script:
         "../scripts/build_paper.py"
 

@@ -16,20 +16,13 @@ rule evaluate_precise_rows:
         y_train=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=code("precise_rows_evaluate.py"),
     output:
         rows="results/precise_rows/b{batch_size}_seeds{block}.csv",
     params:
         settings=dict(budgets=PRECISE["rows"], replicates=PRECISE["replicates"], seed=PRECISE["seed"]),
         last_batch=config["grid"]["last_batch"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size_with_rows(1000, 10),
-    log:
-        log_for("evaluate_precise_rows", "b{batch_size}_seeds{block}"),
-    benchmark:
-        bench_for("evaluate_precise_rows", "b{batch_size}_seeds{block}")
     script:
         "../scripts/precise_rows_evaluate.py"
 
@@ -45,7 +38,6 @@ rule summarise_precise_rows:
         # the running averages against the exact statistics are the batch-size study's exact_vs_ema: its
         # adjusted family (Bonferroni over the grid's batch sizes) gives their interval here
         gains=rules.summarise_batch_size.output.gains,
-        code=code("precise_rows_summarise.py"),
     output:
         cells="results/precise_rows/cells.csv",
         summary=report(
@@ -68,14 +60,6 @@ rule summarise_precise_rows:
         replicates=PRECISE["replicates"],
         seed=PRECISE["seed"],
         confidence=config["batch_size_eval"]["confidence"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_precise_rows"),
-    benchmark:
-        bench_for("summarise_precise_rows")
     script:
         "../scripts/precise_rows_summarise.py"
 
@@ -85,7 +69,6 @@ rule figure_precise_rows:
         "Drawing accuracy against the exact statistics by rows pooled"
     input:
         cells=rules.summarise_precise_rows.output.cells,
-        code=code("precise_rows_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/precise_rows.pdf",
@@ -109,14 +92,6 @@ rule figure_precise_rows:
                 "format": "raster (PNG)",
             },
         ),
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_precise_rows"),
-    benchmark:
-        bench_for("figure_precise_rows")
     script:
         "../scripts/precise_rows_figure.py"
 

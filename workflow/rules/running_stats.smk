@@ -8,22 +8,12 @@ rule population:
     message:
         "Generating the enumerated population: %d rows x %d features, seed %d"
         % (RS["rows"], RS["features"], RS["seed"])
-    input:
-        code=code("running_stats_population.py"),
     output:
         population="results/running_stats/population.npy",
     params:
         seed=RS["seed"],
         rows=RS["rows"],
         features=RS["features"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("population"),
-    benchmark:
-        bench_for("population")
     script:
         "../scripts/running_stats_population.py"
 
@@ -34,7 +24,6 @@ rule running_stats:
         % (RS["batch_sizes"], RS["keeps"])
     input:
         population=rules.population.output.population,
-        code=code("running_stats.py"),
     output:
         passes="results/running_stats/passes.csv",
         shuffles="results/running_stats/shuffles.csv",
@@ -45,14 +34,8 @@ rule running_stats:
         sort_feature=RS["sort_feature"],
         keep=RS_KEEP,
         shuffles=RS["shuffles"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000, 10),
-    log:
-        log_for("running_stats"),
-    benchmark:
-        bench_for("running_stats")
     script:
         "../scripts/running_stats.py"
 
@@ -62,7 +45,6 @@ rule running_stats_selfchecks:
         "The four self-checks and the differential check, shuffled and sorted"
     input:
         population=rules.population.output.population,
-        code=code("running_stats_selfchecks.py"),
     output:
         checks="results/running_stats/selfchecks.csv",
     params:
@@ -70,14 +52,8 @@ rule running_stats_selfchecks:
         batch_sizes=RS["batch_sizes"],
         keep=RS_KEEP,
         sort_feature=RS["sort_feature"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000, 10),
-    log:
-        log_for("running_stats_selfchecks"),
-    benchmark:
-        bench_for("running_stats_selfchecks")
     script:
         "../scripts/running_stats_selfchecks.py"
 
@@ -100,19 +76,12 @@ rule evaluate_sorted:
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
         y_train=rules.split.output.y_train,
-        code=code("running_stats_sorted.py"),
     output:
         cell="results/running_stats/sorted_training/{normaliser}_b{batch_size}.csv",
     params:
         seed=config["batch_size_eval"]["seed"],
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000, 5),
-    log:
-        log_for("evaluate_sorted", "{normaliser}_b{batch_size}"),
-    benchmark:
-        bench_for("evaluate_sorted", "{normaliser}_b{batch_size}")
     script:
         "../scripts/running_stats_sorted.py"
 
@@ -132,7 +101,6 @@ rule summarise_running_stats:
             batch_size=[c["batch_size"] for c in SORTED_CELLS],
         ),
         published="workflow/resources/published.yaml",
-        code=code("running_stats_summary.py"),
     output:
         summary=report(
             "results/summary/running_stats.json",
@@ -186,14 +154,6 @@ rule summarise_running_stats:
         rows=RS["rows"],
         features=RS["features"],
         seed=RS["seed"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_running_stats"),
-    benchmark:
-        bench_for("summarise_running_stats")
     script:
         "../scripts/running_stats_summary.py"
 
@@ -204,7 +164,6 @@ rule figure_running_stats:
     input:
         passes=rules.running_stats.output.passes,
         shuffles=rules.running_stats.output.shuffles,
-        code=code("running_stats_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/running_stats.pdf",
@@ -230,14 +189,6 @@ rule figure_running_stats:
         ),
     params:
         keep=RS_KEEP,
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_running_stats"),
-    benchmark:
-        bench_for("figure_running_stats")
     script:
         "../scripts/running_stats_figure.py"
 

@@ -20,7 +20,6 @@ rule serve_stream:
         y_test=rules.split.output.y_test,
         x_train=rules.split.output.x_train,
         y_train=rules.split.output.y_train,
-        code=code("serving_stream.py"),
     output:
         networks="results/serving/networks.csv",
         along="results/serving/along.csv",
@@ -32,14 +31,8 @@ rule serve_stream:
         held_out=SERVE["held_out"],
         replicates=SERVE["replicates"],
         training_rows=SERVE.get("training_rows", False),
-    conda:
-        CONDA_ENV
     resources:
         **job_size(1000, 10),
-    log:
-        log_for("serve_stream"),
-    benchmark:
-        bench_for("serve_stream")
     script:
         "../scripts/serving_stream.py"
 
@@ -50,7 +43,6 @@ rule summarise_serving:
     input:
         networks=rules.serve_stream.output.networks,
         along=rules.serve_stream.output.along,
-        code=code("serving_summarise.py"),
     output:
         summary=report(
             "results/summary/serving.json",
@@ -77,14 +69,6 @@ rule summarise_serving:
         replicates=SERVE["replicates"],
         momentum=config["network"]["momentum"],
         confidence=SERVE["confidence"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("summarise_serving"),
-    benchmark:
-        bench_for("summarise_serving")
     script:
         "../scripts/serving_summarise.py"
 
@@ -95,7 +79,6 @@ rule figure_serving:
     input:
         summary=rules.summarise_serving.output.summary,
         along=rules.summarise_serving.output.along,
-        code=code("serving_figure.py"),
     output:
         pdf=report(
             "results/paper/figures/serving.pdf",
@@ -121,13 +104,5 @@ rule figure_serving:
         ),
     params:
         normaliser=SERVE["normaliser"],
-    conda:
-        CONDA_ENV
-    resources:
-        **SECONDS_JOB,
-    log:
-        log_for("figure_serving"),
-    benchmark:
-        bench_for("figure_serving")
     script:
         "../scripts/serving_figure.py"

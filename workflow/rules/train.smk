@@ -21,7 +21,6 @@ rule train_grid:
         y=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=code("train.py"),
     output:
         weights="results/runs/grid/{normaliser}/b{batch_size}/seeds{block}.safetensors",
         epochs="results/runs/grid/{normaliser}/b{batch_size}/seeds{block}_epochs.csv",
@@ -32,15 +31,9 @@ rule train_grid:
         net=lambda wc: net_params(wc.normaliser),
         recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, wc.normaliser),
         eval_seed=config["batch_size_eval"]["seed"],
-    conda:
-        CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size(1500, 60),
-    log:
-        log_for("train_grid", "{normaliser}_b{batch_size}_seeds{block}"),
-    benchmark:
-        bench_for("train_grid", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/train.py"
 
@@ -51,7 +44,6 @@ rule train_sorted:
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
-        code=code("train.py"),
     output:
         weights="results/runs/sorted/{normaliser}/b{batch_size}/seeds{block}.safetensors",
         epochs="results/runs/sorted/{normaliser}/b{batch_size}/seeds{block}_epochs.csv",
@@ -59,15 +51,9 @@ rule train_sorted:
         seeds=block_seeds,
         net=lambda wc: net_params(wc.normaliser),
         recipe=lambda wc: recipe_params(config["grid"], wc.batch_size, wc.normaliser, order="class_sorted"),
-    conda:
-        CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size(1500, 60),
-    log:
-        log_for("train_sorted", "{normaliser}_b{batch_size}_seeds{block}"),
-    benchmark:
-        bench_for("train_sorted", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/train.py"
 
@@ -81,7 +67,6 @@ rule train_dependence:
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
-        code=code("train.py"),
     output:
         weights="results/runs/dependence/networks.safetensors",
         epochs="results/runs/dependence/epochs.csv",
@@ -89,15 +74,9 @@ rule train_dependence:
         seeds=DEP["seeds"],
         net=net_params(DEP["normaliser"]),
         recipe=recipe_params(DEP, DEP["batch_size"], DEP["normaliser"]),
-    conda:
-        CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size(1000, 20),
-    log:
-        log_for("train_dependence"),
-    benchmark:
-        bench_for("train_dependence")
     script:
         "../scripts/train.py"
 
@@ -114,7 +93,6 @@ rule train_keep:
         y=rules.split.output.y_train,
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,
-        code=code("train.py"),
     output:
         weights="results/runs/keep/{normaliser}/b{batch_size}/seeds{block}.safetensors",
         epochs="results/runs/keep/{normaliser}/b{batch_size}/seeds{block}_epochs.csv",
@@ -125,15 +103,9 @@ rule train_keep:
         net=lambda wc: net_params(wc.normaliser),
         recipe=lambda wc: recipe_params(config["grid"] | {"last_batch": "keep"}, wc.batch_size, wc.normaliser),
         eval_seed=config["batch_size_eval"]["seed"],
-    conda:
-        CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size(1000, 30),
-    log:
-        log_for("train_keep", "{normaliser}_b{batch_size}_seeds{block}"),
-    benchmark:
-        bench_for("train_keep", "{normaliser}_b{batch_size}_seeds{block}")
     script:
         "../scripts/train.py"
 
@@ -144,7 +116,6 @@ rule train_dependence_keep:
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,
-        code=code("train.py"),
     output:
         weights="results/runs/dependence_keep/networks.safetensors",
         epochs="results/runs/dependence_keep/epochs.csv",
@@ -152,15 +123,9 @@ rule train_dependence_keep:
         seeds=[DEP["seeds"][0]],
         net=net_params(DEP["normaliser"]),
         recipe=recipe_params(DEP | {"last_batch": "keep"}, DEP["batch_size"], DEP["normaliser"]),
-    conda:
-        CONDA_ENV
     threads: THREADS  # config compute_threads: seeds trained at once
     resources:
         **job_size(1000, 15),
-    log:
-        log_for("train_dependence_keep"),
-    benchmark:
-        bench_for("train_dependence_keep")
     script:
         "../scripts/train.py"
 

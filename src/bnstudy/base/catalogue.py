@@ -109,6 +109,7 @@ STUDIES = (
     Study("accumulation", "accumulation", {"accumulation": 1.0}, optional=True),
     Study("finetune", "finetune", {"finetune": 1.0}, optional=True),
     Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True),
+    Study("equal_steps", "equal_steps", optional=True),  # the grid's extreme batch sizes at equal steps
     Study("compare", "compare", optional=True),  # other builds' headline numbers beside this one's
 )  # fmt: skip
 
