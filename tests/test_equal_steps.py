@@ -189,6 +189,29 @@ def test_arm_sentence_every_variant_reads_and_claims_only_what_its_intervals_sho
     assert "alike" not in text.replace("every seed alike", "")
 
 
+@pytest.mark.parametrize("arms", [["smallest"], ["largest"], ["smallest", "largest"]], ids="-".join)
+@pytest.mark.parametrize("sides", list(itertools.product(("below", "above", "zero"), repeat=2)), ids="-".join)
+def test_the_abstract_sentence_reads_in_every_variant_and_gives_a_direction_only_where_each_interval_does(arms, sides):
+    rows = []
+    for arm, side in zip(arms, sides):  # one side per arm run
+        r = rows_for(arm, {"batch": side})
+        rows += list(r.values())
+    cells = pd.DataFrame(rows)
+    text = report.abstract_sentence(cells)
+    assert not problems(text), text
+    abstract = (ROOT / "paper" / "sections" / "abstract.tex").read_text()
+    used = "\\equalStepsAbstractSentence."
+    assert used in abstract and not problems(text + ".")
+    run = sides[: len(arms)]
+    assert len(re.findall(r"\d steps", text.split(" (unadjusted)")[0])) == len(arms) and "(unadjusted)" in text
+    if len(set(run)) == 1:
+        assert text.endswith(report.ABSTRACT_READING[run[0]])
+    else:
+        assert not any(reading in text for reading in report.ABSTRACT_READING.values())
+        assert ("lies below zero at" in text) == ("below" in run) and ("lies above zero at" in text) == ("above" in run)
+        assert ("contains zero at" in text) == ("zero" in run)
+
+
 def test_macros_define_a_sentence_for_each_arm_run_and_only_those():
     acc = accuracies(np.random.default_rng(0))
     table = per_seed_table(acc)

@@ -147,6 +147,45 @@ def arm_sentence(rows: dict[str, dict]) -> str:
     return "; ".join(clauses) + "."
 
 
+# what the abstract concludes from the batch comparisons' sides, one per arm run
+ABSTRACT_READING = {
+    "below": "the smaller batch's cost to batch norm is not the step count's",
+    "above": "at equal steps the smaller batch favours batch norm",
+    "zero": "our seeds cannot tell the batch size's part from the step count's",
+}
+
+
+def abstract_sentence(cells: pd.DataFrame) -> str:
+    """The abstract's sentence: each arm's batch comparison at equal steps (batch norm's difference from
+    no normaliser at the smaller batch minus at the larger), with its unadjusted interval and the steps
+    both batch sizes take, and one reading: a direction only where every interval is clear of zero on
+    that side, else which step counts show one."""
+    rows = [_row(cells, arm, "batch") for arm in ARMS if arm in set(cells["arm"])]
+    small = min(min(int(r["batch_size"]), int(r["other"])) for r in rows)
+    large = max(max(int(r["batch_size"]), int(r["other"])) for r in rows)
+    parts = [
+        f"${signed_points(r['gain'])}$ points ${points_interval(r['ci_low'], r['ci_high'], signed=True)}$ at "
+        f"{latex.fmt(int(r['steps']))} steps"
+        for r in rows
+    ]
+    sides = [side(r["ci_low"], r["ci_high"]) for r in rows]
+    if len(set(sides)) == 1:
+        reading = ABSTRACT_READING[sides[0]]
+    else:
+        by_side = {
+            s: words([latex.fmt(int(r["steps"])) for r, t in zip(rows, sides, strict=True) if t == s])
+            for s in ("below", "above", "zero")
+        }
+        said = {"below": "lies below zero", "above": "lies above zero", "zero": "contains zero"}
+        reading = "the interval " + " and ".join(
+            f"{said[s]} at {by_side[s]} steps" for s in ("below", "above", "zero") if by_side[s]
+        )
+    return (
+        f"With the optimiser steps held equal, batch normalisation's difference from no normaliser at batch "
+        f"{small} minus that at batch {large} is {' and '.join(parts)} (unadjusted): {reading}"
+    )
+
+
 def results_macro(arm: str) -> str:
     """The name of ``arm``'s sentence macro: ``equalStepsSmallestResults``, ``equalStepsLargestResults``."""
     return f"equalSteps{arm.capitalize()}Results"
@@ -163,6 +202,7 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes) -> dict[str, str]:
     }
     for arm in (a for a in ARMS if a in set(cells["arm"])):
         m[results_macro(arm)] = arm_sentence({k: _row(cells, arm, k) for k in KEYS})
+    m["equalStepsAbstractSentence"] = abstract_sentence(cells)
     return m
 
 

@@ -1,7 +1,7 @@
 """Networks trained at one batch size for another batch size's number of steps (:mod:`.design`).
 
 A network of seed ``s`` starts from the grid's initial weights of ``s``
-(:func:`bnstudy.nets.network.initial_state`) and takes its batches from the grid's seeded batch order
+(the spec's ``initial_state``) and takes its batches from the grid's seeded batch order
 of ``s`` at its own batch size (:func:`run_rows`: the epochs of
 :func:`bnstudy.nets.batching.epoch_rows` one after another), so it is paired by seed with the grid's
 networks. The steps are cut into the other batch size's epochs, each with the grid schedule's
@@ -19,7 +19,7 @@ import numpy as np
 
 from bnstudy.compiled import backprop
 from bnstudy.evaluation.accuracy import inference_correct, share
-from bnstudy.nets import network, train
+from bnstudy.nets import train
 from bnstudy.nets.batching import epoch_rows, order_generator
 from bnstudy.nets.model import stack
 from bnstudy.nets.recipe import Recipe, lr_scales, steps_per_epoch
@@ -66,9 +66,7 @@ def train_arm(spec, recipe: Recipe, other: Recipe, seeds, x, y, threads: int = 1
     def one(seed):
         rows = run_rows(y, seed, recipe.batch_size, other.epochs * per_span)
         plan = schedule_of(rows, recipe.batch_size, other.epochs, per_span, other.lr_schedule)
-        state, _, _ = train.run(
-            spec, network.initial_state(spec, int(seed)), x, y, plan, network.norm_settings(spec), opt
-        )
+        state, _, _ = train.run(spec, spec.initial_state(int(seed)), x, y, plan, spec.norm_settings(), opt)
         return state
 
     with ThreadPoolExecutor(max_workers=max(1, int(threads))) as pool:
