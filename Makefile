@@ -10,7 +10,7 @@ VENV     ?= .venv
 BIN       = $(VENV)/bin
 CORES    ?= 4
 # The config `make plan` plans and `make paper` checks first (bnstudy.base.config check, then
-# bnstudy.base.plan's budget: over a CPU-week is refused unless ALLOW_BUDGET=1).
+# bnstudy.pipeline.plan's budget: over a CPU-week is refused unless ALLOW_BUDGET=1).
 CONFIG   ?= config/config.yaml
 ALLOW_BUDGET ?=
 MEASURED ?=
@@ -121,7 +121,7 @@ lock:
 paper: setup
 	$(BIN)/python -m bnstudy.base.config check $(CONFIG)
 	$(MAKE) --no-print-directory dataset CONFIG=$(CONFIG)
-	$(BIN)/python -m bnstudy.base.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
+	$(BIN)/python -m bnstudy.pipeline.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
 # The combined paper (docs/fashion.md): each Fashion-MNIST part built in its own directory
@@ -141,7 +141,7 @@ fashion: setup
 	  'import json, yaml; print(json.dumps(yaml.safe_load(open("config/fashion-cnn.yaml"))["network"]["layers"]))')"
 	$(MAKE) --no-print-directory -j3 --output-sync=line $(addprefix fashion-part-,$(FASHION_PARTS)) fashion-digits
 	$(MAKE) --no-print-directory paper CONFIG=config/combined.yaml
-	$(BIN)/python -m bnstudy.base.manifest verify --configfile config/combined.yaml --results results
+	$(BIN)/python -m bnstudy.pipeline.manifest verify --configfile config/combined.yaml --results results
 
 fashion-part-%: setup
 	$(MAKE) --no-print-directory part PART=$*
@@ -154,7 +154,7 @@ fashion-digits: setup
 part: setup
 	$(BIN)/python -m bnstudy.base.config check config/$(PART).yaml
 	$(MAKE) --no-print-directory dataset CONFIG=config/$(PART).yaml
-	$(BIN)/python -c "import sys; from pathlib import Path; from bnstudy.base.sample import copy_checkout; copy_checkout(Path('.'), Path(sys.argv[1]))" $(BUILDS)/$(PART)
+	$(BIN)/python -c "import sys; from pathlib import Path; from bnstudy.pipeline.sample import copy_checkout; copy_checkout(Path('.'), Path(sys.argv[1]))" $(BUILDS)/$(PART)
 	cd $(BUILDS)/$(PART) && $(abspath $(BIN))/snakemake --cores $(CORES) --configfile config/$(PART).yaml
 
 # Verify a sample before spending a CPU-day (docs/cluster.md): the jobs config/expected/<config>.sample.tsv
@@ -163,7 +163,7 @@ part: setup
 .PHONY: verify-sample fashion-digits
 verify-sample: setup
 	$(MAKE) --no-print-directory dataset CONFIG=$(CONFIG)
-	$(BIN)/python -m bnstudy.base.sample verify --configfile $(CONFIG) --cores $(CORES)
+	$(BIN)/python -m bnstudy.pipeline.sample verify --configfile $(CONFIG) --cores $(CORES)
 
 # What CONFIG would build: jobs by rule, jobs that would run now, estimated CPU time from
 # workflow/resources/cpu_seconds.tsv; over a CPU-week fails unless ALLOW_BUDGET=1.
@@ -172,7 +172,7 @@ verify-sample: setup
 .PHONY: plan
 plan: $(STAMP)
 	$(BIN)/python -m bnstudy.base.config check $(CONFIG)
-	$(BIN)/python -m bnstudy.base.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget) $(if $(MEASURED),--measured $(MEASURED))
+	$(BIN)/python -m bnstudy.pipeline.plan --configfile $(CONFIG) --cores $(CORES) $(if $(ALLOW_BUDGET),--allow-budget) $(if $(MEASURED),--measured $(MEASURED))
 
 # Regenerate only the figures (and what they need).
 figures: setup
@@ -211,11 +211,11 @@ format: $(STAMP)
 # cores 4 as an AVX2 machine; cores 2, killed and resumed, without AVX/FMA/AVX512):
 # determinism and portability in one check, the same runs `make test` makes.
 determinism: setup
-	$(BIN)/python -m bnstudy.base.determinism --configfile config/test.yaml
+	$(BIN)/python -m bnstudy.pipeline.determinism --configfile config/test.yaml
 
 .PHONY: portability verify
 portability: setup
-	$(BIN)/python -m bnstudy.base.determinism --configfile config/test.yaml
+	$(BIN)/python -m bnstudy.pipeline.determinism --configfile config/test.yaml
 
 # Check an existing build in seconds, without building (docs/verify.md): hash every output on
 # disk and compare it with the build's own manifest and the config's expected one; names each
@@ -224,14 +224,14 @@ portability: setup
 # CONFIG=config/test.yaml for a test-config build. `make reproduce`: build, verify, check the PDF.
 .PHONY: repair reproduce
 verify: $(STAMP)
-	$(BIN)/python -m bnstudy.base.manifest verify --configfile $(CONFIG) --results results
+	$(BIN)/python -m bnstudy.pipeline.manifest verify --configfile $(CONFIG) --results results
 
 repair: $(STAMP)
-	$(BIN)/python -m bnstudy.base.manifest repair --configfile $(CONFIG) --results results --cores $(CORES)
+	$(BIN)/python -m bnstudy.pipeline.manifest repair --configfile $(CONFIG) --results results --cores $(CORES)
 
 reproduce: setup
 	$(BIN)/snakemake --cores $(CORES)
-	$(BIN)/python -m bnstudy.base.manifest verify --configfile config/config.yaml --results results
+	$(BIN)/python -m bnstudy.pipeline.manifest verify --configfile config/config.yaml --results results
 	$(BIN)/python -m pytest -q -m paper_config
 
 benchmark: setup

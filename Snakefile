@@ -54,7 +54,7 @@ plan_priorities()  # every rule defined: the longest ready jobs start first
 # the package's on-disk cache; on a cluster, jobs on nodes of another CPU model
 # compile their own.
 #
-# Then, when the jobs run on this machine, a job server (bnstudy.base.jobserver) loads the
+# Then, when the jobs run on this machine, a job server (bnstudy.pipeline.jobserver) loads the
 # imports and the kernels once and runs each rule script in a fork of itself: a job's process
 # starts in about 0.2 CPU s instead of 1.5 to 2. BNSTUDY_JOBSERVER=off starts the jobs alone.
 onstart:
@@ -69,7 +69,7 @@ onstart:
         f"--network {_network}"
     )
     if workflow.local_exec:
-        from bnstudy.base import jobserver
+        from bnstudy.pipeline import jobserver
 
         _preload = "compile_mlp" if _network == "mlp" else "compile_all"
         _address = jobserver.start(
@@ -79,13 +79,13 @@ onstart:
 
 
 onsuccess:
-    from bnstudy.base import jobserver
+    from bnstudy.pipeline import jobserver
 
     jobserver.stop()
 
 
 onerror:
-    from bnstudy.base import jobserver
+    from bnstudy.pipeline import jobserver
 
     jobserver.stop()
 

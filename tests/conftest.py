@@ -102,7 +102,7 @@ def _covers(network: str, wanted: str) -> bool:
 def _start_warm_up(machine: str, jobs: int = 1, network: str = "conv"):
     """Start compiling (or loading) ``machine``'s kernels of ``network`` in a process of its own, unless
     a warm-up that covers them is under way or done; return its future (the error text, or None)."""
-    from bnstudy.base.machines import environments
+    from bnstudy.pipeline.machines import environments
 
     with _WARMING_LOCK:
         if machine in _WARMING and _covers(_WARMING[machine][0], network):
@@ -218,7 +218,7 @@ def _start_runs(tmp_path_factory, later=None, first=()):
     kernels of ``later`` (one process each, one after the other: the machines only the determinism
     runs simulate, with only their config's network; default: every simulated machine but this
     one), then run the determinism runs."""
-    from bnstudy.base import determinism
+    from bnstudy.pipeline import determinism
 
     if later is None:
         later = sorted(set(determinism.RUN_ENVIRONMENTS.values()) - {"native"})
@@ -315,7 +315,7 @@ def fashion_tiny(tmp_path_factory):
 
 def hashed_outputs(runs, paths) -> Path:
     """Check that each of ``paths`` is in the native run's manifest; return that run's ``results/``."""
-    from bnstudy.base import manifest
+    from bnstudy.pipeline import manifest
 
     _, manifests, _ = runs
     hashed = set(manifest.read(manifests["cores1"])["path"])
@@ -375,7 +375,7 @@ def pytest_collection_finish(session):
             _finish_warm_up("native")
         return
     import test_slurm
-    from bnstudy.base.determinism import RUN_ENVIRONMENTS
+    from bnstudy.pipeline.determinism import RUN_ENVIRONMENTS
 
     simulated = set(RUN_ENVIRONMENTS.values()) - {"native"}
     now = {test_slurm.MACHINE} if start_fashion else set()
@@ -392,7 +392,7 @@ def pytest_collection_finish(session):
 
 def pytest_sessionfinish(session):
     """Stop runs still under way (a session ended early: -x, an interrupt)."""
-    from bnstudy.base import determinism
+    from bnstudy.pipeline import determinism
 
     _STOPPING.set()
     determinism.stop_all()

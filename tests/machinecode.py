@@ -28,8 +28,8 @@ DATA_FILE = re.compile(r"(?P<kernel>.+)-\d+\.py\d+\.\d+\.nbc$")
 
 
 def environment(machine: str) -> dict[str, str]:
-    """The process environment a job has on ``machine`` (bnstudy.base.machines.environments())."""
-    from bnstudy.base.machines import environments
+    """The process environment a job has on ``machine`` (bnstudy.pipeline.machines.environments())."""
+    from bnstudy.pipeline.machines import environments
 
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **environments()[machine])
     if machine == "native":
@@ -39,9 +39,9 @@ def environment(machine: str) -> dict[str, str]:
 
 
 def target_directory(machine: str) -> Path:
-    """The directory of the kernel cache that ``machine``'s jobs load (bnstudy.base.kernelcache)."""
+    """The directory of the kernel cache that ``machine``'s jobs load (bnstudy.pipeline.kernelcache)."""
     code = (
-        "from bnstudy.tools.warmup import cache_dir; from bnstudy.base.kernelcache import target; "
+        "from bnstudy.tools.warmup import cache_dir; from bnstudy.pipeline.kernelcache import target; "
         "print(cache_dir() / target())"
     )
     out = subprocess.run(

@@ -118,7 +118,7 @@ def test_only_the_figure_scripts_take_the_catalogue_among_their_code_inputs():
     """The figures read their printed widths from the catalogue; any other script that reached it (say
     through the config checks) would re-run when a study is added, and the data split's re-run
     re-runs every job."""
-    from bnstudy.base.codedeps import code_inputs
+    from bnstudy.pipeline.codedeps import code_inputs
 
     scripts = sorted(p.name for p in (ROOT / "workflow" / "scripts").glob("*.py") if not p.name.startswith("_"))
     reach = [s for s in scripts if "src/bnstudy/base/catalogue.py" in code_inputs(s, ROOT)]

@@ -64,7 +64,7 @@ def test_training_asks_for_compute_threads_and_scripts_do_not_read_them(rules):
 
 
 def test_manifest_order_does_not_depend_on_include_order(tmp_path):
-    from bnstudy.base import determinism
+    from bnstudy.pipeline import determinism
 
     # before: the checkout's own DAG (its registry's paths are relative to the workflow, the same in
     # a copy); after: a copy's, its Snakefile including the studies' rules files in another order

@@ -1,5 +1,5 @@
 """Rules that only print or draw load no compiled code, so editing a kernel re-runs only the rules
-that compute with it (each rule's code inputs are the modules its script can load: bnstudy.base.codedeps)."""
+that compute with it (each rule's code inputs are the modules its script can load: bnstudy.pipeline.codedeps)."""
 
 import ast
 import functools
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bnstudy.base import catalogue
-from bnstudy.base.codedeps import code_inputs, module_closure
+from bnstudy.pipeline.codedeps import code_inputs, module_closure
 from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "bnstudy"
@@ -131,9 +131,9 @@ def test_the_designs_are_the_studies_own_constants():
 
 
 def test_scans_kept_on_disk_follow_the_files_bytes_and_survive_a_damaged_entry(tmp_path, monkeypatch):
-    """The parse of each module is kept under the digest of its bytes (bnstudy.base.codedeps._scan):
+    """The parse of each module is kept under the digest of its bytes (bnstudy.pipeline.codedeps._scan):
     an edited module is parsed again, whatever its time stamp, and an unreadable entry is replaced."""
-    from bnstudy.base import codedeps
+    from bnstudy.pipeline import codedeps
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     package = tmp_path / "src" / "bnstudy"

@@ -11,9 +11,9 @@ import subprocess
 import pytest
 import yaml
 
-from bnstudy.base import manifest
 from bnstudy.base.config import ConfigError, load_schema, validate
-from bnstudy.base.pinned import macro_definitions
+from bnstudy.pipeline import manifest
+from bnstudy.pipeline.pinned import macro_definitions
 from bnstudy.studies.compare import report
 from conftest import ROOT, snakemake
 

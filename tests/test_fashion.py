@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 import yaml
 
-from bnstudy.base import datasets, manifest
+from bnstudy.base import datasets
 from bnstudy.base.config import ConfigError, load_schema, parts, validate
 from bnstudy.paper.design import PUBLISHED_TASK, published_task_macros
+from bnstudy.pipeline import manifest
 from conftest import ROOT, snakemake, torch_threads
 
 TINY = "config/fashion-tiny.yaml"
@@ -136,7 +137,7 @@ def test_digits_config_without_test_size_or_with_fashion_keys_is_refused(schema)
 
 
 def test_config_digest_leaves_out_only_a_default_data_section():
-    from bnstudy.base.provenance import config_digest
+    from bnstudy.pipeline.provenance import config_digest
 
     config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     assert config_digest(config | {"data": {"name": "digits"}}) == config_digest(config)
@@ -258,7 +259,7 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, f
     assert "digits" not in design.replace(PUBLISHED_TASK, "")  # the digits only as the published study's task
     identical, lines = manifest.verify(EXPECTED, workdir / "results")
     assert identical, "\n".join(lines) + (
-        f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.base.manifest expected --results "
+        f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.pipeline.manifest expected --results "
         f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{fashion_tiny.where}, {seconds:.0f} s]"
     )
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from bnstudy.base import manifest
 from bnstudy.base.config import parts
+from bnstudy.pipeline import manifest
 from conftest import ROOT
 
 CONFIG = ROOT / "config"
@@ -71,7 +71,7 @@ def test_the_mlp_parts_jobs_train_each_batch_size_for_its_epochs_at_its_rate():
     """``grid.epochs_by_batch_size`` and ``lr_by_batch_size`` reach every job that trains with the grid's
     recipe (the grid, the kept-rows repeat, accumulation and its summary's text) and no other (the
     learning-rate sweep keeps its own epochs)."""
-    from bnstudy.base import plan
+    from bnstudy.pipeline import plan
 
     config, jobs, _ = plan.dag_jobs(CONFIG / "fashion-mlp.yaml", ROOT / "Snakefile", ROOT, forceall=True)
     grid = config["grid"]
@@ -99,7 +99,7 @@ def test_the_longest_jobs_start_first_their_priority_is_their_estimated_cpu_time
     """Each job's scheduling priority is its estimated CPU seconds (workflow/rules/common.smk's
     plan_priorities), so of the jobs ready at a time the longest starts first: in the MLP part a grid
     cell at batch 2 outranks one at batch 128, and no job outranks one estimated to run longer."""
-    from bnstudy.base import plan
+    from bnstudy.pipeline import plan
 
     config, jobs, _ = plan.dag_jobs(CONFIG / "fashion-mlp.yaml", ROOT / "Snakefile", ROOT, forceall=True)
     table = plan.read_table()

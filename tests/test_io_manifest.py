@@ -15,8 +15,9 @@ import pytest
 import torch
 import yaml
 
-from bnstudy.base import io, manifest, valuediff
-from bnstudy.base.expected import config_for_expected, expected_for_config, repair_command
+from bnstudy.base import io
+from bnstudy.pipeline import manifest, valuediff
+from bnstudy.pipeline.expected import config_for_expected, expected_for_config, repair_command
 
 
 def test_weights_are_byte_identical_when_written_twice(tmp_path):
@@ -243,7 +244,7 @@ FILES = [
 
 
 def test_compare_names_the_first_rule_and_the_values_that_moved(tmp_path):
-    from bnstudy.base import determinism
+    from bnstudy.pipeline import determinism
 
     a = _run_dir(tmp_path / "a", FILES)
     moved = [
@@ -296,7 +297,7 @@ def test_verify_says_identical_or_names_the_first_differing_rule_and_pinned_valu
 def test_verify_without_an_expected_manifest_says_how_to_create_it(tmp_path):
     good = _run_dir(tmp_path / "good", FILES)
     identical, [line, checked] = manifest.verify(tmp_path / "none.manifest.tsv", good.parent)
-    assert not identical and "python -m bnstudy.base.manifest expected --results" in line
+    assert not identical and "python -m bnstudy.pipeline.manifest expected --results" in line
     assert checked == f"every file is as {good} records it"
 
 
@@ -487,9 +488,9 @@ def test_snakemake_of_another_copy_runs_without_the_kernel_cache_this_import_cho
 
 
 def test_a_killed_run_may_lack_files_but_never_holds_a_half_written_one(tmp_path):
-    """bnstudy.base.determinism.check_killed: after a kill, files missing is fine; a file on disk with other
+    """bnstudy.pipeline.determinism.check_killed: after a kill, files missing is fine; a file on disk with other
     bytes than expected (half-written), or a build that already verifies, is an error."""
-    from bnstudy.base import determinism
+    from bnstudy.pipeline import determinism
 
     wf = tmp_path / "wf"
     built = _run_dir(wf, FILES)
@@ -509,7 +510,7 @@ def test_a_killed_run_may_lack_files_but_never_holds_a_half_written_one(tmp_path
 
 @pytest.mark.slow
 def test_the_commands_of_a_runs_session_are_seen(tmp_path):
-    from bnstudy.base import determinism
+    from bnstudy.pipeline import determinism
 
     proc = subprocess.Popen(
         [

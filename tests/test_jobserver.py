@@ -1,4 +1,4 @@
-"""The job server (bnstudy.base.jobserver): a script handed to it runs in a fork of the server as it
+"""The job server (bnstudy.pipeline.jobserver): a script handed to it runs in a fork of the server as it
 would in its own process (directory, environment, streams, exit status, log), a job whose environment
 differs runs alone, and a killed job's fork dies with it. The pipeline's use of it is checked by the
 determinism runs (tests/test_pipeline.py), which reproduce the committed manifests through it."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bnstudy.base import jobserver
+from bnstudy.pipeline import jobserver
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow  # starts a server and the jobs' processes
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow  # starts a server and the jobs' processes
 SCRIPT = """
 import os, sys, time
 sys.path.insert(0, {src!r})
-from bnstudy.base import jobserver
+from bnstudy.pipeline import jobserver
 status = jobserver.hand_off(sys.argv[0], "job.log")
 if status is not None:
     sys.exit(status)
@@ -140,7 +140,7 @@ def _state(pid: int) -> str:
 def test_the_server_stops_when_snakemake_is_gone(tmp_path):
     """Started by a process that then exits (Snakemake killed), the server stops answering."""
     code = (
-        "import sys; sys.path.insert(0, {src!r}); from bnstudy.base import jobserver; "
+        "import sys; sys.path.insert(0, {src!r}); from bnstudy.pipeline import jobserver; "
         "print(jobserver.start({root!r}, {src!r}, {log!r}), flush=True)"
     ).format(src=str(ROOT / "src"), root=str(ROOT), log=str(tmp_path / "server.log"))
     address = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

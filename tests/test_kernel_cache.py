@@ -1,4 +1,4 @@
-"""The kernel cache is filed by code and machine, not by the checkout's path (bnstudy.base.kernelcache):
+"""The kernel cache is filed by code and machine, not by the checkout's path (bnstudy.pipeline.kernelcache):
 a second copy of the package loads what the first compiled; another simulated machine compiles its own."""
 
 import json

@@ -6,7 +6,7 @@ import sys
 import pytest
 import yaml
 
-from bnstudy.base import pinned
+from bnstudy.pipeline import pinned
 from conftest import ROOT
 
 
@@ -60,7 +60,7 @@ def test_a_pins_file_holds_one_set_that_update_rewrites_and_check_compares_stric
 
 def _cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "bnstudy.base.pinned", *args],
+        [sys.executable, "-m", "bnstudy.pipeline.pinned", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from bnstudy.base import determinism, machines, manifest
+from bnstudy.pipeline import determinism, machines, manifest
 from conftest import ROOT, snakemake
 
 EXPECTED = ROOT / "config" / "expected" / "test.manifest.tsv"
@@ -47,7 +47,7 @@ def test_every_job_of_the_runs_ran_in_a_fork_of_the_job_server(runs):
     """The runs are local builds: each job's script ran in a fork of the job server (its log ends with the
     fork's usage), so the manifests these runs reproduce were computed through it (the committed ones were
     computed by jobs in processes of their own, as on a cluster: tests/test_slurm.py)."""
-    from bnstudy.base.jobserver import usage_in_log
+    from bnstudy.pipeline.jobserver import usage_in_log
 
     base, _, _ = runs
     for name in determinism.RUNS:
@@ -62,8 +62,9 @@ def test_test_config_gives_the_expected_manifest(runs):
     _, manifests, _ = runs
     identical, lines = manifest.verify(EXPECTED, manifests["cores1"].parent)
     assert identical, "\n".join(lines) + (
-        "\n(a deliberate change of the science: refresh it with python -m bnstudy.base.determinism --update-expected, "
-        "or after a test-config build python -m bnstudy.base.manifest expected --results results "
+        "\n(a deliberate change of the science: refresh it with "
+        "python -m bnstudy.pipeline.determinism --update-expected, "
+        "or after a test-config build python -m bnstudy.pipeline.manifest expected --results results "
         f"--out {EXPECTED.relative_to(ROOT)}, and review the diff)"
     )
 

@@ -1,4 +1,4 @@
-"""bnstudy.base.plan: the planned jobs, the cost model's arithmetic, and the budget's refusal."""
+"""bnstudy.pipeline.plan: the planned jobs, the cost model's arithmetic, and the budget's refusal."""
 
 import math
 import re
@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bnstudy.base import plan
-from bnstudy.base.plan import Cost, Job, Plan
+from bnstudy.pipeline import plan
+from bnstudy.pipeline.plan import Cost, Job, Plan
 from conftest import ROOT, snakemake
 
 PAPER = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -106,7 +106,7 @@ def rules_defined(smk: Path) -> dict[str, bool]:
 
 def test_every_rule_that_is_not_local_is_priced_by_the_study_whose_rules_file_defines_it():
     """A study's rules are costed by its own ``cost`` module (bnstudy.base.catalogue.Study.work), the
-    rules no study owns by bnstudy.base.plan.BASE_WORK: a study added without its cost entries fails here,
+    rules no study owns by bnstudy.pipeline.plan.BASE_WORK: a study added without its cost entries fails here,
     as does an entry left behind by a rule that is gone, or one a study keeps for another's rule."""
     from bnstudy.base import catalogue
 
@@ -130,7 +130,7 @@ def test_every_rule_that_is_not_local_is_priced_by_the_study_whose_rules_file_de
     }
     assert needed["precise_rows"] == {"evaluate_precise_rows"}
     for name, work in owners.items():
-        assert set(work) == needed[name], (name or "bnstudy.base.plan.BASE_WORK", set(work) ^ needed[name])
+        assert set(work) == needed[name], (name or "bnstudy.pipeline.plan.BASE_WORK", set(work) ^ needed[name])
     assert plan.WORK == {rule: w for work in owners.values() for rule, w in work.items()}
 
 
@@ -353,7 +353,7 @@ def _run_plan(*args):
     import subprocess
 
     return subprocess.run(
-        [sys.executable, "-m", "bnstudy.base.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "bnstudy.pipeline.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
 
 
@@ -497,7 +497,7 @@ def test_planned_jobs_carry_the_dags_dependencies():
 def test_calibration_takes_a_job_server_forks_cpu_from_the_jobs_log(tmp_path):
     """A job whose script ran in a fork of the job server: its benchmark file measured only the job's
     own waiting process; the CPU time that counts is the fork's, on the log's last line."""
-    from bnstudy.base.jobserver import RECORD
+    from bnstudy.pipeline.jobserver import RECORD
 
     bench = tmp_path / "results" / "benchmarks" / "split.tsv"
     bench.parent.mkdir(parents=True)
@@ -516,7 +516,7 @@ def test_measured_jobs_take_their_own_cpu_time_and_the_schedule_follows(tmp_path
     """``--measured``: a job whose benchmark file lies in the given build takes its measured CPU
     seconds (the job server's record where the log has one); the others keep their estimates, and
     the longest chain and the list schedule are recomputed from the mix."""
-    from bnstudy.base.jobserver import RECORD
+    from bnstudy.pipeline.jobserver import RECORD
 
     bench = tmp_path / "results" / "benchmarks"
     (bench / "train").mkdir(parents=True)
@@ -552,7 +552,7 @@ def test_measured_jobs_take_their_own_cpu_time_and_the_schedule_follows(tmp_path
 
 
 def test_a_jobs_log_is_its_benchmark_files_twin():
-    from bnstudy.base.provenance import job_log
+    from bnstudy.pipeline.provenance import job_log
 
     assert (
         str(job_log("results/benchmarks/train_grid/none_b4_seeds0.tsv")) == "results/logs/train_grid/none_b4_seeds0.log"

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bnstudy.base import determinism, machines, provenance
+from bnstudy.pipeline import determinism, machines, provenance
 
 pytestmark = pytest.mark.slow  # processes started as simulated machines
 

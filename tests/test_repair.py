@@ -2,7 +2,7 @@
 exactly those, and a run killed anywhere loses nothing.
 
 The finished builds are the determinism runs' (tests/conftest.py ``runs``): the killed run's, killed
-at each of ``bnstudy.base.determinism.KILL_POINTS`` and resumed, is damaged here and repaired in place,
+at each of ``bnstudy.pipeline.determinism.KILL_POINTS`` and resumed, is damaged here and repaired in place,
 on the simulated machine it was built on (so its kernel cache serves the repair's jobs).
 """
 
@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from bnstudy.base import determinism, io, machines, manifest
+from bnstudy.base import io
+from bnstudy.pipeline import determinism, machines, manifest
 from conftest import ROOT
 
 pytestmark = pytest.mark.pipeline
@@ -35,7 +36,7 @@ def _kills(base) -> list[dict]:
 def test_the_killed_run_was_killed_at_each_point_left_no_half_written_file_and_ends_as_expected(runs):
     """Killed during the kernel warm-up, during training and during the paper build (each seen
     running when killed), unlocked and resumed each time; after each kill every output on disk had
-    its expected bytes (bnstudy.base.determinism.check_killed raises otherwise) and the build did not
+    its expected bytes (bnstudy.pipeline.determinism.check_killed raises otherwise) and the build did not
     verify; the last resumption ends identical to the expected manifest."""
     base, manifests, _ = runs
     kills = _kills(base)
@@ -103,7 +104,7 @@ def test_verify_names_each_damaged_output_a_job_names_the_file_and_repair_restor
             FIGURE: "figure_lr_sweep",
         }
         cli = subprocess.run(
-            [sys.executable, "-m", "bnstudy.base.manifest", "verify", "--configfile", "config/test.yaml"],
+            [sys.executable, "-m", "bnstudy.pipeline.manifest", "verify", "--configfile", "config/test.yaml"],
             cwd=wf,
             capture_output=True,
             text=True,
@@ -129,7 +130,7 @@ def test_verify_names_each_damaged_output_a_job_names_the_file_and_repair_restor
             [
                 sys.executable,
                 "-m",
-                "bnstudy.base.manifest",
+                "bnstudy.pipeline.manifest",
                 "repair",
                 "--configfile",
                 "config/test.yaml",

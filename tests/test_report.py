@@ -79,7 +79,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_report_embeds_every_figure_table_summary_and_the_paper_byte_for_byte(report):
-    from bnstudy.base import manifest
+    from bnstudy.pipeline import manifest
 
     workdir, manifest_path, html = report
     results = embedded(html)["results"]

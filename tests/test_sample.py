@@ -1,4 +1,4 @@
-"""Verify a sample before spending a CPU-day (bnstudy.base.sample): the sample file of a config, the
+"""Verify a sample before spending a CPU-day (bnstudy.pipeline.sample): the sample file of a config, the
 comparison of a build's hashes with it, and the copy of the checkout it builds in."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnstudy.base import sample
+from bnstudy.pipeline import sample
 from conftest import ROOT
 
 

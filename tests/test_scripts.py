@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bnstudy.base.codedeps import code_inputs, module_closure
+from bnstudy.pipeline.codedeps import code_inputs, module_closure
 
 pytestmark = pytest.mark.slow  # rule scripts in their own processes
 
@@ -203,11 +203,12 @@ def test_code_inputs_follow_imports_inside_functions_and_through_modules():
         "src/bnstudy/base/__init__.py",
         "src/bnstudy/base/catalogue.py",
         "src/bnstudy/base/io.py",
-        "src/bnstudy/base/jobserver.py",
         "src/bnstudy/base/normalisers.py",
         "src/bnstudy/base/runtime.py",
         "src/bnstudy/paper/__init__.py",
         "src/bnstudy/paper/figures.py",
+        "src/bnstudy/pipeline/__init__.py",
+        "src/bnstudy/pipeline/jobserver.py",
         "src/bnstudy/studies/__init__.py",
         "src/bnstudy/studies/batch_size/__init__.py",
         "src/bnstudy/studies/batch_size/figure.py",

@@ -9,7 +9,7 @@ goes through the SLURM executor (``--workflow-profile profiles/slurm``) when a
 cluster answers: started by :func:`start_in_background` from an empty ``results/``
 in a scratch copy of the workflow as soon as pytest has collected the tests
 (``tests/conftest.py``'s ``fashion_tiny``), as the simulated machine without
-AVX/FMA (``bnstudy.base.machines.environments()["generic"]``; ``sbatch
+AVX/FMA (``bnstudy.pipeline.machines.environments()["generic"]``; ``sbatch
 --export=ALL`` hands those variables to every job). Without a cluster the same
 build runs locally instead, so it is checked either way. Its ``results/manifest.tsv``
 must equal ``config/expected/fashion-tiny.manifest.tsv`` byte for byte: the check is
@@ -42,8 +42,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bnstudy.base.determinism import NICENESS, copy_workflow, niced, run_environment
-from bnstudy.base.machines import environments
+from bnstudy.pipeline.determinism import NICENESS, copy_workflow, niced, run_environment
+from bnstudy.pipeline.machines import environments
 
 pytestmark = pytest.mark.slurm
 
@@ -110,7 +110,7 @@ def start_snakemake(
 ) -> subprocess.Popen:
     """Start Snakemake with this interpreter in ``workdir``, output to ``log``; at ``niceness``
     (its SLURM jobs too: scripts/slurm-local's cluster propagates the submitter's niceness);
-    ``env``: variables added to the run's environment (bnstudy.base.determinism.run_environment)."""
+    ``env``: variables added to the run's environment (bnstudy.pipeline.determinism.run_environment)."""
     with open(log, "w") as out:
         return subprocess.Popen(
             niced([sys.executable, "-m", "snakemake", *args], niceness),
@@ -233,7 +233,7 @@ def start_in_background(tmp_path_factory, workdir: Path | None = None) -> Build:
     directory, if given), as the simulated machine without AVX/FMA: through SLURM (profiles/slurm)
     if a cluster answers, else locally on 2 cores. Started by conftest once collection has ended and
     that machine's kernels are compiled, so the run goes on beside the unit tests; at the
-    determinism runs' low priority (bnstudy.base.determinism.NICENESS): it runs beside them."""
+    determinism runs' low priority (bnstudy.pipeline.determinism.NICENESS): it runs beside them."""
     problem = cluster_problem()
     where = "local" if problem else "slurm"
     work = copy_workflow(ROOT, workdir or tmp_path_factory.mktemp(f"fashion-tiny-{where}"))
@@ -316,7 +316,7 @@ def test_the_build_on_one_node_submits_group_jobs_only(slurm_run):
     assert any("/group_level1_" in log for log in logs)
 
 
-# A job that writes down the kernel-selection variables it sees (bnstudy.base.provenance.KERNEL_VARIABLES)
+# A job that writes down the kernel-selection variables it sees (bnstudy.pipeline.provenance.KERNEL_VARIABLES)
 SHOW_ENVIRONMENT_SNAKEFILE = textwrap.dedent("""\
     VARIABLES = {variables!r}
 
@@ -333,7 +333,7 @@ def test_the_slurm_jobs_run_as_the_simulated_machine(slurm_run, tmp_path_factory
     """The build's Snakemake ran with the generic machine's variables (its build record, written
     beside it, names them), and a SLURM job submitted the same way sees them all (sbatch
     --export=ALL): so do the build's jobs."""
-    from bnstudy.base.provenance import KERNEL_VARIABLES
+    from bnstudy.pipeline.provenance import KERNEL_VARIABLES
 
     work, _ = slurm_run
     env = environments()[MACHINE]
@@ -375,7 +375,7 @@ _ONE_JOB_LOCK = threading.Lock()
 
 
 def _kernel_variables():
-    from bnstudy.base.provenance import KERNEL_VARIABLES
+    from bnstudy.pipeline.provenance import KERNEL_VARIABLES
 
     return KERNEL_VARIABLES
 

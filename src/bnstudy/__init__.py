@@ -4,9 +4,13 @@ Where to start reading: ``base.normalisers`` (every normaliser the study knows, 
 then one study, e.g. ``studies.batch_size``: its science computes, its summary and macros report,
 its figure draws. The layers, each importing only the layers before it in this list:
 
-- ``base``      configuration checks, the registry of normalisers, the data sets' files, byte-stable
-                I/O, statistics, fixed-bit elementary functions, the build record (manifest, pins,
-                provenance), the plan, the determinism check, the kernel cache
+- ``base``      configuration checks, the registry of normalisers, the catalogue of studies, the data
+                sets' files, byte-stable I/O, statistics, fixed-bit elementary functions, seeds and
+                thread settings (``runtime``)
+- ``pipeline``  the pipeline's machinery, on ``base`` alone: the cost model (``plan``), the job server,
+                each rule's code inputs (``codedeps``), the kernel cache, the build record (manifest,
+                pins, provenance), the determinism check on simulated machines; the science imports
+                it only in each study's ``cost.py`` and in ``studies.compare`` (which reads builds)
 - ``compiled``  the Numba kernels in one fixed order (Linear blocks, reductions, every normaliser's
                 arithmetic in ``normkernels``, both networks' forward passes, gradients, optimisers,
                 the training loop ``backprop``, the probes, one batch-norm layer)
@@ -27,7 +31,7 @@ its figure draws. The layers, each importing only the layers before it in this l
 
 tests/test_layers.py keeps that order.
 
-The workflow's rule scripts (``workflow/scripts``) call these modules; ``base.codedeps`` reads
+The workflow's rule scripts (``workflow/scripts``) call these modules; ``pipeline.codedeps`` reads
 their imports so that editing a module re-runs exactly the rules that can load it.
 
 Numba caches compiled kernels on disk, but it checks only the source file of the
@@ -36,7 +40,7 @@ cache lives in a directory named by a digest of every module that uses Numba
 (under ``$XDG_CACHE_HOME/bnstudy``, by default ``~/.cache/bnstudy``): editing any
 kernel compiles afresh instead of loading stale machine code, and copies of the
 same code share one cache, filed by the machine compiled for and not by the
-checkout's path (``kernelcache``). Set ``NUMBA_CACHE_DIR`` to choose another place.
+checkout's path (``pipeline.kernelcache``). Set ``NUMBA_CACHE_DIR`` to choose another place.
 """
 
 import hashlib
@@ -58,8 +62,8 @@ def _numba_cache_dir() -> str:
 
 
 os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_dir())
-# before Numba is imported (it reads the variable then): see bnstudy.base.kernelcache
+# before Numba is imported (it reads the variable then): see bnstudy.pipeline.kernelcache
 os.environ.setdefault(
     "NUMBA_CACHE_LOCATOR_CLASSES",
-    "bnstudy.base.kernelcache.KernelCacheLocator,InTreeCacheLocator,UserWideCacheLocator,IPythonCacheLocator,ZipCacheLocator",
+    "bnstudy.pipeline.kernelcache.KernelCacheLocator,InTreeCacheLocator,UserWideCacheLocator,IPythonCacheLocator,ZipCacheLocator",
 )

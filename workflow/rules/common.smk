@@ -9,13 +9,13 @@ from snakemake.io import apply_wildcards
 from snakemake.iocontainers import Wildcards
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from bnstudy.base.codedeps import code_inputs
+from bnstudy.pipeline.codedeps import code_inputs
 from bnstudy.base.config import ConfigError, load_schema
 from bnstudy.base.config import load_file as load_config_file
 from bnstudy.base.config import validate as validate_config
 from bnstudy.base.normalisers import RENORM, spec_settings
 from bnstudy.base.normalisers import get as normaliser
-from bnstudy.base.plan import available_memory_mb, exact_statistics_mb
+from bnstudy.pipeline.plan import available_memory_mb, exact_statistics_mb
 from bnstudy.nets.weights import blocks as seed_blocks
 from bnstudy.base import catalogue
 
@@ -84,7 +84,7 @@ CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 
 
 # The code inputs of a rule: its script, _setup.py and every package module the
-# script can load, read from the imports (bnstudy.base.codedeps), so that a change to
+# script can load, read from the imports (bnstudy.pipeline.codedeps), so that a change to
 # the science re-runs what depends on it (the code trigger sees only the script:
 # file itself). plumb_rules() gives them to every rule that runs a script.
 def code(script):
@@ -113,12 +113,12 @@ def job_size(mem_mb, runtime):
 
 
 def plan_runtimes():
-    """Every rule's run time from the cost model (bnstudy.base.plan): each job asks at least
+    """Every rule's run time from the cost model (bnstudy.pipeline.plan): each job asks at least
     plan.RUNTIME_MARGIN times its estimated CPU seconds (minutes, a multiple of 5), times the attempt,
     so that a cluster enforcing run times does not stop a job the plan expects to run long; the
     rule's own minutes stay the floor, and `--set-resources` still overrides both. Called once every
     rule is defined."""
-    from bnstudy.base import plan as cost_model
+    from bnstudy.pipeline import plan as cost_model
 
     table = cost_model.read_table()
     for r in workflow.rules:
@@ -127,12 +127,12 @@ def plan_runtimes():
 
 
 def plan_priorities():
-    """Every job's priority from the cost model: its estimated CPU seconds (bnstudy.base.plan), so that
+    """Every job's priority from the cost model: its estimated CPU seconds (bnstudy.pipeline.plan), so that
     of the jobs ready at a time Snakemake starts the longest first. Started late, one long job (a
     grid network at batch 2) runs alone at the end with a core idle; started first, it runs beside
     the many short ones. Only the order of the jobs changes, never what a job computes. Called once
     every rule is defined."""
-    from bnstudy.base import plan as cost_model
+    from bnstudy.pipeline import plan as cost_model
 
     table = cost_model.read_table()
     for r in workflow.rules:
@@ -169,7 +169,7 @@ def _planned_runtime(r, first, table, cost_model):
 
 def job_size_with_rows(mem_mb, runtime):
     """:func:`job_size` for the jobs that compute the exact statistics of every training row at once,
-    at least the memory those rows' activations need (bnstudy.base.plan.exact_statistics_mb; about
+    at least the memory those rows' activations need (bnstudy.pipeline.plan.exact_statistics_mb; about
     14 GB for config/fashion-cluster.yaml, the digits' and tiny configs' stay at ``mem_mb``)."""
     return job_size(max(mem_mb, exact_statistics_mb(config)), runtime)
 

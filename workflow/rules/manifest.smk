@@ -19,7 +19,7 @@ if workflow.is_main_process:
                 if row.get("path") and not Path(row["path"]).exists()
             ]
     except (OSError, UnicodeDecodeError, csv.Error):
-        _LOST = []  # no finished build (or its manifest is damaged: python -m bnstudy.base.manifest verify says so)
+        _LOST = []  # no finished build (or its manifest is damaged: python -m bnstudy.pipeline.manifest verify says so)
 if _LOST:
     print(
         f"bnstudy: {len(_LOST)} output(s) of the last build are gone (first: {_LOST[0]}); "

@@ -62,8 +62,8 @@ def start(snakemake, torch: bool = True):
     root = Path(snakemake.scriptdir).resolve().parents[1]
     sys.path.insert(0, str(root / "src"))
     # a local build's job server runs this script in a fork of a process that has the imports
-    # and the kernels loaded already (bnstudy.base.jobserver); this process then only waits
-    from bnstudy.base import jobserver
+    # and the kernels loaded already (bnstudy.pipeline.jobserver); this process then only waits
+    from bnstudy.pipeline import jobserver
 
     status = jobserver.hand_off(sys.argv[0], snakemake.log[0] if snakemake.log else None)
     if status is not None:

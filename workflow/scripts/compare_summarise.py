@@ -9,8 +9,8 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
-from bnstudy.base.pinned import macro_definitions
 from bnstudy.paper import latex
+from bnstudy.pipeline.pinned import macro_definitions
 from bnstudy.studies.compare import report
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params

@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy.base import manifest
+from bnstudy.pipeline import manifest
 
 table = manifest.build([tuple(e) for e in snakemake.params.entries])
 manifest.write(snakemake.output.manifest, table)

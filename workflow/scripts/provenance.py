@@ -16,8 +16,9 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy.base import io, manifest, provenance
+from bnstudy.base import io
 from bnstudy.paper import latex
+from bnstudy.pipeline import manifest, provenance
 
 out, p = snakemake.output, snakemake.params
 table = manifest.build([tuple(e) for e in p.entries])

@@ -6,7 +6,8 @@ sys.path.insert(0, snakemake.scriptdir)
 from _setup import start
 
 log = start(snakemake, torch=False)
-from bnstudy.base import io, provenance
+from bnstudy.base import io
+from bnstudy.pipeline import provenance
 
 table = provenance.runtimes(snakemake.input.benchmarks)
 io.write_table(snakemake.output.runtimes, table.round(3))

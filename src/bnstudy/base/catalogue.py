@@ -11,7 +11,7 @@ A study named ``x`` is its folder ``src/bnstudy/studies/x/``, its rules file
   ``generated/sections.tex``);
 - the config checks run each included study's ``checks.check(config, part)``, if its folder has
   a ``checks`` module (:func:`checks`);
-- the cost model (``bnstudy.base.plan``: ``make plan``, the cluster's run times) prices each of its
+- the cost model (``bnstudy.pipeline.plan``: ``make plan``, the cluster's run times) prices each of its
   rules that is not a local rule by its folder's ``cost`` module (:meth:`Study.work`);
 - the house style prints each figure at its width (``bnstudy.paper.figures.PRINTED_WIDTH``).
 
@@ -90,7 +90,7 @@ class Study:
 
     def work(self) -> dict:
         """The cost model's work of each of its rules that is not a local rule, ``{rule:
-        bnstudy.base.plan.Work}`` (``studies/<name>/cost.py``'s ``WORK``; {} without one: a study
+        bnstudy.pipeline.plan.Work}`` (``studies/<name>/cost.py``'s ``WORK``; {} without one: a study
         of local rules only). Looked up by name, as :meth:`check` is: the base layer imports no study."""
         module = f"bnstudy.studies.{self.name}.cost"
         if importlib.util.find_spec(module) is None:

@@ -282,7 +282,7 @@ def study_checks(config: dict) -> list:
 
     Looked up by name: the config checks change no output, so no rule whose script reads a
     config through this module takes the catalogue or a study's checks among its code inputs
-    (``bnstudy.base.codedeps`` follows import statements), and adding a study re-runs none of them.
+    (``bnstudy.pipeline.codedeps`` follows import statements), and adding a study re-runs none of them.
     """
     return importlib.import_module("bnstudy.base.catalogue").checks(config)
 

@@ -8,7 +8,7 @@ previous block's output channels; 1, the grey image, for the first) and, once th
 images of a side, its input side and so its output side (:func:`out_side`). Every reader of the
 layers reads this one form: the network's spec (:class:`bnstudy.nets.conv_train.ConvSpec`, whose
 :meth:`~bnstudy.nets.conv_train.ConvSpec.blocks` the compiled loop's geometry is built from,
-:func:`bnstudy.compiled.conv.geometry`), the cost model (:mod:`bnstudy.base.plan`) and the paper's
+:func:`bnstudy.compiled.conv.geometry`), the cost model (:mod:`bnstudy.pipeline.plan`) and the paper's
 prose (:mod:`bnstudy.paper.network_prose`). Pure Python, no arithmetic that could depend on the CPU.
 """
 

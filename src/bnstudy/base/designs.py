@@ -5,7 +5,7 @@ Pure Python, importing nothing: a report or a figure that needs a study's stream
 names takes them from here, never from the study's compiled module
 (``serving``, ``finetune``, ``conv``), so that editing a kernel re-runs only the
 rules that compute with it, not those that print or draw its results (each rule's
-code inputs are the modules its script can import: :mod:`bnstudy.base.codedeps`).
+code inputs are the modules its script can import: :mod:`bnstudy.pipeline.codedeps`).
 """
 
 # Live serving (bnstudy.studies.serving.science): the two orders of the test stream.

@@ -2,7 +2,7 @@
 
 Every study that evaluates trained networks reads these modules; none reads another study's
 (``tests/test_study_imports.py``). Nothing is imported here, so a rule that loads one module of the
-package (a report's :mod:`.paired`) does not load the compiled ones (``bnstudy.base.codedeps``).
+package (a report's :mod:`.paired`) does not load the compiled ones (``bnstudy.pipeline.codedeps``).
 
 - :mod:`.accuracy`   accuracy in inference and in training mode, seeded test batches, trained cells
 - :mod:`.recompute`  a frozen network's batch-norm statistics recomputed from its training rows

@@ -1,9 +1,17 @@
-"""Gradient accumulation's rule in the cost model (bnstudy.base.plan): its training runs, fitted with
+"""Gradient accumulation's rule in the cost model (bnstudy.pipeline.plan): its training runs, fitted with
 every rule that trains."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import TRAINING, Work, epoch_steps, network_family, row_multiply_adds, rows_per_step, train_rows
+from bnstudy.pipeline.plan import (
+    TRAINING,
+    Work,
+    epoch_steps,
+    network_family,
+    row_multiply_adds,
+    rows_per_step,
+    train_rows,
+)
 
 
 def _accumulation(p, wc, config):

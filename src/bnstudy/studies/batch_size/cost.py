@@ -1,8 +1,8 @@
-"""Study 2's rule in the cost model (bnstudy.base.plan): the remedies' rows through each network."""
+"""Study 2's rule in the cost model (bnstudy.pipeline.plan): the remedies' rows through each network."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import Work, block_seeds, network_family, row_multiply_adds, test_rows, train_rows
+from bnstudy.pipeline.plan import Work, block_seeds, network_family, row_multiply_adds, test_rows, train_rows
 
 
 def _remedies(p, wc, config):

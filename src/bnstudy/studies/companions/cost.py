@@ -1,9 +1,9 @@
-"""Study 1's rules in the cost model (bnstudy.base.plan): the companion probes, counted in probe rows,
+"""Study 1's rules in the cost model (bnstudy.pipeline.plan): the companion probes, counted in probe rows,
 and the third kept-batch network's training run (its rules file's own ``train_dependence_keep_more``)."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import (
+from bnstudy.pipeline.plan import (
     CLASSES,
     PER_JOB,
     Work,

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bnstudy.base import manifest
-from bnstudy.base.pinned import macro_definitions
 from bnstudy.paper import latex
+from bnstudy.pipeline import manifest
+from bnstudy.pipeline.pinned import macro_definitions
 
 MACROS = "results/paper/macros/"
 # never read: this study's own macros, and the build record (package versions, machine)

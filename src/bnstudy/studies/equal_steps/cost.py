@@ -1,9 +1,17 @@
-"""The equal-steps study in the cost model (bnstudy.base.plan): its training jobs, priced as every
+"""The equal-steps study in the cost model (bnstudy.pipeline.plan): its training jobs, priced as every
 rule that trains is (one fit per network family, step-equivalents x the network)."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import TRAIN_UNIT, TRAINING, Work, network_family, row_multiply_adds, rows_per_step, train_rows
+from bnstudy.pipeline.plan import (
+    TRAIN_UNIT,
+    TRAINING,
+    Work,
+    network_family,
+    row_multiply_adds,
+    rows_per_step,
+    train_rows,
+)
 
 
 def _arm(p, wc, config):
@@ -24,5 +32,5 @@ WORK = {
     ),
 }
 # Rows of the cost table (workflow/resources/cpu_seconds.tsv) that no calibration has measured yet: such a
-# job costs the table's '*' row until `python -m bnstudy.base.plan calibrate` from a build that ran it.
+# job costs the table's '*' row until `python -m bnstudy.pipeline.plan calibrate` from a build that ran it.
 UNMEASURED = {"train_equal_steps:mlp", "train_equal_steps:conv"}

@@ -1,8 +1,8 @@
-"""Fine-tuning's rules in the cost model (bnstudy.base.plan): fine-tuning steps of each source network."""
+"""Fine-tuning's rules in the cost model (bnstudy.pipeline.plan): fine-tuning steps of each source network."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import Work, block_seeds, network_family, row_multiply_adds
+from bnstudy.pipeline.plan import Work, block_seeds, network_family, row_multiply_adds
 
 
 def _finetune(p, wc, config, runs_per_rate: int = 4):

@@ -1,9 +1,9 @@
-"""The learning-rate sweep's rules in the cost model (bnstudy.base.plan): its training runs, fitted with
+"""The learning-rate sweep's rules in the cost model (bnstudy.pipeline.plan): its training runs, fitted with
 every rule that trains."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import (
+from bnstudy.pipeline.plan import (
     PER_JOB,
     TRAINING,
     Work,

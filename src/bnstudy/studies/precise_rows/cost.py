@@ -1,9 +1,9 @@
-"""PreciseBN on a budget in the cost model (bnstudy.base.plan): the rows each job passes through its
+"""PreciseBN on a budget in the cost model (bnstudy.pipeline.plan): the rows each job passes through its
 networks (:func:`bnstudy.studies.precise_rows.science.evaluate`)."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import Work, block_seeds, network_family, row_multiply_adds, test_rows, train_rows
+from bnstudy.pipeline.plan import Work, block_seeds, network_family, row_multiply_adds, test_rows, train_rows
 
 
 def _precise_rows(p, wc, config):
@@ -30,5 +30,5 @@ WORK = {
     ),
 }
 # Rows of the cost table (workflow/resources/cpu_seconds.tsv) that no calibration has measured yet: such a
-# job costs the table's '*' row until `python -m bnstudy.base.plan calibrate` from a build that ran it.
+# job costs the table's '*' row until `python -m bnstudy.pipeline.plan calibrate` from a build that ran it.
 UNMEASURED = {"evaluate_precise_rows:conv"}

@@ -1,9 +1,9 @@
-"""Studies 3 and 5's rules in the cost model (bnstudy.base.plan): the running statistics' passes; the
+"""Studies 3 and 5's rules in the cost model (bnstudy.pipeline.plan): the running statistics' passes; the
 population, its self-checks and the sorted networks' evaluation priced per job (jobs of seconds)."""
 
 from __future__ import annotations
 
-from bnstudy.base.plan import PER_JOB, Work
+from bnstudy.pipeline.plan import PER_JOB, Work
 
 
 def _running_stats(p, wc, config):

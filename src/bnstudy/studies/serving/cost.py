@@ -1,10 +1,10 @@
-"""Serving's rule in the cost model (bnstudy.base.plan): served batches of each network."""
+"""Serving's rule in the cost model (bnstudy.pipeline.plan): served batches of each network."""
 
 from __future__ import annotations
 
 import math
 
-from bnstudy.base.plan import Work, network_family, row_multiply_adds, test_rows
+from bnstudy.pipeline.plan import Work, network_family, row_multiply_adds, test_rows
 
 
 def _serving(p, wc, config):

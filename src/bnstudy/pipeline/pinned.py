@@ -8,8 +8,8 @@ config gives the same bytes everywhere). ``check`` recomputes nothing itself: it
 reads a finished run's macros and reports every value that moved by more than
 its tolerance, by how much, strictly.
 
-    python -m bnstudy.base.pinned check  --results results --pins config/pinned/paper.yaml
-    python -m bnstudy.base.pinned update --results results --pins config/pinned/paper.yaml
+    python -m bnstudy.pipeline.pinned check  --results results --pins config/pinned/paper.yaml
+    python -m bnstudy.pipeline.pinned update --results results --pins config/pinned/paper.yaml
 
 ``update`` is for deliberate changes of the science: review its diff like code.
 """
@@ -98,7 +98,7 @@ def load(pins_path: Path) -> dict:
     if not pins_path.is_file():
         raise PinsError(
             f"no pins file {pins_path}: after a build, create it with "
-            f"python -m bnstudy.base.pinned update --results results --pins {pins_path}"
+            f"python -m bnstudy.pipeline.pinned update --results results --pins {pins_path}"
         )
     pins = yaml.safe_load(pins_path.read_text())
     if not isinstance(pins, dict) or not isinstance(pins.get("values"), dict):
@@ -106,7 +106,7 @@ def load(pins_path: Path) -> dict:
         raise PinsError(
             f"{pins_path} holds no 'values' mapping"
             + (" (it has per-machine 'sets', the old format)" if old else "")
-            + f": rewrite it with python -m bnstudy.base.pinned update --results results --pins {pins_path}"
+            + f": rewrite it with python -m bnstudy.pipeline.pinned update --results results --pins {pins_path}"
         )
     return pins["values"]
 
@@ -114,8 +114,8 @@ def load(pins_path: Path) -> dict:
 HEADER = """\
 # Numbers the paper quotes, pinned with a tolerance each (one unit in the last
 # printed digit): one set of values, the same on every machine. Written by
-# `python -m bnstudy.base.pinned update`; checked by tests/test_pinned.py and
-# `python -m bnstudy.base.pinned check`.
+# `python -m bnstudy.pipeline.pinned update`; checked by tests/test_pinned.py and
+# `python -m bnstudy.pipeline.pinned check`.
 """
 
 

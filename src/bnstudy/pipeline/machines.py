@@ -5,7 +5,7 @@ Each machine is a set of environment variables added to a run's environment
 oneDNN, MKL, OpenBLAS, NumPy (``NPY_DISABLE_CPU_FEATURES``), Numba
 (``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``) and glibc (``GLIBC_TUNABLES``)
 dispatch on. Only features this machine has can be masked, so they are read here,
-at run time. :mod:`bnstudy.base.determinism` runs the test config on each.
+at run time. :mod:`bnstudy.pipeline.determinism` runs the test config on each.
 """
 
 from __future__ import annotations
@@ -95,11 +95,11 @@ def environments() -> dict[str, dict[str, str]]:
 
 def describe_environment(extra: dict[str, str]) -> dict[str, str]:
     """What a process started with ``extra`` added to its environment runs on
-    (:func:`bnstudy.base.provenance.machine_description`, run in that process)."""
+    (:func:`bnstudy.pipeline.provenance.machine_description`, run in that process)."""
     src = str(Path(__file__).resolve().parents[2])
     code = (
         f"import json, sys; sys.path.insert(0, {src!r})\n"
-        "from bnstudy.base import provenance\n"
+        "from bnstudy.pipeline import provenance\n"
         "print(json.dumps(provenance.machine_description()))"
     )
     out = subprocess.run(

@@ -1,7 +1,7 @@
 """Which values moved between two summary files: JSON leaf by leaf, CSV/TSV tables cell by cell.
 
 :func:`value_diff` lists them as ``'path: key: a -> b'`` lines, at most :data:`MAX_LINES`; the
-manifest's comparison of two runs (:func:`bnstudy.base.manifest.summary_value_diffs`) calls it for
+manifest's comparison of two runs (:func:`bnstudy.pipeline.manifest.summary_value_diffs`) calls it for
 every summary file of their first difference.
 """
 

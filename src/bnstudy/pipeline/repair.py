@@ -1,7 +1,7 @@
 """Repair a build: re-create exactly its missing or damaged outputs with Snakemake, then verify it.
 
-:func:`repair` (``python -m bnstudy.base.manifest repair``, ``make repair``) names the bad files
-with :func:`bnstudy.base.manifest.check_files`, forces their jobs, lets Snakemake re-run what
+:func:`repair` (``python -m bnstudy.pipeline.manifest repair``, ``make repair``) names the bad files
+with :func:`bnstudy.pipeline.manifest.check_files`, forces their jobs, lets Snakemake re-run what
 depends on a file that came back with other bytes (:func:`planned`), and verifies the build.
 """
 
@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bnstudy.base.expected import expected_for_config
-from bnstudy.base.manifest import (
+from bnstudy.pipeline.expected import expected_for_config
+from bnstudy.pipeline.manifest import (
     UNEXPECTED,
     check_files,
     describe_problems,

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bnstudy.base.valuediff import MAX_LINES
+from bnstudy.pipeline.valuediff import MAX_LINES
 
 
 def pins_for(expected: Path) -> Path:
@@ -24,14 +24,14 @@ def pins_for(expected: Path) -> Path:
 
 
 def pinned_drift(results: Path, pins: Path, limit: int = MAX_LINES) -> list[str]:
-    """The lines of ``python -m bnstudy.base.pinned check`` for ``results`` (at most ``limit``)."""
+    """The lines of ``python -m bnstudy.pipeline.pinned check`` for ``results`` (at most ``limit``)."""
     env = os.environ | {
         "PYTHONPATH": os.pathsep.join(
             filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
         )
     }
     out = subprocess.run(
-        [sys.executable, "-m", "bnstudy.base.pinned", "check", "--results", str(results), "--pins", str(pins)],
+        [sys.executable, "-m", "bnstudy.pipeline.pinned", "check", "--results", str(results), "--pins", str(pins)],
         capture_output=True,
         text=True,
         env=env,

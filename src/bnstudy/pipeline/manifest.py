@@ -5,21 +5,21 @@ A manifest is a tidy table, one row per output file: ``rule``, ``wildcards``,
 byte-identical; :func:`first_difference` says where they first part, in the order
 the rows were written (the pipeline writes them in DAG order), and
 :func:`summary_value_diffs` which values of its JSON or CSV summary files moved
-(:mod:`bnstudy.base.valuediff`).
+(:mod:`bnstudy.pipeline.valuediff`).
 
 The expected result of a config is its manifest, kept in ``config/expected/``
 (logs, benchmarks and runtimes are never hashed)::
 
-    python -m bnstudy.base.manifest verify   --expected config/expected/paper.manifest.tsv --results results
-    python -m bnstudy.base.manifest expected --results results --out config/expected/paper.manifest.tsv
+    python -m bnstudy.pipeline.manifest verify   --expected config/expected/paper.manifest.tsv --results results
+    python -m bnstudy.pipeline.manifest expected --results results --out config/expected/paper.manifest.tsv
 
 ``verify`` prints ``identical: N files`` or the first differing rule (DAG order)
 with its files and, when the config's pins file exists, the pinned values that
-moved (``python -m bnstudy.base.pinned check``); exit status 1 on any difference.
+moved (``python -m bnstudy.pipeline.pinned check``); exit status 1 on any difference.
 ``expected`` writes (or refreshes) the expected manifest from a finished build:
 for deliberate changes of the science; review its diff like code. ``repair`` re-creates a
-build's missing or damaged files (:mod:`bnstudy.base.repair`); where a config's expected
-manifest and pins lie: :mod:`bnstudy.base.expected`.
+build's missing or damaged files (:mod:`bnstudy.pipeline.repair`); where a config's expected
+manifest and pins lie: :mod:`bnstudy.pipeline.expected`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bnstudy.base.expected import expected_for_config, other_builds, pinned_drift, pins_for, repair_command
-from bnstudy.base.valuediff import MAX_LINES, value_diff
+from bnstudy.pipeline.expected import expected_for_config, other_builds, pinned_drift, pins_for, repair_command
+from bnstudy.pipeline.valuediff import MAX_LINES, value_diff
 
 COLUMNS = ["rule", "wildcards", "path", "bytes", "sha256"]
 SUMMARY_SUFFIXES = {".json", ".csv", ".tsv"}  # files whose values valuediff.value_diff can list
@@ -104,7 +104,7 @@ def describe_files(diff: pd.DataFrame, a: str = "a", b: str = "b") -> list[str]:
     return lines
 
 
-# ---- values that moved (each file's: bnstudy.base.valuediff) ------------------------
+# ---- values that moved (each file's: bnstudy.pipeline.valuediff) ------------------------
 
 
 def summary_value_diffs(diff: pd.DataFrame, root_a: Path, root_b: Path, limit: int = MAX_LINES) -> list[str]:
@@ -180,7 +180,7 @@ def check_files(expected, results) -> tuple[pd.DataFrame, list[str]]:
     if exp is None:
         notes.append(
             f"no expected manifest {expected} ({exp_why}): after a build, create it with "
-            f"python -m bnstudy.base.manifest expected --results {results} --out {expected}"
+            f"python -m bnstudy.pipeline.manifest expected --results {results} --out {expected}"
         )
     tables = [t for t in (exp, built) if t is not None]
     rows = pd.concat(tables).drop_duplicates("path", keep="first") if tables else pd.DataFrame(columns=COLUMNS)
@@ -292,7 +292,7 @@ def verify(expected, results, pins=None) -> tuple[bool, list[str]]:
     return False, lines
 
 
-# ---- another copy of the workflow (the repair itself: bnstudy.base.repair) ----------------
+# ---- another copy of the workflow (the repair itself: bnstudy.pipeline.repair) ----------------
 
 
 def workflow_environment(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -358,7 +358,7 @@ def main(argv=None) -> int:
             identical = identical and ok
         return 0 if identical else 1
     if args.action == "repair":
-        from bnstudy.base.repair import repair  # which reads the build with this module
+        from bnstudy.pipeline.repair import repair  # which reads the build with this module
 
         return repair(args.configfile, args.expected, args.results, args.cores)
     try:

@@ -1,6 +1,6 @@
 """What a config would build, and what it would cost, before anything runs.
 
-``python -m bnstudy.base.plan --configfile FILE [--cores N] [--allow-budget]`` (``make plan``)
+``python -m bnstudy.pipeline.plan --configfile FILE [--cores N] [--allow-budget]`` (``make plan``)
 builds Snakemake's DAG of the default target in this process, from the Snakefile in the
 working directory, as ``snakemake -n`` would, and prints in a few lines: the jobs of the
 whole build by rule (the build from empty results: the config's budget), the jobs that
@@ -20,7 +20,7 @@ its ``bnstudy/studies/<name>/cost.py``; training runs count optimiser steps, pro
 ..., each times the network's multiply-adds per row, :func:`row_multiply_adds`; the two network
 families' jobs are fitted apart; a rule priced per job (:data:`PER_JOB`), or not in ``WORK``, has
 one unit per job and costs its median job). ``python -m
-bnstudy.base.plan calibrate --results DIR --configfile FILE`` refits the table from the
+bnstudy.pipeline.plan calibrate --results DIR --configfile FILE`` refits the table from the
 ``benchmark:`` files of a finished build of that config (:func:`calibrate`). ``--measured
 DIR`` (``make plan MEASURED=DIR``) gives every job that a build of the same config ran, finished
 or partial, its own measured CPU time in place of the estimate (:func:`use_measured`), so the
@@ -363,7 +363,7 @@ def read_table(path=TABLE) -> dict[str, Cost]:
             rows = list(csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t"))
     except OSError as e:
         raise PlanError(
-            f"plan: {path}: cannot be read ({e.strerror}); `python -m bnstudy.base.plan calibrate` writes it"
+            f"plan: {path}: cannot be read ({e.strerror}); `python -m bnstudy.pipeline.plan calibrate` writes it"
         )
     table = {}
     for i, row in enumerate(rows):
@@ -785,8 +785,8 @@ def measured_cpu_s(path: Path) -> float | None:
     file is missing or records no CPU time."""
     import pandas as pd
 
-    from bnstudy.base.jobserver import usage_in_log
-    from bnstudy.base.provenance import job_log
+    from bnstudy.pipeline.jobserver import usage_in_log
+    from bnstudy.pipeline.provenance import job_log
 
     if not path.is_file():
         return None
@@ -867,16 +867,16 @@ def calibrate(builds, out=TABLE, snakefile="Snakefile", workdir=".", note="") ->
     table = fit(points)
     date = datetime.datetime.now(datetime.UTC).date().isoformat()
     header = [
-        "CPU seconds per job of each rule, for `python -m bnstudy.base.plan` (make plan); written by",
-        f"`python -m bnstudy.base.plan calibrate` on {date} on {machine()}, from the benchmark files of",
+        "CPU seconds per job of each rule, for `python -m bnstudy.pipeline.plan` (make plan); written by",
+        f"`python -m bnstudy.pipeline.plan calibrate` on {date} on {machine()}, from the benchmark files of",
         *[f"  {line}" for line in lines],
         *([note] if note else []),
-        "A job costs start_s + cpu_s_per_unit x work (its unit: bnstudy.base.plan.WORK; unit 'job': its rule's",
+        "A job costs start_s + cpu_s_per_unit x work (its unit: bnstudy.pipeline.plan.WORK; unit 'job': its rule's",
         "median job, work 1). CPU s: a job-server fork's own, from the job's log; else the files' cpu_time",
         "scaled by wall time / Snakemake's last sample.",
         "A work-priced rule whose jobs' work spans 2x or more: a least-squares line; else start_s is the",
         "median job of the rules priced per job and cpu_s_per_unit the median of (CPU s - start_s) / work.",
-        "Rules of one group (bnstudy.base.plan.WORK's: one script's, or every rule that trains) share one fit over",
+        "Rules of one group (bnstudy.pipeline.plan.WORK's: one script's, or every rule that trains) share one fit over",
         "their jobs pooled; rule:variant",
         "rows are kinds of jobs fitted apart (the network family, mlp or conv; companion probes with and",
         "without batch statistics). Work of a rule that runs the network grows with its multiply-adds per row.",
@@ -902,7 +902,7 @@ def main(argv=None) -> int:
     """Print what a config would build and its estimated CPU time; refuse an estimate over a CPU-week."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bnstudy.base.plan", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bnstudy.pipeline.plan", description=main.__doc__)
     parser.add_argument("command", nargs="?", choices=["show", "calibrate"], default="show")
     parser.add_argument("--configfile", default="config/config.yaml")
     parser.add_argument("--cores", type=int, default=2)

@@ -1,8 +1,8 @@
 """Verify a sample before spending a CPU-day: a few jobs of a large config, built with their inputs in a
 scratch copy of the checkout and compared with the hashes committed for them.
 
-    python -m bnstudy.base.sample verify --configfile config/fashion-cluster.yaml --cores 2
-    python -m bnstudy.base.sample write  --configfile config/fashion-cluster.yaml --cores 2
+    python -m bnstudy.pipeline.sample verify --configfile config/fashion-cluster.yaml --cores 2
+    python -m bnstudy.pipeline.sample write  --configfile config/fashion-cluster.yaml --cores 2
 
 The sample of ``config/X.yaml`` is ``config/expected/X.sample.tsv``: the output files of its jobs
 (path, bytes, sha256), as the manifest lists them. ``verify`` copies this checkout's files into a
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bnstudy.base import manifest
+from bnstudy.pipeline import manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 COLUMNS = ["path", "bytes", "sha256"]
@@ -86,7 +86,7 @@ MISMATCH = (
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bnstudy.base.sample", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bnstudy.pipeline.sample", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["verify", "write"])
     parser.add_argument("--configfile", required=True)
     parser.add_argument("--cores", type=int, default=2)

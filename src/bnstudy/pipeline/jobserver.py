@@ -17,7 +17,7 @@ and the machine code a fresh process would load from the same cache), the log, t
 and a killed job (when the job's process is gone, the fork is killed: :func:`_supervise`). What
 changes: Snakemake's benchmark file measures the job's own process, so its ``cpu_time`` and
 ``max_rss`` are the hand-off's; the fork's own CPU seconds and peak memory are appended to the
-job's log as one line (:data:`RECORD`), which :mod:`bnstudy.base.plan` and the runtimes read.
+job's log as one line (:data:`RECORD`), which :mod:`bnstudy.pipeline.plan` and the runtimes read.
 
 When it is not used (the script then runs in the job's own process, as without it): on a cluster
 (the workflow starts it only when Snakemake executes jobs locally) or inside a SLURM job; with
@@ -274,7 +274,7 @@ def _preload(preload: str) -> None:
     import yaml  # noqa: F401
 
     if preload:
-        # by name, not by an import statement: bnstudy.base.codedeps reads import statements to find
+        # by name, not by an import statement: bnstudy.pipeline.codedeps reads import statements to find
         # a job's code, and what the server preloads is not what any job computes with (the job's
         # script imports that itself); a statement would make every rule depend on every kernel
         module, function = preload.split(":")
@@ -333,7 +333,7 @@ def start(workdir: str, src: str, log: str, preload: str = "") -> str | None:
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bnstudy.base.jobserver", address, str(os.getpid()), preload],
+            [sys.executable, "-m", "bnstudy.pipeline.jobserver", address, str(os.getpid()), preload],
             cwd=workdir,
             env=dict(os.environ, PYTHONPATH=src),
             stdout=subprocess.PIPE,

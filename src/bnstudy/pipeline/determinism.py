@@ -1,9 +1,9 @@
 """Determinism and portability check: the same config gives the same bytes, however and wherever it is run.
 
-``python -m bnstudy.base.determinism`` (``make determinism``, ``make portability``)
+``python -m bnstudy.pipeline.determinism`` (``make determinism``, ``make portability``)
 copies the workflow (tracked and untracked, non-ignored files, no ``results/``)
 into fresh directories and runs the test config there from an empty
-``results/``, each run on another simulated machine (:func:`bnstudy.base.machines.environments`:
+``results/``, each run on another simulated machine (:func:`bnstudy.pipeline.machines.environments`:
 environment variables that make PyTorch, oneDNN, MKL, OpenBLAS, NumPy, Numba and
 glibc select the kernels of a lesser CPU):
 
@@ -38,8 +38,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bnstudy.base import manifest
-from bnstudy.base.machines import describe_environment, environments, summary
+from bnstudy.pipeline import manifest
+from bnstudy.pipeline.machines import describe_environment, environments, summary
 
 EXCLUDE = {"results", ".snakemake", ".venv", ".git", "__pycache__", ".pytest_cache"}
 
@@ -78,7 +78,7 @@ def run_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment plus ``env``, for a run in a copied workflow.
 
     Without the Numba cache directory that importing ``bnstudy`` here chose
-    (:func:`bnstudy.base.manifest.workflow_environment`): each run's package chooses
+    (:func:`bnstudy.pipeline.manifest.workflow_environment`): each run's package chooses
     the one of its own kernel modules, and Numba keeps a copy's entries apart from
     another's (they are filed by the source files' directory).
     """
@@ -313,7 +313,7 @@ def run_all(
 ) -> tuple[dict[str, Path], dict[str, float]]:
     """Run the workflow at ``root`` once per entry of ``runs``, each in ``base/<name>``,
     on its simulated machine (``RUN_ENVIRONMENTS``; ``envs``: name -> variables,
-    default :func:`bnstudy.base.machines.environments`), at ``niceness`` (:data:`NICENESS`; the
+    default :func:`bnstudy.pipeline.machines.environments`), at ``niceness`` (:data:`NICENESS`; the
     test suite: :data:`LOWEST`).
 
     Each run's log (``base/<name>.log``) starts with what its machine looks like
@@ -425,7 +425,7 @@ def main(argv=None) -> int:
         if not expected.is_file():
             print(
                 f"no expected manifest {expected} to compare with "
-                f"(create it: python -m bnstudy.base.determinism --update-expected)"
+                f"(create it: python -m bnstudy.pipeline.determinism --update-expected)"
             )
             return 0
         identical, lines = manifest.verify(expected, results)

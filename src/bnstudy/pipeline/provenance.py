@@ -112,7 +112,7 @@ def glibc_cpu_features(env: dict | None = None, ld_so: Path = LD_SO) -> dict[str
 
 
 # Environment variables that select CPU kernels (the simulated machines of
-# bnstudy.base.determinism set them).
+# bnstudy.pipeline.determinism set them).
 KERNEL_VARIABLES = (
     "ATEN_CPU_CAPABILITY",
     "NUMBA_CPU_NAME",
@@ -221,7 +221,7 @@ def job_usage(benchmark, table=None) -> tuple[float, float]:
     """A job's ``(cpu_s, max_rss_mb)``: from its log's job-server line when a fork of the job server
     ran its script (the benchmark file then measured only the job's own, waiting process), else
     from the benchmark file (``cpu_time`` as Snakemake sampled it, ``max_rss``)."""
-    from bnstudy.base.jobserver import usage_in_log
+    from bnstudy.pipeline.jobserver import usage_in_log
 
     recorded = usage_in_log(job_log(benchmark))
     if recorded is not None:

@@ -136,7 +136,7 @@ def module_closure(script: Path, package_dir: Path) -> list[str]:
     # Numba loads the package's cache locator (named in an environment variable by __init__, not
     # imported) when a module of the closure runs a cached kernel
     if any(_uses_numba(_file(n, package_dir)) for n in seen - {"__init__"}):
-        seen |= _with_parents("base.kernelcache")
+        seen |= _with_parents("pipeline.kernelcache")
     return sorted(seen)
 
 
