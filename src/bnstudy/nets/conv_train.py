@@ -47,6 +47,7 @@ from bnstudy.base.runtime import STREAM_INIT, derive_seed
 from bnstudy.compiled import backprop
 from bnstudy.compiled.kernels import Hidden, Net
 from bnstudy.compiled.normkernels import Params
+from bnstudy.nets.conv_probes import ConvLabeller
 from bnstudy.nets.recipe import renorm_schedule
 from bnstudy.nets.spec import CLASSES, Labeller, Network, batch_starts
 
@@ -166,7 +167,8 @@ class ConvSpec(Network):
         return logits(stacked, self, x, train=train, batch=batch, limits=limits)
 
     def labeller(self, stacked: dict, x: np.ndarray, limits=(1.0, 0.0)) -> Labeller:
-        return ConvLabeller(stacked, self, x, limits)
+        nets = [model_arrays(stacked, self, i) for i in range(int(next(iter(stacked.values())).shape[0]))]
+        return ConvLabeller(stacked, self, x, self.arch_on(image_side(x)).geometry, nets, limits)
 
     def training_layer_inputs(self, stacked: dict, x: np.ndarray, batches):
         """A layer's rows are one per example x output position as :mod:`bnstudy.compiled.conv` lays
@@ -357,49 +359,3 @@ def _conv_layers(net, geo, ns, x, n_ex, train, pres, exact=None) -> None:
         conv.layer_output(ns, lp, geo, layer, pre, acts[skip] if skip >= 0 else out, n_ex, n_ex, train, out)
         acts.append(out)
         a = out
-
-
-# ---- probes ----------------------------------------------------------------------------
-
-
-class ConvLabeller(Labeller):
-    """The convolutional network's training-mode labels: :func:`bnstudy.compiled.conv.batch_labels`
-    (model by model; batch renorm with ``limits``).
-
-    A normaliser without batch statistics (none, layer, group, RMS norm) normalises each image by
-    itself, so row 0's label cannot depend on its companions: it is computed once per distinct row 0,
-    in a batch of that row twice. The kernel sums every output in one fixed order whatever else is in
-    the batch, so this is the label of row 0 in each of its batches bit for bit
-    (``tests/test_shared_probes.py``), at a cost that no longer grows with the batches."""
-
-    def __init__(self, stacked: dict, spec: ConvSpec, x: np.ndarray, limits=(1.0, 0.0)):
-        from bnstudy.base.normalisers import BATCH_NAMES
-
-        super().__init__(stacked, spec, x)
-        self._row_wise = spec.normaliser not in BATCH_NAMES
-        self.models = int(next(iter(stacked.values())).shape[0])
-        self._pixels = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1, 1))
-        self._geo = spec.arch_on(image_side(x)).geometry
-        self._settings = spec.norm_settings(limits)
-        self._nets = [model_arrays(stacked, spec, i) for i in range(self.models)]
-
-    def labels(self, batches: np.ndarray) -> np.ndarray:
-        from bnstudy.compiled.conv import batch_labels
-
-        batches = np.ascontiguousarray(batches, dtype=np.int64)
-        if batches.ndim != 2 or batches.shape[1] < 2:
-            raise ValueError(f"batches must be (K, b) with b >= 2, got {batches.shape}")
-        if batches.size and (batches.min() < 0 or batches.max() >= len(self._x)):
-            raise ValueError(f"row indices must lie in [0, {len(self._x)})")
-        out = np.empty((self.models, len(batches)), np.int64)
-        if self._row_wise:  # row 0 alone decides its label: once per distinct row 0
-            firsts, where = np.unique(batches[:, 0], return_inverse=True)
-            alone = np.ascontiguousarray(np.stack([firsts, firsts], axis=1))
-            once = np.empty(len(firsts), np.int64)
-            for i, net in enumerate(self._nets):
-                batch_labels(net, self._geo, self._settings, self._pixels, alone, once)
-                out[i] = once[where]
-            return out
-        for i, net in enumerate(self._nets):
-            batch_labels(net, self._geo, self._settings, self._pixels, batches, out[i])
-        return out

@@ -45,7 +45,7 @@ networks apart). For the MLP (:class:`bnstudy.nets.model.MlpLabeller`) they run 
 kernel of :mod:`bnstudy.compiled.probes` (fixed float32 order, the arithmetic of
 :mod:`bnstudy.compiled.kernels`) and inference-mode labels come from
 :func:`bnstudy.compiled.kernels.predict`. For the convolutional network
-(:class:`bnstudy.nets.conv_train.ConvLabeller`) each batch goes through
+(:class:`bnstudy.nets.conv_probes.ConvLabeller`) each batch goes through
 :func:`bnstudy.compiled.conv.batch_labels` (row 0's label in training mode, bit for bit
 ``conv_train.logits(..., train=True, batch=b)``'s on that batch) and inference-mode labels are
 the first largest of :func:`bnstudy.nets.conv_train.logits`. Both read running statistics and
