@@ -18,7 +18,6 @@ from bnstudy.studies.finetune.summary import SPECIFIC, specific_in
 
 DIGITS = 1  # decimals of percentages and percentage points
 
-
 STREAM_WORDS = FINETUNE_STREAM_WORDS
 
 

@@ -28,7 +28,6 @@ LEVELS = (
     "var_to_start",
 )
 
-
 START = ("inference_before", "train_mode_before", "start_mean_to_exact", "start_var_to_exact")
 
 
@@ -145,9 +144,7 @@ def rate_keys(summary: dict) -> list[str]:
 
 ARMS = ("live", "frozen", "momentum0", "none", "layernorm")  # bnstudy.studies.finetune.science.ARMS
 
-
 CONDITIONS = ("same", "shifted")  # bnstudy.studies.finetune.science.CONDITIONS
-
 
 # paired by seed (the same batch stream): (name, a, b, what) with a and b arms; "change" compares the
 # arms' changes (after - before, each on its own network), "after" their accuracies after (the same
@@ -159,7 +156,6 @@ CONTRASTS = (
     ("live_minus_none", "live", "none", "change"),
     ("live_minus_layernorm", "live", "layernorm", "change"),
 )
-
 
 # The part of live batch norm's change specific to batch normalisation: its change minus a control's
 # (the contrasts above of what "change"), one family per control. A family is every rate, input

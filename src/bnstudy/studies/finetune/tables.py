@@ -15,7 +15,6 @@ from bnstudy.studies.finetune.summary import CONDITIONS, SPECIFIC, present_arms,
 
 TABLE_WORDS = {"shuffle": "random", "class_sorted": "one-class"}
 
-
 HEADER = ["rate", "batches", "change, live", "change, frozen", "frozen $-$ live", "live, recomputed"]
 
 
@@ -48,7 +47,6 @@ ARM_WORDS = {
     "none": "no normaliser",
     "layernorm": "layer norm",
 }
-
 
 CONDITION_WORDS = {"same": "as trained", "shifted": "shifted"}
 
