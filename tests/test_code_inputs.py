@@ -114,14 +114,14 @@ def test_the_designs_are_the_studies_own_constants():
     from bnstudy.base import designs
     from bnstudy.nets import batching
     from bnstudy.studies.accumulation import report as accumulation_report
-    from bnstudy.studies.finetune import report as finetune_report
     from bnstudy.studies.finetune import science as finetune
+    from bnstudy.studies.finetune import sentences as finetune_sentences
     from bnstudy.studies.serving import science as serving
 
     assert serving.STREAMS == designs.SERVING_STREAMS
     assert finetune.STREAMS == designs.FINETUNE_STREAMS == batching.ORDERS
     assert finetune.MODES == designs.FINETUNE_MODES
-    assert set(finetune_report.STREAM_WORDS) == set(batching.ORDERS)
+    assert set(finetune_sentences.STREAM_WORDS) == set(batching.ORDERS)
     assert accumulation_report.CONFIGS == designs.ACCUMULATION_CONFIGS
     assert not [
         n

@@ -15,8 +15,11 @@ from scipy import stats as sps
 
 from bnstudy.compiled import backprop, gradients, kernels, normkernels
 from bnstudy.nets import model, train
-from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import macros as finetune_macros
 from bnstudy.studies.finetune import science as finetune
+from bnstudy.studies.finetune import sentences as finetune_sentences
+from bnstudy.studies.finetune import summary as finetune_summary
+from bnstudy.studies.finetune import tables as finetune_tables
 from conftest import hashed_outputs
 
 WIDTHS = (6, 5, 4, 3)
@@ -224,7 +227,7 @@ def _t_interval(d):
 
 
 def test_summary_intervals_are_student_t_over_seeds_paired_by_seed():
-    summary = finetune_report.summarise(_networks(), 0.95)
+    summary = finetune_summary.summarise(_networks(), 0.95)
     cell = summary["by_rate"]["0.001"]
     change = cell["class_sorted"]["live"]["inference_change"]
     mean, lo, hi = _t_interval([0.80 - 0.95, 0.85 - 0.94, 0.84 - 0.96])
@@ -249,7 +252,7 @@ def test_along_means_average_the_seeds_per_step():
         for lr in (1e-3, 1e-4) for s in ("class_sorted", "shuffle") for m in ("frozen", "live")
         for seed in (0, 1) for k in (2, 0)
     ]  # fmt: skip
-    means = finetune_report.along_means(along)
+    means = finetune_summary.along_means(along)
     assert [(r["lr"], r["stream"], r["mode"], r["step"]) for r in means[:3]] == [
         (1e-4, "shuffle", "live", 0),
         (1e-4, "shuffle", "live", 2),
@@ -260,10 +263,10 @@ def test_along_means_average_the_seeds_per_step():
 
 
 def test_macros_and_table_print_the_summary():
-    summary = finetune_report.summarise(_networks(), 0.95)
+    summary = finetune_summary.summarise(_networks(), 0.95)
     settings = dict(source_batch_size=64, batch_size=2, steps=300, every=25, train_rows=898, momentum=0.1,
                     confidence=0.95)  # fmt: skip
-    m = finetune_report.macros(summary, settings)
+    m = finetune_macros.macros(summary, settings)
     assert m["finetuneRateOne"] == "$1 \\times 10^{-3}$" and m["finetuneRates"] == m["finetuneRateOne"]
     assert m["finetuneRateOneClassSortedLiveChange"] == "$-12.0$"  # (-15 - 9 - 12) / 3 points
     assert m["finetuneRateOneShuffleFrozenMinusLive"] == "$+3.7$"
@@ -275,10 +278,10 @@ def test_macros_and_table_print_the_summary():
     assert m["finetuneRateOneShuffleLiveVarToExact"] == "0.40" and m["finetuneRateOneShuffleFrozenVarToStart"] == "0.00"
     assert m["finetuneStartInference"] == "95.0\\%" and m["finetuneSeeds"] == "3" and m["finetuneRows"] == "600"
     assert m["finetuneTrainedWeight"] == "$2 \\times 10^{-14}$"  # 0.9 ** 300
-    assert finetune_report.points(-0.00049) == "$-0.05$" and finetune_report.points(0.0123) == "$+1.2$"
-    rows = finetune_report.table_rows(summary)
+    assert finetune_sentences.points(-0.00049) == "$-0.05$" and finetune_sentences.points(0.0123) == "$+1.2$"
+    rows = finetune_tables.table_rows(summary)
     assert [r[1] for r in rows] == ["random", "one-class"]
-    assert all(len(r) == len(finetune_report.HEADER) for r in rows)
+    assert all(len(r) == len(finetune_tables.HEADER) for r in rows)
     assert rows[1][2].startswith("$-12.0$ [")
 
 
@@ -456,7 +459,7 @@ def test_a_single_fine_tuning_rate_is_refused_before_any_job():
 
 
 def test_the_contrast_counts_say_each_count_once_and_never_a_zero():
-    from bnstudy.studies.finetune.report import contrast_counts, side_clause
+    from bnstudy.studies.finetune.sentences import contrast_counts, side_clause
 
     assert side_clause(3, 1, 8) == "lies below zero in 3, above zero in 1 and contains zero in 4 cells"
     assert side_clause(0, 0, 8) == "contains zero in all 8 cells"
@@ -472,7 +475,7 @@ def test_the_contrast_counts_say_each_count_once_and_never_a_zero():
 
 
 def test_the_controls_are_the_grids_normalisers_without_running_statistics():
-    from bnstudy.studies.finetune.report import controls_macros
+    from bnstudy.studies.finetune.macros import controls_macros
 
     two = controls_macros(["live", "frozen", "momentum0", "none", "layernorm"])
     assert two["finetuneControlsSentence"].startswith("Two controls") and "finetuneOneControl" not in two

@@ -22,7 +22,8 @@ from bnstudy.studies.accumulation import sentences as accumulation_sentences
 from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.batch_size import sentences as batch_size_sentences
 from bnstudy.studies.companions import published as companions_published
-from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import macros as finetune_macros
+from bnstudy.studies.finetune import sentences as finetune_sentences
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.precise_rows import report as precise_rows_report
 from bnstudy.studies.running_stats import science as running_stats
@@ -301,7 +302,7 @@ LOWER = {"above": 0.01, "zero": -0.01, "below": -0.03}
 @pytest.mark.parametrize("changes", list(itertools.product(LOWER, repeat=2)))
 def test_recompute_sentence_claims_only_what_its_intervals_show(gains, changes):
     entry = {mode: recompute_entry(LOWER[g], LOWER[c], mode) for mode, g, c in zip(("live", "frozen"), gains, changes)}
-    text = finetune_report.recompute_sentence(entry, "95.0\\%")
+    text = finetune_sentences.recompute_sentence(entry, "95.0\\%")
     assert not problems(text), text
     assert ("helps both modes" in text) == (gains == ("above", "above")), text
     if gains[0] == gains[1]:  # one plural verdict
@@ -467,7 +468,7 @@ COST = {"below": "cost more", "above": "cost less", "zero": "cannot be told apar
 @pytest.mark.parametrize("sides", [s for n in (1, 2, 3) for s in itertools.product(COST, repeat=n)])
 def test_skew_cost_sentence_every_verdict(sides):
     rates = ["r1", "r2", "r3"][: len(sides)]
-    text = finetune_report.skew_cost_sentence(rates, [interval(s) for s in sides])
+    text = finetune_sentences.skew_cost_sentence(rates, [interval(s) for s in sides])
     groups = {side: [r for r, s in zip(rates, sides) if s == side] for side in ("below", "above", "zero")}
     clauses = []
     for side, where in groups.items():
@@ -506,7 +507,7 @@ RECOVERED = {  # (live change's side, recomputed minus before's side) -> the sen
 @pytest.mark.parametrize("case", list(RECOVERED))
 def test_finetune_recovery_sentence_every_verdict(case):
     live = {"inference_change": interval(case[0]), "recomputed_change": interval(case[1])}
-    text = finetune_report.recovery_sentence(live)
+    text = finetune_sentences.recovery_sentence(live)
     assert text == RECOVERED[case]
     assert not problems(text), text
     assert "recovered all" not in text
@@ -526,7 +527,7 @@ REMEDY = {
 @pytest.mark.parametrize("sides", list(itertools.product(REMEDY, repeat=2)))
 def test_finetune_remedy_sentence_every_verdict(sides):
     cell = {s: {"frozen_minus_live": {"inference_after": interval(side)}} for s, side in zip(STREAMS, sides)}
-    text = finetune_report.remedy_sentence(cell)
+    text = finetune_sentences.remedy_sentence(cell)
     if sides[0] == sides[1]:
         assert text == f"the remedy {REMEDY[sides[0]]} on either stream"
     else:
@@ -683,7 +684,7 @@ def test_finetune_abstract_sentence_every_verdict(controls, rates):
             | {"statistics_update": interval("above")},
         }
         cells.append((rate, cell))
-    text = finetune_report.abstract_sentence(cells, 2, 8)
+    text = finetune_sentences.abstract_sentence(cells, 2, 8)
     lives = [live for live, _ in rates]
     want = (
         f"{FINETUNE_HEAD}{ONE_DECIMAL[lives[0]]} at rate {RATES[0]} and {ONE_DECIMAL[lives[1]]} at rate {RATES[1]} "
@@ -714,7 +715,7 @@ def test_finetune_abstract_sentence_reads_the_adjusted_interval_not_the_unadjust
     to batch normalisation."""
     part = interval("below") | {"ci_adjusted": [ROW["zero"][1], ROW["zero"][2]], "family": 8}
     cell = {"arms": {"live": {"change": interval("below")}}, "contrasts": {"live_minus_none": part}}
-    text = finetune_report.abstract_sentence([("$10^{-4}$", cell)], 2, 8)
+    text = finetune_sentences.abstract_sentence([("$10^{-4}$", cell)], 2, 8)
     assert text.endswith("is $-2.0$ points [$-2.1$, $+2.2$] at $10^{-4}$: at $10^{-4}$ a change not told apart "
                          "from no normaliser's")  # fmt: skip
     assert "an interval that lies wholly below zero" in text  # one rate: its live change's verdict alone
@@ -752,7 +753,7 @@ def specific_cases():
 def test_finetune_specific_sentence_every_verdict(controls, sides):
     keys = [(c, s) for c in controls for s in STREAMS]
     changes = {k: -0.024 - 0.011 * i for i, k in enumerate(keys)}
-    text = finetune_report.specific_sentence(specific_cell(controls, sides, changes))
+    text = finetune_sentences.specific_sentence(specific_cell(controls, sides, changes))
     lo, hi = f"${100 * min(changes.values()):+.1f}$", f"${100 * max(changes.values()):+.1f}$"
     head = "the controls change" if len(controls) == 2 else "the control changes"
     whose = "theirs" if len(controls) == 2 else "the control's"
@@ -800,7 +801,7 @@ def test_finetune_specific_sentence_every_verdict(controls, sides):
 def test_finetune_specific_sentence_says_one_change_once():
     """Controls that change alike on both streams: their range is one value, not "x to x"."""
     cell = specific_cell(["none"], {("none", s): "zero" for s in STREAMS}, {("none", s): -0.024 for s in STREAMS})
-    text = finetune_report.specific_sentence(cell)
+    text = finetune_sentences.specific_sentence(cell)
     assert text.startswith("the control changes by $-2.4$ points, and")
 
 
@@ -823,7 +824,7 @@ def test_finetune_specific_counts_every_split(controls, cells):
                     "contrasts": {f"live_minus_{a}": adjusted(order[k]) for a in controls},
                 }
                 k += 1
-    m = finetune_report.specific_macros(arms)
+    m = finetune_macros.specific_macros(arms)
     assert m["finetuneSpecificFamily"] == "8"
     text = m["finetuneSpecificCounts"]
     assert text.count("against") == len(controls)

@@ -64,7 +64,7 @@ def test_the_check_sees_an_import_of_another_study():
     the study's own modules are not."""
     here = ("bnstudy", "studies", "finetune")
     source = (
-        "from bnstudy.studies.finetune import report\n"
+        "from bnstudy.studies.finetune import summary\n"
         "from .science import run\n"
         "from bnstudy.studies.batch_size.paired import x\n"
         "def f():\n"

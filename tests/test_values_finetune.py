@@ -1,4 +1,4 @@
-"""The fine-tuning report by value (bnstudy.studies.finetune.report, bnstudy.studies.finetune.science._layer_mean): the
+"""The fine-tuning report by value (bnstudy.studies.finetune.summary, bnstudy.studies.finetune.science._layer_mean): the
 whole summary against Student-t intervals computed here over seeds, the complete macro dict
 and table rows of a hand-built summary against names and texts written out here, the table
 file's text, and the per-model layer means of distance rows."""
@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import macros as finetune_macros
 from bnstudy.studies.finetune import science as finetune
+from bnstudy.studies.finetune import sentences as finetune_sentences
+from bnstudy.studies.finetune import summary as finetune_summary
+from bnstudy.studies.finetune import tables as finetune_tables
 from share_reference import log_t_interval, logit_t_interval
 
 SEEDS = (0, 1, 2, 3)
@@ -134,7 +137,7 @@ def _flat(obj, prefix=()):
 
 def test_summarise_gives_every_level_and_paired_difference_as_student_t_over_seeds():
     networks = _networks()
-    got = _flat(finetune_report.summarise(networks, CONFIDENCE))
+    got = _flat(finetune_summary.summarise(networks, CONFIDENCE))
     want = _flat(_expected_summary(networks, CONFIDENCE))
     assert sorted(got, key=str) == sorted(want, key=str)  # the same keys, "sd", "seeds", "train_mode_change" included
     for path, value in want.items():
@@ -148,11 +151,11 @@ def test_summarise_gives_every_level_and_paired_difference_as_student_t_over_see
 
 
 def test_summarise_keys_the_rates_by_their_shortest_float_text_in_increasing_order():
-    summary = finetune_report.summarise(_networks(), CONFIDENCE)
+    summary = finetune_summary.summarise(_networks(), CONFIDENCE)
     assert list(summary["by_rate"]) == ["1e-05", "0.001"]
     assert list(summary["start"]) == list(START_MEASURES)
     assert list(summary["by_rate"]["0.001"]) == ["shuffle", "class_sorted", "class_sorted_minus_shuffle"]
-    assert [finetune_report.rate_key(v) for v in (1e-05, 0.0003, "0.001", 0.1)] == ["1e-05", "0.0003", "0.001", "0.1"]
+    assert [finetune_summary.rate_key(v) for v in (1e-05, 0.0003, "0.001", 0.1)] == ["1e-05", "0.0003", "0.001", "0.1"]
 
 
 def _without(networks, **where):
@@ -165,21 +168,21 @@ def test_summarise_refuses_sides_that_hold_different_seeds():
                         stream="shuffle", mode="frozen", seed=2)  # fmt: skip
     with pytest.raises(ValueError, match=r"^lr 0\.001, shuffle: frozen - live: the two sides hold different "
                        r"seeds: \[0, 1, 3\] and \[0, 2, 3\]$"):  # fmt: skip
-        finetune_report.summarise(networks, CONFIDENCE)
+        finetune_summary.summarise(networks, CONFIDENCE)
     networks = _without(_without(_networks(), lr=1e-05, stream="shuffle", mode="frozen", seed=0), lr=1e-05,
                         stream="class_sorted", mode="frozen", seed=3)  # fmt: skip
     networks = _without(_without(networks, lr=1e-05, stream="shuffle", mode="live", seed=0), lr=1e-05,
                         stream="class_sorted", mode="live", seed=3)  # fmt: skip
     with pytest.raises(ValueError, match=r"^lr 1e-05, live: one-class - random: the two sides hold different "
                        r"seeds: \[0, 1, 2\] and \[1, 2, 3\]$"):  # fmt: skip
-        finetune_report.summarise(networks, CONFIDENCE)
+        finetune_summary.summarise(networks, CONFIDENCE)
 
 
 def test_summarise_refuses_a_seed_twice_in_one_cell():
     networks = _networks()
     twice = next(r for r in networks if r["lr"] == 0.001 and r["stream"] == "class_sorted" and r["mode"] == "frozen")
     with pytest.raises(ValueError, match=r"^lr 0\.001, class_sorted, frozen: a seed appears more than once: "):
-        finetune_report.summarise(networks + [dict(twice)], CONFIDENCE)
+        finetune_summary.summarise(networks + [dict(twice)], CONFIDENCE)
 
 
 def test_summarise_refuses_a_seed_whose_rows_start_from_different_levels():
@@ -189,14 +192,14 @@ def test_summarise_refuses_a_seed_whose_rows_start_from_different_levels():
         changed = [dict(r) for r in networks]
         next(r for r in changed if r == moved)[key] += 1e-9
         with pytest.raises(ValueError, match="^seed 2: the start levels differ between its rows$"):
-            finetune_report.summarise(changed, CONFIDENCE)
+            finetune_summary.summarise(changed, CONFIDENCE)
 
 
 def test_seed_rows_sorts_by_seed_and_paired_rows_pairs_by_seed():
     rows = [{"seed": s, "a": a} for s, a in ((3, 0.5), (10, 0.25), (2, 0.75))]
-    assert [r["seed"] for r in finetune_report.seed_rows(rows, "x")] == [2, 3, 10]  # by number, not text
+    assert [r["seed"] for r in finetune_summary.seed_rows(rows, "x")] == [2, 3, 10]  # by number, not text
     other = [{"seed": s, "a": a} for s, a in ((10, 0.5), (2, 0.5), (3, 0.125))]
-    got = finetune_report.paired_rows(rows, other, "a", 0.8, "x")
+    got = finetune_summary.paired_rows(rows, other, "a", 0.8, "x")
     want = _interval([0.75 - 0.5, 0.5 - 0.125, 0.25 - 0.5], 0.8)
     assert got["seeds"] == 3 and [got["mean"], got["sd"], *got["ci"]] == pytest.approx(
         [want["mean"], want["sd"], *want["ci"]], rel=1e-12
@@ -204,32 +207,32 @@ def test_seed_rows_sorts_by_seed_and_paired_rows_pairs_by_seed():
     twice = [*other, {"seed": 2, "a": 0.0}]
     for a, b in ((twice, rows), (rows, twice)):  # either side's duplicate is named with ``what``
         with pytest.raises(ValueError, match=r"^cell x: a seed appears more than once: \[2, 2, 3, 10\]$"):
-            finetune_report.paired_rows(a, b, "a", 0.8, "cell x")
+            finetune_summary.paired_rows(a, b, "a", 0.8, "cell x")
 
 
 def test_level_and_paired_return_mean_sd_interval_and_seed_count():
     values = [0.81, 0.77, 0.9, 0.62, 0.7]
     other = [0.8, 0.71, 0.93, 0.6, 0.61]
-    got = finetune_report.level(values, 0.8)
+    got = finetune_summary.level(values, 0.8)
     want = _level(values, 0.8, "inference_after")
     assert list(got) == ["mean", "sd", "ci", "seeds"] and got["seeds"] == 5
     assert [got["mean"], got["sd"], *got["ci"]] == pytest.approx([want["mean"], want["sd"], *want["ci"]], rel=1e-13)
-    got = finetune_report.paired(values, other, 0.8)
+    got = finetune_summary.paired(values, other, 0.8)
     want = _interval([a - b for a, b in zip(values, other)], 0.8)
     assert list(got) == ["mean", "sd", "ci", "seeds"] and got["seeds"] == 5
     assert [got["mean"], got["sd"], *got["ci"]] == pytest.approx([want["mean"], want["sd"], *want["ci"]], rel=1e-12)
     assert got["ci"][0] < 0 < got["ci"][1] and want["mean"] > 0
     # a distance's interval on the log scale: both ends positive
     distances = [0.02, 0.5, 0.01, 0.3]
-    got = finetune_report.level(distances, 0.95, share=False)
+    got = finetune_summary.level(distances, 0.95, share=False)
     want = _level(distances, 0.95, "mean_to_exact")
     assert [got["mean"], *got["ci"]] == pytest.approx([want["mean"], *want["ci"]], rel=1e-12)
     assert 0 < got["ci"][0] <= got["mean"] <= got["ci"][1]
     assert _interval(distances, 0.95)["ci"][0] < 0
     # paired differences stay within their range: [-1, 1] for two shares, [-2, 2] for two changes
-    wide = finetune_report.paired([0.95, 0.1], [0.05, 0.9], 0.95)
+    wide = finetune_summary.paired([0.95, 0.1], [0.05, 0.9], 0.95)
     assert wide["ci"] == [-1.0, 1.0] and wide["mean"] == pytest.approx(0.05, abs=1e-15)
-    changes = finetune_report.paired([0.9, -0.8], [-0.9, 0.8], 0.95, bound=2.0)
+    changes = finetune_summary.paired([0.9, -0.8], [-0.9, 0.8], 0.95, bound=2.0)
     assert changes["ci"] == [-2.0, 2.0] and changes["mean"] == pytest.approx(0.1, abs=1e-15)  # (1.8 - 1.6) / 2
 
 
@@ -362,7 +365,7 @@ def _expected_macros(summary):
                 m[f"{p}VarToStart"] = f"{e['var_to_start']['mean']:.2f}"
             # the sentence's variants are rendered in test_sentences.py; here: fed this rate's and stream's
             # entries and the starting accuracy
-            m[f"{r}{sname}RecomputeSentence"] = finetune_report.recompute_sentence(
+            m[f"{r}{sname}RecomputeSentence"] = finetune_sentences.recompute_sentence(
                 cell[s], _pct(summary["start"]["inference_before"]["mean"])
             )
             d = cell[s]["frozen_minus_live"]["inference_after"]
@@ -375,7 +378,7 @@ def _expected_macros(summary):
             m[f"{r}{mname}SortedMinusShuffleCi"] = _ci(d)
             m[f"{r}{mname}SortedMinusShuffleVerdict"] = _verdict(d)
         # the generated claims' variants are written out in test_sentences.py; here: which entries feed them
-        m[f"{r}RemedySentence"] = finetune_report.remedy_sentence(cell)
+        m[f"{r}RemedySentence"] = finetune_sentences.remedy_sentence(cell)
         # a pair of verdicts, each said once: random batches first, one-class second
         m[f"{r}LiveChangeVerdicts"] = _two_verdicts(
             cell["shuffle"]["live"]["inference_change"], cell["class_sorted"]["live"]["inference_change"]
@@ -385,11 +388,11 @@ def _expected_macros(summary):
             cell["class_sorted"]["frozen_minus_live"]["inference_after"],
         )
     ordered = sorted(summary["by_rate"], key=float)
-    m["finetuneSortedCostSentence"] = finetune_report.skew_cost_sentence(
+    m["finetuneSortedCostSentence"] = finetune_sentences.skew_cost_sentence(
         [RATE_TEXT[rate][1] for rate in ordered],
         [summary["by_rate"][rate]["class_sorted_minus_shuffle"]["live"] for rate in ordered],
     )
-    m["finetuneRateOneRecoverySentence"] = finetune_report.recovery_sentence(
+    m["finetuneRateOneRecoverySentence"] = finetune_sentences.recovery_sentence(
         summary["by_rate"]["1e-05"]["shuffle"]["live"]
     )
     return m
@@ -397,7 +400,7 @@ def _expected_macros(summary):
 
 def test_macros_are_the_complete_dict_of_names_and_texts():
     summary = _hand_summary()
-    got = finetune_report.macros(summary, SETTINGS)
+    got = finetune_macros.macros(summary, SETTINGS)
     want = _expected_macros(summary)
     assert len(want) == 16 + 3 * (1 + 4 * 13 + 2 * 4 + 2 * 3 + 1 + 2) + 2  # per rate: ..., its two pairs of verdicts
     assert set(got) == set(want)
@@ -420,7 +423,7 @@ def test_macros_print_the_settings_of_another_study():
     summary["by_rate"] = {"0.0003": summary["by_rate"]["0.0003"]}
     settings = dict(source_batch_size=64, batch_size=5, steps=40, every=10, train_rows=898, momentum=0.2,
                     confidence=0.99)  # fmt: skip
-    got = finetune_report.macros(summary, settings)
+    got = finetune_macros.macros(summary, settings)
     per_rate = ("finetuneRate", "finetuneSortedCost")  # the rates' own macros, and the sentence over them
     assert {k: got[k] for k in _expected_macros(_hand_summary()) if not k.startswith(per_rate)} | {
         "finetuneRateCount": got["finetuneRateCount"],
@@ -470,7 +473,7 @@ def _expected_rows(summary):
 
 def test_table_rows_are_one_per_rate_and_stream_in_increasing_rate_order():
     summary = _hand_summary()
-    got = finetune_report.table_rows(summary)
+    got = finetune_tables.table_rows(summary)
     assert got == _expected_rows(summary)
     assert got[0][2] == "$-0.04$ [$-2.0$, $+0.004$]"
 
@@ -478,7 +481,7 @@ def test_table_rows_are_one_per_rate_and_stream_in_increasing_rate_order():
 def test_write_table_writes_the_booktabs_tabular_of_the_rows(tmp_path):
     summary = _hand_summary()
     path = tmp_path / "finetune.tex"
-    finetune_report.write_table(path, summary)
+    finetune_tables.write_table(path, summary)
     body = "".join(" & ".join(r) + " \\\\\n" for r in _expected_rows(summary))
     want = (
         "% fine-tuning: inference accuracy change\n"
@@ -494,20 +497,20 @@ def test_write_table_writes_the_booktabs_tabular_of_the_rows(tmp_path):
 
 def test_rates_are_ordered_by_value_not_by_text():
     summary = _hand_summary()
-    assert finetune_report._rates(summary) == ["1e-05", "0.0003", "0.001"]
+    assert finetune_summary.rate_keys(summary) == ["1e-05", "0.0003", "0.001"]
 
 
 def test_points_percent_and_distance_texts():
-    assert [finetune_report.points(v) for v in (0.0123, -0.0456, -0.0004, 0.0004, 0.0)] == [
+    assert [finetune_sentences.points(v) for v in (0.0123, -0.0456, -0.0004, 0.0004, 0.0)] == [
         "$+1.2$",
         "$-4.6$",
         "$-0.04$",  # nonzero: the decimals its sign needs
         "$+0.04$",
         "$0.0$",  # exact zero, unsigned
     ]
-    assert finetune_report.percent(0.99996) == "99.996\\%" and finetune_report.percent(1.0) == "100.0\\%"
-    assert finetune_report.interval_points({"ci": [-0.0871, 0.0312]}) == "[$-8.7$, $+3.1$]"
-    assert finetune_report.percent(0.8437) == "84.4\\%" and finetune_report.distance(0.127) == "0.13"
+    assert finetune_sentences.percent(0.99996) == "99.996\\%" and finetune_sentences.percent(1.0) == "100.0\\%"
+    assert finetune_sentences.interval_points({"ci": [-0.0871, 0.0312]}) == "[$-8.7$, $+3.1$]"
+    assert finetune_sentences.percent(0.8437) == "84.4\\%" and finetune_sentences.distance(0.127) == "0.13"
 
 
 # ---- per-model layer means ---------------------------------------------------------------------
@@ -551,7 +554,7 @@ def _arm_rows():
     for lr in (1e-3, 1e-4):
         for c, shift in (("same", 0.0), ("shifted", -0.2)):
             for s, sorted_ in (("shuffle", 0.0), ("class_sorted", -0.05)):
-                for k, arm in enumerate(finetune_report.ARMS):
+                for k, arm in enumerate(finetune_summary.ARMS):
                     for seed in (2, 0, 1):
                         before = 0.9 + shift * (arm in ("live", "frozen", "momentum0")) + 0.003 * seed
                         rows.append(
@@ -571,7 +574,7 @@ def _arm_rows():
 
 def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences():
     rows = _arm_rows()
-    got = finetune_report.summarise_arms(rows, 0.95)
+    got = finetune_summary.summarise_arms(rows, 0.95)
     assert sorted(got, key=float) == ["0.0001", "0.001"]
     pick = lambda lr, c, s, a, k: [  # noqa: E731
         r[k] for r in sorted(rows, key=lambda r: r["seed"])
@@ -616,14 +619,14 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
         assert "ci_adjusted" not in got[key][c][s]["contrasts"]["statistics_update"]
     spread = got["0.001"]["same"]["shuffle"]["contrasts"]["live_minus_none"]
     assert spread["ci_adjusted"][1] - spread["ci_adjusted"][0] > spread["ci"][1] - spread["ci"][0] > 0
-    m = finetune_report.arms_macros(got, {"shift": {"scale": 1.5, "offset": 0.5}})
+    m = finetune_macros.arms_macros(got, {"shift": {"scale": 1.5, "offset": 0.5}})
     assert m["finetuneShiftScale"] == "1.5" and m["finetuneShiftOffset"] == "0.5"
     assert m["finetuneContrastRateTwoShiftedClassSortedStatisticsUpdate"] == "$+2.0$"
     assert m["finetuneContrastCellsPerCondition"] == "4"
     # the contrasts are constant over seeds: zero spread, so their intervals are the point
     assert m["finetuneContrastShiftedStatisticsUpdateAboveCells"] == "4"
     assert m["finetuneContrastShiftedGradientPathBelowCells"] == "4"
-    rows_t = finetune_report.arms_table_rows(got)
+    rows_t = finetune_tables.arms_table_rows(got)
     # three keys, five arms and the two batch-norm-specific parts with their adjusted intervals
     assert len(rows_t) == 8 and all(len(r) == 10 for r in rows_t)
     # live (k = 0) minus layer norm (k = 4), the same for every seed: an interval of no width, said so
@@ -631,12 +634,12 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     assert part["ci_adjusted"] == pytest.approx([0.04, 0.04], abs=1e-12)
     assert rows_t[0][-1] == "$+4.0$ $\\text{(every seed alike)}$"
     # a grid without layer norm: its arm and contrast are left out, not invented
-    no_ln = finetune_report.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
+    no_ln = finetune_summary.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
     assert "layernorm" not in no_ln["0.001"]["same"]["shuffle"]["arms"]
     assert "live_minus_layernorm" not in no_ln["0.001"]["same"]["shuffle"]["contrasts"]
-    assert finetune_report.arms_header(no_ln)[-2:] == ["no normaliser", "live $-$ no normaliser, adj."]
+    assert finetune_tables.arms_header(no_ln)[-2:] == ["no normaliser", "live $-$ no normaliser, adj."]
     with pytest.raises(ValueError, match="no rows of arm momentum0"):
-        finetune_report.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)
+        finetune_summary.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)
 
 
 # ---- the arms' macros, header and table rows, by value -------------------------------------
@@ -694,7 +697,7 @@ def _two_verdicts(first: dict, second: dict) -> str:
 
 def test_arms_macros_header_and_rows_by_value():
     arms = _hand_arms()
-    m = finetune_report.arms_macros(arms, {"shift": {"scale": 1.5, "offset": 0.25}})
+    m = finetune_macros.arms_macros(arms, {"shift": {"scale": 1.5, "offset": 0.25}})
     want = {"finetuneShiftScale": "1.5", "finetuneShiftOffset": "0.25", "finetuneArmCells": "8"}
     below, above = {}, {}
     # RateOne is the smaller rate, 1e-05, although its key sorts after "0.001" as text
@@ -764,10 +767,10 @@ def test_arms_macros_header_and_rows_by_value():
     assert m == want
     assert {below[k] for k in below} != {0}  # the counts are not all zero: some intervals lie below zero
 
-    assert finetune_report.arms_header(arms) == ["rate", "inputs", "batches", "batch norm, live",
+    assert finetune_tables.arms_header(arms) == ["rate", "inputs", "batches", "batch norm, live",
                                                  "batch norm, frozen", "no normaliser",
                                                  "live $-$ no normaliser, adj."]  # fmt: skip
-    rows = finetune_report.arms_table_rows(arms)
+    rows = finetune_tables.arms_table_rows(arms)
     assert [r[:3] for r in rows[:2]] == [["$1 \\times 10^{-5}$", "as trained", "random"],
                                          ["$1 \\times 10^{-5}$", "as trained", "one-class"]]  # fmt: skip
     assert [r[0] for r in rows] == ["$1 \\times 10^{-5}$"] * 4 + ["$1 \\times 10^{-3}$"] * 4
@@ -787,9 +790,9 @@ def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
     header and rows of arms_header and arms_table_rows, and the caption comment, in a booktabs body."""
     arms = _hand_arms()
     path = tmp_path / "arms.tex"
-    finetune_report.write_arms_table(path, arms)
-    header = finetune_report.arms_header(arms)
-    rows = finetune_report.arms_table_rows(arms)
+    finetune_tables.write_arms_table(path, arms)
+    header = finetune_tables.arms_header(arms)
+    rows = finetune_tables.arms_table_rows(arms)
     assert len(header) == 7  # rate, inputs, batches, the three arms and the batch-norm-specific part
     lines = path.read_text().splitlines()
     assert lines[0] == "% fine-tuning arms: accuracy change"
@@ -863,5 +866,5 @@ def test_the_abstract_sentence_reads_every_rate_in_order_one_class_batches_as_tr
     )
     p1, p2 = phrase(lives[0], parts[0]), phrase(lives[1], parts[1])
     want += f"at {r1} and {r2} {p1}" if p1 == p2 else f"at {r1} {p1}; at {r2} {p2}"
-    m = finetune_report.abstract_macros(arms, {"batch_size": 4, "shift": {"scale": 1.5, "offset": 0.25}})
+    m = finetune_macros.abstract_macros(arms, {"batch_size": 4, "shift": {"scale": 1.5, "offset": 0.25}})
     assert m == {"finetuneAbstractSentence": want}

@@ -8,11 +8,13 @@ from _setup import start
 log = start(snakemake, torch=False)
 from bnstudy.base import io
 from bnstudy.paper import latex
-from bnstudy.studies.finetune import report as finetune_report
+from bnstudy.studies.finetune import macros as finetune_macros
+from bnstudy.studies.finetune import summary as finetune_summary
+from bnstudy.studies.finetune import tables as finetune_tables
 
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 networks = io.read_blocks(inp.networks).to_dict("records")
-summary = finetune_report.summarise(networks, p.confidence)
+summary = finetune_summary.summarise(networks, p.confidence)
 settings = {
     "normaliser": "batchnorm",
     "source_batch_size": p.source_batch_size,
@@ -28,13 +30,13 @@ settings = {
     "shift": dict(p.shift),
 }
 arm_rows = io.read_blocks(inp.arms, "condition")
-arms = finetune_report.summarise_arms(arm_rows.to_dict("records"), p.confidence)
+arms = finetune_summary.summarise_arms(arm_rows.to_dict("records"), p.confidence)
 io.write_json(out.summary, {"settings": settings} | summary | {"arms": arms})
 along = io.read_blocks(inp.along)
-io.write_table(out.along, finetune_report.along_means(along.to_dict("records")))
-macros = finetune_report.macros(summary, settings) | finetune_report.arms_macros(arms, settings)
-macros |= finetune_report.abstract_macros(arms, settings)
+io.write_table(out.along, finetune_summary.along_means(along.to_dict("records")))
+macros = finetune_macros.macros(summary, settings) | finetune_macros.arms_macros(arms, settings)
+macros |= finetune_macros.abstract_macros(arms, settings)
 latex.write_macros(out.macros, macros, "Fine-tuning in small batches")
-finetune_report.write_table(out.table, summary)
-finetune_report.write_arms_table(out.arms_table, arms)
+finetune_tables.write_table(out.table, summary)
+finetune_tables.write_arms_table(out.arms_table, arms)
 log.info("macros: %d", len(macros))

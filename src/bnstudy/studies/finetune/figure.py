@@ -35,7 +35,7 @@ def finetune(
     height: float = 3.6,
     networks: pd.DataFrame | None = None,
 ):
-    """The figure from :func:`bnstudy.studies.finetune.report.along_means`' rows and the starting
+    """The figure from :func:`bnstudy.studies.finetune.summary.along_means`' rows and the starting
     networks' means ``start`` (``{"inference_accuracy": ..., "var_to_exact": ...}``);
     ``networks``: the per-network rows of ``along.csv`` (a ``seed`` column), for the bands."""
     width = figures.width("finetune") if width is None else width
