@@ -74,7 +74,7 @@ dataset: $(STAMP)
 	  echo "error: $(CONFIG) needs Debian's $$pkgs and apt-get is unavailable: put its four idx files in the config's data.directory by hand"; exit 1; \
 	fi
 
-# Chromium, in which tests/test_report.py opens the HTML report, from apt when missing
+# Chromium, in which tests/workflow/test_html_report.py opens the HTML report, from apt when missing
 # (`make test` installs it). Not needed to build the paper or the report: without apt a warning, and that test skips
 # (in CI, BNSTUDY_CI=1, the skip fails); install Chromium or Google Chrome by hand.
 browser:
@@ -83,7 +83,7 @@ browser:
 	  echo "installing chromium with apt-get (the report's test opens the report in it)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	else \
-	  echo "warning: no chromium and apt-get unavailable: install Chromium or Google Chrome by hand, or tests/test_report.py's browser check skips"; \
+	  echo "warning: no chromium and apt-get unavailable: install Chromium or Google Chrome by hand, or tests/workflow/test_html_report.py's browser check skips"; \
 	fi
 
 # binutils' objdump, with which the machine-code tests (tests/machinecode.py) read the kernel

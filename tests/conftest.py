@@ -82,7 +82,7 @@ def test_config():
 
 # ---- the pipeline runs, started in the background ---------------------------------
 # The determinism runs of the test config and the build of the tiny Fashion config
-# (through SLURM when a cluster answers, else locally: tests/test_slurm.py) are
+# (through SLURM when a cluster answers, else locally: tests/workflow/test_slurm.py) are
 # processes of their own. They start as soon as collection ends if a selected test
 # needs them, and the tests that wait for them run last, so the unit tests run
 # meanwhile instead of leaving cores idle. BACKGROUND: "runs" -> (their directory, the future
@@ -261,7 +261,7 @@ def runs(tmp_path_factory):
 
 
 def _cluster_answers(items) -> bool:
-    """Whether tests/test_slurm.py's tests among ``items`` will run (else they skip: no build for them)."""
+    """Whether tests/workflow/test_slurm.py's tests among ``items`` will run (else they skip: no build for them)."""
     if not items:
         return False
     import test_slurm
@@ -274,8 +274,8 @@ _STOPPING = threading.Event()  # the session is ending: start no build
 
 def _start_fashion_tiny(tmp_path_factory, after=(), then=()):
     """In a thread of its own: wait for the warm-ups of ``after`` (started already), then start the
-    tiny Fashion build (tests/test_slurm.py's ``start_in_background``) and wait for its process to end;
-    then, on a cluster, start the one-job SLURM runs ``then`` (tests/test_slurm.py's ``one_job_run``).
+    tiny Fashion build (tests/workflow/test_slurm.py's ``start_in_background``) and wait for its process to end;
+    then, on a cluster, start the one-job SLURM runs ``then`` (tests/workflow/test_slurm.py's ``one_job_run``).
     The build is in BACKGROUND["fashion_build"] from its start (pytest_sessionfinish stops it)."""
     import test_slurm  # tests/: on sys.path, as for `from conftest import ...` in the test modules
 
@@ -302,7 +302,7 @@ def _start_fashion_tiny(tmp_path_factory, after=(), then=()):
 def fashion_tiny(tmp_path_factory):
     """The build of config/fashion-tiny.yaml, once per session, as a machine without AVX/FMA:
     through SLURM (``--workflow-profile profiles/slurm``) if a cluster answers, else locally on
-    2 cores (tests/test_slurm.py's ``start_in_background``). Returns its ``Build`` (``where``,
+    2 cores (tests/workflow/test_slurm.py's ``start_in_background``). Returns its ``Build`` (``where``,
     ``workdir``, ``output``, ``seconds``) once it succeeded."""
     import test_slurm
 
@@ -364,7 +364,7 @@ def pytest_collection_finish(session):
         return
     factory = session.config._tmp_path_factory
     fashion = [item for item in session.items if _waits_for(item, "fashion_tiny")]
-    # the build serves tests/test_fashion.py's check and, with a cluster, the SLURM tests (which
+    # the build serves tests/workflow/test_fashion.py's check and, with a cluster, the SLURM tests (which
     # otherwise skip): without a test that will use it, it is not started
     start_fashion = bool(fashion) and (
         not all(_waits_for(item, "cluster") for item in fashion) or _cluster_answers(fashion)
@@ -590,8 +590,8 @@ def _started_a_process(item, report):
 # CI machine, x86-64 Debian 12 with FMA, meets none of them). The README lists the
 # skips a developer's machine may see.
 CI_ALLOWED_SKIPS = (
-    "this CPU has no FMA",  # tests/test_kernels.py: an FMA contraction cannot show without FMA
-    "ld.so diagnostics of x86-64 Linux",  # tests/test_portability.py: glibc's x86-64 loader only
+    "this CPU has no FMA",  # tests/compiled/test_kernels.py: an FMA contraction cannot show without FMA
+    "ld.so diagnostics of x86-64 Linux",  # tests/pipeline/test_portability.py: glibc's x86-64 loader only
 )
 
 

@@ -7,7 +7,7 @@ Snakemake's global state (working directory, logging) stays out of the test
 process. Builds the DAG of the default target with ``forceall`` through
 Snakemake's Python API, the DAG ``snakemake -n --forceall`` plans; nothing runs.
 Tests call :func:`of`, which runs the script once per workflow and config in a
-test session (tests/test_registry.py and tests/test_cluster_config.py read the
+test session (tests/workflow/test_registry.py and tests/workflow/test_cluster_config.py read the
 same DAG of the test config: one process builds it for both).
 """
 

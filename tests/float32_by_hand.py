@@ -1,5 +1,5 @@
 """NumPy float32 arithmetic written out in a fixed order, for the bit-for-bit tests of the
-exact-statistics pass (tests/test_values_edges.py, tests/test_values_gaps.py)."""
+exact-statistics pass (tests/studies/test_values_edges.py, tests/studies/test_values_gaps.py)."""
 
 from __future__ import annotations
 

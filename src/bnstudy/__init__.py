@@ -21,7 +21,7 @@ its figure draws. The layers, each importing only the layers before it in this l
 - ``evaluation`` what the studies share: trained networks scored (``accuracy``), batch-norm
                 statistics recomputed (``recompute``) and their ``distance`` from exact ones,
                 seed-paired comparisons (``paired``), means in order (``means``); no study imports
-                another (tests/test_study_imports.py)
+                another (tests/architecture/test_study_imports.py)
 - ``paper``     the figures' house style, LaTeX macros and tables, design macros, the pdfTeX build
 - ``studies``   one folder per study: ``companions`` (study 1), ``batch_size`` (study 2 and the
                 remedies), ``running_stats`` (studies 3 and 5), ``lr_sweep``, ``serving``,
@@ -29,7 +29,7 @@ its figure draws. The layers, each importing only the layers before it in this l
 - ``audit``     the audit of a user's own PyTorch model (imports PyTorch; the pipeline never does)
 - ``tools``     the warm-up that compiles every kernel before the jobs, and the speed benchmark
 
-tests/test_layers.py keeps that order.
+tests/architecture/test_package_layering.py keeps that order.
 
 The workflow's rule scripts (``workflow/scripts``) call these modules; ``pipeline.codedeps`` reads
 their imports so that editing a module re-runs exactly the rules that can load it.

@@ -119,7 +119,7 @@ def split_class_counts(test_size: int, seed: int) -> tuple[list[int], list[int]]
     The same allocation as the split job's stratified ``train_test_split`` (train
     share first, then the test share of what is left, both from
     ``RandomState(seed)``), computed without importing scikit-learn (2.6 s at
-    every Snakemake start); ``tests/test_config.py`` checks it against the real
+    every Snakemake start); ``tests/base/test_config.py`` checks it against the real
     split.
     """
     counts = np.array(DIGITS_CLASS_COUNTS)

@@ -147,7 +147,7 @@ def plain_csv(rows: list[dict]) -> str | None:
     """The bytes of ``pd.DataFrame(rows).to_csv(index=False, lineterminator="\\n")``, written without
     pandas where ``rows`` are simple: every row a dict with the same keys in the same order (strings
     that need no quoting) and each column all integers, all float64s or all plain strings. None
-    otherwise (pandas then writes the table); tests/test_io_manifest.py holds the two equal."""
+    otherwise (pandas then writes the table); tests/pipeline/test_io_manifest.py holds the two equal."""
     if not rows or not all(type(r) is dict for r in rows):
         return None
     keys = list(rows[0])

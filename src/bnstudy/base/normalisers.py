@@ -50,7 +50,7 @@ Adding a normaliser (three files and the config):
 4. the config's ``normalisers`` list (with its own config section and schema entry
    if it has ``own_settings``).
 
-Then ``tests/test_normalisers.py`` takes every registered kind through every part
+Then ``tests/base/test_normalisers.py`` takes every registered kind through every part
 (its module against the kernels forward and backward, its functional form against
 its module) and through a tiny training run.
 """

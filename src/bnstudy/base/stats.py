@@ -31,7 +31,7 @@ def mean_sd(values) -> tuple[float, float]:
 
 def t_quantile(q: float, df: float) -> float:
     """Student's t quantile: ``scipy.special.stdtrit``, the function ``scipy.stats.t.ppf`` calls (the same
-    bits; tests/test_stats.py holds them equal), without importing ``scipy.stats`` (0.4-0.6 CPU s of a
+    bits; tests/base/test_stats.py holds them equal), without importing ``scipy.stats`` (0.4-0.6 CPU s of a
     job's start-up). Imported here, not at the top: most jobs need no quantile."""
     from scipy.special import stdtrit
 

@@ -27,7 +27,7 @@ inference mode::
 
 No fast-math, so nothing is reordered or fused (no FMA); the features of a row are
 independent outputs that the compiler may spread over vector lanes, which changes
-no bit. ``tests/test_layer.py`` checks the kernels bit for bit against the same
+no bit. ``tests/compiled/test_layer.py`` checks the kernels bit for bit against the same
 steps in NumPy, and against ``torch.nn.BatchNorm1d`` within rounding.
 """
 

@@ -25,7 +25,8 @@ Every step is one of the kernels' functions (the normalisers' ``batch_stats`` an
 ``batch_norm_rows`` of :mod:`bnstudy.compiled.batchstats`, ``row_forward`` of :mod:`bnstudy.compiled.normkernels`,
 ``linear_t``, ``argmax_rows``), called on the same values in the same order as
 :func:`bnstudy.compiled.kernels.logits` with ``train=True, batch=b`` calls them on that batch.
-So a probe's label is, bit for bit, the label ``kernels.logits`` gives row 0 of that batch (``tests/test_probes.py``).
+So a probe's label is, bit for bit, the label ``kernels.logits`` gives row 0 of that batch
+(``tests/compiled/test_probes.py``).
 The rows of about ``PROBE_ROWS`` rows' worth of whole batches go through the second
 Linear together (:func:`bnstudy.compiled.tiled.linear_t_tiled`: tiles of four rows, across batch
 boundaries; every output is still its bias plus its products in ``k`` order).

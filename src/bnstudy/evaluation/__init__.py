@@ -1,7 +1,7 @@
 """What the studies share, below them: trained networks scored, statistics recomputed, seeds paired.
 
 Every study that evaluates trained networks reads these modules; none reads another study's
-(``tests/test_study_imports.py``). Nothing is imported here, so a rule that loads one module of the
+(``tests/architecture/test_study_imports.py``). Nothing is imported here, so a rule that loads one module of the
 package (a report's :mod:`.paired`) does not load the compiled ones (``bnstudy.pipeline.codedeps``).
 
 - :mod:`.accuracy`   accuracy in inference and in training mode, seeded test batches, trained cells

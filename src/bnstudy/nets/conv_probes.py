@@ -18,7 +18,7 @@ class ConvLabeller(Labeller):
     itself, so row 0's label cannot depend on its companions: it is computed once per distinct row 0,
     in a batch of that row twice. The kernel sums every output in one fixed order whatever else is in
     the batch, so this is the label of row 0 in each of its batches bit for bit
-    (``tests/test_shared_probes.py``), at a cost that no longer grows with the batches."""
+    (``tests/compiled/test_shared_probes.py``), at a cost that no longer grows with the batches."""
 
     def __init__(self, stacked: dict, spec, x: np.ndarray, geometry, nets, limits=(1.0, 0.0)):
         super().__init__(stacked, spec, x)

@@ -1,7 +1,7 @@
 """The plain PyTorch loop: one ``nn.Sequential``, autograd and ``torch.optim`` per model.
 
 The independent reference for :mod:`bnstudy.nets.train` (same initial weights, same
-batches; ``tests/test_train.py`` states how closely they agree) and the baseline
+batches; ``tests/nets/test_train.py`` states how closely they agree) and the baseline
 of ``python -m bnstudy.tools.benchmark``. Not used by the pipeline.
 """
 

@@ -69,7 +69,7 @@ MEANING = {
     "pooled": OTHER["contrast"],  # pooled (population) statistics (study 3)
     "one batch": OTHER["dark grey"],  # one batch's own statistics (study 3)
 }
-# Markers that are no normaliser's (tests/test_figures.py checks the registry):
+# Markers that are no normaliser's (tests/paper/test_figures.py checks the registry):
 # for estimators (study 2) and probe designs (study 1).
 FREE_MARKERS = ("*", "X", "h", ">")
 PUBLISHED_MARKER = "+"  # in the colour of published values
@@ -102,7 +102,7 @@ def shade(colour: str, i: int, n: int, light: float = 0.6, dark: float = 0.3) ->
 
 # Series of one colour told apart by an ordered quantity (a training batch size) or by one factor
 # of a design (a batch stream): besides the shade, a marker and a line style each, so that the
-# figure reads in greyscale too (tests/test_greyscale.py). No series' shade is paler than the
+# figure reads in greyscale too (tests/paper/test_greyscale.py). No series' shade is paler than the
 # colour mixed with SERIES_LIGHT white, so that the lightest line still shows in grey on white.
 SERIES_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P")
@@ -185,7 +185,7 @@ def spread(i: int, n: int, octaves: float = 0.6) -> float:
     return 2 ** (octaves * (i / (n - 1) - 0.5)) if n > 1 else 1.0
 
 
-# ---- checks (tests/test_figures.py) --------------------------------------------------
+# ---- checks (tests/paper/test_figures.py) --------------------------------------------------
 
 
 def _named(artist) -> str:

@@ -5,4 +5,4 @@ locator ``kernelcache``; each rule's code inputs, ``codedeps``), and the build r
 ``pinned``; ``provenance``; the determinism check ``determinism`` on simulated ``machines``; the
 sample of a large config ``sample``). The science imports none of it, except each study's cost
 entries (``studies/<name>/cost.py``: ``plan.Work``) and the comparison of builds
-(``studies.compare``, which reads their manifests and pins): tests/test_layers.py."""
+(``studies.compare``, which reads their manifests and pins): tests/architecture/test_package_layering.py."""

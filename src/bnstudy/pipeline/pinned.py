@@ -114,7 +114,7 @@ def load(pins_path: Path) -> dict:
 HEADER = """\
 # Numbers the paper quotes, pinned with a tolerance each (one unit in the last
 # printed digit): one set of values, the same on every machine. Written by
-# `python -m bnstudy.pipeline.pinned update`; checked by tests/test_pinned.py and
+# `python -m bnstudy.pipeline.pinned update`; checked by tests/pipeline/test_pinned.py and
 # `python -m bnstudy.pipeline.pinned check`.
 """
 

@@ -7,7 +7,7 @@ of ``s`` at its own batch size (:func:`run_rows`: the epochs of
 networks. The steps are cut into the other batch size's epochs, each with the grid schedule's
 learning-rate scale of that epoch (:func:`schedule_of`), and run by the compiled training loop
 (:func:`bnstudy.nets.train.run`), the grid's own: run for its own grid's steps, an arm is its grid
-network, bit for bit (``tests/test_equal_steps.py``). Scored as the grid is, in inference mode
+network, bit for bit (``tests/studies/test_equal_steps.py``). Scored as the grid is, in inference mode
 (:func:`bnstudy.evaluation.accuracy.inference_correct`).
 """
 

@@ -16,7 +16,7 @@ The layer under test is the package's own float32 batch-norm layer,
 :class:`bnstudy.compiled.layer.BatchNorm1d` with ``dtype=float32``: the fixed-order float32
 arithmetic the study's training uses (that of :mod:`bnstudy.compiled.kernels`), with
 ``torch.nn.BatchNorm1d``'s semantics. It runs one pass of the enumerated population
-(see :mod:`bnstudy.studies.running_stats.science`). ``tests/test_selfchecks.py`` checks that
+(see :mod:`bnstudy.studies.running_stats.science`). ``tests/studies/test_selfchecks.py`` checks that
 ``torch.nn.BatchNorm1d`` in float32 agrees with it on the same pass within float32
 rounding (outputs within 1e-5 absolute, running statistics within 1e-5 relative),
 so the checks read the same on PyTorch's layer.
