@@ -149,7 +149,7 @@ def arm_sentence(rows: dict[str, dict]) -> str:
 
 # what the abstract concludes from the batch comparisons' sides, one per arm run
 ABSTRACT_READING = {
-    "below": "the smaller batch's cost to batch norm is not the step count's",
+    "below": "the step count alone does not explain the smaller batch's cost to batch norm",
     "above": "at equal steps the smaller batch favours batch norm",
     "zero": "our seeds cannot tell the batch size's part from the step count's",
 }
