@@ -901,7 +901,8 @@ SERVING_ANSWERS = {
     "both": "training rows reproduce part of the gain and the test rows add to it, so it is the statistics "
     "re-estimated in served batches and adaptation to the test rows together",
     "re-estimation": "training rows, which carry no information about the test distribution, reproduce the gain, "
-    "so it is the running statistics re-estimated from the batch statistics of served rows, not adaptation",
+    "so it is the running statistics re-estimated from the batch statistics of served rows; no part of it is shown "
+    "to need the test rows",
     "neither": "neither interval lies wholly above zero, so the gain is put down to neither adaptation nor "
     "re-estimation",
 }
@@ -920,8 +921,9 @@ def test_serving_control_sentence_every_verdict(test, train, diff):
     text = serving_report.control_sentence(cell, "2")
     want = (
         f"the held-out accuracy of networks trained in batches of 2 changes by {ONE_DECIMAL[test]} after a random "
-        f"stream of test rows and by {ONE_DECIMAL[train]} after a stream of as many training rows; the difference, "
-        f"the part that needs the test rows, is {ONE_DECIMAL[diff]} ({verdicts_of_two(train, diff)}): "
+        f"stream of test rows and by {ONE_DECIMAL[train]} after a stream of as many training rows, an interval that "
+        f"{VERDICT[train]}; the difference, the part that needs the test rows, is {ONE_DECIMAL[diff]}, an interval "
+        f"that {VERDICT[diff]}: "
     )
     if test != "above":
         want += "the random stream's change is no gain, its interval not wholly above zero, so there is nothing to "

@@ -858,8 +858,9 @@ def test_control_macros_print_each_size_and_answer_at_the_smallest():
         # difference both lie above zero
         "servingControlSentence": "the held-out accuracy of networks trained in batches of 4 changes by $+1.2$ "
         "points [$+0.7$, $+1.8$] after a random stream of test rows and by $+0.8$ points [$+0.1$, $+1.5$] after a "
-        "stream of as many training rows; the difference, the part that needs the test rows, is $+0.4$ points "
-        "[$+0.04$, $+0.8$] (both intervals lie wholly above zero): training rows reproduce part of the gain and "
+        "stream of as many training rows, an interval that lies wholly above zero; the difference, the part that "
+        "needs the test rows, is $+0.4$ points [$+0.04$, $+0.8$], an interval that lies wholly above zero: "
+        "training rows reproduce part of the gain and "
         "the test rows add to it, so it is the statistics re-estimated in served batches and adaptation to the test "
         "rows together",
     }

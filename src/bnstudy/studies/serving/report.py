@@ -163,9 +163,9 @@ def control_sentence(cell: dict, b) -> str:
     text = (
         f"the held-out accuracy of networks trained in batches of {int(b)} changes by {points(test['mean'])} "
         f"points {interval_points(test)} after a random stream of test rows and by {points(train['mean'])} points "
-        f"{interval_points(train)} after a stream of as many training rows; the difference, the "
-        f"part that needs the test rows, is {points(diff['mean'])} points {interval_points(diff)} "
-        f"({latex.two_verdicts(train['ci'], diff['ci'])})"
+        f"{interval_points(train)} after a stream of as many training rows, an interval that "
+        f"{latex.verdict(*train['ci'])}; the difference, the part that needs the test rows, is "
+        f"{points(diff['mean'])} points {interval_points(diff)}, an interval that {latex.verdict(*diff['ci'])}"
     )
     t, c, d = _side(test["ci"]), _side(train["ci"]), _side(diff["ci"])
     if t != "above":
@@ -180,7 +180,8 @@ def control_sentence(cell: dict, b) -> str:
     elif c == "above":
         answer = (
             "training rows, which carry no information about the test distribution, reproduce the gain, so it is "
-            "the running statistics re-estimated from the batch statistics of served rows, not adaptation"
+            "the running statistics re-estimated from the batch statistics of served rows; no part of it is shown "
+            "to need the test rows"
         )
     else:
         answer = "neither interval lies wholly above zero, so the gain is put down to neither adaptation nor "
