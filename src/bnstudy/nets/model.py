@@ -109,7 +109,13 @@ class NetSpec(Network):
         return kernels.predict(stacked, self, x)
 
     def labeller(self, stacked: dict, x: np.ndarray, limits=(1.0, 0.0)) -> Labeller:
-        return MlpLabeller(stacked, self, x, limits)
+        # imported by name: this module is loaded by every job that trains or scores an MLP, and the code
+        # trigger follows every import written in a module (function-level ones too), so a written import
+        # would make every such job re-run on an edit of the probe kernels; the probes' own modules import
+        # bnstudy.nets.mlp_probes (companions.science), so their jobs do depend on them
+        import importlib
+
+        return importlib.import_module("bnstudy.nets.mlp_probes").MlpLabeller(stacked, self, x, limits)
 
     def training_layer_inputs(self, stacked: dict, x: np.ndarray, batches):
         """Each hidden layer's pre-norm rows ``(M, N, F)``, the batches' rows in pass order, the layer
@@ -165,20 +171,6 @@ class NetSpec(Network):
                 a = np.empty_like(pre)
                 kernels.norm_inference(ns, lp, pre, True, a)
         return {layer: (mean.astype(np.float32), var.astype(np.float32)) for layer, (mean, var) in stats.items()}
-
-
-class MlpLabeller(Labeller):
-    """The MLP's training-mode labels: the compiled :class:`bnstudy.compiled.probes.Prober`."""
-
-    def __init__(self, stacked: dict, spec: NetSpec, x: np.ndarray, limits=(1.0, 0.0)):
-        from bnstudy.compiled.probes import Prober
-
-        super().__init__(stacked, spec, x)
-        self._prober = Prober(stacked, spec, x, limits)
-        self.models = self._prober.models
-
-    def labels(self, batches: np.ndarray) -> np.ndarray:
-        return self._prober.labels(batches)
 
 
 def initial_state(spec: NetSpec, seed: int) -> dict[str, np.ndarray]:

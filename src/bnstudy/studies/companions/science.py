@@ -41,7 +41,7 @@ class (the examples are drawn a fixed number per class). Means over examples add
 the per-example values correctly rounded (``math.fsum``).
 
 The probes take either network (:func:`labeller`: the spec's own ``labeller``, nothing here tells the
-networks apart). For the MLP (:class:`bnstudy.nets.model.MlpLabeller`) they run in the compiled
+networks apart). For the MLP (:class:`bnstudy.nets.mlp_probes.MlpLabeller`) they run in the compiled
 kernel of :mod:`bnstudy.compiled.probes` (fixed float32 order, the arithmetic of
 :mod:`bnstudy.compiled.kernels`) and inference-mode labels come from
 :func:`bnstudy.compiled.kernels.predict`. For the convolutional network
@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bnstudy.nets import mlp_probes  # noqa: F401 (NetSpec.labeller loads it by name: the probes' code input)
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
 from bnstudy.nets.spec import Network
