@@ -47,10 +47,10 @@ rule summarise_accumulation:
     message:
         "Summarising the accumulation study: accuracy, paired differences, accumulation against ghost batch norm"
     input:
-        runs=expand(rules.train_accumulation.output.accuracy, block=SEED_BLOCKS),
-        differences=expand(rules.train_accumulation.output.differences, block=SEED_BLOCKS),
-        grid=expand_cells(rules.train_grid.output.accuracy, with_blocks(ACC_GRID)),
-        recomputed=expand_cells(rules.evaluate_remedies.output.accuracy, with_blocks(ACC_GRID)),
+        runs=expand(rules.train_accumulation.output.accuracy, block=FOLLOW_UP_BLOCKS),
+        differences=expand(rules.train_accumulation.output.differences, block=FOLLOW_UP_BLOCKS),
+        grid=expand_cells(rules.train_grid.output.accuracy, with_follow_up_blocks(ACC_GRID)),
+        recomputed=expand_cells(rules.evaluate_remedies.output.accuracy, with_follow_up_blocks(ACC_GRID)),
         y=rules.split.output.y_train,
     output:
         table="results/accumulation/accuracy.csv",
@@ -117,4 +117,4 @@ rule figure_accumulation:
         "../scripts/accumulation_figure.py"
 
 
-register(rules.train_accumulation, [dict(block=b) for b in SEED_BLOCKS])
+register(rules.train_accumulation, [dict(block=b) for b in FOLLOW_UP_BLOCKS])

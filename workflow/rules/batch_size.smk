@@ -3,7 +3,7 @@
 
 REMEDY_CELLS = with_blocks([c for c in grid_cells() if c["normaliser"] == "batchnorm"])
 GRID_JOBS = with_blocks(grid_cells())
-KEEP_JOBS = with_blocks(KEEP_CELLS)
+KEEP_JOBS = with_follow_up_blocks(KEEP_CELLS)
 
 
 rule evaluate_remedies:

@@ -65,6 +65,23 @@ SEEDS = config["grid"]["seeds"]
 # Seeds train in fixed blocks (block k: seeds kB..kB+B-1 of grid.seeds), one job per
 # cell and block, so that a new seed trains and evaluates only its own block.
 SEED_BLOCKS = seed_blocks(SEEDS, config["grid"]["seed_block"])
+
+
+def follow_up_blocks(seeds, block_size: int, follow_up) -> dict[str, list[int]]:
+    """The seed blocks (:func:`seed_blocks`) that the follow-up studies use: those of the seeds
+    ``follow_up`` (the config's ``grid.follow_up_seeds``, whole blocks of the grid's seeds), or
+    every block where it is None."""
+    every = seed_blocks(seeds, block_size)
+    if follow_up is None:
+        return every
+    wanted = {int(s) for s in follow_up}
+    return {name: block for name, block in every.items() if wanted & set(block)}
+
+
+# The follow-up studies (companion probes of the grid, the last rows kept, sorted batches, serving,
+# accumulation, fine-tuning) take the blocks of grid.follow_up_seeds (default: every block); the
+# batch-size study, its remedies and PreciseBN on a budget take every block.
+FOLLOW_UP_BLOCKS = follow_up_blocks(SEEDS, config["grid"]["seed_block"], config["grid"].get("follow_up_seeds"))
 THREADS = config["compute_threads"]
 
 
@@ -389,9 +406,14 @@ def grid_cells():
     return [dict(normaliser=n, batch_size=b) for n in NORMALISERS for b in GRID_BATCH_SIZES]
 
 
-def with_blocks(cells):
-    """One job per cell and seed block."""
-    return [c | dict(block=block) for c in cells for block in SEED_BLOCKS]
+def with_blocks(cells, blocks=None):
+    """One job per cell and seed block (of ``blocks``: every seed block by default)."""
+    return [c | dict(block=block) for c in cells for block in (SEED_BLOCKS if blocks is None else blocks)]
+
+
+def with_follow_up_blocks(cells):
+    """One job per cell and seed block of the follow-up studies (:data:`FOLLOW_UP_BLOCKS`)."""
+    return with_blocks(cells, FOLLOW_UP_BLOCKS)
 
 
 def block_seeds(wildcards):

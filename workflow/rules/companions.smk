@@ -4,7 +4,7 @@
 COMP = config["companions"]
 # One probe job per normaliser and seed block, over every grid batch size (a job's
 # start-up costs more CPU than probing a network without batch statistics).
-PROBE_JOBS = with_blocks([dict(normaliser=n) for n in NORMALISERS])
+PROBE_JOBS = with_follow_up_blocks([dict(normaliser=n) for n in NORMALISERS])
 
 
 rule companion_examples:

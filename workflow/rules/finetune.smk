@@ -70,9 +70,9 @@ rule summarise_finetune:
     message:
         "Summarising the fine-tuning study: JSON, macros, table"
     input:
-        networks=expand(rules.finetune.output.networks, block=SEED_BLOCKS),
-        along=expand(rules.finetune.output.along, block=SEED_BLOCKS),
-        arms=expand(rules.finetune_arms.output.arms, block=SEED_BLOCKS),
+        networks=expand(rules.finetune.output.networks, block=FOLLOW_UP_BLOCKS),
+        along=expand(rules.finetune.output.along, block=FOLLOW_UP_BLOCKS),
+        arms=expand(rules.finetune_arms.output.arms, block=FOLLOW_UP_BLOCKS),
         y_train=rules.split.output.y_train,
     output:
         summary=report(
@@ -118,7 +118,7 @@ rule figure_finetune:
     input:
         summary=rules.summarise_finetune.output.summary,
         along=rules.summarise_finetune.output.along,
-        networks=expand(rules.finetune.output.along, block=SEED_BLOCKS),
+        networks=expand(rules.finetune.output.along, block=FOLLOW_UP_BLOCKS),
     output:
         pdf=report(
             "results/paper/figures/finetune.pdf",
@@ -146,5 +146,5 @@ rule figure_finetune:
         "../scripts/finetune_figure.py"
 
 
-register(rules.finetune, [dict(block=b) for b in SEED_BLOCKS])
-register(rules.finetune_arms, [dict(block=b) for b in SEED_BLOCKS])
+register(rules.finetune, [dict(block=b) for b in FOLLOW_UP_BLOCKS])
+register(rules.finetune_arms, [dict(block=b) for b in FOLLOW_UP_BLOCKS])

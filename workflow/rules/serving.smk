@@ -14,7 +14,7 @@ rule serve_stream:
             rules.train_grid.output.weights,
             normaliser=SERVE["normaliser"],
             batch_size=SERVE["train_batch_sizes"],
-            block=SEED_BLOCKS,
+            block=FOLLOW_UP_BLOCKS,
         ),
         x_test=rules.split.output.x_test,
         y_test=rules.split.output.y_test,

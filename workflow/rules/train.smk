@@ -135,6 +135,6 @@ SORTED_CELLS = [dict(normaliser=SORTED["normaliser"], batch_size=b) for b in SOR
 
 register(rules.train_dependence)
 register(rules.train_dependence_keep)
-register(rules.train_keep, with_blocks(KEEP_CELLS))
+register(rules.train_keep, with_follow_up_blocks(KEEP_CELLS))
 register(rules.train_grid, with_blocks(grid_cells()))
-register(rules.train_sorted, with_blocks(SORTED_CELLS))
+register(rules.train_sorted, with_follow_up_blocks(SORTED_CELLS))

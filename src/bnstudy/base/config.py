@@ -241,6 +241,7 @@ def check_cross_fields(config: dict) -> None:
             raise ConfigError(f"config error: {key}: {b} exceeds the {n_train} training rows ({part.train_source})")
     _check_rates(config["grid"])
     _check_steps(config["grid"], n_train)
+    _check_follow_up(config["grid"])
     for check in study_checks(config):
         check(config, part)
 
@@ -260,6 +261,26 @@ def _check_rates(grid: dict) -> None:
             if b in seen:
                 raise ConfigError(f"config error: grid.{key}[{i}].batch_size: {b} is given {what} twice")
             seen.add(b)
+
+
+def _check_follow_up(grid: dict) -> None:
+    """``grid.follow_up_seeds`` names grid seeds, and whole seed blocks of them (a follow-up study's
+    job takes a block's networks together, so part of a block cannot be left out)."""
+    follow_up = grid.get("follow_up_seeds")
+    if follow_up is None:
+        return
+    from bnstudy.nets.weights import blocks
+
+    for i, s in enumerate(follow_up):
+        if s not in grid["seeds"]:
+            raise ConfigError(f"config error: grid.follow_up_seeds[{i}]: {s} is not one of grid.seeds")
+    for name, block in blocks(grid["seeds"], grid["seed_block"]).items():
+        if set(block) & set(follow_up) and not set(block) <= set(follow_up):
+            missing = sorted(set(block) - set(follow_up))
+            raise ConfigError(
+                f"config error: grid.follow_up_seeds: takes part of the seed block {name} "
+                f"(grid.seed_block {grid['seed_block']}): add seeds {missing} or leave the block out"
+            )
 
 
 def _check_steps(grid: dict, n_train: int) -> None:

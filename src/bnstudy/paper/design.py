@@ -7,6 +7,7 @@ import math
 from bnstudy.base import normalisers
 from bnstudy.nets.recipe import batch_sizes_per_epoch
 from bnstudy.paper.latex import fmt, words
+from bnstudy.paper.seeds import follow_up_macros, seed_list
 
 
 def _list(values) -> str:
@@ -141,7 +142,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
             "gridNormalisers": str(len(config["normalisers"])),
             "gridBatchSizes": str(len(grid["batch_sizes"])),
             "gridBatchSizeList": _list(grid["batch_sizes"]),
-            "gridSeedList": _list(grid["seeds"]),
+            "gridSeedList": seed_list(grid["seeds"]),
             "gridLr": f"{grid['lr']:g}",
             "gridEpochs": str(grid["epochs"]),
             "depMomentum": f"{dep['sgd_momentum']:g}",
@@ -167,6 +168,7 @@ def design_macros(config: dict, train_rows: int, test_rows: int) -> dict[str, st
         | first_sweep_macros(config)
         | ({"ghostInGrid": "1"} if "ghostbatchnorm" in config["normalisers"] else {})
         | finetune_rate_macros(config)
+        | follow_up_macros(config)
     )
 
 

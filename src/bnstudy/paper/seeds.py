@@ -1,0 +1,52 @@
+"""The grid's seeds in the Methods: the list, and which seeds the follow-up studies take.
+
+With ``grid.follow_up_seeds`` the batch-size study (its paired comparisons, remedies and PreciseBN
+on a budget) reads every grid seed while the follow-up studies, whose per-network work is larger,
+read the first seed blocks only (``workflow/rules/common.smk``: ``FOLLOW_UP_BLOCKS``); the
+Methods say which, from the config.
+"""
+
+from __future__ import annotations
+
+from bnstudy.paper.latex import words
+
+# Runs of consecutive seeds longer than this are written as a range ("0 to 19").
+LONGEST_LISTED = 5
+
+
+def seed_list(seeds) -> str:
+    """``[0, 1]`` -> ``0 and 1``; ``[0, 1, 2, 3, 4]`` -> ``0, 1, 2, 3 and 4``; a consecutive run of
+    more than :data:`LONGEST_LISTED` seeds -> ``0 to 19``."""
+    values = sorted(int(s) for s in seeds)
+    if len(values) > LONGEST_LISTED and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]} to {values[-1]}"
+    text = [str(v) for v in values]
+    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
+
+
+def follow_up_parts(config: dict) -> list[str]:
+    """The follow-up studies' uses of the grid's networks in ``config``, in the paper's order."""
+    parts = ["the companion probes of the grid's networks", "the networks retrained with the leftover rows kept"]
+    parts.append("those trained on class-sorted batches")
+    for key, what in (("serving", "serving"), ("accumulation", "gradient accumulation"), ("finetune", "fine-tuning")):
+        if key in config:
+            parts.append(what)
+    return parts
+
+
+def follow_up_macros(config: dict) -> dict[str, str]:
+    """``gridFollowUpSentence`` where ``grid.follow_up_seeds`` takes some of the grid's seeds."""
+    grid = config["grid"]
+    follow_up = grid.get("follow_up_seeds")
+    if follow_up is None or set(follow_up) == set(grid["seeds"]):
+        return {}
+    parts = follow_up_parts(config)
+    listed = ", ".join(parts[:-1]) + " and " + parts[-1]
+    precise = " and PreciseBN on a budget" if "precise_rows" in config else ""
+    sentence = (
+        f"Of these networks, {listed} take those of seeds {seed_list(follow_up)} "
+        f"({words(len(follow_up))} networks a cell, the grid's first "
+        f"{'seed block' if len(follow_up) <= grid['seed_block'] else 'seed blocks'}); the batch-size "
+        f"comparisons, their remedies{precise} take all {len(grid['seeds'])}."
+    )
+    return {"gridFollowUpSentence": sentence}
