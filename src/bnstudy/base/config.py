@@ -269,17 +269,16 @@ def _check_follow_up(grid: dict) -> None:
     follow_up = grid.get("follow_up_seeds")
     if follow_up is None:
         return
-    from bnstudy.nets.weights import blocks
-
     for i, s in enumerate(follow_up):
         if s not in grid["seeds"]:
             raise ConfigError(f"config error: grid.follow_up_seeds[{i}]: {s} is not one of grid.seeds")
-    for name, block in blocks(grid["seeds"], grid["seed_block"]).items():
-        if set(block) & set(follow_up) and not set(block) <= set(follow_up):
-            missing = sorted(set(block) - set(follow_up))
+    size = grid["seed_block"]  # block k holds the seeds k*size .. k*size + size - 1 (nets.weights.blocks)
+    for k in sorted({s // size for s in follow_up}):
+        block = {s for s in grid["seeds"] if s // size == k}
+        if not block <= set(follow_up):
             raise ConfigError(
-                f"config error: grid.follow_up_seeds: takes part of the seed block {name} "
-                f"(grid.seed_block {grid['seed_block']}): add seeds {missing} or leave the block out"
+                f"config error: grid.follow_up_seeds: takes part of the seed block {k * size}-{k * size + size - 1} "
+                f"(grid.seed_block {size}): add seeds {sorted(block - set(follow_up))} or leave the block out"
             )
 
 
