@@ -135,7 +135,7 @@ def test_good_test_config_plans_without_error():
 
 @pytest.mark.slow
 def test_paper_config_plans_every_grid_training_and_the_dependence_network():
-    """180 grid networks (6 normalisers x 6 batch sizes x 5 seeds, one block of 5 seeds per
+    """720 grid networks (6 normalisers x 6 batch sizes x 20 seeds, one block of 5 seeds per
     file) + study 1's networks, one per seed, in one file."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     result = snakemake("-n", "--forceall", "--quiet", "rules", "--summary", timeout=120)
@@ -143,11 +143,42 @@ def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     grid = [p for p in planned if p.startswith("results/runs/grid/") and p.endswith(".safetensors")]
     dependence = [p for p in planned if p.startswith("results/runs/dependence/") and p.endswith(".safetensors")]
     expected = len(cfg["normalisers"]) * len(cfg["grid"]["batch_sizes"]) * len(cfg["grid"]["seeds"])
-    assert expected == 180
+    assert expected == 720
     seeds = [re.search(r"/seeds(\d+)-(\d+)\.safetensors$", p).groups() for p in grid]
     assert sum(min(int(hi), max(cfg["grid"]["seeds"])) - int(lo) + 1 for lo, hi in seeds) == expected
     assert dependence == ["results/runs/dependence/networks.safetensors"]
     assert len(cfg["dependence"]["seeds"]) >= 5
+    # the follow-up studies take the blocks of grid.follow_up_seeds only (seeds 0-4), the batch-size
+    # study's remedies every block
+    follow = cfg["grid"]["follow_up_seeds"]
+    probes = [p for p in planned if p.startswith("results/companions/grid/")]
+    keep = [p for p in planned if p.startswith("results/runs/keep/") and p.endswith(".safetensors")]
+    remedies = {re.search(r"_seeds(\d+-\d+)", p).group(1) for p in planned if p.startswith("results/batch_size/remedies/")}
+    assert probes and all(p.endswith(f"_seeds{min(follow)}-{max(follow)}.csv") for p in probes), probes
+    assert keep and all(p.endswith(f"/seeds{min(follow)}-{max(follow)}.safetensors") for p in keep), keep
+    assert len(remedies) == len(cfg["grid"]["seeds"]) // cfg["grid"]["seed_block"] > 1
+
+
+@pytest.mark.parametrize(
+    "follow_up, message",
+    [
+        ([0, 1, 2, 3, 4], None),
+        ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], None),
+        ([0, 1, 2], "grid.follow_up_seeds: takes part of the seed block 0-4 (grid.seed_block 5): add seeds [3, 4]"),
+        ([0, 1, 2, 3, 4, 99], "grid.follow_up_seeds[5]: 99 is not one of grid.seeds"),
+    ],
+)
+def test_follow_up_seeds_are_whole_seed_blocks_of_the_grid(follow_up, message):
+    from bnstudy.base.config import ConfigError
+
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg["grid"] |= {"seeds": list(range(20)), "seed_block": 5, "follow_up_seeds": follow_up}
+    if message is None:
+        check_cross_fields(cfg)
+        return
+    with pytest.raises(ConfigError) as err:
+        check_cross_fields(cfg)
+    assert str(err.value).startswith(f"config error: {message}") and "\n" not in str(err.value)
 
 
 # ---- cross-field checks: every one, at its boundary ----------------------------

@@ -13,6 +13,7 @@ import itertools
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -138,6 +139,10 @@ def pair_summary(comparisons: dict[str, list[tuple[float, float]]]) -> pd.DataFr
                     "family": len(cis),
                     "seeds_a_better": 0,
                     "seeds_b_better": 0,
+                    # every seed on the interval's side; an interval across zero: seeds on both
+                    "seeds": 20,
+                    "seeds_ahead": 20 if lo > 0 else 0 if hi < 0 else 12,
+                    "seeds_behind": 20 if hi < 0 else 0 if lo > 0 else 7,
                 }
             )
     return pd.DataFrame(rows)
@@ -169,6 +174,39 @@ def test_interval_sign_macros_every_pattern(pattern):
     m = batch_size_macros.interval_sign_macros(pair_summary({"batchnorm_vs_none": [CI[p] for p in pattern]}))
     text = f"Paired over seeds: {m['pairedBatchnormVsNoneSignSentence']}."
     assert not problems(text), text
+
+
+@pytest.mark.parametrize("comparison", ["batchnorm_vs_none", "batchrenorm_vs_batchnorm"])
+@pytest.mark.parametrize("pattern", list(itertools.product(CI, repeat=3)))
+def test_direction_sentence_names_each_unanimous_batch_size_once(comparison, pattern):
+    m = batch_size_macros.interval_sign_macros(pair_summary({comparison: [CI[p] for p in pattern]}))
+    name = latex.macro_name("paired", comparison, "direction sentence")
+    text = f"Seed by seed, {m[name]}."
+    assert not problems(text), text
+    a, b = batch_size_sentences.COMPARED[comparison]
+    below = [str(2 ** (i + 1)) for i, p in enumerate(pattern) if p == "below"]
+    above = [str(2 ** (i + 1)) for i, p in enumerate(pattern) if p == "above"]
+    if not below and not above:
+        assert text == f"Seed by seed, at no batch size do all 20 seeds put {a} on one side of {b}."
+    else:
+        assert text.startswith(f"Seed by seed, every one of the 20 seeds puts {a} ")
+        assert (f"below {b} {latex.at_batches(below)}" in text) == bool(below), text
+        assert (f"above {'it' if below else b} {latex.at_batches(above)}" in text) == bool(above), text
+
+
+def test_direction_sentence_counts_a_tied_seed_on_neither_side():
+    summary = pair_summary({"batchnorm_vs_none": [CI["below"], CI["above"]]})
+    summary.loc[0, ["seeds_behind"]] = 19  # one seed's two networks score alike at batch 2
+    text = batch_size_macros.interval_sign_macros(summary)["pairedBatchnormVsNoneDirectionSentence"]
+    assert text == "every one of the 20 seeds puts batch normalisation above no normaliser at batch 4"
+
+
+def test_effect_dz_is_the_mean_difference_over_its_spread_and_undefined_without_spread():
+    from bnstudy.studies.batch_size.paired import effect_dz
+
+    assert effect_dz(np.array([0.01, 0.03])) == pytest.approx(0.02 / np.std([0.01, 0.03], ddof=1))
+    assert np.isnan(effect_dz(np.array([0.02, 0.02, 0.02])))
+    assert np.isnan(effect_dz(np.array([0.02])))
 
 
 def published_case(rates: dict[int, float], ours: dict[int, tuple[float, float, float]]):

@@ -8,8 +8,6 @@ Methods say which, from the config.
 
 from __future__ import annotations
 
-from bnstudy.paper.latex import words
-
 # Runs of consecutive seeds longer than this are written as a range ("0 to 19").
 LONGEST_LISTED = 5
 
@@ -45,7 +43,7 @@ def follow_up_macros(config: dict) -> dict[str, str]:
     precise = " and PreciseBN on a budget" if "precise_rows" in config else ""
     sentence = (
         f"Of these networks, {listed} take those of seeds {seed_list(follow_up)} "
-        f"({words(len(follow_up))} networks a cell, the grid's first "
+        f"({len(follow_up)} networks a cell, the grid's first "
         f"{'seed block' if len(follow_up) <= grid['seed_block'] else 'seed blocks'}); the batch-size "
         f"comparisons, their remedies{precise} take all {len(grid['seeds'])}."
     )

@@ -16,7 +16,9 @@ from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, signed_points
 from bnstudy.studies.batch_size.published import published_gain_macros, published_gap_macros
 from bnstudy.studies.batch_size.sentences import (
+    COMPARED,
     REMEDY_NAMES,
+    direction_sentence,
     recovery_sentence,
     remedy_sign_sentence,
     renorm_sentence,
@@ -73,6 +75,8 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
         m[latex.macro_name("paired", name, "sign sentence")] = latex.zero_sentence(
             "the adjusted paired intervals", above, below, len(g)
         )
+        if name in COMPARED:  # seed by seed, where every seed agrees in direction
+            m[latex.macro_name("paired", name, "direction sentence")] = direction_sentence(name, g)
         least = g.loc[g["gain"].idxmin()]
         stem = ("paired", name, "least")
         m[latex.macro_name(*stem, "gain")] = signed_points(float(least.gain))
@@ -118,8 +122,8 @@ def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> di
         closed = (renorm_cell.mean - base.mean) / gap if gap != 0 else float("nan")
         m["renormSentence"] = renorm_sentence(renorm, least, closed, side_of(loss) == "below", b)
         m["pairedBatchrenormVsBatchnormMinDifference"] = latex.difference_clause(
-            renorm.gain, renorm.ci_low, renorm.ci_high, "batch normalisation"
-        )
+            renorm.gain, renorm.ci_low_adj, renorm.ci_high_adj, "batch normalisation"
+        )  # the adjusted interval: the one verdict the comparison gets (table, abstract and text)
     return m
 
 

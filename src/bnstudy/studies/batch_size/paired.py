@@ -88,9 +88,22 @@ def per_seed(runs: pd.DataFrame, correct: pd.DataFrame, comparisons=COMPARISONS)
     )
 
 
+def effect_dz(differences: np.ndarray) -> float:
+    """Cohen's d_z of paired ``differences``: their mean over their standard deviation (n - 1);
+    NaN for fewer than two or for differences that are all equal (no spread to scale by)."""
+    d = np.asarray(differences, dtype=np.float64)
+    if len(d) < 2:
+        return float("nan")
+    sd = float(np.std(d, ddof=1))
+    return float(np.mean(d) / sd) if sd > 0 else float("nan")
+
+
 def summarise(seeds: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per comparison and batch size: paired mean gain with its t interval, discordant rows summed
-    over seeds, and the number of seeds whose McNemar p is below ``1 - confidence`` each way.
+    over seeds, the number of seeds whose McNemar p is below ``1 - confidence`` each way, the seeds
+    on each side (``seeds``, ``seeds_ahead``: A scores above B, ``seeds_behind``) and the
+    standardised paired effect ``effect_dz`` (Cohen's d_z: the mean per-seed difference over its
+    standard deviation; NaN where every seed's difference is the same).
 
     Each comparison's batch sizes are one family (``family``: their number): ``ci_low_adj``,
     ``ci_high_adj`` are the Bonferroni-adjusted paired intervals, each at
@@ -112,6 +125,10 @@ def summarise(seeds: pd.DataFrame, confidence: float) -> pd.DataFrame:
             "net_rows": ", ".join(f"{int(v):+d}" for v in g.net_rows),
             "seeds_a_better": int((significant & (g.net_rows > 0)).sum()),
             "seeds_b_better": int((significant & (g.net_rows < 0)).sum()),
+            "seeds": int(len(g)),
+            "seeds_ahead": int((g.net_rows > 0).sum()),
+            "seeds_behind": int((g.net_rows < 0).sum()),
+            "effect_dz": effect_dz(g.accuracy_a.to_numpy() - g.accuracy_b.to_numpy()),
         }
         out.append(row)
     return pd.DataFrame(out)

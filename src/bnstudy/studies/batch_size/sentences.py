@@ -142,3 +142,30 @@ def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> s
     if side_of(least) == "below":
         text += ": there it loses accuracy"
     return text
+
+
+# The two normalisers of each normaliser comparison, in words (A, B of A minus B).
+COMPARED = {
+    "batchnorm_vs_none": ("batch normalisation", "no normaliser"),
+    "batchrenorm_vs_batchnorm": ("batch renormalisation", "batch normalisation"),
+}
+
+
+def direction_sentence(name: str, g: pd.DataFrame) -> str:
+    """Where every seed puts normaliser A on the same side of B (comparison ``name``; ``g``: its rows of
+    the paired summary, one per batch size, with ``seeds``, ``seeds_ahead``, ``seeds_behind``), in
+    words: ``every one of the 20 seeds puts batch normalisation below no normaliser at batch 2 and
+    above it at batch 64``, ``... below ... at batches 2 and 4``, or ``at no batch size do all 20
+    seeds put ... on one side of ...``. A seed whose two networks score alike is on neither side."""
+    a, b = COMPARED[name]
+    g = g.sort_values("batch_size", kind="stable")
+    counts = sorted({int(n) for n in g.seeds})
+    n = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    behind = [str(int(s)) for s, k, m in zip(g.batch_size, g.seeds_behind, g.seeds) if k == m]
+    ahead = [str(int(s)) for s, k, m in zip(g.batch_size, g.seeds_ahead, g.seeds) if k == m]
+    if not behind and not ahead:
+        return f"at no batch size do all {n} seeds put {a} on one side of {b}"
+    if behind and ahead:
+        return f"every one of the {n} seeds puts {a} below {b} {latex.at_batches(behind)} and above it {latex.at_batches(ahead)}"
+    side = "below" if behind else "above"
+    return f"every one of the {n} seeds puts {a} {side} {b} {latex.at_batches(behind or ahead)}"

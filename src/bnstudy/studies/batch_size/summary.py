@@ -13,6 +13,7 @@ is :func:`bnstudy.base.fixedmath.powi`. Nothing here depends on the CPU.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from bnstudy.base import stats
@@ -146,9 +147,18 @@ def distance_table(distance_summary: pd.DataFrame, sizes: list[int]) -> tuple:
     )
 
 
+def dz_text(dz: float) -> str:
+    """Cohen's d_z to two significant figures, signed; ``--`` where it is undefined."""
+    if not np.isfinite(dz):
+        return "--"
+    return f"${dz:+.2g}$" if abs(dz) < 10 else f"${dz:+.0f}$"
+
+
 def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -> tuple:
-    """Every paired difference: gain, paired interval, net rows, rows won and lost, McNemar seeds,
-    and the published difference (batch norm minus none only)."""
+    """Every paired difference: gain, its Bonferroni-adjusted paired interval (the interval every
+    verdict about the comparison reads; family: the comparison's batch sizes), the standardised
+    effect d_z, the seeds on each side, rows won and lost, McNemar seeds, and the published
+    difference (batch norm minus none only)."""
     rows = []
     order = {name: i for i, (name, _, _) in enumerate(paired.COMPARISONS)}
     ordered = pair_summary.assign(_o=pair_summary.comparison.map(order)).sort_values(["_o", "batch_size"])
@@ -163,8 +173,9 @@ def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -
                 paired.LABELS[p.comparison] if p.comparison != previous else "",
                 str(p.batch_size),
                 signed_points(p.gain),
-                points_interval(p.ci_low, p.ci_high, signed=True),
-                p.net_rows,
+                points_interval(p.ci_low_adj, p.ci_high_adj, signed=True),
+                dz_text(p.effect_dz),
+                f"{p.seeds_ahead} / {p.seeds_behind} of {p.seeds}",
                 f"{p.a_only} / {p.b_only}",
                 f"{p.seeds_a_better} / {p.seeds_b_better}",
                 pub,
@@ -177,15 +188,17 @@ def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -
             "comparison",
             "batch",
             "gain",
-            f"paired {conf} interval",
-            "net rows per seed",
+            f"adjusted {conf} interval",
+            "$d_z$",
+            "seeds $+$ / $-$",
             "won / lost",
             "McNemar",
             "publ.",
         ],
         rows,
-        "lrrlllll",
-        "Paired differences in inference-mode accuracy, points; rows; McNemar seeds",
+        "lrrlrllll",
+        "Paired differences in inference-mode accuracy, points, with Bonferroni-adjusted intervals; "
+        "effect d_z; seeds ahead / behind; rows; McNemar seeds",
     )
 
 

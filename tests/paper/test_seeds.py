@@ -1,0 +1,45 @@
+"""The Methods' grid seeds: the list (a long consecutive run as a range) and which seeds the
+follow-up studies take, in every variant."""
+
+import pytest
+
+from bnstudy.paper.seeds import follow_up_macros, seed_list
+from test_sentences import problems
+
+
+@pytest.mark.parametrize(
+    "seeds, text",
+    [
+        ([0], "0"),
+        ([0, 1], "0 and 1"),
+        ([0, 1, 2, 3, 4], "0, 1, 2, 3 and 4"),
+        ([4, 0, 2, 1, 3, 5], "0 to 5"),
+        (list(range(20)), "0 to 19"),
+        ([0, 1, 2, 3, 4, 6], "0, 1, 2, 3, 4 and 6"),
+    ],
+)
+def test_seed_list(seeds, text):
+    assert seed_list(seeds) == text
+
+
+def config(follow_up, studies=("serving", "accumulation", "finetune", "precise_rows")):
+    grid = {"seeds": list(range(20)), "seed_block": 5} | ({} if follow_up is None else {"follow_up_seeds": follow_up})
+    return {"grid": grid} | {name: {} for name in studies}
+
+
+def test_no_sentence_where_the_follow_ups_take_every_seed():
+    assert follow_up_macros(config(None)) == {}
+    assert follow_up_macros(config(list(range(20)))) == {}
+
+
+@pytest.mark.parametrize("studies", [(), ("serving",), ("serving", "accumulation", "finetune", "precise_rows")])
+@pytest.mark.parametrize("follow_up", [[0, 1, 2, 3, 4], list(range(10))])
+def test_the_sentence_names_the_seeds_the_blocks_and_each_follow_up_study(studies, follow_up):
+    text = follow_up_macros(config(follow_up, studies))["gridFollowUpSentence"]
+    assert not problems(text), text
+    assert f"seeds {seed_list(follow_up)} ({len(follow_up)} networks a cell" in text
+    assert ("first seed block)" in text) == (len(follow_up) == 5)
+    assert text.endswith("take all 20.")
+    for key, what in (("serving", "serving"), ("accumulation", "gradient accumulation"), ("finetune", "fine-tuning")):
+        assert (what in text) == (key in studies), (key, text)
+    assert ("PreciseBN on a budget" in text) == ("precise_rows" in studies)
