@@ -153,7 +153,8 @@ def test_paper_config_plans_every_grid_training_and_the_dependence_network():
     follow = cfg["grid"]["follow_up_seeds"]
     probes = [p for p in planned if p.startswith("results/companions/grid/")]
     keep = [p for p in planned if p.startswith("results/runs/keep/") and p.endswith(".safetensors")]
-    remedies = {re.search(r"_seeds(\d+-\d+)", p).group(1) for p in planned if p.startswith("results/batch_size/remedies/")}
+    remedy_files = [p for p in planned if p.startswith("results/batch_size/remedies/")]
+    remedies = {re.search(r"_seeds(\d+-\d+)", p).group(1) for p in remedy_files}
     assert probes and all(p.endswith(f"_seeds{min(follow)}-{max(follow)}.csv") for p in probes), probes
     assert keep and all(p.endswith(f"/seeds{min(follow)}-{max(follow)}.safetensors") for p in keep), keep
     assert len(remedies) == len(cfg["grid"]["seeds"]) // cfg["grid"]["seed_block"] > 1

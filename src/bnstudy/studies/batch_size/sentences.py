@@ -166,6 +166,7 @@ def direction_sentence(name: str, g: pd.DataFrame) -> str:
     if not behind and not ahead:
         return f"at no batch size do all {n} seeds put {a} on one side of {b}"
     if behind and ahead:
-        return f"every one of the {n} seeds puts {a} below {b} {latex.at_batches(behind)} and above it {latex.at_batches(ahead)}"
+        below, above = latex.at_batches(behind), latex.at_batches(ahead)
+        return f"every one of the {n} seeds puts {a} below {b} {below} and above it {above}"
     side = "below" if behind else "above"
     return f"every one of the {n} seeds puts {a} {side} {b} {latex.at_batches(behind or ahead)}"
