@@ -37,9 +37,9 @@ def test_no_sentence_where_the_follow_ups_take_every_seed():
 def test_the_sentence_names_the_seeds_the_blocks_and_each_follow_up_study(studies, follow_up):
     text = follow_up_macros(config(follow_up, studies))["gridFollowUpSentence"]
     assert not problems(text), text
-    assert f"seeds {seed_list(follow_up)} ({len(follow_up)} networks a cell" in text
-    assert ("first seed block)" in text) == (len(follow_up) == 5)
-    assert text.endswith("take all 20.")
+    assert f"seeds {seed_list(follow_up)} only ({len(follow_up)} networks a cell" in text
+    assert ("its first seed block)" in text) == (len(follow_up) == 5)
+    assert text.endswith("use all 20.")
     for key, what in (("serving", "serving"), ("accumulation", "gradient accumulation"), ("finetune", "fine-tuning")):
         assert (what in text) == (key in studies), (key, text)
     assert ("PreciseBN on a budget" in text) == ("precise_rows" in studies)

@@ -24,8 +24,10 @@ def seed_list(seeds) -> str:
 
 def follow_up_parts(config: dict) -> list[str]:
     """The follow-up studies' uses of the grid's networks in ``config``, in the paper's order."""
-    parts = ["the companion probes of the grid's networks", "the networks retrained with the leftover rows kept"]
-    parts.append("those trained on class-sorted batches")
+    parts = [
+        "the companion probes of the grid's networks",
+        "the networks retrained with the leftover rows kept or on class-sorted batches",
+    ]
     for key, what in (("serving", "serving"), ("accumulation", "gradient accumulation"), ("finetune", "fine-tuning")):
         if key in config:
             parts.append(what)
@@ -41,10 +43,10 @@ def follow_up_macros(config: dict) -> dict[str, str]:
     parts = follow_up_parts(config)
     listed = ", ".join(parts[:-1]) + " and " + parts[-1]
     precise = " and PreciseBN on a budget" if "precise_rows" in config else ""
+    blocks = "its first seed block" if len(follow_up) <= grid["seed_block"] else "its first seed blocks"
     sentence = (
-        f"Of these networks, {listed} take those of seeds {seed_list(follow_up)} "
-        f"({len(follow_up)} networks a cell, the grid's first "
-        f"{'seed block' if len(follow_up) <= grid['seed_block'] else 'seed blocks'}); the batch-size "
-        f"comparisons, their remedies{precise} take all {len(grid['seeds'])}."
+        f"The follow-up studies use the grid's seeds {seed_list(follow_up)} only ({len(follow_up)} networks a "
+        f"cell, {blocks}): {listed}; the batch-size comparisons, their remedies{precise} use all "
+        f"{len(grid['seeds'])}."
     )
     return {"gridFollowUpSentence": sentence}
