@@ -35,7 +35,8 @@ def follow_up_parts(config: dict) -> list[str]:
 
 
 def follow_up_macros(config: dict) -> dict[str, str]:
-    """``gridFollowUpSentence`` where ``grid.follow_up_seeds`` takes some of the grid's seeds."""
+    """``gridFollowUpSentence`` and ``gridFollowUpSeeds`` (their number) where ``grid.follow_up_seeds``
+    takes some of the grid's seeds."""
     grid = config["grid"]
     follow_up = grid.get("follow_up_seeds")
     if follow_up is None or set(follow_up) == set(grid["seeds"]):
@@ -49,4 +50,4 @@ def follow_up_macros(config: dict) -> dict[str, str]:
         f"cell, {blocks}): {listed}; the batch-size comparisons, their remedies{precise} use all "
         f"{len(grid['seeds'])}."
     )
-    return {"gridFollowUpSentence": sentence}
+    return {"gridFollowUpSentence": sentence, "gridFollowUpSeeds": str(len(follow_up))}
