@@ -142,3 +142,16 @@ def test_mcnemar_p_is_the_exact_binomial_tail_rounded_once():
         assert pairing.mcnemar_p(k, n) == float(exact), (n, k)
         assert pairing.mcnemar_p(k, n) == pytest.approx(sps.binomtest(k, n, 0.5).pvalue, rel=1e-11, abs=1e-300)
     assert pairing.mcnemar_p(0, 0) == 1.0 and pairing.mcnemar_p(5000, 10000) == 1.0
+
+
+def test_one_difference_rounded_two_ways_has_no_spread():
+    """6/899 - 2/899 and 4/899 - 0/899 are the same four rows of 899, but differ in the last bit as
+    floats: no spread, a point interval, as for exactly equal differences; a real spread stays."""
+    a, b = [6 / 899, 4 / 899], [2 / 899, 0 / 899]
+    assert (a[0] - b[0]) != (a[1] - b[1])  # the case: the float differences are not equal
+    r = pairing.paired_interval(a, b, 0.95)
+    assert r["sd"] == 0.0 and r["ci_low"] == r["gain"] == r["ci_high"]
+    r = pairing.paired_interval([6 / 899, 5 / 899], [2 / 899, 0 / 899], 0.95)
+    assert r["sd"] > 0 and r["ci_low"] < r["gain"] < r["ci_high"]
+    one = pairing.paired_interval([0.5], [0.25], 0.95)
+    assert one["ci_low"] != one["ci_low"]  # one seed: still NaN

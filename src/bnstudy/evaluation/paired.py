@@ -64,17 +64,26 @@ def mcnemar(correct_a, correct_b) -> tuple[int, int, float]:
     return a_only, b_only, p
 
 
+# Differences of shares this close are one difference rounded two ways (a share is a count over rows).
+ROUNDING = 1e-12
+
+
 def paired_interval(a, b, confidence: float, bound: float = 1.0) -> dict:
     """Mean, sd and Student-t interval of the per-seed differences ``a[i] - b[i]`` (same seed order)
     of two shares (each in [0, 1]: accuracies, flip rates). The interval is clipped to [-1, 1], the
     range such a difference can take: with two or three seeds the t quantile (12.7 for one degree
     of freedom) carries an unclipped end past it. ``bound``: that range's half-width where the
     values are not shares (2 for two changes of a share, each in [-1, 1]). A NaN end (one seed)
-    stays NaN."""
+    stays NaN. Differences equal to within :data:`ROUNDING` have no spread (sd 0, a point interval
+    at their mean), as exactly equal ones do."""
     a, b = list(a), list(b)
     if len(a) != len(b) or not a:
         raise ValueError(f"a paired comparison needs as many values on both sides, got {len(a)} and {len(b)}")
     diffs = [float(x) - float(y) for x, y in zip(a, b)]
     mean, sd, lo, hi = seed_interval(diffs, confidence)
+    if len(diffs) > 1 and max(diffs) - min(diffs) <= ROUNDING * max(1.0, *(abs(d) for d in diffs)):
+        # the same difference in every seed but for the rounding of count / rows (4/18 - 0/18 and
+        # 8/18 - 4/18 differ in the last bit): no spread, as for exactly equal differences
+        sd, lo, hi = 0.0, mean, mean
     lo, hi = (-bound if lo < -bound else lo), (bound if hi > bound else hi)
     return {"seeds": len(diffs), "gain": mean, "sd": sd, "ci_low": lo, "ci_high": hi}
