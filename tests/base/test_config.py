@@ -283,7 +283,7 @@ def test_group_checks_apply_to_every_width_and_only_with_group_norm(test_config)
         "config error: network.groups: 64 groups leave one feature per group in width 64; "
         "group norm would output a constant"
     )
-    no_gn = mutate(test_config, ["normalisers"], ["none", "batchnorm"])
+    no_gn = mutate(test_config, ["normalisers"], ["none", "batchnorm", "batchrenorm"])  # renorm_ramp pairs these
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 5)) is None
     assert cross_field_error(mutate(no_gn, ["network", "groups"], 128)) is None
 

@@ -38,7 +38,7 @@ REPORTED = re.compile(
     r"results/paper/figures/\w+\.(pdf|png)|results/paper/tables/\w+\.tex|results/summary/\w+\.json|paper/main\.pdf"
 )
 UNHASHED = {"results/provenance/runtimes.csv"}
-STUDY = re.compile(r"Study (\d) - \S.*")
+STUDY = re.compile(r"Study (\d+) - \S.*")  # ten studies or more: numbered 1, 2, ..., 10
 FORMATS = {"image/png": "raster (PNG)", "application/pdf": "vector (PDF)"}
 TITLE = "Batch normalisation at training versus inference time"
 
@@ -105,7 +105,7 @@ def test_report_groups_by_study_and_labels_every_figure_by_its_normalisers(repor
     _, _, html = report
     data = embedded(html)
     results, categories = data["results"], data["categories"]
-    studies = sorted(c for c in categories if STUDY.fullmatch(c))
+    studies = sorted((c for c in categories if STUDY.fullmatch(c)), key=lambda c: int(STUDY.fullmatch(c).group(1)))
     from bnstudy.base import catalogue
 
     count = len(catalogue.included(test_config))  # one category per study the config runs, numbered in order

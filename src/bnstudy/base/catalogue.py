@@ -110,6 +110,7 @@ STUDIES = (
     Study("finetune", "finetune", {"finetune": 1.0}, optional=True),
     Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True),
     Study("equal_steps", "equal_steps", optional=True),  # the grid's extreme batch sizes at equal steps
+    Study("renorm_ramp", "renorm_ramp", optional=True),  # batch renorm's limits on other schedules
     Study("compare", "compare", optional=True),  # other builds' headline numbers beside this one's
 )  # fmt: skip
 

@@ -26,6 +26,8 @@ class Recipe:
     renorm_warmup: float = 0.05
     renorm_rmax_full: float = 0.4
     renorm_dmax_full: float = 0.25
+    # the milestones' unit: "fraction" of the run's steps, or "absolute" steps (Ioffe's own: 5,000, 40,000, 25,000)
+    renorm_steps: str = "fraction"
     # gradient accumulation: micro-batches per optimiser step (batch_size rows split evenly)
     accumulate: int = 1
     # the learning rate over the epochs (lr_scales): "constant", lr throughout; "linear", lr (E - e) / E
@@ -43,9 +45,12 @@ class Recipe:
         return cls(**{f.name: type(f.default)(meta[f.name]) for f in fields(cls) if f.name in meta})
 
     def metadata(self) -> dict[str, str]:
-        """Every field as a string; ``accumulate`` only when it is not 1 and ``lr_schedule`` only when it
-        is not ``"none"`` (weights files of runs without them are as they were before they existed)."""
+        """Every field as a string; ``accumulate`` only when it is not 1, ``lr_schedule`` only when it
+        is not ``"none"`` and ``renorm_steps`` only when it is not ``"fraction"`` (weights files of runs
+        without them are as they were before they existed)."""
         meta = {k: str(v) for k, v in asdict(self).items()}
+        if self.renorm_steps == "fraction":
+            del meta["renorm_steps"]
         if self.accumulate == 1:
             del meta["accumulate"]
         if self.lr_schedule == "constant":
@@ -89,7 +94,12 @@ class RenormSchedule:
 
     Ioffe (2017) trains with plain batch norm (rmax 1, dmax 0) for the first 5k
     steps, then relaxes the limits linearly, reaching rmax 3 at 40k and dmax 5 at
-    25k steps. Here each milestone is a fraction of the run's own steps.
+    25k steps. Here each milestone is a fraction of the run's own steps; with ``absolute`` it is a
+    number of steps, Ioffe's own form, compared with the count of steps taken including the current
+    one (``step + 1``): a warm-up of 5,000 trains steps 1 to 5,000 as plain batch norm, a warm-up of 0
+    none, and a milestone past the run's end leaves the ramp unfinished. A milestone at or before the
+    warm-up's end sets its limit in full right after the warm-up (no ramp); the fractional schedules
+    with a milestone after the warm-up, every config's, are computed as they were before ``absolute``.
     """
 
     total_steps: int
@@ -98,14 +108,17 @@ class RenormSchedule:
     warmup: float = 0.05
     rmax_full: float = 0.4
     dmax_full: float = 0.25
+    absolute: bool = False
 
     def limits(self, step: int) -> tuple[float, float]:
         """(rmax, dmax) in force at 0-based ``step``."""
-        t = step / max(self.total_steps, 1)
+        t = float(step + 1) if self.absolute else step / max(self.total_steps, 1)
 
         def ramp(full: float) -> float:
             if t <= self.warmup:
                 return 0.0
+            if full <= self.warmup:
+                return 1.0
             return min(1.0, (t - self.warmup) / (full - self.warmup))
 
         return 1.0 + (self.rmax - 1.0) * ramp(self.rmax_full), self.dmax * ramp(self.dmax_full)
@@ -114,11 +127,21 @@ class RenormSchedule:
     def final(self) -> tuple[float, float]:
         return self.limits(self.total_steps)
 
+    @property
+    def last(self) -> tuple[float, float]:
+        """(rmax, dmax) in force at the run's last step."""
+        return self.limits(max(self.total_steps - 1, 0))
+
+
+RENORM_STEPS = ("fraction", "absolute")
+
 
 def renorm_schedule(normaliser: str, recipe: Recipe, n: int) -> RenormSchedule | None:
     """The schedule of a batch-renorm run over ``n`` training rows (None for other normalisers)."""
     if normaliser != "batchrenorm":
         return None
+    if recipe.renorm_steps not in RENORM_STEPS:
+        raise ValueError(f"unknown renorm_steps {recipe.renorm_steps!r}: one of {', '.join(RENORM_STEPS)}")
     return RenormSchedule(
         total_steps=recipe.epochs * steps_per_epoch(n, recipe.batch_size, recipe.last_batch),
         rmax=recipe.renorm_rmax,
@@ -126,6 +149,7 @@ def renorm_schedule(normaliser: str, recipe: Recipe, n: int) -> RenormSchedule |
         warmup=recipe.renorm_warmup,
         rmax_full=recipe.renorm_rmax_full,
         dmax_full=recipe.renorm_dmax_full,
+        absolute=recipe.renorm_steps == "absolute",
     )
 
 

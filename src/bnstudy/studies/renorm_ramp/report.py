@@ -1,0 +1,256 @@
+"""The ramp study's summary: each schedule's batch renorm against the grid's batch norm and batch renorm
+of the same seeds, JSON, macros, the generated sentences of its section and a table.
+
+At each batch size ``b`` of the study and for each schedule ``s`` (the grid's own, :data:`GRID`, read
+from the grid's networks, and each variant of the config, retrained), paired by seed (the same
+initial weights and batch order), inference-mode test accuracy:
+
+- ``vs_batchnorm``: batch renorm with ``s`` minus the grid's batch norm;
+- ``vs_grid`` (variants only): batch renorm with ``s`` minus the grid's batch renorm.
+
+Each is a Student-t interval of the per-seed differences (:func:`bnstudy.evaluation.paired.paired_interval`)
+at the Bonferroni-adjusted confidence over the study's whole family, every comparison at every batch
+size (:func:`family`), with ``agree``, the seeds whose difference has the sign of the mean. The
+sensitivity: at each batch size, the range of ``vs_batchnorm``'s mean over the schedules, and each
+variant whose interval's side of zero (its verdict) differs from the grid schedule's. Nothing here
+depends on the CPU, and no compiled code is loaded.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bnstudy.base.stats import adjusted_confidence
+from bnstudy.evaluation.paired import paired_interval
+from bnstudy.paper import latex
+from bnstudy.paper.latex import points_interval, signed_points, verdict, words
+from bnstudy.studies.renorm_ramp.design import GRID
+
+BATCHNORM = "batchnorm"  # the grid's batch norm networks: the other side of vs_batchnorm
+KEYS = ("vs_batchnorm", "vs_grid")
+
+
+def family(schedules, batch_sizes) -> int:
+    """The comparisons adjusted together: at every batch size, each schedule's (the grid's included)
+    difference from batch norm and each variant's from the grid's batch renorm."""
+    return len(batch_sizes) * (2 * len(schedules) + 1)
+
+
+def per_seed(study: pd.DataFrame, grid: pd.DataFrame, seeds) -> pd.DataFrame:
+    """One row per arm (each variant's name, :data:`GRID` for the grid's batch renorm, :data:`BATCHNORM`
+    for its batch norm), batch size and seed of ``seeds``: inference-mode accuracy (the grid's cells'
+    ``inference`` rows); a seed missing is an error."""
+    seeds = sorted(int(s) for s in seeds)
+    grid = grid[(grid["mode"] == "inference") & grid["seed"].isin(seeds)]
+    grid = grid.assign(arm=grid["normaliser"].map({"batchrenorm": GRID, "batchnorm": BATCHNORM}))
+    cols = ["arm", "batch_size", "seed", "accuracy"]
+    table = pd.concat([study.rename(columns={"schedule": "arm"})[cols], grid[cols]], ignore_index=True)
+    for (arm, b), g in table.groupby(["arm", "batch_size"]):
+        if sorted(g["seed"]) != seeds:
+            raise ValueError(f"{arm} at batch {b}: seeds {sorted(g['seed'])}, not {seeds}")
+    return table.sort_values(cols[:3]).reset_index(drop=True)
+
+
+def _accuracy(table, arm, b) -> list[float]:
+    g = table[(table["arm"] == arm) & (table["batch_size"] == b)]
+    if g.empty:
+        raise ValueError(f"no {arm} networks at batch {b}")
+    return list(g.sort_values("seed")["accuracy"])
+
+
+def agreeing(a, c, gain: float) -> int:
+    """Seeds whose difference ``a - c`` has the sign of ``gain`` (zero for a zero mean)."""
+    diffs = [float(x) - float(y) for x, y in zip(a, c, strict=True)]
+    sign = (gain > 0) - (gain < 0)
+    return sum(1 for d in diffs if (d > 0) - (d < 0) == sign)
+
+
+def comparisons(table: pd.DataFrame, schedules, batch_sizes, confidence: float) -> pd.DataFrame:
+    """Every comparison (module docstring), by batch size, then the grid's schedule and the variants in
+    the config's order, then :data:`KEYS`; intervals at the Bonferroni-adjusted confidence."""
+    n = family(schedules, batch_sizes)
+    level = adjusted_confidence(confidence, n)
+    out = []
+    for b in sorted(int(x) for x in batch_sizes):
+        for arm in (GRID, *schedules):
+            for key in KEYS if arm != GRID else KEYS[:1]:
+                a, c = _accuracy(table, arm, b), _accuracy(table, BATCHNORM if key == "vs_batchnorm" else GRID, b)
+                r = paired_interval(a, c, level)
+                out.append(
+                    {"batch_size": b, "schedule": arm, "key": key, "seeds": r["seeds"], "gain": r["gain"],
+                     "sd": r["sd"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                     "agree": agreeing(a, c, r["gain"]), "family": n, "confidence": level}
+                )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def side(lo: float, hi: float) -> str:
+    """``below``, ``above`` or ``zero`` (the interval holds zero, or is undefined)."""
+    return "below" if hi < 0 else "above" if lo > 0 else "zero"
+
+
+def _points(r: dict) -> str:
+    return f"${signed_points(r['gain'])}$ points ${points_interval(r['ci_low'], r['ci_high'], signed=True)}$"
+
+
+def _rows(cells: pd.DataFrame, b: int, key: str) -> list[dict]:
+    return [r for r in cells[(cells["batch_size"] == b) & (cells["key"] == key)].to_dict("records")]
+
+
+def sensitivity(cells: pd.DataFrame, b: int) -> dict:
+    """At batch ``b``: the lowest and highest mean of batch renorm minus batch norm over the schedules
+    (the grid's included), their schedules, the range, and the variants whose verdict (the side of zero
+    of the adjusted interval) differs from the grid schedule's."""
+    rows = _rows(cells, b, "vs_batchnorm")
+    low = min(rows, key=lambda r: r["gain"])
+    high = max(rows, key=lambda r: r["gain"])
+    grid_side = side(rows[0]["ci_low"], rows[0]["ci_high"])
+    changed = [r["schedule"] for r in rows[1:] if side(r["ci_low"], r["ci_high"]) != grid_side]
+    return {"batch_size": b, "low": low["gain"], "low_schedule": low["schedule"], "high": high["gain"],
+            "high_schedule": high["schedule"], "range": high["gain"] - low["gain"], "grid_side": grid_side,
+            "changed": changed}  # fmt: skip
+
+
+def sensitivity_clause(cells: pd.DataFrame, b: int, labels: dict[str, str]) -> str:
+    """The range of the mean over the schedules at batch ``b`` (its ends' schedules are in the table and
+    the summary) and the variants whose verdict differs from the grid schedule's (each verdict is stated
+    once, in its own comparison's clause)."""
+    s = sensitivity(cells, b)
+    count = len(_rows(cells, b, "vs_batchnorm"))
+    if s["low"] == s["high"]:
+        same = signed_points(s["low"])
+        head = f"the mean difference from batch normalisation is ${same}$ points with all {count} schedules"
+    else:
+        head = (
+            f"over the {count} schedules the mean difference from batch normalisation runs from "
+            f"${signed_points(s['low'])}$ to ${signed_points(s['high'])}$ points, a range of ${100 * s['range']:.2f}$"
+        )
+    if not s["changed"]:
+        return f"{head}, and no variant's verdict differs from the grid ramp's"
+    return f"{head}, and the verdict differs from the grid ramp's with {words([labels[v] for v in s['changed']])}"
+
+
+def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps: int) -> str:
+    """The sentence of batch ``b``, clauses joined by semicolons: batch renorm minus batch norm with the
+    grid's schedule; with each variant, that difference and the variant minus the grid's batch renorm,
+    each comparison with its own verdict and agreeing seeds; the sensitivity (:func:`sensitivity_clause`)."""
+    grid, *variants = _rows(cells, b, "vs_batchnorm")
+    against = {r["schedule"]: r for r in _rows(cells, b, "vs_grid")}
+    clauses = [
+        f"At batch {b} ({latex.fmt(int(steps))} steps), batch renormalisation with the grid's schedule scores "
+        f"{_points(grid)} against batch normalisation, an interval that {verdict(grid['ci_low'], grid['ci_high'])} "
+        f"({int(grid['agree'])} of {int(grid['seeds'])} seeds agree)"
+    ]
+    for r in variants:
+        g = against[r["schedule"]]
+        clauses.append(
+            f"with {labels[r['schedule']]}, {_points(r)}, an interval that {verdict(r['ci_low'], r['ci_high'])} "
+            f"({int(r['agree'])} of {int(r['seeds'])} seeds agree), and {_points(g)} from the grid's batch "
+            f"renormalisation, whose interval {verdict(g['ci_low'], g['ci_high'])} (agreed by {int(g['agree'])} of "
+            f"{int(g['seeds'])})"
+        )
+    clauses.append(sensitivity_clause(cells, b, labels))
+    return "; ".join(clauses) + "."
+
+
+def unfinished_sentence(limits: dict, targets: dict[str, tuple[float, float]], labels: dict[str, str]) -> str:
+    """Where a variant's run ends before its ramp does (``limits[(variant, b)]``: ``(rmax, dmax)`` at
+    the last step; ``targets[variant]``: its final limits), one clause per such variant: at each of
+    those batch sizes, still in the warm-up (the limits of plain batch norm throughout) or the limits
+    reached. Empty when every run completes its ramp."""
+    clauses = []
+    for v, label in labels.items():
+        warm, ramp = [], []
+        for b in sorted(b for (name, b) in limits if name == v):
+            rmax, dmax = limits[(v, b)]
+            if (rmax, dmax) == (1.0, 0.0) and targets[v] != (1.0, 0.0):
+                warm.append(str(b))
+            elif rmax < targets[v][0] or dmax < targets[v][1]:
+                ramp.append(f"$r_{{\\max}} = {rmax:.2f}$ and $d_{{\\max}} = {dmax:.2f}$ at batch {b}")
+        parts = []
+        if warm:
+            one = len(warm) == 1
+            parts.append(
+                f"its run{'' if one else 's'} {latex.at_batches(warm)} end{'s' if one else ''} in the warm-up, "
+                "with the limits of plain batch norm throughout"
+            )
+        if ramp:
+            parts.append(f"{'its' if not warm else 'the'} ramp stops short, ending with {words(ramp)}")
+        if parts:
+            clauses.append(f"with {label}, " + ", and ".join(parts))
+    if not clauses:
+        return ""
+    text = "; ".join(clauses)
+    return text[0].upper() + text[1:] + "."
+
+
+def results_macro(b: int) -> str:
+    return latex.macro_name("renorm", "ramp", "results", "b", b)
+
+
+def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], descriptions: dict[str, str],
+           steps: dict[int, int], confidence: float, ends: str = "") -> dict[str, str]:  # fmt: skip
+    """Every number and generated sentence of the section. ``labels``, ``descriptions``: each variant's
+    name in prose and its schedule in words, the grid's description under :data:`GRID`; ``steps``:
+    the run's steps at each batch size; ``ends``: :func:`unfinished_sentence` (its macro defined only
+    when it says something)."""
+    sizes = sorted(int(b) for b in batch_sizes)
+    n = int(cells["family"].iloc[0])
+    m = {
+        "renormRampSeeds": words([str(int(s)) for s in sorted(seeds)]),
+        "renormRampSeedCount": str(len(seeds)),
+        "renormRampBatchSizes": words([str(b) for b in sizes]),
+        "renormRampFamily": str(n),
+        "renormRampConfidence": latex.fmt(float(cells["confidence"].iloc[0]), 2, percent=True),
+        "renormRampFamilyConfidence": latex.fmt(float(confidence), 0, percent=True),
+        "renormRampVariantCount": str(len(labels)),
+        "renormRampGridSchedule": descriptions[GRID],
+        "renormRampSchedules": "; ".join(f"{labels[v]} ({descriptions[v]})" for v in labels),
+    }
+    sentences = []
+    for b in sizes:
+        m[results_macro(b)] = results_sentence(cells, b, labels, steps[b])
+        sentences.append(m[results_macro(b)])
+    m["renormRampResults"] = " ".join(sentences)
+    if ends:
+        m["renormRampUnfinished"] = ends
+    return m
+
+
+def latex_table(cells: pd.DataFrame, names: dict[str, str], limits: dict) -> tuple[list, list, str, str]:
+    """One row per batch size and schedule: the limits at the run's last step, batch renorm minus batch
+    norm and minus the grid's batch renorm (mean, adjusted interval, seeds on the mean's side).
+    ``names``: each schedule's short name; ``limits[(schedule, b)]``: ``(rmax, dmax)`` at the last step."""
+    rows = []
+    for (b, schedule), g in cells.groupby(["batch_size", "schedule"], sort=False):
+        by = {r["key"]: r for r in g.to_dict("records")}
+        rmax, dmax = limits[(schedule, b)]
+        row = [str(b), names[schedule], f"{rmax:.2f}", f"{dmax:.2f}"]
+        for key in KEYS:
+            r = by.get(key)
+            if r is None:
+                row += ["", "", ""]
+                continue
+            ci = points_interval(r["ci_low"], r["ci_high"], signed=True)
+            row += [f"${signed_points(r['gain'])}$", f"${ci}$", f"{int(r['agree'])}/{int(r['seeds'])}"]
+        rows.append(row)
+    header = ["batch", "schedule", "last $r_{\\max}$", "last $d_{\\max}$", "$-$ batch norm", "interval", "seeds",
+              "$-$ grid's renorm", "interval", "seeds"]  # fmt: skip
+    comment = (
+        "paired by seed, percentage points; Bonferroni-adjusted over the study's comparisons; seeds: on the mean's side"
+    )
+    return header, rows, "rlrrrlrrlr", comment
+
+
+def summary_json(cells: pd.DataFrame, seeds, batch_sizes, schedules: list[dict], confidence: float) -> dict:
+    """``results/summary/renorm_ramp.json``: the settings, every comparison and each batch size's sensitivity."""
+    sizes = sorted(int(b) for b in batch_sizes)
+    return {
+        "seeds": sorted(int(s) for s in seeds),
+        "batch_sizes": sizes,
+        "schedules": schedules,
+        "confidence": float(confidence),
+        "family": int(cells["family"].iloc[0]),
+        "comparisons": cells.to_dict("records"),
+        "sensitivity": [sensitivity(cells, b) for b in sizes],
+    }
