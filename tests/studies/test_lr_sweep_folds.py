@@ -365,3 +365,18 @@ def test_the_cost_of_k_folds_is_k_times_the_networks_on_k_minus_one_kths_of_the_
     k["lr_sweep"]["folds"] = 4
     split["lr_sweep"]["validation_fraction"] = 1 - round(n * 3 / 4) / n  # one split training on (K-1)/K of the rows
     assert work(params, wc, k) == pytest.approx(4 * work(params, wc, split), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_folds_beside_a_validation_split_stop_snakemake_before_any_job(test_config, tmp_path):
+    from conftest import snakemake
+
+    bad = copy.deepcopy(test_config)
+    bad["lr_sweep"]["validation_fraction"] = 0.2
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    result = snakemake("-n", "--configfile", str(path), timeout=120)
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
+    assert len(errors) == 1 and errors[0] == result.stderr.strip().splitlines()[-1], result.stderr
+    assert errors[0].startswith("config error: lr_sweep.folds: set exactly one") and "Traceback" not in result.stderr
