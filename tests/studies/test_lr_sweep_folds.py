@@ -155,9 +155,7 @@ def test_every_stability_sentence():
     every = stab_rows([("none", 2, 5, 0.01, 0.001, 0.02), ("batchnorm", 2, 5, 0.02, 0.01, 0.03)])
     m = stability.stability_macros(every, LABELS, 2)
     assert m["lrFolds"] == "5" and m["lrOtherFolds"] == "other 4 folds" and m["lrSeedsPhrase"] == "1 seed"
-    assert (
-        m["lrStabilitySentence"] == "In every one of the 2 cells each of the 5 folds, on its own, picks the chosen rate"
-    )
+    assert m["lrStabilitySentence"] == "In every one of the 2 cells all 5 folds, each on its own, pick the chosen rate"
     assert m["lrMarginSentence"] == (
         "the chosen rate's mean validation accuracy exceeds the runner-up's by a paired interval wholly above "
         "zero in every one of the 2 cells"
@@ -169,22 +167,100 @@ def test_every_stability_sentence():
     )
     m = stability.stability_macros(some, LABELS, 2)
     assert m["lrStabilitySentence"] == (
-        "Each of the 5 folds, on its own, picks the chosen rate in 1 of the 3 cells; the fewest that do are "
-        "2 of the 5 (no normaliser at batch 8 and batch norm at batch 2)"
+        "All 5 folds, each on its own, pick the chosen rate in 1 of the 3 cells; in the least stable, only 2 of "
+        "the 5 do (no normaliser at batch 8 and batch norm at batch 2)"
     )
     assert m["lrMarginSentence"].endswith("wholly above zero in 1 of the 3 cells")
     assert "lrFoldAgreeNoneMin" in m and "lrFoldAgreeNoneB8" not in m  # the smallest batch only
     none = stab_rows([("none", 2, 3, 0.0, 0.0, 0.0), ("batchnorm", 2, 4, 0.01, -0.01, 0.03)])
     m = stability.stability_macros(none, LABELS, 2)
     assert m["lrStabilitySentence"] == (
-        "Each of the 5 folds, on its own, picks the chosen rate in none of the cells; the fewest that do are "
-        "3 of the 5 (no normaliser at batch 2)"
+        "All 5 folds, each on its own, pick the chosen rate in no cell; in the least stable, only 3 of the 5 do "
+        "(no normaliser at batch 2)"
     )
     assert m["lrMarginSentence"].endswith("wholly above zero in none of the 2 cells")
     assert m["lrMarginNoneMin"] == "$0.00$ points $\\text{(every seed alike)}$"
-    for table in (every, some, none):  # every rendering free of the grammar faults test_sentences looks for
+    one = stab_rows([(n, b, 1, 0.0, 0.0, 0.0) for n in ("none", "batchnorm") for b in (2, 4)])
+    assert stability.stability_sentence(one, LABELS).endswith("only 1 of the 5 does (4 cells)")  # more than 3: a count
+    zero = one.assign(agree=[0, 1, 0, 1])
+    assert stability.stability_sentence(zero, LABELS).endswith(
+        "none of the 5 does (no normaliser at batch 2 and batch norm at batch 2)"
+    )
+    two = stab_rows([("none", 2, 2, 0.0, 0.0, 0.0), ("batchnorm", 2, 1, 0.0, 0.0, 0.0)]).assign(folds=2)
+    assert stability.stability_sentence(two, LABELS).startswith(
+        "Both folds, each on its own, pick the chosen rate in 1"
+    )
+    assert stability.stability_sentence(two.assign(agree=2), LABELS).endswith(
+        "2 cells both folds, each on its own, pick the chosen rate"
+    )
+    assert stability.overlap_sentence(2).startswith("The two fold networks of one seed train on disjoint halves")
+    assert stability.overlap_sentence(5).startswith("The 5 fold networks of one seed share 3 of the 4 folds each")
+    assert two.folds.max() == 2 and stability.stability_macros(two, LABELS, 2)["lrFoldOverlap"] == (
+        stability.overlap_sentence(2)
+    )
+    for table in (every, some, none, one, zero, two):  # free of the grammar faults test_sentences looks for
         m = stability.stability_macros(table, LABELS, 2)
         assert not problems(m["lrStabilitySentence"]) and not problems(m["lrMarginSentence"])
+        assert not problems(m["lrFoldOverlap"])
+
+
+def diff_rows(rows):
+    return pd.DataFrame(
+        [
+            dict(normaliser="none", batch_size=b, lr=1e-2, grid_lr=1e-3, gain=g, ci_low_adj=lo, ci_high_adj=hi)
+            for b, g, lo, hi in rows
+        ]
+    )
+
+
+def test_every_chosen_against_grid_sentence():
+    empty = stability.chosen_minus_grid(fold_runs(VAL), *_best_and_grid(fold_runs(VAL), 1e-2), 0.95)
+    assert empty.empty  # both cells chose 1e-2, the grid's rate here
+    assert stability.chosen_grid_sentence(empty, 2) == "In all 2 cells the chosen rate is the grid's"
+    one = diff_rows([(2, -0.01, -0.03, 0.01)])
+    assert stability.chosen_grid_sentence(one, 4) == (
+        "The chosen rate is not the grid's in 1 of the 4 cells, and scores below it on the test half there; "
+        "paired over folds and seeds, the interval contains zero"
+    )
+    up = diff_rows([(2, 0.02, 0.01, 0.03)])
+    assert stability.chosen_grid_sentence(up, 4).endswith(
+        "does not score below it on the test half there; paired over folds and seeds, the interval lies wholly "
+        "above zero"
+    )
+    mixed = diff_rows([(2, -0.02, -0.03, -0.01), (4, 0.02, 0.01, 0.03), (8, -0.01, -0.02, 0.01)])
+    assert stability.chosen_grid_sentence(mixed, 6) == (
+        "The chosen rate is not the grid's in 3 of the 6 cells, and scores below it on the test half in 2 of them; "
+        "paired over folds and seeds (intervals Bonferroni-adjusted over those 3 cells) the intervals lie wholly "
+        "below zero in 1 and wholly above zero in 1, and contain zero in the other 1"
+    )
+    held = diff_rows([(2, -0.01, -0.03, 0.01), (4, 0.01, -0.01, 0.03)])
+    assert stability.chosen_grid_sentence(held, 6).endswith("the intervals contain zero in all 2")
+    below = diff_rows([(2, -0.02, -0.03, -0.01), (4, -0.02, -0.03, -0.01)])
+    assert stability.chosen_grid_sentence(below, 6).endswith("the intervals lie wholly below zero in 2")
+    assert stability.chosen_grid_sentence(diff_rows([(2, 0.01, -0.01, 0.03), (4, 0.01, -0.01, 0.03)]), 6).startswith(
+        "The chosen rate is not the grid's in 2 of the 6 cells, and scores below it on the test half in none of them"
+    )
+    for table in (one, up, mixed, held, below):
+        assert not problems(stability.chosen_grid_sentence(table, 6))
+
+
+def _best_and_grid(runs, grid_lr):
+    rates = lr_sweep_report.rate_table(runs, 0.95)
+    return lr_sweep_report.best_rates(rates), lr_sweep_report.at_rate(rates, grid_lr)
+
+
+def test_chosen_minus_grid_pairs_over_fold_and_seed_with_the_adjusted_interval():
+    runs = fold_runs(VAL)
+    best, grid = _best_and_grid(runs, 1e-3)
+    diff = stability.chosen_minus_grid(runs, best, grid, 0.95).set_index("normaliser")
+    assert list(diff.index) == ["batchnorm", "none"] and set(diff.family) == {2}
+    a = [v for f in VAL[("batchnorm", 1e-2)] for v in f]
+    b = [v for f in VAL[("batchnorm", 1e-3)] for v in f]
+    ci = sps.ttest_rel(a, b).confidence_interval(1 - 0.05 / 2)
+    assert diff.loc["batchnorm"].gain == pytest.approx(np.mean(np.subtract(a, b)), abs=1e-12)
+    assert (diff.loc["batchnorm"].ci_low_adj, diff.loc["batchnorm"].ci_high_adj) == pytest.approx(
+        (ci.low, ci.high), abs=1e-12
+    )
 
 
 # ---- the bound: batch norm at its best rate against none at its worst -------------------------
@@ -285,6 +361,7 @@ def test_the_fold_report_pairs_over_fold_and_seed_and_adds_its_stability():
     assert rows[0][:2] == ["none", "2"] and rows[0][-2] == "2/3" and rows[1][-2] == "2/3"
     assert out["summary"]["folds"] == 3 and out["summary"]["stability"]["batchnorm"]["2"]["agree"] == 2
     assert m["lrBoundHolds"] in ("yes", "in the means", "no") and m["lrBoundSentence"].startswith("At batch 2")
+    assert m["lrChosenGridSentence"].startswith("The chosen rate is not the grid's in 2 of the 2 cells")
     assert out["summary"]["design"] == {k: int(v) for k, v in DESIGN.items()}
 
 
@@ -294,7 +371,15 @@ def test_without_folds_the_report_has_none_of_the_fold_outputs():
     out = lr_sweep_report.report(
         runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5)
     )
-    fold_keys = {"lrFolds", "lrOtherFolds", "lrSeedsPhrase", "lrFoldRows", "lrStabilitySentence", "lrBoundSentence"}
+    fold_keys = {
+        "lrFolds",
+        "lrOtherFolds",
+        "lrChosenGridSentence",
+        "lrSeedsPhrase",
+        "lrFoldRows",
+        "lrStabilitySentence",
+        "lrBoundSentence",
+    }
     assert not fold_keys & set(out["macros"]) and "lrFitRows" in out["macros"]
     assert "stability" not in out["summary"] and "folds" not in out["summary"]
     assert out["tables"]["validation_table"][0][-1] == "$1 \\times 10^{-1}$"  # no fold columns

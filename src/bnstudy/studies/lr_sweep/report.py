@@ -318,6 +318,9 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
     if "fold" in runs.columns:
         stab = folds.stability(runs, rates, best, confidence)
         m |= folds.stability_macros(stab, labels, sizes[0], int(runs.seed.nunique()))
+        m["lrChosenGridSentence"] = folds.chosen_grid_sentence(
+            folds.chosen_minus_grid(runs, best, grid, confidence), len(best)
+        )
         m |= folds.bound_macros(runs, rates, sizes[0], m["lrGapNoun"] == "deficit", confidence)
         tables["validation_table"] = folds.stability_columns(tables["validation_table"], stab, labels)
         summary |= {"folds": int(runs.fold.nunique()), "stability": folds.stability_json(stab)}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.base.stats import mean_sd
+from bnstudy.base.stats import adjusted_confidence, mean_sd
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
@@ -105,22 +105,9 @@ def stability_macros(stab: pd.DataFrame, labels: dict[str, str], size: int, seed
         "lrFolds": str(k),
         "lrOtherFolds": "other fold" if k == 2 else f"other {k - 1} folds",
         "lrSeedsPhrase": f"{seeds} seed{'s' if seeds > 1 else ''}",
+        "lrFoldOverlap": overlap_sentence(k),
     }
-    every = stab[stab.agree == stab.folds]
-    if len(every) == cells:
-        m["lrStabilitySentence"] = (
-            f"In every one of the {cells} cells each of the {k} folds, on its own, picks the chosen rate"
-        )
-    else:
-        fewest = int(stab.agree.min())
-        where = words(
-            [f"{_prose(r.normaliser, labels)} at batch {r.batch_size}" for r in stab.itertuples() if r.agree == fewest]
-        )
-        share = f"in {len(every)} of the {cells} cells" if len(every) else "in none of the cells"
-        m["lrStabilitySentence"] = (
-            f"Each of the {k} folds, on its own, picks the chosen rate {share}; the fewest that do are "
-            f"{fewest} of the {k} ({where})"
-        )
+    m["lrStabilitySentence"] = stability_sentence(stab, labels)
     above = int((stab.margin_ci_low > 0).sum())
     count = "every one" if above == cells else "none" if above == 0 else str(above)
     m["lrMarginSentence"] = (
@@ -132,6 +119,84 @@ def stability_macros(stab: pd.DataFrame, labels: dict[str, str], size: int, seed
         m[latex.macro_name("lr margin", r.normaliser, "min")] = f"{_margin(r)[0]} points {_margin(r)[1]}"
         m[latex.macro_name("lr runner up", r.normaliser, "min")] = power_of_ten(r.runner_up)
     return m
+
+
+def overlap_sentence(k: int) -> str:
+    """What the K fold networks of one seed share, and what that does to intervals that count them
+    as replicates."""
+    if k == 2:
+        return "The two fold networks of one seed train on disjoint halves of the rows, each validated on the other's"
+    return (
+        f"The {k} fold networks of one seed share {k - 2} of the {k - 1} folds each trains on, so these intervals, "
+        "which count the folds as replicates, are narrower than independent networks would give"
+    )
+
+
+def stability_sentence(stab: pd.DataFrame, labels: dict[str, str]) -> str:
+    """In how many cells all K folds, each on its own, pick the chosen rate, and how few do in the
+    least stable cells (named where there are at most three)."""
+    k, cells = int(stab.folds.max()), len(stab)
+    every = int((stab.agree == stab.folds).sum())
+    all_k = "both" if k == 2 else f"all {k}"
+    if every == cells:
+        return f"In every one of the {cells} cells {all_k} folds, each on its own, pick the chosen rate"
+    fewest = int(stab.agree.min())
+    least = [f"{_prose(r.normaliser, labels)} at batch {r.batch_size}" for r in stab.itertuples() if r.agree == fewest]
+    where = words(least) if len(least) <= 3 else f"{len(least)} cells"
+    share = f"in {every} of the {cells} cells" if every else "in no cell"
+    few = f"none of the {k} does" if fewest == 0 else f"only {fewest} of the {k} do{'es' if fewest == 1 else ''}"
+    lead = f"{all_k[0].upper()}{all_k[1:]} folds, each on its own, pick the chosen rate {share}"
+    return f"{lead}; in the least stable, {few} ({where})"
+
+
+def chosen_minus_grid(runs: pd.DataFrame, best: pd.DataFrame, grid: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per cell whose chosen rate (``best``) is not the grid's (``grid``: the rows at the grid's rate),
+    test accuracy at the chosen rate minus at the grid's, paired over (fold, seed): the networks
+    of one fold and seed share their rows and initial weights. Intervals Bonferroni-adjusted over
+    those cells (``family``)."""
+    at_grid = grid.set_index(["normaliser", "batch_size"]).lr
+    cells = [r for r in best.itertuples(index=False) if r.lr != at_grid[(r.normaliser, r.batch_size)]]
+    out = []
+    for r in cells:
+        lr = float(at_grid[(r.normaliser, r.batch_size)])
+        a, b = (_by_replicate(runs, r.normaliser, r.batch_size, v, "test_accuracy") for v in (r.lr, lr))
+        pair = paired_interval(a.tolist(), b.loc[a.index].tolist(), adjusted_confidence(confidence, len(cells)))
+        out.append(
+            {"normaliser": r.normaliser, "batch_size": int(r.batch_size), "lr": float(r.lr), "grid_lr": lr}
+            | {"gain": pair["gain"], "ci_low_adj": pair["ci_low"], "ci_high_adj": pair["ci_high"]}
+            | {"family": len(cells)}
+        )
+    columns = ["normaliser", "batch_size", "lr", "grid_lr", "gain", "ci_low_adj", "ci_high_adj", "family"]
+    return pd.DataFrame(out, columns=columns)
+
+
+def chosen_grid_sentence(diff: pd.DataFrame, cells: int) -> str:
+    """``lrChosenGridSentence``: where the chosen rate is not the grid's, in how many cells it scores
+    below the grid's on the test half, and where the adjusted paired intervals lie."""
+    if diff.empty:
+        return f"In all {cells} cells the chosen rate is the grid's"
+    n = len(diff)
+    below = int((diff.gain < 0).sum())
+    lo, hi = int((diff.ci_high_adj < 0).sum()), int((diff.ci_low_adj > 0).sum())
+    if n == 1:
+        scores = "scores below" if below else "does not score below"
+        where = verdict(diff.ci_low_adj.iloc[0], diff.ci_high_adj.iloc[0])
+        return (
+            f"The chosen rate is not the grid's in 1 of the {cells} cells, and {scores} it on the test half there; "
+            f"paired over folds and seeds, the interval {where}"
+        )
+    head = f"The chosen rate is not the grid's in {n} of the {cells} cells, and scores below it on the test half"
+    head += f" in {below or 'none'} of them"
+    sides = [f"wholly below zero in {lo}"] * bool(lo) + [f"wholly above zero in {hi}"] * bool(hi)
+    rest = n - lo - hi
+    if not sides:
+        where = f"contain zero in all {n}"
+    else:
+        where = "lie " + words(sides) + (f", and contain zero in the other {rest}" if rest else "")
+    return (
+        f"{head}; paired over folds and seeds (intervals Bonferroni-adjusted over those {n} cells) the intervals "
+        f"{where}"
+    )
 
 
 def extreme_rates(rates: pd.DataFrame, size: int, deficit: bool) -> tuple[pd.Series, pd.Series]:
