@@ -112,7 +112,11 @@ def test_lr_sweep_runs_on_the_test_config_and_is_hashed(runs, test_config):
     for norm in sweep["normalisers"]:
         cells = summary["best"][norm]
         assert sorted(map(int, cells)) == sorted(test_config["grid"]["batch_sizes"])
-        assert all(cell["lr"] in sweep["lrs"] and cell["seeds"] == len(sweep["seeds"]) for cell in cells.values())
+        networks = len(sweep["seeds"]) * sweep.get("folds", 1)  # with folds, every seed once per fold
+        assert all(cell["lr"] in sweep["lrs"] and cell["seeds"] == networks for cell in cells.values())
+    if "folds" in sweep:  # the test config exercises the folds: each cell's stability is reported
+        assert summary["folds"] == sweep["folds"]
+        assert all(0 <= c["agree"] <= sweep["folds"] for n in summary["stability"].values() for c in n.values())
 
 
 def test_accumulation_runs_on_the_test_config_and_is_hashed(runs, test_config):

@@ -1,7 +1,25 @@
 # Learning rate against batch size: Adam's rate swept at every grid batch size, chosen per
-# cell on a validation split carved from the training half, scored on the test half.
+# cell on a validation split carved from the training half (or, with lr_sweep.folds, by
+# K-fold cross-validation on it), scored on the test half.
 
 LR = config["lr_sweep"]
+LR_FOLDS = LR.get("folds")
+# the split job: K stratified folds of the training half (each training job trains every fold),
+# else one stratified validation split
+LR_SPLIT = (
+    dict(
+        message="Cutting the training half into %d stratified folds (seed %d)" % (LR_FOLDS, LR["validation_seed"]),
+        path="results/data/lr_sweep_folds.csv",
+        params=dict(folds=LR_FOLDS, seed=LR["validation_seed"]),
+    )
+    if LR_FOLDS
+    else dict(
+        message="Carving a stratified validation split (%s of the rows, seed %d) from the training half"
+        % (LR["validation_fraction"], LR["validation_seed"]),
+        path="results/data/lr_sweep_validation.csv",
+        params=dict(fraction=LR["validation_fraction"], seed=LR["validation_seed"]),
+    )
+)
 # the grid's rate, for reference: one rate, or each grid batch size's (grid.lr_by_batch_size)
 LR_GRID_RATE = (
     {str(b): recipe_params(config["grid"], b, "none")["lr"] for b in GRID_BATCH_SIZES}
@@ -16,23 +34,21 @@ LR_CELLS = [dict(normaliser=n, batch_size=b) for n in LR["normalisers"] for b in
 
 rule lr_sweep_split:
     message:
-        "Carving a stratified validation split (%s of the rows, seed %d) from the training half"
-        % (LR["validation_fraction"], LR["validation_seed"])
+        LR_SPLIT["message"]
     input:
         y=rules.split.output.y_train,
     output:
-        split="results/data/lr_sweep_validation.csv",
+        split=LR_SPLIT["path"],
     params:
-        fraction=LR["validation_fraction"],
-        seed=LR["validation_seed"],
+        **LR_SPLIT["params"],
     script:
         "../scripts/lr_sweep_split.py"
 
 
 rule train_lr_sweep:
     message:
-        "Training {wildcards.normaliser} at b={wildcards.batch_size} x learning rate %s x seed %s"
-        % (LR["lrs"], LR["seeds"])
+        "Training {wildcards.normaliser} at b={wildcards.batch_size} x learning rate %s x seed %s%s"
+        % (LR["lrs"], LR["seeds"], " x %d folds" % LR_FOLDS if LR_FOLDS else "")
     input:
         x=rules.split.output.x_train,
         y=rules.split.output.y_train,

@@ -15,12 +15,20 @@ from bnstudy.studies.lr_sweep import report as lr_sweep_report
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 runs = pd.concat([io.read_table(f) for f in inp.runs], ignore_index=True)
 split = io.read_table(inp.split)
-design = {
-    "fit_rows": int((split["subset"] == "fit").sum()),
-    "validation_rows": int((split["subset"] == "validation").sum()),
-    "epochs": p.epochs,
-    "grid_seeds": p.grid_seeds,
-}
+if "fold" in split.columns:  # K folds: every row held out once per seed
+    sizes = split["fold"].value_counts()
+    design = {
+        "folds": int(len(sizes)),
+        "validation_rows": int(len(split)),
+        "fold_rows_min": int(sizes.min()),
+        "fold_rows_max": int(sizes.max()),
+    }
+else:
+    design = {
+        "fit_rows": int((split["subset"] == "fit").sum()),
+        "validation_rows": int((split["subset"] == "validation").sum()),
+    }
+design |= {"epochs": p.epochs, "grid_seeds": p.grid_seeds}
 labels = normalisers.labels()
 result = lr_sweep_report.report(runs, p.grid_lr, p.confidence, labels, design)
 for name in ("rates", "best", "paired"):

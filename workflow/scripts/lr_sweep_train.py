@@ -1,5 +1,6 @@
 """Rule train_lr_sweep: one normaliser at every batch size x learning rate x seed, trained on the
-training half minus the validation rows, scored in inference mode on the validation rows and the test half."""
+training half minus the validation rows, scored in inference mode on the validation rows and the test half;
+with folds (the split table has a ``fold`` column) every fold in turn, held out as the validation rows."""
 
 import sys
 
@@ -15,8 +16,13 @@ from bnstudy.studies.lr_sweep import science as lr_sweep
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 x = io.read_array(inp.x)
 spec = network.spec_from_params(p.net, inputs=x.shape[1])
-fit, validation = lr_sweep.read_split(io.read_table(inp.split))
-runs, epochs = lr_sweep.sweep(
+split = io.read_table(inp.split)
+if "fold" in split.columns:
+    splits = lr_sweep.read_folds(split)
+    train, rows = lr_sweep.fold_sweep, [splits]
+else:
+    train, rows = lr_sweep.sweep, list(lr_sweep.read_split(split))
+runs, epochs = train(
     spec,
     Recipe.from_params(p.recipe),
     p.batch_sizes,
@@ -24,8 +30,7 @@ runs, epochs = lr_sweep.sweep(
     [int(s) for s in p.seeds],
     x,
     io.read_array(inp.y),
-    fit,
-    validation,
+    *rows,
     io.read_array(inp.x_test),
     io.read_array(inp.y_test),
     threads=snakemake.threads,

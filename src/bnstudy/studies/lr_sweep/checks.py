@@ -9,6 +9,16 @@ from bnstudy.base.config import ConfigError, Parts
 def check(config: dict, part: Parts) -> None:
     """The learning-rate sweep compares batch norm with none, against the grid's rate."""
     lr = config["lr_sweep"]
+    if ("folds" in lr) == ("validation_fraction" in lr):
+        raise ConfigError(
+            "config error: lr_sweep.folds: set exactly one of lr_sweep.folds (K-fold cross-validation) and "
+            f"lr_sweep.validation_fraction (one split); {'both are' if 'folds' in lr else 'neither is'} set"
+        )
+    if "folds" not in lr and len(lr["seeds"]) < 2:
+        raise ConfigError(
+            "config error: lr_sweep.seeds: at least 2 seeds for an interval where the rate is chosen on one "
+            "validation split (lr_sweep.validation_fraction)"
+        )
     for name in ("none", "batchnorm"):
         if name not in lr["normalisers"]:
             raise ConfigError(f"config error: lr_sweep.normalisers: {name} is missing (batch norm minus none)")

@@ -16,10 +16,17 @@ from bnstudy.pipeline.plan import (
 
 
 def _lr_sweep(p, wc, config):
-    rows = round(train_rows(config) * (1 - config["lr_sweep"]["validation_fraction"]))
+    """One split: the networks on the rows left by the validation split; K folds: K times the
+    networks, each on (K - 1) / K of the training half's rows."""
+    sweep = config["lr_sweep"]
+    folds = sweep.get("folds")
+    if folds:
+        rows, fits = round(train_rows(config) * (folds - 1) / folds), folds
+    else:
+        rows, fits = round(train_rows(config) * (1 - sweep["validation_fraction"])), 1
     per_step = rows_per_step(p, wc, config)
     per_model = sum(epoch_steps(rows, b, p["recipe"]["last_batch"], per_step) for b in p["batch_sizes"])
-    return len(p["seeds"]) * len(p["lrs"]) * p["recipe"]["epochs"] * per_model * row_multiply_adds(config)
+    return fits * len(p["seeds"]) * len(p["lrs"]) * p["recipe"]["epochs"] * per_model * row_multiply_adds(config)
 
 
 WORK = {
@@ -27,7 +34,14 @@ WORK = {
     "train_lr_sweep": Work(
         "step-equivalents x M multiply-adds per row (seeds x rates x epochs x batch sizes' (steps + rows/r) x net)",
         _lr_sweep,
-        ("lr_sweep.epochs", "lr_sweep.seeds", "lr_sweep.lrs", "grid.batch_sizes", "lr_sweep.normalisers"),
+        (
+            "lr_sweep.epochs",
+            "lr_sweep.seeds",
+            "lr_sweep.folds",
+            "lr_sweep.lrs",
+            "grid.batch_sizes",
+            "lr_sweep.normalisers",
+        ),
         group=TRAINING,
         variant=network_family,
     ),

@@ -2,9 +2,12 @@
 batch norm minus none paired by seed, the JSON summary, macros and LaTeX tables.
 
 For each (normaliser, batch size) the rate is the one with the highest mean validation accuracy
-over seeds (of equals, the lowest rate); the test half is read only at that rate. Means over
-seeds and their Student-t intervals are :func:`bnstudy.base.stats.seed_interval` (sums correctly
-rounded), paired differences :func:`bnstudy.evaluation.paired.paired_interval`. Nothing here depends on the CPU.
+over seeds (of equals, the lowest rate); the test half is read only at that rate. With folds
+(the runs have a ``fold`` column) every mean and pairing is over the (fold, seed) replicates,
+and :mod:`bnstudy.studies.lr_sweep.stability` adds the choice's stability and the bound no
+choice of rate can change. Means over seeds and their Student-t intervals are
+:func:`bnstudy.base.stats.seed_interval` (sums correctly rounded), paired differences
+:func:`bnstudy.evaluation.paired.paired_interval`. Nothing here depends on the CPU.
 """
 
 from __future__ import annotations
@@ -16,16 +19,23 @@ from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interva
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points, points_interval, power_of_ten, signed_points, verdict, words
+from bnstudy.studies.lr_sweep import stability as folds
 from bnstudy.studies.lr_sweep.grid_rate import at_rate
 
 
+def replicate(runs: pd.DataFrame) -> list[str]:
+    """The columns naming one network of a (normaliser, batch size, rate): ``seed``, or with
+    folds ``fold`` and ``seed`` (the pairs of every paired difference)."""
+    return ["fold", "seed"] if "fold" in runs.columns else ["seed"]
+
+
 def rate_table(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Per normaliser, batch size and rate: seeds, mean validation accuracy, and the test accuracy's
-    mean, sd and Student-t interval over seeds on the logit scale (:func:`bnstudy.base.stats.share_interval`;
-    seeds in ascending order)."""
+    """Per normaliser, batch size and rate: ``seeds`` (the networks: seeds, or folds x seeds),
+    mean validation accuracy, and the test accuracy's mean, sd and Student-t interval over them on
+    the logit scale (:func:`bnstudy.base.stats.share_interval`; in ascending (fold,) seed order)."""
     out = []
     for (norm, b, lr), g in runs.groupby(["normaliser", "batch_size", "lr"], sort=True):
-        g = g.sort_values("seed")
+        g = g.sort_values(replicate(runs))
         val, val_sd, _, _ = seed_interval(g.validation_accuracy.tolist(), confidence)
         mean, sd, lo, hi = share_interval(g.test_accuracy.tolist(), confidence)
         out.append(
@@ -64,10 +74,10 @@ def grid_rate_words(lr) -> str:
 
 
 def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confidence: float) -> pd.DataFrame:
-    """Per batch size, ``a - b`` in test accuracy paired by seed, each normaliser at its rate in
-    ``chosen`` (rows with normaliser, batch_size, lr): mean, sd and Student-t interval, and the
-    Bonferroni-adjusted interval (``ci_low_adj``, ``ci_high_adj``) with the batch sizes as the
-    family (``family``)."""
+    """Per batch size, ``a - b`` in test accuracy paired by seed (with folds, by fold and seed), each
+    normaliser at its rate in ``chosen`` (rows with normaliser, batch_size, lr): mean, sd and
+    Student-t interval, and the Bonferroni-adjusted interval (``ci_low_adj``, ``ci_high_adj``) with
+    the batch sizes as the family (``family``)."""
     lr = chosen.set_index(["normaliser", "batch_size"])["lr"]
     out = []
     family = int(chosen.batch_size.nunique())
@@ -75,7 +85,7 @@ def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confiden
         sides = []
         for norm in (a, b):
             g = runs[(runs.normaliser == norm) & (runs.batch_size == size) & (runs.lr == lr[(norm, size)])]
-            sides.append(g.set_index("seed")["test_accuracy"])
+            sides.append(g.set_index(replicate(runs))["test_accuracy"])
         seeds = sorted(set(sides[0].index) & set(sides[1].index))
         row = paired_interval([sides[0][s] for s in seeds], [sides[1][s] for s in seeds], confidence)
         adj = paired_interval(
@@ -117,21 +127,40 @@ def setting_macros(runs: pd.DataFrame, grid_lr: float, design: dict) -> dict:
     """The sweep's design: rates, seeds, networks, rows, epochs, batch sizes."""
     sizes = sorted(int(b) for b in runs.batch_size.unique())
     lrs = sorted(float(v) for v in runs.lr.unique())
+    return (
+        {
+            "lrSweepRates": words([power_of_ten(v) for v in lrs]),
+            "lrSweepRateCount": str(len(lrs)),
+            "lrSweepSeeds": str(runs.seed.nunique()),
+            "lrSweepNetworks": latex.fmt(len(runs)),
+            "lrGridRate": grid_rate_words(grid_lr),
+            "lrRateLowest": power_of_ten(lrs[0]),
+            "lrRateSecond": power_of_ten(lrs[1]),
+        }
+        | _row_macros(design)
+        | {
+            "lrSweepEpochs": str(int(design["epochs"])),
+            "lrGridSeeds": str(int(design["grid_seeds"])),
+            "lrBatchMin": str(sizes[0]),
+            "lrBatchMax": str(sizes[-1]),
+            "lrBatchCount": str(len(sizes)),
+        }
+    )
+
+
+def _row_macros(design: dict) -> dict:
+    """The rows the sweep trains and validates on: one split's (``lrFitRows``, ``lrValidationRows``),
+    or with folds the training half's rows (``lrValidationRows``: every row is held out once per
+    seed) and the range of a fold's held-out rows (``lrFoldRows``)."""
+    if "folds" not in design:
+        return {
+            "lrFitRows": latex.fmt(int(design["fit_rows"])),
+            "lrValidationRows": latex.fmt(int(design["validation_rows"])),
+        }
+    lo, hi = int(design["fold_rows_min"]), int(design["fold_rows_max"])
     return {
-        "lrSweepRates": words([power_of_ten(v) for v in lrs]),
-        "lrSweepRateCount": str(len(lrs)),
-        "lrSweepSeeds": str(runs.seed.nunique()),
-        "lrSweepNetworks": latex.fmt(len(runs)),
-        "lrGridRate": grid_rate_words(grid_lr),
-        "lrRateLowest": power_of_ten(lrs[0]),
-        "lrRateSecond": power_of_ten(lrs[1]),
-        "lrFitRows": latex.fmt(int(design["fit_rows"])),
         "lrValidationRows": latex.fmt(int(design["validation_rows"])),
-        "lrSweepEpochs": str(int(design["epochs"])),
-        "lrGridSeeds": str(int(design["grid_seeds"])),
-        "lrBatchMin": str(sizes[0]),
-        "lrBatchMax": str(sizes[-1]),
-        "lrBatchCount": str(len(sizes)),
+        "lrFoldRows": latex.fmt(lo) if lo == hi else f"{latex.fmt(lo)} to {latex.fmt(hi)}",
     }
 
 
@@ -270,7 +299,7 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
     """Everything the summary rule writes: tables (rates, best, paired), the JSON summary, macros
     and two LaTeX tables. ``labels``: each normaliser's name in prose; ``design``: rows and config
     values named in the paper (``fit_rows``, ``validation_rows``, ``epochs``, ``grid_seeds``)."""
-    runs = runs.sort_values(["normaliser", "batch_size", "lr", "seed"], kind="stable").reset_index(drop=True)
+    runs = runs.sort_values(["normaliser", "batch_size", "lr"] + replicate(runs), kind="stable").reset_index(drop=True)
     rates = rate_table(runs, confidence)
     best = best_rates(rates)
     grid = at_rate(rates, grid_lr)
@@ -281,16 +310,27 @@ def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[s
     m |= cell_macros(best, grid, sizes)
     m |= paired_macros(paired_best, paired_grid)
     m |= choice_macros(best, grid, labels, design)
+    tables = {
+        "table": best_table(best, paired_best, paired_grid),
+        "validation_table": validation_table(rates, best, labels),
+    }
+    summary = summary_json(runs, rates, best, grid, paired_best, paired_grid, grid_lr, confidence, design)
+    if "fold" in runs.columns:
+        stab = folds.stability(runs, rates, best, confidence)
+        m |= folds.stability_macros(stab, labels, sizes[0], int(runs.seed.nunique()))
+        m["lrChosenGridSentence"] = folds.chosen_grid_sentence(
+            folds.chosen_minus_grid(runs, best, grid, confidence), len(best)
+        )
+        m |= folds.bound_macros(runs, rates, sizes[0], m["lrGapNoun"] == "deficit", confidence)
+        tables["validation_table"] = folds.stability_columns(tables["validation_table"], stab, labels)
+        summary |= {"folds": int(runs.fold.nunique()), "stability": folds.stability_json(stab)}
     return {
         "rates": rates,
         "best": best,
         "paired": pd.concat([paired_best.assign(rates="best"), paired_grid.assign(rates="grid")], ignore_index=True),
-        "summary": summary_json(runs, rates, best, grid, paired_best, paired_grid, grid_lr, confidence, design),
+        "summary": summary,
         "macros": m,
-        "tables": {
-            "table": best_table(best, paired_best, paired_grid),
-            "validation_table": validation_table(rates, best, labels),
-        },
+        "tables": tables,
     }
 
 

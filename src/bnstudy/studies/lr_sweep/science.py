@@ -3,12 +3,17 @@
 The grid trains every network with one learning rate; here each (normaliser, batch
 size) cell is trained at every rate of a list, on the training half minus a
 validation split, and the cell's rate is the one with the best mean validation
-accuracy over seeds. The test half is read only to score the chosen rate.
+accuracy over seeds. With ``lr_sweep.folds`` K the training half is cut into K
+stratified folds instead, each (rate, seed) trained K times (on the other K - 1 folds,
+scored on the held-out one), and the rate is the best mean over folds x seeds.
+The test half is read only to score the chosen rate.
 
 - :func:`validation_split`: a stratified, seeded split of the training half's rows
   (scikit-learn's ``train_test_split``, integer work, as :func:`bnstudy.nets.data.split_digits`);
+- :func:`fold_split`: K stratified, seeded folds of them (scikit-learn's ``StratifiedKFold``);
 - :func:`sweep`: the networks of one normaliser (every batch size x rate x seed) through
   :func:`bnstudy.nets.train.train_models`, scored in inference mode on both splits;
+  :func:`fold_sweep` the same once per fold;
 - the summary (chosen rates, paired differences, macros, tables) is :mod:`bnstudy.studies.lr_sweep.report`.
 
 Accuracies are integer counts of rows divided by the number of rows.
@@ -46,6 +51,46 @@ def read_split(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of :func:`split_table`."""
     pick = lambda s: np.sort(table.loc[table["subset"] == s, "row"].to_numpy(np.int64))  # noqa: E731
     return pick("fit"), pick("validation")
+
+
+def fold_split(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """The fold (0 to ``folds - 1``) of each row of ``y`` (the training half): scikit-learn's
+    ``StratifiedKFold(folds, shuffle=True, random_state=seed)``, each fold's rows its held-out
+    (test) indices; integer work, so the same bytes on every machine."""
+    from sklearn.model_selection import StratifiedKFold  # only the split needs it
+
+    fold = np.full(len(y), -1, dtype=np.int64)
+    splitter = StratifiedKFold(n_splits=int(folds), shuffle=True, random_state=int(seed))
+    for k, (_, held_out) in enumerate(splitter.split(np.zeros((len(y), 1)), y)):
+        fold[held_out] = k
+    return fold
+
+
+def fold_table(fold: np.ndarray) -> pd.DataFrame:
+    """One row per training-half row: ``row`` (its index in the training half) and its ``fold``."""
+    return pd.DataFrame({"row": np.arange(len(fold), dtype=np.int64), "fold": fold.astype(np.int64)})
+
+
+def read_folds(table: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Inverse of :func:`fold_table` as ``(fit, held_out)`` sorted row indices of each fold in turn:
+    the held-out rows are the fold's, the fit rows every other fold's."""
+    table = table.sort_values("row")
+    rows, fold = table["row"].to_numpy(np.int64), table["fold"].to_numpy(np.int64)
+    return [(rows[fold != k], rows[fold == k]) for k in sorted(int(v) for v in np.unique(fold))]
+
+
+def fold_sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, folds, x_test, y_test, threads: int = 1):
+    """:func:`sweep` once per fold of ``folds`` (:func:`read_folds`' ``(fit, held_out)`` pairs), the
+    held-out rows as validation; ``runs`` gains a ``fold`` column after ``seed``, ``epochs`` a
+    ``fold`` column. The networks of one fold and seed share their data and initial weights at
+    every rate."""
+    runs, epochs = [], []
+    for k, (fit, held_out) in enumerate(folds):
+        r, e = sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, fit, held_out, x_test, y_test, threads=threads)
+        runs.append(r.assign(fold=k))
+        epochs.append(e.assign(fold=k))
+    columns = RUN_COLUMNS[:4] + ["fold"] + RUN_COLUMNS[4:]
+    return pd.concat(runs, ignore_index=True)[columns], pd.concat(epochs, ignore_index=True)
 
 
 def sweep(spec, recipe, batch_sizes, lrs, seeds, x, y, fit, validation, x_test, y_test, threads: int = 1):
