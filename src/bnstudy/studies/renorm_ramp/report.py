@@ -23,7 +23,7 @@ import pandas as pd
 from bnstudy.base.stats import adjusted_confidence
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
-from bnstudy.paper.latex import points_interval, signed_points, verdict, words
+from bnstudy.paper.latex import points_interval, signed_points, words
 from bnstudy.studies.renorm_ramp.design import GRID
 
 BATCHNORM = "batchnorm"  # the grid's batch norm networks: the other side of vs_batchnorm
@@ -111,46 +111,99 @@ def sensitivity(cells: pd.DataFrame, b: int) -> dict:
             "changed": changed}  # fmt: skip
 
 
-def sensitivity_clause(cells: pd.DataFrame, b: int, labels: dict[str, str]) -> str:
-    """The range of the mean over the schedules at batch ``b`` (its ends' schedules are in the table and
-    the summary) and the variants whose verdict differs from the grid schedule's (each verdict is stated
-    once, in its own comparison's clause)."""
+def range_sentence(cells: pd.DataFrame, b: int) -> str:
+    """The range of the mean of batch renorm minus batch norm over the schedules at batch ``b`` (the
+    grid's included; its ends' schedules are in the table and the summary)."""
     s = sensitivity(cells, b)
     count = len(_rows(cells, b, "vs_batchnorm"))
     if s["low"] == s["high"]:
         same = signed_points(s["low"])
-        head = f"the mean difference from batch normalisation is ${same}$ points with all {count} schedules"
-    else:
-        head = (
-            f"over the {count} schedules the mean difference from batch normalisation runs from "
-            f"${signed_points(s['low'])}$ to ${signed_points(s['high'])}$ points, a range of ${100 * s['range']:.2f}$"
-        )
-    if not s["changed"]:
-        return f"{head}, and no variant's verdict differs from the grid ramp's"
-    return f"{head}, and the verdict differs from the grid ramp's with {words([labels[v] for v in s['changed']])}"
+        return f"With all {count} schedules the mean difference from batch normalisation is ${same}$ points."
+    return (
+        f"Over the {count} schedules the mean difference from batch normalisation runs from "
+        f"${signed_points(s['low'])}$ to ${signed_points(s['high'])}$ points."
+    )
+
+
+# What batch renorm does against batch norm, by the side of zero of the adjusted interval.
+AGAINST_BATCHNORM = {
+    "above": "scores above batch normalisation",
+    "below": "scores below batch normalisation",
+    "zero": "cannot be told apart from batch normalisation",
+}
+
+
+def _seeds(r: dict) -> str:
+    """`` (4 of 5 seeds above zero)``: the seeds on the side of the mean; nothing where every seed's
+    difference is the same (the interval already says so) or the mean is zero."""
+    if r["ci_low"] == r["ci_high"] or r["gain"] == 0:
+        return ""
+    return f" ({int(r['agree'])} of {int(r['seeds'])} seeds {'above' if r['gain'] > 0 else 'below'} zero)"
 
 
 def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps: int) -> str:
-    """The sentence of batch ``b``, clauses joined by semicolons: batch renorm minus batch norm with the
-    grid's schedule; with each variant, that difference and the variant minus the grid's batch renorm,
-    each comparison with its own verdict and agreeing seeds; the sensitivity (:func:`sensitivity_clause`)."""
+    """The sentences of batch ``b``: batch renorm minus batch norm with the grid's schedule and its verdict;
+    the variants whose verdict is the same, in one sentence with the range of their means, each other
+    variant with its own verdict; the variants whose networks score apart from the grid's batch renorm
+    (the others' intervals contain zero); the range over all schedules (:func:`range_sentence`). Each
+    comparison's verdict is stated once."""
     grid, *variants = _rows(cells, b, "vs_batchnorm")
     against = {r["schedule"]: r for r in _rows(cells, b, "vs_grid")}
-    clauses = [
-        f"At batch {b} ({latex.fmt(int(steps))} steps), batch renormalisation with the grid's schedule scores "
-        f"{_points(grid)} against batch normalisation, an interval that {verdict(grid['ci_low'], grid['ci_high'])} "
-        f"({int(grid['agree'])} of {int(grid['seeds'])} seeds agree)"
+    grid_side = side(grid["ci_low"], grid["ci_high"])
+    text = [
+        f"At batch {b} ({latex.fmt(int(steps))} steps), with the grid's schedule batch renormalisation "
+        f"{AGAINST_BATCHNORM[grid_side]}: {_points(grid)}{_seeds(grid)}."
     ]
-    for r in variants:
-        g = against[r["schedule"]]
-        clauses.append(
-            f"with {labels[r['schedule']]}, {_points(r)}, an interval that {verdict(r['ci_low'], r['ci_high'])} "
-            f"({int(r['agree'])} of {int(r['seeds'])} seeds agree), and {_points(g)} from the grid's batch "
-            f"renormalisation, whose interval {verdict(g['ci_low'], g['ci_high'])} (agreed by {int(g['agree'])} of "
-            f"{int(g['seeds'])})"
+    same = [r for r in variants if side(r["ci_low"], r["ci_high"]) == grid_side]
+    if same:
+        who = "every other schedule" if len(same) == len(variants) else words([labels[r["schedule"]] for r in same])
+        if len(same) == 1:
+            text.append(f"The same holds with {who}: {_points(same[0])}.")
+        else:
+            low, high = min(r["gain"] for r in same), max(r["gain"] for r in same)
+            means = (
+                f"a mean of ${signed_points(low)}$ points each"
+                if low == high
+                else f"means from ${signed_points(low)}$ to ${signed_points(high)}$ points"
+            )
+            text.append(f"The same holds with {who} ({means}).")
+    for other in AGAINST_BATCHNORM:  # the variants of each other verdict, named together
+        group = [r for r in variants if side(r["ci_low"], r["ci_high"]) == other != grid_side]
+        if len(group) == 1:
+            r = group[0]
+            text.append(f"With {labels[r['schedule']]} it {AGAINST_BATCHNORM[other]}: {_points(r)}.")
+        elif group:
+            who = words([labels[r["schedule"]] for r in group])
+            numbers = " and ".join(_points(r) for r in group)
+            text.append(f"With {who} it {AGAINST_BATCHNORM[other]} ({numbers}, respectively).")
+    moved = [r for r in variants if side(against[r["schedule"]]["ci_low"], against[r["schedule"]]["ci_high"]) != "zero"]
+    if not moved:
+        text.append(
+            "No schedule's networks score apart from the grid's batch renormalisation: each such interval "
+            "contains zero."
         )
-    clauses.append(sensitivity_clause(cells, b, labels))
-    return "; ".join(clauses) + "."
+    else:
+        clauses = []  # one clause for each direction, its schedules named together
+        for where in ("below", "above"):
+            group = [
+                against[r["schedule"]] for r in moved if (against[r["schedule"]]["ci_low"] > 0) == (where == "above")
+            ]
+            if not group:
+                continue
+            who = words([labels[g["schedule"]] for g in group])
+            if len(group) == 1:
+                g = group[0]
+                alike = g["ci_low"] == g["ci_high"] or g["gain"] == 0
+                numbers = _points(g) + ("" if alike else f", in {int(g['agree'])} of the {int(g['seeds'])} seeds")
+            else:
+                numbers = " and ".join(_points(g) for g in group)
+            clauses.append(f"{where} it with {who} ({numbers})")
+        text.append(f"Against the grid's batch renormalisation the networks score {' and '.join(clauses)}.")
+        if len(moved) < len(variants):
+            rest = "schedule's interval" if len(variants) - len(moved) == 1 else "schedules' intervals"
+            text.append(f"The other {rest} against it contain{'s' if rest.endswith('interval') else ''} zero.")
+    text.append(range_sentence(cells, b))
+    return " ".join(text)
 
 
 def unfinished_sentence(limits: dict, targets: dict[str, tuple[float, float]], labels: dict[str, str]) -> str:
