@@ -234,6 +234,9 @@ def faults(text: str) -> list[str]:
 @pytest.mark.parametrize("by_batchnorm, by_grid", CASES, ids=lambda v: "-".join(v))
 def test_every_sentence_variant_reads_with_one_verdict_per_comparison(by_batchnorm, by_grid):
     cells = cells_for(2, by_batchnorm, by_grid)
+    unanimous = cells.assign(agree=cells["seeds"].where(cells["agree"] > 0, 0))  # every seed on the mean's side
+    assert not faults(report.results_sentence(unanimous, 2, LABELS, 8980))
+    assert " of 5 seeds" not in report.results_sentence(unanimous, 2, LABELS, 8980)
     text = report.results_sentence(cells, 2, LABELS, 8980)
     assert not faults(text), text
     # in its place in the section, and beside the next batch size's sentence (its other sides reversed)

@@ -138,7 +138,8 @@ def _seeds(r: dict) -> str:
     difference is the same (the interval already says so) or the mean is zero."""
     if r["ci_low"] == r["ci_high"] or r["gain"] == 0:
         return ""
-    return f" ({int(r['agree'])} of {int(r['seeds'])} seeds {'above' if r['gain'] > 0 else 'below'} zero)"
+    k, n = int(r["agree"]), int(r["seeds"])
+    return f" ({f'all {n}' if k == n else f'{k} of {n}'} seeds {'above' if r['gain'] > 0 else 'below'} zero)"
 
 
 def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps: int) -> str:
@@ -194,7 +195,8 @@ def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps:
             if len(group) == 1:
                 g = group[0]
                 alike = g["ci_low"] == g["ci_high"] or g["gain"] == 0
-                numbers = _points(g) + ("" if alike else f", in {int(g['agree'])} of the {int(g['seeds'])} seeds")
+                k, n = int(g["agree"]), int(g["seeds"])
+                numbers = _points(g) + ("" if alike else f", in {f'all {n}' if k == n else f'{k} of the {n}'} seeds")
             else:
                 numbers = " and ".join(_points(g) for g in group)
             clauses.append(f"{where} it with {who} ({numbers})")
