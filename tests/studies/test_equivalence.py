@@ -76,3 +76,33 @@ def test_every_control_in_one_sentence_and_none_without_controls():
     )
     only_bn = runs({("batchnorm", 2): TIGHT})
     assert equivalence.macros(equivalence.equivalence_rows(only_bn, 0.95, 0.01), 0.95) == {}
+
+
+@pytest.mark.parametrize(
+    "sides, text",
+    [
+        (
+            {"layernorm": TIGHT, "groupnorm": TIGHT, "rmsnorm": TIGHT},
+            "layer, group and RMS normalisation are each equivalent to no normaliser at every batch size (",
+        ),
+        (
+            {"layernorm": WIDE, "groupnorm": WIDE, "rmsnorm": WIDE},
+            "layer, group and RMS normalisation are each shown equivalent to no normaliser at no batch size (",
+        ),
+        (
+            {"layernorm": TIGHT, "groupnorm": WIDE, "rmsnorm": TIGHT},
+            "layer and RMS normalisation are each equivalent to no normaliser at every batch size; "
+            "group normalisation at no batch size (",
+        ),
+        (
+            {"layernorm": WIDE, "groupnorm": TIGHT, "rmsnorm": TIGHT},
+            "layer normalisation is shown equivalent to no normaliser at no batch size; "
+            "group and RMS normalisation at every batch size (",
+        ),
+    ],
+)
+def test_controls_of_one_verdict_are_named_together_and_each_verdict_said_once(sides, text):
+    table = equivalence.equivalence_rows(runs({(n, 2): d for n, d in sides.items()}), 0.95, 0.01)
+    sentence = equivalence.macros(table, 0.95)["controlsEquivalence"]
+    assert sentence.startswith(text), sentence
+    assert sentence.count("batch size") - sentence.count("batch sizes") == len({id(d) for d in sides.values()})

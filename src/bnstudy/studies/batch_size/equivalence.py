@@ -72,6 +72,12 @@ def control_sentence(rows: pd.DataFrame, name: str, margin: bool = True) -> str:
     return f"{CONTROLS[name]} {verb} to no normaliser{within} {where}"
 
 
+def control_names(names: list[str]) -> str:
+    """``layer normalisation``; ``layer and RMS normalisation``; ``layer, group and RMS normalisation``."""
+    stems = [CONTROLS[n].removesuffix(" normalisation") for n in names]
+    return f"{words(stems)} normalisation"
+
+
 def protocol(rows: pd.DataFrame, confidence: float) -> str:
     """How the verdicts were reached, for the sentence's parenthesis."""
     family = int(rows.groupby("normaliser").batch_size.nunique().max())
@@ -88,10 +94,16 @@ def macros(rows: pd.DataFrame, confidence: float) -> dict[str, str]:
     if rows.empty:
         return {}
     names = [n for n in CONTROLS if n in set(rows.normaliser)]
-    first, *rest = names
-    text = "; ".join(
-        [control_sentence(rows, first, margin=False)] + [f"{CONTROLS[n]} {where_equivalent(rows, n)}" for n in rest]
-    )
+    groups: dict[str, list[str]] = {}  # the controls of one verdict named together, each verdict once
+    for n in names:
+        groups.setdefault(where_equivalent(rows, n), []).append(n)
+    (where, first), *rest = groups.items()
+    if len(first) == 1:
+        head = control_sentence(rows, first[0], margin=False)
+    else:
+        verb = "are each shown equivalent" if where == "at no batch size" else "are each equivalent"
+        head = f"{control_names(first)} {verb} to no normaliser {where}"
+    text = "; ".join([head] + [f"{control_names(group)} {w}" for w, group in rest])
     m = {
         "controlsEquivalence": f"{text} ({protocol(rows, confidence)})",
         "equivalenceMargin": points(float(rows.margin.iloc[0]), 1),
