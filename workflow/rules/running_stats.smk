@@ -63,12 +63,18 @@ rule evaluate_sorted:
         "Class-sorted versus shuffled {wildcards.normaliser} networks at batch size {wildcards.batch_size}"
     input:
         sorted_weights=lambda wc: expand(
-            rules.train_sorted.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size, block=FOLLOW_UP_BLOCKS
+            rules.train_sorted.output.weights,
+            normaliser=wc.normaliser,
+            batch_size=wc.batch_size,
+            block=FOLLOW_UP_BLOCKS,
         ),
         # the grid network of the same normaliser and batch size, if the grid has one
         shuffled_weights=lambda wc: (
             expand(
-                rules.train_grid.output.weights, normaliser=wc.normaliser, batch_size=wc.batch_size, block=FOLLOW_UP_BLOCKS
+                rules.train_grid.output.weights,
+                normaliser=wc.normaliser,
+                batch_size=wc.batch_size,
+                block=FOLLOW_UP_BLOCKS,
             )
             if int(wc.batch_size) in GRID_BATCH_SIZES and wc.normaliser in NORMALISERS
             else []
