@@ -392,10 +392,10 @@ def pytest_collection_finish(session):
 
 def pytest_sessionfinish(session):
     """Stop runs still under way (a session ended early: -x, an interrupt)."""
-    from bnstudy.pipeline import determinism
+    from bnstudy.pipeline import workflowrun
 
     _STOPPING.set()
-    determinism.stop_all()
+    workflowrun.stop_all()
     if "fashion_tiny" in BACKGROUND:
         import test_slurm
 

@@ -117,7 +117,7 @@ def test_the_pipeline_check_sees_a_science_module_importing_it():
     assert not _may_use_pipeline("studies/serving/science.py")
     assert _may_use_pipeline("studies/serving/cost.py")
     assert _may_use_pipeline("tools/warmup.py")
-    assert _may_use_pipeline("pipeline/plan.py")
+    assert _may_use_pipeline("pipeline/plan/work.py")
     # and the pipeline stands on base: it is a later layer than base, an earlier one than the science
     assert _upward("from bnstudy.pipeline import plan\n", ("bnstudy", "base")) == ["bnstudy.pipeline"]
     assert _upward("from bnstudy.nets import model\n", ("bnstudy", "pipeline")) == ["bnstudy.nets"]

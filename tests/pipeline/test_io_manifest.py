@@ -488,9 +488,9 @@ def test_snakemake_of_another_copy_runs_without_the_kernel_cache_this_import_cho
 
 
 def test_a_killed_run_may_lack_files_but_never_holds_a_half_written_one(tmp_path):
-    """bnstudy.pipeline.determinism.check_killed: after a kill, files missing is fine; a file on disk with other
+    """bnstudy.pipeline.workflowrun.check_killed: after a kill, files missing is fine; a file on disk with other
     bytes than expected (half-written), or a build that already verifies, is an error."""
-    from bnstudy.pipeline import determinism
+    from bnstudy.pipeline import workflowrun
 
     wf = tmp_path / "wf"
     built = _run_dir(wf, FILES)
@@ -498,19 +498,19 @@ def test_a_killed_run_may_lack_files_but_never_holds_a_half_written_one(tmp_path
     expected.parent.mkdir(parents=True)
     expected.write_bytes(built.read_bytes())
     with pytest.raises(RuntimeError, match="verifies as complete"):
-        determinism.check_killed(wf, "config/t.yaml")
+        workflowrun.check_killed(wf, "config/t.yaml")
     built.unlink()
     (wf / "paper/main.pdf").unlink()
-    assert determinism.check_killed(wf, "config/t.yaml") == {"checked": True, "whole": 3, "expected": 4}
+    assert workflowrun.check_killed(wf, "config/t.yaml") == {"checked": True, "whole": 3, "expected": 4}
     (wf / "results/eval/table.csv").write_text("normaliser,acc\nbatch")
     with pytest.raises(RuntimeError, match=r"not the expected bytes: evaluate: 1 file; +results/eval/table.csv"):
-        determinism.check_killed(wf, "config/t.yaml")
-    assert determinism.check_killed(wf, "config/other.yaml") == {"checked": False}
+        workflowrun.check_killed(wf, "config/t.yaml")
+    assert workflowrun.check_killed(wf, "config/other.yaml") == {"checked": False}
 
 
 @pytest.mark.slow
 def test_the_commands_of_a_runs_session_are_seen(tmp_path):
-    from bnstudy.pipeline import determinism
+    from bnstudy.pipeline import workflowrun
 
     proc = subprocess.Popen(
         [
@@ -522,12 +522,12 @@ def test_the_commands_of_a_runs_session_are_seen(tmp_path):
     )
     try:
         for _ in range(200):
-            commands = determinism.session_commands(proc.pid)
+            commands = workflowrun.session_commands(proc.pid)
             if any("time.sleep(30)" in c for c in commands):
                 break
             time.sleep(0.05)
         assert any("time.sleep(30)" in c for c in commands), commands  # the child, in the same session
-        assert not any("time.sleep(30)" in c for c in determinism.session_commands(os.getsid(0)))
+        assert not any("time.sleep(30)" in c for c in workflowrun.session_commands(os.getsid(0)))
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

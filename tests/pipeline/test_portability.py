@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bnstudy.pipeline import determinism, machines, provenance
+from bnstudy.pipeline import determinism, machines, provenance, workflowrun
 
 pytestmark = pytest.mark.slow  # processes started as simulated machines
 
@@ -121,10 +121,10 @@ def test_runs_compile_into_their_own_copy_not_this_checkouts_numba_cache(monkeyp
     import bnstudy
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", bnstudy._numba_cache_dir())  # what importing bnstudy sets
-    env = determinism.run_environment({"NUMBA_CPU_NAME": "generic"})
+    env = workflowrun.run_environment({"NUMBA_CPU_NAME": "generic"})
     assert "NUMBA_CACHE_DIR" not in env and env["NUMBA_CPU_NAME"] == "generic"
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/chosen")  # chosen by the user: kept
-    assert determinism.run_environment()["NUMBA_CACHE_DIR"] == "/somewhere/chosen"
+    assert workflowrun.run_environment()["NUMBA_CACHE_DIR"] == "/somewhere/chosen"
 
 
 def test_the_serial_run_keeps_its_priority_and_the_runs_with_parallel_jobs_run_niced(tmp_path):
@@ -133,11 +133,11 @@ def test_the_serial_run_keeps_its_priority_and_the_runs_with_parallel_jobs_run_n
     assert set(determinism.NICENESS) == set(determinism.RUNS)
     assert determinism.NICENESS == {"cores1": 0, "cores4": 19, "killed-resumed": 19}
     assert determinism.LOWEST == {"cores1": 19, "cores4": 19, "killed-resumed": 19}  # in the test suite
-    assert determinism.niced(["python", "-V"], 0) == ["python", "-V"]
-    assert determinism.niced(["python", "-V"], 19) == ["nice", "-n", "19", "python", "-V"]
+    assert workflowrun.niced(["python", "-V"], 0) == ["python", "-V"]
+    assert workflowrun.niced(["python", "-V"], 19) == ["nice", "-n", "19", "python", "-V"]
     log = tmp_path / "log"
     with open(log, "w") as out:
         cmd = ["-c", "import os; print(os.nice(0), os.getpgid(0) == os.getpid())"]
-        proc = determinism._start([sys.executable, *cmd], tmp_path, out, None, 19)
-        determinism._wait(proc)
+        proc = workflowrun._start([sys.executable, *cmd], tmp_path, out, None, 19)
+        workflowrun._wait(proc)
     assert log.read_text() == "19 True\n"  # at the niceness, in its own process group (killpg reaches it)

@@ -2,7 +2,7 @@
 exactly those, and a run killed anywhere loses nothing.
 
 The finished builds are the determinism runs' (tests/conftest.py ``runs``): the killed run's, killed
-at each of ``bnstudy.pipeline.determinism.KILL_POINTS`` and resumed, is damaged here and repaired in place,
+at each of ``bnstudy.pipeline.workflowrun.KILL_POINTS`` and resumed, is damaged here and repaired in place,
 on the simulated machine it was built on (so its kernel cache serves the repair's jobs).
 """
 
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from bnstudy.base import io
-from bnstudy.pipeline import determinism, machines, manifest
+from bnstudy.pipeline import determinism, machines, manifest, workflowrun
 from conftest import ROOT
 
 pytestmark = pytest.mark.pipeline
@@ -29,27 +29,27 @@ MACROS = "results/paper/macros/design.tex"  # a number edited by hand
 
 def _kills(base) -> list[dict]:
     log = (base / "killed-resumed.log").read_text()
-    prefix = determinism.KILL_RECORD
+    prefix = workflowrun.KILL_RECORD
     return [json.loads(line[len(prefix) :]) for line in log.splitlines() if line.startswith(prefix)]
 
 
 def test_the_killed_run_was_killed_at_each_point_left_no_half_written_file_and_ends_as_expected(runs):
     """Killed during the kernel warm-up, during training and during the paper build (each seen
     running when killed), unlocked and resumed each time; after each kill every output on disk had
-    its expected bytes (bnstudy.pipeline.determinism.check_killed raises otherwise) and the build did not
+    its expected bytes (bnstudy.pipeline.workflowrun.check_killed raises otherwise) and the build did not
     verify; the last resumption ends identical to the expected manifest."""
     base, manifests, _ = runs
     kills = _kills(base)
     assert (
         [k["point"] for k in kills]
-        == [name for name, _, _ in determinism.KILL_POINTS]
+        == [name for name, _, _ in workflowrun.KILL_POINTS]
         == [
             "warm-up",
             "training",
             "paper",
         ]
     )
-    for kill, (_, running, _) in zip(kills, determinism.KILL_POINTS):
+    for kill, (_, running, _) in zip(kills, workflowrun.KILL_POINTS):
         assert kill["running"] and all(running in command for command in kill["running"]), kill
         assert kill["survivors"] == [], kill  # nothing of the killed run goes on writing
         assert kill["checked"] and 0 <= kill["whole"] < kill["expected"], kill
@@ -84,7 +84,7 @@ def _logs(wf) -> dict[str, str]:
 def test_verify_names_each_damaged_output_a_job_names_the_file_and_repair_restores_the_manifest(runs):
     base, _, _ = runs
     wf = base / "killed-resumed"
-    env = determinism.run_environment(machines.environments()[determinism.RUN_ENVIRONMENTS["killed-resumed"]])
+    env = workflowrun.run_environment(machines.environments()[determinism.RUN_ENVIRONMENTS["killed-resumed"]])
     assert manifest.verify(EXPECTED, wf / "results")[0]
     before = _damage(wf)
     try:

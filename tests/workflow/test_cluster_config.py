@@ -64,12 +64,12 @@ def test_training_asks_for_compute_threads_and_scripts_do_not_read_them(rules):
 
 
 def test_manifest_order_does_not_depend_on_include_order(tmp_path):
-    from bnstudy.pipeline import determinism
+    from bnstudy.pipeline import workflowrun
 
     # before: the checkout's own DAG (its registry's paths are relative to the workflow, the same in
     # a copy); after: a copy's, its Snakefile including the studies' rules files in another order
     before = dag_outputs.of(ROOT, "config/test.yaml")
-    copy = determinism.copy_workflow(ROOT, tmp_path / "wf")
+    copy = workflowrun.copy_workflow(ROOT, tmp_path / "wf")
     (copy / "tests").mkdir(exist_ok=True)
     shutil.copy2(ROOT / "tests" / "dag_outputs.py", copy / "tests" / "dag_outputs.py")
     snakefile = copy / "Snakefile"

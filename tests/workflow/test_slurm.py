@@ -42,8 +42,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bnstudy.pipeline.determinism import NICENESS, copy_workflow, niced, run_environment
+from bnstudy.pipeline.determinism import NICENESS
 from bnstudy.pipeline.machines import environments
+from bnstudy.pipeline.workflowrun import copy_workflow, niced, run_environment
 
 pytestmark = pytest.mark.slurm
 
@@ -110,7 +111,7 @@ def start_snakemake(
 ) -> subprocess.Popen:
     """Start Snakemake with this interpreter in ``workdir``, output to ``log``; at ``niceness``
     (its SLURM jobs too: scripts/slurm-local's cluster propagates the submitter's niceness);
-    ``env``: variables added to the run's environment (bnstudy.pipeline.determinism.run_environment)."""
+    ``env``: variables added to the run's environment (bnstudy.pipeline.workflowrun.run_environment)."""
     with open(log, "w") as out:
         return subprocess.Popen(
             niced([sys.executable, "-m", "snakemake", *args], niceness),
