@@ -857,7 +857,7 @@ def test_tables_by_value(result):
                 str(b),
                 spts(e["gain"]),
                 sci(e["ci_low_adj"], e["ci_high_adj"]),
-                "--" if np.isnan(e["dz"]) else f"${e['dz']:+.2g}$",
+                "--" if np.isnan(e["dz"]) else f"${e['dz']:+.2f}$",
                 f"{e['ahead']} / {e['behind']} of {len(SEEDS)}",
                 f"{e['a_only']} / {e['b_only']}",
                 f"{e['better']} / {e['worse']}",

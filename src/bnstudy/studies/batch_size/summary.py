@@ -148,10 +148,10 @@ def distance_table(distance_summary: pd.DataFrame, sizes: list[int]) -> tuple:
 
 
 def dz_text(dz: float) -> str:
-    """Cohen's d_z to two significant figures, signed; ``--`` where it is undefined."""
+    """Cohen's d_z with two decimals, signed; ``--`` where it is undefined."""
     if not np.isfinite(dz):
         return "--"
-    return f"${dz:+.2g}$" if abs(dz) < 10 else f"${dz:+.0f}$"
+    return f"${dz:+.2f}$"
 
 
 def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -> tuple:
