@@ -22,6 +22,7 @@ from bnstudy.paper import latex
 from bnstudy.studies.accumulation import sentences as accumulation_sentences
 from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.batch_size import sentences as batch_size_sentences
+from bnstudy.studies.batch_size import summary as batch_size_summary
 from bnstudy.studies.companions import published as companions_published
 from bnstudy.studies.finetune import macros as finetune_macros
 from bnstudy.studies.finetune import sentences as finetune_sentences
@@ -192,6 +193,29 @@ def test_direction_sentence_names_each_unanimous_batch_size_once(comparison, pat
         assert text.startswith(f"Seed by seed, every one of the 20 seeds puts {a} ")
         assert (f"below {b} {latex.at_batches(below)}" in text) == bool(below), text
         assert (f"above {'it' if below else b} {latex.at_batches(above)}" in text) == bool(above), text
+
+
+SMALL = {"above": (0.002, 0.008), "below": (-0.008, -0.002), "large": (0.02, 0.04), "zero": (-0.004, 0.004)}
+
+
+@pytest.mark.parametrize("comparison", ["batchnorm_vs_none", "batchrenorm_vs_batchnorm"])
+@pytest.mark.parametrize("pattern", list(itertools.product(SMALL, repeat=3)))
+def test_small_effect_sentence_names_the_intervals_clear_of_zero_inside_the_margin(comparison, pattern):
+    summary = pair_summary({comparison: [SMALL[p] for p in pattern]})
+    text = batch_size_macros.interval_sign_macros(summary)[latex.macro_name("paired", comparison, "direction sentence")]
+    small = batch_size_summary.small_effect_macros(summary, 0.01)[
+        latex.macro_name("paired", comparison, "small effect")
+    ]
+    above = [str(2 ** (i + 1)) for i, p in enumerate(pattern) if p == "above"]
+    below = [str(2 ** (i + 1)) for i, p in enumerate(pattern) if p == "below"]
+    if not above and not below:
+        assert small == ""
+        return
+    clear = sorted(above + below, key=int)
+    assert small.startswith(f" Yet the adjusted interval{'s' if len(clear) > 1 else ''} clear of zero")
+    assert f"clear of zero {latex.at_batches(clear)} {'lie' if len(clear) > 1 else 'lies'} wholly within" in small
+    assert small.endswith("differ by less.") and "$\\pm1.0$ points" in small
+    assert not problems(f"Seed by seed, {text}.{small}"), small
 
 
 def test_direction_sentence_counts_a_tied_seed_on_neither_side():

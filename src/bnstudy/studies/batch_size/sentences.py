@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.paper import latex
-from bnstudy.paper.latex import points_interval, signed_points, words
+from bnstudy.paper.latex import points, points_interval, signed_points, words
 
 REMEDY_NAMES = {
     "cumulative_vs_ema": "the cumulative average",
@@ -154,7 +154,7 @@ COMPARED = {
 def direction_sentence(name: str, g: pd.DataFrame) -> str:
     """Where every seed puts normaliser A on the same side of B (comparison ``name``; ``g``: its rows of
     the paired summary, one per batch size, with ``seeds``, ``seeds_ahead``, ``seeds_behind``), in
-    words: ``every one of the 20 seeds puts batch normalisation below no normaliser at batch 2 and
+    words: ``every one of the 20 seeds puts batch normalisation below no normaliser at batch 2, and
     above it at batch 64``, ``... below ... at batches 2 and 4``, or ``at no batch size do all 20
     seeds put ... on one side of ...``. A seed whose two networks score alike is on neither side."""
     a, b = COMPARED[name]
@@ -167,6 +167,30 @@ def direction_sentence(name: str, g: pd.DataFrame) -> str:
         return f"at no batch size do all {n} seeds put {a} on one side of {b}"
     if behind and ahead:
         below, above = latex.at_batches(behind), latex.at_batches(ahead)
-        return f"every one of the {n} seeds puts {a} below {b} {below} and above it {above}"
+        return f"every one of the {n} seeds puts {a} below {b} {below}, and above it {above}"
     side = "below" if behind else "above"
     return f"every one of the {n} seeds puts {a} {side} {b} {latex.at_batches(behind or ahead)}"
+
+
+def small_effect_sentence(name: str, g: pd.DataFrame, margin: float) -> str:
+    """Where an adjusted interval of comparison ``name`` (``g``: its rows, one per batch size) lies
+    wholly on one side of zero and yet wholly within ``margin``, the smallest difference declared to
+    matter (the controls' equivalence margin, ``batch_size_eval.equivalence_margin``): `` Yet the
+    adjusted intervals clear of zero at batches 32 and 64 lie wholly within $\\pm1.0$ points ...``,
+    with its leading space (the sign sentence before it says on which side); empty where there is
+    no such batch size."""
+    a, b = COMPARED[name]
+    g = g.sort_values("batch_size", kind="stable")
+    sizes = [
+        str(int(s))
+        for s, lo, hi in zip(g.batch_size, g.ci_low_adj, g.ci_high_adj)
+        if (hi < 0 and lo > -margin) or (lo > 0 and hi < margin)
+    ]
+    if not sizes:
+        return ""
+    subject = "the adjusted interval clear of zero" if len(sizes) == 1 else "the adjusted intervals clear of zero"
+    verb = "lies" if len(sizes) == 1 else "lie"
+    return (
+        f" Yet {subject} {latex.at_batches(sizes)} {verb} wholly within $\\pm{points(margin, 1)}$ points, the "
+        f"smallest difference declared to matter (the equivalence margin): there {a} and {b} differ by less."
+    )

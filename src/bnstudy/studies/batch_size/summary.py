@@ -38,8 +38,10 @@ from bnstudy.studies.batch_size.published import (  # noqa: F401 (the summary's 
     standard_error_of_difference,
 )
 from bnstudy.studies.batch_size.sentences import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)
+    COMPARED,
     REMEDY_NAMES,
     remedy_sign_sentence,
+    small_effect_sentence,
 )
 
 
@@ -214,6 +216,15 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
     }
 
 
+def small_effect_macros(pair_summary: pd.DataFrame, margin: float) -> dict[str, str]:
+    """``paired<Comparison>SmallEffect`` for each normaliser comparison: :func:`small_effect_sentence`."""
+    return {
+        latex.macro_name("paired", name, "small effect"): small_effect_sentence(name, g, margin)
+        for name, g in pair_summary.groupby("comparison", sort=True)
+        if name in COMPARED
+    }
+
+
 def summarise(cells, remedy_runs, distances, correct, published, momentum, confidence, margin) -> dict:
     """Everything the rule writes: tidy tables, JSON summary, macros and LaTeX tables; ``margin``: the
     declared equivalence margin of the controls against no normaliser (:mod:`.equivalence`)."""
@@ -235,6 +246,7 @@ def summarise(cells, remedy_runs, distances, correct, published, momentum, confi
         "gains": pair_summary,
         "equivalence": tost,
         "macros": macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence)
-        | equivalence.macros(tost, confidence),
+        | equivalence.macros(tost, confidence)
+        | small_effect_macros(pair_summary, margin),
         "tables": tables(runs, summary, distance_summary, pair_summary, published, confidence),
     }
