@@ -265,3 +265,14 @@ def test_the_check_refuses_as_many_last_epochs_as_the_digits_grid_trains(name):
         checks.check(config, None)
     config["curves"]["last_epochs"] = epochs - 1
     checks.check(config, None)
+
+
+def test_a_row_gained_in_one_seed_cancels_a_row_lost_in_another_exactly():
+    """Over 896 rows: seed 0 from 894 to 895 right, seed 1 from 896 to 895; the two quotients'
+    differences are not each other's negatives in floating point, their rounded gains are."""
+    up, down = 895 / 896 - 894 / 896, 895 / 896 - 896 / 896
+    assert up != -down  # what the rounding is for
+    curves = {0: [(1.0, 894 / 896), (0.5, 895 / 896)], 1: [(1.0, 1.0), (0.5, 895 / 896)]}
+    epochs = training.epochs_table([("batchnorm", 32, epochs_file(curves))])
+    cells = training.cells(epochs, ["batchnorm"], 1, 0.003)
+    assert cells.loc[0, "gain"] == 0.0 and cells.loc[0, "gain_max"] == -cells.loc[0, "gain_min"]

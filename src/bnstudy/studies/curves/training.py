@@ -32,6 +32,10 @@ from bnstudy.paper.network_prose import number_word
 from bnstudy.studies.curves.report import _cell_name, baselines_sentence, epochs_words, last_span, mean_of, order
 
 EPOCH_COLUMNS = ("seed", "epoch", "loss", "train_accuracy")
+# A network's gain is rounded to this many decimals: an accuracy is a count over the epoch's rows (a
+# few thousand at most), so this drops only the float rounding of the two quotients, and a row gained
+# in one seed cancels a row lost in another exactly (not to a mean of -2e-17).
+GAIN_DECIMALS = 12
 
 
 def epochs_table(files: list[tuple[str, int, pd.DataFrame]]) -> pd.DataFrame:
@@ -87,7 +91,7 @@ def cells(epochs: pd.DataFrame, names, last: int, threshold: float) -> pd.DataFr
         gains = []
         for _, g in cell.groupby("seed", sort=True):
             at = g.set_index("epoch")["train_accuracy"]
-            gains.append(float(at[final]) - float(at[final - last]))
+            gains.append(round(float(at[final]) - float(at[final - last]), GAIN_DECIMALS))
         end, start = cell[cell["epoch"] == final], cell[cell["epoch"] == final - last]
         loss, loss_before = mean_of(end["loss"]), mean_of(start["loss"])
         gain = mean_of(gains)
