@@ -194,25 +194,27 @@ def test_the_summary_says_what_the_curves_score():
 @pytest.mark.parametrize(
     "value, text",
     [
-        (1.234, "$1.2$"),
-        (0.396, "$0.40$"),
-        (0.0123, "$0.012$"),
-        (0.00012345, "$1.2 \\cdot 10^{-4}$"),
-        (0.0, "$0$"),
-        (12.3, "$12$"),
+        (1.234, "1234"),  # two significant digits or more: no power of ten
+        (0.000396, "0.40"),
+        (0.0000369, "0.037"),
+        (0.0123, "12"),
+        (0.00000012345, "$1.2 \\cdot 10^{-4}$"),
+        (0.0, "0"),
     ],
 )
-def test_loss_text_by_hand(value, text):
-    assert training.loss_text(value) == text
+def test_a_loss_in_thousandths_by_hand(value, text):
+    assert training.thousandths(value) == text
 
 
 def test_the_table_gives_two_rows_per_normaliser_and_marks_a_gaining_cell():
     cells, _ = table(last=2, threshold=0.1)
     header, rows, align, _ = training.latex_table(cells)
     assert header == ["", "", "$b = 2$", "$b = 8$"] and align == "llrr"
-    assert [r[:2] for r in rows] == [["none", "accuracy"], ["", "loss"], ["batch norm", "accuracy"], ["", "loss"]]
+    loss = "$10^3 \\times$ loss"
+    assert [r[:2] for r in rows] == [["none", "accuracy"], ["", loss], ["batch norm", "accuracy"], ["", loss]]
     assert rows[0][2] == "100.0 ($+12.50$$^\\dagger$)" and rows[0][3] == "75.0 ($0.00$)"
-    assert rows[1][2] == "$0.19$ ($-62\\%$)" and rows[1][3] == "$0.75$ ($+50\\%$)"
+    # none at 2: 0.1875 and -62.5 %; none at 8: 0.75 and +50 %
+    assert rows[1][2] == "188 ($-62$)" and rows[1][3] == "750 ($+50$)"
     assert rows[2][3] == "--" and rows[3][3] == "--"
 
 
@@ -267,12 +269,22 @@ def test_the_check_refuses_as_many_last_epochs_as_the_digits_grid_trains(name):
     checks.check(config, None)
 
 
-def test_a_row_gained_in_one_seed_cancels_a_row_lost_in_another_exactly():
-    """Over 896 rows: seed 0 from 894 to 895 right, seed 1 from 896 to 895; the two quotients'
-    differences are not each other's negatives in floating point, their rounded gains are."""
-    up, down = 895 / 896 - 894 / 896, 895 / 896 - 896 / 896
-    assert up != -down  # what the rounding is for
-    curves = {0: [(1.0, 894 / 896), (0.5, 895 / 896)], 1: [(1.0, 1.0), (0.5, 895 / 896)]}
+def test_rows_gained_in_one_seed_cancel_rows_lost_in_others_exactly():
+    """Over 896 rows: seed 0 gains two rows, seeds 1 and 2 lose one each. The quotients' float
+    differences do not cancel (nor do they rounded to 12 decimals); the counts do."""
+    up, down = 896 / 896 - 894 / 896, 894 / 896 - 895 / 896
+    assert up + 2 * down != 0 and round(up, 12) + 2 * round(down, 12) != 0  # what exact counts are for
+    curves = {0: [(1.0, 894 / 896), (0.5, 1.0)], 1: [(1.0, 895 / 896), (0.5, 894 / 896)],
+              2: [(1.0, 895 / 896), (0.5, 894 / 896)]}  # fmt: skip
     epochs = training.epochs_table([("batchnorm", 32, epochs_file(curves))])
     cells = training.cells(epochs, ["batchnorm"], 1, 0.003)
-    assert cells.loc[0, "gain"] == 0.0 and cells.loc[0, "gain_max"] == -cells.loc[0, "gain_min"]
+    assert cells.loc[0, "gain"] == 0.0
+    assert (cells.loc[0, "gain_min"], cells.loc[0, "gain_max"]) == (-1 / 896, 2 / 896)
+
+
+def test_an_accuracy_is_read_as_its_exact_count_or_refused():
+    from fractions import Fraction
+
+    assert training.share(895 / 896) == Fraction(895, 896) and training.share(1.0) == 1
+    with pytest.raises(ValueError, match="not a count over at most"):
+        training.share(0.1234567890123)

@@ -17,12 +17,15 @@ gaining on its training images. The loss is reported, not judged: on a training 
 fit (every row right), and then the cross-entropy keeps falling as the logits grow while no
 prediction changes, so a loss criterion would call every fitted cell unfinished. A cell's loss
 change is relative, the mean loss over seeds in the last epoch over that of epoch ``E - k``, minus
-one. Means are correctly rounded (:func:`bnstudy.studies.curves.report.mean_of`).
+one. Means are correctly rounded (:func:`bnstudy.studies.curves.report.mean_of`); the gains are
+exact, each accuracy read as its count of rows (:func:`share`) and their mean rounded once, so
+nothing depends on the CPU or the order of the files.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pandas as pd
 
@@ -32,10 +35,10 @@ from bnstudy.paper.network_prose import number_word
 from bnstudy.studies.curves.report import _cell_name, baselines_sentence, epochs_words, last_span, mean_of, order
 
 EPOCH_COLUMNS = ("seed", "epoch", "loss", "train_accuracy")
-# A network's gain is rounded to this many decimals: an accuracy is a count over the epoch's rows (a
-# few thousand at most), so this drops only the float rounding of the two quotients, and a row gained
-# in one seed cancels a row lost in another exactly (not to a mean of -2e-17).
-GAIN_DECIMALS = 12
+# The most rows an epoch's accuracy can count (its denominator): fractions with denominators up to
+# this lie at least 1e-14 apart, far wider than a float's rounding near 1, so the count is recovered
+# exactly from the recorded quotient (:func:`share`).
+MAX_ROWS = 10**7
 
 
 def epochs_table(files: list[tuple[str, int, pd.DataFrame]]) -> pd.DataFrame:
@@ -49,6 +52,16 @@ def epochs_table(files: list[tuple[str, int, pd.DataFrame]]) -> pd.DataFrame:
         parts.append(table[list(EPOCH_COLUMNS)].assign(normaliser=name, batch_size=int(b)))
     out = pd.concat(parts, ignore_index=True)
     return out[["normaliser", "batch_size", *EPOCH_COLUMNS]]
+
+
+def share(value: float) -> Fraction:
+    """A recorded accuracy as the exact fraction it is, right rows over the epoch's rows (at most
+    :data:`MAX_ROWS`), so that gains and their means are exact: a row gained in one seed cancels a row
+    lost in another to exactly 0, not to float residue such as -2e-17."""
+    exact = Fraction(value).limit_denominator(MAX_ROWS)
+    if float(exact) != value:
+        raise ValueError(f"training accuracy {value!r} is not a count over at most {MAX_ROWS} rows")
+    return exact
 
 
 def _cells_of(epochs: pd.DataFrame, names):
@@ -81,7 +94,7 @@ def relative_change(after: float, before: float) -> float:
 def cells(epochs: pd.DataFrame, names, last: int, threshold: float) -> pd.DataFrame:
     """Per cell: the last epoch, the mean training loss and accuracy in it and in epoch ``E - last``,
     the relative change of the mean loss, the mean gain in training accuracy with the smallest and
-    largest network's gain, the seeds whose every training row was right in the last epoch
+    largest network's gain (exact: :func:`share`), the seeds whose every training row was right in the last epoch
     (``fitted``) and ``plateau`` (the mean gain at most ``threshold``)."""
     out = []
     for name, b, cell in _cells_of(epochs, names):
@@ -91,15 +104,15 @@ def cells(epochs: pd.DataFrame, names, last: int, threshold: float) -> pd.DataFr
         gains = []
         for _, g in cell.groupby("seed", sort=True):
             at = g.set_index("epoch")["train_accuracy"]
-            gains.append(round(float(at[final]) - float(at[final - last]), GAIN_DECIMALS))
+            gains.append(share(float(at[final])) - share(float(at[final - last])))
         end, start = cell[cell["epoch"] == final], cell[cell["epoch"] == final - last]
         loss, loss_before = mean_of(end["loss"]), mean_of(start["loss"])
-        gain = mean_of(gains)
+        gain = float(sum(gains) / len(gains))  # exact, then rounded once
         out.append(
             {"normaliser": name, "batch_size": b, "epochs": final, "seeds": len(gains),
              "loss": loss, "loss_before": loss_before, "loss_change": relative_change(loss, loss_before),
-             "train_accuracy": mean_of(end["train_accuracy"]), "gain": gain, "gain_min": min(gains),
-             "gain_max": max(gains), "fitted": int((end["train_accuracy"] == 1.0).sum()),
+             "train_accuracy": mean_of(end["train_accuracy"]), "gain": gain, "gain_min": float(min(gains)),
+             "gain_max": float(max(gains)), "fitted": int((end["train_accuracy"] == 1.0).sum()),
              "plateau": bool(gain <= threshold)}
         )  # fmt: skip
     return pd.DataFrame(out)
@@ -206,26 +219,29 @@ def macros(table: pd.DataFrame, tests: pd.DataFrame, settings: dict) -> dict[str
     }
 
 
-def loss_text(value: float) -> str:
-    """A loss to two significant digits (at least), in math mode: ``$0.40$``, ``$12$``,
-    ``$1.2 \\cdot 10^{-4}$``."""
-    if value == 0.0:
-        return "$0$"
-    if value >= 0.01:
-        return f"${value:.{max(0, 1 - math.floor(math.log10(value)))}f}$"
-    mantissa, exponent = f"{value:.1e}".split("e")
+def thousandths(value: float) -> str:
+    """A loss in thousandths (the table's ``$10^3 \\times$ loss``) to two significant digits or more,
+    without a power of ten for the losses the grid reaches: ``0.0000369`` -> ``0.037``, ``1.2`` ->
+    ``1200``; below ``1e-5`` with one (``$1.2 \\cdot 10^{-3}$``)."""
+    v = 1000.0 * value
+    if v == 0.0:
+        return "0"
+    if v >= 0.01:
+        return f"{v:.{max(0, 1 - math.floor(math.log10(v)))}f}"
+    mantissa, exponent = f"{v:.1e}".split("e")
     return f"${mantissa} \\cdot 10^{{{int(exponent)}}}$"
 
 
 def latex_table(table: pd.DataFrame) -> tuple[list[str], list[list[str]], str, str]:
-    """Two rows per normaliser, columns the batch sizes: the training accuracy in the last epoch with
-    its gain over the last epochs (a dagger where above the threshold), then the training loss with
-    its relative change."""
+    """Two rows per normaliser, columns the batch sizes: the training accuracy in the last epoch (%)
+    with its gain over the last epochs (points; a dagger where above the threshold), then the training
+    loss in thousandths with its relative change (%, the sign without the percent sign, so that six
+    batch sizes fit the page)."""
     sizes = sorted(set(int(b) for b in table["batch_size"]))
     header = ["", "", *(f"$b = {b}$" for b in sizes)]
     rows = []
     for name in order(table["normaliser"]):
-        accuracy, loss = [normaliser(name).label, "accuracy"], ["", "loss"]
+        accuracy, loss = [normaliser(name).label, "accuracy"], ["", "$10^3 \\times$ loss"]
         for b in sizes:
             r = table[(table["normaliser"] == name) & (table["batch_size"] == b)]
             if r.empty:
@@ -235,7 +251,7 @@ def latex_table(table: pd.DataFrame) -> tuple[list[str], list[list[str]], str, s
             r = r.iloc[0]
             mark = "" if r["plateau"] else "$^\\dagger$"
             accuracy.append(f"{points(r['train_accuracy'], 1)} (${signed_points(r['gain'])}${mark})")
-            loss.append(f"{loss_text(r['loss'])} ({percent(r['loss_change'])})")
+            loss.append(f"{thousandths(r['loss'])} (${endpoint(r['loss_change'], 0, signed=True)}$)")
         rows += [accuracy, loss]
     return header, rows, "ll" + "r" * len(sizes), "training accuracy and its gain, training loss and its change"
 
