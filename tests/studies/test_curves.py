@@ -162,7 +162,6 @@ def test_the_committed_fashion_configs_pass_the_check():
             "curves.last_epochs: 3 is not fewer than the grid's 3",  # the fewest epochs of any batch size
         ),
         (lambda c: c["curves"]["baselines"][1].update(low=0.9), "curves.baselines[1]: low 0.9 is above high"),
-        (lambda c: c.update(data={"name": "digits"}), "the digits have no validation split"),
     ],
 )
 def test_the_check_refuses_in_one_line(edit, message):

@@ -1,4 +1,5 @@
-"""Rule figure_curves: validation accuracy by epoch (bnstudy.studies.curves.figure)."""
+"""Rule figure_curves: validation accuracy by epoch, or without a validation split the training loss
+and accuracy by epoch (bnstudy.studies.curves.figure)."""
 
 import sys
 
@@ -10,5 +11,7 @@ from bnstudy.base import io
 from bnstudy.paper import figures
 from bnstudy.studies.curves import figure
 
-figures.save(figure.curves(io.read_table(snakemake.input.by_epoch)), snakemake.output.pdf, snakemake.output.png)
+by_epoch = io.read_table(snakemake.input.by_epoch)
+draw = figure.curves if "validation_accuracy" in by_epoch.columns else figure.training_curves
+figures.save(draw(by_epoch), snakemake.output.pdf, snakemake.output.png)
 log.info("figure written")
