@@ -60,7 +60,7 @@ rule summarise_accumulation:
         closeness="results/accumulation/closeness.csv",
         summary=report(
             "results/summary/accumulation.json",
-            category="Study 6 - Gradient accumulation and ghost batch norm",
+            category=study_category("accumulation", "Gradient accumulation and ghost batch norm"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "the study's numbers (JSON)"},
@@ -68,7 +68,7 @@ rule summarise_accumulation:
         macros="results/paper/macros/accumulation.tex",
         latex_table=report(
             "results/paper/tables/accumulation.tex",
-            category="Study 6 - Gradient accumulation and ghost batch norm",
+            category=study_category("accumulation", "Gradient accumulation and ghost batch norm"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "accuracy of each way of training, in both modes; paired differences"},
@@ -91,7 +91,7 @@ rule figure_accumulation:
     output:
         pdf=report(
             "results/paper/figures/accumulation.pdf",
-            category="Study 6 - Gradient accumulation and ghost batch norm",
+            category=study_category("accumulation", "Gradient accumulation and ghost batch norm"),
             subcategory="Figure: accuracy by way of training",
             caption="../report/accumulation.rst",
             labels={
@@ -102,7 +102,7 @@ rule figure_accumulation:
         ),
         png=report(
             "results/paper/figures/accumulation.png",
-            category="Study 6 - Gradient accumulation and ghost batch norm",
+            category=study_category("accumulation", "Gradient accumulation and ghost batch norm"),
             subcategory="Figure: accuracy by way of training",
             caption="../report/accumulation.rst",
             labels={

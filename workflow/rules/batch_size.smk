@@ -50,7 +50,7 @@ rule summarise_batch_size:
         equivalence="results/batch_size/equivalence.csv",
         summary=report(
             "results/summary/batch_size.json",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "the study's numbers (JSON)"},
@@ -58,28 +58,28 @@ rule summarise_batch_size:
         macros="results/paper/macros/batch_size.tex",
         table=report(
             "results/paper/tables/batch_size.tex",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "accuracy by normaliser and batch size, beside the published values"},
         ),
         remedies_table=report(
             "results/paper/tables/batch_size_remedies.tex",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "batch norm in inference mode with each replacement of its running statistics"},
         ),
         distance_table=report(
             "results/paper/tables/batch_size_distances.tex",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "distance of each set of running statistics to the exact statistics"},
         ),
         gain_table=report(
             "results/paper/tables/batch_size_gains.tex",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "paired accuracy differences, with intervals and McNemar tests"},
@@ -102,7 +102,7 @@ rule figure_batch_size:
     output:
         pdf=report(
             "results/paper/figures/batch_size.pdf",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="Figure: accuracy by training batch size",
             caption="../report/batch_size.rst",
             labels={
@@ -113,7 +113,7 @@ rule figure_batch_size:
         ),
         png=report(
             "results/paper/figures/batch_size.png",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="Figure: accuracy by training batch size",
             caption="../report/batch_size.rst",
             labels={
@@ -135,7 +135,7 @@ rule figure_batch_size_remedies:
     output:
         pdf=report(
             "results/paper/figures/batch_size_remedies.pdf",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="Figure: running-statistics remedies",
             caption="../report/batch_size_remedies.rst",
             labels={
@@ -146,7 +146,7 @@ rule figure_batch_size_remedies:
         ),
         png=report(
             "results/paper/figures/batch_size_remedies.png",
-            category="Study 2 - Training batch size",
+            category=study_category("batch_size", "Training batch size"),
             subcategory="Figure: running-statistics remedies",
             caption="../report/batch_size_remedies.rst",
             labels={

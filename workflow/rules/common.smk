@@ -450,3 +450,10 @@ def compare_their_macros():
         for build in config["compare"]["builds"]
         for path in macro_paths(build["expected"])
     ]
+
+
+def study_category(name, title):
+    """The report's category of study ``name``: ``Study <k> - <title>``, k its place among the studies
+    this config runs, in the catalogue's (the paper's) order."""
+    included = [study.name for study in STUDIES]
+    return f"Study {included.index(name) + 1} - {title}"

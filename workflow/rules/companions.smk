@@ -94,7 +94,7 @@ rule summarise_companions:
         grid_table="results/companions/grid_over_seeds.csv",
         summary=report(
             "results/summary/companions.json",
-            category="Study 1 - Companion dependence",
+            category=study_category("companions", "Companion dependence"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "the study's numbers (JSON)"},
@@ -102,7 +102,7 @@ rule summarise_companions:
         macros="results/paper/macros/companions.tex",
         table=report(
             "results/paper/tables/companions.tex",
-            category="Study 1 - Companion dependence",
+            category=study_category("companions", "Companion dependence"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "first dependence network: flip rate, training-mode accuracy, share of examples flipped"},
@@ -110,7 +110,7 @@ rule summarise_companions:
         networks_table="results/companions/dependence_over_networks.csv",
         networks_latex=report(
             "results/paper/tables/companions_networks.tex",
-            category="Study 1 - Companion dependence",
+            category=study_category("companions", "Companion dependence"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "every dependence network: means with an interval over networks"},
@@ -139,7 +139,7 @@ rule figure_companions:
     output:
         pdf=report(
             "results/paper/figures/companions.pdf",
-            category="Study 1 - Companion dependence",
+            category=study_category("companions", "Companion dependence"),
             subcategory="Figure: flip rate by probe batch size",
             caption="../report/companions.rst",
             labels={
@@ -151,7 +151,7 @@ rule figure_companions:
         ),
         png=report(
             "results/paper/figures/companions.png",
-            category="Study 1 - Companion dependence",
+            category=study_category("companions", "Companion dependence"),
             subcategory="Figure: flip rate by probe batch size",
             caption="../report/companions.rst",
             labels={
@@ -231,7 +231,7 @@ rule summarise_protocols:
         paired="results/companions/protocols/kept_minus_dropped.csv",
         summary=report(
             "results/summary/protocols.json",
-            category="Study 1 - Companion dependence",
+            category=study_category("companions", "Companion dependence"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "both protocols' numbers (JSON)"},
@@ -239,7 +239,7 @@ rule summarise_protocols:
         macros="results/paper/macros/protocols.tex",
         latex_table=report(
             "results/paper/tables/protocols.tex",
-            category="Study 1 - Companion dependence",
+            category=study_category("companions", "Companion dependence"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "leftover rows dropped and kept: means over networks beside the published values"},

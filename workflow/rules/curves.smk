@@ -7,7 +7,7 @@
 from bnstudy.base.config import parts as config_parts
 
 CURVES = config["curves"]
-CURVES_CAPTION = "Study 11 - Training curves"
+CURVES_CAPTION = study_category("curves", "Training curves")
 CURVES_VALIDATION = bool(GRID_VALIDATION)  # the grid scored on a validation split after each epoch
 CURVES_SCORE = "validation accuracy" if CURVES_VALIDATION else "training loss and accuracy"
 

@@ -5,7 +5,7 @@ from bnstudy.studies.equal_steps.design import NORMALISERS as EQUAL_NORMALISERS
 from bnstudy.studies.equal_steps.design import arm_batches
 
 EQUAL = config["equal_steps"]
-EQUAL_CAPTION = "Study 9 - Batch size at equal steps"
+EQUAL_CAPTION = study_category("equal_steps", "Batch size at equal steps")
 # each arm's batch size -> the batch size whose grid steps it takes
 EQUAL_OTHER = dict(arm_batches(arm, GRID_BATCH_SIZES) for arm in EQUAL["arms"])
 EQUAL_JOBS = [dict(normaliser=n, batch_size=b) for n in EQUAL_NORMALISERS for b in EQUAL_OTHER]

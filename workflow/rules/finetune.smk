@@ -77,7 +77,7 @@ rule summarise_finetune:
     output:
         summary=report(
             "results/summary/finetune.json",
-            category="Study 7 - Fine-tuning in small batches",
+            category=study_category("finetune", "Fine-tuning in small batches"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "the study's numbers (JSON)"},
@@ -86,14 +86,14 @@ rule summarise_finetune:
         macros="results/paper/macros/finetune.tex",
         table=report(
             "results/paper/tables/finetune.tex",
-            category="Study 7 - Fine-tuning in small batches",
+            category=study_category("finetune", "Fine-tuning in small batches"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "change of accuracy after fine-tuning, live and frozen"},
         ),
         arms_table=report(
             "results/paper/tables/finetune_arms.tex",
-            category="Study 7 - Fine-tuning in small batches",
+            category=study_category("finetune", "Fine-tuning in small batches"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "change of accuracy by arm and input condition, with the controls"},
@@ -122,7 +122,7 @@ rule figure_finetune:
     output:
         pdf=report(
             "results/paper/figures/finetune.pdf",
-            category="Study 7 - Fine-tuning in small batches",
+            category=study_category("finetune", "Fine-tuning in small batches"),
             subcategory="Figure: accuracy and statistics along the fine-tuning",
             caption="../report/finetune.rst",
             labels={
@@ -133,7 +133,7 @@ rule figure_finetune:
         ),
         png=report(
             "results/paper/figures/finetune.png",
-            category="Study 7 - Fine-tuning in small batches",
+            category=study_category("finetune", "Fine-tuning in small batches"),
             subcategory="Figure: accuracy and statistics along the fine-tuning",
             caption="../report/finetune.rst",
             labels={

@@ -85,7 +85,7 @@ rule summarise_lr_sweep:
         paired="results/lr_sweep/paired.csv",
         summary=report(
             "results/summary/lr_sweep.json",
-            category="Study 4 - Learning rate against batch size",
+            category=study_category("lr_sweep", "Learning rate against batch size"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "the study's numbers (JSON)"},
@@ -93,14 +93,14 @@ rule summarise_lr_sweep:
         macros="results/paper/macros/lr_sweep.tex",
         table=report(
             "results/paper/tables/lr_sweep.tex",
-            category="Study 4 - Learning rate against batch size",
+            category=study_category("lr_sweep", "Learning rate against batch size"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "each cell at its chosen learning rate; batch norm minus none"},
         ),
         validation_table=report(
             "results/paper/tables/lr_sweep_validation.tex",
-            category="Study 4 - Learning rate against batch size",
+            category=study_category("lr_sweep", "Learning rate against batch size"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "validation accuracy of every normaliser, batch size and learning rate"},
@@ -123,7 +123,7 @@ rule figure_lr_sweep:
     output:
         pdf=report(
             "results/paper/figures/lr_sweep.pdf",
-            category="Study 4 - Learning rate against batch size",
+            category=study_category("lr_sweep", "Learning rate against batch size"),
             subcategory="Figure: accuracy at the chosen learning rate",
             caption="../report/lr_sweep.rst",
             labels={
@@ -134,7 +134,7 @@ rule figure_lr_sweep:
         ),
         png=report(
             "results/paper/figures/lr_sweep.png",
-            category="Study 4 - Learning rate against batch size",
+            category=study_category("lr_sweep", "Learning rate against batch size"),
             subcategory="Figure: accuracy at the chosen learning rate",
             caption="../report/lr_sweep.rst",
             labels={

@@ -3,7 +3,7 @@
 # statistics (bnstudy.studies.precise_rows).
 
 PRECISE = config["precise_rows"]
-PRECISE_CAPTION = "Study 8 - PreciseBN on a budget"
+PRECISE_CAPTION = study_category("precise_rows", "PreciseBN on a budget")
 
 
 rule evaluate_precise_rows:

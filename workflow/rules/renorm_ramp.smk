@@ -2,7 +2,7 @@
 # paired by seed with the grid's batch norm and batch renorm networks of the same seeds and batch sizes
 # (bnstudy.studies.renorm_ramp).
 RAMP = config["renorm_ramp"]
-RAMP_CAPTION = "Study 10 - Batch renorm's ramp"
+RAMP_CAPTION = study_category("renorm_ramp", "Batch renorm's ramp")
 RAMP_JOBS = [dict(batch_size=b) for b in RAMP["batch_sizes"]]
 # the grid's side of the pairs: batch norm and batch renorm at the study's batch sizes, every block holding one of its seeds
 RAMP_GRID = [

@@ -110,7 +110,7 @@ rule summarise_running_stats:
     output:
         summary=report(
             "results/summary/running_stats.json",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "the study's numbers (JSON)"},
@@ -119,28 +119,28 @@ rule summarise_running_stats:
         macros="results/paper/macros/running_stats.tex",
         table_errors=report(
             "results/paper/tables/running_stats.tex",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "error of the running statistics after one pass; train/inference RMSE"},
         ),
         table_selfchecks=report(
             "results/paper/tables/running_stats_selfchecks.tex",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "the layer's self-checks and the differential check, every pass"},
         ),
         table_remedies=report(
             "results/paper/tables/running_stats_remedies.tex",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "remedies on the same passes"},
         ),
         table_sorted=report(
             "results/paper/tables/running_stats_sorted.tex",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "batch-norm networks trained on shuffled or class-sorted batches"},
@@ -148,7 +148,7 @@ rule summarise_running_stats:
         shuffle_summary="results/running_stats/shuffles_summary.csv",
         table_shuffles=report(
             "results/paper/tables/running_stats_shuffles.tex",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "the shuffled pass over repeated seeded shuffles"},
@@ -173,7 +173,7 @@ rule figure_running_stats:
     output:
         pdf=report(
             "results/paper/figures/running_stats.pdf",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="Figure: running-statistics error by batch size",
             caption="../report/running_stats.rst",
             labels={
@@ -184,7 +184,7 @@ rule figure_running_stats:
         ),
         png=report(
             "results/paper/figures/running_stats.png",
-            category="Study 3 - Running statistics",
+            category=study_category("running_stats", "Running statistics"),
             subcategory="Figure: running-statistics error by batch size",
             caption="../report/running_stats.rst",
             labels={

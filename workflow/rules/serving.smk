@@ -46,7 +46,7 @@ rule summarise_serving:
     output:
         summary=report(
             "results/summary/serving.json",
-            category="Study 5 - Serving with live running statistics",
+            category=study_category("serving", "Serving with live running statistics"),
             subcategory="Summary",
             caption="../report/summary.rst",
             labels={"summary": "the study's numbers (JSON)"},
@@ -55,7 +55,7 @@ rule summarise_serving:
         macros="results/paper/macros/serving.tex",
         table=report(
             "results/paper/tables/serving.tex",
-            category="Study 5 - Serving with live running statistics",
+            category=study_category("serving", "Serving with live running statistics"),
             subcategory="LaTeX tables",
             caption="../report/table.rst",
             labels={"table": "accuracy before and along the stream, by training batch size"},
@@ -82,7 +82,7 @@ rule figure_serving:
     output:
         pdf=report(
             "results/paper/figures/serving.pdf",
-            category="Study 5 - Serving with live running statistics",
+            category=study_category("serving", "Serving with live running statistics"),
             subcategory="Figure: accuracy along the served stream",
             caption="../report/serving.rst",
             labels={
@@ -93,7 +93,7 @@ rule figure_serving:
         ),
         png=report(
             "results/paper/figures/serving.png",
-            category="Study 5 - Serving with live running statistics",
+            category=study_category("serving", "Serving with live running statistics"),
             subcategory="Figure: accuracy along the served stream",
             caption="../report/serving.rst",
             labels={

@@ -102,7 +102,7 @@ STUDIES = (
     Study("companions", "companions", {"companions": 1.0},
           sections=("companions", "protocols"), local=("summarise_protocols",)),  # and both protocols
     Study("batch_size", "batch_size_eval", {"batch_size": 0.6, "batch_size_remedies": 0.6}),
-    Study("curves", "curves", {"curves": 1.0}, optional=True),  # a data set with a validation split
+    Study("curves", "curves", {"curves": 1.0}, optional=True),  # training curves from the grid's epochs files
     Study("running_stats", "running_stats", {"running_stats": 1.0}),
     Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}, optional=True),
     Study("serving", "serving", {"serving": 1.0}),
