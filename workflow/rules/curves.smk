@@ -65,14 +65,22 @@ rule figure_curves:
             category=CURVES_CAPTION,
             subcategory="Figure: %s by epoch" % CURVES_SCORE,
             caption="../report/curves.rst",
-            labels={"panels": "one per training batch size, a line per normaliser", "format": "vector (PDF)"},
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
+                "panels": "one per training batch size, a line per normaliser",
+                "format": "vector (PDF)",
+            },
         ),
         png=report(
             "results/paper/figures/curves.png",
             category=CURVES_CAPTION,
             subcategory="Figure: %s by epoch" % CURVES_SCORE,
             caption="../report/curves.rst",
-            labels={"panels": "one per training batch size, a line per normaliser", "format": "raster (PNG)"},
+            labels={
+                "normalisers": ", ".join(normaliser(n).label for n in NORMALISERS),
+                "panels": "one per training batch size, a line per normaliser",
+                "format": "raster (PNG)",
+            },
         ),
     script:
         "../scripts/curves_figure.py"
