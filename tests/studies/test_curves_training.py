@@ -175,8 +175,11 @@ def test_the_macros_mark_the_training_text_and_the_validation_macros_do_not():
     assert "Published" not in m["curvesBaselines"]  # no baselines for the digits
     assert {"curvesLoss", "curvesLimits", "curvesUnfinished"} <= set(m)
     section = (ROOT / "paper" / "sections" / "curves.tex").read_text()
+    abstract = (ROOT / "paper" / "sections" / "abstract.tex").read_text()
+    assert "\\curvesAbstractSentence" in abstract
     for name in m:
-        assert f"\\{name}" in section or name in ("curvesCells", "curvesUnfinishedCount", "curvesLast")
+        used = f"\\{name}" in section or name == "curvesAbstractSentence"
+        assert used or name in ("curvesCells", "curvesUnfinishedCount", "curvesLast"), name
     validation = report.cells(
         report.epochs_table([("none", 2, epochs_file(FITTED).assign(validation_accuracy=0.5))]), ["none"], 2, 0.1
     )
@@ -288,3 +291,22 @@ def test_an_accuracy_is_read_as_its_exact_count_or_refused():
     assert training.share(895 / 896) == Fraction(895, 896) and training.share(1.0) == 1
     with pytest.raises(ValueError, match="not a count over at most"):
         training.share(0.1234567890123)
+
+
+@pytest.mark.parametrize("late", [0, 1, 2])
+def test_the_abstract_sentence_counts_the_cells_still_gaining_and_names_the_largest(late):
+    import pandas as pd
+
+    from bnstudy.studies.curves import training
+
+    gains = [0.009, 0.004, 0.001, 0.0][:4]
+    rows = [
+        {"normaliser": n, "batch_size": b, "gain": g if i < late else 0.001, "plateau": i >= late}
+        for i, (n, b, g) in enumerate([("batchnorm", 2, gains[0]), ("batchrenorm", 4, gains[1]), ("none", 8, gains[2])])
+    ]
+    text = training.abstract_sentence(pd.DataFrame(rows), 3, 0.003)
+    if late == 0:
+        assert text.startswith("By the end of training every grid cell had stopped gaining")
+    else:
+        assert text.startswith(f"{'One' if late == 1 else 'Two'} of the 3 grid cells {'was' if late == 1 else 'were'}")
+        assert "$+0.90$" in text and ("most of all" in text) == (late > 1)

@@ -399,3 +399,14 @@ def test_cost_grows_with_the_schedules_the_seeds_and_the_steps():
     assert job(2, seeds=(0, 1, 2, 3)) == pytest.approx(2 * job(2))
     assert job(2) > job(4)  # more steps at the smaller batch
     assert cost.UNMEASURED == {f"train_renorm_ramp:{f}" for f in ("mlp", "conv")}
+
+
+@pytest.mark.parametrize("by_batchnorm, by_grid", CASES[::7], ids=lambda v: "-".join(v))
+def test_the_abstract_sentence_keeps_or_names_the_changed_verdicts(by_batchnorm, by_grid):
+    cells = cells_for(2, by_batchnorm, by_grid)
+    text = report.abstract_sentence(cells, 2, LABELS)
+    assert not faults(f"{text}."), text
+    assert text.startswith("Under two other schedules of its limits, batch renormalisation's difference")
+    changed = report.sensitivity(cells, 2)["changed"]
+    assert ("keeps the grid schedule's verdict" in text) == (not changed)
+    assert all(LABELS[v] in text for v in changed)

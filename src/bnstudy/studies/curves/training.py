@@ -147,6 +147,21 @@ def gaining_sentence(table: pd.DataFrame, last: int, threshold: float) -> str:
     )
 
 
+def abstract_sentence(table: pd.DataFrame, last: int, threshold: float) -> str:
+    """The abstract's sentence on the training curves: how many grid cells were still gaining training
+    accuracy when training stopped, and the one that gained most."""
+    late = table[~table["plateau"]]
+    span, limit = f"over {last_span(last)}", f"${points(threshold, 1)}$ points"
+    if late.empty:
+        return f"By the end of training every grid cell had stopped gaining training accuracy (at most {limit} {span})"
+    top = late.loc[late["gain"].idxmax()]
+    most = f"{_cell_name(top['normaliser'], int(top['batch_size']))} (${signed_points(top['gain'])}$)"
+    count = _count_of(len(late), len(table)).replace(" cells", " grid cells")
+    verb = "was" if len(late) == 1 else "were"
+    where = f": {most}" if len(late) == 1 else f", most of all {most}"
+    return f"{count} {verb} still gaining more than {limit} of training accuracy {span} when training stopped{where}"
+
+
 def percent(change: float) -> str:
     """A relative change in percent, signed, never a nonzero change printed as zero: ``$-29\\%$``."""
     return f"${endpoint(change, 0, signed=True)}\\%$"
@@ -211,6 +226,7 @@ def macros(table: pd.DataFrame, tests: pd.DataFrame, settings: dict) -> dict[str
         "curvesUnfinishedCount": str(int((~table["plateau"]).sum())),
         "curvesCells": str(len(table)),
         "curvesUnfinished": gaining_sentence(table, last, threshold),
+        "curvesAbstractSentence": abstract_sentence(table, last, threshold),
         "curvesLoss": loss_sentence(table, last),
         "curvesLimits": limits_sentence(table),
         "curvesBaselines": baselines_sentence(

@@ -24,6 +24,7 @@ from bnstudy.base.stats import adjusted_confidence
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points, words
+from bnstudy.paper.network_prose import number_word
 from bnstudy.studies.renorm_ramp.design import GRID
 
 BATCHNORM = "batchnorm"  # the grid's batch norm networks: the other side of vs_batchnorm
@@ -267,9 +268,30 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], desc
         m[results_macro(b)] = results_sentence(cells, b, labels, steps[b])
         sentences.append(m[results_macro(b)])
     m["renormRampResults"] = " ".join(sentences)
+    m["renormRampAbstractSentence"] = abstract_sentence(cells, sizes[0], labels)
     if ends:
         m["renormRampUnfinished"] = ends
     return m
+
+
+def abstract_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str]) -> str:
+    """The abstract's sentence: at the smallest batch ``b``, whether the other schedules keep the grid
+    schedule's verdict on batch renorm minus batch norm, and the range of the means over all schedules
+    (the verdicts and their intervals are the section's)."""
+    s = sensitivity(cells, b)
+    others = len(_rows(cells, b, "vs_batchnorm")) - 1
+    head = (
+        f"Under {number_word(others)} other schedule{'s' if others != 1 else ''} of its limits, batch "
+        f"renormalisation's difference from batch normalisation at batch {b}"
+    )
+    means = (
+        f"${signed_points(s['low'])}$ points with every schedule"
+        if s["low"] == s["high"]
+        else f"from ${signed_points(s['low'])}$ to ${signed_points(s['high'])}$ points"
+    )
+    if not s["changed"]:
+        return f"{head} keeps the grid schedule's verdict (adjusted), its mean {means}"
+    return f"{head} runs {means}, and its verdict (adjusted) changes with {words([labels[v] for v in s['changed']])}"
 
 
 def latex_table(cells: pd.DataFrame, names: dict[str, str], limits: dict) -> tuple[list, list, str, str]:
