@@ -28,18 +28,20 @@ def mean_of(values) -> float:
     return mean_sd([float(v) for v in values])[0]
 
 
-def epochs_table(files: list[tuple[str, int, pd.DataFrame]]) -> pd.DataFrame:
+def epochs_table(
+    files: list[tuple[str, int, pd.DataFrame]], columns=EPOCH_COLUMNS, hint: str = " (no validation split?)"
+) -> pd.DataFrame:
     """The grid's epochs files as one table: ``(normaliser, batch_size, table)`` for each job, its rows
-    one per seed and epoch. A file without validation accuracy (a data set without a validation
-    split) is an error: the study needs one."""
+    one per seed and epoch, the ``columns`` only. A file without one of them is an error (``hint``
+    after the message; by default the validation accuracy's: this path needs a validation split)."""
     parts = []
     for name, b, table in files:
-        missing = [c for c in EPOCH_COLUMNS if c not in table.columns]
+        missing = [c for c in columns if c not in table.columns]
         if missing:
-            raise ValueError(f"{name} at batch {b}: the epochs file lacks {missing} (no validation split?)")
-        parts.append(table[list(EPOCH_COLUMNS)].assign(normaliser=name, batch_size=int(b)))
+            raise ValueError(f"{name} at batch {b}: the epochs file lacks {missing}{hint}")
+        parts.append(table[list(columns)].assign(normaliser=name, batch_size=int(b)))
     out = pd.concat(parts, ignore_index=True)
-    return out[["normaliser", "batch_size", *EPOCH_COLUMNS]]
+    return out[["normaliser", "batch_size", *columns]]
 
 
 def order(names) -> list[str]:

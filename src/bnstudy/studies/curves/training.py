@@ -33,6 +33,7 @@ from bnstudy.base.normalisers import get as normaliser
 from bnstudy.paper.latex import endpoint, points, signed_points, words
 from bnstudy.paper.network_prose import number_word
 from bnstudy.studies.curves.report import _cell_name, baselines_sentence, epochs_words, last_span, mean_of, order
+from bnstudy.studies.curves.report import epochs_table as report_epochs_table
 
 EPOCH_COLUMNS = ("seed", "epoch", "loss", "train_accuracy")
 # The most rows an epoch's accuracy can count (its denominator): fractions with denominators up to
@@ -43,15 +44,8 @@ MAX_ROWS = 10**7
 
 def epochs_table(files: list[tuple[str, int, pd.DataFrame]]) -> pd.DataFrame:
     """The grid's epochs files as one table (``(normaliser, batch_size, table)`` for each job), the
-    training columns only."""
-    parts = []
-    for name, b, table in files:
-        missing = [c for c in EPOCH_COLUMNS if c not in table.columns]
-        if missing:
-            raise ValueError(f"{name} at batch {b}: the epochs file lacks {missing}")
-        parts.append(table[list(EPOCH_COLUMNS)].assign(normaliser=name, batch_size=int(b)))
-    out = pd.concat(parts, ignore_index=True)
-    return out[["normaliser", "batch_size", *EPOCH_COLUMNS]]
+    training columns only (:func:`bnstudy.studies.curves.report.epochs_table`)."""
+    return report_epochs_table(files, EPOCH_COLUMNS, "")
 
 
 def share(value: float) -> Fraction:
