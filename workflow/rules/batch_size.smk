@@ -86,7 +86,7 @@ rule summarise_batch_size:
         ),
     params:
         confidence=config["batch_size_eval"]["confidence"],
-        margin=config["batch_size_eval"]["equivalence_margin"],
+        families=config["families"],
         momentum=config["network"]["momentum"],
         epochs=config["grid"]["epochs"],
     script:

@@ -20,6 +20,33 @@ register(rules.design_macros)
 PAPER_INPUTS["macros_design"] = rules.design_macros.output.macros
 
 
+rule families:
+    localrule: True
+    message:
+        "Reading each study's families of comparisons against the config's declaration"
+    input:
+        unpack(lambda wc: {s: f"results/summary/{s}.json" for s in dict.fromkeys(catalogue.families(config).values())}),
+    output:
+        macros="results/paper/macros/families.tex",
+        table=report(
+            "results/paper/tables/families.tex",
+            category="Methods",
+            subcategory="LaTeX tables",
+            caption="../report/table.rst",
+            labels={"table": "the families of comparisons, their adjustment and smallest effect of interest"},
+        ),
+    params:
+        families=config["families"],
+        formed=catalogue.families(config),
+    script:
+        "../scripts/families_table.py"
+
+
+register(rules.families)
+PAPER_INPUTS["macros_families"] = rules.families.output.macros
+PAPER_INPUTS["table_families"] = rules.families.output.table
+
+
 rule provenance:
     localrule: True
     message:

@@ -39,8 +39,10 @@ class Study:
     """One study: ``name`` (its folder, rules file and, by default, paper section), ``config`` (its
     config section, None: none of its own), ``figures`` (each figure it prints: its width as a
     fraction of ``\\linewidth``), ``optional`` (it runs only where the config has its section),
-    ``sections`` (its paper sections, if not just ``name``) and ``local`` (local rules beyond
-    ``summarise_<name>`` and ``figure_<figure>``)."""
+    ``sections`` (its paper sections, if not just ``name``), ``local`` (local rules beyond
+    ``summarise_<name>`` and ``figure_<figure>``) and ``families`` (the families of comparisons it
+    forms, each declared in the config's ``families`` section: :mod:`bnstudy.evaluation.families`;
+    a conditional one as ``"name:path"`` or ``"name:path=value"``: :meth:`formed_families`)."""
 
     name: str
     config: str | None
@@ -48,6 +50,7 @@ class Study:
     optional: bool = False
     sections: tuple[str, ...] = ()
     local: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
 
     @property
     def rules_file(self) -> str:
@@ -63,6 +66,20 @@ class Study:
     def local_rules(self) -> tuple[str, ...]:
         """Its rules of seconds, run where Snakemake runs (not queued on a cluster)."""
         return (f"summarise_{self.name}", *(f"figure_{f}" for f in self.figures), *self.local)
+
+    def formed_families(self, config: dict) -> tuple[str, ...]:
+        """The families it forms under ``config``: a conditional one, ``"name:path"``, only where the
+        config has the key ``path`` (dotted), or ``"name:path=value"``, where ``value`` is among it."""
+        names = []
+        for entry in self.families:
+            name, _, needs = entry.partition(":")
+            path, _, value = needs.partition("=")
+            node = config
+            for key in path.split(".") if path else ():
+                node = node.get(key) if isinstance(node, dict) else None
+            if not path or (node is not None and (not value or value in node)):
+                names.append(name)
+        return tuple(names)
 
     def runs(self, config: dict) -> bool:
         """Whether ``config`` includes the study (an optional one only with its section)."""
@@ -101,16 +118,17 @@ class Study:
 STUDIES = (
     Study("companions", "companions", {"companions": 1.0},
           sections=("companions", "protocols"), local=("summarise_protocols",)),  # and both protocols
-    Study("batch_size", "batch_size_eval", {"batch_size": 0.6, "batch_size_remedies": 0.6}),
+    Study("batch_size", "batch_size_eval", {"batch_size": 0.6, "batch_size_remedies": 0.6},
+          families=("normalisers", "renorm:normalisers=batchrenorm", "remedies", "last_batch")),
     Study("curves", "curves", {"curves": 1.0}, optional=True),  # training curves from the grid's epochs files
     Study("running_stats", "running_stats", {"running_stats": 1.0}),
-    Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}, optional=True),
+    Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}, optional=True, families=("lr_gap", "lr_choice:lr_sweep.folds", "lr_margin:lr_sweep.folds")),
     Study("serving", "serving", {"serving": 1.0}),
     Study("accumulation", "accumulation", {"accumulation": 1.0}, optional=True),
-    Study("finetune", "finetune", {"finetune": 1.0}, optional=True),
-    Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True),
-    Study("equal_steps", "equal_steps", optional=True),  # the grid's extreme batch sizes at equal steps
-    Study("renorm_ramp", "renorm_ramp", optional=True),  # batch renorm's limits on other schedules
+    Study("finetune", "finetune", {"finetune": 1.0}, optional=True, families=("finetune_specific",)),
+    Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True, families=("precise_rows",)),
+    Study("equal_steps", "equal_steps", optional=True, families=("equal_steps",)),  # the extreme batch sizes at equal steps
+    Study("renorm_ramp", "renorm_ramp", optional=True, families=("renorm_ramp",)),  # renorm's limits on other schedules
     Study("compare", "compare", optional=True),  # other builds' headline numbers beside this one's
 )  # fmt: skip
 
@@ -141,6 +159,16 @@ def included(config: dict) -> list[Study]:
 def checks(config: dict) -> list:
     """The cross-field checks of the studies ``config`` runs, each ``check(config, part)``."""
     return [c for c in (s.check() for s in included(config)) if c is not None]
+
+
+def families(config: dict) -> dict[str, str]:
+    """``{family: study}`` of every family the studies ``config`` runs form, in the paper's order."""
+    return {f: s.name for s in included(config) for f in s.formed_families(config)}
+
+
+def all_families() -> set[str]:
+    """Every family name some study can form."""
+    return {entry.partition(":")[0] for s in STUDIES for entry in s.families}
 
 
 def local_rules(config: dict) -> list[str]:
