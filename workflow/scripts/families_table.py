@@ -14,7 +14,7 @@ from bnstudy.paper import families, latex
 summaries = {study: json.loads(open(path).read()) for study, path in snakemake.input.items()}
 where = {study: path for study, path in snakemake.input.items()}
 checked = families.check(dict(snakemake.params.families), dict(snakemake.params.formed), summaries, where.get)
-latex.write_macros(snakemake.output.macros, families.macros(checked), "The families of comparisons, as declared and applied")
+latex.write_macros(snakemake.output.macros, families.macros(checked), "Families of comparisons, declared and applied")
 latex.write_table(
     snakemake.output.table,
     families.HEADER,

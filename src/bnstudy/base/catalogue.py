@@ -122,13 +122,14 @@ STUDIES = (
           families=("normalisers", "renorm:normalisers=batchrenorm", "remedies", "last_batch")),
     Study("curves", "curves", {"curves": 1.0}, optional=True),  # training curves from the grid's epochs files
     Study("running_stats", "running_stats", {"running_stats": 1.0}),
-    Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}, optional=True, families=("lr_gap", "lr_choice:lr_sweep.folds", "lr_margin:lr_sweep.folds")),
+    Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}, optional=True,
+          families=("lr_gap", "lr_choice:lr_sweep.folds", "lr_margin:lr_sweep.folds")),
     Study("serving", "serving", {"serving": 1.0}),
     Study("accumulation", "accumulation", {"accumulation": 1.0}, optional=True),
     Study("finetune", "finetune", {"finetune": 1.0}, optional=True, families=("finetune_specific",)),
     Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True, families=("precise_rows",)),
-    Study("equal_steps", "equal_steps", optional=True, families=("equal_steps",)),  # the extreme batch sizes at equal steps
-    Study("renorm_ramp", "renorm_ramp", optional=True, families=("renorm_ramp",)),  # renorm's limits on other schedules
+    Study("equal_steps", "equal_steps", optional=True, families=("equal_steps",)),  # extreme batches, equal steps
+    Study("renorm_ramp", "renorm_ramp", optional=True, families=("renorm_ramp",)),  # renorm's other schedules
     Study("compare", "compare", optional=True),  # other builds' headline numbers beside this one's
 )  # fmt: skip
 

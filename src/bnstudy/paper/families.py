@@ -56,7 +56,8 @@ def table_rows(checked: list[tuple]) -> list[list[str]]:
         members = f"{record['members']} {family.over}"
         adjustment = "Bonferroni" if family.adjusted else "none (exploratory)"
         level = latex.fmt(record["level"], 2, percent=True)
-        rows.append([latex.escape(family.compares[0].upper() + family.compares[1:]), latex.escape(members), adjustment, level, _smallest(family)])
+        compares = latex.escape(family.compares[0].upper() + family.compares[1:])
+        rows.append([compares, latex.escape(members), adjustment, level, _smallest(family)])
     return rows
 
 
