@@ -242,29 +242,9 @@ def check_cross_fields(config: dict) -> None:
     _check_rates(config["grid"])
     _check_steps(config["grid"], n_train)
     _check_follow_up(config["grid"])
-    check_families(config)
+    importlib.import_module("bnstudy.base.catalogue").check_families(config)
     for check in study_checks(config):
         check(config, part)
-
-
-def check_families(config: dict) -> None:
-    """The ``families`` section declares exactly the families of comparisons the config's studies form
-    (``bnstudy.base.catalogue.families``): one missing, or one no study of the config forms, is an error."""
-    catalogue = importlib.import_module("bnstudy.base.catalogue")
-    formed = catalogue.families(config)
-    declared = config["families"]
-    for name, study in formed.items():
-        if name not in declared:
-            raise ConfigError(
-                f"config error: families.{name}: not declared, but the study {study} forms this family "
-                "(declare what it compares, over what, its adjustment and smallest effect)"
-            )
-    for name in declared:
-        if name not in formed:
-            why = "no study forms it" if name not in catalogue.all_families() else "no study of this config forms it"
-            raise ConfigError(
-                f"config error: families.{name}: {why} (this config's families: {', '.join(formed) or 'none'})"
-            )
 
 
 def _check_rates(grid: dict) -> None:

@@ -10,7 +10,7 @@ verdicts are not read against one.
 
 - ``bonferroni``: each of a family's ``m`` intervals at level ``1 - (1 - confidence) / m``, so all
   of them hold together with probability at least ``confidence``;
-- ``none``: each at ``confidence``, unadjusted, and the text calls such intervals exploratory.
+- ``unadjusted``: each at ``confidence``, unadjusted, and the text calls such intervals exploratory.
 
 A study takes its family from the declaration (:func:`declared`), forms the intervals at
 :meth:`Family.level`, words them with :meth:`Family.tag` and :meth:`Family.phrase`, and records
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from bnstudy.base.stats import adjusted_confidence
 
-ADJUSTMENTS = ("bonferroni", "none")
+ADJUSTMENTS = ("bonferroni", "unadjusted")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Family:
     @property
     def adjusted(self) -> bool:
         """Whether the family's intervals are adjusted for multiplicity."""
-        return self.adjustment != "none"
+        return self.adjustment != "unadjusted"
 
     def level(self, confidence: float, members: int) -> float:
         """The level of each of the family's ``members`` intervals."""
