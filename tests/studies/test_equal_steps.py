@@ -13,10 +13,14 @@ import pandas as pd
 import pytest
 
 from bnstudy.base.config import ConfigError
+from bnstudy.evaluation.families import declared
 from bnstudy.nets import model, train
 from bnstudy.nets.recipe import Recipe
 from bnstudy.studies.equal_steps import checks, cost, design, report, science
+from test_lr_sweep import ADJUSTMENTS, FAMILIES, declared_families
 from test_sentences import problems
+
+FAMILY = declared(FAMILIES, "equal_steps")  # as the test config declares it: unadjusted
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDTHS = (6, 8, 8, 3)
@@ -118,7 +122,7 @@ def test_the_batch_and_step_comparisons_add_up_to_the_grids_difference(seed):
     acc = accuracies(np.random.default_rng(seed))
     table = per_seed_table(acc)
     steps = {2: 8980, 64: 280}
-    cells = report.comparisons(table, ["smallest", "largest"], [2, 64], steps, 0.95).set_index(["arm", "key"])
+    cells = report.comparisons(table, ["smallest", "largest"], [2, 64], steps, 0.95, FAMILY).set_index(["arm", "key"])
 
     def gap(source, b):
         return np.mean([acc[(source, "batchnorm", b)](s) - acc[(source, "none", b)](s) for s in range(3)])
@@ -134,6 +138,37 @@ def test_the_batch_and_step_comparisons_add_up_to_the_grids_difference(seed):
     assert (cells["ci_low"] >= -2).all() and (cells["ci_high"] <= 2).all()
     one = cells.loc[[k for k in cells.index if k[1] in ("gap", "gap_other", "batch_none", "batch_batchnorm")]]
     assert (one["ci_low"] >= -1).all() and (one["ci_high"] <= 1).all()
+
+
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+@pytest.mark.parametrize("arms", [["smallest"], ["smallest", "largest"]], ids="-".join)
+def test_every_interval_is_at_the_level_the_family_declares_and_said_so(adjustment, arms):
+    """Each comparison's interval at the level of the family ``equal_steps``, its members the arms run
+    (Bonferroni over them, or unadjusted), and the summary, the table's comment and the abstract
+    sentence say which."""
+    from bnstudy.evaluation.paired import paired_interval
+
+    family = declared(declared_families(adjustment), "equal_steps")
+    acc = accuracies(np.random.default_rng(7))
+    table = per_seed_table(acc)
+    cells = report.comparisons(table, arms, [2, 64], {2: 8980, 64: 280}, 0.95, family).set_index(["arm", "key"])
+    level = 1 - 0.05 / len(arms) if adjustment == "bonferroni" else 0.95
+    bn, none = ([acc[(report.ARM, n, 2)](s) for s in range(3)] for n in ("batchnorm", "none"))
+    want = paired_interval(bn, none, level)  # the smallest arm's gap: batch norm minus none at batch 2
+    got = cells.loc[("smallest", "gap")]
+    assert (got.ci_low, got.ci_high) == pytest.approx((want["ci_low"], want["ci_high"]), abs=1e-12)
+    if len(arms) == 2 and adjustment == "bonferroni":  # wider than the unadjusted interval
+        plain = paired_interval(bn, none, 0.95)
+        assert got.ci_low < plain["ci_low"] and plain["ci_high"] < got.ci_high
+    summary = report.summary_json(cells.reset_index(), [0, 1, 2], [2, 64], 0.95, family, arms)
+    assert summary["families"] == {"equal_steps": family.record(0.95, len(arms))}
+    assert summary["families"]["equal_steps"]["level"] == level
+    phrase = {"bonferroni": f"Bonferroni-adjusted over the {len(arms)} batch sizes", "none": "unadjusted (exploratory)"}
+    assert summary["intervals"].endswith(", " + phrase[adjustment])
+    _, _, _, comment = report.latex_table(cells.reset_index(), report.intervals(family, arms))
+    assert comment.endswith(phrase[adjustment])
+    text = report.macros(cells.reset_index(), [0, 1, 2], [2, 64], family)["equalStepsAbstractSentence"]
+    assert f" ({family.tag}): " in text and not problems(text)
 
 
 def test_a_seed_missing_on_either_side_is_an_error():
@@ -189,21 +224,26 @@ def test_arm_sentence_every_variant_reads_and_claims_only_what_its_intervals_sho
     assert "alike" not in text.replace("every seed alike", "")
 
 
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
 @pytest.mark.parametrize("arms", [["smallest"], ["largest"], ["smallest", "largest"]], ids="-".join)
 @pytest.mark.parametrize("sides", list(itertools.product(("below", "above", "zero"), repeat=2)), ids="-".join)
-def test_the_abstract_sentence_reads_in_every_variant_and_gives_a_direction_only_where_each_interval_does(arms, sides):
+def test_the_abstract_sentence_reads_in_every_variant_and_gives_a_direction_only_where_each_interval_does(
+    arms, sides, adjustment
+):
     rows = []
     for arm, side in zip(arms, sides):  # one side per arm run
         r = rows_for(arm, {"batch": side})
         rows += list(r.values())
     cells = pd.DataFrame(rows)
-    text = report.abstract_sentence(cells)
+    family = declared(declared_families(adjustment), "equal_steps")
+    text = report.abstract_sentence(cells, family)
     assert not problems(text), text
     abstract = (ROOT / "paper" / "sections" / "abstract.tex").read_text()
     used = "\\equalStepsAbstractSentence."
     assert used in abstract and not problems(text + ".")
     run = sides[: len(arms)]
-    assert len(re.findall(r"\d steps", text.split(" (unadjusted)")[0])) == len(arms) and "(unadjusted)" in text
+    tag = f" ({family.tag})"
+    assert len(re.findall(r"\d steps", text.split(tag)[0])) == len(arms) and tag in text
     if len(set(run)) == 1:
         assert text.endswith(report.ABSTRACT_READING[run[0]])
     else:
@@ -216,11 +256,11 @@ def test_macros_define_a_sentence_for_each_arm_run_and_only_those():
     acc = accuracies(np.random.default_rng(0))
     table = per_seed_table(acc)
     for arms in (["smallest"], ["largest"], ["smallest", "largest"]):
-        cells = report.comparisons(table, arms, [2, 64], {2: 8980, 64: 280}, 0.95)
-        m = report.macros(cells, [0, 1, 2], [2, 64])
+        cells = report.comparisons(table, arms, [2, 64], {2: 8980, 64: 280}, 0.95, FAMILY)
+        m = report.macros(cells, [0, 1, 2], [2, 64], FAMILY)
         assert {k for k in m if k.endswith("Results")} == {report.results_macro(a) for a in arms}
         assert m["equalStepsSeeds"] == "0, 1 and 2" and m["equalStepsSmallest"] == "2"
-        header, rows, align, _ = report.latex_table(cells)
+        header, rows, align, _ = report.latex_table(cells, report.intervals(FAMILY, arms))
         assert len(rows) == len(arms) * len(report.KEYS) and len(header) == len(align)
 
 

@@ -12,11 +12,23 @@ from scipy import stats as sps
 
 from bnstudy.base.config import ConfigError, check_cross_fields
 from bnstudy.evaluation import accuracy
+from bnstudy.evaluation.families import declared
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.lr_sweep import science as lr_sweep
 from conftest import ROOT
 
 LABELS = {"none": "none", "batchnorm": "batch norm"}
+ADJUSTMENTS = ("bonferroni", "none")
+
+
+def declared_families(adjustment: str | None = None) -> dict:
+    """The test config's ``families`` section, every family declared with ``adjustment`` where given."""
+    families = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())["families"]
+    return {name: d | ({"adjustment": adjustment} if adjustment else {}) for name, d in families.items()}
+
+
+FAMILIES = declared_families()  # as the test config declares them
+GAP = declared(FAMILIES, "lr_gap")
 
 
 def test_validation_split_is_stratified_disjoint_sorted_and_seeded():
@@ -98,7 +110,7 @@ def test_best_rates_use_validation_break_ties_low_and_name_edges():
 def test_paired_differences_take_each_side_at_its_own_rate():
     runs = runs_table()
     best = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs, 0.95))
-    paired = lr_sweep_report.paired_at(runs, best, "batchnorm", "none", 0.95).set_index("batch_size")
+    paired = lr_sweep_report.paired_at(runs, best, "batchnorm", "none", 0.95, GAP).set_index("batch_size")
     # b 2: batch norm at 1e-1 (test 0.75, 0.85, 0.95) minus none at 1e-3 (0.5, 0.6, 0.7): +0.25 each seed
     assert paired.loc[2].gain == pytest.approx(0.25, abs=1e-12)
     assert paired.loc[2].lr_a == 1e-1 and paired.loc[2].lr_b == 1e-3
@@ -109,6 +121,30 @@ def test_paired_differences_take_each_side_at_its_own_rate():
     assert ci is None or paired.loc[8].ci_low == pytest.approx(ci.low)
 
 
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_the_gap_familys_declaration_sets_the_level_of_the_quoted_intervals(adjustment):
+    """Batch norm minus none at the chosen rates, its quoted interval (``ci_low_adj``) at the level the
+    family ``lr_gap`` declares: Bonferroni over the 2 batch sizes, or the unadjusted interval; and the
+    summary records it."""
+    runs = runs_table()
+    runs["test_accuracy"] += np.where(runs.normaliser == "batchnorm", 0.01 * runs.seed**2, 0.0)  # pairs differ
+    family = declared(declared_families(adjustment), "lr_gap")
+    best = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs, 0.95))
+    paired = lr_sweep_report.paired_at(runs, best, "batchnorm", "none", 0.95, family).set_index("batch_size")
+    d = [0.25 + 0.01 * s**2 for s in range(3)]  # b 2: batch norm at 1e-1 minus none at 1e-3, seed by seed
+    level = 1 - 0.05 / 2 if adjustment == "bonferroni" else 0.95
+    ci = sps.ttest_1samp(d, 0.0).confidence_interval(level)
+    assert (paired.loc[2].ci_low_adj, paired.loc[2].ci_high_adj) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    plain = sps.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert (paired.loc[2].ci_low, paired.loc[2].ci_high) == pytest.approx((plain.low, plain.high), abs=1e-12)
+    design = dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5)
+    out = lr_sweep_report.report(runs, 1e-2, 0.95, LABELS, design, declared_families(adjustment))
+    assert out["summary"]["families"] == {"lr_gap": family.record(0.95, 2)}
+    assert out["summary"]["families"]["lr_gap"]["level"] == level
+    tag = "adjusted" if adjustment == "bonferroni" else "unadjusted"
+    assert out["macros"]["lrPairedBestSignSentence"].startswith(f"the {tag} paired intervals lie")
+
+
 def test_verdict():
     assert lr_sweep_report.verdict(-0.03, -0.01) == "lies wholly below zero"
     assert lr_sweep_report.verdict(0.01, 0.03) == "lies wholly above zero"
@@ -117,7 +153,7 @@ def test_verdict():
 
 def test_report_macros_and_tables_follow_the_choice():
     out = lr_sweep_report.report(
-        runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5)
+        runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5), FAMILIES
     )
     m = out["macros"]
     assert m["lrBestBatchnormBTwo"] == "$1 \\times 10^{-1}$"
@@ -177,6 +213,7 @@ def test_cross_field_checks_of_the_sweep(test_config, key, value, words):
 def test_sweep_normalisers_must_be_grid_normalisers(test_config):
     cfg = copy.deepcopy(test_config)
     cfg["normalisers"] = ["none", "layernorm"]
+    del cfg["families"]["renorm"]  # formed only with batch renormalisation in the grid
     with pytest.raises(ConfigError, match="batchnorm is not a grid normaliser"):
         check_cross_fields(cfg)
 
@@ -233,7 +270,7 @@ def test_a_difference_the_chosen_and_the_grids_rates_share_is_said_once():
     difference and interval), the paper gives the number once; and a verdict that holds at both rates
     is one sentence, not the same clause twice."""
     same = _paired([(2, -0.19, -0.67, 0.29), (8, 0.01, -0.02, 0.03)])
-    m = lr_sweep_report.paired_macros(same, same.copy())
+    m = lr_sweep_report.paired_macros(same, same.copy(), GAP)
     assert (
         m["lrPairedMinBoth"]
         == "$-19.00$ points $[-67.00, +29.00]$ at the chosen rates, which at this batch size are the grid's"
@@ -241,8 +278,62 @@ def test_a_difference_the_chosen_and_the_grids_rates_share_is_said_once():
     assert m["lrSignSentences"].startswith("At the chosen rates and at \\lrGridRate{} alike, ")
     assert m["lrSignSentences"].count("contain") == 1
     other = _paired([(2, -0.10, -0.20, -0.01), (8, 0.01, -0.02, 0.03)])
-    m = lr_sweep_report.paired_macros(same, other)
+    m = lr_sweep_report.paired_macros(same, other, GAP)
     assert m["lrPairedMinBoth"] == (
         "$-19.00$ points $[-67.00, +29.00]$ at the chosen rates and $-10.00$ points $[-20.00, -1.00]$ at \\lrGridRate{}"
     )
     assert m["lrSignSentences"].startswith("At the chosen rates ") and "; at \\lrGridRate{} " in m["lrSignSentences"]
+
+
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_the_sign_sentences_name_the_intervals_as_the_gap_family_is_declared(adjustment):
+    """Under either declaration of ``lr_gap`` the sentences name the intervals by its tag, and only so."""
+    from test_sentences import problems
+
+    family = declared(declared_families(adjustment), "lr_gap")
+    best = _paired([(2, -0.19, -0.67, -0.01), (8, 0.01, -0.02, 0.03)])
+    grid = _paired([(2, -0.10, -0.20, 0.01), (8, 0.01, 0.005, 0.03)])
+    m = lr_sweep_report.paired_macros(best, grid, family)
+    tag = {"bonferroni": "adjusted", "none": "unadjusted"}[adjustment]
+    assert m["lrSignSentences"] == (
+        f"At the chosen rates the {tag} paired intervals lie wholly below zero at batch 2, and contain zero at the "
+        f"other batch size; at \\lrGridRate{{}} the {tag} paired intervals lie wholly above zero at batch 8, and "
+        "contain zero at the other batch size"
+    )
+    assert ("unadjusted" in m["lrSignSentences"]) == (adjustment == "none") and not problems(m["lrSignSentences"])
+
+
+FAMILY_USES = {  # family -> its members in the test config, the sections that name its intervals
+    "lr_gap": (2, ("lr_sweep.tex", "abstract.tex")),
+    "lr_margin": (4, ("lr_sweep.tex",)),
+    "precise_rows": (3, ("precise_rows.tex",)),
+    "remedies": (2, ("precise_rows.tex",)),
+    "equal_steps": (2, ("equal_steps.tex",)),
+}
+
+
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_the_sections_name_each_familys_intervals_as_declared(adjustment):
+    """The static text of the learning-rate, budget and equal-steps sections (and the abstract) words
+    each family's intervals only through its macros (``\\family<Name>Phrase``, ``...Tag``), and reads
+    under either declaration: no grammar fault, no nested parentheses, and no claim of an adjustment
+    (or of intervals holding together) where the family is declared unadjusted."""
+    from bnstudy.paper.families import macros
+    from test_sentences import in_place, problems
+
+    families = declared_families(adjustment)
+    for name, (members, sections) in FAMILY_USES.items():
+        family = declared(families, name)
+        m = macros([(family, family.record(0.95, members))])
+        uses = 0
+        for section in sections:
+            for key in (k for k in m if k.endswith(("Phrase", "Tag"))):
+                for window in in_place(section, key, m[key]):
+                    uses += 1
+                    assert not problems(window), (section, key, window)
+                    if adjustment == "none":
+                        assert "Bonferroni" not in window and "hold together" not in window, (section, window)
+        assert uses, name
+    sections = "".join((ROOT / "paper" / "sections" / s).read_text() for s in ("lr_sweep.tex", "precise_rows.tex"))
+    sections += (ROOT / "paper" / "sections" / "equal_steps.tex").read_text()
+    assert "Bonferroni" not in sections and "not adjusted for" not in sections  # the words come from the families

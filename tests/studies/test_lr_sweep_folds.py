@@ -13,14 +13,22 @@ import yaml
 from scipy import stats as sps
 
 from bnstudy.base.config import ConfigError, load_schema, validate
+from bnstudy.evaluation.families import declared
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.lr_sweep import science as lr_sweep
 from bnstudy.studies.lr_sweep import stability
 from conftest import ROOT
+from test_lr_sweep import ADJUSTMENTS, FAMILIES, declared_families
 from test_sentences import problems
 
 LABELS = {"none": "none", "batchnorm": "batch norm"}
 DESIGN = {"folds": 3, "validation_rows": 300, "fold_rows_min": 100, "fold_rows_max": 100, "epochs": 1, "grid_seeds": 3}
+CHOICE, MARGIN = declared(FAMILIES, "lr_choice"), declared(FAMILIES, "lr_margin")  # Bonferroni; none
+
+
+def variant(name: str, adjustment: str):
+    """Family ``name`` declared with ``adjustment``."""
+    return declared(declared_families(adjustment), name)
 
 
 # ---- the folds ---------------------------------------------------------------------------
@@ -123,17 +131,19 @@ def test_the_rate_is_the_best_mean_over_folds_and_seeds_not_one_folds():
     assert own[("none", 0)] == 1e-2 and own[("none", 2)] == 1e-3  # a tie in fold 2: the lower rate
 
 
-def test_stability_counts_agreeing_folds_and_pairs_the_margin_over_folds_and_seeds():
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_stability_counts_agreeing_folds_and_pairs_the_margin_over_folds_and_seeds(adjustment):
+    """The margin's interval at the level ``lr_margin`` declares: unadjusted, or Bonferroni over the 2 cells."""
     runs = fold_runs(VAL)
     rates = lr_sweep_report.rate_table(runs, 0.95)
     best = lr_sweep_report.best_rates(rates)
-    stab = stability.stability(runs, rates, best, 0.95).set_index("normaliser")
+    stab = stability.stability(runs, rates, best, 0.95, variant("lr_margin", adjustment)).set_index("normaliser")
     assert stab.loc["batchnorm"].agree == 2 and stab.loc["batchnorm"].folds == 3
     assert stab.loc["none"].agree == 2 and stab.loc["none"].runner_up == 1e-3
     assert stab.loc["batchnorm"].runner_up == 1e-3
     chosen = [v for fold in VAL[("batchnorm", 1e-2)] for v in fold]  # (fold, seed) order
     runner = [v for fold in VAL[("batchnorm", 1e-3)] for v in fold]
-    ci = sps.ttest_rel(chosen, runner).confidence_interval(0.95)
+    ci = sps.ttest_rel(chosen, runner).confidence_interval(1 - 0.05 / 2 if adjustment == "bonferroni" else 0.95)
     assert stab.loc["batchnorm"].margin == pytest.approx(0.70 - 0.61, abs=1e-12)
     assert (stab.loc["batchnorm"].margin_ci_low, stab.loc["batchnorm"].margin_ci_high) == pytest.approx(
         (ci.low, ci.high), abs=1e-12
@@ -151,21 +161,24 @@ def stab_rows(rows):
     )
 
 
-def test_every_stability_sentence():
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_every_stability_sentence(adjustment):
+    family = variant("lr_margin", adjustment)
+    article = {"bonferroni": "an adjusted", "none": "an unadjusted"}[adjustment]
     every = stab_rows([("none", 2, 5, 0.01, 0.001, 0.02), ("batchnorm", 2, 5, 0.02, 0.01, 0.03)])
-    m = stability.stability_macros(every, LABELS, 2)
+    m = stability.stability_macros(every, LABELS, 2, 1, family)
     assert m["lrFolds"] == "5" and m["lrOtherFolds"] == "other 4 folds" and m["lrSeedsPhrase"] == "1 seed"
     assert m["lrStabilitySentence"] == "In every one of the 2 cells all 5 folds, each on its own, pick the chosen rate"
     assert m["lrMarginSentence"] == (
-        "the chosen rate's mean validation accuracy exceeds the runner-up's by a paired interval wholly above "
-        "zero in every one of the 2 cells"
+        f"the chosen rate's mean validation accuracy exceeds the runner-up's by {article} paired interval wholly "
+        "above zero in every one of the 2 cells"
     )
     assert m["lrFoldAgreeBatchnormMin"] == "5" and m["lrRunnerUpNoneMin"] == "$1 \\times 10^{-2}$"
     assert m["lrMarginBatchnormMin"] == "$+2.00$ points $[+1.00, +3.00]$"
     some = stab_rows(
         [("none", 2, 5, 0.01, -0.001, 0.02), ("none", 8, 2, 0.0, 0.0, 0.0), ("batchnorm", 2, 2, 0.02, 0.01, 0.03)]
     )
-    m = stability.stability_macros(some, LABELS, 2)
+    m = stability.stability_macros(some, LABELS, 2, 1, family)
     assert m["lrStabilitySentence"] == (
         "All 5 folds, each on its own, pick the chosen rate in 1 of the 3 cells; in the least stable, only 2 of "
         "the 5 do (no normaliser at batch 8 and batch norm at batch 2)"
@@ -173,7 +186,7 @@ def test_every_stability_sentence():
     assert m["lrMarginSentence"].endswith("wholly above zero in 1 of the 3 cells")
     assert "lrFoldAgreeNoneMin" in m and "lrFoldAgreeNoneB8" not in m  # the smallest batch only
     none = stab_rows([("none", 2, 3, 0.0, 0.0, 0.0), ("batchnorm", 2, 4, 0.01, -0.01, 0.03)])
-    m = stability.stability_macros(none, LABELS, 2)
+    m = stability.stability_macros(none, LABELS, 2, 1, family)
     assert m["lrStabilitySentence"] == (
         "All 5 folds, each on its own, pick the chosen rate in no cell; in the least stable, only 3 of the 5 do "
         "(no normaliser at batch 2)"
@@ -195,11 +208,11 @@ def test_every_stability_sentence():
     )
     assert stability.overlap_sentence(2).startswith("The two fold networks of one seed train on disjoint halves")
     assert stability.overlap_sentence(5).startswith("The 5 fold networks of one seed share 3 of the 4 folds each")
-    assert two.folds.max() == 2 and stability.stability_macros(two, LABELS, 2)["lrFoldOverlap"] == (
+    assert two.folds.max() == 2 and stability.stability_macros(two, LABELS, 2, 1, family)["lrFoldOverlap"] == (
         stability.overlap_sentence(2)
     )
     for table in (every, some, none, one, zero, two):  # free of the grammar faults test_sentences looks for
-        m = stability.stability_macros(table, LABELS, 2)
+        m = stability.stability_macros(table, LABELS, 2, 1, family)
         assert not problems(m["lrStabilitySentence"]) and not problems(m["lrMarginSentence"])
         assert not problems(m["lrFoldOverlap"])
 
@@ -213,35 +226,45 @@ def diff_rows(rows):
     )
 
 
-def test_every_chosen_against_grid_sentence():
-    empty = stability.chosen_minus_grid(fold_runs(VAL), *_best_and_grid(fold_runs(VAL), 1e-2), 0.95)
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_every_chosen_against_grid_sentence(adjustment):
+    family = variant("lr_choice", adjustment)
+
+    def sentence(table, cells):
+        return stability.chosen_grid_sentence(table, cells, family)
+
+    empty = stability.chosen_minus_grid(fold_runs(VAL), *_best_and_grid(fold_runs(VAL), 1e-2), 0.95, family)
     assert empty.empty  # both cells chose 1e-2, the grid's rate here
-    assert stability.chosen_grid_sentence(empty, 2) == "In all 2 cells the chosen rate is the grid's"
+    assert sentence(empty, 2) == "In all 2 cells the chosen rate is the grid's"
+    assert stability.choice_record(family, 0.95, 0) == {
+        "adjustment": adjustment, "members": 0, "confidence": 0.95, "level": None, "smallest_effect": 0.01,
+    }  # fmt: skip
     one = diff_rows([(2, -0.01, -0.03, 0.01)])
-    assert stability.chosen_grid_sentence(one, 4) == (
+    assert sentence(one, 4) == (
         "The chosen rate is not the grid's in 1 of the 4 cells, and scores below it on the test half there; "
         "paired over folds and seeds, the interval contains zero"
     )
     up = diff_rows([(2, 0.02, 0.01, 0.03)])
-    assert stability.chosen_grid_sentence(up, 4).endswith(
+    assert sentence(up, 4).endswith(
         "does not score below it on the test half there; paired over folds and seeds, the interval lies wholly "
         "above zero"
     )
     mixed = diff_rows([(2, -0.02, -0.03, -0.01), (4, 0.02, 0.01, 0.03), (8, -0.01, -0.02, 0.01)])
-    assert stability.chosen_grid_sentence(mixed, 6) == (
+    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 cells", "none": "unadjusted (exploratory)"}[adjustment]
+    assert sentence(mixed, 6) == (
         "The chosen rate is not the grid's in 3 of the 6 cells, and scores below it on the test half in 2 of them; "
-        "paired over folds and seeds (intervals Bonferroni-adjusted over those 3 cells) the intervals lie wholly "
-        "below zero in 1 and wholly above zero in 1, and contain zero in the other 1"
+        f"paired over folds and seeds, {phrase}, the intervals lie wholly below zero in 1 and wholly above zero "
+        "in 1, and contain zero in the other 1"
     )
     held = diff_rows([(2, -0.01, -0.03, 0.01), (4, 0.01, -0.01, 0.03)])
-    assert stability.chosen_grid_sentence(held, 6).endswith("the intervals contain zero in all 2")
+    assert sentence(held, 6).endswith("the intervals contain zero in all 2")
     below = diff_rows([(2, -0.02, -0.03, -0.01), (4, -0.02, -0.03, -0.01)])
-    assert stability.chosen_grid_sentence(below, 6).endswith("the intervals lie wholly below zero in 2")
-    assert stability.chosen_grid_sentence(diff_rows([(2, 0.01, -0.01, 0.03), (4, 0.01, -0.01, 0.03)]), 6).startswith(
+    assert sentence(below, 6).endswith("the intervals lie wholly below zero in 2")
+    assert sentence(diff_rows([(2, 0.01, -0.01, 0.03), (4, 0.01, -0.01, 0.03)]), 6).startswith(
         "The chosen rate is not the grid's in 2 of the 6 cells, and scores below it on the test half in none of them"
     )
     for table in (one, up, mixed, held, below):
-        assert not problems(stability.chosen_grid_sentence(table, 6))
+        assert not problems(sentence(table, 6))
 
 
 def _best_and_grid(runs, grid_lr):
@@ -249,14 +272,16 @@ def _best_and_grid(runs, grid_lr):
     return lr_sweep_report.best_rates(rates), lr_sweep_report.at_rate(rates, grid_lr)
 
 
-def test_chosen_minus_grid_pairs_over_fold_and_seed_with_the_adjusted_interval():
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_chosen_minus_grid_pairs_over_fold_and_seed_at_the_choice_familys_level(adjustment):
     runs = fold_runs(VAL)
     best, grid = _best_and_grid(runs, 1e-3)
-    diff = stability.chosen_minus_grid(runs, best, grid, 0.95).set_index("normaliser")
+    diff = stability.chosen_minus_grid(runs, best, grid, 0.95, variant("lr_choice", adjustment))
+    diff = diff.set_index("normaliser")
     assert list(diff.index) == ["batchnorm", "none"] and set(diff.family) == {2}
     a = [v for f in VAL[("batchnorm", 1e-2)] for v in f]
     b = [v for f in VAL[("batchnorm", 1e-3)] for v in f]
-    ci = sps.ttest_rel(a, b).confidence_interval(1 - 0.05 / 2)
+    ci = sps.ttest_rel(a, b).confidence_interval(1 - 0.05 / 2 if adjustment == "bonferroni" else 0.95)
     assert diff.loc["batchnorm"].gain == pytest.approx(np.mean(np.subtract(a, b)), abs=1e-12)
     assert (diff.loc["batchnorm"].ci_low_adj, diff.loc["batchnorm"].ci_high_adj) == pytest.approx(
         (ci.low, ci.high), abs=1e-12
@@ -342,9 +367,11 @@ def test_every_bound_sentence(deficit, bn, none, holds, relation, tail):
 # ---- the report with folds, and without -----------------------------------------------------
 
 
-def test_the_fold_report_pairs_over_fold_and_seed_and_adds_its_stability():
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_the_fold_report_pairs_over_fold_and_seed_and_adds_its_stability(adjustment):
     runs = fold_runs(VAL, {k: [[min(1.0, v + 0.01 * s) for s, v in enumerate(f)] for f in fs] for k, fs in VAL.items()})
-    out = lr_sweep_report.report(runs, 1e-3, 0.95, LABELS, DESIGN)
+    families = declared_families(adjustment)
+    out = lr_sweep_report.report(runs, 1e-3, 0.95, LABELS, DESIGN, families)
     m = out["macros"]
     assert m["lrFolds"] == "3" and m["lrOtherFolds"] == "other 2 folds" and m["lrSeedsPhrase"] == "2 seeds"
     assert m["lrFoldRows"] == "100" and m["lrValidationRows"] == "300" and "lrFitRows" not in m
@@ -363,13 +390,22 @@ def test_the_fold_report_pairs_over_fold_and_seed_and_adds_its_stability():
     assert m["lrBoundHolds"] in ("yes", "in the means", "no") and m["lrBoundSentence"].startswith("At batch 2")
     assert m["lrChosenGridSentence"].startswith("The chosen rate is not the grid's in 2 of the 2 cells")
     assert out["summary"]["design"] == {k: int(v) for k, v in DESIGN.items()}
+    # every family the fold report forms, recorded as declared: one batch size, 2 cells, both not the grid's rate
+    records = out["summary"]["families"]
+    assert records == {
+        "lr_gap": declared(families, "lr_gap").record(0.95, 1),
+        "lr_choice": declared(families, "lr_choice").record(0.95, 2),
+        "lr_margin": declared(families, "lr_margin").record(0.95, 2),
+    }
+    assert {r["adjustment"] for r in records.values()} == {adjustment}
+    assert records["lr_choice"]["level"] == (1 - 0.05 / 2 if adjustment == "bonferroni" else 0.95)
 
 
 def test_without_folds_the_report_has_none_of_the_fold_outputs():
     from test_lr_sweep import runs_table
 
     out = lr_sweep_report.report(
-        runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5)
+        runs_table(), 1e-2, 0.95, LABELS, dict(fit_rows=8, validation_rows=2, epochs=1, grid_seeds=5), FAMILIES
     )
     fold_keys = {
         "lrFolds",
@@ -382,6 +418,7 @@ def test_without_folds_the_report_has_none_of_the_fold_outputs():
     }
     assert not fold_keys & set(out["macros"]) and "lrFitRows" in out["macros"]
     assert "stability" not in out["summary"] and "folds" not in out["summary"]
+    assert list(out["summary"]["families"]) == ["lr_gap"]  # lr_choice and lr_margin only with folds
     assert out["tables"]["validation_table"][0][-1] == "$1 \\times 10^{-1}$"  # no fold columns
     assert "fold" not in out["best"].columns and list(out["rates"].columns)[3] == "seeds"
 
@@ -415,6 +452,8 @@ def test_folds_config_is_checked_with_one_line_naming_the_key(test_config, schem
     assert message.startswith("config error: lr_sweep.folds: set exactly one") and message.endswith("both are set")
     neither = copy.deepcopy(test_config)
     del neither["lr_sweep"]["folds"]
+    for name in ("lr_choice", "lr_margin"):  # formed only with folds
+        del neither["families"][name]
     assert _error(neither, schema).endswith("neither is set")
     split = copy.deepcopy(neither)
     split["lr_sweep"]["validation_fraction"] = 0.2

@@ -13,15 +13,19 @@ from scipy import stats
 from bnstudy.base.config import ConfigError, parts
 from bnstudy.evaluation import accuracy as scores
 from bnstudy.evaluation import recompute
+from bnstudy.evaluation.families import declared
 from bnstudy.paper import latex
 from bnstudy.studies.batch_size import evaluation, paired
 from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.precise_rows import checks, report, science
 from conftest import hashed_outputs
+from test_lr_sweep import ADJUSTMENTS, FAMILIES, declared_families
 from test_remedies import SPEC, _data, _trained_stack
 from test_sentences import in_place, problems
 
 SETTINGS = {"budgets": [8, 16], "replicates": 2, "seed": 3, "last_batch": "drop"}
+FAMILY, REMEDIES = declared(FAMILIES, "precise_rows"), declared(FAMILIES, "remedies")  # none; Bonferroni
+NOTE = report.intervals(REMEDIES, FAMILY, 2, [8, 16])
 
 
 def _split():
@@ -95,7 +99,9 @@ def _rows(gaps: dict, seeds=(0, 1, 2), replicates=2) -> pd.DataFrame:
 
 
 def test_cells_average_replicates_then_pair_by_seed_as_scipy_does():
-    table = report.cells(report.per_seed(_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01})), [8, 16], 0.95)
+    table = report.cells(
+        report.per_seed(_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01})), [8, 16], 0.95, FAMILY
+    )
     assert table.key.tolist() == ["ema", "8", "16", "all"]
     eight = table[table.key == "8"].iloc[0]
     diffs = np.array([-0.05 + 0.002 * s for s in (0, 1, 2)])
@@ -134,7 +140,7 @@ def _gains(rows: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
 def test_the_running_averages_take_the_batch_size_studys_adjusted_interval_sign_reversed():
     rows = pd.concat([_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01}),
                       _rows({"ema": 0.03, "8": -0.05, "16": 0.0, "all": 0.01}).assign(batch_size=8)])  # fmt: skip
-    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95), _gains(rows))
+    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95, FAMILY), _gains(rows))
     ema = table[table.key == "ema"].set_index("batch_size")
     for b in (4, 8):
         d = np.array([-0.01 if b == 4 else 0.03] * 3) + np.array([0.0, 0.002, 0.004])  # running minus exact
@@ -149,9 +155,44 @@ def test_the_running_averages_take_the_batch_size_studys_adjusted_interval_sign_
     assert others.ci_high_adj.tolist() == others.ci_high.tolist()
 
 
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_the_budgets_take_the_level_their_family_declares_and_say_so(adjustment):
+    """The budgets' and the whole pass's intervals (``ci_low_adj``, ``ci_high_adj``) at the level the family
+    ``precise_rows`` declares, its members the 2 budgets and the whole pass: Bonferroni over 3, or
+    unadjusted; the unadjusted ones kept beside them; the generated words, the table's and the summary's,
+    name them as declared, the running averages' as the family ``remedies`` is declared."""
+    families = declared_families(adjustment)
+    family, remedies = declared(families, "precise_rows"), declared(families, "remedies")
+    rows = pd.concat([_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01}),
+                      _rows({"ema": 0.03, "8": -0.05, "16": 0.0, "all": 0.01}).assign(batch_size=8)])  # fmt: skip
+    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95, family), _gains(rows))
+    level = 1 - 0.05 / 3 if adjustment == "bonferroni" else 0.95
+    for key, gap in (("8", -0.05), ("16", 0.0), ("all", 0.01)):
+        r = table[(table.key == key) & (table.batch_size == 4)].iloc[0]
+        d = gap + np.array([0.0, 0.002, 0.004])
+        assert (r.ci_low_adj, r.ci_high_adj) == pytest.approx(_t_interval(d, level), abs=1e-12)
+        assert (r.ci_low, r.ci_high) == pytest.approx(_t_interval(d, 0.95), abs=1e-12)
+        assert r.family == (3 if adjustment == "bonferroni" else 1)
+    note = report.intervals(remedies, family, 2, [8, 16])
+    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 budgets", "none": "unadjusted (exploratory)"}[adjustment]
+    ema_phrase = {"bonferroni": "Bonferroni-adjusted over the 2 batch sizes", "none": "unadjusted (exploratory)"}
+    assert note == (
+        "the running averages' interval is the batch-size study's exact_vs_ema (exact minus running averages), "
+        f"{ema_phrase[adjustment]}, sign reversed; the others are {phrase}"
+    )
+    header, _, _, comment = report.latex_table(table, [8, 16], note, remedies.tag)
+    assert header[1] == f"running averages ({remedies.tag})" and comment.endswith(note)
+    summary = report.summary_json(table, [8, 16], 2, 3, 0.95, note, family)
+    assert summary["intervals"] == note and summary["families"] == {"precise_rows": family.record(0.95, 3)}
+    assert summary["families"]["precise_rows"]["level"] == level
+    sentence = report.macros(table, [8, 16], 2, 3, family)["preciseRowsAbstractSentence"]
+    assert f"the {family.tag} paired interval" in sentence and not problems(sentence)
+    assert ("unadjusted" in sentence) == (adjustment == "none")
+
+
 def test_the_running_averages_refuse_a_batch_size_study_of_other_networks():
     rows = _rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01})
-    table = report.cells(report.per_seed(rows), [8, 16], 0.95)
+    table = report.cells(report.per_seed(rows), [8, 16], 0.95, FAMILY)
     gains = _gains(rows)
     report.adjusted(table, gains)  # the same networks: no complaint
     shifted = gains.assign(gain=gains.gain + 0.001)
@@ -198,7 +239,7 @@ def test_one_comparison_one_verdict_the_budget_study_and_the_batch_size_study_ag
     is above, above where it is below, holding zero where it holds zero (every verdict rendered)."""
     rows, pairs = _one_family()
     gains = paired.summarise(pairs, 0.95)  # the batch-size study's own family (gains.csv)
-    table = report.adjusted(report.cells(report.per_seed(rows), [16], 0.95), gains)
+    table = report.adjusted(report.cells(report.per_seed(rows), [16], 0.95, FAMILY), gains)
     ema = table[table.key == "ema"].set_index("batch_size")
     theirs = gains.set_index("batch_size")
     for b, (_, said) in SIDES.items():
@@ -207,7 +248,7 @@ def test_one_comparison_one_verdict_the_budget_study_and_the_batch_size_study_ag
     # at batch 2 the unadjusted interval alone would give another verdict: the adjusted one is quoted
     assert latex.verdict(ema.ci_low[2], ema.ci_high[2]) == "lies wholly below zero"
     # the section's words, and the batch-size study's
-    m = report.macros(table, [16], 1, 0)
+    m = report.macros(table, [16], 1, 0, FAMILY)
     text = m["preciseRowsEmaVsExact"]
     assert (
         text
@@ -222,7 +263,9 @@ def test_one_comparison_one_verdict_the_budget_study_and_the_batch_size_study_ag
     for window in in_place("precise_rows.tex", "preciseRowsEmaVsExact", text):
         assert not problems(window), window
     # the table prints the batch-size study's adjusted ends, negated, in the running averages' column
-    header, body, _, comment = report.latex_table(table, [16])
+    header, body, _, comment = report.latex_table(
+        table, [16], report.intervals(REMEDIES, FAMILY, 4, [16]), REMEDIES.tag
+    )
     assert header[1] == "running averages (adjusted)" and "Bonferroni-adjusted" in comment
     for line in body:
         g = theirs.loc[int(line[0])]
@@ -234,7 +277,7 @@ def test_cells_refuse_a_statistic_missing_a_seed():
     rows = _rows({"ema": 0.0, "8": 0.0, "16": 0.0, "all": 0.0})
     rows = rows[~((rows.rows == "16") & (rows.seed == 2))]
     with pytest.raises(ValueError, match="batch 4, 16: seeds"):
-        report.cells(report.per_seed(rows), [8, 16], 0.95)
+        report.cells(report.per_seed(rows), [8, 16], 0.95, FAMILY)
 
 
 def test_the_sides_clause_in_every_variant():
@@ -250,8 +293,8 @@ def test_the_sides_clause_in_every_variant():
 def test_macros_read_from_the_table_and_a_range_of_one_value():
     rows = pd.concat([_rows({"ema": -0.01, "8": -0.05, "16": 0.0, "all": 0.01}),
                       _rows({"ema": 0.03, "8": -0.05, "16": 0.0, "all": 0.01}).assign(batch_size=8)])  # fmt: skip
-    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95), _gains(rows))
-    m = report.macros(table, [8, 16], 2, 3)
+    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95, FAMILY), _gains(rows))
+    m = report.macros(table, [8, 16], 2, 3, FAMILY)
     assert m["preciseRowsBudgets"] == "8 and 16" and m["preciseRowsSeeds"] == "3 and 4"
     assert m["preciseRowsEmaFamily"] == "2"
     assert m["preciseRowsSmallestGaps"] == "$-4.80$ points"  # -5 + 0.2 (the mean seed's 0.002)
@@ -265,7 +308,7 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
         "and 8; with 8 "
         "rows it lies wholly below zero at batches 4 and 8"
     )
-    header, body, align, _ = report.latex_table(table, [8, 16])
+    header, body, align, _ = report.latex_table(table, [8, 16], NOTE, REMEDIES.tag)
     assert header == ["batch", "running averages (adjusted)", "8 rows", "16 rows", "whole pass"]
     assert [r[0] for r in body] == ["4", "8"] and align == "rllll"
     assert body[0][2].startswith("$-4.80$ $[")
@@ -274,19 +317,20 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
 def test_a_budget_below_a_batch_size_is_left_out_there_and_said_so():
     rows = pd.concat([_rows({"ema": 0.0, "8": -0.05, "16": 0.0, "all": 0.0}),
                       _rows({"ema": 0.0, "16": -0.01, "all": 0.0}).assign(batch_size=16)])  # fmt: skip
-    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95), _gains(rows))
+    table = report.adjusted(report.cells(report.per_seed(rows), [8, 16], 0.95, FAMILY), _gains(rows))
     assert table[table.batch_size == 16].key.tolist() == ["ema", "16", "all"]
-    _, body, _, _ = report.latex_table(table, [8, 16])
+    _, body, _, _ = report.latex_table(table, [8, 16], NOTE, REMEDIES.tag)
     assert body[1][2] == "--" and body[1][3].startswith("$-0.80$")  # -1 + 0.2: the seeds' 0.002 * seed
-    m = report.macros(table, [8, 16], 1, 0)
+    m = report.macros(table, [8, 16], 1, 0, FAMILY)
     assert m["preciseRowsSmallestGaps"] == "$-4.80$ points"
     assert m["preciseRowsSmallestOver"] == "training batches 4 (the batch sizes of which it holds at least one batch)"
     same = _rows({"ema": 0.0, "8": 0.0, "16": 0.0, "all": 0.0})
     full = report.macros(
-        report.adjusted(report.cells(report.per_seed(same), [8, 16], 0.95), _gains(same)),
+        report.adjusted(report.cells(report.per_seed(same), [8, 16], 0.95, FAMILY), _gains(same)),
         [8, 16],
         1,
         0,
+        FAMILY,
     )
     assert full["preciseRowsSmallestOver"] == "the training batch sizes"
 

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
+from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
 from bnstudy.studies.accumulation import sentences as accumulation_sentences
 from bnstudy.studies.batch_size import macros as batch_size_macros
@@ -296,7 +297,8 @@ def lr_sweep_answer(gain, lo, hi, grid_ci) -> str:
         runs.append({"normaliser": "batchnorm", "batch_size": 4, "lr": 1e-3, "seed": s, "test_accuracy": 0.9 + d})
     runs = pd.DataFrame(runs).assign(validation_accuracy=0.9)
     chosen = lr_sweep_report.best_rates(lr_sweep_report.rate_table(runs, 0.95))
-    paired = lr_sweep_report.paired_at(runs, chosen, "batchnorm", "none", 0.95)
+    gap = Family("lr_gap", "batch norm minus none", "batch sizes", "bonferroni", 0.01)
+    paired = lr_sweep_report.paired_at(runs, chosen, "batchnorm", "none", 0.95, gap)
     first, grid = paired.iloc[0].copy(), paired.iloc[0].copy()
     first["ci_low_adj"], first["ci_high_adj"] = lo, hi
     grid["ci_low_adj"], grid["ci_high_adj"] = grid_ci
@@ -902,11 +904,15 @@ def test_finetune_specific_counts_every_split(controls, cells):
 
 
 def budget_table(sides: dict) -> pd.DataFrame:
-    """``{(batch size, key): side}`` as the budget study's cells, ROW's intervals."""
+    """``{(batch size, key): side}`` as the budget study's cells, ROW's intervals the ones each row
+    reports (``ci_low_adj``, ``ci_high_adj``: at the family's level); the unadjusted ones (``ci_low``,
+    ``ci_high``) a point at the mean, which the sentence must not read."""
     rows = []
     for (b, key), side in sides.items():
         gain, lo, hi, _ = ROW[side]
-        rows.append({"batch_size": b, "key": key, "gap": gain, "ci_low": lo, "ci_high": hi})
+        rows.append({"batch_size": b, "key": key, "gap": gain, "ci_low": gain, "ci_high": gain} | {
+            "ci_low_adj": lo, "ci_high_adj": hi
+        })  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -945,10 +951,15 @@ BUDGETS = {  # name -> (budgets, cells, the sentence written out)
 }  # fmt: skip
 
 
+@pytest.mark.parametrize("adjustment", ["none", "bonferroni"])
 @pytest.mark.parametrize("case", list(BUDGETS))
-def test_precise_rows_abstract_sentence_every_branch(case):
+def test_precise_rows_abstract_sentence_every_branch(case, adjustment):
+    """Every branch under either declaration of the family ``precise_rows``: its tag names the interval."""
     budgets, cells, want = BUDGETS[case]
-    text = precise_rows_report.abstract_sentence(budget_table(cells), budgets)
+    family = Family("precise_rows", "recomputed minus exact", "budgets", adjustment, None)
+    text = precise_rows_report.abstract_sentence(budget_table(cells), budgets, family)
+    if adjustment == "bonferroni":
+        want = want.replace("the unadjusted paired interval", "the adjusted paired interval")
     assert text == want
     assert not problems(text), text
     assert "alike" not in text and "match" not in text  # an interval holding zero tells nothing apart

@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from bnstudy.evaluation.families import declared
 from bnstudy.paper.latex import macro_name
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from share_reference import logit_t_interval
+from test_lr_sweep import ADJUSTMENTS, FAMILIES, declared_families
 
 LABELS = {"none": "plain", "batchnorm": "batch norm"}
 NOISE = {"none": [0.0, 0.02, 0.04], "batchnorm": [0.01, 0.02, 0.06]}  # test offsets of seeds 1, 4, 7
@@ -109,9 +111,10 @@ def at(sizes):
     return ("at batches " if len(sizes) > 1 else "at batch ") + conj(sizes)
 
 
-def sign_sentence(above, below, total):
-    """Where the adjusted paired intervals lie, written out for the cases these sweeps reach."""
-    subject = "the adjusted paired intervals"
+def sign_sentence(above, below, total, tag="adjusted"):
+    """Where the paired intervals lie (``tag``: as ``lr_gap`` is declared), written out for the cases
+    these sweeps reach."""
+    subject = f"the {tag} paired intervals"
     if not above and not below:
         return f"{subject} contain zero at every batch size"
     clauses = [
@@ -144,12 +147,13 @@ def cell(sweep, noise, norm, b, lr, confidence):
     }
 
 
-def paired(sweep, noise, b, lr_bn, lr_none, confidence):
-    """The paired t interval, and the Bonferroni-adjusted one over the sweep's batch sizes (the family)."""
+def paired(sweep, noise, b, lr_bn, lr_none, confidence, adjustment="bonferroni"):
+    """The paired t interval, and the one the family ``lr_gap`` quotes: Bonferroni-adjusted over the
+    sweep's batch sizes (its members), or as declared (``adjustment``) unadjusted."""
     d = np.subtract(scores_of(sweep, noise, "batchnorm", b, lr_bn), scores_of(sweep, noise, "none", b, lr_none))
     gain, sd, lo, hi = t_interval(d, confidence)
     family = len({k[1] for k in sweep})
-    _, _, lo_adj, hi_adj = t_interval(d, 1 - (1 - confidence) / family)
+    _, _, lo_adj, hi_adj = t_interval(d, 1 - (1 - confidence) / family if adjustment == "bonferroni" else confidence)
     return {"lr_batchnorm": lr_bn, "lr_none": lr_none, "seeds": 3, "gain": gain, "sd": sd, "ci": [lo, hi]} | {
         "family": family,
         "ci_adjusted": [lo_adj, hi_adj],
@@ -179,15 +183,20 @@ def assert_same(actual, expected, path="out"):
             assert actual == pytest.approx(expected, rel=1e-12, abs=1e-12), (path, actual, expected)
 
 
-def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, edge_margin):
-    """The whole report, from ``choice`` (rate and edge per cell, read off by hand) and the data."""
+def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, edge_margin, adjustment="bonferroni"):
+    """The whole report, from ``choice`` (rate and edge per cell, read off by hand) and the data;
+    ``adjustment``: the declaration of the family ``lr_gap``."""
     norms = sorted({k[0] for k in sweep})
     sizes = sorted({k[1] for k in sweep})
     lrs = sorted({k[2] for k in sweep})
     best = {k: cell(sweep, noise, *k, lr, confidence) for k, (lr, _) in choice.items()}
     grid = {(n, b): cell(sweep, noise, n, b, grid_lr, confidence) for n in norms for b in sizes}
-    pb = {b: paired(sweep, noise, b, choice[("batchnorm", b)][0], choice[("none", b)][0], confidence) for b in sizes}
-    pg = {b: paired(sweep, noise, b, grid_lr, grid_lr, confidence) for b in sizes}
+    pb = {
+        b: paired(sweep, noise, b, choice[("batchnorm", b)][0], choice[("none", b)][0], confidence, adjustment)
+        for b in sizes
+    }
+    pg = {b: paired(sweep, noise, b, grid_lr, grid_lr, confidence, adjustment) for b in sizes}
+    tag = "adjusted" if adjustment == "bonferroni" else "unadjusted"
 
     m = {
         "lrSweepRates": conj([ten(v) for v in lrs]),
@@ -246,7 +255,7 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
         above = [str(b) for b in sizes if table[b]["ci_adjusted"][0] > 0]
         m[macro_name("lr paired", name, "below sizes")] = at(below)
         m[macro_name("lr paired", name, "above sizes")] = at(above)
-        m[macro_name("lr paired", name, "sign sentence")] = sign_sentence(above, below, len(sizes))
+        m[macro_name("lr paired", name, "sign sentence")] = sign_sentence(above, below, len(sizes), tag)
     at_best, at_grid = pb[sizes[0]], pg[sizes[0]]
     said = f"${m['lrPairedBestMinGain']}$ points ${m['lrPairedBestMinCi']}$ at the chosen rates"
     if (at_best["gain"], *at_best["ci_adjusted"]) == (
@@ -305,6 +314,11 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
             }
             for n in norms
         },
+        "families": {
+            "lr_gap": {"adjustment": adjustment, "members": len(sizes), "confidence": confidence}
+            | {"level": 1 - (1 - confidence) / len(sizes) if adjustment == "bonferroni" else confidence}
+            | {"smallest_effect": 0.01}
+        },
     }
 
     rows = []
@@ -335,11 +349,13 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
     return m, summary, table, vtable, best, grid, pb, pg
 
 
-def test_every_macro_summary_entry_and_table_row_of_the_sweep_report():
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_every_macro_summary_entry_and_table_row_of_the_sweep_report(adjustment):
     confidence = 0.9
-    out = lr_sweep_report.report(runs_from(SWEEP), 1e-2, confidence, LABELS, DESIGN)
+    out = lr_sweep_report.report(runs_from(SWEEP), 1e-2, confidence, LABELS, DESIGN, declared_families(adjustment))
+    margin = float(np.mean([0.70, 0.71, 0.75]) - 0.65)
     m, summary, table, vtable, *_ = expected_report(
-        SWEEP, NOISE, CHOICE, 1e-2, confidence, LABELS, DESIGN, float(np.mean([0.70, 0.71, 0.75]) - 0.65)
+        SWEEP, NOISE, CHOICE, 1e-2, confidence, LABELS, DESIGN, margin, adjustment
     )
     assert set(out) == {"rates", "best", "paired", "summary", "macros", "tables"}
     assert out["macros"] == m
@@ -352,7 +368,7 @@ def test_every_macro_summary_entry_and_table_row_of_the_sweep_report():
 
 def test_hand_read_macros_of_the_sweep_report():
     """A few macros written out in full, so that the reference above is itself checked."""
-    m = lr_sweep_report.report(runs_from(SWEEP), 1e-2, 0.9, LABELS, DESIGN)["macros"]
+    m = lr_sweep_report.report(runs_from(SWEEP), 1e-2, 0.9, LABELS, DESIGN, FAMILIES)["macros"]
     assert m["lrSweepRates"] == (
         "$1 \\times 10^{-3}$, $3 \\times 10^{-3}$, $1 \\times 10^{-2}$ and $1 \\times 10^{-1}$"
     )
@@ -393,7 +409,7 @@ def test_hand_read_macros_of_the_sweep_report():
 
 def test_report_data_frames_hold_every_rate_the_chosen_ones_and_both_pairings():
     confidence = 0.9
-    out = lr_sweep_report.report(runs_from(SWEEP), 1e-2, confidence, LABELS, DESIGN)
+    out = lr_sweep_report.report(runs_from(SWEEP), 1e-2, confidence, LABELS, DESIGN, FAMILIES)
     *_, best, grid, pb, pg = expected_report(SWEEP, NOISE, CHOICE, 1e-2, confidence, LABELS, DESIGN, 0.07)
     rates = out["rates"]
     assert list(rates.columns) == [
@@ -474,7 +490,7 @@ SMALL_DESIGN = {"fit_rows": 1234.0, "validation_rows": 3.0, "epochs": 2.0, "grid
 )
 def test_report_with_one_batch_size_and_no_edge_cell_by_value(noise, answer, verdict_words):
     confidence = 0.8
-    out = lr_sweep_report.report(runs_from(INSIDE, noise), 1e-3, confidence, LABELS, SMALL_DESIGN)
+    out = lr_sweep_report.report(runs_from(INSIDE, noise), 1e-3, confidence, LABELS, SMALL_DESIGN, FAMILIES)
     m, summary, table, vtable, *_ = expected_report(
         INSIDE, noise, INSIDE_CHOICE, 1e-3, confidence, LABELS, SMALL_DESIGN, float("nan")
     )
@@ -536,7 +552,7 @@ def test_paired_at_pairs_only_the_seeds_both_sides_share_at_each_sides_rate():
             rows.append({"normaliser": norm, "batch_size": 4, "lr": lr, "seed": s, "test_accuracy": a})
     runs = pd.DataFrame(rows)
     chosen = pd.DataFrame({"normaliser": ["none", "batchnorm"], "batch_size": [4, 4], "lr": [1e-2, 1e-1]})
-    got = lr_sweep_report.paired_at(runs, chosen, "batchnorm", "none", 0.9)
+    got = lr_sweep_report.paired_at(runs, chosen, "batchnorm", "none", 0.9, declared(FAMILIES, "lr_gap"))
     d = [0.6 - 0.4, 0.9 - 0.7, 0.8 - 0.5]  # seeds 2, 5, 9
     gain, sd, lo, hi = t_interval(d, 0.9)
     _, _, lo_adj, hi_adj = t_interval(d, 0.9)  # one batch size: a family of one, no adjustment

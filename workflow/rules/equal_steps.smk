@@ -70,6 +70,7 @@ rule summarise_equal_steps:
         arms=EQUAL["arms"],
         batch_sizes=GRID_BATCH_SIZES,
         confidence=config["batch_size_eval"]["confidence"],
+        families=config["families"],
     script:
         "../scripts/equal_steps_summarise.py"
 

@@ -108,6 +108,7 @@ rule summarise_lr_sweep:
     params:
         grid_lr=LR_GRID_RATE,
         confidence=config["batch_size_eval"]["confidence"],
+        families=config["families"],
         epochs=LR["epochs"],
         grid_seeds=len(SEEDS),
     script:

@@ -36,7 +36,7 @@ rule summarise_precise_rows:
     input:
         rows=expand_cells(rules.evaluate_precise_rows.output.rows, PRECISE_JOBS),
         # the running averages against the exact statistics are the batch-size study's exact_vs_ema: its
-        # adjusted family (Bonferroni over the grid's batch sizes) gives their interval here
+        # family (remedies, over the grid's batch sizes) gives their interval here
         gains=rules.summarise_batch_size.output.gains,
     output:
         cells="results/precise_rows/cells.csv",
@@ -60,6 +60,7 @@ rule summarise_precise_rows:
         replicates=PRECISE["replicates"],
         seed=PRECISE["seed"],
         confidence=config["batch_size_eval"]["confidence"],
+        families=config["families"],
     script:
         "../scripts/precise_rows_summarise.py"
 

@@ -30,7 +30,7 @@ else:
     }
 design |= {"epochs": p.epochs, "grid_seeds": p.grid_seeds}
 labels = normalisers.labels()
-result = lr_sweep_report.report(runs, p.grid_lr, p.confidence, labels, design)
+result = lr_sweep_report.report(runs, p.grid_lr, p.confidence, labels, design, p.families)
 for name in ("rates", "best", "paired"):
     io.write_table(out[name], result[name])
 io.write_json(out.summary, result["summary"])

@@ -15,14 +15,17 @@ grid's batch order at each batch size), each a Student-t interval of the per-see
 - ``batch_none``, ``batch_batchnorm``: each normaliser's accuracy at the smaller batch size minus the
   larger, at ``S`` steps.
 
-The intervals are not adjusted for their number: exploratory. Nothing here depends on the CPU, and no
-compiled code is loaded.
+Each comparison's intervals over the arms run (the batch sizes they train at) form the family
+``equal_steps`` the config declares (``families``: :mod:`bnstudy.evaluation.families`): every
+interval is at its level (:func:`members`: the arms run) and worded by its tag and phrase. Nothing
+here depends on the CPU, and no compiled code is loaded.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from bnstudy.evaluation.families import Family
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import difference_clause, points_interval, signed_points, verdict, words
@@ -31,7 +34,17 @@ from bnstudy.studies.equal_steps.design import ARMS, arm_batches
 GRID, ARM = "grid", "arm"
 KEYS = ("gap", "gap_other", "batch", "steps", "batch_none", "batch_batchnorm")
 BOUNDS = {"batch": 2.0, "steps": 2.0}  # differences of two gaps; the others differences of two shares
-INTERVALS = "Student-t intervals of the per-seed differences, clipped to the range of each difference, not adjusted"
+
+
+def members(arms) -> int:
+    """The members of the family ``equal_steps``: the arms run, one per batch size they train at."""
+    return len([a for a in ARMS if a in arms])
+
+
+def intervals(family: Family, arms) -> str:
+    """The intervals in words, for the summary and the table's comment."""
+    phrase = family.phrase(members(arms))
+    return f"Student-t intervals of the per-seed differences, clipped to the range of each difference, {phrase}"
 
 
 def per_seed(arms: pd.DataFrame, grid: pd.DataFrame, seeds) -> pd.DataFrame:
@@ -60,9 +73,11 @@ def _gap(table, source, b) -> list[float]:
     return [x - y for x, y in zip(bn, none, strict=True)]
 
 
-def comparisons(table: pd.DataFrame, arms, batch_sizes, steps: dict, confidence: float) -> pd.DataFrame:
-    """Every comparison (module docstring) of each arm run, in :data:`ARMS` then :data:`KEYS` order;
-    ``steps``: the grid's steps at each batch size (``{batch size: steps}``)."""
+def comparisons(table: pd.DataFrame, arms, batch_sizes, steps: dict, confidence: float, family: Family):
+    """Every comparison (module docstring) of each arm run, in :data:`ARMS` then :data:`KEYS` order,
+    its interval at ``family``'s level (``equal_steps``); ``steps``: the grid's steps at each batch
+    size (``{batch size: steps}``)."""
+    level = family.level(confidence, members(arms))
     out = []
     for arm in (a for a in ARMS if a in arms):
         b, o = arm_batches(arm, batch_sizes)
@@ -84,7 +99,7 @@ def comparisons(table: pd.DataFrame, arms, batch_sizes, steps: dict, confidence:
         }
         for key in KEYS:
             a, c = pairs[key]
-            r = paired_interval(a, c, confidence, BOUNDS.get(key, 1.0))
+            r = paired_interval(a, c, level, BOUNDS.get(key, 1.0))
             out.append(
                 {"arm": arm, "key": key, "batch_size": b, "other": o, "steps": int(steps[o]),
                  "own_steps": int(steps[b]), "seeds": r["seeds"], "gain": r["gain"], "sd": r["sd"],
@@ -155,9 +170,10 @@ ABSTRACT_READING = {
 }
 
 
-def abstract_sentence(cells: pd.DataFrame) -> str:
+def abstract_sentence(cells: pd.DataFrame, family: Family) -> str:
     """The abstract's sentence: each arm's batch comparison at equal steps (batch norm's difference from
-    no normaliser at the smaller batch minus at the larger), with its unadjusted interval and the steps
+    no normaliser at the smaller batch minus at the larger), with its interval (named by ``family``'s
+    tag) and the steps
     both batch sizes take, and one reading: a direction only where every interval is clear of zero on
     that side, else which step counts show one."""
     rows = [_row(cells, arm, "batch") for arm in ARMS if arm in set(cells["arm"])]
@@ -182,7 +198,7 @@ def abstract_sentence(cells: pd.DataFrame) -> str:
         )
     return (
         f"With the optimiser steps held equal, batch normalisation's difference from no normaliser at batch "
-        f"{small} minus that at batch {large} is {' and '.join(parts)} (unadjusted): {reading}"
+        f"{small} minus that at batch {large} is {' and '.join(parts)} ({family.tag}): {reading}"
     )
 
 
@@ -191,9 +207,9 @@ def results_macro(arm: str) -> str:
     return f"equalSteps{arm.capitalize()}Results"
 
 
-def macros(cells: pd.DataFrame, seeds, batch_sizes) -> dict[str, str]:
+def macros(cells: pd.DataFrame, seeds, batch_sizes, family: Family) -> dict[str, str]:
     """Every number and generated sentence of the section: one sentence per arm run (:func:`arm_sentence`),
-    defined only for the arms the config runs."""
+    defined only for the arms the config runs; ``family``: ``equal_steps``."""
     m = {
         "equalStepsSmallest": str(min(int(b) for b in batch_sizes)),
         "equalStepsLargest": str(max(int(b) for b in batch_sizes)),
@@ -202,7 +218,7 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes) -> dict[str, str]:
     }
     for arm in (a for a in ARMS if a in set(cells["arm"])):
         m[results_macro(arm)] = arm_sentence({k: _row(cells, arm, k) for k in KEYS})
-    m["equalStepsAbstractSentence"] = abstract_sentence(cells)
+    m["equalStepsAbstractSentence"] = abstract_sentence(cells, family)
     return m
 
 
@@ -216,9 +232,9 @@ LABELS = {
 }
 
 
-def latex_table(cells: pd.DataFrame) -> tuple[list[str], list[list[str]], str, str]:
+def latex_table(cells: pd.DataFrame, note: str) -> tuple[list[str], list[list[str]], str, str]:
     """One row per arm and comparison: the steps both sides take, the mean difference in signed points
-    and its interval."""
+    and its interval; ``note``: :func:`intervals`."""
     rows = []
     for _, r in cells.iterrows():
         b, o, s, own = int(r["batch_size"]), int(r["other"]), int(r["steps"]), int(r["own_steps"])
@@ -229,13 +245,15 @@ def latex_table(cells: pd.DataFrame) -> tuple[list[str], list[list[str]], str, s
         ci = points_interval(r["ci_low"], r["ci_high"], signed=True)
         rows.append([LABELS[r["key"]].format(**names), steps, f"${signed_points(r['gain'])}$", f"${ci}$"])
     header = ["comparison (inference mode)", "steps", "difference", "interval"]
-    return header, rows, "lrrl", f"paired by seed, percentage points; {INTERVALS}"
+    return header, rows, "lrrl", f"paired by seed, percentage points; {note}"
 
 
-def summary_json(cells: pd.DataFrame, seeds, batch_sizes, confidence: float) -> dict:
-    """``results/summary/equal_steps.json``: the settings and every comparison."""
+def summary_json(cells: pd.DataFrame, seeds, batch_sizes, confidence: float, family: Family, arms) -> dict:
+    """``results/summary/equal_steps.json``: the settings, every comparison and the record of the
+    family ``equal_steps`` (``family``; ``arms``: those run)."""
     return {
-        "intervals": INTERVALS,
+        "intervals": intervals(family, arms),
+        "families": {family.name: family.record(confidence, members(arms))},
         "seeds": [int(s) for s in seeds],
         "batch_sizes": sorted(int(b) for b in batch_sizes),
         "confidence": float(confidence),

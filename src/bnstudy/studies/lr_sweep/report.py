@@ -5,7 +5,10 @@ For each (normaliser, batch size) the rate is the one with the highest mean vali
 over seeds (of equals, the lowest rate); the test half is read only at that rate. With folds
 (the runs have a ``fold`` column) every mean and pairing is over the (fold, seed) replicates,
 and :mod:`bnstudy.studies.lr_sweep.stability` adds the choice's stability and the bound no
-choice of rate can change. Means over seeds and their Student-t intervals are
+choice of rate can change. Its families of comparisons are the config's (``families``:
+:mod:`bnstudy.evaluation.families`): ``lr_gap``, batch norm minus none over the batch sizes, and
+with folds ``lr_choice`` and ``lr_margin``; each interval of one is at the family's level, named by
+its tag and phrase, and the summary records them. Means over seeds and their Student-t intervals are
 :func:`bnstudy.base.stats.seed_interval` (sums correctly rounded), paired differences
 :func:`bnstudy.evaluation.paired.paired_interval`. Nothing here depends on the CPU.
 """
@@ -15,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bnstudy.base.stats import adjusted_confidence, seed_interval, share_interval
+from bnstudy.base.stats import seed_interval, share_interval
+from bnstudy.evaluation.families import Family, declared
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points, points_interval, power_of_ten, signed_points, verdict, words
@@ -73,14 +77,15 @@ def grid_rate_words(lr) -> str:
     return "the grid's rate of each batch size" if isinstance(lr, dict) else power_of_ten(lr)
 
 
-def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confidence: float) -> pd.DataFrame:
+def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confidence: float, family: Family):
     """Per batch size, ``a - b`` in test accuracy paired by seed (with folds, by fold and seed), each
     normaliser at its rate in ``chosen`` (rows with normaliser, batch_size, lr): mean, sd and
-    Student-t interval, and the Bonferroni-adjusted interval (``ci_low_adj``, ``ci_high_adj``) with
-    the batch sizes as the family (``family``)."""
+    Student-t interval, and the interval at ``family``'s level with the batch sizes as its members
+    (``ci_low_adj``, ``ci_high_adj``: Bonferroni-adjusted over them, or unadjusted, as declared;
+    ``family``: the members)."""
     lr = chosen.set_index(["normaliser", "batch_size"])["lr"]
     out = []
-    family = int(chosen.batch_size.nunique())
+    members = int(chosen.batch_size.nunique())
     for size in sorted(int(v) for v in chosen.batch_size.unique()):
         sides = []
         for norm in (a, b):
@@ -89,9 +94,9 @@ def paired_at(runs: pd.DataFrame, chosen: pd.DataFrame, a: str, b: str, confiden
         seeds = sorted(set(sides[0].index) & set(sides[1].index))
         row = paired_interval([sides[0][s] for s in seeds], [sides[1][s] for s in seeds], confidence)
         adj = paired_interval(
-            [sides[0][s] for s in seeds], [sides[1][s] for s in seeds], adjusted_confidence(confidence, family)
+            [sides[0][s] for s in seeds], [sides[1][s] for s in seeds], family.level(confidence, members)
         )
-        row |= {"family": family, "ci_low_adj": adj["ci_low"], "ci_high_adj": adj["ci_high"]}
+        row |= {"family": members, "ci_low_adj": adj["ci_low"], "ci_high_adj": adj["ci_high"]}
         out.append({"batch_size": size, "lr_a": float(lr[(a, size)]), "lr_b": float(lr[(b, size)])} | row)
     return pd.DataFrame(out)
 
@@ -107,8 +112,8 @@ def deficit_answer(first, grid) -> str:
     """Whether batch normalisation's gap to none at the smallest batch (its :func:`gap_noun`, from
     the grid's rate) survives the per-cell choice of the rate, as a verb phrase that takes the
     choice as its object (``the deficit survives the tuning of the rate``), from the
-    Bonferroni-adjusted intervals of that comparison at the chosen rates (``first``) and at the
-    grid's rate (``grid``). Of a deficit: it survives where the chosen rates' interval lies wholly
+    intervals of that comparison at the ``lr_gap`` family's level at the chosen rates (``first``)
+    and at the grid's rate (``grid``). Of a deficit: it survives where the chosen rates' interval lies wholly
     below zero, does not where it lies wholly above; an interval holding zero "can no longer"
     tell it from zero only where the grid's rate did, and where the grid's interval holds zero
     too neither can. Of an advantage the same with the signs reversed."""
@@ -182,9 +187,10 @@ def cell_macros(best: pd.DataFrame, grid: pd.DataFrame, sizes: list[int]) -> dic
     return m
 
 
-def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame) -> dict:
+def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame, family: Family) -> dict:
     """Batch norm minus none at the chosen and at the grid's rates: the smallest batch's gain,
-    adjusted interval and verdict, where the adjusted intervals exclude zero, the gap's noun and answer."""
+    interval at ``family``'s level (``lr_gap``) and verdict, where those intervals exclude zero
+    (named by the family's tag: ``adjusted`` or ``unadjusted``), the gap's noun and answer."""
     m = {
         "lrGapNoun": gap_noun(paired_grid.iloc[0]),
         "lrDeficitAnswer": deficit_answer(paired_best.iloc[0], paired_grid.iloc[0]),
@@ -202,7 +208,7 @@ def paired_macros(paired_best: pd.DataFrame, paired_grid: pd.DataFrame) -> dict:
         m[latex.macro_name("lr paired", name, "below sizes")] = at_batches(below)
         m[latex.macro_name("lr paired", name, "above sizes")] = at_batches(above)
         m[latex.macro_name("lr paired", name, "sign sentence")] = latex.zero_sentence(
-            "the adjusted paired intervals", above, below, len(table)
+            f"the {family.tag} paired intervals", above, below, len(table)
         )
     best, grid = paired_best.iloc[0], paired_grid.iloc[0]
     phrase = f"${m['lrPairedBestMinGain']}$ points ${m['lrPairedBestMinCi']}$ at the chosen rates"
@@ -295,35 +301,42 @@ def summary_json(runs, rates, best, grid, paired_best, paired_grid, grid_lr, con
     }
 
 
-def report(runs: pd.DataFrame, grid_lr: float, confidence: float, labels: dict[str, str], design: dict) -> dict:
+def report(runs: pd.DataFrame, grid_lr, confidence: float, labels: dict[str, str], design: dict, families: dict):
     """Everything the summary rule writes: tables (rates, best, paired), the JSON summary, macros
     and two LaTeX tables. ``labels``: each normaliser's name in prose; ``design``: rows and config
-    values named in the paper (``fit_rows``, ``validation_rows``, ``epochs``, ``grid_seeds``)."""
+    values named in the paper (``fit_rows``, ``validation_rows``, ``epochs``, ``grid_seeds``);
+    ``families``: the config's declared families (module docstring)."""
     runs = runs.sort_values(["normaliser", "batch_size", "lr"] + replicate(runs), kind="stable").reset_index(drop=True)
     rates = rate_table(runs, confidence)
     best = best_rates(rates)
     grid = at_rate(rates, grid_lr)
-    paired_best = paired_at(runs, best, "batchnorm", "none", confidence)
-    paired_grid = paired_at(runs, grid, "batchnorm", "none", confidence)
+    gap = declared(families, "lr_gap")
+    paired_best = paired_at(runs, best, "batchnorm", "none", confidence, gap)
+    paired_grid = paired_at(runs, grid, "batchnorm", "none", confidence, gap)
     sizes = sorted(int(b) for b in runs.batch_size.unique())
     m = setting_macros(runs, grid_lr, design)
     m |= cell_macros(best, grid, sizes)
-    m |= paired_macros(paired_best, paired_grid)
+    m |= paired_macros(paired_best, paired_grid, gap)
     m |= choice_macros(best, grid, labels, design)
     tables = {
         "table": best_table(best, paired_best, paired_grid),
         "validation_table": validation_table(rates, best, labels),
     }
     summary = summary_json(runs, rates, best, grid, paired_best, paired_grid, grid_lr, confidence, design)
+    summary["families"] = {"lr_gap": gap.record(confidence, len(sizes))}
     if "fold" in runs.columns:
-        stab = folds.stability(runs, rates, best, confidence)
-        m |= folds.stability_macros(stab, labels, sizes[0], int(runs.seed.nunique()))
-        m["lrChosenGridSentence"] = folds.chosen_grid_sentence(
-            folds.chosen_minus_grid(runs, best, grid, confidence), len(best)
-        )
+        choice, margin = declared(families, "lr_choice"), declared(families, "lr_margin")
+        stab = folds.stability(runs, rates, best, confidence, margin)
+        m |= folds.stability_macros(stab, labels, sizes[0], int(runs.seed.nunique()), margin)
+        diff = folds.chosen_minus_grid(runs, best, grid, confidence, choice)
+        m["lrChosenGridSentence"] = folds.chosen_grid_sentence(diff, len(best), choice)
         m |= folds.bound_macros(runs, rates, sizes[0], m["lrGapNoun"] == "deficit", confidence)
         tables["validation_table"] = folds.stability_columns(tables["validation_table"], stab, labels)
         summary |= {"folds": int(runs.fold.nunique()), "stability": folds.stability_json(stab)}
+        summary["families"] |= {
+            "lr_choice": folds.choice_record(choice, confidence, len(diff)),
+            "lr_margin": margin.record(confidence, len(stab)),
+        }
     return {
         "rates": rates,
         "best": best,

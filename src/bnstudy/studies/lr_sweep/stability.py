@@ -6,7 +6,10 @@ is, and the comparison no choice of rate can change.
   :func:`bnstudy.studies.lr_sweep.report.best_rates` applied to one fold;
 - :func:`stability`: per cell, in how many folds that rate is the chosen one, the runner-up rate
   and the chosen rate's validation margin over it, paired over (fold, seed) with a Student-t
-  interval (:func:`bnstudy.evaluation.paired.paired_interval`);
+  interval (:func:`bnstudy.evaluation.paired.paired_interval`) at the level of the family
+  ``lr_margin`` (its members: the cells);
+- :func:`chosen_minus_grid`: the chosen rate minus the grid's on the test half, at the level of
+  the family ``lr_choice`` (its members: the cells whose chosen rate is not the grid's);
 - :func:`extreme_rates` / :func:`bound_macros`: at the smallest batch, batch normalisation at its
   best swept rate against no normaliser at its worst (where batch norm is behind at the grid's
   rate; at its worst against none at its best where it is ahead), both read on the test half, so
@@ -23,7 +26,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.base.stats import adjusted_confidence, mean_sd
+from bnstudy.base.stats import mean_sd
+from bnstudy.evaluation.families import Family
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
@@ -58,12 +62,13 @@ def _by_replicate(runs: pd.DataFrame, norm: str, b: int, lr: float, column: str)
     return g.set_index(REPLICATE)[column].sort_index()
 
 
-def stability(runs: pd.DataFrame, rates: pd.DataFrame, best: pd.DataFrame, confidence: float) -> pd.DataFrame:
+def stability(runs: pd.DataFrame, rates: pd.DataFrame, best: pd.DataFrame, confidence: float, family: Family):
     """Per cell of ``best`` (the chosen rates): ``folds``; ``agree``, the folds whose own best rate
     (:func:`fold_choices`) is the chosen one; ``runner_up``, the rate of the next best mean validation
     accuracy over folds x seeds (``rates``; of equals, the lowest); and the chosen rate's validation
     accuracy minus the runner-up's paired over (fold, seed): ``margin``, ``margin_ci_low``,
-    ``margin_ci_high`` (unadjusted), ``replicates``."""
+    ``margin_ci_high`` (at ``family``'s level, ``lr_margin``, the cells its members), ``replicates``."""
+    level = family.level(confidence, len(best))
     own = fold_choices(runs).groupby(["normaliser", "batch_size"])
     out = []
     for row in best.itertuples(index=False):
@@ -74,7 +79,7 @@ def stability(runs: pd.DataFrame, rates: pd.DataFrame, best: pd.DataFrame, confi
         a, b = (
             _by_replicate(runs, row.normaliser, row.batch_size, lr, "validation_accuracy") for lr in (row.lr, runner)
         )
-        pair = paired_interval(a.tolist(), b.loc[a.index].tolist(), confidence)
+        pair = paired_interval(a.tolist(), b.loc[a.index].tolist(), level)
         out.append(
             {"normaliser": row.normaliser, "batch_size": int(row.batch_size), "lr": float(row.lr)}
             | {"folds": len(folds), "agree": int((folds.lr == row.lr).sum()), "runner_up": runner}
@@ -94,12 +99,12 @@ def _margin(r) -> tuple[str, str]:
     return f"${signed_points(r.margin, 2)}$", f"${ci}$"
 
 
-def stability_macros(stab: pd.DataFrame, labels: dict[str, str], size: int, seeds: int = 1) -> dict:
+def stability_macros(stab: pd.DataFrame, labels: dict[str, str], size: int, seeds: int, family: Family) -> dict:
     """``lrFolds``, ``lrOtherFolds`` (those a fold network trains on), ``lrSeedsPhrase`` (``seeds``
     in words); ``lrStabilitySentence``: in how many cells every fold picks the chosen rate on
     its own, and the fewest folds that do; ``lrMarginSentence``: in how many cells the chosen rate's
-    paired margin over the runner-up lies wholly above zero; at batch ``size`` (the smallest) each
-    normaliser's agreeing folds and margin."""
+    paired margin over the runner-up lies wholly above zero (its interval named by ``family``'s tag,
+    ``lr_margin``); at batch ``size`` (the smallest) each normaliser's agreeing folds and margin."""
     k, cells = int(stab.folds.max()), len(stab)
     m = {
         "lrFolds": str(k),
@@ -111,14 +116,18 @@ def stability_macros(stab: pd.DataFrame, labels: dict[str, str], size: int, seed
     above = int((stab.margin_ci_low > 0).sum())
     count = "every one" if above == cells else "none" if above == 0 else str(above)
     m["lrMarginSentence"] = (
-        f"the chosen rate's mean validation accuracy exceeds the runner-up's by a paired interval wholly above "
-        f"zero in {count} of the {cells} cells"
+        f"the chosen rate's mean validation accuracy exceeds the runner-up's by {_article(family.tag)} paired "
+        f"interval wholly above zero in {count} of the {cells} cells"
     )
     for r in stab[stab.batch_size == size].itertuples():
         m[latex.macro_name("lr fold agree", r.normaliser, "min")] = str(int(r.agree))
         m[latex.macro_name("lr margin", r.normaliser, "min")] = f"{_margin(r)[0]} points {_margin(r)[1]}"
         m[latex.macro_name("lr runner up", r.normaliser, "min")] = power_of_ten(r.runner_up)
     return m
+
+
+def _article(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 def overlap_sentence(k: int) -> str:
@@ -149,18 +158,18 @@ def stability_sentence(stab: pd.DataFrame, labels: dict[str, str]) -> str:
     return f"{lead}; in the least stable, {few} ({where})"
 
 
-def chosen_minus_grid(runs: pd.DataFrame, best: pd.DataFrame, grid: pd.DataFrame, confidence: float) -> pd.DataFrame:
+def chosen_minus_grid(runs, best: pd.DataFrame, grid: pd.DataFrame, confidence: float, family: Family) -> pd.DataFrame:
     """Per cell whose chosen rate (``best``) is not the grid's (``grid``: the rows at the grid's rate),
     test accuracy at the chosen rate minus at the grid's, paired over (fold, seed): the networks
-    of one fold and seed share their rows and initial weights. Intervals Bonferroni-adjusted over
-    those cells (``family``)."""
+    of one fold and seed share their rows and initial weights. Intervals at ``family``'s level
+    (``lr_choice``), those cells its members (``family``: their number)."""
     at_grid = grid.set_index(["normaliser", "batch_size"]).lr
     cells = [r for r in best.itertuples(index=False) if r.lr != at_grid[(r.normaliser, r.batch_size)]]
     out = []
     for r in cells:
         lr = float(at_grid[(r.normaliser, r.batch_size)])
         a, b = (_by_replicate(runs, r.normaliser, r.batch_size, v, "test_accuracy") for v in (r.lr, lr))
-        pair = paired_interval(a.tolist(), b.loc[a.index].tolist(), adjusted_confidence(confidence, len(cells)))
+        pair = paired_interval(a.tolist(), b.loc[a.index].tolist(), family.level(confidence, len(cells)))
         out.append(
             {"normaliser": r.normaliser, "batch_size": int(r.batch_size), "lr": float(r.lr), "grid_lr": lr}
             | {"gain": pair["gain"], "ci_low_adj": pair["ci_low"], "ci_high_adj": pair["ci_high"]}
@@ -170,9 +179,20 @@ def chosen_minus_grid(runs: pd.DataFrame, best: pd.DataFrame, grid: pd.DataFrame
     return pd.DataFrame(out, columns=columns)
 
 
-def chosen_grid_sentence(diff: pd.DataFrame, cells: int) -> str:
+def choice_record(family: Family, confidence: float, members: int) -> dict:
+    """The summary's record of ``lr_choice`` (:meth:`Family.record`); where every chosen rate is the
+    grid's the family has no members and no interval: ``members`` 0, ``level`` None."""
+    if members:
+        return family.record(confidence, members)
+    return {"adjustment": family.adjustment, "members": 0, "confidence": confidence, "level": None} | {
+        "smallest_effect": family.smallest_effect
+    }
+
+
+def chosen_grid_sentence(diff: pd.DataFrame, cells: int, family: Family) -> str:
     """``lrChosenGridSentence``: where the chosen rate is not the grid's, in how many cells it scores
-    below the grid's on the test half, and where the adjusted paired intervals lie."""
+    below the grid's on the test half, and where the paired intervals lie (at ``family``'s level,
+    ``lr_choice``, and said so in its phrase where there are more than one)."""
     if diff.empty:
         return f"In all {cells} cells the chosen rate is the grid's"
     n = len(diff)
@@ -193,10 +213,7 @@ def chosen_grid_sentence(diff: pd.DataFrame, cells: int) -> str:
         where = f"contain zero in all {n}"
     else:
         where = "lie " + words(sides) + (f", and contain zero in the other {rest}" if rest else "")
-    return (
-        f"{head}; paired over folds and seeds (intervals Bonferroni-adjusted over those {n} cells) the intervals "
-        f"{where}"
-    )
+    return f"{head}; paired over folds and seeds, {family.phrase(n)}, the intervals {where}"
 
 
 def extreme_rates(rates: pd.DataFrame, size: int, deficit: bool) -> tuple[pd.Series, pd.Series]:

@@ -14,7 +14,7 @@ from bnstudy.paper.figures import COLOURS, dodge, new, reference_line, series, w
 
 def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
     """``cells``: :func:`bnstudy.studies.precise_rows.report.adjusted` rows (batch_size, key, rows_used,
-    gap, ci_low, ci_high; the running averages' ci_low_adj, ci_high_adj)."""
+    gap and the interval each reports, ci_low_adj, ci_high_adj)."""
     fig_width = width("precise_rows") if fig_width is None else fig_width
     fig, ax = new(fig_width, 2.6)
     sizes = sorted(int(b) for b in cells.batch_size.unique())
@@ -23,7 +23,7 @@ def precise_rows(cells: pd.DataFrame, fig_width: float | None = None):
         style, shift = series(i, len(sizes), COLOURS["batchnorm"]), dodge(i, len(sizes))
         at = cells[(cells.batch_size == b) & (cells.key != "ema")].sort_values("rows_used")
         x = at.rows_used * shift
-        ax.errorbar(x, 100 * at.gap, yerr=[100 * (at.gap - at.ci_low), 100 * (at.ci_high - at.gap)], capsize=2,
+        ax.errorbar(x, 100 * at.gap, yerr=[100 * (at.gap - at.ci_low_adj), 100 * (at.ci_high_adj - at.gap)], capsize=2,
                     lw=0.9, label=f"trained at $b={b}$", **style)  # fmt: skip
         ema = cells[(cells.batch_size == b) & (cells.key == "ema")].iloc[0]
         low, high = 100 * (ema.gap - ema.ci_low_adj), 100 * (ema.ci_high_adj - ema.gap)

@@ -7,11 +7,13 @@ for a budget is the mean over its replicates (passes drawn from seeds ``seed``, 
 the interval is over seeds (networks), a Student-t interval of the per-seed differences
 (:func:`bnstudy.evaluation.paired.paired_interval`), one per cell.
 
-One comparison, one verdict: the running averages against the exact statistics are the batch-size
-study's comparison :data:`EMA_COMPARISON` (exact minus running averages) on the same networks, so
-their row quotes that study's Bonferroni-adjusted interval over its batch sizes, sign reversed
-(:func:`adjusted`); the budgets' and the whole pass's intervals are exploratory, not corrected for
-their number. Nothing here depends on the CPU.
+The budgets' and the whole pass's differences to the exact statistics form the family
+``precise_rows`` the config declares (``families``: :mod:`bnstudy.evaluation.families`), its
+members the budgets and the whole pass (:func:`members`); each interval is at that family's level
+and worded by its tag and phrase. One comparison, one verdict: the running averages against the
+exact statistics are the batch-size study's comparison :data:`EMA_COMPARISON` (exact minus running
+averages) on the same networks, a member of its family ``remedies``, so their row quotes that
+study's interval, sign reversed (:func:`adjusted`). Nothing here depends on the CPU.
 """
 
 from __future__ import annotations
@@ -21,18 +23,29 @@ import math
 import pandas as pd
 
 from bnstudy.base.stats import mean_sd
+from bnstudy.evaluation.families import Family
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import at_batches, points_interval, signed_points, words
 
 EMA, ALL, EXACT = "ema", "all", "exact"
 # the batch-size study's paired comparison (bnstudy.studies.batch_size.paired) whose negative the
-# running averages' row is: its family, adjusted over that study's batch sizes, is the row's
+# running averages' row is: its family (remedies, over that study's batch sizes) is the row's
 EMA_COMPARISON = "exact_vs_ema"
-EMA_INTERVAL = (
-    "the running averages' interval is the batch-size study's exact_vs_ema (exact minus running averages), "
-    "Bonferroni-adjusted over its batch sizes, sign reversed; the others are unadjusted and exploratory"
-)
+
+
+def members(budgets) -> int:
+    """The members of the family ``precise_rows`` at a batch size: each budget and the whole pass."""
+    return len(budgets) + 1
+
+
+def intervals(remedies: Family, ours: Family, ema_members: int, budgets) -> str:
+    """Which interval each row reports, in words: the running averages' that of the batch-size study
+    (of its family ``remedies``, over ``ema_members`` batch sizes), the others ``ours``'s."""
+    return (
+        "the running averages' interval is the batch-size study's exact_vs_ema (exact minus running averages), "
+        f"{remedies.phrase(ema_members)}, sign reversed; the others are {ours.phrase(members(budgets))}"
+    )
 
 
 def mean_of(values) -> float:
@@ -63,10 +76,15 @@ def per_seed(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def cells(seeds: pd.DataFrame, budgets, confidence: float) -> pd.DataFrame:
+def cells(seeds: pd.DataFrame, budgets, confidence: float, family: Family) -> pd.DataFrame:
     """Per batch size and key: mean accuracy, its paired difference to the exact statistics (``gap``,
-    ``ci_low``, ``ci_high``) and to the running averages (``vs_ema``...), mean distances. A budget
-    smaller than a batch size has no row there."""
+    ``ci_low``, ``ci_high``: unadjusted) and to the running averages (``vs_ema``...: unadjusted), mean
+    distances; and the interval the row reports, ``ci_low_adj``, ``ci_high_adj``: at the level of
+    ``family`` (``precise_rows``, :func:`members`), ``family`` the number of intervals that level is
+    adjusted over (1: unadjusted; the running averages' row is :func:`adjusted`'s). A budget smaller
+    than a batch size has no row there."""
+    level = family.level(confidence, members(budgets))
+    adjusted_over = members(budgets) if family.adjusted else 1
     out = []
     for b in sorted(set(seeds["batch_size"])):
         at = seeds[seeds["batch_size"] == b]
@@ -81,13 +99,15 @@ def cells(seeds: pd.DataFrame, budgets, confidence: float) -> pd.DataFrame:
                     f"batch {b}, {key}: seeds {list(g['seed'])} are not the exact arm's {list(exact['seed'])}"
                 )
             gap = paired_interval(g["accuracy"], exact["accuracy"], confidence)
+            ours = paired_interval(g["accuracy"], exact["accuracy"], level) if key != EMA else gap
             ahead = paired_interval(g["accuracy"], ema["accuracy"], confidence)
             out.append(
                 {"batch_size": int(b), "key": key, "seeds": gap["seeds"], "rows_used": int(g["rows_used"].iloc[0]),
                  "accuracy": mean_of(g["accuracy"]), "gap": gap["gain"], "ci_low": gap["ci_low"],
                  "ci_high": gap["ci_high"], "vs_ema": ahead["gain"], "vs_ema_low": ahead["ci_low"],
                  "vs_ema_high": ahead["ci_high"], "mean_distance": mean_of(g["mean_distance"]),
-                 "var_distance": mean_of(g["var_distance"])}
+                 "var_distance": mean_of(g["var_distance"]), "family": 1 if key == EMA else adjusted_over,
+                 "ci_low_adj": ours["ci_low"], "ci_high_adj": ours["ci_high"]}
             )  # fmt: skip
     return pd.DataFrame(out)
 
@@ -98,19 +118,18 @@ def _same(a: float, b: float) -> bool:
 
 
 def adjusted(table: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (:func:`cells`) with the interval each row reports: ``family``, ``ci_low_adj``,
-    ``ci_high_adj``, as in the batch-size study's paired summary (``gains``: ``results/batch_size/gains.csv``,
-    :func:`bnstudy.studies.batch_size.paired.summarise`).
+    """``table`` (:func:`cells`) with the running averages' interval the batch-size study's paired
+    summary gives (``gains``: ``results/batch_size/gains.csv``, :func:`bnstudy.studies.batch_size.paired.summarise`).
 
     The running averages' row is that study's :data:`EMA_COMPARISON` at its batch size with the sign
-    reversed: its family and Bonferroni-adjusted interval, reused, not recomputed. It must be the
-    same comparison: as many seeds, and a mean and unadjusted interval that are exactly the negatives
-    of the row's (the same networks scored alike), else a ValueError. Every other row is exploratory:
-    family 1, its unadjusted interval."""
+    reversed: its ``family`` and interval at that family's level (``remedies``), reused, not
+    recomputed. It must be the same comparison: as many seeds, and a mean and unadjusted interval
+    that are exactly the negatives of the row's (the same networks scored alike), else a ValueError.
+    Every other row keeps :func:`cells`'s interval."""
     ours = gains[gains["comparison"] == EMA_COMPARISON].set_index("batch_size")
     out = []
     for _, r in table.iterrows():
-        row = r.to_dict() | {"family": 1, "ci_low_adj": r["ci_low"], "ci_high_adj": r["ci_high"]}
+        row = r.to_dict()
         if r["key"] == EMA:
             b = int(r["batch_size"])
             if b not in ours.index:
@@ -126,7 +145,7 @@ def adjusted(table: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
                 )
             row |= {"family": int(g["family"]), "ci_low_adj": -g["ci_high_adj"], "ci_high_adj": -g["ci_low_adj"]}
         out.append(row)
-    return pd.DataFrame(out, columns=[*table.columns, "family", "ci_low_adj", "ci_high_adj"])
+    return pd.DataFrame(out, columns=table.columns)
 
 
 def _gaps(table: pd.DataFrame, key: str) -> str:
@@ -154,8 +173,8 @@ def sides_clause(sides: dict[str, list[str]]) -> str:
     return words([f"{verbs[side]} {at_batches(sides[side])}" for side in verbs if sides[side]])
 
 
-def macros(table: pd.DataFrame, budgets, replicates: int, seed: int) -> dict[str, str]:
-    """Every number and generated clause of the section."""
+def macros(table: pd.DataFrame, budgets, replicates: int, seed: int, family: Family) -> dict[str, str]:
+    """Every number and generated clause of the section (``family``: ``precise_rows``)."""
     small, large = str(min(budgets)), str(max(budgets))
     m = {
         "preciseRowsBudgets": words([latex.fmt(int(k)) for k in sorted(budgets)]),
@@ -174,27 +193,28 @@ def macros(table: pd.DataFrame, budgets, replicates: int, seed: int) -> dict[str
         if held == every
         else f"training batches {words([str(b) for b in held])} (the batch sizes of which it holds at least one batch)"
     )
-    m["preciseRowsSmallestVsExact"] = sides_clause(_where(table, small, "ci_low", "ci_high"))
-    m["preciseRowsLargestVsExact"] = sides_clause(_where(table, large, "ci_low", "ci_high"))
+    m["preciseRowsSmallestVsExact"] = sides_clause(_where(table, small, "ci_low_adj", "ci_high_adj"))
+    m["preciseRowsLargestVsExact"] = sides_clause(_where(table, large, "ci_low_adj", "ci_high_adj"))
     m["preciseRowsSmallestVsEma"] = sides_clause(_where(table, small, "vs_ema_low", "vs_ema_high"))
     # the running averages: the batch-size study's adjusted interval (:func:`adjusted`), its family's size
     m["preciseRowsEmaVsExact"] = sides_clause(_where(table, EMA, "ci_low_adj", "ci_high_adj"))
     m["preciseRowsEmaFamily"] = str(int(table[table["key"] == EMA]["family"].max()))
-    m["preciseRowsAbstractSentence"] = abstract_sentence(table, budgets)
+    m["preciseRowsAbstractSentence"] = abstract_sentence(table, budgets, family)
     return m
 
 
-def abstract_sentence(table: pd.DataFrame, budgets) -> str:
+def abstract_sentence(table: pd.DataFrame, budgets, family: Family) -> str:
     """The abstract's sentence on PreciseBN's budget: the smallest budget whose paired interval against
-    the exact statistics lies wholly below zero at no training batch size (and that holds a batch of
-    each), with its range of mean differences and :func:`sides_clause`, and the budget before it, whose
-    interval does lie below zero somewhere; where no budget is clear of zero, the largest. That an
-    interval contains zero is said as such, never that the two statistics score alike."""
+    the exact statistics (at ``family``'s level, named by its tag) lies wholly below zero at no training
+    batch size (and that holds a batch of each), with its range of mean differences and
+    :func:`sides_clause`, and the budget before it, whose interval does lie below zero somewhere; where
+    no budget is clear of zero, the largest. That an interval contains zero is said as such, never that
+    the two statistics score alike."""
     every = sorted(set(int(b) for b in table["batch_size"]))
     ordered = [str(k) for k in sorted(budgets)]
 
     def sides(key):
-        return _where(table, key, "ci_low", "ci_high")
+        return _where(table, key, "ci_low_adj", "ci_high_adj")
 
     def clear(key):
         return sorted(int(b) for b in table[table["key"] == key]["batch_size"]) == every and not sides(key)["below"]
@@ -210,7 +230,7 @@ def abstract_sentence(table: pd.DataFrame, budgets) -> str:
         rows += ", the smallest budget tried," if found == ordered[0] else ","
     text = (
         f"{lead} statistics recomputed by PreciseBN from {rows} inference-mode accuracy minus that with the "
-        f"exact statistics is {_gaps(table, key)} and the unadjusted paired interval {sides_clause(sides(key))}"
+        f"exact statistics is {_gaps(table, key)} and the {family.tag} paired interval {sides_clause(sides(key))}"
     )
     if found is not None and found != ordered[0]:
         before = ordered[ordered.index(found) - 1]
@@ -218,11 +238,12 @@ def abstract_sentence(table: pd.DataFrame, budgets) -> str:
     return text
 
 
-def latex_table(table: pd.DataFrame, budgets) -> tuple[list[str], list[list[str]], str, str]:
+def latex_table(table: pd.DataFrame, budgets, note: str, ema_tag: str) -> tuple[list[str], list[list[str]], str, str]:
     """Rows: training batch sizes; columns: each statistic's paired difference to the exact
     statistics in signed points with the interval it reports (:func:`adjusted`: the running averages'
-    adjusted as in the batch-size study, the others unadjusted)."""
-    names = {EMA: "running averages (adjusted)", ALL: "whole pass"} | {
+    as in the batch-size study, named by ``ema_tag``, its family's tag; the others at the level of
+    the family ``precise_rows``); ``note``: :func:`intervals`."""
+    names = {EMA: f"running averages ({ema_tag})", ALL: "whole pass"} | {
         str(k): f"{latex.fmt(int(k))} rows" for k in budgets
     }
     header = ["batch", *(names[k] for k in keys(budgets))]
@@ -239,13 +260,15 @@ def latex_table(table: pd.DataFrame, budgets) -> tuple[list[str], list[list[str]
             row.append(f"${signed_points(r['gap'])}$ ${ci}$")
         rows.append(row)
     align = "r" + "l" * len(keys(budgets))
-    return header, rows, align, f"accuracy against the exact statistics, paired by seed (points); {EMA_INTERVAL}"
+    return header, rows, align, f"accuracy against the exact statistics, paired by seed (points); {note}"
 
 
-def summary_json(table: pd.DataFrame, budgets, replicates: int, seed: int, confidence: float) -> dict:
-    """``results/summary/precise_rows.json``: the settings and every cell of :func:`adjusted`."""
+def summary_json(table: pd.DataFrame, budgets, replicates: int, seed: int, confidence: float, note, family) -> dict:
+    """``results/summary/precise_rows.json``: the settings, every cell of :func:`adjusted`, ``note``
+    (:func:`intervals`) and the record of the family ``precise_rows`` (``family``)."""
     return {
-        "intervals": EMA_INTERVAL,
+        "intervals": note,
+        "families": {family.name: family.record(confidence, members(budgets))},
         "budgets": [int(k) for k in sorted(budgets)],
         "replicates": int(replicates),
         "seed": int(seed),
