@@ -61,3 +61,12 @@ def test_table_and_macros_say_what_each_family_applied():
     assert m["familyNormalisersTag"] == "adjusted" and m["familyEqualStepsTag"] == "unadjusted"
     assert m["familyNormalisersSmallestEffect"] == "1.00" and "familyEqualStepsSmallestEffect" not in m
     assert m["familiesCount"] == "2" and m["familiesAdjustedCount"] == "1"
+
+
+def test_a_family_without_members_in_this_build_has_no_level():
+    s = summaries()
+    s["equal_steps"]["families"]["equal_steps"] = declared(DECLARED, "equal_steps").record(0.95, 0)
+    checked = families.check(DECLARED, FORMED, s)
+    assert checked[1][1]["level"] is None
+    assert families.table_rows(checked)[1][1:4] == ["0 batch sizes", "none (exploratory)", "none formed"]
+    assert "familyEqualStepsLevel" not in families.macros(checked)

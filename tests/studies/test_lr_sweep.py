@@ -18,7 +18,7 @@ from bnstudy.studies.lr_sweep import science as lr_sweep
 from conftest import ROOT
 
 LABELS = {"none": "none", "batchnorm": "batch norm"}
-ADJUSTMENTS = ("bonferroni", "none")
+ADJUSTMENTS = ("bonferroni", "unadjusted")
 
 
 def declared_families(adjustment: str | None = None) -> dict:
@@ -294,13 +294,13 @@ def test_the_sign_sentences_name_the_intervals_as_the_gap_family_is_declared(adj
     best = _paired([(2, -0.19, -0.67, -0.01), (8, 0.01, -0.02, 0.03)])
     grid = _paired([(2, -0.10, -0.20, 0.01), (8, 0.01, 0.005, 0.03)])
     m = lr_sweep_report.paired_macros(best, grid, family)
-    tag = {"bonferroni": "adjusted", "none": "unadjusted"}[adjustment]
+    tag = {"bonferroni": "adjusted", "unadjusted": "unadjusted"}[adjustment]
     assert m["lrSignSentences"] == (
         f"At the chosen rates the {tag} paired intervals lie wholly below zero at batch 2, and contain zero at the "
         f"other batch size; at \\lrGridRate{{}} the {tag} paired intervals lie wholly above zero at batch 8, and "
         "contain zero at the other batch size"
     )
-    assert ("unadjusted" in m["lrSignSentences"]) == (adjustment == "none") and not problems(m["lrSignSentences"])
+    assert ("unadjusted" in m["lrSignSentences"]) == (adjustment == "unadjusted") and not problems(m["lrSignSentences"])
 
 
 FAMILY_USES = {  # family -> its members in the test config, the sections that name its intervals
@@ -331,7 +331,7 @@ def test_the_sections_name_each_familys_intervals_as_declared(adjustment):
                 for window in in_place(section, key, m[key]):
                     uses += 1
                     assert not problems(window), (section, key, window)
-                    if adjustment == "none":
+                    if adjustment == "unadjusted":
                         assert "Bonferroni" not in window and "hold together" not in window, (section, window)
         assert uses, name
     sections = "".join((ROOT / "paper" / "sections" / s).read_text() for s in ("lr_sweep.tex", "precise_rows.tex"))

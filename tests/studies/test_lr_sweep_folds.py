@@ -164,7 +164,7 @@ def stab_rows(rows):
 @pytest.mark.parametrize("adjustment", ADJUSTMENTS)
 def test_every_stability_sentence(adjustment):
     family = variant("lr_margin", adjustment)
-    article = {"bonferroni": "an adjusted", "none": "an unadjusted"}[adjustment]
+    article = {"bonferroni": "an adjusted", "unadjusted": "an unadjusted"}[adjustment]
     every = stab_rows([("none", 2, 5, 0.01, 0.001, 0.02), ("batchnorm", 2, 5, 0.02, 0.01, 0.03)])
     m = stability.stability_macros(every, LABELS, 2, 1, family)
     assert m["lrFolds"] == "5" and m["lrOtherFolds"] == "other 4 folds" and m["lrSeedsPhrase"] == "1 seed"
@@ -250,7 +250,7 @@ def test_every_chosen_against_grid_sentence(adjustment):
         "above zero"
     )
     mixed = diff_rows([(2, -0.02, -0.03, -0.01), (4, 0.02, 0.01, 0.03), (8, -0.01, -0.02, 0.01)])
-    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 cells", "none": "unadjusted (exploratory)"}[adjustment]
+    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 cells", "unadjusted": "unadjusted (exploratory)"}[adjustment]
     assert sentence(mixed, 6) == (
         "The chosen rate is not the grid's in 3 of the 6 cells, and scores below it on the test half in 2 of them; "
         f"paired over folds and seeds, {phrase}, the intervals lie wholly below zero in 1 and wholly above zero "

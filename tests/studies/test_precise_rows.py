@@ -174,8 +174,8 @@ def test_the_budgets_take_the_level_their_family_declares_and_say_so(adjustment)
         assert (r.ci_low, r.ci_high) == pytest.approx(_t_interval(d, 0.95), abs=1e-12)
         assert r.family == (3 if adjustment == "bonferroni" else 1)
     note = report.intervals(remedies, family, 2, [8, 16])
-    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 budgets", "none": "unadjusted (exploratory)"}[adjustment]
-    ema_phrase = {"bonferroni": "Bonferroni-adjusted over the 2 batch sizes", "none": "unadjusted (exploratory)"}
+    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 budgets", "unadjusted": "unadjusted (exploratory)"}[adjustment]
+    ema_phrase = {"bonferroni": "Bonferroni-adjusted over the 2 batch sizes", "unadjusted": "unadjusted (exploratory)"}
     assert note == (
         "the running averages' interval is the batch-size study's exact_vs_ema (exact minus running averages), "
         f"{ema_phrase[adjustment]}, sign reversed; the others are {phrase}"
@@ -187,7 +187,7 @@ def test_the_budgets_take_the_level_their_family_declares_and_say_so(adjustment)
     assert summary["families"]["precise_rows"]["level"] == level
     sentence = report.macros(table, [8, 16], 2, 3, family)["preciseRowsAbstractSentence"]
     assert f"the {family.tag} paired interval" in sentence and not problems(sentence)
-    assert ("unadjusted" in sentence) == (adjustment == "none")
+    assert ("unadjusted" in sentence) == (adjustment == "unadjusted")
 
 
 def test_the_running_averages_refuse_a_batch_size_study_of_other_networks():

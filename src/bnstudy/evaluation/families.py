@@ -67,12 +67,13 @@ class Family:
         return f"Bonferroni-adjusted over the {members} {self.over}"
 
     def record(self, confidence: float, members: int) -> dict:
-        """What a study applied, for its summary's ``families`` key."""
+        """What a study applied, for its summary's ``families`` key (``members`` 0: the study formed
+        no member in this build, such as no cell whose chosen rate differs from the grid's; no level)."""
         return {
             "adjustment": self.adjustment,
             "members": int(members),
             "confidence": confidence,
-            "level": self.level(confidence, members),
+            "level": self.level(confidence, members) if members else None,
             "smallest_effect": self.smallest_effect,
         }
 

@@ -55,7 +55,7 @@ def table_rows(checked: list[tuple]) -> list[list[str]]:
     for family, record in checked:
         members = f"{record['members']} {family.over}"
         adjustment = "Bonferroni" if family.adjusted else "none (exploratory)"
-        level = latex.fmt(record["level"], 2, percent=True)
+        level = "none formed" if record["level"] is None else latex.fmt(record["level"], 2, percent=True)
         compares = latex.escape(family.compares[0].upper() + family.compares[1:])
         rows.append([compares, latex.escape(members), adjustment, level, _smallest(family)])
     return rows
@@ -67,7 +67,7 @@ HEADER = ["Comparison", "Members", "Adjustment", "Level", "Smallest effect"]
 def macros(checked: list[tuple]) -> dict[str, str]:
     """Per family: ``family<Name>Phrase`` (its adjustment in words, with its members), ``...Tag``
     (``adjusted`` or ``unadjusted``), ``...Members``, ``...Level`` and ``...SmallestEffect``
-    (points; absent where none is declared); and ``familiesCount``, ``familiesAdjustedCount``."""
+    (points; absent where none is declared; ``...Level`` is absent where no member was formed); and ``familiesCount``, ``familiesAdjustedCount``."""
     m = {
         "familiesCount": str(len(checked)),
         "familiesAdjustedCount": str(sum(f.adjusted for f, _ in checked)),
@@ -77,7 +77,8 @@ def macros(checked: list[tuple]) -> dict[str, str]:
         m[latex.macro_name("family", name, "phrase")] = family.phrase(record["members"])
         m[latex.macro_name("family", name, "tag")] = family.tag
         m[latex.macro_name("family", name, "members")] = str(record["members"])
-        m[latex.macro_name("family", name, "level")] = latex.fmt(record["level"], 2, percent=True)
+        if record["level"] is not None:
+            m[latex.macro_name("family", name, "level")] = latex.fmt(record["level"], 2, percent=True)
         if family.smallest_effect is not None:
             m[latex.macro_name("family", name, "smallest effect")] = latex.fmt(100 * family.smallest_effect, 2)
     return m
