@@ -163,7 +163,10 @@ def test_every_interval_is_at_the_level_the_family_declares_and_said_so(adjustme
     summary = report.summary_json(cells.reset_index(), [0, 1, 2], [2, 64], 0.95, family, arms)
     assert summary["families"] == {"equal_steps": family.record(0.95, len(arms))}
     assert summary["families"]["equal_steps"]["level"] == level
-    phrase = {"bonferroni": f"Bonferroni-adjusted over the {len(arms)} batch sizes", "unadjusted": "unadjusted (exploratory)"}
+    phrase = {
+        "bonferroni": f"Bonferroni-adjusted over the {len(arms)} batch sizes",
+        "unadjusted": "unadjusted (exploratory)",
+    }
     assert summary["intervals"].endswith(", " + phrase[adjustment])
     _, _, _, comment = report.latex_table(cells.reset_index(), report.intervals(family, arms))
     assert comment.endswith(phrase[adjustment])

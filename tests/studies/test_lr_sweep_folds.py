@@ -250,7 +250,9 @@ def test_every_chosen_against_grid_sentence(adjustment):
         "above zero"
     )
     mixed = diff_rows([(2, -0.02, -0.03, -0.01), (4, 0.02, 0.01, 0.03), (8, -0.01, -0.02, 0.01)])
-    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 cells", "unadjusted": "unadjusted (exploratory)"}[adjustment]
+    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 cells", "unadjusted": "unadjusted (exploratory)"}[
+        adjustment
+    ]
     assert sentence(mixed, 6) == (
         "The chosen rate is not the grid's in 3 of the 6 cells, and scores below it on the test half in 2 of them; "
         f"paired over folds and seeds, {phrase}, the intervals lie wholly below zero in 1 and wholly above zero "

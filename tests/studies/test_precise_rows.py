@@ -174,7 +174,9 @@ def test_the_budgets_take_the_level_their_family_declares_and_say_so(adjustment)
         assert (r.ci_low, r.ci_high) == pytest.approx(_t_interval(d, 0.95), abs=1e-12)
         assert r.family == (3 if adjustment == "bonferroni" else 1)
     note = report.intervals(remedies, family, 2, [8, 16])
-    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 budgets", "unadjusted": "unadjusted (exploratory)"}[adjustment]
+    phrase = {"bonferroni": "Bonferroni-adjusted over the 3 budgets", "unadjusted": "unadjusted (exploratory)"}[
+        adjustment
+    ]
     ema_phrase = {"bonferroni": "Bonferroni-adjusted over the 2 batch sizes", "unadjusted": "unadjusted (exploratory)"}
     assert note == (
         "the running averages' interval is the batch-size study's exact_vs_ema (exact minus running averages), "

@@ -67,7 +67,8 @@ HEADER = ["Comparison", "Members", "Adjustment", "Level", "Smallest effect"]
 def macros(checked: list[tuple]) -> dict[str, str]:
     """Per family: ``family<Name>Phrase`` (its adjustment in words, with its members), ``...Tag``
     (``adjusted`` or ``unadjusted``), ``...Members``, ``...Level`` and ``...SmallestEffect``
-    (points; absent where none is declared; ``...Level`` is absent where no member was formed); and ``familiesCount``, ``familiesAdjustedCount``."""
+    (points; absent where none is declared; ``...Level`` is absent where no member was formed);
+    and ``familiesCount``, ``familiesAdjustedCount``."""
     m = {
         "familiesCount": str(len(checked)),
         "familiesAdjustedCount": str(sum(f.adjusted for f, _ in checked)),
