@@ -329,7 +329,7 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
             row += [ten(c["lr"]), f"{pts(c['test_accuracy'])} $\\pm$ {pts(c['test_sd'])}"]
         for table in (pb, pg):
             p = table[b]
-            lo, hi = p["ci"]
+            lo, hi = p["ci_adjusted"]  # the table quotes the family lr_gap's interval, as the text does
             ci = "\\text{(every seed alike)}" if lo == hi else f"[{sgn(lo)}, {sgn(hi)}]"
             row.append(f"${sgn(p['gain'])}$ ${ci}$")
         rows.append(row)
@@ -599,8 +599,8 @@ def test_best_table_rows_for_one_batch_size_by_value():
         {"normaliser": ["batchnorm", "none"], "batch_size": [8, 8], "lr": [3e-4, 2e-2]}
         | {"test_mean": [0.8123, 0.7346], "test_sd": [0.0123, 0.0456]}
     )
-    pb = pd.DataFrame({"batch_size": [8], "gain": [0.0778], "ci_low": [-0.0123], "ci_high": [0.1679]})
-    pg = pd.DataFrame({"batch_size": [8], "gain": [-0.0456], "ci_low": [-0.0789], "ci_high": [-0.0123]})
+    pb = pd.DataFrame({"batch_size": [8], "gain": [0.0778], "ci_low_adj": [-0.0123], "ci_high_adj": [0.1679]})
+    pg = pd.DataFrame({"batch_size": [8], "gain": [-0.0456], "ci_low_adj": [-0.0789], "ci_high_adj": [-0.0123]})
     header, rows, align, comment = lr_sweep_report.best_table(best, pb, pg)
     assert header == ["batch", "none: rate", "accuracy", "BN: rate", "accuracy", "BN $-$ none", "at the grid's rate"]
     assert rows == [

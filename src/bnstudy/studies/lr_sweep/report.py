@@ -361,7 +361,9 @@ def _cell(r) -> dict:
 
 def best_table(best: pd.DataFrame, paired_best: pd.DataFrame, paired_grid: pd.DataFrame):
     """``(header, rows, align, comment)``: per batch size each normaliser's rate and test accuracy
-    (mean +- sd, points), batch norm minus none at the chosen rates and at the grid's rate."""
+    (mean +- sd, points), batch norm minus none at the chosen rates and at the grid's rate, each with
+    its interval at the level of the family ``lr_gap`` (``ci_low_adj``, ``ci_high_adj``: the one every
+    quote of the comparison has)."""
     cell = best.set_index(["normaliser", "batch_size"])
     pb, pg = paired_best.set_index("batch_size"), paired_grid.set_index("batch_size")
     rows = []
@@ -372,7 +374,7 @@ def best_table(best: pd.DataFrame, paired_best: pd.DataFrame, paired_grid: pd.Da
             row += [power_of_ten(r.lr), f"{points(r.test_mean)} $\\pm$ {points(r.test_sd)}"]
         for t in (pb, pg):
             p = t.loc[b]
-            row.append(f"${signed_points(p.gain)}$ ${points_interval(p.ci_low, p.ci_high, signed=True)}$")
+            row.append(f"${signed_points(p.gain)}$ ${points_interval(p.ci_low_adj, p.ci_high_adj, signed=True)}$")
         rows.append(row)
     header = ["batch", "none: rate", "accuracy", "BN: rate", "accuracy", "BN $-$ none", "at the grid's rate"]
     return header, rows, "r" + "ll" * 2 + "ll", "learning rate chosen on the validation split, per cell"
