@@ -171,10 +171,11 @@ def test_the_test_configs_paper_sets_the_tiny_fashion_builds_headlines_beside_it
     assert "Side by side" in text and "beside those of one other build: Fashion-MNIST with a convolutional" in text
 
 
-def build_macros(name, conv, gain, ci, flip, flip_ci, size="2", batch="2"):
+def build_macros(name, conv, gain, ci, flip, flip_ci, size="2", batch="2", tag="adjusted"):
     """A build's macros as its summaries write them (batch norm minus none at the smallest and largest
-    grid batch, the label-change rate at the smallest probe size)."""
-    m = {"dataSetName": name, "batchMin": batch, "batchMax": "128", "compSizeMin": size,
+    grid batch, the label-change rate at the smallest probe size; ``tag``: how its config's declared
+    family ``normalisers`` names the interval)."""
+    m = {"dataSetName": name, "batchMin": batch, "batchMax": "128", "compSizeMin": size, "familyNormalisersTag": tag,
          "pairedBatchnormVsNoneMinGain": gain, "pairedBatchnormVsNoneMinAdjCi": ci,
          "pairedBatchnormVsNoneMaxGain": "+0.40", "pairedBatchnormVsNoneMaxAdjCi": "[-0.20, +1.00]",
          "compNetFlipRateMin": flip, "compNetFlipRateCombinedCiMin": flip_ci}  # fmt: skip
@@ -192,15 +193,20 @@ def test_numbers_reads_a_macro_body_as_printed():
 def test_the_verdicts_group_the_builds_by_the_sign_of_their_own_adjusted_interval():
     digits = build_macros("digits", False, "-10.50", "[-14.00, -7.00]", "40.0\\%", "[35.0\\%, 45.0\\%]")
     mlp = build_macros("Fashion-MNIST", False, "-20.10", "[-25.00, -15.20]", "30.0\\%", "[28.0\\%, 33.0\\%]")
-    cnn = build_macros("Fashion-MNIST", True, "-1.00", "[-3.00, +1.00]", "10.0\\%", "[8.0\\%, 12.0\\%]")
+    cnn = build_macros(
+        "Fashion-MNIST", True, "-1.00", "[-3.00, +1.00]", "10.0\\%", "[8.0\\%, 12.0\\%]", tag="unadjusted"
+    )
     found = report.findings_macros([digits, mlp, cnn])
     smallest = found["compareFindingsSmallest"]
     assert smallest.startswith("At each build's smallest grid batch size, for digits (fully connected) and "
                                "Fashion-MNIST (fully connected) batch normalisation scores below no normaliser; "
-                               "for Fashion-MNIST (convolutional) the adjusted interval contains zero")  # fmt: skip
-    assert "Fashion-MNIST (convolutional), $b = 2$: $-1.00$ $[-3.00, +1.00]$" in smallest
+                               "for Fashion-MNIST (convolutional) the interval contains zero")  # fmt: skip
+    # each build's interval named by its own config's declaration of the family
+    assert "digits (fully connected), $b = 2$: $-10.50$ $[-14.00, -7.00]$ (adjusted)" in smallest
+    assert "Fashion-MNIST (convolutional), $b = 2$: $-1.00$ $[-3.00, +1.00]$ (unadjusted)" in smallest
+    assert "interval at the level its config declares" in smallest and "Bonferroni" not in smallest
     assert found["compareFindingsLargest"].startswith(
-        "At each build's largest grid batch size, in every build the adjusted interval contains zero"
+        "At each build's largest grid batch size, in every build the interval contains zero"
     )
     flips = found["compareFindingsFlips"]
     assert "Fashion-MNIST (convolutional)'s rate is lower than Fashion-MNIST (fully connected)'s" in flips

@@ -51,16 +51,16 @@ ROWS = (
     (
         "Batch norm minus none, points, smallest grid batch",
         "$@pairedBatchnormVsNoneMinGain$ $@pairedBatchnormVsNoneMinAdjCi$ at $b=@batchMin$ "
-        "(adjusted over @pairedBatchnormVsNoneFamily sizes)",
+        "(@familyNormalisersPhrase)",
     ),
     (
         "Batch norm minus none, points, largest grid batch",
         "$@pairedBatchnormVsNoneMaxGain$ $@pairedBatchnormVsNoneMaxAdjCi$ at $b=@batchMax$ "
-        "(adjusted over @pairedBatchnormVsNoneFamily sizes)",
+        "(@familyNormalisersPhrase)",
     ),
     (
         "The same, learning rate chosen per cell, smallest batch",
-        "$@lrPairedBestMinGain$ $@lrPairedBestMinCi$ at $b=@lrBatchMin$ (adjusted over @lrFamily sizes)",
+        "$@lrPairedBestMinGain$ $@lrPairedBestMinCi$ at $b=@lrBatchMin$ (@familyLrGapPhrase)",
     ),
     ("Confidence of the intervals", "@compConfidence (label changes), @evalConfidencePct (accuracy)"),
 )
@@ -200,25 +200,26 @@ def _side(lo: float, hi: float) -> str:
 
 def bn_versus_none(builds: list[dict[str, str]], names: list[str], end: str = "Min") -> str:
     """Whether batch norm falls below no normaliser at each build's smallest (``end`` Min) or largest
-    (Max) grid batch: the sign of each build's Bonferroni-adjusted paired interval, one verdict per
-    build, and the builds grouped by verdict."""
+    (Max) grid batch: the sign of each build's paired interval at the level its config declares for the
+    family ``normalisers`` (its tag, ``adjusted`` or ``unadjusted``, beside it), one verdict per build,
+    and the builds grouped by verdict."""
     label = {"Min": "smallest", "Max": "largest"}[end]
     groups: dict[str, list[str]] = {"below": [], "above": [], "neither": []}
     shown = []
     for name, m in zip(names, builds, strict=True):
         gain, ci = m.get(f"pairedBatchnormVsNone{end}Gain"), m.get(f"pairedBatchnormVsNone{end}AdjCi")
-        b = m.get(f"batch{end}")
-        if gain is None or ci is None or b is None:
+        b, tag = m.get(f"batch{end}"), m.get("familyNormalisersTag")
+        if gain is None or ci is None or b is None or tag is None:
             continue
         lo, hi = numbers(expand(ci, m))[:2]
         groups[_side(lo, hi)].append(name)
-        shown.append(f"{name}, $b = {expand(b, m)}$: ${expand(gain, m)}$ ${expand(ci, m)}$")
+        shown.append(f"{name}, $b = {expand(b, m)}$: ${expand(gain, m)}$ ${expand(ci, m)}$ ({tag})")
     if not shown:
         return ""
     verdicts = {
         "below": "batch normalisation scores below no normaliser",
         "above": "batch normalisation scores above no normaliser",
-        "neither": "the adjusted interval contains zero, so the two cannot be told apart",
+        "neither": "the interval contains zero, so the two cannot be told apart",
     }
     parts = []
     for side in ("below", "above", "neither"):
@@ -227,7 +228,7 @@ def bn_versus_none(builds: list[dict[str, str]], names: list[str], end: str = "M
             parts.append(f"{where} {verdicts[side]}")
     return (
         f"At each build's {label} grid batch size, {'; '.join(parts)} (inference-mode accuracy, batch "
-        f"normalisation minus none in points, with each build's Bonferroni-adjusted interval: "
+        f"normalisation minus none in points, with each build's interval at the level its config declares: "
         f"{'; '.join(shown)})."
     )
 
