@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from batch_size_families import ADJUSTED
 from bnstudy.evaluation import paired as pairing
 from bnstudy.studies.batch_size import paired
 from bnstudy.studies.batch_size import summary as batch_size_summary
@@ -63,7 +64,7 @@ def test_net_rows_are_the_accuracy_difference_times_the_rows():
     assert list(per_seed.comparison.unique()) == ["batchnorm_vs_none"]
     for r in per_seed.itertuples():
         assert r.net_rows == round((r.accuracy_a - r.accuracy_b) * n)
-    summary = paired.summarise(per_seed, 0.95)
+    summary = paired.summarise(per_seed, 0.95, ADJUSTED)
     assert summary.iloc[0]["a_only"] == per_seed.a_only.sum()
 
 
@@ -105,7 +106,7 @@ def test_summary_keeps_the_comparisons_in_the_order_they_come():
     """Rows follow the order of the comparisons in the per-seed table (the paper's table order),
     not an alphabetical or numeric sort, and each row pools its seeds whatever their order."""
     rows = []
-    for name, b in [("zeta_vs_none", 16), ("alpha_vs_none", 2), ("zeta_vs_none", 4)]:
+    for name, b in [("exact_vs_ema", 16), ("batchnorm_vs_none", 2), ("exact_vs_ema", 4)]:
         for seed, (acc_a, acc_b) in [(1, (0.9, 0.8)), (0, (0.7, 0.75))]:
             rows.append(
                 dict(
@@ -120,11 +121,11 @@ def test_summary_keeps_the_comparisons_in_the_order_they_come():
                     mcnemar_p=0.5,
                 )
             )
-    out = paired.summarise(pd.DataFrame(rows), 0.95)
+    out = paired.summarise(pd.DataFrame(rows), 0.95, ADJUSTED)
     assert list(zip(out.comparison, out.batch_size)) == [
-        ("zeta_vs_none", 16),
-        ("alpha_vs_none", 2),
-        ("zeta_vs_none", 4),
+        ("exact_vs_ema", 16),
+        ("batchnorm_vs_none", 2),
+        ("exact_vs_ema", 4),
     ]
     assert out.gain.tolist() == pytest.approx([0.025] * 3, abs=1e-12)
     assert out.a_only.tolist() == [6, 6, 6]

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from scipy import stats as sps
 
+from batch_size_families import ADJUSTED as ADJUSTED_FAMILIES
 from bnstudy.base import stats
 from bnstudy.paper import design
 from bnstudy.studies.batch_size import paired
@@ -143,10 +144,12 @@ def study2():
     runs = pd.DataFrame(runs).sort_values(batch_size_summary.KEYS, kind="stable").reset_index(drop=True)
     summary = stats.summarise_over_seeds(runs, ["normaliser", "batch_size", "mode"], "accuracy", 0.95)
     pairs = paired.per_seed(runs, pd.DataFrame(rows))
-    pair_summary = paired.summarise(pairs, 0.95)
+    pair_summary = paired.summarise(pairs, 0.95, ADJUSTED_FAMILIES)
     updates = pd.DataFrame(columns=["batch_size", "seed", "updates"])
     distances = pd.DataFrame(columns=batch_size_summary.DISTANCE_KEYS + ["mean_distance", "var_distance"])
-    m = batch_size_summary.macros(runs, summary, updates, distances, pairs, pair_summary, PUBLISHED, 0.1, 0.95)
+    m = batch_size_summary.macros(
+        runs, summary, updates, distances, pairs, pair_summary, PUBLISHED, 0.1, 0.95, ADJUSTED_FAMILIES
+    )
     return m, pair_summary
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from batch_size_families import ADJUSTED
 from bnstudy.base.config import ConfigError, parts
 from bnstudy.evaluation import accuracy as scores
 from bnstudy.evaluation import recompute
@@ -240,7 +241,7 @@ def test_one_comparison_one_verdict_the_budget_study_and_the_batch_size_study_ag
     adjusted verdict of exact minus running averages, batch size by batch size: below zero where it
     is above, above where it is below, holding zero where it holds zero (every verdict rendered)."""
     rows, pairs = _one_family()
-    gains = paired.summarise(pairs, 0.95)  # the batch-size study's own family (gains.csv)
+    gains = paired.summarise(pairs, 0.95, ADJUSTED)  # the batch-size study's own family (gains.csv)
     table = report.adjusted(report.cells(report.per_seed(rows), [16], 0.95, FAMILY), gains)
     ema = table[table.key == "ema"].set_index("batch_size")
     theirs = gains.set_index("batch_size")
@@ -257,7 +258,7 @@ def test_one_comparison_one_verdict_the_budget_study_and_the_batch_size_study_ag
         == "lies wholly above zero at batch 8, lies wholly below zero at batch 4 and contains zero at batches 2 and 16"
     )
     assert m["preciseRowsEmaFamily"] == "4"
-    theirs_m = batch_size_macros.interval_sign_macros(gains)
+    theirs_m = batch_size_macros.interval_sign_macros(gains, ADJUSTED)
     assert (
         theirs_m["pairedExactVsEmaAboveSizes"] == "at batch 4"
         and theirs_m["pairedExactVsEmaBelowSizes"] == "at batch 8"

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from batch_size_families import ADJUSTED, family, section
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
 from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
@@ -171,17 +172,27 @@ def test_remedy_sentence_every_grouping(n_remedies, pattern):
             assert batch_size_sentences.REMEDY_NAMES[name] in text
 
 
+@pytest.mark.parametrize("adjustment", ["bonferroni", "unadjusted"])
 @pytest.mark.parametrize("pattern", list(itertools.product(CI, repeat=3)))
-def test_interval_sign_macros_every_pattern(pattern):
-    m = batch_size_macros.interval_sign_macros(pair_summary({"batchnorm_vs_none": [CI[p] for p in pattern]}))
+def test_interval_sign_macros_every_pattern(pattern, adjustment):
+    families = section(adjustment)
+    m = batch_size_macros.interval_sign_macros(pair_summary({"batchnorm_vs_none": [CI[p] for p in pattern]}), families)
     text = f"Paired over seeds: {m['pairedBatchnormVsNoneSignSentence']}."
     assert not problems(text), text
+    tag = "adjusted" if adjustment == "bonferroni" else "unadjusted"
+    assert text.startswith(f"Paired over seeds: the {tag} paired intervals "), text
+    phrase = family("normalisers", adjustment).phrase(3)  # the section's words before it
+    for window in in_place(
+        "batch_size.tex", "pairedBatchnormVsNoneSignSentence", m["pairedBatchnormVsNoneSignSentence"]
+    ):
+        window = window.replace("\\familyNormalisersPhrase", phrase)
+        assert not problems(window), window
 
 
 @pytest.mark.parametrize("comparison", ["batchnorm_vs_none", "batchrenorm_vs_batchnorm"])
 @pytest.mark.parametrize("pattern", list(itertools.product(CI, repeat=3)))
 def test_direction_sentence_names_each_unanimous_batch_size_once(comparison, pattern):
-    m = batch_size_macros.interval_sign_macros(pair_summary({comparison: [CI[p] for p in pattern]}))
+    m = batch_size_macros.interval_sign_macros(pair_summary({comparison: [CI[p] for p in pattern]}), ADJUSTED)
     name = latex.macro_name("paired", comparison, "direction sentence")
     text = f"Seed by seed, {m[name]}."
     assert not problems(text), text
@@ -199,12 +210,15 @@ def test_direction_sentence_names_each_unanimous_batch_size_once(comparison, pat
 SMALL = {"above": (0.002, 0.008), "below": (-0.008, -0.002), "large": (0.02, 0.04), "zero": (-0.004, 0.004)}
 
 
+@pytest.mark.parametrize("adjustment", ["bonferroni", "unadjusted"])
 @pytest.mark.parametrize("comparison", ["batchnorm_vs_none", "batchrenorm_vs_batchnorm"])
 @pytest.mark.parametrize("pattern", list(itertools.product(SMALL, repeat=3)))
-def test_small_effect_sentence_names_the_intervals_clear_of_zero_inside_the_margin(comparison, pattern):
+def test_small_effect_sentence_names_the_intervals_clear_of_zero_inside_the_margin(comparison, pattern, adjustment):
+    families = section(adjustment)
     summary = pair_summary({comparison: [SMALL[p] for p in pattern]})
-    text = batch_size_macros.interval_sign_macros(summary)[latex.macro_name("paired", comparison, "direction sentence")]
-    small = batch_size_summary.small_effect_macros(summary, 0.01)[
+    name = latex.macro_name("paired", comparison, "direction sentence")
+    text = batch_size_macros.interval_sign_macros(summary, families)[name]
+    small = batch_size_summary.small_effect_macros(summary, families)[
         latex.macro_name("paired", comparison, "small effect")
     ]
     above = [str(2 ** (i + 1)) for i, p in enumerate(pattern) if p == "above"]
@@ -213,16 +227,37 @@ def test_small_effect_sentence_names_the_intervals_clear_of_zero_inside_the_marg
         assert small == ""
         return
     clear = sorted(above + below, key=int)
-    assert small.startswith(f" Yet the adjusted interval{'s' if len(clear) > 1 else ''} clear of zero")
+    tag = "adjusted" if adjustment == "bonferroni" else "unadjusted"
+    assert small.startswith(f" Yet the {tag} interval{'s' if len(clear) > 1 else ''} clear of zero")
     assert f"clear of zero {latex.at_batches(clear)} {'lie' if len(clear) > 1 else 'lies'} wholly within" in small
     assert small.endswith("differ by less.") and "$\\pm1.0$ points" in small
+    # the equivalence margin is the normalisers' smallest effect; renormalisation's family has its own
+    assert ("(the equivalence margin)" in small) == (comparison == "batchnorm_vs_none"), small
     assert not problems(f"Seed by seed, {text}.{small}"), small
+
+
+@pytest.mark.parametrize(
+    "comparison, declared", [("batchnorm_vs_none", "normalisers"), ("batchrenorm_vs_batchnorm", "renorm")]
+)
+def test_small_effect_sentence_reads_the_familys_own_smallest_effect_and_none_without_one(comparison, declared):
+    """Each comparison's intervals are read against its own family's smallest effect: a two-point one
+    takes in an interval a one-point one does not; a family declaring none gets no sentence."""
+    summary = pair_summary({comparison: [(0.002, 0.015), (-0.004, 0.004)]})
+    key = latex.macro_name("paired", comparison, "small effect")
+    assert batch_size_summary.small_effect_macros(summary, ADJUSTED)[key] == ""
+    wider = section(**{declared: {"smallest_effect": 0.02}})
+    small = batch_size_summary.small_effect_macros(summary, wider)[key]
+    assert small.startswith(" Yet the adjusted interval clear of zero at batch 2 lies wholly within $\\pm2.0$ points")
+    other = "renorm" if declared == "normalisers" else "normalisers"  # another family's margin is not read
+    assert batch_size_summary.small_effect_macros(summary, section(**{other: {"smallest_effect": 0.02}}))[key] == ""
+    none = section(**{declared: {"smallest_effect": None}})
+    assert batch_size_summary.small_effect_macros(pair_summary({comparison: [SMALL["above"]]}), none)[key] == ""
 
 
 def test_direction_sentence_counts_a_tied_seed_on_neither_side():
     summary = pair_summary({"batchnorm_vs_none": [CI["below"], CI["above"]]})
     summary.loc[0, ["seeds_behind"]] = 19  # one seed's two networks score alike at batch 2
-    text = batch_size_macros.interval_sign_macros(summary)["pairedBatchnormVsNoneDirectionSentence"]
+    text = batch_size_macros.interval_sign_macros(summary, ADJUSTED)["pairedBatchnormVsNoneDirectionSentence"]
     assert text == "every one of the 20 seeds puts batch normalisation above no normaliser at batch 4"
 
 
@@ -427,11 +462,24 @@ RECOVERY = {  # (loss side, exact side, share closed) -> the sentence, written o
 }
 
 
+def untagged(text: str, adjustment: str) -> str:
+    """A sentence written out for Bonferroni-adjusted families, as it reads where they are declared
+    without adjustment: every interval named unadjusted."""
+    return text if adjustment == "bonferroni" else re.sub(r"\badjusted\b", "unadjusted", text)
+
+
+def tagged(adjustment: str) -> dict:
+    """The families a recovery sentence's intervals belong to, each declared with ``adjustment``."""
+    return {"normalisers": family("normalisers", adjustment), "remedies": family("remedies", adjustment)}
+
+
+@pytest.mark.parametrize("adjustment", ["bonferroni", "unadjusted"])
 @pytest.mark.parametrize("case", list(RECOVERY))
-def test_recovery_sentence_every_verdict(case):
+def test_recovery_sentence_every_verdict(case, adjustment):
     loss, exact, closed = case
-    text = batch_size_sentences.recovery_sentence(pair_row(loss), pair_row(exact), closed, 2)
-    assert text == RECOVERY[case]
+    text = batch_size_sentences.recovery_sentence(pair_row(loss), pair_row(exact), closed, 2, **tagged(adjustment))
+    assert text == untagged(RECOVERY[case], adjustment)
+    assert ("unadjusted" in text) == (adjustment == "unadjusted")
     assert not problems(text), text
     # a share of the loss only where the loss's interval lies below zero and the gain's above
     assert ("\\% of" in text) == (loss == "below" and exact == "above"), text
@@ -439,26 +487,45 @@ def test_recovery_sentence_every_verdict(case):
         assert not problems(window), window
 
 
+def test_recovery_sentence_names_each_interval_by_its_own_family():
+    """The loss's interval is named by the family normalisers, the exact statistics' by remedies."""
+    text = batch_size_sentences.recovery_sentence(
+        pair_row("zero"),
+        pair_row("above"),
+        0.5,
+        2,
+        normalisers=family("normalisers", "none"),
+        remedies=family("remedies"),
+    )
+    assert text.startswith("At batch 2 the unadjusted interval of batch normalisation minus no normaliser contains")
+    assert text.endswith(f"{ROW['above'][3]} (adjusted), an interval that lies wholly above zero")
+
+
+@pytest.mark.parametrize("adjustment", ["bonferroni", "unadjusted"])
 @pytest.mark.parametrize("other_side", ["above", "zero", "below"])
-def test_recovery_sentence_names_another_recomputation_whose_interval_lies_above_zero(other_side):
+def test_recovery_sentence_names_another_recomputation_whose_interval_lies_above_zero(other_side, adjustment):
     """Where the exact statistics' interval contains zero, the sentence does not say that no share of the
     loss lies in the running statistics while another recomputation's interval (adjusted alike) lies
     wholly above zero: it names that one and its share."""
     others = [("the cumulative average", pair_row(other_side), 0.08), ("PreciseBN", pair_row("zero"), 0.07)]
-    text = batch_size_sentences.recovery_sentence(pair_row("below"), pair_row("zero"), 0.13, 2, others)
+    text = batch_size_sentences.recovery_sentence(
+        pair_row("below"), pair_row("zero"), 0.13, 2, others, **tagged(adjustment)
+    )
     head = (
         f"Exact statistics of the training data in place of the running averages change the accuracy at batch 2 "
         f"by {ROW['zero'][3]} (adjusted), an interval that contains zero"
     )
     if other_side == "above":
-        assert text == (
+        assert text == untagged(
             f"{head}, while the cumulative average's change, {ROW['above'][3]} (adjusted alike), lies wholly "
-            "above zero: by that recomputation a share of the loss (8\\% of it) lies in the running statistics"
+            "above zero: by that recomputation a share of the loss (8\\% of it) lies in the running statistics",
+            adjustment,
         )
     else:
-        assert text == (
+        assert text == untagged(
             f"{head}, and no other recomputation's change (the cumulative average and PreciseBN) lies wholly "
-            "above zero, so no share of the loss is shown to lie in the running statistics"
+            "above zero, so no share of the loss is shown to lie in the running statistics",
+            adjustment,
         )
     assert not problems(text), text
     for window in in_place("abstract.tex", "recoverySentence", text):
@@ -484,15 +551,17 @@ RENORM_LEAST = {
 }
 
 
+@pytest.mark.parametrize("adjustment", ["bonferroni", "unadjusted"])
 @pytest.mark.parametrize("head", list(RENORM_HEAD))
 @pytest.mark.parametrize("least", [*RENORM_LEAST, "same size"])
-def test_renorm_sentence_every_verdict(head, least):
+def test_renorm_sentence_every_verdict(head, least, adjustment):
     side, loss_below = head
     at_min = pair_row(side)
     least_row = at_min if least == "same size" else pair_row(least, 4)
-    text = batch_size_sentences.renorm_sentence(at_min, least_row, 0.3, loss_below, 2)
+    renorm = family("renorm", adjustment)
+    text = batch_size_sentences.renorm_sentence(at_min, least_row, 0.3, loss_below, 2, renorm=renorm)
     tail = "; this is its smallest paired difference to batch normalisation" if least == "same size" else None
-    assert text == RENORM_HEAD[head] + (tail or RENORM_LEAST[least])
+    assert text == untagged(RENORM_HEAD[head] + (tail or RENORM_LEAST[least]), adjustment)
     assert not problems(text), text
     for window in in_place("abstract.tex", "renormSentence", text):
         assert not problems(window), window

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+import batch_size_families
 from bnstudy.evaluation import paired as pairing
 from bnstudy.paper import latex
 from bnstudy.studies.batch_size import evaluation, paired
@@ -28,7 +29,8 @@ ROWS = 8  # test rows per network
 SEEDS = [0, 1, 2]
 SIZES = [2, 8]
 CONF = 0.95
-MARGIN = 0.01  # batch_size_eval.equivalence_margin
+MARGIN = 0.01  # families.normalisers.smallest_effect: the controls' equivalence margin
+FAMILIES = batch_size_families.section(smallest_effect=MARGIN)  # every family Bonferroni-adjusted
 MOMENTUM = 0.1
 # correct rows out of ROWS per (normaliser, mode) and batch size, seed by seed
 COUNTS = {
@@ -160,7 +162,7 @@ def distance(name, b, s, layer, kind):
 @pytest.fixture
 def result():
     cells, remedy_runs, distances, correct = inputs()
-    return batch_size_summary.summarise(cells, remedy_runs, distances, correct, PUBLISHED, MOMENTUM, CONF, MARGIN)
+    return batch_size_summary.summarise(cells, remedy_runs, distances, correct, PUBLISHED, MOMENTUM, CONF, FAMILIES)
 
 
 def t_summary(values):
@@ -285,7 +287,7 @@ def test_summary_table_is_numpy_mean_sd_and_logit_t_interval(result):
 def test_json_summary_holds_every_cells_mean_sd_and_interval(result):
     expected = expected_cells()
     key = {"inference": "inference", "training": "train_mode"}
-    out = result["summary"]
+    out = {k: v for k, v in result["summary"].items() if k != "families"}  # the families: below
     assert set(out) == {"none", "batchnorm", "batchrenorm"}
     for (norm, b, mode), (mean, sd, lo, hi) in expected.items():
         cell = out[norm][str(b)]
@@ -646,7 +648,7 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
         "batchnorm": {32: 0.95},
         "batchnorm_training_mode": {32: 0.5},
     }
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, FAMILIES)
     m = m["macros"]
     assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
     assert m["gainCompared"] == "0" and m["gainComparedSizes"] == "none" and m["gainComparedExcludingZero"] == "0"
@@ -657,13 +659,13 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
 def test_published_gap_of_batch_norm_at_the_smallest_batch_missing_or_without_spread():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"batchnorm": {8: 0.90}}  # none at the smallest batch
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, FAMILIES)
     m = m["macros"]
     for name in ("Min", "MinInSd", "MinSign", "MinPoints", "MinInSe"):
         key = "pubBatchnormMin" if name == "Min" else f"pubGapBatchnorm{name}"
         assert m[key] == "n/a", key
     counts = COUNTS | {("batchnorm", "inference"): {2: [3, 3, 3], 8: [8, 8, 7]}}  # no spread at b = 2
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert m["pubGapBatchnormMinInSe"] == "n/a" and m["pubGapBatchnormMinInSd"] == "inf"
     assert m["pubGapBatchnormMinPoints"] == "2.5" and m["pubGapBatchnormMinSign"] == "below"  # 3/8 vs 0.40
 
@@ -673,23 +675,23 @@ def test_mcnemar_seeds_count_only_p_below_alpha():
     1/32 too: not below it, so no seed counts; at 0.95 it does."""
     seeds = pd.DataFrame(
         [
-            {"comparison": "x", "batch_size": 2, "seed": s, "accuracy_a": 1.0, "accuracy_b": 0.25}
+            {"comparison": "batchnorm_vs_none", "batch_size": 2, "seed": s, "accuracy_a": 1.0, "accuracy_b": 0.25}
             | {"rows": 8, "a_only": 6, "b_only": 0, "net_rows": 6, "mcnemar_p": sps.binomtest(6, 6).pvalue}
             for s in (0, 1)
         ]
     )
     assert seeds.mcnemar_p.iloc[0] == 1 / 32
-    assert paired.summarise(seeds, 31 / 32).iloc[0]["seeds_a_better"] == 0
-    assert paired.summarise(seeds, 0.95).iloc[0]["seeds_a_better"] == 2
+    assert paired.summarise(seeds, 31 / 32, FAMILIES).iloc[0]["seeds_a_better"] == 0
+    assert paired.summarise(seeds, 0.95, FAMILIES).iloc[0]["seeds_a_better"] == 2
     flipped = seeds.assign(a_only=0, b_only=6, net_rows=-6, accuracy_a=0.25, accuracy_b=1.0)
-    assert paired.summarise(flipped, 31 / 32).iloc[0]["seeds_b_better"] == 0
-    assert paired.summarise(flipped, 0.95).iloc[0]["seeds_b_better"] == 2
+    assert paired.summarise(flipped, 31 / 32, FAMILIES).iloc[0]["seeds_b_better"] == 0
+    assert paired.summarise(flipped, 0.95, FAMILIES).iloc[0]["seeds_b_better"] == 2
 
 
 def test_published_gap_above_and_the_largest_gap_in_no_training_cell():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"batchnorm_training_mode": {}, "batchnorm": {2: 0.10, 8: 0.90}}
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, FAMILIES)
     m = m["macros"]
     # ours at b = 2: 7/24 = 0.2917 against 0.10: the largest gap, above
     assert m["pubGapCells"] == "4"
@@ -723,7 +725,7 @@ def test_a_middle_batch_size_leaves_every_smallest_and_largest_batch_macro_as_it
     two = expected_macros()
     published = PUBLISHED | {"none": PUBLISHED["none"] | {4: 0.80}, "batchnorm": PUBLISHED["batchnorm"] | {4: 0.85}}
     counts = with_middle_size()
-    m = batch_size_summary.summarise(*inputs(counts), published, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), published, MOMENTUM, CONF, FAMILIES)["macros"]
     # the adjusted intervals widen with the family (three batch sizes here, two there): left out
     # (and the renorm difference clause, which quotes the adjusted interval)
     adjusted = ("pairedBatchrenormVsBatchnormMinDifference",)
@@ -750,12 +752,12 @@ def test_a_middle_batch_size_leaves_every_smallest_and_largest_batch_macro_as_it
 
 def test_a_cell_missing_at_one_end_drops_that_ends_gap_only():
     counts = COUNTS | {("none", "inference"): {8: COUNTS[("none", "inference")][8]}}  # none not run at b = 2
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert "gapMin" not in m and "gainCumulativeMin" not in m
     want = expected_macros()
     assert m["gapMax"] == want["gapMax"] and m["gainCumulativeMax"] == want["gainCumulativeMax"]
     counts = COUNTS | {("none", "inference"): {2: COUNTS[("none", "inference")][2]}}  # nor at b = 8
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert "gapMax" not in m and m["gapMin"] == want["gapMin"]
     # the published gain is claimed at 8 and 16; neither is in the grid with both normalisers
     assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
@@ -770,7 +772,7 @@ def test_rows_evaluated_from_one_paired_row_and_from_none(result):
     cells, remedy_runs, _, _ = inputs()
     _, updates = batch_size_summary.tidy_runs(cells, remedy_runs)
     args = [result["runs"], result["summary_table"], updates, result["distance_summary"]]
-    rest = [result["gains"], PUBLISHED, MOMENTUM, CONF]
+    rest = [result["gains"], PUBLISHED, MOMENTUM, CONF, FAMILIES]
     one = batch_size_macros.macros(*args, result["paired"].iloc[:1], *rest)
     assert one["testRowsEvaluated"] == "8" and one["rowPoints"] == "12.50"
     none = batch_size_macros.macros(*args, result["paired"].iloc[:0], *rest)
@@ -780,7 +782,7 @@ def test_rows_evaluated_from_one_paired_row_and_from_none(result):
 def test_the_largest_published_gap_of_no_normaliser_is_named_in_words():
     cells, remedy_runs, distances, correct = inputs()
     published = PUBLISHED | {"none": {2: 0.10, 8: 0.70, 16: 0.97}}  # ours 23/24 at b = 2
-    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, MARGIN)
+    m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, FAMILIES)
     m = m["macros"]
     assert m["pubGapLargestWhere"] == "no normaliser at batch 2" and m["pubGapLargestSign"] == "above"
     assert m["pubGapLargest"] == pts(23 / 24 - 0.10)
@@ -876,7 +878,7 @@ def test_table_cells_missing_from_the_grid_are_dashes():
     published = PUBLISHED | {"none": {8: 0.7}, "batchnorm_training_mode": {2: 0.9}}
     distances = distances[distances.statistics != "cumulative"]
     cells = [c for c in cells if not (c["normaliser"] == "batchnorm").all() or (c["mode"] != "training").all()]
-    t = batch_size_summary.summarise(cells, [], distances, correct, published, MOMENTUM, CONF, MARGIN)["tables"]
+    t = batch_size_summary.summarise(cells, [], distances, correct, published, MOMENTUM, CONF, FAMILIES)["tables"]
     rows = t["table"][1]
     assert rows[0][2] == "--" and rows[1][6] == "--"  # no published none at 2, no training mode at 8
     assert rows[0][5] == "--" and rows[1][5] == "--"  # no batch-norm training-mode cell in the grid
@@ -1075,7 +1077,7 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
     # batch norm and none alike at b = 8, seed by seed: every paired difference 0, interval [0, 0]
     same = COUNTS[("none", "inference")][8]
     counts = COUNTS | {("batchnorm", "inference"): {2: [2, 4, 1], 8: list(same)}}
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert m["pairedBatchnormVsNoneMaxCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["gainComparedExcludingZero"] == "0"  # an interval touching zero does not exclude it
     assert m["gainsExcludingZero"] == "0"  # adjusted over b = 2 and 8, b = 2's no longer excludes zero
@@ -1084,12 +1086,87 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
         ("batchnorm", "inference"): {2: [2, 4, 1], 8: [8, 8, 8]},
         ("none", "inference"): {2: [8, 7, 8], 8: [5, 5, 5]},
     }
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert m["publishedGainInSeList"] == "n/a such standard errors at batch 8"
 
 
+def test_json_summary_records_each_family_it_forms(result):
+    """One record per family, written out: each comparison of normalisers, renorm and remedies has the
+    two batch sizes, each of last_batch one (the leftover rows kept at b = 8 only); Bonferroni puts
+    each interval at 1 - 0.05 / m. The paper's check reads them against the declaration."""
+    from bnstudy.paper import families as paper_families
+
+    def record(m):
+        return {"adjustment": "bonferroni", "members": m, "confidence": CONF, "level": 1 - 0.05 / m,
+                "smallest_effect": MARGIN}  # fmt: skip
+
+    records = result["summary"]["families"]
+    assert records == {"normalisers": record(2), "renorm": record(2), "remedies": record(2), "last_batch": record(1)}
+    assert records["last_batch"]["level"] == CONF  # one member: the unadjusted level
+    formed = {name: "batch_size" for name in records}
+    checked = paper_families.check(FAMILIES, formed, {"batch_size": result["summary"]})
+    assert [f.name for f, _ in checked] == list(records)
+    declared_otherwise = batch_size_families.section(normalisers={"adjustment": "none"})
+    with pytest.raises(paper_families.FamilyMismatch, match="family normalisers: adjustment 'bonferroni' applied"):
+        paper_families.check(declared_otherwise, formed, {"batch_size": result["summary"]})
+
+
+def test_families_declared_without_adjustment_quote_the_unadjusted_intervals_and_say_so(result):
+    """Declared without adjustment, every family's interval is the unadjusted one (the column the
+    figure draws), recorded at the level ``confidence``, and no generated text calls an interval
+    adjusted or Bonferroni's: the sentences say unadjusted, and the verdicts follow the narrower
+    intervals (batch norm minus none now lies below zero at b = 2, test_the_data_reach_every_branch)."""
+    out = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF, batch_size_families.UNADJUSTED)
+    gains = out["gains"]
+    assert (gains.ci_low_adj == gains.ci_low).all() and (gains.ci_high_adj == gains.ci_high).all()
+    assert {r["level"] for r in out["summary"]["families"].values()} == {CONF}
+    assert {r["adjustment"] for r in out["summary"]["families"].values()} == {"unadjusted"}
+    m = out["macros"]
+    for name, text in m.items():
+        assert not re.search(r"(?<!un)adjusted|Bonferroni", text), name
+    assert m["pairedBatchnormVsNoneBelowSizes"] == "at batch 2"  # adjusted: at no batch size
+    assert m["pairedBatchnormVsNoneSignSentence"] == (
+        "the unadjusted paired intervals lie wholly below zero at batch 2, and wholly above zero at batch 8"
+    )
+    assert m["recoverySentence"].startswith("Exact statistics of the training data in place of the running averages")
+    assert m["recoverySentence"].count("unadjusted") == 1 and "(adjusted" not in m["recoverySentence"]
+    assert m["renormSentence"].count("unadjusted") == 2
+    header, _, _, comment = out["tables"]["gain_table"]
+    assert header[3] == "unadjusted 95\\% interval"
+    assert comment.startswith("Paired differences in inference-mode accuracy, points, with unadjusted intervals")
+    # the numbers that do not depend on the adjustment are those of the adjusted build
+    same = [k for k in result["macros"] if k.startswith(("acc", "sd", "gap", "pub", "mean", "var"))]
+    assert len(same) > 40 and {k: m[k] for k in same} == {k: result["macros"][k] for k in same}
+
+
+def test_families_adjusted_differently_tag_each_comparison_in_the_gains_table():
+    """With the family normalisers unadjusted and the others Bonferroni-adjusted, the header names no
+    adjustment and each comparison's label carries its family's."""
+    mixed = batch_size_families.section(normalisers={"adjustment": "none"})
+    out = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF, mixed)
+    header, rows, _, comment = out["tables"]["gain_table"]
+    assert header[3] == "95\\% interval"
+    labels = [r[0] for r in rows if r[0]]
+    assert labels == [f"{paired.LABELS[name]} ({'unadjusted' if name == 'batchnorm_vs_none' else 'adjusted'})"
+                      for name, _, _ in paired.COMPARISONS]  # fmt: skip
+    assert "adjusted or not as each family is declared" in comment
+    gains = out["gains"].set_index(["comparison", "batch_size"])
+    assert gains.loc[("batchnorm_vs_none", 2), "ci_low_adj"] == gains.loc[("batchnorm_vs_none", 2), "ci_low"]
+    assert gains.loc[("exact_vs_ema", 2), "ci_low_adj"] < gains.loc[("exact_vs_ema", 2), "ci_low"]
+    assert out["macros"]["pairedBatchnormVsNoneSignSentence"].startswith("the unadjusted paired intervals")
+    assert out["macros"]["pairedExactVsEmaSignSentence"].startswith("the adjusted paired intervals")
+
+
+def test_a_family_whose_comparisons_differ_in_their_batch_sizes_is_refused(result):
+    gains = result["gains"]
+    uneven = gains[~((gains.comparison == "exact_vs_ema") & (gains.batch_size == 8))]
+    assert paired.members(gains) == {"normalisers": 2, "renorm": 2, "remedies": 2, "last_batch": 1}
+    with pytest.raises(ValueError, match="family remedies: its comparisons have 2 and 1 batch sizes"):
+        paired.members(uneven)
+
+
 def test_table_comments():
-    t = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF, MARGIN)["tables"]
+    t = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF, FAMILIES)["tables"]
     assert {k: v[3] for k, v in t.items()} == {
         "table": "Study 2: ours (mean $\\pm$ sd over seeds) beside the published values",
         "remedies_table": "Batch norm's inference-mode accuracy under each set of running statistics",
@@ -1110,7 +1187,7 @@ def test_gain_interval_adds_both_sides_in_float64():
 def test_the_largest_published_gap_in_a_cell_without_spread_has_no_standard_error():
     # batch norm in training mode at b = 2, the largest gap, now the same 1 row of 8 on every seed
     counts = COUNTS | {("batchnorm", "training"): {2: [1, 1, 1], 8: [7, 8, 6]}}
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert m["pubGapLargestWhere"] == "batch normalisation, training mode at batch 2"
     assert m["pubGapLargestSd"] == "0.0" and m["pubGapLargestInSe"] == "n/a"
 
@@ -1118,14 +1195,14 @@ def test_the_largest_published_gap_in_a_cell_without_spread_has_no_standard_erro
 def test_a_published_size_outside_the_grid_listed_first_changes_nothing(result):
     published = {k: ({16: v[16]} | v if isinstance(v, dict) else v) for k, v in PUBLISHED.items()}
     assert [list(v)[0] for v in published.values() if isinstance(v, dict)] == [16, 16, 16]
-    m = batch_size_summary.summarise(*inputs(), published, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(), published, MOMENTUM, CONF, FAMILIES)["macros"]
     assert m == result["macros"]
 
 
 def test_a_remedy_interval_of_exactly_zero_lies_neither_above_nor_below():
     # the cumulative average scores as the trained EMA at b = 2, seed by seed: its interval is [0, 0]
     counts = COUNTS | {("batchnorm", "cumulative"): {2: [2, 4, 1], 8: [7, 7, 6]}}
-    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, MARGIN)["macros"]
+    m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert m["pairedCumulativeVsEmaMinCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["remedySignSentence"].startswith(
         "the paired intervals of the cumulative average lie wholly below zero at batch 8, "

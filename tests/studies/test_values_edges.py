@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from batch_size_families import ADJUSTED as ADJUSTED_FAMILIES
 from bnstudy.base import io
 from bnstudy.evaluation import recompute
 from bnstudy.nets import model as mlp
@@ -274,6 +275,7 @@ def test_published_gain_sizes_leave_out_a_tie_between_batchnorm_and_none():
         published,
         0.1,
         0.95,
+        ADJUSTED_FAMILIES,
     )
     se = math.sqrt(0.02**2 / 5 + 0.01**2 / 5)  # at batch 2, with the published five seeds
     assert {k: v for k, v in m.items() if k.startswith("publishedGain")} == {

@@ -269,7 +269,11 @@ def test_an_interval_ending_exactly_at_zero_establishes_no_loss():
     from bnstudy.studies.batch_size import sentences as batch_size_sentences
 
     loss, exact = _paired(-0.05, -0.1, 0.0), _paired(0.01, -0.02, 0.04)
-    text = batch_size_sentences.recovery_sentence(loss, exact, 0.2, 2)
+    from batch_size_families import family
+
+    text = batch_size_sentences.recovery_sentence(
+        loss, exact, 0.2, 2, normalisers=family("normalisers"), remedies=family("remedies")
+    )
     assert "contains zero, so there is no established loss to recover" in text
     assert batch_size_sentences.side_of(_paired(-0.05, -0.1, -1e-12)) == "below"
     assert batch_size_sentences.side_of(_paired(0.05, 0.0, 0.1)) == "zero"

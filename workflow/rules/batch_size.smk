@@ -86,7 +86,9 @@ rule summarise_batch_size:
         ),
     params:
         confidence=config["batch_size_eval"]["confidence"],
-        families=config["families"],
+        families=canonical(
+            {f: config["families"][f] for f, study in catalogue.families(config).items() if study == "batch_size"}
+        ),
         momentum=config["network"]["momentum"],
         epochs=config["grid"]["epochs"],
     script:

@@ -34,7 +34,7 @@ result = batch_size_summary.summarise(
     published=yaml.safe_load(open(inp.published))["batch_size"],
     momentum=p.momentum,
     confidence=p.confidence,
-    margin=p.margin,
+    families=p.families,
 )
 for name in ("runs", "summary_table", "distances", "distance_summary", "gains", "paired", "equivalence"):
     io.write_table(out[name], result[name])

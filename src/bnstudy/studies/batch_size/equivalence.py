@@ -4,16 +4,19 @@ An interval of a paired difference that contains zero says that the seeds cannot
 normalisers apart, not that they score alike. A claim that a normaliser without batch statistics
 (layer, group or RMS normalisation) does as well as no normaliser is tested as an equivalence:
 two one-sided paired t tests (Schuirmann's TOST), each rejecting a difference of at least
-``margin`` (the config's ``batch_size_eval.equivalence_margin``, declared before the build) in its
-direction at level ``alpha``; the two reject together exactly when the ``1 - 2 alpha`` paired t
-interval lies inside ``(-margin, +margin)``. Each control's batch sizes are one family, as the
-headline comparisons' are: ``alpha = (1 - confidence) / family`` (Bonferroni).
+``margin`` in its direction at level ``alpha``; the two reject together exactly when the
+``1 - 2 alpha`` paired t interval lies inside ``(-margin, +margin)``. The tests are members of the
+config's family ``normalisers`` (:mod:`bnstudy.evaluation.families`), as batch normalisation minus
+none is, one per batch size of a control: the margin is the family's ``smallest_effect``, declared
+before the build, and ``alpha = 1 - level``, the family's level (Bonferroni: ``(1 - confidence) /
+m``; declared without adjustment: ``1 - confidence``).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from bnstudy.evaluation.families import Family
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, words
@@ -21,15 +24,30 @@ from bnstudy.paper.latex import points, words
 CONTROLS = {"layernorm": "layer normalisation", "groupnorm": "group normalisation", "rmsnorm": "RMS normalisation"}
 
 
-def equivalence_rows(runs: pd.DataFrame, confidence: float, margin: float) -> pd.DataFrame:
+def tost_alpha(family: Family, confidence: float, members: int) -> float:
+    """Each one-sided test's level: ``1 - family.level(confidence, members)``, written as ``(1 -
+    confidence) / members`` where the family is adjusted (the same number, without the rounding of
+    subtracting the level from one)."""
+    family.level(confidence, members)  # a family has one member or more
+    return (1 - confidence) / (members if family.adjusted else 1)
+
+
+def equivalence_rows(runs: pd.DataFrame, confidence: float, family: Family) -> pd.DataFrame:
     """Per control of the grid and batch size: the paired mean of control minus none (inference mode,
-    seed by seed), the ``1 - 2 alpha`` interval of the TOST and whether it lies inside the margin."""
+    seed by seed), the ``1 - 2 alpha`` interval of the TOST and whether it lies inside the margin
+    (``family``: the declared family ``normalisers``, its smallest effect the margin; a grid with a
+    control and no margin declared is an error, refused by the config check before the build)."""
+    margin = family.smallest_effect
     inference = runs[runs["mode"] == "inference"]
     acc = inference.set_index(["normaliser", "batch_size", "seed"])["accuracy"]
     rows = []
     for control in CONTROLS:
         sizes = sorted(int(b) for b in inference.loc[inference.normaliser == control, "batch_size"].unique())
-        alpha = (1 - confidence) / len(sizes) if sizes else float("nan")
+        if sizes and margin is None:
+            raise ValueError(
+                f"families.{family.name}.smallest_effect: none declared, no margin to test {control} against"
+            )
+        alpha = tost_alpha(family, confidence, len(sizes)) if sizes else float("nan")
         for b in sizes:
             seeds = sorted(
                 int(s)
@@ -78,17 +96,18 @@ def control_names(names: list[str]) -> str:
     return f"{words(stems)} normalisation"
 
 
-def protocol(rows: pd.DataFrame, confidence: float) -> str:
-    """How the verdicts were reached, for the sentence's parenthesis."""
-    family = int(rows.groupby("normaliser").batch_size.nunique().max())
+def protocol(rows: pd.DataFrame, confidence: float, family: Family) -> str:
+    """How the verdicts were reached, for the sentence's parenthesis: ``... each at level 5\\%/6,
+    Bonferroni-adjusted over the 6 batch sizes`` or ``... each at level 5\\%, unadjusted and
+    exploratory`` (``family``: the declared family the tests are members of)."""
+    m = int(rows.groupby("normaliser").batch_size.nunique().max())
     alpha = latex.fmt(1 - confidence, 0, percent=True)
-    return (
-        f"two one-sided paired $t$ tests against the margin declared before the build, each at level "
-        f"{alpha}/{family}, Bonferroni over the {family} batch sizes"
-    )
+    level = f"{alpha}/{m}" if family.adjusted else alpha
+    how = family.phrase(m) if family.adjusted else f"{family.tag} and exploratory"  # inside parentheses: no second pair
+    return f"two one-sided paired $t$ tests against the margin declared before the build, each at level {level}, {how}"
 
 
-def macros(rows: pd.DataFrame, confidence: float) -> dict[str, str]:
+def macros(rows: pd.DataFrame, confidence: float, family: Family) -> dict[str, str]:
     """``controlsEquivalence``: every control's verdict in one sentence; ``groupnormDiscussion``: group
     normalisation's alone (the discussion's); none where the grid has no control."""
     if rows.empty:
@@ -105,19 +124,19 @@ def macros(rows: pd.DataFrame, confidence: float) -> dict[str, str]:
         head = f"{control_names(first)} {verb} to no normaliser {where}"
     text = "; ".join([head] + [f"{control_names(group)} {w}" for w, group in rest])
     m = {
-        "controlsEquivalence": f"{text} ({protocol(rows, confidence)})",
+        "controlsEquivalence": f"{text} ({protocol(rows, confidence, family)})",
         "equivalenceMargin": points(float(rows.margin.iloc[0]), 1),
     }
     if "groupnorm" in names:
-        m["groupnormDiscussion"] = discussion_sentence(rows, confidence)
+        m["groupnormDiscussion"] = discussion_sentence(rows, confidence, family)
     return m
 
 
-def discussion_sentence(rows: pd.DataFrame, confidence: float) -> str:
+def discussion_sentence(rows: pd.DataFrame, confidence: float, family: Family) -> str:
     """What the test says of group normalisation's merit on this task, for the discussion: that it
     neither helps nor hurts by the margin only where it is equivalent at every batch size."""
     g = rows[rows.normaliser == "groupnorm"]
-    text = f"On our task {control_sentence(rows, 'groupnorm')} ({protocol(rows, confidence)})"
+    text = f"On our task {control_sentence(rows, 'groupnorm')} ({protocol(rows, confidence, family)})"
     if g.equivalent.all():
         return f"{text}, so here it neither helps nor hurts by as much as the margin"
     if not g.equivalent.any():

@@ -14,6 +14,7 @@ import pandas as pd
 from bnstudy.base.fixedmath import powi
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, signed_points
+from bnstudy.studies.batch_size.paired import family
 from bnstudy.studies.batch_size.published import published_gain_macros, published_gap_macros
 from bnstudy.studies.batch_size.sentences import (
     COMPARED,
@@ -55,12 +56,14 @@ def at_batches(sizes: list[str]) -> str:
     return latex.at_batches(sizes)
 
 
-def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
+def interval_sign_macros(pair_summary: pd.DataFrame, families: dict) -> dict:
     """Per comparison of the grid (leftover-row comparisons excluded), in words:
 
-    - ``paired<Comparison>AboveSizes``/``BelowSizes``: where the Bonferroni-adjusted paired
-      interval (the comparison's batch sizes one family) lies wholly above / wholly below
-      zero, as ``at batch 2``, ``at batches 2 and 4`` or ``at no batch size``;
+    - ``paired<Comparison>AboveSizes``/``BelowSizes``: where the paired interval at its family's
+      level (the comparison's batch sizes members of its declared family, ``families``: the config's
+      section) lies wholly above / wholly below zero, as ``at batch 2``, ``at batches 2 and 4`` or
+      ``at no batch size``; ``...SignSentence``: the same in one clause, the intervals named by
+      the family's tag (``the adjusted paired intervals``, ``the unadjusted paired intervals``);
     - ``paired<Comparison>Least{Gain,Ci,Size,Better,Worse}``: the batch size with the smallest
       mean gain (the first of equals), its gain and interval in signed points, and the seeds whose
       McNemar test favours A / B there."""
@@ -73,7 +76,7 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
         m[latex.macro_name("paired", name, "above sizes")] = at_batches(above)
         m[latex.macro_name("paired", name, "below sizes")] = at_batches(below)
         m[latex.macro_name("paired", name, "sign sentence")] = latex.zero_sentence(
-            "the adjusted paired intervals", above, below, len(g)
+            f"the {family(families, name).tag} paired intervals", above, below, len(g)
         )
         if name in COMPARED:  # seed by seed, where every seed agrees in direction
             m[latex.macro_name("paired", name, "direction sentence")] = direction_sentence(name, g)
@@ -89,9 +92,10 @@ def interval_sign_macros(pair_summary: pd.DataFrame) -> dict:
     return m
 
 
-def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
+def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int], families: dict) -> dict:
     """The abstract's generated claims at the smallest batch size: ``recoverySentence`` and
-    ``renormSentence`` (:func:`recovery_sentence`, :func:`renorm_sentence`); section 2's
+    ``renormSentence`` (:func:`recovery_sentence`, :func:`renorm_sentence`, worded by the declared
+    families, ``families``: the config's section); section 2's
     ``pairedBatchrenormVsBatchnormMinDifference`` (:func:`bnstudy.paper.latex.difference_clause`)."""
     b = sizes[0]
     row = {
@@ -114,16 +118,26 @@ def claim_macros(cell: dict, pair_summary: pd.DataFrame, sizes: list[int]) -> di
             if other is not None and other_cell is not None:
                 share = (other_cell.mean - base.mean) / gap if gap != 0 else float("nan")
                 others.append((REMEDY_NAMES[name], other, share))
-        m["recoverySentence"] = recovery_sentence(loss, exact, closed, b, others)
+        m["recoverySentence"] = recovery_sentence(
+            loss,
+            exact,
+            closed,
+            b,
+            others,
+            normalisers=family(families, "batchnorm_vs_none"),
+            remedies=family(families, "exact_vs_ema"),
+        )
     renorm, renorm_cell = row.get(("batchrenorm_vs_batchnorm", b)), cell.get(("batchrenorm", b, "inference"))
     if renorm is not None and renorm_cell is not None:
         rows = pair_summary[pair_summary.comparison == "batchrenorm_vs_batchnorm"].sort_values("batch_size")
         least = rows.loc[rows["gain"].idxmin()]
         closed = (renorm_cell.mean - base.mean) / gap if gap != 0 else float("nan")
-        m["renormSentence"] = renorm_sentence(renorm, least, closed, side_of(loss) == "below", b)
+        m["renormSentence"] = renorm_sentence(
+            renorm, least, closed, side_of(loss) == "below", b, renorm=family(families, "batchrenorm_vs_batchnorm")
+        )
         m["pairedBatchrenormVsBatchnormMinDifference"] = latex.difference_clause(
             renorm.gain, renorm.ci_low_adj, renorm.ci_high_adj, "batch normalisation"
-        )  # the adjusted interval: the one verdict the comparison gets (table, abstract and text)
+        )  # the family's interval: the one verdict the comparison gets (table, abstract and text)
     return m
 
 
@@ -234,8 +248,8 @@ def gap_closed_macros(cell: dict, sizes: list[int]) -> dict:
 
 
 def paired_end_macros(pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
-    """Paired comparisons at the two ends: mean gain, paired interval (and adjusted, with its
-    verdict), rows won and lost, McNemar seeds."""
+    """Paired comparisons at the two ends: mean gain, paired interval (and its family's, ``AdjCi``,
+    with its verdict), rows won and lost, McNemar seeds."""
     m = {}
     for p in pair_summary.itertuples(index=False):
         for end, size in (("min", sizes[0]), ("max", sizes[-1])):
@@ -254,12 +268,14 @@ def paired_end_macros(pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
 
 
 def keep_macros(pair_summary: pd.DataFrame, pairs) -> dict:
-    """Keeping the leftover rows minus dropping them, paired; one test row in points."""
+    """Keeping the leftover rows minus dropping them, paired, with the interval of its family
+    (``last_batch``: one batch size, so Bonferroni leaves it the unadjusted one); one test row in
+    points."""
     m = {}
     for p in pair_summary[pair_summary.comparison.str.endswith("keep_vs_drop")].itertuples(index=False):
         stem = ("paired", p.comparison)
         m[latex.macro_name(*stem, "gain")] = signed_points(p.gain)
-        m[latex.macro_name(*stem, "ci")] = points_interval(p.ci_low, p.ci_high, signed=True)
+        m[latex.macro_name(*stem, "ci")] = points_interval(p.ci_low_adj, p.ci_high_adj, signed=True)
         m[latex.macro_name(*stem, "won")] = str(p.a_only)
         m[latex.macro_name(*stem, "lost")] = str(p.b_only)
         m["keepBatchSize"] = str(p.batch_size)
@@ -307,21 +323,24 @@ def distance_macros(distance_summary: pd.DataFrame, sizes: list[int]) -> dict:
     return m
 
 
-def macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence) -> dict:
-    """Every number the section quotes, as ``{name: text}``."""
+def macros(
+    runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence, families
+) -> dict:
+    """Every number the section quotes, as ``{name: text}`` (``families``: the config's declared
+    families of comparisons, whose tags name the intervals in the sentences)."""
     cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
     sizes = sorted(runs["batch_size"].unique().tolist())
     m = setting_macros(runs, pairs, published, sizes, confidence)
     m |= cell_macros(cell, sizes)
     m |= gap_closed_macros(cell, sizes)
     m |= paired_end_macros(pair_summary, sizes)
-    m |= interval_sign_macros(pair_summary)
+    m |= interval_sign_macros(pair_summary, families)
     m["remedySignSentence"] = remedy_sign_sentence(pair_summary)
     m |= keep_macros(pair_summary, pairs)
     m |= ema_macros(runs, updates, momentum)
     m |= distance_macros(distance_summary, sizes)
     m |= published_gain_macros(summary, cell, published, pair_summary)
     m |= published_gap_macros(cell, published, int(runs["seed"].nunique()), sizes)
-    m |= claim_macros(cell, pair_summary, sizes)
+    m |= claim_macros(cell, pair_summary, sizes, families)
     m |= discussion_macros(cell, sizes)
     return m

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bnstudy.base.stats import adjusted_confidence
+from bnstudy.evaluation.families import Family, declared
 from bnstudy.evaluation.paired import mcnemar, paired_interval
 
 COMPARISONS = (
@@ -26,6 +26,18 @@ COMPARISONS = (
     ("batchnorm_keep_vs_drop", ("batchnorm", "inference_keep"), ("batchnorm", "inference")),
     ("none_keep_vs_drop", ("none", "inference_keep"), ("none", "inference")),
 )
+# The declared family of comparisons (the config's ``families``) each comparison is a member of, one
+# per batch size: :mod:`bnstudy.evaluation.families`.
+FAMILIES = {
+    "batchnorm_vs_none": "normalisers",
+    "batchrenorm_vs_batchnorm": "renorm",
+    "debiased_ema_vs_ema": "remedies",
+    "cumulative_vs_ema": "remedies",
+    "precise_bn_vs_ema": "remedies",
+    "exact_vs_ema": "remedies",
+    "batchnorm_keep_vs_drop": "last_batch",
+    "none_keep_vs_drop": "last_batch",
+}
 LABELS = {
     "batchnorm_vs_none": "BN $-$ none",
     "batchrenorm_vs_batchnorm": "renorm $-$ BN",
@@ -36,6 +48,11 @@ LABELS = {
     "batchnorm_keep_vs_drop": "BN, keep $-$ drop",
     "none_keep_vs_drop": "none, keep $-$ drop",
 }
+
+
+def family(families: dict, comparison: str) -> Family:
+    """The declared family (``families``: the config's section) of ``comparison``."""
+    return declared(families, FAMILIES[comparison])
 
 
 def _rows_by_network(correct: pd.DataFrame) -> dict[tuple, np.ndarray]:
@@ -103,26 +120,29 @@ def effect_dz(differences: np.ndarray) -> float:
     return float(np.mean(d) / sd) if sd > 0 else float("nan")
 
 
-def summarise(seeds: pd.DataFrame, confidence: float) -> pd.DataFrame:
+def summarise(seeds: pd.DataFrame, confidence: float, families: dict) -> pd.DataFrame:
     """Per comparison and batch size: paired mean gain with its t interval, discordant rows summed
     over seeds, the number of seeds whose McNemar p is below ``1 - confidence`` each way, the seeds
     on each side (``seeds``, ``seeds_ahead``: A scores above B, ``seeds_behind``) and the
     standardised paired effect ``effect_dz`` (Cohen's d_z: the mean per-seed difference over its
     standard deviation; NaN where every seed's difference is the same).
 
-    Each comparison's batch sizes are one family (``family``: their number): ``ci_low_adj``,
-    ``ci_high_adj`` are the Bonferroni-adjusted paired intervals, each at
-    ``1 - (1 - confidence) / family`` (:func:`bnstudy.base.stats.adjusted_confidence`), the ones a
-    headline claim about that comparison quotes."""
+    Each comparison's batch sizes are members of its declared family (:data:`FAMILIES`; ``families``:
+    the config's section; ``family``: the comparison's number of batch sizes): ``ci_low_adj``,
+    ``ci_high_adj`` are the paired intervals at the family's level
+    (:meth:`bnstudy.evaluation.families.Family.level`: Bonferroni-adjusted, ``1 - (1 - confidence) /
+    family``, or the unadjusted ``confidence`` where the family is declared without adjustment), the
+    ones every claim about that comparison quotes."""
     alpha = 1 - confidence
-    family = seeds.groupby("comparison", sort=False)["batch_size"].nunique().to_dict()
+    counts = seeds.groupby("comparison", sort=False)["batch_size"].nunique().to_dict()
     out = []
     for (name, b), g in seeds.groupby(["comparison", "batch_size"], sort=False):
         g = g.sort_values("seed")
         row = {"comparison": name, "batch_size": int(b)}
         row |= paired_interval(g.accuracy_a, g.accuracy_b, confidence)
-        adj = paired_interval(g.accuracy_a, g.accuracy_b, adjusted_confidence(confidence, int(family[name])))
-        row |= {"family": int(family[name]), "ci_low_adj": adj["ci_low"], "ci_high_adj": adj["ci_high"]}
+        level = family(families, name).level(confidence, int(counts[name]))
+        adj = paired_interval(g.accuracy_a, g.accuracy_b, level)
+        row |= {"family": int(counts[name]), "ci_low_adj": adj["ci_low"], "ci_high_adj": adj["ci_high"]}
         significant = g.mcnemar_p < alpha
         row |= {
             "a_only": int(g.a_only.sum()),
@@ -137,3 +157,19 @@ def summarise(seeds: pd.DataFrame, confidence: float) -> pd.DataFrame:
         }
         out.append(row)
     return pd.DataFrame(out)
+
+
+def members(pair_summary: pd.DataFrame) -> dict[str, int]:
+    """``{family: m}`` of every family the paired summary forms (in :data:`FAMILIES`' order), ``m``
+    the number of batch sizes of each of its comparisons: one number per family, since a family's
+    comparisons are read together under one adjustment (a family whose comparisons differ in it is
+    an error)."""
+    counts = pair_summary.groupby("comparison", sort=False)["batch_size"].nunique().to_dict()
+    out: dict[str, int] = {}
+    for comparison, name in FAMILIES.items():
+        if comparison not in counts:
+            continue
+        m = int(counts[comparison])
+        if out.setdefault(name, m) != m:
+            raise ValueError(f"family {name}: its comparisons have {out[name]} and {m} batch sizes (one family, one m)")
+    return out

@@ -4,13 +4,17 @@ And what batch renorm keeps at the smallest batch.
 
 Each sentence is built from the paired comparisons' rows (:mod:`bnstudy.studies.batch_size.paired`)
 in every variant the numbers allow (above, below or across zero; one batch size or several);
-:func:`bnstudy.studies.batch_size.macros.macros` puts them in the paper's macros.
+:func:`bnstudy.studies.batch_size.macros.macros` puts them in the paper's macros. The intervals they
+quote are each comparison's family's (``ci_low_adj``, ``ci_high_adj``: at the declared family's
+level), and the sentences name them as the family does (:attr:`bnstudy.evaluation.families.Family.tag`:
+``adjusted`` or ``unadjusted``).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, signed_points, words
 
@@ -22,10 +26,10 @@ REMEDY_NAMES = {
 
 
 def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
-    """In words, at which batch sizes the Bonferroni-adjusted paired interval of each remedy
-    (minus the trained EMA) lies wholly above and wholly below zero; remedies alike are named
-    together, and one remedy's intervals agree in number with it (``the paired intervals of
-    PreciseBN lie``: one interval per batch size)."""
+    """In words, at which batch sizes the paired interval of each remedy (minus the trained EMA; at
+    its family's level, Bonferroni-adjusted or not as declared) lies wholly above and wholly below
+    zero; remedies alike are named together, and one remedy's intervals agree in number with it
+    (``the paired intervals of PreciseBN lie``: one interval per batch size)."""
 
     def sizes(g, above):
         g = g.sort_values("batch_size", kind="stable")
@@ -47,21 +51,23 @@ def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
 
 
 def _adjusted(row) -> str:
-    """A paired row's mean gain and adjusted interval: ``$+0.60$ points [$+0.06$, $+1.14$]``."""
+    """A paired row's mean gain and its family's interval: ``$+0.60$ points [$+0.06$, $+1.14$]``."""
     return f"${signed_points(row.gain)}$ points ${points_interval(row.ci_low_adj, row.ci_high_adj, signed=True)}$"
 
 
 def side_of(row) -> str:
-    """``below``, ``above`` or ``zero``: where a paired row's adjusted interval lies."""
+    """``below``, ``above`` or ``zero``: where a paired row's interval (its family's) lies."""
     return "below" if row.ci_high_adj < 0 else "above" if row.ci_low_adj > 0 else "zero"
 
 
 STATISTICS = "exact statistics of the training data in place of the running averages"
 
 
-def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
+def recovery_sentence(loss, exact, closed: float, b: int, others=(), *, normalisers: Family, remedies: Family) -> str:
     """What exact statistics recover of batch normalisation's loss to no normaliser at batch ``b``,
-    in words that follow the adjusted intervals: ``loss`` (batch norm minus none) and ``exact``
+    in words that follow the families' intervals (``normalisers``: the family of ``loss``,
+    ``remedies``: of ``exact`` and ``others``; each interval named by its family's tag,
+    ``adjusted`` or ``unadjusted``): ``loss`` (batch norm minus none) and ``exact``
     (exact statistics minus the trained EMA) are paired rows; ``closed``: the share of the gap the
     exact statistics close; ``others``: ``(name, row, closed)`` of the other recomputations at ``b``
     (the cumulative average, PreciseBN), in the same family of comparisons. A share of the loss is
@@ -69,16 +75,16 @@ def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
     inference) only where the exact statistics' gain lies wholly above zero and leaves a rest. Where
     the exact statistics' interval contains zero but another recomputation's lies wholly above it, that
     one is named: a share of the loss is then shown to lie in the running statistics after all."""
-    gain = f"{_adjusted(exact)} (adjusted)"
+    gain = f"{_adjusted(exact)} ({remedies.tag})"
     if side_of(loss) == "zero":
         return (
-            f"At batch {b} the adjusted interval of batch normalisation minus no normaliser contains zero, so "
+            f"At batch {b} the {normalisers.tag} interval of batch normalisation minus no normaliser contains zero, so "
             f"there is no established loss to recover; {STATISTICS} change the accuracy there by {gain}, an "
             f"interval that {latex.verdict(exact.ci_low_adj, exact.ci_high_adj)}"
         )
     if side_of(loss) == "above":
         return (
-            f"At batch {b} batch normalisation is ahead of no normaliser (the adjusted interval lies wholly "
+            f"At batch {b} batch normalisation is ahead of no normaliser (the {normalisers.tag} interval lies wholly "
             f"above zero), so there is no loss to recover; {STATISTICS} change its accuracy by {gain}"
         )
     head = f"{STATISTICS[0].upper()}{STATISTICS[1:]}"
@@ -88,7 +94,7 @@ def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
             name, row, share = max(above, key=lambda o: o[1].gain)
             return (
                 f"{head} change the accuracy at batch {b} by {gain}, an interval that contains zero, while "
-                f"{name}'s change, {_adjusted(row)} (adjusted alike), lies wholly above zero: by that "
+                f"{name}'s change, {_adjusted(row)} ({remedies.tag} alike), lies wholly above zero: by that "
                 f"recomputation a share of the loss ({latex.fmt(share, 0, percent=True)} of it) lies in the "
                 "running statistics"
             )
@@ -103,7 +109,7 @@ def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
     if side_of(exact) == "below":
         return f"{head} lower the accuracy at batch {b} further, by {gain}"
     share = latex.fmt(closed, 0, percent=True)
-    within = f"{_adjusted(exact)}, adjusted"  # inside parentheses: no second pair
+    within = f"{_adjusted(exact)}, {remedies.tag}"  # inside parentheses: no second pair
     if closed >= 1:
         return f"{head} recover the whole loss at batch {b} ({share} of it; {within})"
     return (
@@ -112,13 +118,14 @@ def recovery_sentence(loss, exact, closed: float, b: int, others=()) -> str:
     )
 
 
-def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> str:
-    """Batch renormalisation against batch normalisation, from the adjusted paired intervals: at
+def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int, *, renorm: Family) -> str:
+    """Batch renormalisation against batch normalisation, from the paired intervals of its family
+    (``renorm``, whose tag names them: ``adjusted`` or ``unadjusted``): at
     the smallest batch ``b`` (``at_min``; "recovers" a share of the loss only where batch norm's
     loss to none and renormalisation's gain both lie wholly beyond zero) and at the batch size of
     its smallest paired difference (``least``), each with the interval's verdict."""
-    gain = f"{_adjusted(at_min)} (adjusted)"
-    within = f"{_adjusted(at_min)}, adjusted"  # inside parentheses: no second pair
+    gain = f"{_adjusted(at_min)} ({renorm.tag})"
+    within = f"{_adjusted(at_min)}, {renorm.tag}"  # inside parentheses: no second pair
     side = side_of(at_min)
     if side == "above" and loss_below:
         text = (
@@ -137,7 +144,7 @@ def renorm_sentence(at_min, least, closed: float, loss_below: bool, b: int) -> s
         return f"{text}; this is its smallest paired difference to batch normalisation"
     text += (
         f"; its smallest paired difference to batch normalisation, at batch {int(least.batch_size)}, is "
-        f"{_adjusted(least)} (adjusted), an interval that {latex.verdict(least.ci_low_adj, least.ci_high_adj)}"
+        f"{_adjusted(least)} ({renorm.tag}), an interval that {latex.verdict(least.ci_low_adj, least.ci_high_adj)}"
     )
     if side_of(least) == "below":
         text += ": there it loses accuracy"
@@ -172,14 +179,18 @@ def direction_sentence(name: str, g: pd.DataFrame) -> str:
     return f"every one of the {n} seeds puts {a} {side} {b} {latex.at_batches(behind or ahead)}"
 
 
-def small_effect_sentence(name: str, g: pd.DataFrame, margin: float) -> str:
-    """Where an adjusted interval of comparison ``name`` (``g``: its rows, one per batch size) lies
-    wholly on one side of zero and yet wholly within ``margin``, the smallest difference declared to
-    matter (the controls' equivalence margin, ``batch_size_eval.equivalence_margin``): `` Yet the
-    adjusted intervals clear of zero at batches 32 and 64 lie wholly within $\\pm1.0$ points ...``,
-    with its leading space (the sign sentence before it says on which side); empty where there is
-    no such batch size."""
+def small_effect_sentence(name: str, g: pd.DataFrame, family: Family) -> str:
+    """Where an interval of comparison ``name`` (``g``: its rows, one per batch size; ``family``: its
+    declared family, whose intervals they are) lies wholly on one side of zero and yet wholly within
+    the family's smallest effect, the smallest difference declared to matter (for the family
+    ``normalisers`` the controls' equivalence margin): `` Yet the adjusted intervals clear of zero at
+    batches 32 and 64 lie wholly within $\\pm1.0$ points ...``, with its leading space (the sign
+    sentence before it says on which side); empty where there is no such batch size, or where the
+    family declares no smallest effect."""
     a, b = COMPARED[name]
+    margin = family.smallest_effect
+    if margin is None:
+        return ""
     g = g.sort_values("batch_size", kind="stable")
     sizes = [
         str(int(s))
@@ -188,9 +199,11 @@ def small_effect_sentence(name: str, g: pd.DataFrame, margin: float) -> str:
     ]
     if not sizes:
         return ""
-    subject = "the adjusted interval clear of zero" if len(sizes) == 1 else "the adjusted intervals clear of zero"
+    intervals = "interval" if len(sizes) == 1 else "intervals"
     verb = "lies" if len(sizes) == 1 else "lie"
+    which = " (the equivalence margin)" if family.name == "normalisers" else ""
     return (
-        f" Yet {subject} {latex.at_batches(sizes)} {verb} wholly within $\\pm{points(margin, 1)}$ points, the "
-        f"smallest difference declared to matter (the equivalence margin): there {a} and {b} differ by less."
+        f" Yet the {family.tag} {intervals} clear of zero {latex.at_batches(sizes)} {verb} wholly within "
+        f"$\\pm{points(margin, 1)}$ points, the smallest difference declared to matter{which}: there {a} and {b} "
+        "differ by less."
     )

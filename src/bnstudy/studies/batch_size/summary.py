@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bnstudy.base import stats
+from bnstudy.evaluation.families import declared
 from bnstudy.evaluation.means import mean_in_order
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points
@@ -156,11 +157,20 @@ def dz_text(dz: float) -> str:
     return f"${dz:+.2f}$"
 
 
-def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -> tuple:
-    """Every paired difference: gain, its Bonferroni-adjusted paired interval (the interval every
-    verdict about the comparison reads; family: the comparison's batch sizes), the standardised
+def _tags(pair_summary: pd.DataFrame, families: dict) -> dict[str, str]:
+    """``{comparison: tag}``: how each comparison's family names its intervals."""
+    return {name: paired.family(families, name).tag for name in dict.fromkeys(pair_summary.comparison)}
+
+
+def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float, families: dict) -> tuple:
+    """Every paired difference: gain, its paired interval at its family's level (the interval every
+    verdict about the comparison reads; its members: the comparison's batch sizes), the standardised
     effect d_z, the seeds on each side, rows won and lost, McNemar seeds, and the published
-    difference (batch norm minus none only)."""
+    difference (batch norm minus none only). The header names the intervals by the families' tag
+    (``adjusted 95\\% interval``) where every family of the table shares it; otherwise each
+    comparison's label carries its family's (``BN $-$ none (unadjusted)``)."""
+    tags = _tags(pair_summary, families)
+    common = set(tags.values())
     rows = []
     order = {name: i for i, (name, _, _) in enumerate(paired.COMPARISONS)}
     ordered = pair_summary.assign(_o=pair_summary.comparison.map(order)).sort_values(["_o", "batch_size"])
@@ -172,7 +182,7 @@ def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -
             pub = "--" if a is None or b is None else signed_points(a - b, 1)
         rows.append(
             [
-                paired.LABELS[p.comparison] if p.comparison != previous else "",
+                _label(p.comparison, tags, len(common) > 1) if p.comparison != previous else "",
                 str(p.batch_size),
                 signed_points(p.gain),
                 points_interval(p.ci_low_adj, p.ci_high_adj, signed=True),
@@ -185,12 +195,18 @@ def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -
         )
         previous = p.comparison
     conf = f"{100 * confidence:g}\\%"
+    tag = f"{next(iter(common))} " if len(common) == 1 else ""
+    described = {
+        "adjusted": "Bonferroni-adjusted intervals",
+        "unadjusted": "unadjusted intervals (exploratory)",
+        "": "intervals adjusted or not as each family is declared",
+    }[tag.strip()]
     return (
         [
             "comparison",
             "batch",
             "gain",
-            f"adjusted {conf} interval",
+            f"{tag}{conf} interval",
             "$d_z$",
             "seeds $+$ / $-$",
             "won / lost",
@@ -199,12 +215,17 @@ def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float) -
         ],
         rows,
         "lrrlrllll",
-        "Paired differences in inference-mode accuracy, points, with Bonferroni-adjusted intervals; "
+        f"Paired differences in inference-mode accuracy, points, with {described}; "
         "effect d_z; seeds ahead / behind; rows; McNemar seeds",
     )
 
 
-def tables(runs, summary, distance_summary, pair_summary, published, confidence) -> dict[str, tuple]:
+def _label(comparison: str, tags: dict[str, str], mixed: bool) -> str:
+    """A comparison's label in the gains table, with its family's tag where the table's families differ in it."""
+    return f"{paired.LABELS[comparison]} ({tags[comparison]})" if mixed else paired.LABELS[comparison]
+
+
+def tables(runs, summary, distance_summary, pair_summary, published, confidence, families) -> dict[str, tuple]:
     """``{name: (header, rows, align, comment)}`` for :func:`bnstudy.paper.latex.write_table`."""
     cell = {(r.normaliser, int(r.batch_size), r.mode): r for r in summary.itertuples(index=False)}
     sizes = sorted(runs["batch_size"].unique().tolist())
@@ -212,41 +233,65 @@ def tables(runs, summary, distance_summary, pair_summary, published, confidence)
         "table": published_table(cell, sizes, published),
         "remedies_table": remedies_table(cell, sizes),
         "distance_table": distance_table(distance_summary, sizes),
-        "gain_table": gain_table(pair_summary, published, confidence),
+        "gain_table": gain_table(pair_summary, published, confidence, families),
     }
 
 
-def small_effect_macros(pair_summary: pd.DataFrame, margin: float) -> dict[str, str]:
-    """``paired<Comparison>SmallEffect`` for each normaliser comparison: :func:`small_effect_sentence`."""
+def small_effect_macros(pair_summary: pd.DataFrame, families: dict) -> dict[str, str]:
+    """``paired<Comparison>SmallEffect`` for each normaliser comparison: :func:`small_effect_sentence`,
+    against its declared family's smallest effect."""
     return {
-        latex.macro_name("paired", name, "small effect"): small_effect_sentence(name, g, margin)
+        latex.macro_name("paired", name, "small effect"): small_effect_sentence(name, g, paired.family(families, name))
         for name, g in pair_summary.groupby("comparison", sort=True)
         if name in COMPARED
     }
 
 
-def summarise(cells, remedy_runs, distances, correct, published, momentum, confidence, margin) -> dict:
-    """Everything the rule writes: tidy tables, JSON summary, macros and LaTeX tables; ``margin``: the
-    declared equivalence margin of the controls against no normaliser (:mod:`.equivalence`)."""
+def family_records(pair_summary: pd.DataFrame, tost: pd.DataFrame, confidence: float, families: dict) -> dict:
+    """The summary's ``families``: ``{family: record}`` (:meth:`bnstudy.evaluation.families.Family.record`)
+    of every family the paired comparisons form, each with its number of members, the batch sizes of
+    each of its comparisons (:func:`bnstudy.studies.batch_size.paired.members`); the controls'
+    equivalence tests are members of ``normalisers`` too, one per batch size of each control, and
+    must agree with it in number."""
+    m = paired.members(pair_summary)
+    for control, g in tost.groupby("normaliser", sort=True):
+        k = int(g.batch_size.nunique())
+        if m.setdefault("normalisers", k) != k:
+            raise ValueError(
+                f"family normalisers: batch norm minus none has {m['normalisers']} batch sizes, "
+                f"{control}'s equivalence tests {k} (one family, one m)"
+            )
+    return {name: declared(families, name).record(confidence, k) for name, k in m.items()}
+
+
+def summarise(cells, remedy_runs, distances, correct, published, momentum, confidence, families) -> dict:
+    """Everything the rule writes: tidy tables, JSON summary, macros and LaTeX tables; ``families``:
+    the config's declared families of comparisons (:mod:`bnstudy.evaluation.families`), which give
+    each comparison's interval its level and words, and the controls' equivalence tests (:mod:`.equivalence`)
+    their level and margin (the family ``normalisers``'s smallest effect)."""
     runs, updates = tidy_runs(cells, remedy_runs)
     summary = stats.summarise_over_seeds(
         runs, ["normaliser", "batch_size", "mode"], "accuracy", confidence, bounded=True
     )
     distance_summary = summarise_distances(distances)
     pairs = paired.per_seed(runs, correct)
-    pair_summary = paired.summarise(pairs, confidence)
-    tost = equivalence.equivalence_rows(runs, confidence, margin)
+    pair_summary = paired.summarise(pairs, confidence, families)
+    normalisers = declared(families, "normalisers")
+    tost = equivalence.equivalence_rows(runs, confidence, normalisers)
     return {
         "runs": runs,
         "summary_table": summary,
-        "summary": estimates.summary_json(summary),
+        "summary": estimates.summary_json(summary)
+        | {"families": family_records(pair_summary, tost, confidence, families)},
         "distances": distances.sort_values(DISTANCE_KEYS + ["seed"], kind="stable"),
         "distance_summary": distance_summary,
         "paired": pairs,
         "gains": pair_summary,
         "equivalence": tost,
-        "macros": macros(runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence)
-        | equivalence.macros(tost, confidence)
-        | small_effect_macros(pair_summary, margin),
-        "tables": tables(runs, summary, distance_summary, pair_summary, published, confidence),
+        "macros": macros(
+            runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence, families
+        )
+        | equivalence.macros(tost, confidence, normalisers)
+        | small_effect_macros(pair_summary, families),
+        "tables": tables(runs, summary, distance_summary, pair_summary, published, confidence, families),
     }
