@@ -13,7 +13,7 @@ from bnstudy.studies.batch_size import equivalence
 from test_sentences import problems
 
 NORMALISERS = family("normalisers")  # Bonferroni, smallest effect 0.01
-UNADJUSTED = family("normalisers", "none")
+UNADJUSTED = family("normalisers", "unadjusted")
 
 
 def runs(diffs: dict[tuple[str, int], list[float]]) -> pd.DataFrame:
@@ -140,7 +140,7 @@ def test_controls_of_one_verdict_are_named_together_and_each_verdict_said_once(s
     assert sentence.count("batch size") - sentence.count("batch sizes") == len({id(d) for d in sides.values()})
 
 
-@pytest.mark.parametrize("declared", [NORMALISERS, UNADJUSTED], ids=["bonferroni", "none"])
+@pytest.mark.parametrize("declared", [NORMALISERS, UNADJUSTED], ids=["bonferroni", "unadjusted"])
 def test_the_protocol_names_the_familys_adjustment_in_both_sentences(declared):
     """Both sentences state the tests' level as the family declares it: Bonferroni-adjusted over the
     batch sizes, or unadjusted (exploratory) with each test at the unadjusted level."""

@@ -494,7 +494,7 @@ def test_recovery_sentence_names_each_interval_by_its_own_family():
         pair_row("above"),
         0.5,
         2,
-        normalisers=family("normalisers", "none"),
+        normalisers=family("normalisers", "unadjusted"),
         remedies=family("remedies"),
     )
     assert text.startswith("At batch 2 the unadjusted interval of batch normalisation minus no normaliser contains")
