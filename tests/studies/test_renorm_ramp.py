@@ -11,13 +11,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 from bnstudy.base.config import ConfigError
 from bnstudy.evaluation.accuracy import inference_correct, share
 from bnstudy.nets import model, train
 from bnstudy.nets.recipe import Recipe, RenormSchedule, renorm_schedule
+from bnstudy.paper import families as paper_families
 from bnstudy.studies.renorm_ramp import checks, cost, design, report, science
-from test_sentences import problems
+from declared_families import declared_as
+from test_sentences import in_place, problems, render
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDTHS = (6, 8, 8, 3)
@@ -28,6 +31,9 @@ FIXED = {"name": "fixed", "label": "the full limits from the first step", "steps
          "rmax_full": 0, "dmax_full": 0}  # fmt: skip
 SLOW = {"name": "slow", "label": "the ramp twice as slow", "warmup": 0.10, "rmax_full": 0.80, "dmax_full": 0.50}
 FAST = {"name": "fast", "label": "the ramp twice as fast", "warmup": 0.025, "rmax_full": 0.20, "dmax_full": 0.125}
+# the study's family as the test config declares it, in either adjustment
+FAMILY = {a: declared_as("renorm_ramp", a) for a in ("bonferroni", "unadjusted")}
+BONFERRONI = FAMILY["bonferroni"]
 
 
 # ---- the schedule: fractions as before, absolute steps as Ioffe's ---------------------------------
@@ -155,7 +161,7 @@ def synthetic(seeds=(0, 1, 2, 3), sizes=(2, 4), schedules=("ioffe", "fixed"), se
 @pytest.mark.parametrize("seed", range(4))
 def test_comparisons_are_the_paired_differences_adjusted_over_the_family(seed):
     table = synthetic(seed=seed)
-    cells = report.comparisons(table, ["ioffe", "fixed"], [4, 2], 0.95)
+    cells = report.comparisons(table, ["ioffe", "fixed"], [4, 2], 0.95, BONFERRONI)
     assert len(cells) == report.family(["ioffe", "fixed"], [2, 4]) == 2 * 5
     assert set(cells["family"]) == {10} and cells["confidence"].iloc[0] == pytest.approx(1 - 0.05 / 10)
     assert list(cells["batch_size"]) == [2] * 5 + [4] * 5  # by batch size, the grid's schedule first
@@ -171,8 +177,18 @@ def test_comparisons_are_the_paired_differences_adjusted_over_the_family(seed):
         assert r["agree"] == int((np.sign(diffs) == np.sign(diffs.mean())).sum())
         assert r["ci_low"] <= r["gain"] <= r["ci_high"]
     # a smaller family: a narrower interval of the same differences
-    one = report.comparisons(table, ["ioffe"], [2], 0.95)
+    one = report.comparisons(table, ["ioffe"], [2], 0.95, BONFERRONI)
     assert (one["ci_high"] - one["ci_low"]).iloc[0] < (cells["ci_high"] - cells["ci_low"]).iloc[0]
+    # the family declared without adjustment: the same differences, each interval at 95% and narrower
+    plain_ = report.comparisons(table, ["ioffe", "fixed"], [4, 2], 0.95, FAMILY["unadjusted"])
+    assert set(plain_["family"]) == {10} and set(plain_["confidence"]) == {0.95}
+    assert list(plain_["gain"]) == list(cells["gain"]) and list(plain_["agree"]) == list(cells["agree"])
+    assert ((plain_["ci_high"] - plain_["ci_low"]) < (cells["ci_high"] - cells["ci_low"])).all()
+    for r in plain_.to_dict("records"):
+        other = report.BATCHNORM if r["key"] == "vs_batchnorm" else design.GRID
+        diffs = acc(r["schedule"], r["batch_size"]) - acc(other, r["batch_size"])
+        half = sps.t.ppf(0.975, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
+        assert [r["ci_low"], r["ci_high"]] == pytest.approx([diffs.mean() - half, diffs.mean() + half], abs=1e-12)
     s = report.sensitivity(cells, 2)
     gains = cells[(cells["batch_size"] == 2) & (cells["key"] == "vs_batchnorm")].set_index("schedule")["gain"]
     assert s["low"] == gains.min() and s["high"] == gains.max() and s["range"] == gains.max() - gains.min()
@@ -244,7 +260,7 @@ def test_every_sentence_variant_reads_with_one_verdict_per_comparison(by_batchno
     nxt = cells_for(4, tuple(reverse[x] for x in by_batchnorm), by_grid)
     both = pd.concat([cells, nxt], ignore_index=True)
     m = report.macros(both, [0, 1, 2, 3, 4], [2, 4], LABELS, {design.GRID: "g", "ioffe": "i", "fixed": "f"},
-                      {2: 8980, 4: 4480}, 0.95)  # fmt: skip
+                      {2: 8980, 4: 4480}, 0.95, BONFERRONI)  # fmt: skip
     # each batch size's sentences read alone; side by side they repeat their structure, nothing else
     paragraph = m["renormRampResults"]
     assert m[report.results_macro(2)] == text and not faults(m[report.results_macro(4)])
@@ -327,12 +343,14 @@ def test_the_unfinished_ramps_sentence_in_every_variant(ends):
 
 def test_macros_cover_the_section_and_each_batch_size():
     table = synthetic(sizes=(2, 4))
-    cells = report.comparisons(table, ["ioffe", "fixed"], [2, 4], 0.95)
+    cells = report.comparisons(table, ["ioffe", "fixed"], [2, 4], 0.95, BONFERRONI)
     descriptions = {design.GRID: design.describe({}, GRID_RAMP), "ioffe": design.describe(IOFFE, GRID_RAMP),
                     "fixed": design.describe(FIXED, GRID_RAMP)}  # fmt: skip
-    m = report.macros(cells, [0, 1, 2, 3], [2, 4], LABELS, descriptions, {2: 8980, 4: 4480}, 0.95, "Ends.")
+    m = report.macros(cells, [0, 1, 2, 3], [2, 4], LABELS, descriptions, {2: 8980, 4: 4480}, 0.95, BONFERRONI, "Ends.")
     assert m["renormRampUnfinished"] == "Ends."
-    assert "renormRampUnfinished" not in report.macros(cells, [0, 1], [2, 4], LABELS, descriptions, {2: 1, 4: 1}, 0.95)
+    assert "renormRampUnfinished" not in report.macros(
+        cells, [0, 1], [2, 4], LABELS, descriptions, {2: 1, 4: 1}, 0.95, BONFERRONI
+    )
     assert m["renormRampFamily"] == "10" and m["renormRampConfidence"] == "99.50\\%"
     assert m["renormRampSeeds"] == "0, 1, 2 and 3" and m["renormRampBatchSizes"] == "2 and 4"
     assert m["renormRampResults"] == m[report.results_macro(2)] + " " + m[report.results_macro(4)]
@@ -342,10 +360,14 @@ def test_macros_cover_the_section_and_each_batch_size():
     assert not re.search(r"\d", re.sub(r"\\[A-Za-z]+|\{[^}]*\}|sec:[a-z-]+|tab:[a-z-]+", "", section)), (
         "a number typed into the section"
     )
-    header, rows, align, _ = report.latex_table(
+    header, rows, align, comment = report.latex_table(
         cells, {design.GRID: "grid", "ioffe": "ioffe", "fixed": "fixed"},
-        {(s, b): (1.0, 0.0) for s in (design.GRID, "ioffe", "fixed") for b in (2, 4)},
+        {(s, b): (1.0, 0.0) for s in (design.GRID, "ioffe", "fixed") for b in (2, 4)}, BONFERRONI,
     )  # fmt: skip
+    assert (
+        comment
+        == "paired by seed, percentage points; Bonferroni-adjusted over the 10 comparisons; seeds: on the mean's side"
+    )
     assert len(rows) == 6 and len(header) == len(align) and all(len(r) == len(header) for r in rows)
     assert rows[0][1] == "grid" and rows[0][-3:] == ["", "", ""]  # the grid's schedule is no variant of itself
 
@@ -401,12 +423,69 @@ def test_cost_grows_with_the_schedules_the_seeds_and_the_steps():
     assert cost.UNMEASURED == {f"train_renorm_ramp:{f}" for f in ("mlp", "conv")}
 
 
+@pytest.mark.parametrize("adjustment", list(FAMILY))
 @pytest.mark.parametrize("by_batchnorm, by_grid", CASES[::7], ids=lambda v: "-".join(v))
-def test_the_abstract_sentence_keeps_or_names_the_changed_verdicts(by_batchnorm, by_grid):
+def test_the_abstract_sentence_keeps_or_names_the_changed_verdicts(by_batchnorm, by_grid, adjustment):
     cells = cells_for(2, by_batchnorm, by_grid)
-    text = report.abstract_sentence(cells, 2, LABELS)
+    text = report.abstract_sentence(cells, 2, LABELS, FAMILY[adjustment])
     assert not faults(f"{text}."), text
     assert text.startswith("Under two other schedules of its limits, batch renormalisation's difference")
     changed = report.sensitivity(cells, 2)["changed"]
     assert ("keeps the grid schedule's verdict" in text) == (not changed)
     assert all(LABELS[v] in text for v in changed)
+    tag = {"bonferroni": "(adjusted)", "unadjusted": "(unadjusted)"}[adjustment]  # the verdict named as the family's
+    assert text.count(tag) == 1 and text.count("adjusted") == 1, text
+    window = in_place("abstract.tex", "renormRampAbstractSentence", text)[-1]  # in its place (after \\ifdefined)
+    assert f"{text}.\\fi" in window and not faults(window), window
+
+
+FAMILY_SENTENCE = {
+    "bonferroni": "The intervals are Bonferroni-adjusted over the 10 comparisons, so that all of them hold together "
+    "at 95\\%",
+    "unadjusted": "The intervals are unadjusted (exploratory): each holds at 95\\% on its own, and the 10 do not hold "
+    "together at 95\\%",
+}
+
+
+@pytest.mark.parametrize("adjustment", list(FAMILY))
+def test_the_protocol_caption_table_and_summary_name_the_familys_adjustment(adjustment):
+    """Under the family declared with Bonferroni and with none: the intervals' level, the generated sentence
+    on the family, the Protocol paragraph and the table's caption with the study's and the family's macros
+    (bnstudy.paper.families.macros) in place, the table's comment and the summary's record of the family,
+    each in the family's words; "hold together" said only where the family is adjusted."""
+    family = FAMILY[adjustment]
+    cells = report.comparisons(synthetic(), ["ioffe", "fixed"], [2, 4], 0.95, family)
+    level = {"bonferroni": 1 - 0.05 / 10, "unadjusted": 0.95}[adjustment]
+    assert list(cells["confidence"]) == pytest.approx([level] * 10, abs=1e-15)
+    descriptions = {design.GRID: "g", "ioffe": "i", "fixed": "f"}
+    m = report.macros(cells, [0, 1, 2, 3], [2, 4], LABELS, descriptions, {2: 8980, 4: 4480}, 0.95, family)
+    assert m["renormRampFamilySentence"] == FAMILY_SENTENCE[adjustment]
+    assert m["renormRampConfidence"] == {"bonferroni": "99.50\\%", "unadjusted": "95.00\\%"}[adjustment]
+    summary = report.summary_json(cells, [0, 1, 2, 3], [2, 4], [IOFFE, FIXED], 0.95, family)
+    record = {"adjustment": adjustment, "members": 10, "confidence": 0.95, "level": pytest.approx(level, abs=1e-15),
+              "smallest_effect": 0.01}  # fmt: skip
+    assert summary["families"] == {"renorm_ramp": record}
+    checked = paper_families.check(
+        {"renorm_ramp": {"compares": family.compares, "over": family.over, "adjustment": adjustment,
+                         "smallest_effect": 0.01}},
+        {"renorm_ramp": "renorm_ramp"}, {"renorm_ramp": summary},
+    )  # fmt: skip
+    fm = paper_families.macros(checked)
+    _, _, _, comment = report.latex_table(
+        cells, {design.GRID: "grid", "ioffe": "ioffe", "fixed": "fixed"},
+        {(s, b): (1.0, 0.0) for s in (design.GRID, "ioffe", "fixed") for b in (2, 4)}, family,
+    )  # fmt: skip
+    named = {"bonferroni": "Bonferroni-adjusted over the 10 comparisons", "unadjusted": "unadjusted (exploratory)"}
+    assert comment == f"paired by seed, percentage points; {named[adjustment]}; seeds: on the mean's side"
+    section = (ROOT / "paper" / "sections" / "renorm_ramp.tex").read_text()
+    protocol = section[section.index("The family is") : section.index("\\paragraph{Results.}")]  # its intervals
+    caption = section[section.index("\\caption{") : section.index("; seeds:")]  # up to the column's name
+    for part in (protocol, caption):
+        text = render(part, m | fm)
+        assert not re.search(r"\\(renormRamp|familyRenormRamp)[A-Za-z]*", text), text
+        assert not problems(text), text
+        assert ("adjusted" in text.replace("unadjusted", "")) == (adjustment == "bonferroni"), text
+        assert ("unadjusted" in text) == (adjustment == "unadjusted"), text
+    text = render(protocol, m | fm)
+    assert ("so that all of them hold together" in text) == (adjustment == "bonferroni"), text
+    assert ("do not hold together" in text) == (adjustment == "unadjusted"), text

@@ -20,6 +20,7 @@ import pytest
 from batch_size_families import ADJUSTED, family, section
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
 from bnstudy.evaluation.families import Family
+from bnstudy.paper import families as paper_families
 from bnstudy.paper import latex
 from bnstudy.studies.accumulation import sentences as accumulation_sentences
 from bnstudy.studies.batch_size import macros as batch_size_macros
@@ -32,6 +33,7 @@ from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.precise_rows import report as precise_rows_report
 from bnstudy.studies.running_stats import science as running_stats
 from bnstudy.studies.serving import report as serving_report
+from declared_families import declared_as
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ROOT / "paper" / "sections"
@@ -774,6 +776,13 @@ FINETUNE_HEAD = "Fine-tuned live in one-class batches of 2 rows, batch normalisa
 FINETUNE_HEAD += "changes by "
 CONTROL_NAMES = {"none": "no normaliser's", "layernorm": "layer normalisation's"}
 RATES = ("$10^{-4}$", "$10^{-3}$")
+# the family of the batch-norm-specific parts as the test config declares it, in either adjustment, and
+# how its 8 cells' intervals are named under each
+FINETUNE_FAMILY = {a: declared_as("finetune_specific", a) for a in ("bonferroni", "unadjusted")}
+FINETUNE_NAMED = {
+    "bonferroni": "Bonferroni-adjusted over the 8 fine-tuning settings",
+    "unadjusted": "unadjusted (exploratory)",
+}
 
 
 def adjusted(side: str) -> dict:
@@ -807,8 +816,9 @@ def said_phrase(live: str, parts: dict) -> str:
     return "a change " + " and ".join(groups)
 
 
+@pytest.mark.parametrize("adjustment", list(FINETUNE_FAMILY))
 @pytest.mark.parametrize("controls, rates", list(finetune_cases()))
-def test_finetune_abstract_sentence_every_verdict(controls, rates):
+def test_finetune_abstract_sentence_every_verdict(controls, rates, adjustment):
     cells = []
     for rate, (live, pattern) in zip(RATES, rates):
         cell = {
@@ -817,7 +827,7 @@ def test_finetune_abstract_sentence_every_verdict(controls, rates):
             | {"statistics_update": interval("above")},
         }
         cells.append((rate, cell))
-    text = finetune_sentences.abstract_sentence(cells, 2, 8)
+    text = finetune_sentences.abstract_sentence(cells, 2, FINETUNE_FAMILY[adjustment], 8)
     lives = [live for live, _ in rates]
     want = (
         f"{FINETUNE_HEAD}{ONE_DECIMAL[lives[0]]} at rate {RATES[0]} and {ONE_DECIMAL[lives[1]]} at rate {RATES[1]} "
@@ -828,8 +838,8 @@ def test_finetune_abstract_sentence_every_verdict(controls, rates):
         per_rate = [" and ".join(ONE_DECIMAL[side] for side in pattern) + f" at {rate}"
                     for rate, (_, pattern) in zip(RATES, rates)]  # fmt: skip
         want += (
-            f"; its change minus {minus}, the part specific to batch normalisation (paired by seed, "
-            f"Bonferroni-adjusted over the 8 fine-tuning settings), is {per_rate[0]} and {per_rate[1]}: "
+            f"; its change minus {minus}, the part specific to batch normalisation, paired by seed and "
+            f"{FINETUNE_NAMED[adjustment]}, is {per_rate[0]} and {per_rate[1]}: "
         )
         phrases = [said_phrase(live, dict(zip(controls, pattern))) for live, pattern in rates]
         if phrases[0] == phrases[1]:
@@ -839,6 +849,7 @@ def test_finetune_abstract_sentence_every_verdict(controls, rates):
     assert text == want
     assert not problems(text), text
     assert "none" not in text
+    assert ("Bonferroni" in text) == (adjustment == "bonferroni" and bool(controls))
     for window in abstract_windows("finetuneAbstractSentence", text):
         assert not problems(window), window
 
@@ -848,7 +859,7 @@ def test_finetune_abstract_sentence_reads_the_adjusted_interval_not_the_unadjust
     to batch normalisation."""
     part = interval("below") | {"ci_adjusted": [ROW["zero"][1], ROW["zero"][2]], "family": 8}
     cell = {"arms": {"live": {"change": interval("below")}}, "contrasts": {"live_minus_none": part}}
-    text = finetune_sentences.abstract_sentence([("$10^{-4}$", cell)], 2, 8)
+    text = finetune_sentences.abstract_sentence([("$10^{-4}$", cell)], 2, FINETUNE_FAMILY["bonferroni"], 8)
     assert text.endswith("is $-2.0$ points [$-2.1$, $+2.2$] at $10^{-4}$: at $10^{-4}$ a change not told apart "
                          "from no normaliser's")  # fmt: skip
     assert "an interval that lies wholly below zero" in text  # one rate: its live change's verdict alone
@@ -938,13 +949,9 @@ def test_finetune_specific_sentence_says_one_change_once():
     assert text.startswith("the control changes by $-2.4$ points, and")
 
 
-@pytest.mark.parametrize("controls", [["none"], ["layernorm"], ["none", "layernorm"]])
-@pytest.mark.parametrize("cells", [(0, 0), (8, 0), (0, 8), (3, 0), (0, 1), (2, 5)])
-def test_finetune_specific_counts_every_split(controls, cells):
-    """finetuneSpecificCounts over eight cells (two rates, conditions and streams): every split of the
-    cells' adjusted intervals into below, above and around zero, in its place in the section."""
-    below, above = cells
-    order = ["below"] * below + ["above"] * above + ["zero"] * (8 - below - above)
+def specific_arms(controls: list[str], order: list[str]) -> dict:
+    """Two rates, both conditions and streams (8 cells), each control's part's interval (at the family's
+    level) on the side ``order`` gives cell by cell."""
     arms, k = {}, 0
     for rate in ("0.0001", "0.001"):
         arms[rate] = {}
@@ -957,7 +964,18 @@ def test_finetune_specific_counts_every_split(controls, cells):
                     "contrasts": {f"live_minus_{a}": adjusted(order[k]) for a in controls},
                 }
                 k += 1
-    m = finetune_macros.specific_macros(arms)
+    return arms
+
+
+@pytest.mark.parametrize("controls", [["none"], ["layernorm"], ["none", "layernorm"]])
+@pytest.mark.parametrize("cells", [(0, 0), (8, 0), (0, 8), (3, 0), (0, 1), (2, 5)])
+def test_finetune_specific_counts_every_split(controls, cells):
+    """finetuneSpecificCounts over eight cells (two rates, conditions and streams): every split of the
+    cells' intervals (at the family's level) into below, above and around zero, in its place in the section."""
+    below, above = cells
+    order = ["below"] * below + ["above"] * above + ["zero"] * (8 - below - above)
+    arms = specific_arms(controls, order)
+    m = finetune_macros.specific_macros(arms, FINETUNE_FAMILY["bonferroni"], 0.95)
     assert m["finetuneSpecificFamily"] == "8"
     text = m["finetuneSpecificCounts"]
     assert text.count("against") == len(controls)
@@ -970,6 +988,53 @@ def test_finetune_specific_counts_every_split(controls, cells):
         assert "contains zero in all 8 cells" in text
     else:
         assert (f"below zero in {below}" in text) == bool(below) and (f"above zero in {above}" in text) == bool(above)
+
+
+def render(tex: str, macros: dict[str, str]) -> str:
+    """``tex`` with each of ``macros`` (``{name: TeX}``) put in its place; other macros left as they are."""
+    for name, value in macros.items():
+        tex = re.sub(rf"\\{name}(\{{\}})?(?![A-Za-z])", lambda _: value, tex)
+    return tex
+
+
+FINETUNE_FAMILY_SENTENCE = {
+    "bonferroni": "Each of its intervals is Bonferroni-adjusted over the 8 fine-tuning settings, so that all of them "
+    "hold together with probability at least 95\\%, whichever cell a claim picks",
+    "unadjusted": "Its intervals are unadjusted (exploratory): each is a 95\\% interval on its own, and the 8 do not hold "
+    "together at 95\\%",
+}
+
+
+@pytest.mark.parametrize("controls", [["none"], ["none", "layernorm"]])
+@pytest.mark.parametrize("adjustment", list(FINETUNE_FAMILY))
+def test_finetune_specific_paragraph_and_caption_read_in_both_declarations(adjustment, controls):
+    """The paragraph on the batch-norm-specific part and the arms table's caption, with the study's macros
+    and the family's (bnstudy.paper.families.macros) in place, under the family declared with Bonferroni
+    and with none: they say the intervals hold together only where the family is adjusted, and name
+    the adjustment in the family's words."""
+    family = FINETUNE_FAMILY[adjustment]
+    arms = specific_arms(controls, ["below", "zero", "above", "zero"] * 2)
+    m = finetune_macros.specific_macros(arms, family, 0.95)
+    assert m["finetuneSpecificFamilySentence"] == FINETUNE_FAMILY_SENTENCE[adjustment]
+    assert m["finetuneSpecificMark"] == {"bonferroni": "adj.", "unadjusted": "unadj."}[adjustment]
+    fm = paper_families.macros([(family, family.record(0.95, 8))])
+    assert fm["familyFinetuneSpecificPhrase"] == FINETUNE_NAMED[adjustment]
+    tex = (SECTIONS / "finetune.tex").read_text()
+    paragraph = tex[
+        tex.index("\\paragraph{The part specific") : tex.index("\\begin{table}", tex.index("The part specific"))
+    ]
+    caption = tex[tex.index("\\caption{Fine-tuning arms") : tex.index("\\label{tab:finetune-arms}")]
+    own = {k: v for k, v in m.items() if k.startswith("finetuneSpecific")}  # the rates' sentences tested above
+    for part in (paragraph, caption):
+        text = render(part, own | fm | {"finetuneConfidence": "95\\%"})
+        assert not re.search(r"\\(finetuneSpecific|familyFinetuneSpecific)[A-Za-z]*", text), text
+        assert not problems(text), text
+        assert ("Bonferroni" in text) == (adjustment == "bonferroni"), text
+        assert ("unadjusted" in text) == (adjustment == "unadjusted"), text
+    rendered = render(paragraph, own | fm)
+    assert ("hold together with probability" in rendered) == (adjustment == "bonferroni")
+    assert ("do not hold together" in rendered) == (adjustment == "unadjusted")
+    assert f"the {family.tag} interval against" in rendered
 
 
 def budget_table(sides: dict) -> pd.DataFrame:
@@ -1020,7 +1085,7 @@ BUDGETS = {  # name -> (budgets, cells, the sentence written out)
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("adjustment", ["none", "bonferroni"])
+@pytest.mark.parametrize("adjustment", ["unadjusted", "bonferroni"])
 @pytest.mark.parametrize("case", list(BUDGETS))
 def test_precise_rows_abstract_sentence_every_branch(case, adjustment):
     """Every branch under either declaration of the family ``precise_rows``: its tag names the interval."""

@@ -17,9 +17,12 @@ from bnstudy.studies.finetune import science as finetune
 from bnstudy.studies.finetune import sentences as finetune_sentences
 from bnstudy.studies.finetune import summary as finetune_summary
 from bnstudy.studies.finetune import tables as finetune_tables
+from declared_families import declared_as
 from share_reference import log_t_interval, logit_t_interval
 
 SEEDS = (0, 1, 2, 3)
+BONFERRONI = declared_as("finetune_specific", "bonferroni")  # the batch-norm-specific parts' family, as declared
+UNADJUSTED = declared_as("finetune_specific", "unadjusted")
 CONFIDENCE = 0.9  # not the default 0.95 of seed_interval, so a dropped confidence shows
 RATES = (1e-05, 0.001)  # keys "1e-05" and "0.001": their string order is not their numeric order
 STREAM_LIST = ("shuffle", "class_sorted")
@@ -574,7 +577,7 @@ def _arm_rows():
 
 def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences():
     rows = _arm_rows()
-    got = finetune_summary.summarise_arms(rows, 0.95)
+    got = finetune_summary.summarise_arms(rows, 0.95, BONFERRONI)
     assert sorted(got, key=float) == ["0.0001", "0.001"]
     pick = lambda lr, c, s, a, k: [  # noqa: E731
         r[k] for r in sorted(rows, key=lambda r: r["seed"])
@@ -622,7 +625,7 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     same = got["0.001"]["same"]["shuffle"]["contrasts"]["live_minus_none"]
     assert same["ci"] == same["ci_adjusted"] == pytest.approx([0.03, 0.03], abs=1e-12)
     assert same["ci"][0] == same["ci"][1]
-    m = finetune_macros.arms_macros(got, {"shift": {"scale": 1.5, "offset": 0.5}})
+    m = finetune_macros.arms_macros(got, {"shift": {"scale": 1.5, "offset": 0.5}, "confidence": 0.95}, BONFERRONI)
     assert m["finetuneShiftScale"] == "1.5" and m["finetuneShiftOffset"] == "0.5"
     assert m["finetuneContrastRateTwoShiftedClassSortedStatisticsUpdate"] == "$+2.0$"
     assert m["finetuneContrastCellsPerCondition"] == "4"
@@ -637,12 +640,46 @@ def test_arms_summary_pairs_by_seed_and_contrasts_are_the_documented_differences
     assert part["ci_adjusted"] == pytest.approx([0.04, 0.04], abs=1e-12)
     assert rows_t[0][-1] == "$+4.0$ $\\text{(every seed alike)}$"
     # a grid without layer norm: its arm and contrast are left out, not invented
-    no_ln = finetune_summary.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95)
+    no_ln = finetune_summary.summarise_arms([r for r in rows if r["arm"] != "layernorm"], 0.95, BONFERRONI)
     assert "layernorm" not in no_ln["0.001"]["same"]["shuffle"]["arms"]
     assert "live_minus_layernorm" not in no_ln["0.001"]["same"]["shuffle"]["contrasts"]
-    assert finetune_tables.arms_header(no_ln)[-2:] == ["no normaliser", "live $-$ no normaliser, adj."]
+    assert finetune_tables.arms_header(no_ln, BONFERRONI)[-2:] == ["no normaliser", "live $-$ no normaliser, adj."]
     with pytest.raises(ValueError, match="no rows of arm momentum0"):
-        finetune_summary.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95)
+        finetune_summary.summarise_arms([r for r in rows if r["arm"] != "momentum0"], 0.95, BONFERRONI)
+    # what the summary records of the family: as declared, its members the 8 cells, each interval's level
+    assert finetune_summary.families(got, 0.95, BONFERRONI) == {
+        "finetune_specific": {"adjustment": "bonferroni", "members": 8, "confidence": 0.95,
+                              "level": pytest.approx(1 - 0.05 / 8, abs=1e-15), "smallest_effect": 0.01}
+    }  # fmt: skip
+    no_controls = finetune_summary.summarise_arms([r for r in rows if r["arm"] not in ("none", "layernorm")], 0.95,
+                                                  BONFERRONI)  # fmt: skip
+    assert finetune_summary.families(no_controls, 0.95, BONFERRONI) == {}  # no control: no such family formed
+
+
+def test_a_family_declared_without_adjustment_gives_the_unadjusted_intervals_and_says_so():
+    """The same arms with the family declared with no adjustment: each part's interval is the one at the
+    study's confidence (its ``ci``), recorded as applied, and the table marks the column unadjusted."""
+    rows = _arm_rows()
+    for r in rows:  # the controls' changes spread over seeds, so that the parts' intervals have a width
+        r["inference_after"] += {"none": 0.004, "layernorm": -0.003}.get(r["arm"], 0.0) * r["seed"] ** 2
+    adjusted = finetune_summary.summarise_arms(rows, 0.95, BONFERRONI)
+    got = finetune_summary.summarise_arms(rows, 0.95, UNADJUSTED)
+    parts = 0
+    for lr, c, s in itertools.product(("0.001", "0.0001"), ("same", "shifted"), ("shuffle", "class_sorted")):
+        for control in ("none", "layernorm"):
+            part = got[lr][c][s]["contrasts"][f"live_minus_{control}"]
+            assert part["family"] == 8 and part["ci_adjusted"] == part["ci"]
+            assert part["ci"] == adjusted[lr][c][s]["contrasts"][f"live_minus_{control}"]["ci"]
+            wider = adjusted[lr][c][s]["contrasts"][f"live_minus_{control}"]["ci_adjusted"]
+            parts += wider[0] < part["ci"][0]
+        assert got[lr][c][s]["arms"] == adjusted[lr][c][s]["arms"]  # nothing else depends on the family
+    assert parts == 16  # the Bonferroni intervals are the wider ones in every cell
+    assert finetune_summary.families(got, 0.95, UNADJUSTED) == {
+        "finetune_specific": {"adjustment": "none", "members": 8, "confidence": 0.95, "level": 0.95,
+                              "smallest_effect": 0.01}
+    }  # fmt: skip
+    assert finetune_tables.arms_header(got, UNADJUSTED)[-2:] == ["live $-$ no normaliser, unadj.",
+                                                                 "live $-$ layer norm, unadj."]  # fmt: skip
 
 
 # ---- the arms' macros, header and table rows, by value -------------------------------------
@@ -700,7 +737,7 @@ def _two_verdicts(first: dict, second: dict) -> str:
 
 def test_arms_macros_header_and_rows_by_value():
     arms = _hand_arms()
-    m = finetune_macros.arms_macros(arms, {"shift": {"scale": 1.5, "offset": 0.25}})
+    m = finetune_macros.arms_macros(arms, {"shift": {"scale": 1.5, "offset": 0.25}, "confidence": 0.9}, BONFERRONI)
     want = {"finetuneShiftScale": "1.5", "finetuneShiftOffset": "0.25", "finetuneArmCells": "8"}
     below, above = {}, {}
     # RateOne is the smaller rate, 1e-05, although its key sorts after "0.001" as text
@@ -757,6 +794,11 @@ def test_arms_macros_header_and_rows_by_value():
     want["finetuneOneControl"] = "1"
     # the batch-norm-specific part: one control (no normaliser), its family the 8 cells
     want["finetuneSpecificFamily"] = "8"
+    want["finetuneSpecificFamilySentence"] = (
+        "Each of its intervals is Bonferroni-adjusted over the 8 fine-tuning settings, so that all of them hold "
+        "together with probability at least 90\\%, whichever cell a claim picks"
+    )
+    want["finetuneSpecificMark"] = "adj."
     cis = [arms[r][c][s]["contrasts"]["live_minus_none"]["ci_adjusted"] for r in arms for c in arms[r]
            for s in arms[r][c]]  # fmt: skip
     n_below, n_above = sum(hi < 0 for _, hi in cis), sum(lo > 0 for lo, _ in cis)
@@ -770,7 +812,7 @@ def test_arms_macros_header_and_rows_by_value():
     assert m == want
     assert {below[k] for k in below} != {0}  # the counts are not all zero: some intervals lie below zero
 
-    assert finetune_tables.arms_header(arms) == ["rate", "inputs", "batches", "batch norm, live",
+    assert finetune_tables.arms_header(arms, BONFERRONI) == ["rate", "inputs", "batches", "batch norm, live",
                                                  "batch norm, frozen", "no normaliser",
                                                  "live $-$ no normaliser, adj."]  # fmt: skip
     rows = finetune_tables.arms_table_rows(arms)
@@ -793,8 +835,8 @@ def test_the_arms_table_file_is_the_header_rows_alignment_and_caption(tmp_path):
     header and rows of arms_header and arms_table_rows, and the caption comment, in a booktabs body."""
     arms = _hand_arms()
     path = tmp_path / "arms.tex"
-    finetune_tables.write_arms_table(path, arms)
-    header = finetune_tables.arms_header(arms)
+    finetune_tables.write_arms_table(path, arms, BONFERRONI)
+    header = finetune_tables.arms_header(arms, BONFERRONI)
     rows = finetune_tables.arms_table_rows(arms)
     assert len(header) == 7  # rate, inputs, batches, the three arms and the batch-norm-specific part
     lines = path.read_text().splitlines()
@@ -839,10 +881,12 @@ def _specific_by_hand(cell):
     )
 
 
-def test_the_abstract_sentence_reads_every_rate_in_order_one_class_batches_as_trained():
+@pytest.mark.parametrize("adjustment", ["bonferroni", "none"])
+def test_the_abstract_sentence_reads_every_rate_in_order_one_class_batches_as_trained(adjustment):
     """finetuneAbstractSentence (abstract_macros): RateOne (1e-05, not "0.001" that sorts first as text)
     then RateTwo, the inputs as trained, one-class batches; the live change and its one control's
-    batch-norm-specific part (adjusted interval) by value."""
+    batch-norm-specific part (its interval at the family's level, named in its words) by value, under either
+    declaration of the family."""
     arms = _hand_arms()
     cells = [(r, arms[key]["same"]["class_sorted"]) for r, key in
              (("$1 \\times 10^{-5}$", "1e-05"), ("$1 \\times 10^{-3}$", "0.001"))]  # fmt: skip
@@ -859,15 +903,19 @@ def test_the_abstract_sentence_reads_every_rate_in_order_one_class_batches_as_tr
         return "a change " + ("below" if hi < 0 else "above" if lo > 0 else "not told apart from") + " no normaliser's"
 
     (r1, _), (r2, _) = cells
+    named = {"bonferroni": "Bonferroni-adjusted over the 8 fine-tuning settings", "none": "unadjusted (exploratory)"}[
+        adjustment
+    ]
     want = (
         "Fine-tuned live in one-class batches of 4 rows, batch normalisation's inference-mode accuracy changes by "
         f"{printed(lives[0], lives[0]['ci'])} at rate {r1} and {printed(lives[1], lives[1]['ci'])} at rate {r2} "
         f"({_two_verdicts(lives[0], lives[1])}); its change minus no normaliser's, the part specific to batch "
-        "normalisation (paired by seed, Bonferroni-adjusted over the 8 fine-tuning settings), is "
+        f"normalisation, paired by seed and {named}, is "
         f"{printed(parts[0], parts[0]['ci_adjusted'])} at {r1} and {printed(parts[1], parts[1]['ci_adjusted'])} "
         f"at {r2}: "
     )
     p1, p2 = phrase(lives[0], parts[0]), phrase(lives[1], parts[1])
     want += f"at {r1} and {r2} {p1}" if p1 == p2 else f"at {r1} {p1}; at {r2} {p2}"
-    m = finetune_macros.abstract_macros(arms, {"batch_size": 4, "shift": {"scale": 1.5, "offset": 0.25}})
+    family = {"bonferroni": BONFERRONI, "none": UNADJUSTED}[adjustment]
+    m = finetune_macros.abstract_macros(arms, {"batch_size": 4, "shift": {"scale": 1.5, "offset": 0.25}}, family)
     assert m == {"finetuneAbstractSentence": want}

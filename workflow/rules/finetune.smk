@@ -108,6 +108,7 @@ rule summarise_finetune:
         shift=canonical(TUNE["shift"]),
         momentum=config["network"]["momentum"],
         confidence=TUNE["confidence"],
+        families=config["families"],
     script:
         "../scripts/finetune_summarise.py"
 

@@ -7,6 +7,7 @@ from _setup import start
 
 log = start(snakemake, torch=False)
 from bnstudy.base import io
+from bnstudy.evaluation.families import declared
 from bnstudy.paper import latex
 from bnstudy.studies.finetune import macros as finetune_macros
 from bnstudy.studies.finetune import summary as finetune_summary
@@ -30,13 +31,15 @@ settings = {
     "shift": dict(p.shift),
 }
 arm_rows = io.read_blocks(inp.arms, "condition")
-arms = finetune_summary.summarise_arms(arm_rows.to_dict("records"), p.confidence)
-io.write_json(out.summary, {"settings": settings} | summary | {"arms": arms})
+family = declared(dict(p.families), finetune_summary.FAMILY)
+arms = finetune_summary.summarise_arms(arm_rows.to_dict("records"), p.confidence, family)
+families = finetune_summary.families(arms, p.confidence, family)
+io.write_json(out.summary, {"settings": settings} | summary | {"arms": arms, "families": families})
 along = io.read_blocks(inp.along)
 io.write_table(out.along, finetune_summary.along_means(along.to_dict("records")))
-macros = finetune_macros.macros(summary, settings) | finetune_macros.arms_macros(arms, settings)
-macros |= finetune_macros.abstract_macros(arms, settings)
+macros = finetune_macros.macros(summary, settings) | finetune_macros.arms_macros(arms, settings, family)
+macros |= finetune_macros.abstract_macros(arms, settings, family)
 latex.write_macros(out.macros, macros, "Fine-tuning in small batches")
 finetune_tables.write_table(out.table, summary)
-finetune_tables.write_arms_table(out.arms_table, arms)
+finetune_tables.write_arms_table(out.arms_table, arms, family)
 log.info("macros: %d", len(macros))

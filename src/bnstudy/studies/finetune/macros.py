@@ -9,6 +9,7 @@ import math
 
 from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
+from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
@@ -20,6 +21,8 @@ from bnstudy.studies.finetune.sentences import (
     adjusted,
     contrast_counts,
     distance,
+    family_mark,
+    family_sentence,
     percent,
     recompute_sentence,
     recovery_sentence,
@@ -28,7 +31,14 @@ from bnstudy.studies.finetune.sentences import (
     skew_cost_sentence,
     specific_sentence,
 )
-from bnstudy.studies.finetune.summary import CONDITIONS, SPECIFIC, present_arms, rate_keys, specific_in
+from bnstudy.studies.finetune.summary import (
+    CONDITIONS,
+    SPECIFIC,
+    family_cells,
+    present_arms,
+    rate_keys,
+    specific_in,
+)
 
 
 def macros(summary: dict, settings: dict) -> dict[str, str]:
@@ -114,10 +124,12 @@ def sentence_macros(summary: dict) -> dict[str, str]:
     return m
 
 
-def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
+def arms_macros(arms: dict, settings: dict, family: Family) -> dict[str, str]:
     """``{name: TeX}`` of the arms' summary: per rate (``RateOne``, ...), condition, stream and arm the
     accuracy before and after and the change with its interval and verdict; every contrast with
-    its interval and verdict; the shift; counts of contrasts whose interval lies below / above zero."""
+    its interval and verdict (a batch-norm-specific part's also at the level of the declared
+    ``family``, :func:`specific_macros`); the shift; counts of contrasts whose interval lies below /
+    above zero. ``settings``: its ``shift`` and ``confidence``."""
     rates = sorted(arms, key=float)
     m = {
         "finetuneShiftScale": f"{float(settings['shift']['scale']):g}",
@@ -159,7 +171,7 @@ def arms_macros(arms: dict, settings: dict) -> dict[str, str]:
         m["finetuneContrastRateTwoShiftedClassSortedVerdicts"] = latex.two_verdicts(
             last["statistics_update"]["ci"], last["gradient_path"]["ci"]
         )
-    return m | controls_macros(present_arms(arms)) | specific_macros(arms)
+    return m | controls_macros(present_arms(arms)) | specific_macros(arms, family, settings["confidence"])
 
 
 def controls_macros(present: list[str]) -> dict[str, str]:
@@ -178,10 +190,12 @@ def controls_macros(present: list[str]) -> dict[str, str]:
     return m
 
 
-def specific_macros(arms: dict) -> dict[str, str]:
+def specific_macros(arms: dict, family: Family, confidence: float) -> dict[str, str]:
     """The batch-norm-specific part's macros (none where the grid trains no control): the size of each
-    control's family (``finetuneSpecificFamily``), where its adjusted intervals lie over the family's
-    cells (``finetuneSpecificCounts``), and per rate the sentence on the inputs as trained
+    control's family (``finetuneSpecificFamily``), what the declared ``family`` does to its intervals
+    (``finetuneSpecificFamilySentence``: :func:`family_sentence`, ``confidence`` the study's) and how the
+    table marks them (``finetuneSpecificMark``: :func:`family_mark`), where those intervals lie over the
+    family's cells (``finetuneSpecificCounts``), and per rate the sentence on the inputs as trained
     (``finetuneRateOneSpecificSentence``, ...: :func:`specific_sentence`)."""
     rates = sorted(arms, key=float)
     if not specific_in(arms[rates[0]]["same"]):
@@ -191,7 +205,11 @@ def specific_macros(arms: dict) -> dict[str, str]:
     families = {int(e["contrasts"][k]["family"]) for e in cells for k in keys}
     if families != {len(cells)}:
         raise ValueError(f"fine-tuning: the batch-norm-specific families {families} are not the {len(cells)} cells")
-    m = {"finetuneSpecificFamily": latex.fmt(len(cells))}
+    m = {
+        "finetuneSpecificFamily": latex.fmt(len(cells)),
+        "finetuneSpecificFamilySentence": family_sentence(family, len(cells), latex.fmt(confidence, 0, percent=True)),
+        "finetuneSpecificMark": family_mark(family),
+    }
     counts = []
     for k in keys:
         cis = [e["contrasts"][k]["ci_adjusted"] for e in cells]
@@ -204,12 +222,12 @@ def specific_macros(arms: dict) -> dict[str, str]:
     return m
 
 
-def abstract_macros(arms: dict, settings: dict) -> dict[str, str]:
+def abstract_macros(arms: dict, settings: dict, family: Family) -> dict[str, str]:
     """The abstract's sentence on fine-tuning (``finetuneAbstractSentence``): at every rate, on one-class
     batches of the inputs as trained, live batch norm's change and the part of it specific to batch
-    normalisation (:func:`abstract_sentence`). ``arms``: :func:`summarise_arms`; ``settings``: its
-    ``batch_size``."""
+    normalisation, its interval at the declared ``family``'s level (:func:`abstract_sentence`).
+    ``arms``: :func:`summarise_arms`; ``settings``: its ``batch_size``."""
     rates = sorted(arms, key=float)
     cells = [(power_of_ten(float(r)), arms[r]["same"]["class_sorted"]) for r in rates]
-    family = len(rates) * len(CONDITIONS) * len(STREAMS)
-    return {"finetuneAbstractSentence": abstract_sentence(cells, int(settings["batch_size"]), family)}
+    sentence = abstract_sentence(cells, int(settings["batch_size"]), family, family_cells(rates))
+    return {"finetuneAbstractSentence": sentence}

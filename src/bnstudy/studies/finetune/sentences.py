@@ -9,6 +9,7 @@ from __future__ import annotations
 from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAM_WORDS
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
+from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
@@ -155,12 +156,38 @@ CONTROL_WORDS = {"none": "no normaliser", "layernorm": "layer norm"}
 
 
 def adjusted(d: dict) -> dict:
-    """A batch-norm-specific part (:data:`SPECIFIC`) with its adjusted interval as ``ci``, for the printers."""
+    """A batch-norm-specific part (:data:`SPECIFIC`) with its interval at the family's level as ``ci``,
+    for the printers."""
     return d | {"ci": d["ci_adjusted"]}
 
 
+# the table's mark of an interval at the family's level, by the family's tag
+MARKS = {"adjusted": "adj.", "unadjusted": "unadj."}
+
+
+def family_mark(family: Family) -> str:
+    """How the arms table marks the batch-norm-specific parts' column: ``adj.`` or ``unadj.``."""
+    return MARKS[family.tag]
+
+
+def family_sentence(family: Family, cells: int, confidence: str) -> str:
+    """What the declared family of the batch-norm-specific parts (``family``, each control's ``cells``
+    rate, condition and stream cells) does to their intervals, in its own words
+    (:meth:`bnstudy.evaluation.families.Family.phrase`), ``confidence`` the study's printed: with
+    Bonferroni all of them hold together at ``confidence``; without, each alone and exploratory."""
+    if family.adjusted:
+        return (
+            f"Each of its intervals is {family.phrase(cells)}, so that all of them hold together with probability"
+            f" at least {confidence}, whichever cell a claim picks"
+        )
+    return (
+        f"Its intervals are {family.phrase(cells)}: each is a {confidence} interval on its own, and the {cells}"
+        f" do not hold together at {confidence}"
+    )
+
+
 def specific_verdict(sides: list[str], controls: int = 2) -> str:
-    """Where the adjusted intervals of the batch-norm-specific parts (``sides``: ``below``, ``above`` or
+    """Where the intervals (at the family's level) of the batch-norm-specific parts (``sides``: ``below``, ``above`` or
     ``zero`` each) against ``controls`` controls lie, and what that lets one put down to batch
     normalisation: a part of the loss only where an interval lies wholly below zero."""
     n = len(sides)
@@ -195,7 +222,7 @@ def specific_verdict(sides: list[str], controls: int = 2) -> str:
 def specific_sentence(cell: dict) -> str:
     """One rate's batch-norm-specific parts with the inputs as trained (``cell``: ``{stream: entry}`` of
     :func:`summarise_arms`): the range of the controls' changes, live batch norm's change minus each
-    control's on random and on one-class batches with its adjusted interval, and
+    control's on random and on one-class batches with its interval at the family's level, and
     :func:`specific_verdict` of those intervals."""
     keys = specific_in(cell)
     changes = [cell[s]["arms"][SPECIFIC[k]]["change"]["mean"] for k in keys for s in STREAMS]
@@ -243,8 +270,8 @@ def _verdicts(cis: list) -> str:
 
 def _specific_phrase(live: dict, parts: list[tuple[str, dict]]) -> str:
     """What one rate's batch-norm-specific parts (``parts``: ``(the control's name, part)``) show: a loss
-    put down to batch normalisation only where live batch norm's change and every part lie wholly below
-    zero (adjusted); else the change's place against each control, each verdict said once."""
+    put down to batch normalisation only where live batch norm's change and every part (its interval at the
+    family's level) lie wholly below zero; else the change's place against each control, each verdict said once."""
     sides = {name: _side(d["ci_adjusted"]) for name, d in parts}
     if live["ci"][1] < 0 and set(sides.values()) == {"below"}:
         return f"a loss beyond {words(list(sides))}, which can be put down to batch normalisation"
@@ -254,13 +281,14 @@ def _specific_phrase(live: dict, parts: list[tuple[str, dict]]) -> str:
     return "a change " + " and ".join(groups)
 
 
-def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: int) -> str:
+def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: Family, members: int) -> str:
     """Live batch norm's change of the inference-mode accuracy after fine-tuning in batches of
     ``batch_size`` at each rate (``cells``: ``(the rate printed, one condition and stream of
     :func:`summarise_arms`)`` in increasing order) with its verdicts, and the part of it specific to batch
-    normalisation, that change minus each control's (paired by seed, adjusted over ``family`` cells), with
-    what it shows at each rate (:func:`_specific_phrase`): the loss is put down to batch normalisation
-    only where the change and every adjusted part lie wholly below zero."""
+    normalisation, that change minus each control's (paired by seed; its interval at the level of the
+    declared ``family`` of ``members`` cells, named in the family's words), with what it shows at each
+    rate (:func:`_specific_phrase`): the loss is put down to batch normalisation only where the change and
+    every part lie wholly below zero."""
     lives = [cell["arms"]["live"]["change"] for _, cell in cells]
     changes = words([f"{_difference(live)} at rate {rate}" for live, (rate, _) in zip(lives, cells)])
     text = (
@@ -276,8 +304,8 @@ def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: in
         f"{words([_difference(adjusted(cell['contrasts'][k])) for k in keys])} at {rate}" for rate, cell in cells
     ]
     text += (
-        f"; its change minus {minus}, the part specific to batch normalisation (paired by seed, Bonferroni-adjusted"
-        f" over the {family} fine-tuning settings), is {words(per_rate)}"
+        f"; its change minus {minus}, the part specific to batch normalisation, paired by seed and"
+        f" {family.phrase(members)}, is {words(per_rate)}"
     )
     phrases: dict[str, list[str]] = {}
     for live, (rate, cell) in zip(lives, cells):

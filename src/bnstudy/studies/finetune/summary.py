@@ -15,7 +15,8 @@ import math
 
 from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
-from bnstudy.base.stats import adjusted_confidence, positive_interval, share_interval
+from bnstudy.base.stats import positive_interval, share_interval
+from bnstudy.evaluation.families import Family
 from bnstudy.evaluation.paired import paired_interval
 
 LEVELS = (
@@ -158,23 +159,32 @@ CONTRASTS = (
 )
 
 # The part of live batch norm's change specific to batch normalisation: its change minus a control's
-# (the contrasts above of what "change"), one family per control. A family is every rate, input
-# condition and stream cell of that control: each of its intervals is at
-# ``1 - (1 - confidence) / family`` (Bonferroni, :func:`bnstudy.base.stats.adjusted_confidence`), so a
-# claim about any one cell (the abstract's, the section's) holds with the study's confidence whichever
-# cell it is.
+# (the contrasts above of what "change"), one family per control, each the config's declared family
+# :data:`FAMILY` (its members the control's every rate, input condition and stream cell: the cells
+# every claim about the part, the abstract's and the section's, is picked from). Each of its intervals
+# is at the family's level (:meth:`bnstudy.evaluation.families.Family.level`): with Bonferroni
+# declared, ``1 - (1 - confidence) / cells``, so a claim about any one cell holds with the study's
+# confidence whichever cell it is; with none, the study's confidence, each cell exploratory.
 SPECIFIC = {"live_minus_none": "none", "live_minus_layernorm": "layernorm"}
 
+FAMILY = "finetune_specific"  # the config's families.finetune_specific, declared for each control
 
-def summarise_arms(arms: list[dict], confidence: float) -> dict:
+
+def family_cells(rates) -> int:
+    """The members of each control's :data:`FAMILY`: its rate, input condition and stream cells."""
+    return len(rates) * len(CONDITIONS) * len(STREAMS)
+
+
+def summarise_arms(arms: list[dict], confidence: float, family: Family) -> dict:
     """``{rate: {condition: {stream: {"arms": {arm: {...}}, "contrasts": {name: paired}}}}}``.
 
     Per arm the inference-mode accuracy before and after (levels over seeds), the change
     (after - before, paired by seed) and for batch norm the accuracy with the statistics
     recomputed after; per :data:`CONTRASTS` entry the paired (by seed) difference. The
-    batch-norm-specific parts (:data:`SPECIFIC`) also carry ``family`` (the rate, condition and
-    stream cells of their control) and ``ci_adjusted``, the paired interval Bonferroni-adjusted over
-    that family.
+    batch-norm-specific parts (:data:`SPECIFIC`) also carry ``family`` (the members of their
+    control's ``family``, the declared :data:`FAMILY`: :func:`family_cells`) and ``ci_adjusted``, the
+    paired interval at the family's level (Bonferroni-adjusted over the cells where the family
+    declares it; the interval at ``confidence`` where it declares no adjustment).
     """
     out: dict = {}
     present = [a for a in ARMS if any(r["arm"] == a for r in arms)]
@@ -183,8 +193,8 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
             raise ValueError(f"fine-tuning arms: no rows of arm {a}")
     contrasts_present = [c for c in CONTRASTS if c[1] in present and c[2] in present]
     rates = sorted({float(r["lr"]) for r in arms})
-    family = len(rates) * len(CONDITIONS) * len(STREAMS)
-    adjusted = adjusted_confidence(confidence, family)
+    cells = family_cells(rates)
+    adjusted = family.level(confidence, cells)
     for lr in rates:
         by_condition = {}
         for c in CONDITIONS:
@@ -224,7 +234,7 @@ def summarise_arms(arms: list[dict], confidence: float) -> dict:
                         contrasts[name] = paired_rows(ca, cb, "d", confidence, name, bound=2.0)  # two changes
                         if name in SPECIFIC:
                             adj = paired_rows(ca, cb, "d", adjusted, name, bound=2.0)
-                            contrasts[name] |= {"family": family, "ci_adjusted": adj["ci"]}
+                            contrasts[name] |= {"family": cells, "ci_adjusted": adj["ci"]}
                 by_stream[s] = {"arms": entry, "contrasts": contrasts}
             by_condition[c] = by_stream
         out[rate_key(lr)] = by_condition
@@ -235,6 +245,16 @@ def specific_in(cell: dict) -> list[str]:
     """The batch-norm-specific contrasts of one rate and condition (``cell``: ``{stream: entry}``), in
     :data:`SPECIFIC`'s order: one per control the grid trains."""
     return [k for k in SPECIFIC if all("ci_adjusted" in cell[s]["contrasts"].get(k, {}) for s in STREAMS)]
+
+
+def families(arms: dict, confidence: float, family: Family) -> dict:
+    """The summary's ``families`` key: ``{FAMILY: family.record(confidence, cells)}`` where the arms'
+    summary (:func:`summarise_arms`) has a batch-norm-specific part, else empty (no control trained,
+    no such family formed)."""
+    rates = sorted(arms, key=float)
+    if not specific_in(arms[rates[0]]["same"]):
+        return {}
+    return {FAMILY: family.record(confidence, family_cells(rates))}
 
 
 def present_arms(arms: dict) -> list[str]:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from bnstudy.base.designs import FINETUNE_MODES as MODES
 from bnstudy.base.designs import FINETUNE_STREAMS as STREAMS
+from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
 from bnstudy.paper.latex import power_of_ten
-from bnstudy.studies.finetune.sentences import CONTROL_WORDS, adjusted_cell, percent
+from bnstudy.studies.finetune.sentences import CONTROL_WORDS, adjusted_cell, family_mark, percent
 from bnstudy.studies.finetune.summary import CONDITIONS, SPECIFIC, present_arms, rate_keys, specific_in
 
 TABLE_WORDS = {"shuffle": "random", "class_sorted": "one-class"}
@@ -61,20 +62,22 @@ def _specific_columns(arms: dict) -> list[str]:
     return specific_in(arms[rate]["same"])
 
 
-def arms_header(arms: dict) -> list[str]:
+def arms_header(arms: dict, family: Family) -> list[str]:
+    """The arms table's header: the keys, each arm, then each batch-norm-specific part marked by the
+    declared ``family``'s adjustment (:func:`bnstudy.studies.finetune.sentences.family_mark`)."""
     return [
         "rate",
         "inputs",
         "batches",
         *(ARM_WORDS[a] for a in present_arms(arms)),
-        *(f"live $-$ {CONTROL_WORDS[SPECIFIC[k]]}, adj." for k in _specific_columns(arms)),
+        *(f"live $-$ {CONTROL_WORDS[SPECIFIC[k]]}, {family_mark(family)}" for k in _specific_columns(arms)),
     ]
 
 
 def arms_table_rows(arms: dict) -> list[list[str]]:
     """One row per rate, condition and stream: each arm's change of the inference-mode accuracy
     (points, paired by seed, with its interval), then each batch-norm-specific part (live batch norm's
-    change minus a control's, with its interval adjusted over the control's family)."""
+    change minus a control's, with its interval at the level of the control's family)."""
     rows = []
     specific = _specific_columns(arms)
     for rate in sorted(arms, key=float):
@@ -89,8 +92,8 @@ def arms_table_rows(arms: dict) -> list[list[str]]:
     return rows
 
 
-def write_arms_table(path, arms: dict) -> None:
-    header = arms_header(arms)
+def write_arms_table(path, arms: dict, family: Family) -> None:
+    header = arms_header(arms, family)
     latex.write_table(
         path, header, arms_table_rows(arms), "l" * 3 + "r" * (len(header) - 3), "fine-tuning arms: accuracy change"
     )

@@ -9,18 +9,20 @@ initial weights and batch order), inference-mode test accuracy:
 - ``vs_grid`` (variants only): batch renorm with ``s`` minus the grid's batch renorm.
 
 Each is a Student-t interval of the per-seed differences (:func:`bnstudy.evaluation.paired.paired_interval`)
-at the Bonferroni-adjusted confidence over the study's whole family, every comparison at every batch
-size (:func:`family`), with ``agree``, the seeds whose difference has the sign of the mean. The
-sensitivity: at each batch size, the range of ``vs_batchnorm``'s mean over the schedules, and each
-variant whose interval's side of zero (its verdict) differs from the grid schedule's. Nothing here
-depends on the CPU, and no compiled code is loaded.
+at the level of the study's family, every comparison at every batch size (:func:`family`), declared in
+the config as :data:`FAMILY` (:meth:`bnstudy.evaluation.families.Family.level`: Bonferroni-adjusted
+over the family, or the confidence itself where the family declares no adjustment), with ``agree``,
+the seeds whose difference has the sign of the mean. The sensitivity: at each batch size, the range of
+``vs_batchnorm``'s mean over the schedules, and each variant whose interval's side of zero (its
+verdict) differs from the grid schedule's. Nothing here depends on the CPU, and no compiled code is
+loaded.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.base.stats import adjusted_confidence
+from bnstudy.evaluation.families import Family
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points, words
@@ -29,11 +31,12 @@ from bnstudy.studies.renorm_ramp.design import GRID
 
 BATCHNORM = "batchnorm"  # the grid's batch norm networks: the other side of vs_batchnorm
 KEYS = ("vs_batchnorm", "vs_grid")
+FAMILY = "renorm_ramp"  # the config's families.renorm_ramp: every comparison at every batch size
 
 
 def family(schedules, batch_sizes) -> int:
-    """The comparisons adjusted together: at every batch size, each schedule's (the grid's included)
-    difference from batch norm and each variant's from the grid's batch renorm."""
+    """The members of the study's family (:data:`FAMILY`): at every batch size, each schedule's (the
+    grid's included) difference from batch norm and each variant's from the grid's batch renorm."""
     return len(batch_sizes) * (2 * len(schedules) + 1)
 
 
@@ -66,11 +69,12 @@ def agreeing(a, c, gain: float) -> int:
     return sum(1 for d in diffs if (d > 0) - (d < 0) == sign)
 
 
-def comparisons(table: pd.DataFrame, schedules, batch_sizes, confidence: float) -> pd.DataFrame:
+def comparisons(table: pd.DataFrame, schedules, batch_sizes, confidence: float, declared: Family) -> pd.DataFrame:
     """Every comparison (module docstring), by batch size, then the grid's schedule and the variants in
-    the config's order, then :data:`KEYS`; intervals at the Bonferroni-adjusted confidence."""
+    the config's order, then :data:`KEYS`; intervals at the level of the ``declared`` family
+    (:data:`FAMILY`) of the :func:`family` comparisons, in ``confidence`` (column ``confidence``)."""
     n = family(schedules, batch_sizes)
-    level = adjusted_confidence(confidence, n)
+    level = declared.level(confidence, n)
     out = []
     for b in sorted(int(x) for x in batch_sizes):
         for arm in (GRID, *schedules):
@@ -101,7 +105,7 @@ def _rows(cells: pd.DataFrame, b: int, key: str) -> list[dict]:
 def sensitivity(cells: pd.DataFrame, b: int) -> dict:
     """At batch ``b``: the lowest and highest mean of batch renorm minus batch norm over the schedules
     (the grid's included), their schedules, the range, and the variants whose verdict (the side of zero
-    of the adjusted interval) differs from the grid schedule's."""
+    of the interval, at the family's level) differs from the grid schedule's."""
     rows = _rows(cells, b, "vs_batchnorm")
     low = min(rows, key=lambda r: r["gain"])
     high = max(rows, key=lambda r: r["gain"])
@@ -126,7 +130,7 @@ def range_sentence(cells: pd.DataFrame, b: int) -> str:
     )
 
 
-# What batch renorm does against batch norm, by the side of zero of the adjusted interval.
+# What batch renorm does against batch norm, by the side of zero of the interval (at the family's level).
 AGAINST_BATCHNORM = {
     "above": "scores above batch normalisation",
     "below": "scores below batch normalisation",
@@ -244,12 +248,25 @@ def results_macro(b: int) -> str:
     return latex.macro_name("renorm", "ramp", "results", "b", b)
 
 
+def family_sentence(declared: Family, members: int, confidence: str) -> str:
+    """What the ``declared`` family of ``members`` comparisons does to their intervals, in its own words
+    (:meth:`bnstudy.evaluation.families.Family.phrase`), ``confidence`` the family's printed: with
+    Bonferroni all of them hold together at ``confidence``; without, each alone and exploratory."""
+    if declared.adjusted:
+        return f"The intervals are {declared.phrase(members)}, so that all of them hold together at {confidence}"
+    return (
+        f"The intervals are {declared.phrase(members)}: each holds at {confidence} on its own, and the"
+        f" {members} do not hold together at {confidence}"
+    )
+
+
 def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], descriptions: dict[str, str],
-           steps: dict[int, int], confidence: float, ends: str = "") -> dict[str, str]:  # fmt: skip
+           steps: dict[int, int], confidence: float, declared: Family, ends: str = "") -> dict[str, str]:  # fmt: skip
     """Every number and generated sentence of the section. ``labels``, ``descriptions``: each variant's
     name in prose and its schedule in words, the grid's description under :data:`GRID`; ``steps``:
-    the run's steps at each batch size; ``ends``: :func:`unfinished_sentence` (its macro defined only
-    when it says something)."""
+    the run's steps at each batch size; ``declared``: the study's family (:data:`FAMILY`), whose
+    words name the intervals (:func:`family_sentence`, :func:`abstract_sentence`); ``ends``:
+    :func:`unfinished_sentence` (its macro defined only when it says something)."""
     sizes = sorted(int(b) for b in batch_sizes)
     n = int(cells["family"].iloc[0])
     m = {
@@ -259,6 +276,7 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], desc
         "renormRampFamily": str(n),
         "renormRampConfidence": latex.fmt(float(cells["confidence"].iloc[0]), 2, percent=True),
         "renormRampFamilyConfidence": latex.fmt(float(confidence), 0, percent=True),
+        "renormRampFamilySentence": family_sentence(declared, n, latex.fmt(float(confidence), 0, percent=True)),
         "renormRampVariantCount": str(len(labels)),
         "renormRampGridSchedule": descriptions[GRID],
         "renormRampSchedules": "; ".join(f"{labels[v]} ({descriptions[v]})" for v in labels),
@@ -268,16 +286,17 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], desc
         m[results_macro(b)] = results_sentence(cells, b, labels, steps[b])
         sentences.append(m[results_macro(b)])
     m["renormRampResults"] = " ".join(sentences)
-    m["renormRampAbstractSentence"] = abstract_sentence(cells, sizes[0], labels)
+    m["renormRampAbstractSentence"] = abstract_sentence(cells, sizes[0], labels, declared)
     if ends:
         m["renormRampUnfinished"] = ends
     return m
 
 
-def abstract_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str]) -> str:
+def abstract_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], declared: Family) -> str:
     """The abstract's sentence: at the smallest batch ``b``, whether the other schedules keep the grid
-    schedule's verdict on batch renorm minus batch norm, and the range of the means over all schedules
-    (the verdicts and their intervals are the section's)."""
+    schedule's verdict on batch renorm minus batch norm, its interval named by the ``declared``
+    family's tag (``adjusted`` or ``unadjusted``), and the range of the means over all schedules (the
+    verdicts and their intervals are the section's)."""
     s = sensitivity(cells, b)
     others = len(_rows(cells, b, "vs_batchnorm")) - 1
     head = (
@@ -290,13 +309,17 @@ def abstract_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str]) -> st
         else f"from ${signed_points(s['low'])}$ to ${signed_points(s['high'])}$ points"
     )
     if not s["changed"]:
-        return f"{head} keeps the grid schedule's verdict (adjusted), its mean {means}"
-    return f"{head} runs {means}, and its verdict (adjusted) changes with {words([labels[v] for v in s['changed']])}"
+        return f"{head} keeps the grid schedule's verdict ({declared.tag}), its mean {means}"
+    changed = words([labels[v] for v in s["changed"]])
+    return f"{head} runs {means}, and its verdict ({declared.tag}) changes with {changed}"
 
 
-def latex_table(cells: pd.DataFrame, names: dict[str, str], limits: dict) -> tuple[list, list, str, str]:
+def latex_table(
+    cells: pd.DataFrame, names: dict[str, str], limits: dict, declared: Family
+) -> tuple[list, list, str, str]:
     """One row per batch size and schedule: the limits at the run's last step, batch renorm minus batch
-    norm and minus the grid's batch renorm (mean, adjusted interval, seeds on the mean's side).
+    norm and minus the grid's batch renorm (mean, interval at the ``declared`` family's level, seeds on
+    the mean's side), the comment naming the family's adjustment in its words.
     ``names``: each schedule's short name; ``limits[(schedule, b)]``: ``(rmax, dmax)`` at the last step."""
     rows = []
     for (b, schedule), g in cells.groupby(["batch_size", "schedule"], sort=False):
@@ -313,14 +336,16 @@ def latex_table(cells: pd.DataFrame, names: dict[str, str], limits: dict) -> tup
         rows.append(row)
     header = ["batch", "schedule", "last $r_{\\max}$", "last $d_{\\max}$", "$-$ batch norm", "interval", "seeds",
               "$-$ grid's renorm", "interval", "seeds"]  # fmt: skip
-    comment = (
-        "paired by seed, percentage points; Bonferroni-adjusted over the study's comparisons; seeds: on the mean's side"
-    )
+    members = int(cells["family"].iloc[0])
+    comment = f"paired by seed, percentage points; {declared.phrase(members)}; seeds: on the mean's side"
     return header, rows, "rlrrrlrrlr", comment
 
 
-def summary_json(cells: pd.DataFrame, seeds, batch_sizes, schedules: list[dict], confidence: float) -> dict:
-    """``results/summary/renorm_ramp.json``: the settings, every comparison and each batch size's sensitivity."""
+def summary_json(
+    cells: pd.DataFrame, seeds, batch_sizes, schedules: list[dict], confidence: float, declared: Family
+) -> dict:
+    """``results/summary/renorm_ramp.json``: the settings, every comparison, each batch size's sensitivity
+    and, under ``families``, what the study applied to its ``declared`` family (:data:`FAMILY`)."""
     sizes = sorted(int(b) for b in batch_sizes)
     return {
         "seeds": sorted(int(s) for s in seeds),
@@ -330,4 +355,5 @@ def summary_json(cells: pd.DataFrame, seeds, batch_sizes, schedules: list[dict],
         "family": int(cells["family"].iloc[0]),
         "comparisons": cells.to_dict("records"),
         "sensitivity": [sensitivity(cells, b) for b in sizes],
+        "families": {FAMILY: declared.record(float(confidence), int(cells["family"].iloc[0]))},
     }
