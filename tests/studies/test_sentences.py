@@ -1000,8 +1000,8 @@ def render(tex: str, macros: dict[str, str]) -> str:
 FINETUNE_FAMILY_SENTENCE = {
     "bonferroni": "Each of its intervals is Bonferroni-adjusted over the 8 fine-tuning settings, so that all of them "
     "hold together with probability at least 95\\%, whichever cell a claim picks",
-    "unadjusted": "Its intervals are unadjusted (exploratory): each is a 95\\% interval on its own, and the 8 do not hold "
-    "together at 95\\%",
+    "unadjusted": "Its intervals are unadjusted (exploratory): each is a 95\\% interval on its own, and the 8 do "
+    "not hold together at 95\\%",
 }
 
 

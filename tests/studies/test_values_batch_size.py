@@ -1106,7 +1106,7 @@ def test_json_summary_records_each_family_it_forms(result):
     formed = {name: "batch_size" for name in records}
     checked = paper_families.check(FAMILIES, formed, {"batch_size": result["summary"]})
     assert [f.name for f, _ in checked] == list(records)
-    declared_otherwise = batch_size_families.section(normalisers={"adjustment": "none"})
+    declared_otherwise = batch_size_families.section(normalisers={"adjustment": "unadjusted"})
     with pytest.raises(paper_families.FamilyMismatch, match="family normalisers: adjustment 'bonferroni' applied"):
         paper_families.check(declared_otherwise, formed, {"batch_size": result["summary"]})
 
@@ -1142,7 +1142,7 @@ def test_families_declared_without_adjustment_quote_the_unadjusted_intervals_and
 def test_families_adjusted_differently_tag_each_comparison_in_the_gains_table():
     """With the family normalisers unadjusted and the others Bonferroni-adjusted, the header names no
     adjustment and each comparison's label carries its family's."""
-    mixed = batch_size_families.section(normalisers={"adjustment": "none"})
+    mixed = batch_size_families.section(normalisers={"adjustment": "unadjusted"})
     out = batch_size_summary.summarise(*inputs(), PUBLISHED, MOMENTUM, CONF, mixed)
     header, rows, _, comment = out["tables"]["gain_table"]
     assert header[3] == "95\\% interval"

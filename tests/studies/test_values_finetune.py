@@ -675,7 +675,7 @@ def test_a_family_declared_without_adjustment_gives_the_unadjusted_intervals_and
         assert got[lr][c][s]["arms"] == adjusted[lr][c][s]["arms"]  # nothing else depends on the family
     assert parts == 16  # the Bonferroni intervals are the wider ones in every cell
     assert finetune_summary.families(got, 0.95, UNADJUSTED) == {
-        "finetune_specific": {"adjustment": "none", "members": 8, "confidence": 0.95, "level": 0.95,
+        "finetune_specific": {"adjustment": "unadjusted", "members": 8, "confidence": 0.95, "level": 0.95,
                               "smallest_effect": 0.01}
     }  # fmt: skip
     assert finetune_tables.arms_header(got, UNADJUSTED)[-2:] == ["live $-$ no normaliser, unadj.",

@@ -86,9 +86,7 @@ rule summarise_batch_size:
         ),
     params:
         confidence=config["batch_size_eval"]["confidence"],
-        families=canonical(
-            {f: config["families"][f] for f, study in catalogue.families(config).items() if study == "batch_size"}
-        ),
+        families=declared_families("batch_size"),
         momentum=config["network"]["momentum"],
         epochs=config["grid"]["epochs"],
     script:

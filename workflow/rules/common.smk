@@ -93,6 +93,13 @@ def canonical(value):
     return json.loads(json.dumps(value, sort_keys=True))
 
 
+def declared_families(*studies):
+    """The config's declarations of the families of comparisons ``studies`` form (``catalogue.families``),
+    keys sorted (:func:`canonical`): a rule's params change only when one of its own families'
+    declarations does."""
+    return canonical({f: config["families"][f] for f, study in catalogue.families(config).items() if study in studies})
+
+
 # The config with every mapping's keys sorted: params built from it do not change
 # (and re-run jobs) when a config file is only reordered or reformatted.
 CANONICAL_CONFIG = canonical(config)

@@ -70,7 +70,7 @@ rule summarise_equal_steps:
         arms=EQUAL["arms"],
         batch_sizes=GRID_BATCH_SIZES,
         confidence=config["batch_size_eval"]["confidence"],
-        families=config["families"],
+        families=declared_families("equal_steps"),
     script:
         "../scripts/equal_steps_summarise.py"
 

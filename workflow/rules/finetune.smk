@@ -108,7 +108,7 @@ rule summarise_finetune:
         shift=canonical(TUNE["shift"]),
         momentum=config["network"]["momentum"],
         confidence=TUNE["confidence"],
-        families=config["families"],
+        families=declared_families("finetune"),
     script:
         "../scripts/finetune_summarise.py"
 

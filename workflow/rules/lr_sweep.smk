@@ -108,7 +108,7 @@ rule summarise_lr_sweep:
     params:
         grid_lr=LR_GRID_RATE,
         confidence=config["batch_size_eval"]["confidence"],
-        families=config["families"],
+        families=declared_families("lr_sweep"),
         epochs=LR["epochs"],
         grid_seeds=len(SEEDS),
     script:

@@ -36,8 +36,8 @@ rule families:
             labels={"table": "the families of comparisons, their adjustment and smallest effect of interest"},
         ),
     params:
-        families=config["families"],
-        formed=catalogue.families(config),
+        families=canonical(config["families"]),
+        formed=[[f, study] for f, study in catalogue.families(config).items()],  # in the paper's order
     script:
         "../scripts/families_table.py"
 

@@ -60,7 +60,7 @@ rule summarise_precise_rows:
         replicates=PRECISE["replicates"],
         seed=PRECISE["seed"],
         confidence=config["batch_size_eval"]["confidence"],
-        families=config["families"],
+        families=declared_families("precise_rows", "batch_size"),  # and the remedies'
     script:
         "../scripts/precise_rows_summarise.py"
 

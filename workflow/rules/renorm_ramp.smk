@@ -67,7 +67,7 @@ rule summarise_renorm_ramp:
         schedules=canonical(RAMP["schedules"]),
         batchrenorm=canonical(config["batchrenorm"]),
         confidence=config["batch_size_eval"]["confidence"],
-        families=config["families"],
+        families=declared_families("renorm_ramp"),
     script:
         "../scripts/renorm_ramp_summarise.py"
 

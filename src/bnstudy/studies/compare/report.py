@@ -50,13 +50,11 @@ ROWS = (
     ("No normaliser, accuracy, largest grid batch", "@accInferenceNoneMax @ciInferenceNoneMax at $b=@batchMax$"),
     (
         "Batch norm minus none, points, smallest grid batch",
-        "$@pairedBatchnormVsNoneMinGain$ $@pairedBatchnormVsNoneMinAdjCi$ at $b=@batchMin$ "
-        "(@familyNormalisersPhrase)",
+        "$@pairedBatchnormVsNoneMinGain$ $@pairedBatchnormVsNoneMinAdjCi$ at $b=@batchMin$ (@familyNormalisersPhrase)",
     ),
     (
         "Batch norm minus none, points, largest grid batch",
-        "$@pairedBatchnormVsNoneMaxGain$ $@pairedBatchnormVsNoneMaxAdjCi$ at $b=@batchMax$ "
-        "(@familyNormalisersPhrase)",
+        "$@pairedBatchnormVsNoneMaxGain$ $@pairedBatchnormVsNoneMaxAdjCi$ at $b=@batchMax$ (@familyNormalisersPhrase)",
     ),
     (
         "The same, learning rate chosen per cell, smallest batch",
