@@ -11,9 +11,10 @@ import json
 
 from bnstudy.paper import families, latex
 
-summaries = {study: json.loads(open(path).read()) for study, path in snakemake.input.items()}
-where = {study: path for study, path in snakemake.input.items()}
-checked = families.check(dict(snakemake.params.families), dict(snakemake.params.formed), summaries, where.get)
+formed = dict(snakemake.params.formed)  # {family: study}, in the paper's order
+where = {study: snakemake.input[study] for study in dict.fromkeys(formed.values())}  # each study's summary
+summaries = {study: json.loads(open(path).read()) for study, path in where.items()}
+checked = families.check(dict(snakemake.params.families), formed, summaries, where.get)
 latex.write_macros(snakemake.output.macros, families.macros(checked), "Families of comparisons, declared and applied")
 latex.write_table(
     snakemake.output.table,
