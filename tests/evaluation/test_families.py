@@ -43,3 +43,10 @@ def test_a_family_without_members_or_with_an_unknown_adjustment_is_an_error():
         Family("x", "a", "b", "holm", None)
     with pytest.raises(KeyError, match="families.absent"):
         declared(SECTION, "absent")
+
+
+def test_one_member_is_named_in_the_singular_and_its_adjustment_is_none_in_effect():
+    gap = declared(SECTION, "gap")
+    assert gap.members_text(1) == "1 batch size" and gap.members_text(2) == "2 batch sizes"
+    assert gap.phrase(1) == "Bonferroni-adjusted over its 1 batch size, so at the unadjusted level"
+    assert gap.level(0.95, 1) == 0.95

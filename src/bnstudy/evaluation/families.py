@@ -59,12 +59,20 @@ class Family:
         """How the text names one of its intervals: ``adjusted`` or ``unadjusted``."""
         return "adjusted" if self.adjusted else "unadjusted"
 
+    def members_text(self, members: int) -> str:
+        """``6 batch sizes``; one member in the singular, ``1 batch size`` (``over`` is a plural noun
+        phrase ending in s, as the schema says)."""
+        return f"{members} {self.over[:-1] if members == 1 and self.over.endswith('s') else self.over}"
+
     def phrase(self, members: int) -> str:
         """The adjustment in words: ``Bonferroni-adjusted over the 6 batch sizes`` or
-        ``unadjusted (exploratory)``."""
+        ``unadjusted (exploratory)``; a family of one is adjusted by nothing: ``Bonferroni-adjusted
+        over its 1 batch size, so at the unadjusted level``."""
         if not self.adjusted:
             return "unadjusted (exploratory)"
-        return f"Bonferroni-adjusted over the {members} {self.over}"
+        if members == 1:
+            return f"Bonferroni-adjusted over its {self.members_text(1)}, so at the unadjusted level"
+        return f"Bonferroni-adjusted over the {self.members_text(members)}"
 
     def record(self, confidence: float, members: int) -> dict:
         """What a study applied, for its summary's ``families`` key (``members`` 0: the study formed

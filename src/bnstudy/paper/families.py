@@ -53,7 +53,7 @@ def table_rows(checked: list[tuple]) -> list[list[str]]:
     """One row per family: what it compares, its members, adjustment, each interval's level, smallest effect."""
     rows = []
     for family, record in checked:
-        members = f"{record['members']} {family.over}"
+        members = family.members_text(record["members"])
         adjustment = "Bonferroni" if family.adjusted else "none (exploratory)"
         level = "none formed" if record["level"] is None else latex.fmt(record["level"], 2, percent=True)
         compares = latex.escape(family.compares[0].upper() + family.compares[1:])
