@@ -18,7 +18,7 @@ PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 # jobs of seconds: run where Snakemake runs, never queued
 # Bookkeeping that takes seconds; besides these, every study's summary and figure rules
 # (summarise_*, figure_*) are local, and nothing else.
-LOCAL_BOOKKEEPING = {"all", "figures", "design_macros", "provenance", "paper", "manifest", "runtimes"}
+LOCAL_BOOKKEEPING = {"all", "figures", "design_macros", "families", "provenance", "paper", "manifest", "runtimes"}
 
 
 def should_be_local(name: str) -> bool:

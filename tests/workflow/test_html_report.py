@@ -110,7 +110,8 @@ def test_report_groups_by_study_and_labels_every_figure_by_its_normalisers(repor
 
     count = len(catalogue.included(test_config))  # one category per study the config runs, numbered in order
     assert [STUDY.fullmatch(c).group(1) for c in studies] == [str(i) for i in range(1, count + 1)], list(categories)
-    assert set(categories) == {*studies, "Paper", "Provenance"}
+    assert set(categories) == {*studies, "Methods", "Paper", "Provenance"}  # Methods: the table of families
+    assert list(categories["Methods"].values()) == [["results/paper/tables/families.tex"]], categories["Methods"]
     assert list(categories["Paper"].values()) == [["paper/main.pdf"]], categories["Paper"]
     included = catalogue.included(test_config)
     for study in studies:

@@ -172,27 +172,6 @@ def all_families() -> set[str]:
     return {entry.partition(":")[0] for s in STUDIES for entry in s.families}
 
 
-def check_families(config: dict) -> None:
-    """The ``families`` section declares exactly the families of comparisons the config's studies form
-    (:func:`families`): one missing, or one no study of the config forms, is an error."""
-    from bnstudy.base.config import ConfigError  # the config module looks this check up by name
-
-    formed = families(config)
-    declared = config["families"]
-    for name, study in formed.items():
-        if name not in declared:
-            raise ConfigError(
-                f"config error: families.{name}: not declared, but the study {study} forms this family "
-                "(declare what it compares, over what, its adjustment and smallest effect)"
-            )
-    for name in declared:
-        if name not in formed:
-            why = "no study forms it" if name not in all_families() else "no study of this config forms it"
-            raise ConfigError(
-                f"config error: families.{name}: {why} (this config's families: {', '.join(formed) or 'none'})"
-            )
-
-
 def local_rules(config: dict) -> list[str]:
     """The local rules of the studies ``config`` runs."""
     return [rule for s in included(config) for rule in s.local_rules]

@@ -246,7 +246,7 @@ def check_cross_fields(config: dict) -> None:
         check(config, part)
     # last: a study's own message names the cause (serving.normaliser: batchrenorm is not one of
     # normalisers) where the families would only see a family no study forms
-    importlib.import_module("bnstudy.base.catalogue").check_families(config)
+    importlib.import_module("bnstudy.base.familycheck").check_families(config)
 
 
 def _check_rates(grid: dict) -> None:
