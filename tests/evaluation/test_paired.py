@@ -156,3 +156,20 @@ def test_one_difference_rounded_two_ways_has_no_spread():
     assert r["sd"] > 0 and r["ci_low"] < r["gain"] < r["ci_high"]
     one = pairing.paired_interval([0.5], [0.25], 0.95)
     assert one["ci_low"] != one["ci_low"]  # one seed: still NaN
+
+
+def test_a_mean_of_differences_that_cancel_is_zero_not_a_rounding_residue():
+    """Counts over 899 rows whose differences cancel over seeds: the float mean is a residue of about
+    1e-19, which the paper printed as its order of magnitude; the mean of the shares' differences is 0."""
+    from bnstudy.evaluation.paired import nil_if_rounding, paired_interval
+
+    a = [4 / 899, 5 / 899, 7 / 899, 1 / 899, 3 / 899]
+    b = [5 / 899, 4 / 899, 8 / 899, 3 / 899, 0 / 899]
+    diffs = [x - y for x, y in zip(a, b)]
+    assert sum(diffs) != 0  # the residue this guards against
+    got = paired_interval(a, b, 0.95)
+    assert got["gain"] == 0.0 and got["ci_low"] < 0 < got["ci_high"]
+    # the smallest mean a share's difference can have here is kept: one row over 899 rows and 5 seeds
+    one_row = [1 / 899, 0, 0, 0, 0]
+    assert nil_if_rounding(sum(one_row) / 5, one_row) == sum(one_row) / 5
+    assert paired_interval([x + 0 for x in one_row], [0.0] * 5, 0.95)["gain"] == pytest.approx(1 / 899 / 5, rel=1e-12)

@@ -212,3 +212,22 @@ def test_the_noise_sentence_compares_one_accuracys_standard_error_with_the_thres
     se = (p * (1 - p) / 5000) ** 0.5
     assert f"{100 * se:.2f} points over the 5{{,}}000 validation images, larger than the threshold" in text
     assert "smaller than the threshold" in report.noise_sentence(cells, 10**7, 0.003)
+
+
+def test_a_cells_gains_that_cancel_over_seeds_are_zero_not_a_residue():
+    """Two networks whose last-epoch gains cancel (counts over 899 rows): the cell's gain is 0.0, not
+    the float residue the table printed as '+4 x 10^-15'."""
+    import pandas as pd
+
+    from bnstudy.studies.curves import report as curves_report
+
+    rows = []
+    for seed, (before, after) in enumerate([(12, 19), (40, 33)]):
+        for epoch, correct in ((1, before), (2, after)):
+            rows.append({"normaliser": "batchnorm", "batch_size": 4, "seed": seed, "epoch": epoch,
+                         "validation_accuracy": correct / 899})  # fmt: skip
+    epochs = pd.DataFrame(rows)
+    gains = [19 / 899 - 12 / 899, 33 / 899 - 40 / 899]
+    assert sum(gains) != 0  # the residue
+    cell = curves_report.cells(epochs, ["batchnorm"], 1, 0.003).iloc[0]
+    assert cell["gain"] == 0.0 and bool(cell["finished"])

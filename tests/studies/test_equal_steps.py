@@ -164,7 +164,9 @@ def test_every_interval_is_at_the_level_the_family_declares_and_said_so(adjustme
     assert summary["families"] == {"equal_steps": family.record(0.95, len(arms))}
     assert summary["families"]["equal_steps"]["level"] == level
     phrase = {
-        "bonferroni": f"Bonferroni-adjusted over the {len(arms)} batch sizes",
+        "bonferroni": f"Bonferroni-adjusted over the {len(arms)} batch sizes"
+        if len(arms) > 1
+        else "Bonferroni-adjusted over its 1 batch size, so at the unadjusted level",
         "unadjusted": "unadjusted (exploratory)",
     }
     assert summary["intervals"].endswith(", " + phrase[adjustment])

@@ -249,6 +249,15 @@ def _cells(values, micro, confidence):
     return out
 
 
+def _paired(d, confidence):
+    """``_interval`` of per-seed differences of shares, whose mean is exactly zero where the
+    differences cancel but for floating-point rounding (within 1e-12 of the largest)."""
+    mean, sd, lo, hi = _interval(d, confidence)
+    if abs(mean) <= 1e-12 * max([1.0, *(abs(x) for x in d)]):
+        mean = 0.0
+    return mean, sd, lo, hi
+
+
 def _pairs(values, micro, confidence):
     out = {}
     for m in micro:
@@ -257,7 +266,7 @@ def _pairs(values, micro, confidence):
                 va, vb = values[(m, a, mode)], values[(m, b, mode)]
                 seeds = sorted(set(va) & set(vb))
                 d = [va[s] - vb[s] for s in seeds]
-                out[(m, name, mode)] = (len(d), *_interval(d, confidence))
+                out[(m, name, mode)] = (len(d), *_paired(d, confidence))
     return out
 
 
@@ -267,7 +276,7 @@ def _recompute(values, micro, confidence):
         for c in CONFIGS:
             va, vb = values[(m, c, "recomputed")], values[(m, c, "inference")]
             seeds = sorted(set(va) & set(vb))
-            out[(m, c)] = (len(seeds), *_interval([va[s] - vb[s] for s in seeds], confidence))
+            out[(m, c)] = (len(seeds), *_paired([va[s] - vb[s] for s in seeds], confidence))
     return out
 
 
@@ -321,7 +330,7 @@ def _expected_latex(values, cells, micro, batch, confidence):
                 # the row's configuration minus accumulation, by seed
                 va, vb = values[(m, c, mode)], values[(m, "accumulate", mode)]
                 seeds = sorted(set(va) & set(vb))
-                gain, _, lo, hi = _interval([va[s] - vb[s] for s in seeds], confidence)
+                gain, _, lo, hi = _paired([va[s] - vb[s] for s in seeds], confidence)
                 row.append(f"${_s(gain)}$ $[{_s(lo)}, {_s(hi)}]$")
             rows.append(row)
     header = [

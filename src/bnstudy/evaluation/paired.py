@@ -68,6 +68,16 @@ def mcnemar(correct_a, correct_b) -> tuple[int, int, float]:
 ROUNDING = 1e-12
 
 
+def nil_if_rounding(mean: float, diffs) -> float:
+    """``mean`` (the mean of ``diffs``, differences of shares), or exactly 0.0 where it lies within
+    :data:`ROUNDING` of zero (relative to the largest difference). A share is a count over rows, so a
+    mean of such differences is a multiple of one over rows times seeds (above 1e-7 in any config
+    here) or zero; one this close to zero is zero rounded: ``4/18 - 5/18`` and ``5/18 - 4/18`` do not
+    cancel exactly in floating point, and the paper would print the residue as ``-1 x 10^-15``."""
+    scale = max([1.0, *(abs(float(d)) for d in diffs)])
+    return 0.0 if abs(mean) <= ROUNDING * scale else mean
+
+
 def paired_interval(a, b, confidence: float, bound: float = 1.0) -> dict:
     """Mean, sd and Student-t interval of the per-seed differences ``a[i] - b[i]`` (same seed order)
     of two shares (each in [0, 1]: accuracies, flip rates). The interval is clipped to [-1, 1], the
@@ -75,12 +85,13 @@ def paired_interval(a, b, confidence: float, bound: float = 1.0) -> dict:
     of freedom) carries an unclipped end past it. ``bound``: that range's half-width where the
     values are not shares (2 for two changes of a share, each in [-1, 1]). A NaN end (one seed)
     stays NaN. Differences equal to within :data:`ROUNDING` have no spread (sd 0, a point interval
-    at their mean), as exactly equal ones do."""
+    at their mean), as exactly equal ones do; a mean within it of zero is zero (:func:`nil_if_rounding`)."""
     a, b = list(a), list(b)
     if len(a) != len(b) or not a:
         raise ValueError(f"a paired comparison needs as many values on both sides, got {len(a)} and {len(b)}")
     diffs = [float(x) - float(y) for x, y in zip(a, b)]
     mean, sd, lo, hi = seed_interval(diffs, confidence)
+    mean = nil_if_rounding(mean, diffs)
     if len(diffs) > 1 and max(diffs) - min(diffs) <= ROUNDING * max(1.0, *(abs(d) for d in diffs)):
         # the same difference in every seed but for the rounding of count / rows (4/18 - 0/18 and
         # 8/18 - 4/18 differ in the last bit): no spread, as for exactly equal differences

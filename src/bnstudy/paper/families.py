@@ -56,7 +56,9 @@ def table_rows(checked: list[tuple]) -> list[list[str]]:
         members = family.members_text(record["members"])
         adjustment = "Bonferroni" if family.adjusted else "none (exploratory)"
         level = "none formed" if record["level"] is None else latex.fmt(record["level"], 2, percent=True)
-        compares = latex.escape(family.compares[0].upper() + family.compares[1:])
+        # ragged right: a justified narrow column stretches its spaces (underfull boxes); the row ends
+        # in the last column, outside this cell's \raggedright
+        compares = "\\raggedright " + latex.escape(family.compares[0].upper() + family.compares[1:])
         rows.append([compares, latex.escape(members), adjustment, level, _smallest(family)])
     return rows
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bnstudy.base.normalisers import get as normaliser
 from bnstudy.base.stats import mean_sd
+from bnstudy.evaluation.paired import nil_if_rounding
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, signed_points, words
 from bnstudy.paper.network_prose import number_word
@@ -82,7 +83,7 @@ def cells(epochs: pd.DataFrame, names, last: int, threshold: float) -> pd.DataFr
                 at = g.set_index("epoch")["validation_accuracy"]
                 gains.append(float(at[final]) - float(at[final - last]))
             accuracy = mean_of(cell.loc[cell["epoch"] == final, "validation_accuracy"])
-            gain = mean_of(gains)
+            gain = nil_if_rounding(mean_of(gains), gains)  # gains that cancel: zero, not a residue
             out.append(
                 {"normaliser": name, "batch_size": int(b), "epochs": final, "seeds": len(gains),
                  "validation_accuracy": accuracy, "gain": gain, "gain_min": min(gains), "gain_max": max(gains),
