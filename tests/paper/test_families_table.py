@@ -54,7 +54,13 @@ def test_table_and_macros_say_what_each_family_applied():
     checked = families.check(DECLARED, FORMED, summaries())
     rows = families.table_rows(checked)
     assert rows[0] == ["\\raggedright B minus none", "6 batch sizes", "Bonferroni", "99.17\\%", "1.00 points"]
-    assert rows[1] == ["\\raggedright At equal steps", "2 batch sizes", "none (exploratory)", "95.00\\%", "none declared"]
+    assert rows[1] == [
+        "\\raggedright At equal steps",
+        "2 batch sizes",
+        "none (exploratory)",
+        "95.00\\%",
+        "none declared",
+    ]
     m = families.macros(checked)
     assert m["familyNormalisersPhrase"] == "Bonferroni-adjusted over the 6 batch sizes"
     assert m["familyEqualStepsPhrase"] == "unadjusted (exploratory)"

@@ -20,6 +20,6 @@ latex.write_table(
     snakemake.output.table,
     families.HEADER,
     families.table_rows(checked),
-    "p{0.46\\linewidth}lllr",
+    "p{0.34\\linewidth}lllr",
     "families of comparisons: declared in the config, applied by the studies",
 )
