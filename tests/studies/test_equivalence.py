@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from batch_size_families import family
+from batch_size_families import ADJUSTED, family, section
 from bnstudy.base.stats import seed_interval
 from bnstudy.studies.batch_size import equivalence
 from test_sentences import problems
@@ -181,3 +181,46 @@ def test_the_config_check_refuses_controls_without_a_declared_margin(test_config
 
     test_config["normalisers"] = ["none", "batchnorm"]
     check(test_config, None)
+
+
+def _gain_rows(comparisons, sizes=(2, 4, 8)):
+    return pd.DataFrame([{"comparison": c, "batch_size": b} for c in comparisons for b in sizes])
+
+
+@pytest.mark.parametrize(
+    "declared, comparisons, text",
+    [
+        (
+            ADJUSTED,
+            ["batchnorm_vs_none", "batchrenorm_vs_batchnorm", "exact_vs_ema", "cumulative_vs_ema"],
+            "batch normalisation minus none, batch renormalisation minus batch normalisation and each remedy "
+            "minus the trained EMA, each Bonferroni-adjusted over the 3 batch sizes",
+        ),
+        (
+            ADJUSTED,
+            ["batchnorm_vs_none", "exact_vs_ema"],
+            "batch normalisation minus none and each remedy minus the trained EMA, each Bonferroni-adjusted "
+            "over the 3 batch sizes",
+        ),
+        (
+            section(normalisers={"adjustment": "unadjusted"}),
+            ["batchnorm_vs_none", "batchrenorm_vs_batchnorm", "exact_vs_ema"],
+            "batch normalisation minus none unadjusted (exploratory); batch renormalisation minus batch "
+            "normalisation and each remedy minus the trained EMA, each Bonferroni-adjusted over the 3 batch sizes",
+        ),
+        (
+            section("unadjusted"),
+            ["batchnorm_vs_none", "batchrenorm_vs_batchnorm", "exact_vs_ema"],
+            "batch normalisation minus none, batch renormalisation minus batch normalisation and each remedy "
+            "minus the trained EMA, each unadjusted (exploratory)",
+        ),
+    ],
+    ids=["all alike", "no renorm", "one unadjusted", "all unadjusted"],
+)
+def test_the_gains_captions_names_each_adjustment_once_with_the_comparisons_it_covers(declared, comparisons, text):
+    from bnstudy.studies.batch_size import macros as batch_size_macros
+
+    clause = batch_size_macros.gain_families_clause(_gain_rows(comparisons), declared)
+    assert clause == text
+    for phrase in ("Bonferroni-adjusted over", "unadjusted (exploratory)"):
+        assert clause.count(phrase) <= 1, clause

@@ -486,6 +486,11 @@ def expected_macros():
     assert m["pairedBatchnormVsNoneAboveSizes"] == "at batch 8"
     assert m["pairedBatchnormVsNoneBelowSizes"] == "at no batch size"
     m["remedySignSentence"] = REMEDY_SENTENCE
+    # the gains table's caption: the three families of the table, adjusted alike, their adjustment said once
+    m["gainFamiliesClause"] = (
+        "batch normalisation minus none, batch renormalisation minus batch normalisation and each remedy minus "
+        "the trained EMA, each Bonferroni-adjusted over the 2 batch sizes"
+    )
     weight = (1 - MOMENTUM) ** 1234  # the fewest updates of any network
     assert 1.0e-57 < weight < 1.0e-56
     m["emaFewestUpdates"] = "1{,}234"

@@ -12,9 +12,10 @@ from __future__ import annotations
 import pandas as pd
 
 from bnstudy.base.fixedmath import powi
+from bnstudy.evaluation.families import declared as declared_family
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, signed_points
-from bnstudy.studies.batch_size.paired import family
+from bnstudy.studies.batch_size.paired import family, members
 from bnstudy.studies.batch_size.published import published_gain_macros, published_gap_macros
 from bnstudy.studies.batch_size.sentences import (
     COMPARED,
@@ -323,6 +324,28 @@ def distance_macros(distance_summary: pd.DataFrame, sizes: list[int]) -> dict:
     return m
 
 
+# the gains table's comparisons by family, in its order: how its caption names each
+GAIN_FAMILIES = (
+    ("normalisers", "batch normalisation minus none"),
+    ("renorm", "batch renormalisation minus batch normalisation"),
+    ("remedies", "each remedy minus the trained EMA"),
+)
+
+
+def gain_families_clause(pair_summary: pd.DataFrame, families: dict) -> str:
+    """The gains table's caption on the level of its intervals: the comparisons whose families are
+    adjusted alike named together, each adjustment said once (``batch normalisation minus none,
+    batch renormalisation minus batch normalisation and each remedy minus the trained EMA, each
+    Bonferroni-adjusted over the 6 batch sizes``; groups of another adjustment after a semicolon)."""
+    m = members(pair_summary)
+    groups: dict[str, list[str]] = {}
+    for name, words in GAIN_FAMILIES:
+        if name in m:
+            groups.setdefault(declared_family(families, name).phrase(m[name]), []).append(words)
+    parts = [f"{latex.words(names)}{', each' if len(names) > 1 else ''} {phrase}" for phrase, names in groups.items()]
+    return "; ".join(parts)
+
+
 def macros(
     runs, summary, updates, distance_summary, pairs, pair_summary, published, momentum, confidence, families
 ) -> dict:
@@ -335,6 +358,7 @@ def macros(
     m |= gap_closed_macros(cell, sizes)
     m |= paired_end_macros(pair_summary, sizes)
     m |= interval_sign_macros(pair_summary, families)
+    m["gainFamiliesClause"] = gain_families_clause(pair_summary, families)
     m["remedySignSentence"] = remedy_sign_sentence(pair_summary)
     m |= keep_macros(pair_summary, pairs)
     m |= ema_macros(runs, updates, momentum)
