@@ -114,6 +114,25 @@ def last_span(last: int) -> str:
     return "the last epoch" if last == 1 else f"the last {number_word(last)} epochs"
 
 
+def count_of(count: int, total: int) -> str:
+    """``All 12 cells``, ``One of the 12 cells``, ``Three of the 12 cells``."""
+    return f"All {total} cells" if count == total else f"{number_word(count).capitalize()} of the {total} cells"
+
+
+def largest_gain(table: pd.DataFrame) -> str:
+    """The cell of ``table`` that gained most, as the sentences name it: ``$+0.94$ points, batch norm at b = 2``."""
+    top = table.loc[table["gain"].idxmax()]
+    return f"${signed_points(top['gain'])}$ points, {_cell_name(top['normaliser'], int(top['batch_size']))}"
+
+
+def named_gains(late: pd.DataFrame) -> list[str]:
+    """Each cell of ``late`` with its gain, the largest first: ``batch norm at b = 2 ($+0.94$)``."""
+    return [
+        f"{_cell_name(r['normaliser'], int(r['batch_size']))} (${signed_points(r['gain'])}$)"
+        for _, r in late.sort_values(["gain"], ascending=False, kind="stable").iterrows()
+    ]
+
+
 def unfinished_sentence(table: pd.DataFrame, last: int, threshold: float) -> str:
     """Which cells gained more than ``threshold`` over their last ``last`` epochs, with their gains;
     or that none did, with the largest gain."""
@@ -121,26 +140,14 @@ def unfinished_sentence(table: pd.DataFrame, last: int, threshold: float) -> str
     span = f"over {last_span(last)}"
     limit = f"${points(threshold, 1)}$ points"
     if late.empty:
-        top = table.loc[table["gain"].idxmax()]
         return (
             f"Every cell gained at most {limit} of validation accuracy {span} (mean over seeds; the largest "
-            f"gain, ${signed_points(top['gain'])}$ points, {_cell_name(top['normaliser'], int(top['batch_size']))}), "
-            "so every cell had reached its validation plateau."
+            f"gain, {largest_gain(table)}), so every cell had reached its validation plateau."
         )
-    named = [
-        f"{_cell_name(r['normaliser'], int(r['batch_size']))} (${signed_points(r['gain'])}$)"
-        for _, r in late.sort_values(["gain"], ascending=False).iterrows()
-    ]
-    count = len(late)
-    subject = (
-        f"All {len(table)} cells"
-        if count == len(table)
-        else f"{number_word(count).capitalize()} of the {len(table)} cells"
-    )
     return (
-        f"{subject} gained more than {limit} of "
+        f"{count_of(len(late), len(table))} gained more than {limit} of "
         f"validation accuracy {span} (mean over seeds, points in brackets) and are not finished: "
-        f"{words(named)}. Their accuracies are those of networks still improving when training stopped."
+        f"{words(named_gains(late))}. Their accuracies are those of networks still improving when training stopped."
     )
 
 

@@ -32,7 +32,17 @@ import pandas as pd
 from bnstudy.base.normalisers import get as normaliser
 from bnstudy.paper.latex import endpoint, points, signed_points, words
 from bnstudy.paper.network_prose import number_word
-from bnstudy.studies.curves.report import _cell_name, baselines_sentence, epochs_words, last_span, mean_of, order
+from bnstudy.studies.curves.report import (
+    _cell_name,
+    baselines_sentence,
+    count_of,
+    epochs_words,
+    largest_gain,
+    last_span,
+    mean_of,
+    named_gains,
+    order,
+)
 from bnstudy.studies.curves.report import epochs_table as report_epochs_table
 
 EPOCH_COLUMNS = ("seed", "epoch", "loss", "train_accuracy")
@@ -112,32 +122,21 @@ def cells(epochs: pd.DataFrame, names, last: int, threshold: float) -> pd.DataFr
     return pd.DataFrame(out)
 
 
-def _count_of(count: int, total: int) -> str:
-    """``All 12 cells``, ``One of the 12 cells``, ``Three of the 12 cells``."""
-    return f"All {total} cells" if count == total else f"{number_word(count).capitalize()} of the {total} cells"
-
-
 def gaining_sentence(table: pd.DataFrame, last: int, threshold: float) -> str:
     """Which cells gained more than ``threshold`` of training accuracy over their last ``last``
     epochs, with their gains; or that none did, with the largest gain."""
     late = table[~table["plateau"]]
     span, limit = f"over {last_span(last)}", f"${points(threshold, 1)}$ points"
     if late.empty:
-        top = table.loc[table["gain"].idxmax()]
         return (
             f"Every cell gained at most {limit} of training accuracy {span} (mean over seeds; the largest "
-            f"gain, ${signed_points(top['gain'])}$ points, {_cell_name(top['normaliser'], int(top['batch_size']))}), "
-            "so no cell was still gaining on its training images when training stopped."
+            f"gain, {largest_gain(table)}), so no cell was still gaining on its training images when training stopped."
         )
-    named = [
-        f"{_cell_name(r['normaliser'], int(r['batch_size']))} (${signed_points(r['gain'])}$)"
-        for _, r in late.sort_values(["gain"], ascending=False, kind="stable").iterrows()
-    ]
     verb = "was" if len(late) == 1 else "were"
     return (
-        f"{_count_of(len(late), len(table))} gained more than {limit} of training accuracy {span} (mean "
+        f"{count_of(len(late), len(table))} gained more than {limit} of training accuracy {span} (mean "
         f"over seeds, points in brackets) and {verb} still gaining on {'its' if len(late) == 1 else 'their'} "
-        f"training images when training stopped: {words(named)}."
+        f"training images when training stopped: {words(named_gains(late))}."
     )
 
 
@@ -150,7 +149,7 @@ def abstract_sentence(table: pd.DataFrame, last: int, threshold: float) -> str:
         return f"By the end of training every grid cell had stopped gaining training accuracy (at most {limit} {span})"
     top = late.loc[late["gain"].idxmax()]
     most = f"{_cell_name(top['normaliser'], int(top['batch_size']))} (${signed_points(top['gain'])}$)"
-    count = _count_of(len(late), len(table)).replace(" cells", " grid cells")
+    count = count_of(len(late), len(table)).replace(" cells", " grid cells")
     verb = "was" if len(late) == 1 else "were"
     where = f": {most}" if len(late) == 1 else f", most of all {most}"
     return f"{count} {verb} still gaining more than {limit} of training accuracy {span} when training stopped{where}"
@@ -194,7 +193,7 @@ def limits_sentence(table: pd.DataFrame) -> str:
     else:
         verb = "was" if len(fitted) == 1 else "were"
         where = (
-            f"{_count_of(len(fitted), len(table))} {verb} right on every training row in the last epoch in "
+            f"{count_of(len(fitted), len(table))} {verb} right on every training row in the last epoch in "
             "every seed: their training accuracy can gain no more, and their loss falls only as the logits "
             "grow."
         )
