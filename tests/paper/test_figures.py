@@ -178,6 +178,18 @@ def test_box_warnings_are_found():
     assert box_warnings("LaTeX Warning: `h' float specifier changed to `ht'.\n") == []
 
 
+def hyphen_minuses(text: str) -> list[str]:
+    """The lines of a paper's text (pdftotext) where a number's sign is a hyphen: ``-0.62`` or
+    ``[-1.07, -0.18]`` set in text mode, where the paper sets a minus (U+2212) everywhere else."""
+    return [line for line in text.splitlines() if re.search(r"(?:^|[\s\[(,])-\d", line)]
+
+
+def test_hyphen_minuses_are_found_and_minuses_and_ranges_pass():
+    assert hyphen_minuses("BN − none  4  -0.62  [-1.07, -0.18]\nok") == ["BN − none  4  -0.62  [-1.07, -0.18]"]
+    assert hyphen_minuses("to 0.934 (-4% of the gap)") == ["to 0.934 (-4% of the gap)"]
+    assert hyphen_minuses("−0.62 [−1.07, −0.18]; MLP 64-128-128-10; pp. 448-456; arXiv:2006.10963") == []
+
+
 def check_paper(build_dir, tmp_path):
     log = (build_dir / "main.log").read_text(errors="replace")
     assert box_warnings(log) == []
@@ -193,6 +205,7 @@ def check_paper(build_dir, tmp_path):
         assert span >= 0.6, f"{page.name}: content spans {span:.0%} of the text block (a float alone on a page?)"
     # ... but it holds the end of the text (the last reference), not floats flushed after it
     text = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True, check=True).stdout
+    assert hyphen_minuses(text) == [], "a sign set as a hyphen (text mode): set the number in math mode"
     last_ref = re.findall(r"^\[\d+\]", text, re.M)[-1]
     end = subprocess.run(["pdftotext", "-f", str(count), "-l", str(count), pdf, "-"], capture_output=True, text=True)
     assert last_ref in end.stdout, "the last page holds only floats flushed after the references"

@@ -23,6 +23,7 @@ from bnstudy.paper import latex
 from bnstudy.studies.batch_size import evaluation, paired
 from bnstudy.studies.batch_size import macros as batch_size_macros
 from bnstudy.studies.batch_size import summary as batch_size_summary
+from bnstudy.studies.batch_size.macros import share_of_gap
 from share_reference import logit_t_interval
 
 ROWS = 8  # test rows per network
@@ -389,6 +390,11 @@ def sci(lo, hi):
     """A signed interval in points as the paper prints it; a degenerate one (every seed's
     difference the same) as words, never ``[x, x]``."""
     return "\\text{(every seed alike)}" if lo == hi else f"[{spts(lo)}, {spts(hi)}]"
+
+
+def msci(lo, hi):
+    """:func:`sci` as the gains table prints it: each end in math mode (a minus, not a hyphen)."""
+    return "\\text{(every seed alike)}" if lo == hi else f"[${spts(lo)}$, ${spts(hi)}$]"
 
 
 def expected_macros():
@@ -857,16 +863,16 @@ def test_tables_by_value(result):
     want = []
     for name, b in sorted(gains, key=lambda k: (order.index(k[0]), k[1])):
         e = gains[(name, b)]
-        pub = (
-            f"{100 * (PUBLISHED['batchnorm'][b] - PUBLISHED['none'][b]):+.1f}" if name == "batchnorm_vs_none" else "--"
-        )
+        pub = "--"
+        if name == "batchnorm_vs_none":
+            pub = f"${100 * (PUBLISHED['batchnorm'][b] - PUBLISHED['none'][b]):+.1f}$"
         first = not want or want[-1][-1] != name
         want.append(
             [
                 paired.LABELS[name] if first else "",
                 str(b),
-                spts(e["gain"]),
-                sci(e["ci_low_adj"], e["ci_high_adj"]),
+                f"${spts(e['gain'])}$",
+                msci(e["ci_low_adj"], e["ci_high_adj"]),
                 "--" if np.isnan(e["dz"]) else f"${e['dz']:+.2f}$",
                 f"{e['ahead']} / {e['behind']} of {len(SEEDS)}",
                 f"{e['a_only']} / {e['b_only']}",
@@ -895,7 +901,7 @@ def test_table_cells_missing_from_the_grid_are_dashes():
         pub.append((label, r[1], r[-1]))
     assert pub == [
         (paired.LABELS["batchnorm_vs_none"], "2", "--"),  # no published none at 2
-        (paired.LABELS["batchnorm_vs_none"], "8", "+20.0"),
+        (paired.LABELS["batchnorm_vs_none"], "8", "$+20.0$"),
         (paired.LABELS["batchrenorm_vs_batchnorm"], "2", "--"),
         (paired.LABELS["batchrenorm_vs_batchnorm"], "8", "--"),
         (paired.LABELS["batchnorm_keep_vs_drop"], "8", "--"),
@@ -1235,3 +1241,13 @@ def test_gap_macros_where_batch_norm_is_ahead_at_the_smallest_batch():
     m = batch_size_macros.gap_closed_macros(cell, [2, 64])
     assert m["gapAheadMin"] == "+3.0" and "gapAheadMax" not in m and "gapAhead" not in m
     assert m["gapClosedBatchrenormMin"] == "n/a" and m["gapClosedBatchrenormMax"] == "50\\%"
+
+
+def test_a_share_of_the_gap_sets_its_minus_as_a_minus_and_never_prints_a_nonzero_share_as_zero():
+    """A remedy that widens batch norm's gap closes a negative share of it: the text reads
+    ``($-$4\\% of the gap)`` (a minus), never ``(-4\\% of the gap)`` (a hyphen) or ``-0\\%``."""
+    assert share_of_gap(0.16) == "16\\%"
+    assert share_of_gap(1.0) == "100\\%"
+    assert share_of_gap(-0.04) == "$-$4\\%"
+    assert share_of_gap(-0.001) == "$-$0.1\\%"  # rounds to 0 at no decimals: one more shows its sign
+    assert share_of_gap(0.0) == "0\\%"

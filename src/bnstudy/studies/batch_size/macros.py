@@ -219,6 +219,14 @@ def cell_macros(cell: dict, sizes: list[int]) -> dict:
     return m
 
 
+def share_of_gap(share: float) -> str:
+    """A share of the gap in percent for running text: ``16\\%``; a remedy that widens the gap
+    has a negative share, its minus set as one (``$-$4\\%``; plain ``-4`` sets a hyphen), and a
+    nonzero share that rounds to 0 keeps the decimals its sign needs (``$-$0.1\\%``)."""
+    text = latex.endpoint(share, 0) + "\\%"  # a nonzero share never prints as 0 (latex.endpoint)
+    return f"$-${text[1:]}" if text.startswith("-") else text
+
+
 def gap_closed_macros(cell: dict, sizes: list[int]) -> dict:
     """How much of batch norm's inference-mode gap to no normaliser each remedy closes. Where batch
     norm is not behind at the smallest batch (a gap of zero or less), ``gapAheadMin`` (batch norm
@@ -236,14 +244,14 @@ def gap_closed_macros(cell: dict, sizes: list[int]) -> dict:
         renorm = cell.get(("batchrenorm", b, "inference"))
         if renorm is not None:
             m[latex.macro_name("gapClosed", "batchrenorm", end)] = (
-                latex.fmt((renorm.mean - base.mean) / gap, 0, percent=True) if gap > 0 else "n/a"
+                share_of_gap((renorm.mean - base.mean) / gap) if gap > 0 else "n/a"
             )
         for mode in REMEDIES:
             r = cell.get(("batchnorm", b, mode))
             if r is not None:
                 m[latex.macro_name("gain", mode, end)] = points(r.mean - base.mean)
                 m[latex.macro_name("gapClosed", mode, end)] = (
-                    latex.fmt((r.mean - base.mean) / gap, 0, percent=True) if gap > 0 else "n/a"
+                    share_of_gap((r.mean - base.mean) / gap) if gap > 0 else "n/a"
                 )
     return m
 

@@ -20,7 +20,7 @@ from bnstudy.base import stats
 from bnstudy.evaluation.families import declared
 from bnstudy.evaluation.means import mean_in_order
 from bnstudy.paper import latex
-from bnstudy.paper.latex import points_interval, signed_points
+from bnstudy.paper.latex import signed_points
 from bnstudy.studies.batch_size import equivalence, estimates, paired
 from bnstudy.studies.batch_size.macros import (  # noqa: F401 (the summary's names, imported from here by tests and scripts)
     DISTANCE_COLUMNS,
@@ -157,6 +157,20 @@ def dz_text(dz: float) -> str:
     return f"${dz:+.2f}$"
 
 
+def math(number: str) -> str:
+    """A signed number of a table cell in math mode, so that its minus is a minus (in text mode
+    ``-0.62`` sets a hyphen)."""
+    return f"${number}$"
+
+
+def math_interval(lo, hi) -> str:
+    """A signed interval in points (:func:`bnstudy.paper.latex.points_interval`), each end in math
+    mode; :data:`bnstudy.paper.latex.ALIKE` for a degenerate one."""
+    if latex.degenerate(lo, hi):
+        return latex.ALIKE
+    return f"[{math(signed_points(lo))}, {math(signed_points(hi))}]"
+
+
 def _tags(pair_summary: pd.DataFrame, families: dict) -> dict[str, str]:
     """``{comparison: tag}``: how each comparison's family names its intervals."""
     return {name: paired.family(families, name).tag for name in dict.fromkeys(pair_summary.comparison)}
@@ -179,13 +193,13 @@ def gain_table(pair_summary: pd.DataFrame, published: dict, confidence: float, f
         pub = "--"
         if p.comparison == "batchnorm_vs_none":
             a, b = published["batchnorm"].get(p.batch_size), published["none"].get(p.batch_size)
-            pub = "--" if a is None or b is None else signed_points(a - b, 1)
+            pub = "--" if a is None or b is None else math(signed_points(a - b, 1))
         rows.append(
             [
                 _label(p.comparison, tags, len(common) > 1) if p.comparison != previous else "",
                 str(p.batch_size),
-                signed_points(p.gain),
-                points_interval(p.ci_low_adj, p.ci_high_adj, signed=True),
+                math(signed_points(p.gain)),
+                math_interval(p.ci_low_adj, p.ci_high_adj),
                 dz_text(p.effect_dz),
                 f"{p.seeds_ahead} / {p.seeds_behind} of {p.seeds}",
                 f"{p.a_only} / {p.b_only}",
