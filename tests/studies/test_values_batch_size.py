@@ -1251,3 +1251,25 @@ def test_a_share_of_the_gap_sets_its_minus_as_a_minus_and_never_prints_a_nonzero
     assert share_of_gap(-0.04) == "$-$4\\%"
     assert share_of_gap(-0.001) == "$-$0.1\\%"  # rounds to 0 at no decimals: one more shows its sign
     assert share_of_gap(0.0) == "0\\%"
+
+
+def test_the_example_gap_is_said_once_where_it_is_also_the_largest():
+    """The text states the largest gap to the published table, then batch norm's at the smallest
+    batch as its example; where the two are one cell, ``pubGapLargestIsBatchnormMin`` is defined
+    and the section skips the example (it said the same gap twice)."""
+    from types import SimpleNamespace
+
+    from bnstudy.studies.batch_size.published import published_gap_macros
+
+    def cells(bn2):
+        means = {("none", 2): 0.97, ("batchnorm", 2): bn2, ("none", 4): 0.97, ("batchnorm", 4): 0.95}
+        return {(n, b, "inference"): SimpleNamespace(mean=v, sd=0.01) for (n, b), v in means.items()}
+
+    published = {"none": {2: 0.97, 4: 0.97}, "batchnorm": {2: 0.86, 4: 0.96}, "batchnorm_training_mode": {}, "seeds": 3}
+    largest = published_gap_macros(cells(0.84), published, 20, [2, 4])  # 2.0 points at b = 2, 1.0 at b = 4
+    assert largest["pubGapLargestWhere"] == "batch normalisation at batch 2"
+    assert largest["pubGapLargestIsBatchnormMin"] == ""
+    other = published_gap_macros(cells(0.855), published, 20, [2, 4])  # 0.5 points at b = 2, 1.0 at b = 4
+    assert other["pubGapLargestWhere"] == "batch normalisation at batch 4"
+    assert "pubGapLargestIsBatchnormMin" not in other
+    assert other["pubGapBatchnormMinPoints"] == "0.5"
