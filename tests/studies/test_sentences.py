@@ -868,8 +868,8 @@ def test_finetune_abstract_sentence_reads_the_adjusted_interval_not_the_unadjust
 SPECIFIC_VERDICT = {  # {whom}: the control or the controls
     "below": ", so the loss beyond {whom}'{s} can be put down to batch normalisation",
     "above": ", so batch norm changes less for the worse than {whom}",
-    "zero": ", so batch norm's change cannot be told apart from {whom}'{s}, and no part of it can be put down "
-    "to batch normalisation",
+    "zero": ", so batch norm's change cannot be told apart from {whom}'{s}: no part of it is shown to be batch "
+    "normalisation's (which does not show that none is)",
 }
 COUNT_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 

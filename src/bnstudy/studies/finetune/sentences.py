@@ -200,8 +200,8 @@ def specific_verdict(sides: list[str], controls: int = 2) -> str:
         then = {
             "below": f"the loss beyond {whose} can be put down to batch normalisation",
             "above": f"batch norm changes less for the worse than {whom}",
-            "zero": f"batch norm's change cannot be told apart from {whose}, and no part of it can be put"
-            " down to batch normalisation",
+            "zero": f"batch norm's change cannot be told apart from {whose}: no part of it is shown to be batch"
+            " normalisation's (which does not show that none is)",
         }[side]
         return f"{subject} {said}, so {then}"
     parts = []
