@@ -76,3 +76,23 @@ def test_a_family_without_members_in_this_build_has_no_level():
     assert checked[1][1]["level"] is None
     assert families.table_rows(checked)[1][1:4] == ["0 batch sizes", "none (exploratory)", "none formed"]
     assert "familyEqualStepsLevel" not in families.macros(checked)
+
+
+def test_a_family_is_read_from_the_summary_of_the_section_that_records_it():
+    """A study of two sections (companions and protocols) records a family in one section's summary: the
+    check reads it there; recorded in neither, the study's first summary is named; in both, an error."""
+    formed = {"normalisers": "batch_size", "equal_steps": "companions"}
+    sections = {"batch_size": ["batch_size"], "companions": ["companions", "protocols"]}
+    record = declared(DECLARED, "equal_steps").record(0.95, 2)
+    found = {"batch_size": summaries()["batch_size"], "companions": {}}
+    found["protocols"] = {"families": {"equal_steps": record}}
+    at = families.recorded_in(formed, sections, found)
+    assert at == {"normalisers": "batch_size", "equal_steps": "protocols"}
+    assert [f.name for f, _ in families.check(DECLARED, at, found)] == ["normalisers", "equal_steps"]
+    missing = found | {"protocols": {}}
+    assert families.recorded_in(formed, sections, missing)["equal_steps"] == "companions"
+    with pytest.raises(families.FamilyMismatch, match="results/summary/companions.json: family equal_steps: no record"):
+        families.check(DECLARED, families.recorded_in(formed, sections, missing), missing)
+    both = found | {"companions": {"families": {"equal_steps": record}}}
+    with pytest.raises(families.FamilyMismatch, match="recorded in the summaries of companions, protocols"):
+        families.recorded_in(formed, sections, both)

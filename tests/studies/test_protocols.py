@@ -15,9 +15,13 @@ from scipy import stats as sps
 
 from bnstudy.studies.companions import driven
 from bnstudy.studies.companions import protocols as pr
+from declared_families import declared_as
 from share_reference import crossed_reference
 
 PUBLISHED = {"flip_rate": {2: 0.453, 64: 0.006}, "train_mode_accuracy": {2: 0.540, 64: 0.984}}
+# the study's families as the test config declares them
+DECLARED = {"protocol_keep": "bonferroni", "protocol_keep_accuracy": "unadjusted", "protocol_published": "unadjusted"}
+FAMILIES = {name: declared_as(name, adjustment) for name, adjustment in DECLARED.items()}
 
 
 def _probes(flips: dict, batches: int = 10) -> pd.DataFrame:
@@ -71,7 +75,7 @@ FLIPS = {
 
 @pytest.fixture
 def out():
-    return pr.report(_probes(FLIPS), PUBLISHED, 0.95)
+    return pr.report(_probes(FLIPS), PUBLISHED, 0.95, FAMILIES)
 
 
 def test_per_network_rates_are_means_over_examples(out):
@@ -120,7 +124,8 @@ def test_intervals_over_networks_bounded_and_published_against_the_crossed_inter
 
 def test_a_published_rate_far_off_lies_above_or_below_the_crossed_interval():
     published = {"flip_rate": {2: 0.999, 64: 0.0001}, "train_mode_accuracy": {}}
-    o = pr.report(_probes(FLIPS), published, 0.95)["over_networks"].set_index(["protocol", "measure", "batch_size"])
+    o = pr.report(_probes(FLIPS), published, 0.95, FAMILIES)["over_networks"]
+    o = o.set_index(["protocol", "measure", "batch_size"])
     for p in ("dropped", "kept"):
         assert o.loc[(p, "flip_rate", 2), "place"] == "above"
         assert o.loc[(p, "flip_rate", 64), "place"] == "below"
@@ -132,12 +137,23 @@ def test_kept_minus_dropped_paired_by_seed(out):
     p = out["paired"].set_index(["measure", "batch_size"]).loc[("flip_rate", 2)]
     d = [0.15, 0.20, 0.10]
     mean, sd = np.mean(d), np.std(d, ddof=1)
-    half = sps.t.ppf(0.975, 2) * sd / math.sqrt(3)
+    # the flip rate's family, Bonferroni over the 2 probe sizes: each interval at 97.5%
+    half = sps.t.ppf(1 - 0.05 / 2 / 2, 2) * sd / math.sqrt(3)
     assert (p.seeds, p.gain, p.ci_low, p.ci_high) == pytest.approx((3, mean, mean - half, mean + half))
-    m = out["macros"]
-    assert m["protKeptMinusDroppedFlipRateMin"] == "+15.0"
-    assert m["protKeptMinusDroppedFlipRateMinVerdict"] == "lies wholly above zero"
-    assert m["protKeptMinusDroppedFlipRateMinCi"] == f"[{100 * (mean - half):+.1f}, {100 * (mean + half):+.1f}]"
+    assert p.confidence == pytest.approx(0.975, abs=1e-15)
+    # the training-mode accuracy's family, unadjusted: 95%
+    a = out["paired"].set_index(["measure", "batch_size"]).loc[("train_mode_accuracy", 2)]
+    half = sps.t.ppf(0.975, 2) * sd / math.sqrt(3)  # the accuracy's differences are the flip rate's, negated
+    assert (a.gain, a.ci_low, a.ci_high, a.confidence) == pytest.approx((-mean, -mean - half, -mean + half, 0.95))
+    # the macros: the adjusted interval reaches below zero, the unadjusted one of the same differences not
+    for adjustment, quantile, verdict in (("bonferroni", 1 - 0.05 / 4, "contains zero"),
+                                          ("unadjusted", 0.975, "lies wholly above zero")):  # fmt: skip
+        families = FAMILIES | {"protocol_keep": declared_as("protocol_keep", adjustment)}
+        m = pr.report(_probes(FLIPS), PUBLISHED, 0.95, families)["macros"]
+        half = sps.t.ppf(quantile, 2) * sd / math.sqrt(3)
+        assert m["protKeptMinusDroppedFlipRateMin"] == "+15.0"
+        assert m["protKeptMinusDroppedFlipRateMinVerdict"] == verdict
+        assert m["protKeptMinusDroppedFlipRateMinCi"] == f"[{100 * (mean - half):+.1f}, {100 * (mean + half):+.1f}]"
 
 
 def _interval_text(c):
@@ -162,16 +178,18 @@ def test_macros_say_which_protocol_reproduces(out):
     assert m["protDroppedFlipRateMinCrossedCi"] == _interval_text(crossed[("dependence", 2)])
     assert m["protKeptFlipRateMaxCrossedCi"] == _interval_text(crossed[("dependence_keep", 64)])
     assert m["protReproducesDropped"] == (
-        "with the leftover rows dropped, the published flip rate lies inside our interval over networks and "
+        "with the leftover rows dropped, the published flip rate lies inside our unadjusted interval over networks and "
         f"examples at $b = 2$ ({_interval_text(crossed[('dependence', 2)])}) and $b = 64$ "
         f"({_interval_text(crossed[('dependence', 64)])})"
     )
     assert m["protReproducesKept"] == (
-        "with the leftover rows kept, the published flip rate lies inside our interval over networks and "
+        "with the leftover rows kept, the published flip rate lies inside our unadjusted interval over networks and "
         f"examples at $b = 2$ ({_interval_text(crossed[('dependence_keep', 2)])}) and $b = 64$ "
         f"({_interval_text(crossed[('dependence_keep', 64)])})"
     )
-    assert m["protVerdict"] == "Both protocols are consistent with the published flip rates at every probe size."
+    assert m["protVerdict"] == (
+        "By our unadjusted intervals, both protocols are consistent with the published flip rates at every probe size."
+    )
     # kept at b = 64: seeds 0, 1, 2 at 0.0, 0.1, 0.0 (one network drives the mean 1/30; median 0)
     driven_words = (
         " (one network drives this mean, its value exceeding the sum of the other two: per network "
@@ -210,7 +228,7 @@ def test_latex_table_rows(out):
 def test_a_protocol_without_probes_is_named():
     only = {k: v for k, v in FLIPS.items() if k[0] == "dependence"}
     with pytest.raises(ValueError, match=r"^no probes of the kept protocol$"):
-        pr.report(_probes(only), PUBLISHED, 0.95)
+        pr.report(_probes(only), PUBLISHED, 0.95, FAMILIES)
 
 
 PLACES = (
@@ -224,14 +242,15 @@ PLACES = (
 )
 
 
+@pytest.mark.parametrize("tag", ["adjusted", "unadjusted"])
 @pytest.mark.parametrize("protocol", ["dropped", "kept"])
 @pytest.mark.parametrize("places", PLACES)
-def test_every_reproduction_sentence_reads(protocol, places):
+def test_every_reproduction_sentence_reads(protocol, places, tag):
     intervals = {b: f"[{b}.0\\%, {b}.5\\%]" for b in places}
-    text = pr.reproduction(protocol, places, intervals)
+    text = pr.reproduction(protocol, places, intervals, tag)
     _reads(text)
     assert text.startswith(f"with the leftover rows {protocol}, the published flip rate lies ")
-    assert text.count("our interval over networks and examples") == 1
+    assert text.count(f"our {tag} interval over networks and examples") == 1 and text.count("adjusted") == 1
     for b, place in places.items():
         assert f"$b = {b}$ ([{b}.0\\%, {b}.5\\%])" in text
     groups = [p for p in pr.PLACE_ORDER if p in places.values()]
@@ -247,7 +266,7 @@ def test_every_reproduction_sentence_reads(protocol, places):
 
 
 def test_a_reproduction_without_any_interval_says_so():
-    text = pr.reproduction("kept", {}, {})
+    text = pr.reproduction("kept", {}, {}, "adjusted")
     _reads(text)
     assert text == "with the leftover rows kept, no published flip rate has an interval to be set against"
 
@@ -258,25 +277,30 @@ SIZES = ([], [2], [4], [2, 4])
 @pytest.mark.parametrize("dropped_in", SIZES)
 @pytest.mark.parametrize("kept_in", SIZES)
 @pytest.mark.parametrize("judged", [("dropped", "kept"), ("dropped",), ("kept",), ()])
-def test_every_verdict_sentence_reads(dropped_in, kept_in, judged):
+@pytest.mark.parametrize("tag", ["adjusted", "unadjusted"])
+def test_every_verdict_sentence_reads(dropped_in, kept_in, judged, tag):
     sizes = [2, 4]
     inside = {"dropped": dropped_in, "kept": kept_in}
     outside = {p: [b for b in sizes if b not in v] for p, v in inside.items()}
     for p in ("dropped", "kept"):  # a protocol not judged has no published rate set against it
         if p not in judged:
             inside[p], outside[p] = [], []
-    text = pr.verdict_sentence(inside, outside)
+    text = pr.verdict_sentence(inside, outside, tag)
     _reads(text)
     assert text[0].isupper() and text.endswith(".") and ":" not in text
     whole = [p for p in judged if not outside[p]]
-    if not judged:
-        assert text.startswith("No published flip rate")
-    elif len(judged) == 1:
+    if not judged:  # no verdict, no interval to name
+        assert text.startswith("No published flip rate") and "adjusted" not in text
+        return
+    head = f"By our {tag} intervals, "  # the verdict named by its family's tag, once
+    assert text.startswith(head) and text.count("adjusted") == 1
+    text = text[len(head) :]
+    if len(judged) == 1:
         verb = "is" if whole else "is not"
-        assert text.startswith(f"The protocol with the leftover rows {judged[0]} {verb} consistent")
+        assert text.startswith(f"the protocol with the leftover rows {judged[0]} {verb} consistent")
     else:
         assert text.startswith(
-            {0: "Neither protocol", 1: f"The protocol with the leftover rows {whole[0] if whole else ''}", 2: "Both"}[
+            {0: "neither protocol", 1: f"the protocol with the leftover rows {whole[0] if whole else ''}", 2: "both"}[
                 len(whole)
             ]
         )

@@ -246,5 +246,6 @@ rule summarise_protocols:
         ),
     params:
         confidence=COMP["confidence"],
+        families=declared_families("companions"),
     script:
         "../scripts/protocols_summarise.py"

@@ -20,12 +20,19 @@ register(rules.design_macros)
 PAPER_INPUTS["macros_design"] = rules.design_macros.output.macros
 
 
+def family_summaries():
+    """The summaries that may record the families of comparisons: each section's of every study that
+    forms one (a study with two sections, as companions and protocols, records each family in one)."""
+    studies = dict.fromkeys(catalogue.families(config).values())
+    return [sec for s in catalogue.included(config) if s.name in studies for sec in s.paper_sections]
+
+
 rule families:
     localrule: True
     message:
         "Reading each study's families of comparisons against the config's declaration"
     input:
-        unpack(lambda wc: {s: f"results/summary/{s}.json" for s in dict.fromkeys(catalogue.families(config).values())}),
+        unpack(lambda wc: {s: f"results/summary/{s}.json" for s in family_summaries()}),
     output:
         macros="results/paper/macros/families.tex",
         table=report(
@@ -38,6 +45,7 @@ rule families:
     params:
         families=canonical(config["families"]),
         formed=[[f, study] for f, study in catalogue.families(config).items()],  # in the paper's order
+        sections={s.name: list(s.paper_sections) for s in catalogue.included(config) if s.formed_families(config)},
     script:
         "../scripts/families_table.py"
 

@@ -12,9 +12,10 @@ import json
 from bnstudy.paper import families, latex
 
 formed = dict(snakemake.params.formed)  # {family: study}, in the paper's order
-where = {study: snakemake.input[study] for study in dict.fromkeys(formed.values())}  # each study's summary
-summaries = {study: json.loads(open(path).read()) for study, path in where.items()}
-checked = families.check(dict(snakemake.params.families), formed, summaries, where.get)
+sections = {study: list(names) for study, names in snakemake.params.sections.items()}  # each study's sections
+summaries = {name: json.loads(open(snakemake.input[name]).read()) for names in sections.values() for name in names}
+recorded = families.recorded_in(formed, sections, summaries)  # {family: the section whose summary records it}
+checked = families.check(dict(snakemake.params.families), recorded, summaries, lambda name: snakemake.input[name])
 latex.write_macros(snakemake.output.macros, families.macros(checked), "Families of comparisons, declared and applied")
 latex.write_table(
     snakemake.output.table,

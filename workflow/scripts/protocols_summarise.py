@@ -11,6 +11,7 @@ import pandas as pd
 import yaml
 
 from bnstudy.base import io
+from bnstudy.evaluation.families import declared
 from bnstudy.paper import latex
 from bnstudy.studies.companions import protocols as protocols_report
 
@@ -18,7 +19,8 @@ inp, out, p = snakemake.input, snakemake.output, snakemake.params
 probes = pd.concat([io.read_table(f) for f in [inp.dropped, *inp.kept]], ignore_index=True)
 with open(inp.published) as f:
     published = yaml.safe_load(f)["companions"]
-result = protocols_report.report(probes, published, p.confidence)
+families = {name: declared(dict(p.families), name) for name in p.families}  # the ones this config forms
+result = protocols_report.report(probes, published, p.confidence, families)
 io.write_table(out.networks, result["networks"])
 io.write_table(out.over_networks, result["over_networks"])
 io.write_table(out.paired, result["paired"])

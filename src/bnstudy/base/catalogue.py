@@ -117,7 +117,8 @@ class Study:
 
 STUDIES = (
     Study("companions", "companions", {"companions": 1.0},
-          sections=("companions", "protocols"), local=("summarise_protocols",)),  # and both protocols
+          sections=("companions", "protocols"), local=("summarise_protocols",),  # and both protocols
+          families=("protocol_keep", "protocol_keep_accuracy", "protocol_published:data.name=digits")),
     Study("batch_size", "batch_size_eval", {"batch_size": 0.6, "batch_size_remedies": 0.6},
           families=("normalisers", "renorm:normalisers=batchrenorm", "remedies", "last_batch")),
     Study("curves", "curves", {"curves": 1.0}, optional=True),  # training curves from the grid's epochs files

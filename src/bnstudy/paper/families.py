@@ -43,6 +43,20 @@ def check(declarations: dict, formed: dict[str, str], summaries: dict[str, dict]
     return out
 
 
+def recorded_in(formed: dict[str, str], sections: dict[str, list[str]], summaries: dict[str, dict]) -> dict[str, str]:
+    """``{family: section}``: of the study that forms each family (``formed``: ``{family: study}``), the
+    section (``sections``: ``{study: its sections}``) whose summary (``summaries``: ``{section: its
+    summary}``) records the family, for :func:`check`; a study's first section where none does (the check
+    then names that summary). A family recorded in two summaries of one study is an error."""
+    out = {}
+    for name, study in formed.items():
+        holding = [s for s in sections[study] if name in summaries[s].get("families", {})]
+        if len(holding) > 1:
+            raise FamilyMismatch(f"family {name}: recorded in the summaries of {', '.join(holding)}, one of them only")
+        out[name] = holding[0] if holding else sections[study][0]
+    return out
+
+
 def _smallest(family: Family) -> str:
     if family.smallest_effect is None:
         return "none declared"

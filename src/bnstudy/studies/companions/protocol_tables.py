@@ -4,7 +4,9 @@ The estimates of :mod:`bnstudy.studies.companions.protocols` (which reports them
 flip rate and training-mode accuracy under each protocol (:func:`per_network`), their mean and
 Student-t interval on the logit scale over networks beside the crossed interval over networks and
 examples (:func:`over_networks`), and the paired differences kept minus dropped
-(:func:`kept_minus_dropped`).
+(:func:`kept_minus_dropped`). The levels of the intervals that families of comparisons read (the
+crossed flip-rate intervals the published rates are set against, kept minus dropped) are the
+caller's, from the declared families (:mod:`bnstudy.studies.companions.protocol_families`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pandas as pd
 from bnstudy.base.stats import mean_sd, share_interval
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.studies.companions import driven
-from bnstudy.studies.companions.published import crossed_interval, published_place
+from bnstudy.studies.companions.published import crossed_design, crossed_interval, published_place
 
 PROTOCOLS = ("dependence", "dependence_keep")  # network names of the probe rows: dropped, kept
 PROTOCOL_WORDS = {"dependence": "dropped", "dependence_keep": "kept"}
@@ -49,10 +51,13 @@ def per_network(probes: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def over_networks(networks: pd.DataFrame, probes: pd.DataFrame, published: dict, confidence: float) -> pd.DataFrame:
+def over_networks(
+    networks: pd.DataFrame, probes: pd.DataFrame, published: dict, confidence: float, crossed: dict | None = None
+) -> pd.DataFrame:
     """Per protocol, measure and probe size: networks, mean, sd, interval over networks (logit scale,
     within [0, 1]), the interval over networks and examples (``crossed_low``/``crossed_high``:
-    :func:`bnstudy.studies.companions.published.crossed_interval`, NaN with one network), the
+    :func:`bnstudy.studies.companions.published.crossed_interval`, at the level ``crossed[measure]``,
+    ``confidence`` where ``crossed`` does not give one; NaN with one network), the
     published value (NaN if none), where it lies against the crossed interval (``place``:
     ``inside``, ``below``, ``above``; empty without a published value or a crossed interval),
     whether inside, ours / published, and whether one network drives the mean (``driven``)."""
@@ -62,7 +67,8 @@ def over_networks(networks: pd.DataFrame, probes: pd.DataFrame, published: dict,
             for b, g in networks[networks["protocol"] == protocol].groupby("batch_size", sort=True):
                 values = g.sort_values("seed")[measure].tolist()
                 mean, sd, lo, hi = share_interval(values, confidence)
-                c = crossed_interval(probes, PROTOCOL_NETWORK[protocol], int(b), confidence, COUNTS[measure])
+                level = (crossed or {}).get(measure, confidence)
+                c = crossed_interval(probes, PROTOCOL_NETWORK[protocol], int(b), level, COUNTS[measure])
                 c_lo, c_hi = (float("nan"), float("nan")) if c is None else (c["ci_low"], c["ci_high"])
                 theirs = published.get(measure, {}).get(int(b))
                 theirs = float("nan") if theirs is None else float(theirs)
@@ -89,8 +95,22 @@ def over_networks(networks: pd.DataFrame, probes: pd.DataFrame, published: dict,
     return pd.DataFrame(out)
 
 
-def kept_minus_dropped(networks: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Per measure and probe size: kept minus dropped, paired by seed (the seeds both protocols have)."""
+def published_members(networks: pd.DataFrame, probes: pd.DataFrame, published: dict) -> int:
+    """How many published flip rates are set against an interval of ours: per protocol, the probe
+    sizes with a published flip rate and a crossed design (two networks and two examples or more:
+    :func:`bnstudy.studies.companions.published.crossed_design`), the place :func:`over_networks` gives."""
+    rates = published.get("flip_rate", {})
+    return sum(
+        1
+        for protocol in PROTOCOL_WORDS.values()
+        for b in sorted(networks[networks["protocol"] == protocol]["batch_size"].unique())
+        if rates.get(int(b)) is not None and crossed_design(probes, PROTOCOL_NETWORK[protocol], int(b))
+    )
+
+
+def kept_minus_dropped(networks: pd.DataFrame, levels: dict[str, float]) -> pd.DataFrame:
+    """Per measure and probe size: kept minus dropped, paired by seed (the seeds both protocols have),
+    each interval at the level ``levels[measure]`` (column ``confidence``)."""
     out = []
     for measure in MEASURES:
         for b in sorted(networks["batch_size"].unique()):
@@ -101,6 +121,6 @@ def kept_minus_dropped(networks: pd.DataFrame, confidence: float) -> pd.DataFram
             seeds = sorted(set(kept.index) & set(dropped.index))
             if not seeds:
                 raise ValueError(f"no seed has networks of both protocols at probe size {b}")
-            row = paired_interval([kept[s] for s in seeds], [dropped[s] for s in seeds], confidence)
-            out.append({"measure": measure, "batch_size": int(b)} | row)
+            row = paired_interval([kept[s] for s in seeds], [dropped[s] for s in seeds], levels[measure])
+            out.append({"measure": measure, "batch_size": int(b)} | row | {"confidence": levels[measure]})
     return pd.DataFrame(out)

@@ -21,8 +21,13 @@ The published values come from one network, other examples and another split, so
 *consistent with* a published value at a probe size when the value lies inside the protocol's
 interval over networks *and* examples (the crossed interval of
 :func:`bnstudy.studies.companions.published.crossed_interval`, the one the companions section
-reports; the JSON's ``reproduces_flip_rate``, a name kept from before). Each interval is one of a
-family of one per probe size and measure, with no correction for multiplicity.
+reports; the JSON's ``reproduces_flip_rate``, a name kept from before).
+
+The comparisons whose verdicts the section states are the config's declared families
+(:mod:`bnstudy.studies.companions.protocol_families`): kept minus dropped in the flip rate and in the
+training-mode accuracy, each over the probe sizes, and the published flip rates against each
+protocol's interval over networks and examples. Each interval is formed at its family's level, the
+sentences name it by the family's tag or phrase, and the summary records the families.
 
 A mean that one network drives (:func:`bnstudy.studies.companions.driven.drives`: with three or
 more networks, the largest value exceeds the sum of the others) is printed with every network's
@@ -36,15 +41,18 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
 from bnstudy.paper.latex import words
 from bnstudy.studies.companions import driven
+from bnstudy.studies.companions import protocol_families as pf
 from bnstudy.studies.companions.protocol_tables import (
     MEASURES,
     PROTOCOL_WORDS,
     kept_minus_dropped,
     over_networks,
     per_network,
+    published_members,
 )
 from bnstudy.studies.companions.published import ratio_words
 
@@ -64,11 +72,12 @@ def _pct_interval(lo, hi) -> str:
 PLACE_ORDER = ("inside", "below", "above")
 
 
-def reproduction(protocol: str, places: dict[int, str], intervals: dict[int, str]) -> str:
+def reproduction(protocol: str, places: dict[int, str], intervals: dict[int, str], tag: str) -> str:
     """Where the published flip rate lies against one protocol's interval over networks and examples,
     size by size, in words: ``places[b]`` is ``inside``, ``below`` or ``above``, ``intervals[b]`` the
     interval as printed. Sizes are grouped by place (inside, below, above), ascending within a group;
-    the first group names the interval, the others say ``it``."""
+    the first group names the interval (by its family's ``tag``: ``adjusted`` or ``unadjusted``), the
+    others say ``it``."""
     if not places:
         return f"with the leftover rows {protocol}, no published flip rate has an interval to be set against"
     groups = []
@@ -76,7 +85,7 @@ def reproduction(protocol: str, places: dict[int, str], intervals: dict[int, str
         sizes = sorted(b for b, p in places.items() if p == place)
         if not sizes:
             continue
-        what = "our interval over networks and examples" if not groups else "it"
+        what = f"our {tag} interval over networks and examples" if not groups else "it"
         listed = words([f"$b = {b}$ ({intervals[b]})" for b in sizes])
         groups.append(f"{place} {what} at {listed}")
     if len(groups) == 1:
@@ -86,15 +95,21 @@ def reproduction(protocol: str, places: dict[int, str], intervals: dict[int, str
     return f"with the leftover rows {protocol}, the published flip rate lies {body}"
 
 
-def verdict_sentence(inside: dict[str, list[int]], outside: dict[str, list[int]]) -> str:
+def verdict_sentence(inside: dict[str, list[int]], outside: dict[str, list[int]], tag: str) -> str:
     """The plain statement: which protocol is consistent with the published flip-rate table (each
-    published rate inside its interval over networks and examples), which is not. "Consistent with",
-    not "reproduces": a published value inside an interval is not a measurement of the same rate
-    (the text says so). A protocol with no published rate set against it is left out of the claim."""
+    published rate inside its interval over networks and examples), which is not, by the intervals
+    its family's ``tag`` names (``adjusted`` or ``unadjusted``). "Consistent with", not "reproduces":
+    a published value inside an interval is not a measurement of the same rate (the text says so). A
+    protocol with no published rate set against it is left out of the claim."""
     judged = [p for p in ("dropped", "kept") if inside[p] or outside[p]]
-    whole = [p for p in judged if not outside[p]]
     if not judged:
         return "No published flip rate has an interval over networks and examples to be set against."
+    text = _verdict(judged, outside)
+    return f"By our {tag} intervals, {text[0].lower()}{text[1:]}"
+
+
+def _verdict(judged: list[str], outside: dict[str, list[int]]) -> str:
+    whole = [p for p in judged if not outside[p]]
     if len(judged) == 1:
         p = judged[0]
         verb = "is" if p in whole else "is not"
@@ -159,7 +174,7 @@ def published_inside(over: pd.DataFrame) -> tuple[dict, dict]:
     return inside, outside
 
 
-def reproduction_macros(over: pd.DataFrame) -> dict:
+def reproduction_macros(over: pd.DataFrame, tag: str) -> dict:
     """``protReproducesDropped``/``Kept``: :func:`reproduction` of each protocol's flip rate."""
     m = {}
     flips = over[(over["measure"] == "flip_rate") & (over["place"] != "")]
@@ -169,7 +184,7 @@ def reproduction_macros(over: pd.DataFrame) -> dict:
         intervals = {
             int(r.batch_size): _pct_interval(r.crossed_low, r.crossed_high) for r in rows.itertuples(index=False)
         }
-        m[latex.macro_name("prot reproduces", p)] = reproduction(p, places, intervals)
+        m[latex.macro_name("prot reproduces", p)] = reproduction(p, places, intervals, tag)
     return m
 
 
@@ -227,10 +242,13 @@ def size_macros(
     return m
 
 
-def summary_json(cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside, confidence: float) -> dict:
+def summary_json(
+    cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside, confidence: float, families: dict
+) -> dict:
     """The JSON summary: each protocol's intervals over networks and over networks and examples per
-    measure and probe size, whether one network drives the mean, kept minus dropped, and where the
-    published value lies against the interval over networks and examples."""
+    measure and probe size, whether one network drives the mean, kept minus dropped, where the
+    published value lies against the interval over networks and examples, and ``families``: what
+    was applied to each family (:func:`bnstudy.studies.companions.protocol_families.records`)."""
 
     def over(p, measure, b):
         c = cell.loc[(p, measure, b)]
@@ -247,7 +265,8 @@ def summary_json(cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside,
 
     def kept(measure, b):
         c = pair.loc[(measure, b)]
-        return {"pairs": int(c["seeds"]), "gain": float(c["gain"]), "ci": [float(c["ci_low"]), float(c["ci_high"])]}
+        ci = [float(c["ci_low"]), float(c["ci_high"])]
+        return {"pairs": int(c["seeds"]), "gain": float(c["gain"]), "ci": ci, "level": float(c["confidence"])}
 
     return {
         "confidence": confidence,
@@ -258,21 +277,28 @@ def summary_json(cell: pd.DataFrame, pair: pd.DataFrame, sizes, inside, outside,
         },
         "kept_minus_dropped": {measure: {str(b): kept(measure, b) for b in sizes} for measure in MEASURES},
         "reproduces_flip_rate": {p: {"inside": inside[p], "outside": outside[p]} for p in PROTOCOL_WORDS.values()},
+        "families": families,
     }
 
 
-def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
+def report(probes: pd.DataFrame, published: dict, confidence: float, families: dict[str, Family]) -> dict:
     """Everything the rule writes: the per-network and over-network tables, the paired
     differences, the JSON summary, macros and a LaTeX table. ``published``: the
-    ``companions`` section of ``published.yaml``."""
+    ``companions`` section of ``published.yaml``; ``families``: the declared families the config
+    forms, ``{name: Family}`` (:mod:`bnstudy.studies.companions.protocol_families`)."""
     networks = per_network(probes)
-    over = over_networks(networks, probes, published, confidence)
-    paired = kept_minus_dropped(networks, confidence)
     sizes = sorted(int(b) for b in networks["batch_size"].unique())
+    members = published_members(networks, probes, published)
+    level = pf.levels(families, confidence, len(sizes), members)
+    over = over_networks(networks, probes, published, confidence, {"flip_rate": level[pf.PUBLISHED]})
+    paired = kept_minus_dropped(networks, {m: level[f] for m, f in pf.MEASURE_FAMILY.items()})
     cell = over.set_index(["protocol", "measure", "batch_size"])
     pair = paired.set_index(["measure", "batch_size"])
     inside, outside = published_inside(over)
     head = sizes[0]
+    said = f"{100 * confidence:g}\\%"
+    against = pf.published_family(families)
+    keep, accuracy = families[pf.KEEP], families[pf.KEEP_ACCURACY]
     m = {
         "protNetworksDropped": str(int(cell.loc[("dropped", "flip_rate", head), "networks"])),
         "protNetworksKept": str(int(cell.loc[("kept", "flip_rate", head), "networks"])),
@@ -281,10 +307,14 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
         "protSizeMin": str(head),
         "protSizeMax": str(sizes[-1]),
         "protSizeCount": str(len(sizes)),
-        "protVerdict": verdict_sentence(inside, outside),
+        "protVerdict": verdict_sentence(inside, outside, against.tag),
+        "protPublishedConfidence": said if level[pf.PUBLISHED] == confidence else _level(level[pf.PUBLISHED]),
+        "protPublishedClause": pf.published_clause(against, members, said),
+        "protKeepSentence": pf.keep_sentence(keep, accuracy, len(sizes), said),
         "protDrivenNote": driven_note(networks, over),
     }
-    m |= reproduction_macros(over)
+    m |= reproduction_macros(over, against.tag)
+    m["protInFull"] = pf.in_full(against, m["protReproducesKept"], m["protReproducesDropped"])
     top = sizes[-1]
     flips = networks[networks["batch_size"] == top].sort_values("seed")
     by = {p: flips[flips["protocol"] == p] for p in PROTOCOL_WORDS.values()}
@@ -299,20 +329,28 @@ def report(probes: pd.DataFrame, published: dict, confidence: float) -> dict:
         "networks": networks,
         "over_networks": over,
         "paired": paired,
-        "summary": summary_json(cell, pair, sizes, inside, outside, confidence),
+        "summary": summary_json(
+            cell, pair, sizes, inside, outside, confidence, pf.records(families, confidence, len(sizes), members)
+        ),
         "macros": m,
-        "latex_table": latex_table(over, paired, sizes),
+        "latex_table": latex_table(over, paired, sizes, keep.phrase(len(sizes)), accuracy.phrase(len(sizes))),
     }
+
+
+def _level(level: float) -> str:
+    """An interval's level, two decimals: ``99.38\\%``."""
+    return latex.fmt(level, 2, percent=True)
 
 
 def _or_none(value):
     return None if value != value else float(value)
 
 
-def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes) -> tuple:
+def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes, flip: str, accuracy: str) -> tuple:
     """``(header, rows, align, comment)``: per measure and probe size, each protocol's mean over
     networks (a dagger where one network drives it: :func:`driven_note`) with its interval over
-    networks, the published value, and kept minus dropped paired by seed."""
+    networks, the published value, and kept minus dropped paired by seed, its intervals in the words
+    of their families, ``flip`` and ``accuracy`` (:meth:`Family.phrase`), in the comment."""
     cell = over.set_index(["protocol", "measure", "batch_size"])
     pair = paired.set_index(["measure", "batch_size"])
     label = {"flip_rate": "flip rate", "train_mode_accuracy": "train-mode acc."}
@@ -333,4 +371,8 @@ def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes) -> tuple:
             )
             rows.append(row)
     header = ["measure", "probe", "leftover dropped [CI]", "leftover kept [CI]", "publ.", "kept $-$ dropped [CI]"]
-    return header, rows, "llllrl", "Study 1 under both protocols: means over networks, kept minus dropped by seed"
+    comment = (
+        "Study 1 under both protocols: means over networks, kept minus dropped by seed;"
+        f" its flip rate {flip}, its training-mode accuracy {accuracy}"
+    )
+    return header, rows, "llllrl", comment

@@ -29,6 +29,13 @@ def ratio_words(ours: float, theirs: float) -> str:
     return f"{latex.fmt(r, 2)} times theirs"
 
 
+def crossed_design(probes: pd.DataFrame, network: str, b: int) -> bool:
+    """Whether ``network``'s random companions of ``b`` form a crossed design: two networks (seeds)
+    and two examples or more (:func:`crossed_interval` is ``None`` without one)."""
+    g = probes[(probes["network"] == network) & (probes["design"] == "random") & (probes["batch_size"] == b)]
+    return g["seed"].nunique() >= 2 and g["example"].nunique() >= 2
+
+
 def crossed_interval(probes: pd.DataFrame, network: str, b: int, confidence: float, count: str = "flips"):
     """A share over networks and examples together: ``network``'s networks (one per seed) with
     random companions of ``b``, each example's ``count / batches`` (``count``: ``flips`` for the
@@ -36,9 +43,9 @@ def crossed_interval(probes: pd.DataFrame, network: str, b: int, confidence: flo
     ascending), and :func:`bnstudy.base.stats.crossed_components` of it: the mean with the
     interval over new networks and new examples, and the variance components. ``None`` with fewer
     than two networks or two examples (no crossed design)."""
-    g = probes[(probes["network"] == network) & (probes["design"] == "random") & (probes["batch_size"] == b)]
-    if g["seed"].nunique() < 2 or g["example"].nunique() < 2:
+    if not crossed_design(probes, network, b):
         return None
+    g = probes[(probes["network"] == network) & (probes["design"] == "random") & (probes["batch_size"] == b)]
     table = (
         g.assign(rate=g[count] / g["batches"])
         .pivot_table(index="seed", columns="example", values="rate", aggfunc="first")
