@@ -726,50 +726,8 @@ def test_serving_abstract_sentence_every_verdict(served, change):
         assert not problems(window), window
 
 
-def accumulation_pairs(large: str, small: str) -> pd.DataFrame:
-    """Paired rows of accumulation at micro-batch 2 (inference mode) with ROW's intervals, and at
-    micro-batch 4 and in training mode rows that must not be read."""
-    rows = []
-    for m in (2, 4):
-        for name, side in (("accumulate_vs_large", large), ("accumulate_vs_small", small)):
-            for mode in ("inference", "training"):
-                gain, lo, hi, _ = ROW[side if (m, mode) == (2, "inference") else "above"]
-                rows.append({"micro_batch": m, "comparison": name, "mode": mode, "gain": gain, "ci_low": lo,
-                             "ci_high": hi})  # fmt: skip
-    return pd.DataFrame(rows).set_index(["micro_batch", "comparison", "mode"])
-
-
-ACCUM_HEAD = "In inference mode and paired by seed, batch normalisation trained in micro-batches of 2 rows "
-ACCUM_HEAD += "accumulated to steps of 8 "
-ACCUMULATION = {  # (against the true batch, against the micro-batch) -> the sentence after its head, written out
-    ("below", "below"): f"falls behind the true batch of 8 by {ROW['below'][3]} and the grid's networks at batch 2 "
-    f"by {ROW['below'][3]}",
-    ("above", "above"): f"is ahead of the true batch of 8 by {ROW['above'][3]} and of the grid's networks at batch "
-    f"2 by {ROW['above'][3]}",
-    ("zero", "zero"): f"cannot be told apart from the true batch of 8 ({ROW['zero'][3]}) or from the grid's "
-    f"networks at batch 2 ({ROW['zero'][3]})",
-    ("below", "zero"): f"falls behind the true batch of 8 by {ROW['below'][3]} and cannot be told apart from the "
-    f"grid's networks at batch 2 ({ROW['zero'][3]})",
-    ("zero", "below"): f"cannot be told apart from the true batch of 8 ({ROW['zero'][3]}) and falls behind the "
-    f"grid's networks at batch 2 by {ROW['below'][3]}",
-    ("above", "zero"): f"is ahead of the true batch of 8 by {ROW['above'][3]} and cannot be told apart from the "
-    f"grid's networks at batch 2 ({ROW['zero'][3]})",
-    ("zero", "above"): f"cannot be told apart from the true batch of 8 ({ROW['zero'][3]}) and is ahead of the "
-    f"grid's networks at batch 2 by {ROW['above'][3]}",
-    ("below", "above"): f"falls behind the true batch of 8 by {ROW['below'][3]} and is ahead of the grid's "
-    f"networks at batch 2 by {ROW['above'][3]}",
-    ("above", "below"): f"is ahead of the true batch of 8 by {ROW['above'][3]} and falls behind the grid's "
-    f"networks at batch 2 by {ROW['below'][3]}",
-}
-
-
-@pytest.mark.parametrize("case", list(ACCUMULATION))
-def test_accumulation_abstract_sentence_every_verdict(case):
-    text = accumulation_sentences.abstract_sentence(accumulation_pairs(*case), 2, 8)
-    assert text == ACCUM_HEAD + ACCUMULATION[case]
-    assert not problems(text), text
-    for window in abstract_windows("accumAbstractSentence", text):
-        assert not problems(window), window
+# The accumulation study's abstract sentence, which reads its declared families: every variant in
+# tests/studies/test_accumulation_sentences.py.
 
 
 FINETUNE_HEAD = "Fine-tuned live in one-class batches of 2 rows, batch normalisation's inference-mode accuracy "

@@ -2,7 +2,9 @@
 cells, the paired differences and the closeness rows against frames built here, the complete
 JSON summary, the complete macro dict and every header, row and alignment of the LaTeX table,
 all computed here from small hand-made accuracies (shares of 997 test rows) with Student-t
-intervals written out, numbers printed with f-strings written out here."""
+intervals written out, each paired interval at the level of its declared family (the headline
+family and the other, each in either adjustment: accumulation_families), numbers printed with
+f-strings written out here."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+import accumulation_families as af
 from bnstudy.studies.accumulation import report as ar
 from bnstudy.studies.accumulation import sentences as accumulation_sentences
+from bnstudy.studies.accumulation import table as at
 
 ROWS = 997  # accuracies are counts of rows / ROWS: no value prints on a rounding tie
 CONFIGS = ("large", "accumulate", "ghost", "small", "scaled")
@@ -251,14 +255,18 @@ def _cells(values, micro, confidence):
 
 def _paired(d, confidence):
     """``_interval`` of per-seed differences of shares, whose mean is exactly zero where the
-    differences cancel but for floating-point rounding (within 1e-12 of the largest)."""
+    differences cancel but for floating-point rounding (within 1e-12 of the largest); the interval
+    held to [-1, 1], the range a difference of two shares can take (two seeds at a Bonferroni level
+    carry an end past it)."""
     mean, sd, lo, hi = _interval(d, confidence)
     if abs(mean) <= 1e-12 * max([1.0, *(abs(x) for x in d)]):
         mean = 0.0
-    return mean, sd, lo, hi
+    return mean, sd, max(lo, -1.0), min(hi, 1.0)
 
 
-def _pairs(values, micro, confidence):
+def _pairs(values, micro, confidence, fams):
+    """``(seeds, mean, sd, low, high, family, level)`` of each comparison, its interval at its family's
+    level (``fams``: the declared section)."""
     out = {}
     for m in micro:
         for name, a, b in COMPARISONS:
@@ -266,17 +274,20 @@ def _pairs(values, micro, confidence):
                 va, vb = values[(m, a, mode)], values[(m, b, mode)]
                 seeds = sorted(set(va) & set(vb))
                 d = [va[s] - vb[s] for s in seeds]
-                out[(m, name, mode)] = (len(d), *_paired(d, confidence))
+                family = af.family_of(name, mode)
+                level = af.level(fams, family, confidence, len(micro))
+                out[(m, name, mode)] = (len(d), *_paired(d, level), family, level)
     return out
 
 
-def _recompute(values, micro, confidence):
+def _recompute(values, micro, confidence, fams):
     out = {}
+    level = af.level(fams, "accumulation_other", confidence, len(micro))
     for m in micro:
         for c in CONFIGS:
             va, vb = values[(m, c, "recomputed")], values[(m, c, "inference")]
             seeds = sorted(set(va) & set(vb))
-            out[(m, c)] = (len(seeds), *_paired([va[s] - vb[s] for s in seeds], confidence))
+            out[(m, c)] = (len(seeds), *_paired([va[s] - vb[s] for s in seeds], level), "accumulation_other", level)
     return out
 
 
@@ -301,7 +312,10 @@ def _closeness(diffs):
 
 def _frame_of(d, keys):
     return pd.DataFrame(
-        [dict(zip(keys, k)) | dict(zip(("seeds", "x", "sd", "ci_low", "ci_high"), v)) for k, v in d.items()]
+        [
+            dict(zip(keys, k)) | dict(zip(("seeds", "x", "sd", "ci_low", "ci_high", "family", "level"), v))
+            for k, v in d.items()
+        ]
     )
 
 
@@ -315,7 +329,7 @@ def _label(config, batch, m):
     }[config]
 
 
-def _expected_latex(values, cells, micro, batch, confidence):
+def _expected_latex(values, cells, micro, batch, confidence, fams):
     rows = []
     for m in micro:
         for c in CONFIGS:
@@ -327,10 +341,12 @@ def _expected_latex(values, cells, micro, batch, confidence):
                 if c == "accumulate":
                     row.append("--")
                     continue
-                # the row's configuration minus accumulation, by seed
+                # the row's configuration minus accumulation, by seed, at the level of the comparison's family
                 va, vb = values[(m, c, mode)], values[(m, "accumulate", mode)]
                 seeds = sorted(set(va) & set(vb))
-                gain, _, lo, hi = _paired([va[s] - vb[s] for s in seeds], confidence)
+                name = {"ghost": "ghost_vs_accumulate"}.get(c, f"accumulate_vs_{c}")
+                level = af.level(fams, af.family_of(name, mode), confidence, len(micro))
+                gain, _, lo, hi = _paired([va[s] - vb[s] for s in seeds], level)
                 row.append(f"${_s(gain)}$ $[{_s(lo)}, {_s(hi)}]$")
             rows.append(row)
     header = [
@@ -345,14 +361,20 @@ def _expected_latex(values, cells, micro, batch, confidence):
     return header, rows, "rllllrr", "accuracy by configuration, and minus accumulation paired by seed"
 
 
-def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close, recompute):
+def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close, recompute, fams):
     def cell(k):
         n, mean, sd, lo, hi = cells[k]
         return {"seeds": n, "mean": mean, "sd": sd, "ci": [lo, hi]}
 
     def pair_of(v):
-        n, gain, sd, lo, hi = v
-        return {"seeds": n, "gain": gain, "sd": sd, "ci": [lo, hi]}
+        n, gain, sd, lo, hi, family, _ = v
+        return {"seeds": n, "gain": gain, "sd": sd, "ci": [lo, hi], "family": family}
+
+    def record(family, members):
+        d = fams[family]
+        level = 1 - (1 - confidence) / members if d["adjustment"] == "bonferroni" else confidence
+        return {"adjustment": d["adjustment"], "members": members, "confidence": confidence, "level": level,
+                "smallest_effect": d["smallest_effect"]}  # fmt: skip
 
     def pair(k):
         return pair_of(pairs[k])
@@ -368,17 +390,41 @@ def _expected_summary(batch, micro, seeds, confidence, cells, pairs, close, reco
         },
         "recompute": {str(m): {c: pair_of(recompute[(m, c)]) for c in CONFIGS} for m in micro},
         "accumulate_vs_ghost": {str(m): dict(close[m]) for m in micro},
+        "families": {
+            "accumulation": record("accumulation", 4 * len(micro)),
+            "accumulation_other": record("accumulation_other", 16 * len(micro)),
+        },
     }
 
 
-def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close, tens, recompute, lr_text):
+def _headline_verdict(lo, hi, margin):
+    """A headline interval's verdict against zero and the smallest effect ``margin``, written out."""
+    pm = f"$\\pm{100 * margin:.1f}$ points" if margin is not None else None
+    said = _verdict(lo, hi)
+    inside = margin is not None and -margin < lo and hi < margin
+    if hi < 0 or lo > 0:
+        return f"{said}, yet wholly within {pm}, the smallest difference declared to matter" if inside else said
+    if margin is None:
+        return f"{said}, and with no smallest difference declared to matter it shows no equivalence"
+    if inside:
+        return (
+            f"{said} and lies wholly within {pm}, the smallest difference declared to matter: the two are "
+            "equivalent by two one-sided tests"
+        )
+    return (
+        f"{said} but reaches beyond {pm}, the smallest difference declared to matter: the two are neither "
+        "told apart nor shown equivalent"
+    )
+
+
+def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close, tens, recompute, lr_text, margin):
     """The macros of one end of the micro-batches; ``tens`` the first-step relative difference
     as the test writes it out (``$6 \\times 10^{-7}$``), ``lr_text`` the scaled rate written out."""
     w = where.capitalize()
     out = {f"accumParts{w}": str(batch // m), f"accumStepsSmall{w}": _thousands(train_rows // m)}
     out[f"accumScaledLr{w}"] = lr_text
     for c in CONFIGS:
-        _, gain, _, lo, hi = recompute[(m, c)]
+        _, gain, _, lo, hi, _, _ = recompute[(m, c)]
         out[f"accumRecompute{_cap(c)}{w}"] = _s(gain)
         out[f"accumRecompute{_cap(c)}{w}Ci"] = "\\text{(every seed alike)}" if lo == hi else f"[{_s(lo)}, {_s(hi)}]"
         out[f"accumRecompute{_cap(c)}{w}Verdict"] = _verdict(lo, hi)
@@ -392,10 +438,13 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
     for name, _, _ in COMPARISONS:
         stem = _cap(name.replace("_vs_", " minus "))
         for mode in MODES:
-            _, gain, _, lo, hi = pairs[(m, name, mode)]
+            _, gain, _, lo, hi, family, _ = pairs[(m, name, mode)]
             out[f"accum{stem}{_cap(mode)}{w}"] = _s(gain)
             out[f"accum{stem}{_cap(mode)}{w}Ci"] = "\\text{(every seed alike)}" if lo == hi else f"[{_s(lo)}, {_s(hi)}]"
-            out[f"accum{stem}{_cap(mode)}{w}Verdict"] = _verdict(lo, hi)
+            headline = family == "accumulation"
+            out[f"accum{stem}{_cap(mode)}{w}Verdict"] = (
+                _headline_verdict(lo, hi, margin) if headline else _verdict(lo, hi)
+            )
     c = close[m]
     out[f"accumFirstRelative{w}"] = tens
     out[f"accumRunParameters{w}"] = f"{c['run_parameters']:.2f}"
@@ -405,32 +454,97 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
     return out
 
 
-def _expected_abstract(pairs, m, batch):
+def _expected_abstract(pairs, m, batch, fams, micro):
     """The abstract's sentence at micro-batch ``m``: accumulation against the true batch and against the
-    grid's batch ``m`` in inference mode, each said by where its interval lies (a shared verdict once)."""
+    grid's batch ``m`` in inference mode, each at the headline family's level and said by where its
+    interval lies against zero and the smallest effect (a shared verdict once), the family named."""
+    margin = fams["accumulation"]["smallest_effect"]
+    pm = None if margin is None else f"$\\pm{100 * margin:.1f}$ points"
     said = []
-    for which, other in (("large", f"the true batch of {batch}"), ("small", f"the grid's networks at batch {m}")):
-        _, gain, _, lo, hi = pairs[(m, f"accumulate_vs_{which}", "inference")]
+    for which, other, it in (
+        ("large", f"the true batch of {batch}", "it"),
+        ("small", f"the grid's networks at batch {m}", "them"),
+    ):
+        _, gain, _, lo, hi, _, _ = pairs[(m, f"accumulate_vs_{which}", "inference")]
         ci = "\\text{(every seed alike)}" if lo == hi else f"[{_s(lo)}, {_s(hi)}]"
-        said.append((_verdict(lo, hi), other, f"${_s(gain)}$ points ${ci}$"))
-    (first, a, x), (second, b, y) = said
-    if first == second == "contains zero":
-        words = f"cannot be told apart from {a} ({x}) or from {b} ({y})"
-    elif first == second == "lies wholly below zero":
-        words = f"falls behind {a} by {x} and {b} by {y}"
-    elif first == second:
-        words = f"is ahead of {a} by {x} and of {b} by {y}"
+        inside = None if margin is None else -margin < lo and hi < margin
+        said.append(((_verdict(lo, hi), inside), other, it, f"${_s(gain)}$ points ${ci}$"))
+    (first, a, _, x), (second, b, _, y) = said
+    if first == second:
+        side, inside = first
+        if side == "contains zero":
+            words = {
+                None: f"cannot be told apart from {a} ({x}) or from {b} ({y}) and, with no smallest difference "
+                "declared to matter, is shown equivalent to neither",
+                True: f"is equivalent to {a} ({x}) and to {b} ({y}) within the {pm} declared to matter",
+                False: f"cannot be told apart from {a} ({x}) or from {b} ({y}), nor shown equivalent to either "
+                f"within the {pm} declared to matter",
+            }[inside]
+        else:
+            words = (
+                f"falls behind {a} by {x} and {b} by {y}"
+                if side == "lies wholly below zero"
+                else f"is ahead of {a} by {x} and of {b} by {y}"
+            )
+            words += f", both wholly within the {pm} declared to matter" if inside else ""
     else:
-        clause = {
-            "contains zero": "cannot be told apart from {} ({})",
-            "lies wholly below zero": "falls behind {} by {}",
-            "lies wholly above zero": "is ahead of {} by {}",
-        }
-        words = f"{clause[first].format(a, x)} and {clause[second].format(b, y)}"
+        clauses = []
+        for (side, inside), other, it, d in said:
+            if side == "contains zero":
+                clauses.append(
+                    {
+                        None: f"cannot be told apart from {other} ({d}) and, with no smallest difference declared "
+                        f"to matter, is not shown equivalent to {it}",
+                        True: f"is equivalent to {other} within the {pm} declared to matter ({d})",
+                        False: f"cannot be told apart from {other} ({d}), nor shown equivalent to {it} within the "
+                        f"{pm} declared to matter",
+                    }[inside]
+                )
+            else:
+                verb = "falls behind" if side == "lies wholly below zero" else "is ahead of"
+                clauses.append(
+                    f"{verb} {other} by {d}" + (f", wholly within the {pm} declared to matter" if inside else "")
+                )
+        words = " and ".join(clauses)
+    n = 4 * micro
+    named = (
+        f"Bonferroni-adjusted over the {n} comparisons"
+        if fams["accumulation"]["adjustment"] == "bonferroni"
+        else "unadjusted (exploratory)"
+    )
     return (
-        f"In inference mode and paired by seed, batch normalisation trained in micro-batches of {m} rows "
+        f"In inference mode, paired by seed and {named}, batch normalisation trained in micro-batches of {m} rows "
         f"accumulated to steps of {batch} {words}"
     )
+
+
+def _expected_family_sentence(fams, micro, confidence):
+    """The Protocol's sentence on the two families, written out for ``micro`` micro-batches."""
+    head, other = fams["accumulation"], fams["accumulation_other"]
+    c = f"{100 * confidence:.0f}\\%"
+    if head["adjustment"] == "bonferroni":
+        text = f"Their intervals are Bonferroni-adjusted over the {4 * micro} comparisons, so that all of them hold"
+        text += f" together at {c}"
+    else:
+        text = (
+            f"Their intervals are unadjusted (exploratory): each holds at {c} on its own, not all {4 * micro} together"
+        )
+    if head["smallest_effect"] is None:
+        text += (
+            "; no smallest difference is declared to matter, so an interval that contains zero shows only that our "
+            "seeds cannot tell the two apart, never that they score alike"
+        )
+    else:
+        text += (
+            f". One that contains zero shows the two equivalent only where it lies wholly within "
+            f"$\\pm{100 * head['smallest_effect']:.1f}$ points, the smallest difference declared to matter"
+            " (two one-sided tests)"
+        )
+    if other["adjustment"] == "bonferroni":
+        n = 16 * micro
+        tail = f"adjusted by Bonferroni over its own {n} comparisons, so that those {n} hold together too"
+        return f"{text}. Every other paired interval here is {tail}"
+    return f"{text}. Every other paired interval here is unadjusted (exploratory), a {c} interval on its own"
 
 
 # ---- two micro-batches, three seeds --------------------------------------------------------
@@ -438,18 +552,34 @@ def _expected_abstract(pairs, m, batch):
 
 # Function scope on purpose: mutmut runs, for a mutant, only the tests during which the mutated
 # function ran; a module-scoped report would be computed during the first test alone.
-@pytest.fixture
-def two():
+# The declarations the report is held to: as the test config declares the two families, every
+# interval unadjusted (the numbers of the per-comparison intervals), both families adjusted, and the
+# headline family without a smallest effect.
+DECLARATIONS = {
+    "declared": af.section(),
+    "unadjusted": af.section("unadjusted"),
+    "adjusted": af.section("bonferroni", "bonferroni"),
+    "no margin": af.section(smallest_effect=None),
+}
+
+
+def _report(declaration):
     acc, grid_acc, diffs = _two_micro_batches()
     runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=3)
     d = d.sort_values("micro_batch", ascending=False, kind="stable")  # micro-batch 5 comes first
-    out = ar.report(runs, grid, d, 24, [5, 3], 0.9, 7, 25001, LR)
+    fams = DECLARATIONS[declaration]
+    out = ar.report(runs, grid, d, 24, [5, 3], 0.9, 7, 25001, LR, fams)
     values = _values(acc, grid_acc, 24, (3, 5))
-    return out, values, diffs
+    return out, values, diffs, fams
+
+
+@pytest.fixture(params=list(DECLARATIONS))
+def two(request):
+    return _report(request.param)
 
 
 def test_long_table_holds_every_configuration_sorted_with_integer_seeds(two):
-    out, values, _ = two
+    out, values, _, _ = two
     expected = _expected_table(values, (3, 5))
     assert len(expected) == 2 * 5 * 3 * 3
     pd.testing.assert_frame_equal(out["table"], expected, check_exact=True)
@@ -457,7 +587,7 @@ def test_long_table_holds_every_configuration_sorted_with_integer_seeds(two):
 
 
 def test_cells_are_student_t_intervals_on_the_logit_scale_over_seeds_in_configuration_order(two):
-    out, values, _ = two
+    out, values, _, _ = two
     cells = _cells(values, (3, 5), 0.9)
     expected = _frame_of(cells, ("micro_batch", "config", "mode")).rename(columns={"x": "mean"})
     pd.testing.assert_frame_equal(out["cells"], expected, rtol=1e-12)
@@ -473,19 +603,51 @@ def test_cells_are_student_t_intervals_on_the_logit_scale_over_seeds_in_configur
 
 
 def test_paired_rows_are_differences_by_seed_per_comparison_and_mode(two):
-    out, values, _ = two
-    pairs = _pairs(values, (3, 5), 0.9)
+    out, values, _, fams = two
+    pairs = _pairs(values, (3, 5), 0.9, fams)
     expected = _frame_of(pairs, ("micro_batch", "comparison", "mode")).rename(columns={"x": "gain"})
     pd.testing.assert_frame_equal(out["paired"], expected, rtol=1e-12, atol=1e-15)
     p = out["paired"].set_index(["micro_batch", "comparison", "mode"])
     assert p.loc[(5, "accumulate_vs_large", "inference"), "ci_high"] < 0
-    assert p.loc[(5, "accumulate_vs_large", "training"), "ci_low"] > 0
-    assert p.loc[(5, "ghost_vs_accumulate", "training")].tolist() == [3, 0.0, 0.0, 0.0, 0.0]
+    # training mode is the other family's: at 0.9 wholly above zero, at 1 - 0.1 / 32 no longer
+    unadjusted = fams["accumulation_other"]["adjustment"] == "unadjusted"
+    assert (p.loc[(5, "accumulate_vs_large", "training"), "ci_low"] > 0) == unadjusted
+    zero = p.loc[(5, "ghost_vs_accumulate", "training")]
+    assert zero[["seeds", "gain", "sd", "ci_low", "ci_high", "family"]].tolist() == [
+        3,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        "accumulation_other",
+    ]
     assert p.loc[(3, "accumulate_vs_large", "inference"), "gain"] == pytest.approx(-3 / ROWS)
+    # the members of each family: 2 comparisons x 2 modes x 2 micro-batches, and the other 26 paired rows
+    assert (out["paired"].family == "accumulation").sum() == 8 and len(out["paired"]) == 30
+
+
+def test_headline_intervals_at_the_bonferroni_level_over_eight_comparisons():
+    """Declared Bonferroni, each headline interval is the Student-t interval at 1 - 0.1 / 8 (scipy here);
+    declared unadjusted, at 0.9; the other family's intervals stay at 0.9 under the test config."""
+    d = np.array([-40, -39, -39]) / ROWS  # accumulation minus the true batch at 5, inference mode
+    for declaration, level in (("declared", 1 - 0.1 / 8), ("unadjusted", 0.9)):
+        out = _report(declaration)[0]
+        r = out["paired"].set_index(["micro_batch", "comparison", "mode"]).loc[(5, "accumulate_vs_large", "inference")]
+        half = sps.t.ppf(1 - (1 - level) / 2, 2) * np.std(d, ddof=1) / math.sqrt(3)
+        assert (r.ci_low, r.ci_high) == pytest.approx((d.mean() - half, d.mean() + half), rel=1e-12)
+        assert r.level == level and r.family == "accumulation"
+        other = (
+            out["paired"].set_index(["micro_batch", "comparison", "mode"]).loc[(5, "accumulate_vs_large", "training")]
+        )
+        assert other.level == 0.9 and other.family == "accumulation_other"
+    adjusted = _report("adjusted")[0]
+    assert set(adjusted["recompute"].level) == {1 - 0.1 / 32} and set(adjusted["recompute"].family) == {
+        "accumulation_other"
+    }
 
 
 def test_closeness_per_micro_batch_against_the_differences(two):
-    out, _, diffs = two
+    out, _, diffs, _ = two
     close = _closeness(diffs)
     expected = pd.DataFrame([{"micro_batch": m} | c for m, c in close.items()])
     pd.testing.assert_frame_equal(out["closeness"], expected, rtol=1e-12)
@@ -495,16 +657,16 @@ def test_closeness_per_micro_batch_against_the_differences(two):
 
 
 def test_summary_json_is_complete(two):
-    out, values, diffs = two
-    cells, pairs, close = _cells(values, (3, 5), 0.9), _pairs(values, (3, 5), 0.9), _closeness(diffs)
-    recompute = _recompute(values, (3, 5), 0.9)
-    _same(out["summary"], _expected_summary(24, (3, 5), SEEDS, 0.9, cells, pairs, close, recompute))
+    out, values, diffs, fams = two
+    cells, pairs, close = _cells(values, (3, 5), 0.9), _pairs(values, (3, 5), 0.9, fams), _closeness(diffs)
+    recompute = _recompute(values, (3, 5), 0.9, fams)
+    _same(out["summary"], _expected_summary(24, (3, 5), SEEDS, 0.9, cells, pairs, close, recompute, fams))
     assert list(out) == ["table", "cells", "paired", "recompute", "closeness", "summary", "macros", "latex_table"]
 
 
 def test_recompute_rows_are_recomputed_minus_running_by_seed(two):
-    out, values, _ = two
-    expected = _frame_of(_recompute(values, (3, 5), 0.9), ("micro_batch", "config")).rename(columns={"x": "gain"})
+    out, values, _, fams = two
+    expected = _frame_of(_recompute(values, (3, 5), 0.9, fams), ("micro_batch", "config")).rename(columns={"x": "gain"})
     pd.testing.assert_frame_equal(out["recompute"], expected, rtol=1e-12, atol=1e-15)
     # by hand: accumulation at 3, (897 - 895, 915 - 912, 904 - 899) rows
     r = out["recompute"].set_index(["micro_batch", "config"]).loc[(3, "accumulate")]
@@ -512,8 +674,16 @@ def test_recompute_rows_are_recomputed_minus_running_by_seed(two):
 
 
 def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
-    out, values, diffs = two
-    cells, pairs, close = _cells(values, (3, 5), 0.9), _pairs(values, (3, 5), 0.9), _closeness(diffs)
+    out, values, diffs, fams = two
+    cells, pairs, close = _cells(values, (3, 5), 0.9), _pairs(values, (3, 5), 0.9, fams), _closeness(diffs)
+    margin = fams["accumulation"]["smallest_effect"]
+    ghost = [
+        (mode, m)
+        for m in (3, 5)
+        for mode in MODES
+        if pairs[(m, "ghost_vs_accumulate", mode)][3] > 0 or pairs[(m, "ghost_vs_accumulate", mode)][4] < 0
+    ]
+    assert len(ghost) <= 2  # named with "and" below
     expected = {
         "accumBatch": "24",
         "accumMicroBatches": "3 and 5",
@@ -525,49 +695,78 @@ def test_macros_are_complete_with_both_ends_of_the_micro_batches(two):
         "accumNetworks": "18",  # three trained variants x two micro-batches x three seeds
         "accumLr": "$10^{-3}$",
     }
-    recompute = _recompute(values, (3, 5), 0.9)
+    recompute = _recompute(values, (3, 5), 0.9, fams)
     lo_text, hi_text = "$1.25 \\times 10^{-4}$", "$2.083 \\times 10^{-4}$"  # 1e-3 * 3 / 24, 1e-3 * 5 / 24
     expected |= _expected_macros_per_micro(
-        "min", 3, 24, 25001, cells, pairs, close, "$6 \\times 10^{-7}$", recompute, lo_text
+        "min", 3, 24, 25001, cells, pairs, close, "$6 \\times 10^{-7}$", recompute, lo_text, margin
     )
     expected |= _expected_macros_per_micro(
-        "max", 5, 24, 25001, cells, pairs, close, "$5 \\times 10^{-7}$", recompute, hi_text
+        "max", 5, 24, 25001, cells, pairs, close, "$5 \\times 10^{-7}$", recompute, hi_text, margin
     )
     expected |= {
         "accumFirstRelative": "$6 \\times 10^{-7}$",
         "accumFirstRunning": "within $3 \\times 10^{-8}$",
-        "accumGhostResolved": "training mode at micro-batch 3 and inference mode at micro-batch 5",
+        "accumGhostResolved": " and ".join(f"{mode} mode at micro-batch {m}" for mode, m in ghost) or "none",
         "accumGhostComparisons": "6",
-        "accumGhostResolvedSentence": (
-            "2 exclude zero (training mode at micro-batch 3 and inference mode at micro-batch 5)"
-        ),
+        "accumGhostResolvedSentence": accumulation_sentences.resolved_sentence([(f"{w} mode", m) for w, m in ghost]),
         "accumCheck": accumulation_sentences.check_sentence(6e-7, 3e-8),
-        "accumAbstractSentence": _expected_abstract(pairs, 3, 24),  # the smaller micro-batch
+        "accumFamilySentence": _expected_family_sentence(fams, 2, 0.9),
+        "accumAbstractSentence": _expected_abstract(pairs, 3, 24, fams, 2),  # the smaller micro-batch
     }
     m = out["macros"]
     assert m == expected
+
+
+def test_macros_written_out_in_full_under_each_declaration():
+    m = _report("unadjusted")[0]["macros"]  # the intervals at 0.9 each
+    assert m["accumGhostResolved"] == "training mode at micro-batch 3 and inference mode at micro-batch 5"
+    assert m["accumGhostResolvedSentence"] == (
+        "2 exclude zero (training mode at micro-batch 3 and inference mode at micro-batch 5)"
+    )
     # a few written out in full
     assert m["accumPartsMin"] == "8" and m["accumPartsMax"] == "4"
     assert m["accumStepsSmallMin"] == "8{,}333" and m["accumStepsSmallMax"] == "5{,}000"
     assert m["accumAccumulateMinusLargeInferenceMaxVerdict"] == "lies wholly below zero"
     assert m["accumAccumulateMinusLargeTrainingMaxVerdict"] == "lies wholly above zero"
-    assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == "contains zero"
+    assert m["accumAccumulateMinusLargeInferenceMinVerdict"] == (
+        "contains zero but reaches beyond $\\pm1.0$ points, the smallest difference declared to matter: the two are "
+        "neither told apart nor shown equivalent"
+    )
     assert m["accumGhostMinusAccumulateTrainingMax"] == "0.00"  # exactly zero: unsigned
     assert m["accumGhostMinusAccumulateTrainingMaxCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
     assert m["accumGhostMinusAccumulateTrainingMaxVerdict"] == "contains zero"
     assert m["accumAccumulateMinusLargeInferenceMax"] == f"{100 * (-118 / 3) / ROWS:+.2f}" == "-3.95"
     assert m["accumRunParametersMin"] == "0.31" and m["accumRunRunningMin"] == "0.76"
     # at micro-batch 3 the true batch is not told apart (-3 / 997 rows), the grid's batch 3 is behind
-    assert "cannot be told apart from the true batch of 24 ($-0.30$ points $[" in m["accumAbstractSentence"]
-    assert "and is ahead of the grid's networks at batch 3 by $+" in m["accumAbstractSentence"]
+    assert m["accumAbstractSentence"].startswith(
+        "In inference mode, paired by seed and unadjusted (exploratory), batch normalisation trained in "
+        "micro-batches of 3 rows accumulated to steps of 24 cannot be told apart from the true batch of 24 "
+        "($-0.30$ points $["
+    )
+    assert (
+        "), nor shown equivalent to it within the $\\pm1.0$ points declared to matter and is ahead of the grid's "
+        in (m["accumAbstractSentence"])
+    )
     assert m["accumRunDisagreementMin"] == "1.3\\%" and m["accumRunDisagreementWorstMax"] == "4.6\\%"
     assert m["accumLargeInferenceMin"] == m["accumLargeInferenceMax"] == "90.8"  # 905 / 997
+    # as the test config declares them: the headline intervals Bonferroni-adjusted over the 8 comparisons,
+    # wide enough that the grid's batch 3 is no longer told apart; the ghost intervals (exploratory) alike
+    m = _report("declared")[0]["macros"]
+    assert m["accumAbstractSentence"].startswith(
+        "In inference mode, paired by seed and Bonferroni-adjusted over the 8 comparisons, batch normalisation"
+    )
+    assert m["accumAbstractSentence"].endswith(
+        "or from the grid's networks at batch 3 ($+9.73$ points $[-2.40, +21.86]$), nor shown equivalent to either "
+        "within the $\\pm1.0$ points declared to matter"
+    )
+    assert m["accumGhostResolved"] == "training mode at micro-batch 3 and inference mode at micro-batch 5"
+    assert m["accumFamilySentence"].startswith("Their intervals are Bonferroni-adjusted over the 8 comparisons, so ")
 
 
 def test_latex_table_every_row_header_and_alignment(two):
-    out, values, _ = two
+    out, values, _, fams = two
     cells = _cells(values, (3, 5), 0.9)
-    assert out["latex_table"] == _expected_latex(values, cells, (3, 5), 24, 0.9)
+    assert out["latex_table"] == _expected_latex(values, cells, (3, 5), 24, 0.9, fams)
     header, rows, align, _ = out["latex_table"]
     assert len(rows) == 10 and all(len(r) == len(header) == len(align) for r in rows)
     assert [r[1] for r in rows[:5]] == [
@@ -578,7 +777,8 @@ def test_latex_table_every_row_header_and_alignment(two):
         "batch 3, rate $\\times$ 3/24",
     ]
     # large minus accumulation at 5 in inference mode: (40, 39, 39) rows, the interval wholly above zero
-    assert rows[5][-2] == "$+3.95$ $[+3.85, +4.04]$"
+    wide = fams["accumulation"]["adjustment"] == "bonferroni"  # at 1 - 0.1/8 (t quantile 8.86), not 0.9
+    assert rows[5][-2] == ("$+3.95$ $[+3.65, +4.24]$" if wide else "$+3.95$ $[+3.85, +4.04]$")
     assert rows[6][-2:] == ["--", "--"]
 
 
@@ -619,17 +819,18 @@ def _one_micro_batch():
 def test_one_micro_batch_identical_first_step_and_nothing_resolved():
     acc, grid_acc, diffs = _one_micro_batch()
     runs, grid, d = _frames(acc, grid_acc, diffs, rng_seed=8)
-    out = ar.report(runs, grid, d, 10, [2], 0.95, 2, 999, 3e-3)
+    fams = af.section()  # as the test config declares them
+    out = ar.report(runs, grid, d, 10, [2], 0.95, 2, 999, 3e-3, fams)
     values = _values(acc, grid_acc, 10, (2,))
-    cells, pairs, close = _cells(values, (2,), 0.95), _pairs(values, (2,), 0.95), _closeness(diffs)
+    cells, pairs, close = _cells(values, (2,), 0.95), _pairs(values, (2,), 0.95, fams), _closeness(diffs)
     assert cells[(2, "ghost", "inference")][0] == 3 and pairs[(2, "ghost_vs_accumulate", "inference")][0] == 2
     pd.testing.assert_frame_equal(out["table"], _expected_table(values, (2,)), check_exact=True)
     expected_cells = _frame_of(cells, ("micro_batch", "config", "mode")).rename(columns={"x": "mean"})
     pd.testing.assert_frame_equal(out["cells"], expected_cells, rtol=1e-12)
     expected_pairs = _frame_of(pairs, ("micro_batch", "comparison", "mode")).rename(columns={"x": "gain"})
     pd.testing.assert_frame_equal(out["paired"], expected_pairs, rtol=1e-12)
-    recompute = _recompute(values, (2,), 0.95)
-    _same(out["summary"], _expected_summary(10, (2,), (1, 4, 6), 0.95, cells, pairs, close, recompute))
+    recompute = _recompute(values, (2,), 0.95, fams)
+    _same(out["summary"], _expected_summary(10, (2,), (1, 4, 6), 0.95, cells, pairs, close, recompute, fams))
     expected = {
         "accumOneMicro": "one",  # the section names the one micro-batch alone
         "accumBatch": "10",
@@ -644,7 +845,7 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
     }
     for where in ("min", "max"):  # one micro-batch: both ends are the same
         expected |= _expected_macros_per_micro(
-            where, 2, 10, 999, cells, pairs, close, "$0$", recompute, "$6 \\times 10^{-4}$"
+            where, 2, 10, 999, cells, pairs, close, "$0$", recompute, "$6 \\times 10^{-4}$", 0.01
         )
     expected |= {
         "accumFirstRelative": "$0$",
@@ -653,26 +854,29 @@ def test_one_micro_batch_identical_first_step_and_nothing_resolved():
         "accumGhostComparisons": "3",
         "accumGhostResolvedSentence": "none excludes zero",
         "accumCheck": accumulation_sentences.check_sentence(0.0, 0.0),
-        "accumAbstractSentence": _expected_abstract(pairs, 2, 10),
+        "accumFamilySentence": _expected_family_sentence(fams, 1, 0.95),
+        "accumAbstractSentence": _expected_abstract(pairs, 2, 10, fams, 1),
     }
     assert out["macros"] == expected
     assert out["macros"]["accumStepsSmallMin"] == "499" and out["macros"]["accumPartsMax"] == "5"
     assert out["macros"]["accumRunDisagreementMin"] == "0.6\\%" and out["macros"]["accumRunRunningMax"] == "0.02"
     assert ") or from the grid's networks at batch 2 ($+" in out["macros"]["accumAbstractSentence"]  # neither apart
-    assert out["latex_table"] == _expected_latex(values, cells, (2,), 10, 0.95)
+    assert out["latex_table"] == _expected_latex(values, cells, (2,), 10, 0.95, fams)
+    assert out["summary"]["families"]["accumulation"]["members"] == 4  # 2 comparisons x 2 modes x 1 micro-batch
+    assert out["summary"]["families"]["accumulation_other"]["members"] == 16
 
 
 # ---- the parts on their own ----------------------------------------------------------------
 
 
 def test_config_labels_in_words():
-    assert ar.config_label("large", 24, 5) == "batch 24"
-    assert ar.config_label("accumulate", 24, 5) == "4 $\\times$ 5, accumulated"
-    assert ar.config_label("ghost", 24, 5) == "ghost, virtual 5"
-    assert ar.config_label("small", 24, 5) == "batch 5"
-    assert ar.config_label("scaled", 24, 5) == "batch 5, rate $\\times$ 5/24"
+    assert at.config_label("large", 24, 5) == "batch 24"
+    assert at.config_label("accumulate", 24, 5) == "4 $\\times$ 5, accumulated"
+    assert at.config_label("ghost", 24, 5) == "ghost, virtual 5"
+    assert at.config_label("small", 24, 5) == "batch 5"
+    assert at.config_label("scaled", 24, 5) == "batch 5, rate $\\times$ 5/24"
     with pytest.raises(KeyError):
-        ar.config_label("other", 24, 5)
+        at.config_label("other", 24, 5)
 
 
 def test_long_table_names_the_missing_large_batch():
@@ -730,13 +934,15 @@ def test_paired_table_refuses_a_comparison_without_common_seeds():
         ]
     )
     with pytest.raises(ValueError, match=r"^no common seeds for accumulate_vs_large at micro-batch 2$"):
-        ar.paired_table(table, 0.95)
+        ar.paired_table(table, {"accumulation": 0.95, "accumulation_other": 0.95})
 
 
 def test_cell_and_pair_json_keys_and_types():
     r = pd.Series({"seeds": np.int64(3), "mean": 0.25, "sd": 0.5, "ci_low": -0.125, "ci_high": 0.625})
     assert ar._cell_json(r) == {"seeds": 3, "mean": 0.25, "sd": 0.5, "ci": [-0.125, 0.625]}
-    p = pd.Series({"seeds": np.int64(2), "gain": -0.75, "sd": 0.0625, "ci_low": -1.5, "ci_high": 0.375})
-    assert ar._pair_json(p) == {"seeds": 2, "gain": -0.75, "sd": 0.0625, "ci": [-1.5, 0.375]}
+    p = pd.Series(
+        {"seeds": np.int64(2), "gain": -0.75, "sd": 0.0625, "ci_low": -1.5, "ci_high": 0.375, "family": "accumulation"}
+    )
+    assert ar._pair_json(p) == {"seeds": 2, "gain": -0.75, "sd": 0.0625, "ci": [-1.5, 0.375], "family": "accumulation"}
     assert type(ar._cell_json(r)["seeds"]) is int and type(ar._pair_json(p)["gain"]) is float
     assert ar._stats(1, 2, 3, 4) == {"mean": 1, "sd": 2, "ci_low": 3, "ci_high": 4}

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import accumulation_families as af
 from batch_size_families import ADJUSTED as ADJUSTED_FAMILIES
 from bnstudy.base import io
 from bnstudy.evaluation import recompute
@@ -218,7 +219,7 @@ def test_accumulation_ghost_interval_ending_at_zero_is_not_resolved():
         ]
     )
     out = accumulation_report.report(
-        pd.DataFrame(runs), pd.DataFrame(grid), differences, batch, list(micro), 0.9, 3, 64, 1e-3
+        pd.DataFrame(runs), pd.DataFrame(grid), differences, batch, list(micro), 0.9, 3, 64, 1e-3, af.section()
     )
     pair = out["paired"].set_index(["micro_batch", "comparison", "mode"])
     zero = pair.loc[(2, "ghost_vs_accumulate", "inference")]

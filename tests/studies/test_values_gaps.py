@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import accumulation_families as af
 from bnstudy.base.runtime import derive_seed
 from bnstudy.evaluation import recompute
 from bnstudy.nets import model as mlp
@@ -20,6 +21,7 @@ from float32_by_hand import exact_by_hand, linear32
 
 # ---- fine-tuning streams: the exact seeded rows ----------------------------------------------
 
+FAMILIES = af.section()  # the accumulation study's families, as the test config declares them
 Y = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1])  # 11 rows, three classes
 
 
@@ -236,17 +238,17 @@ def _accumulation_inputs(first_running):
 def test_accumulation_first_running_difference_reads_within_its_power_of_ten():
     running = {(m, s): 0.0 for m in (2, 4) for s in (0, 1, 2)} | {(4, 1): 2.6e-8, (2, 2): 1e-9}
     runs, grid, diffs, batch, micro = _accumulation_inputs(running)
-    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64, 1e-3)["macros"]
+    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64, 1e-3, FAMILIES)["macros"]
     assert m["accumFirstRunning"] == "within $3 \\times 10^{-8}$"
     zero = {key: 0.0 for key in running}
     runs, grid, diffs, batch, micro = _accumulation_inputs(zero)
-    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64, 1e-3)["macros"]
+    m = accumulation_report.report(runs, grid, diffs, batch, micro, 0.9, 3, 64, 1e-3, FAMILIES)["macros"]
     assert m["accumFirstRunning"] == "identical, bit for bit"
 
 
 def test_accumulation_ghost_intervals_from_zero_to_zero_are_not_resolved():
     running = {(m, s): 0.0 for m in (2, 4) for s in (0, 1, 2)}
-    out = accumulation_report.report(*_accumulation_inputs(running), 0.9, 3, 64, 1e-3)
+    out = accumulation_report.report(*_accumulation_inputs(running), 0.9, 3, 64, 1e-3, FAMILIES)
     pair = out["paired"].set_index(["micro_batch", "comparison", "mode"])
     for key in ((2, "inference"), (2, "recomputed"), (2, "training"), (4, "recomputed"), (4, "training")):
         r = pair.loc[(key[0], "ghost_vs_accumulate", key[1])]

@@ -79,6 +79,7 @@ rule summarise_accumulation:
         confidence=config["batch_size_eval"]["confidence"],
         epochs=ACC_RECIPE["epochs"],
         lr=ACC_RECIPE["lr"],
+        families=declared_families("accumulation"),
     script:
         "../scripts/accumulation_summarise.py"
 

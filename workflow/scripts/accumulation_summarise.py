@@ -1,5 +1,6 @@
 """Rule summarise_accumulation: accuracy of every configuration (with running and with recomputed
-statistics), paired differences, accumulation against ghost batch norm; JSON, macros, table
+statistics), paired differences at the levels of the study's declared families (families.accumulation,
+families.accumulation_other), accumulation against ghost batch norm; JSON, macros, table
 (bnstudy.studies.accumulation.report)."""
 
 import sys
@@ -23,7 +24,16 @@ remedies = pd.concat([io.read_table(f) for f in inp.recomputed], ignore_index=Tr
 recomputed = remedies[remedies["mode"] == "exact"].assign(mode="recomputed")
 grid = pd.concat([grid, recomputed[["normaliser", "batch_size", "seed", "mode", "accuracy"]]], ignore_index=True)
 result = accumulation_report.report(
-    runs, grid, differences, p.batch_size, p.micro_batches, p.confidence, p.epochs, len(io.read_array(inp.y)), p.lr
+    runs,
+    grid,
+    differences,
+    p.batch_size,
+    p.micro_batches,
+    p.confidence,
+    p.epochs,
+    len(io.read_array(inp.y)),
+    p.lr,
+    dict(p.families),
 )
 io.write_table(out.table, result["table"])
 io.write_table(out.cells, result["cells"])

@@ -126,7 +126,8 @@ STUDIES = (
     Study("lr_sweep", "lr_sweep", {"lr_sweep": 0.6}, optional=True,
           families=("lr_gap", "lr_choice:lr_sweep.folds", "lr_margin:lr_sweep.folds")),
     Study("serving", "serving", {"serving": 1.0}),
-    Study("accumulation", "accumulation", {"accumulation": 1.0}, optional=True),
+    Study("accumulation", "accumulation", {"accumulation": 1.0}, optional=True,
+          families=("accumulation", "accumulation_other")),
     Study("finetune", "finetune", {"finetune": 1.0}, optional=True, families=("finetune_specific",)),
     Study("precise_rows", "precise_rows", {"precise_rows": 0.6}, optional=True, families=("precise_rows",)),
     Study("equal_steps", "equal_steps", optional=True, families=("equal_steps",)),  # extreme batches, equal steps

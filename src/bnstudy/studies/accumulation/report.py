@@ -18,7 +18,8 @@ configuration's inference accuracy its running statistics cost or give).
 
 Means over seeds of an accuracy and its Student-t interval on the logit scale (bounded by 0 and 1,
 as the Methods state for every share) are :func:`bnstudy.base.stats.share_interval`, paired
-differences (by seed) :func:`bnstudy.evaluation.paired.paired_interval`; accuracies are shares of test rows.
+differences (by seed) :func:`bnstudy.evaluation.paired.paired_interval`, each at the level of its declared
+family (:mod:`bnstudy.studies.accumulation.family`); accuracies are shares of test rows.
 Nothing here depends on the CPU. The sentences are :mod:`bnstudy.studies.accumulation.sentences`'.
 """
 
@@ -33,10 +34,12 @@ from bnstudy.base.stats import share_interval
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, points_interval, power_of_ten, signed_points, verdict, words
+from bnstudy.studies.accumulation import family as families_of
+from bnstudy.studies.accumulation.family import HEADLINE, OTHER, family_of
 from bnstudy.studies.accumulation.sentences import abstract_sentence, check_sentence, resolved_sentence
+from bnstudy.studies.accumulation.table import MODES, latex_table
 
 CONFIGS = ACCUMULATION_CONFIGS
-MODES = ("inference", "recomputed", "training")
 MODE_WORDS = {
     "inference": "inference mode",
     "recomputed": "inference mode with recomputed statistics",
@@ -96,8 +99,10 @@ def _stats(mean, sd, lo, hi) -> dict:
     return {"mean": mean, "sd": sd, "ci_low": lo, "ci_high": hi}
 
 
-def paired_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Per micro-batch, comparison and mode: ``A - B`` paired by seed (the seeds both sides have)."""
+def paired_table(table: pd.DataFrame, levels: dict[str, float]) -> pd.DataFrame:
+    """Per micro-batch, comparison and mode: ``A - B`` paired by seed (the seeds both sides have), its
+    interval at the level of its family (``levels``: ``{family: level}``; :func:`family_of`), named with
+    the family and the level in columns ``family`` and ``level``."""
     out = []
     for m in sorted(table.micro_batch.unique()):
         for name, a, b in COMPARISONS:
@@ -109,16 +114,22 @@ def paired_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
                 seeds = sorted(set(sides[0].index) & set(sides[1].index))
                 if not seeds:
                     raise ValueError(f"no common seeds for {name} at micro-batch {m}")
+                family = family_of(name, mode)
                 row = paired_interval(
-                    [sides[0].accuracy[s] for s in seeds], [sides[1].accuracy[s] for s in seeds], confidence
+                    [sides[0].accuracy[s] for s in seeds], [sides[1].accuracy[s] for s in seeds], levels[family]
                 )
-                out.append({"micro_batch": int(m), "comparison": name, "mode": mode} | row)
+                out.append(
+                    {"micro_batch": int(m), "comparison": name, "mode": mode}
+                    | row
+                    | {"family": family, "level": levels[family]}
+                )
     return pd.DataFrame(out)
 
 
-def recompute_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
+def recompute_table(table: pd.DataFrame, levels: dict[str, float]) -> pd.DataFrame:
     """Per micro-batch and configuration: recomputed minus running statistics in inference mode,
-    paired by seed (the seeds both modes have)."""
+    paired by seed (the seeds both modes have), at the level of the family :data:`OTHER`
+    (``levels``: ``{family: level}``)."""
     out = []
     for m in sorted(table.micro_batch.unique()):
         for config in CONFIGS:
@@ -128,9 +139,9 @@ def recompute_table(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
             ]
             seeds = sorted(set(sides[0].index) & set(sides[1].index))
             row = paired_interval(
-                [sides[0].accuracy[s] for s in seeds], [sides[1].accuracy[s] for s in seeds], confidence
+                [sides[0].accuracy[s] for s in seeds], [sides[1].accuracy[s] for s in seeds], levels[OTHER]
             )
-            out.append({"micro_batch": int(m), "config": config} | row)
+            out.append({"micro_batch": int(m), "config": config} | row | {"family": OTHER, "level": levels[OTHER]})
     return pd.DataFrame(out)
 
 
@@ -186,9 +197,10 @@ def setting_macros(micro: list[int], seeds: list[int], batch_size: int, epochs: 
     }
 
 
-def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: int, lr: float) -> dict:
+def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: int, lr: float, margin) -> dict:
     """One end's (``min``/``max``) micro-batch ``m``: its steps and scaled rate, the recomputed
-    statistics' gains, every cell's accuracy, every paired comparison with its verdict, and how
+    statistics' gains, every cell's accuracy, every paired comparison with its verdict (a member of
+    the headline family's against its smallest effect ``margin`` too, :func:`family.verdict`), and how
     close accumulation and ghost batch norm stay along the run. ``frames``: the cell, pair,
     closeness and recompute tables indexed as :func:`report` indexes them."""
     cell, pair, near, gain = frames["cell"], frames["pair"], frames["near"], frames["gain"]
@@ -213,7 +225,12 @@ def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: in
             stem = name.replace("_vs_", " minus ")
             m_[latex.macro_name("accum", stem, mode, where)] = signed_points(r.gain)
             m_[latex.macro_name("accum", stem, mode, where, "ci")] = points_interval(r.ci_low, r.ci_high, signed=True)
-            m_[latex.macro_name("accum", stem, mode, where, "verdict")] = verdict(r.ci_low, r.ci_high)
+            said = (
+                families_of.verdict(r.ci_low, r.ci_high, margin)
+                if r.family == HEADLINE
+                else verdict(r.ci_low, r.ci_high)
+            )
+            m_[latex.macro_name("accum", stem, mode, where, "verdict")] = said
     c = near.loc[m]
     m_[latex.macro_name("accum first relative", where)] = power_of_ten(c.first_relative)
     m_[latex.macro_name("accum run parameters", where)] = latex.fmt(c.run_parameters, 2)
@@ -244,9 +261,10 @@ def ghost_macros(close: pd.DataFrame, pair: pd.DataFrame, micro: list[int]) -> d
     return m_
 
 
-def summary_json(frames: dict, close: pd.DataFrame, batch_size: int, micro, seeds, confidence: float) -> dict:
-    """The JSON summary: accuracies, paired comparisons and recomputed gains per micro-batch, and
-    the closeness of accumulation and ghost batch norm."""
+def summary_json(frames: dict, close: pd.DataFrame, batch_size: int, micro, seeds, confidence: float, records) -> dict:
+    """The JSON summary: accuracies, paired comparisons and recomputed gains per micro-batch (each
+    naming its family), the closeness of accumulation and ghost batch norm, and what each declared
+    family applied (``records``: :func:`bnstudy.studies.accumulation.family.records`)."""
     cell, pair, gain = frames["cell"], frames["pair"], frames["gain"]
     return {
         "batch_size": batch_size,
@@ -267,6 +285,7 @@ def summary_json(frames: dict, close: pd.DataFrame, batch_size: int, micro, seed
             str(int(r.micro_batch)): {k: float(getattr(r, k)) for k in close.columns if k != "micro_batch"}
             for r in close.itertuples()
         },
+        "families": records,
     }
 
 
@@ -280,15 +299,21 @@ def report(
     epochs: int,
     train_rows: int,
     lr: float,
+    declared: dict,
 ):
     """Everything the summary rule writes: the long, paired and recompute tables, the JSON summary,
     macros and a LaTeX table. ``epochs`` and ``train_rows`` (the training half) give the steps,
-    ``lr`` is the grid's rate (the second arm's is ``lr * m / batch_size``)."""
+    ``lr`` is the grid's rate (the second arm's is ``lr * m / batch_size``); ``declared``: the config's
+    ``families`` section, whose two families of the study (:mod:`bnstudy.studies.accumulation.family`)
+    set each paired interval's level."""
     micro = sorted(int(m) for m in micro_batches)
+    families = families_of.declare(declared)
+    counts = families_of.members(len(micro), len(COMPARISONS), len(MODES), len(CONFIGS))
+    levels = {name: families[name].level(confidence, counts[name]) for name in families}
     table = long_table(runs, grid, batch_size, micro)
     cells = cell_table(table, confidence)
-    paired = paired_table(table, confidence)
-    recompute = recompute_table(table, confidence)
+    paired = paired_table(table, levels)
+    recompute = recompute_table(table, levels)
     close = closeness(differences)
     seeds = sorted(int(s) for s in table.seed.unique())
     frames = {
@@ -299,16 +324,21 @@ def report(
     }
     m_ = setting_macros(micro, seeds, batch_size, epochs, train_rows, lr)
     for where, m in (("min", micro[0]), ("max", micro[-1])):
-        m_ |= end_macros(where, m, frames, batch_size, train_rows, lr)
+        m_ |= end_macros(where, m, frames, batch_size, train_rows, lr, families[HEADLINE].smallest_effect)
     m_ |= ghost_macros(close, frames["pair"], micro)
-    m_["accumAbstractSentence"] = abstract_sentence(frames["pair"], micro[0], batch_size)
+    printed = latex.fmt(float(confidence), 0, percent=True)
+    m_["accumFamilySentence"] = families_of.family_sentence(families, counts, printed)
+    m_["accumAbstractSentence"] = abstract_sentence(
+        frames["pair"], micro[0], batch_size, families[HEADLINE], counts[HEADLINE]
+    )
+    records = families_of.records(families, confidence, counts)
     return {
         "table": table,
         "cells": cells,
         "paired": paired,
         "recompute": recompute,
         "closeness": close,
-        "summary": summary_json(frames, close, batch_size, micro, seeds, confidence),
+        "summary": summary_json(frames, close, batch_size, micro, seeds, confidence, records),
         "macros": m_,
         "latex_table": latex_table(cells, paired, batch_size, micro),
     }
@@ -324,55 +354,6 @@ def _cell_json(r) -> dict:
 
 
 def _pair_json(r) -> dict:
-    return {"seeds": int(r.seeds), "gain": float(r.gain), "sd": float(r.sd), "ci": [float(r.ci_low), float(r.ci_high)]}
-
-
-def config_label(config: str, batch_size: int, m: int) -> str:
-    """A configuration in words (table rows, figure ticks)."""
-    return {
-        "large": f"batch {batch_size}",
-        "accumulate": f"{batch_size // m} $\\times$ {m}, accumulated",
-        "ghost": f"ghost, virtual {m}",
-        "small": f"batch {m}",
-        "scaled": f"batch {m}, rate $\\times$ {m}/{batch_size}",
-    }[config]
-
-
-def latex_table(cells: pd.DataFrame, paired: pd.DataFrame, batch_size: int, micro) -> tuple:
-    """``(header, rows, align, comment)``: per micro-batch and configuration the test accuracy in
-    every mode (mean $\\pm$ sd, points) and, in inference mode with the running and with the
-    recomputed statistics, minus accumulation paired by seed."""
-    cell = cells.set_index(["micro_batch", "config", "mode"])
-    pair = paired.set_index(["micro_batch", "comparison", "mode"])
-    rows = []
-    for m in micro:
-        for config in CONFIGS:
-            row = [str(m), config_label(config, batch_size, m)]
-            for mode in MODES:
-                r = cell.loc[(m, config, mode)]
-                row.append(f"{points(r['mean'])} $\\pm$ {points(r.sd)}")
-            for mode in ("inference", "recomputed"):
-                if config == "accumulate":
-                    row.append("--")
-                    continue
-                name = {
-                    "large": "accumulate_vs_large",
-                    "small": "accumulate_vs_small",
-                    "ghost": "ghost_vs_accumulate",
-                    "scaled": "accumulate_vs_scaled",
-                }
-                r = pair.loc[(m, name[config], mode)]
-                sign = 1 if config == "ghost" else -1  # the row's configuration minus accumulation
-                lo, hi = sorted((sign * r.ci_low, sign * r.ci_high))
-                row.append(f"${signed_points(sign * r.gain)}$ ${points_interval(lo, hi, signed=True)}$")
-            rows.append(row)
-    header = [
-        "micro-batch",
-        "training",
-        "inference",
-        "recomputed",
-        "training mode",
-        "$-$ accumulated (inference)",
-        "$-$ accumulated (recomputed)",
-    ]
-    return header, rows, "rllllrr", "accuracy by configuration, and minus accumulation paired by seed"
+    """A paired row: seeds, mean, sd, its interval and the family it is a member of (at whose level)."""
+    ci = [float(r.ci_low), float(r.ci_high)]
+    return {"seeds": int(r.seeds), "gain": float(r.gain), "sd": float(r.sd), "ci": ci, "family": str(r.family)}

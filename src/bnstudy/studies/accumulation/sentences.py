@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.paper.latex import points_interval, signed_points, words
+from bnstudy.evaluation.families import Family
+from bnstudy.paper.latex import points, points_interval, signed_points, words
+from bnstudy.studies.accumulation.family import within
 
 # The first step's largest gradient difference, relative to the largest gradient, that float32
 # sums in another order explain: a few units of float32's epsilon (1.2e-7) times the rows summed.
@@ -41,34 +43,86 @@ def _side(r) -> str:
     return "below" if r.ci_high < 0 else "above" if r.ci_low > 0 else "zero"
 
 
-def abstract_sentence(pair: pd.DataFrame, m: int, batch_size: int) -> str:
+def _state(r, margin: float | None) -> tuple[str, bool | None]:
+    """A headline row's verdict: its side of zero (:func:`_side`) and whether it lies wholly within the
+    smallest effect ``margin`` (:func:`bnstudy.studies.accumulation.family.within`; None without one)."""
+    return _side(r), within(r.ci_low, r.ci_high, margin)
+
+
+def _clause(state: tuple[str, bool | None], other: str, pronoun: str, d: str, margin: str) -> str:
+    """One comparison's verdict in the abstract (``other``: whom accumulation is compared with, ``pronoun``
+    standing for it; ``d``: the difference and interval; ``margin``: the smallest effect in words)."""
+    side, inside = state
+    if side == "zero":
+        if inside is None:
+            return (
+                f"cannot be told apart from {other} ({d}) and, with no smallest difference declared to matter, "
+                f"is not shown equivalent to {pronoun}"
+            )
+        if inside:
+            return f"is equivalent to {other} within the {margin} declared to matter ({d})"
+        return (
+            f"cannot be told apart from {other} ({d}), nor shown equivalent to {pronoun} within the {margin} "
+            "declared to matter"
+        )
+    text = f"falls behind {other} by {d}" if side == "below" else f"is ahead of {other} by {d}"
+    return f"{text}, wholly within the {margin} declared to matter" if inside else text
+
+
+def _both(state: tuple[str, bool | None], others: list[str], d: list[str], margin: str) -> str:
+    """Both comparisons' shared verdict, said once."""
+    side, inside = state
+    if side == "zero":
+        if inside is None:
+            return (
+                f"cannot be told apart from {others[0]} ({d[0]}) or from {others[1]} ({d[1]}) and, with no smallest "
+                "difference declared to matter, is shown equivalent to neither"
+            )
+        if inside:
+            return (
+                f"is equivalent to {others[0]} ({d[0]}) and to {others[1]} ({d[1]}) within the {margin} "
+                "declared to matter"
+            )
+        return (
+            f"cannot be told apart from {others[0]} ({d[0]}) or from {others[1]} ({d[1]}), nor shown equivalent to "
+            f"either within the {margin} declared to matter"
+        )
+    text = (
+        f"falls behind {others[0]} by {d[0]} and {others[1]} by {d[1]}"
+        if side == "below"
+        else f"is ahead of {others[0]} by {d[0]} and of {others[1]} by {d[1]}"
+    )
+    return f"{text}, both wholly within the {margin} declared to matter" if inside else text
+
+
+def abstract_sentence(pair: pd.DataFrame, m: int, batch_size: int, family: Family, members: int) -> str:
     """The abstract's sentence on accumulation at micro-batch ``m`` (the smallest): whether batch norm
     accumulated from micro-batches of ``m`` rows to steps of ``batch_size`` can be told apart, in
     inference mode and paired by seed, from the true batch and from the grid's networks at batch ``m``,
-    in words that follow each interval: "falls behind" only where it lies wholly below zero, "is ahead
-    of" only where wholly above, "cannot be told apart from" where it contains zero; a verdict both
-    intervals share is said once. ``pair``: :func:`paired_table` indexed by micro-batch, comparison and
-    mode."""
+    each interval at the level of the declared headline ``family`` of ``members`` comparisons (named in
+    its words, :meth:`~bnstudy.evaluation.families.Family.phrase`), in words that follow each interval:
+    "falls behind" only where it lies wholly below zero, "is ahead of" only where wholly above;
+    where it contains zero, "is equivalent to" only where it lies wholly within the family's smallest
+    effect (two one-sided tests), else "cannot be told apart from" and not shown equivalent; an
+    interval clear of zero but wholly within the smallest effect says so. A verdict both intervals
+    share is said once. ``pair``: :func:`~bnstudy.studies.accumulation.report.paired_table` indexed
+    by micro-batch, comparison and mode."""
     rows = [pair.loc[(m, "accumulate_vs_large", "inference")], pair.loc[(m, "accumulate_vs_small", "inference")]]
     others = [f"the true batch of {batch_size}", f"the grid's networks at batch {m}"]
-    sides = [_side(r) for r in rows]
+    margin = family.smallest_effect
+    states = [_state(r, margin) for r in rows]
     d = [_difference(r) for r in rows]
-    if sides[0] == sides[1]:
-        said = {
-            "below": f"falls behind {others[0]} by {d[0]} and {others[1]} by {d[1]}",
-            "above": f"is ahead of {others[0]} by {d[0]} and of {others[1]} by {d[1]}",
-            "zero": f"cannot be told apart from {others[0]} ({d[0]}) or from {others[1]} ({d[1]})",
-        }[sides[0]]
+    words_of_margin = "" if margin is None else f"$\\pm{points(margin, 1)}$ points"
+    if states[0] == states[1]:
+        said = _both(states[0], others, d, words_of_margin)
     else:
-        clause = {
-            "below": "falls behind {} by {}",
-            "above": "is ahead of {} by {}",
-            "zero": "cannot be told apart from {} ({})",
-        }
-        said = " and ".join(clause[side].format(o, x) for side, o, x in zip(sides, others, d))
+        said = " and ".join(
+            _clause(state, o, pronoun, x, words_of_margin)
+            for state, o, pronoun, x in zip(states, others, ("it", "them"), d)
+        )
     return (
-        f"In inference mode and paired by seed, batch normalisation trained in micro-batches of {m} rows "
-        f"accumulated to steps of {batch_size} {said}"
+        f"In inference mode, paired by seed and {family.phrase(members)}, batch normalisation trained in "
+        f"micro-batches of {m} rows accumulated to steps of {batch_size} {said}"
     )
 
 
