@@ -264,3 +264,24 @@ def test_equivalence_reads_the_interval_at_the_family_level_against_the_margin()
     assert accumulation_family.within(-0.01, 0.005, 0.01) is False  # an end on the margin is not inside
     assert accumulation_family.within(-0.005, 0.0101, 0.01) is False
     assert accumulation_family.within(-0.005, 0.005, None) is None
+
+
+@pytest.mark.parametrize(
+    "ci, says",
+    [
+        ((-0.152, -0.115), "does not stand in for a batch-normalisation layer that normalises over one: accumulated"),
+        ((-0.182, 0.101), "our seeds cannot tell: accumulated micro-batches are not told apart from the true batch"),
+        ((0.004, 0.03), "more than stands in for normalising over one here"),
+    ],
+)
+def test_the_discussions_sentence_on_which_batch_size_counts_follows_the_headline_verdict(ci, says):
+    """The Discussion says which batch size counts only as the headline interval (accumulation minus
+    the true batch, inference mode, the smallest micro-batch) allows: an interval holding zero no
+    longer reads 'not the one an optimiser step averages over'; each variant in place in the section."""
+    text = accumulation_family.discussion_sentence(*ci)
+    assert says in text
+    if ci[0] < 0 < ci[1]:
+        assert "does not stand in" not in text
+    tex = (SECTIONS / "discussion.tex").read_text()
+    assert "\\accumDiscussionSentence{} (section~\\ref{sec:accumulation})." in tex
+    assert problems(text) == []

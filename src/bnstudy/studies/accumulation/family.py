@@ -93,6 +93,28 @@ def verdict(lo: float, hi: float, margin: float | None) -> str:
     )
 
 
+def discussion_sentence(lo: float, hi: float) -> str:
+    """The Discussion's sentence on which batch size counts, from accumulation minus the true batch
+    in inference mode at the smallest micro-batch (its headline interval ``[lo, hi]``): only where
+    that interval lies wholly below zero does an optimiser step over a large batch fail to stand in
+    for normalising over one; else the study cannot tell."""
+    if hi < 0:
+        return (
+            "An optimiser step that averages over a large batch does not stand in for a batch-normalisation"
+            " layer that normalises over one: accumulated micro-batches fall behind the true batch"
+        )
+    if lo > 0:
+        return (
+            "Accumulated micro-batches score above the true batch, so an optimiser step over a large batch"
+            " more than stands in for normalising over one here"
+        )
+    return (
+        "Whether an optimiser step that averages over a large batch stands in for a batch-normalisation"
+        " layer that normalises over one, our seeds cannot tell: accumulated micro-batches are not told"
+        " apart from the true batch"
+    )
+
+
 def family_sentence(families: dict[str, Family], counts: dict[str, int], confidence: str) -> str:
     """What the two declared families do to the section's intervals, in their own words
     (:meth:`~bnstudy.evaluation.families.Family.phrase`), ``confidence`` the study's printed: the

@@ -231,6 +231,8 @@ def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: in
                 else verdict(r.ci_low, r.ci_high)
             )
             m_[latex.macro_name("accum", stem, mode, where, "verdict")] = said
+            if (where, name, mode) == ("min", "accumulate_vs_large", "inference"):
+                m_["accumDiscussionSentence"] = families_of.discussion_sentence(r.ci_low, r.ci_high)
     c = near.loc[m]
     m_[latex.macro_name("accum first relative", where)] = power_of_ten(c.first_relative)
     m_[latex.macro_name("accum run parameters", where)] = latex.fmt(c.run_parameters, 2)
