@@ -154,26 +154,49 @@ def test_serving_control_sentence_every_verdict(test, train, diff, adjustment):
         assert not problems(window), window
 
 
+def within_words(sides: dict) -> str:
+    """What the zero sentence adds on the intervals that contain zero (``sides``: by batch size, in
+    numeric order), written out case by case."""
+    zero = [b for b, side in sides.items() if holds_zero(side)]
+    within = [b for b in zero if sides[b] == "within"]
+    bound = f"$\\pm1.0$ points, {SMALLEST}"
+    if not zero:
+        return ""
+    if len(zero) == 1:
+        return f"; it {'lies within' if within else 'reaches beyond'} {bound}"
+    if not within or len(within) == len(zero):
+        many = "both" if len(zero) == 2 else f"all {len(zero)}"
+        return f"; {many} {'lie within' if within else 'reach beyond'} {bound}"
+    head = f"the one at batch {within[0]} lies" if len(within) == 1 else f"those at batches {' and '.join(within)} lie"
+    tail = "the other reaches beyond" if len(zero) - len(within) == 1 else "the others reach beyond"
+    return f"; of the {len(zero)} that contain zero, {head} within {bound}, and {tail}"
+
+
 @pytest.mark.parametrize("adjustment", ADJUSTMENTS)
-@pytest.mark.parametrize("sides", list(itertools.product(SIDES, repeat=3)))
+@pytest.mark.parametrize("sides", list(itertools.product(SIDES4, repeat=3)))
 def test_serving_control_zero_sentence_in_place(sides, adjustment):
+    """Where the differences' intervals lie over the training batch sizes, named by the family's tag,
+    and which of those that contain zero lie within the smallest effect; in its place."""
+
     def cell(side):
         return {
             "random": {"inference_change": interval("above")},
             "training_rows": {"inference_change": interval("above")},
-            "random_minus_training_rows": {"inference_after": interval(side)},
+            "random_minus_training_rows": {"inference_after": interval4(side)},
         }
 
     summary = {b: cell(side) for b, side in zip(("16", "2", "4"), sides)}
     m = serving_report.control_macros(summary, FAMILIES[adjustment])
     text = m["servingControlZeroSentence"]
-    side = dict(zip(("16", "2", "4"), sides))
-    assert text == latex.zero_sentence(
+    side = {b: dict(zip(("16", "2", "4"), sides))[b] for b in ("2", "4", "16")}  # numeric order
+    head = latex.zero_sentence(
         f"the {TAG[adjustment]} intervals of the random stream's change minus the control's",
-        [b for b in ("2", "4", "16") if side[b] == "above"],
-        [b for b in ("2", "4", "16") if side[b] == "below"],
+        [b for b in side if side[b] == "above"],
+        [b for b in side if side[b] == "below"],
         3,
     )
+    assert text == head + within_words(side)
+    assert text.count(SMALLEST) == int(any(holds_zero(v) for v in sides))
     assert m["servingControlSentence"].startswith("the held-out accuracy of networks trained in batches of 2 ")
     assert f"(both {TAG[adjustment]})" in m["servingControlSentence"]
     windows = in_place("serving.tex", "servingControlZeroSentence", text)

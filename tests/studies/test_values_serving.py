@@ -879,7 +879,8 @@ def test_control_macros_print_each_size_and_answer_at_the_smallest():
         "servingRandomMinusTrainingRowsCiBOneTwoEight": "[$-0.4$, $+0.4$]",
         # sizes in numeric order: 16 below zero, 4 above, 128 holding zero
         "servingControlZeroSentence": "the adjusted intervals of the random stream's change minus the control's lie "
-        "wholly below zero at batch 16, wholly above zero at batch 4, and contain zero at the other batch size",
+        "wholly below zero at batch 16, wholly above zero at batch 4, and contain zero at the other batch size; "
+        "it lies within $\\pm1.0$ points, the smallest effect declared to matter",  # 128: [-0.35, +0.35]
         # at 4 (the smallest): the random stream's change [+0.7, +1.8] is a gain; the control's and the
         # difference both lie above zero
         "servingControlSentence": "the held-out accuracy of networks trained in batches of 4 changes by $+1.2$ "

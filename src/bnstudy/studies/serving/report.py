@@ -162,7 +162,8 @@ def control_macros(summary: dict, families: dict[str, Family]) -> dict[str, str]
     """The random stream's control (training rows served in place of the test rows), where the summary
     has it (``serving.training_rows``; none otherwise): per training batch size the control's change
     and the random stream's change minus it, each with its interval; where the difference's intervals
-    lie over the training batch sizes (``servingControlZeroSentence``); and the answer at the smallest
+    lie over the training batch sizes, and which of those that contain zero lie within the smallest
+    effect (``servingControlZeroSentence``: :func:`within_clause`); and the answer at the smallest
     training batch size (``servingControlSentence``: :func:`control_sentence`); ``families``: the
     study's declared families by name, whose tags name the intervals."""
     if not all(CONTROL in cell for cell in summary.values()):
@@ -182,9 +183,37 @@ def control_macros(summary: dict, families: dict[str, Family]) -> dict[str, str]
         [b for b in sizes if sides[b] == "above"],
         [b for b in sizes if sides[b] == "below"],
         len(sizes),
-    )
+    ) + within_clause({b: summary[b][DIFFERENCE]["inference_after"]["ci"] for b in sizes}, adaptation)
     m["servingControlSentence"] = control_sentence(summary[sizes[0]], sizes[0], families[CHANGE], adaptation)
     return m
+
+
+def within_clause(cis: dict, family: Family) -> str:
+    """For a sentence on where a family's intervals (``cis``: ``{batch size: [low, high]}``, in the
+    order to name them) lie with respect to zero: which of those that contain zero also lie within the
+    ``family``'s smallest effect (:func:`margin_clause`), with its leading ``; ``: ``; it reaches
+    beyond $\\pm1.0$ points, the smallest effect declared to matter`` (the one interval that contains
+    zero, which the sentence before names), ``; both lie within ...``, ``; of the 3 that contain zero,
+    the one at batch 16 lies within $\\pm1.0$ points, the smallest effect declared to matter, and the
+    others reach beyond``; empty where none contains zero or the family declares no smallest effect."""
+    zero = [b for b, ci in cis.items() if margin_clause(ci, family)]
+    if not zero:
+        return ""
+    bound = f"$\\pm{latex.points(family.smallest_effect, 1)}$ points, {SMALLEST}"
+    within = [b for b in zero if margin_clause(cis[b], family).startswith("lies within")]
+    if len(zero) == 1:  # the sentence before has named the one interval that contains zero
+        return f"; it {'lies within' if within else 'reaches beyond'} {bound}"
+    if len(within) in (0, len(zero)):
+        verb = "lie within" if within else "reach beyond"
+        return f"; {'both' if len(zero) == 2 else f'all {len(zero)}'} {verb} {bound}"
+    rest = len(zero) - len(within)
+    those = "the one" if len(within) == 1 else "those"
+    verb = "lies within" if len(within) == 1 else "lie within"
+    others = "the other reaches beyond" if rest == 1 else "the others reach beyond"
+    return (
+        f"; of the {len(zero)} that contain zero, {those} {latex.at_batches([str(b) for b in within])} {verb} "
+        f"{bound}, and {others}"
+    )
 
 
 NO_GAIN = (
