@@ -32,7 +32,6 @@ from bnstudy.studies.finetune import sentences as finetune_sentences
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.precise_rows import report as precise_rows_report
 from bnstudy.studies.running_stats import science as running_stats
-from bnstudy.studies.serving import report as serving_report
 from declared_families import declared_as
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -702,32 +701,8 @@ def abstract_windows(macro: str, text: str) -> list[str]:
     return windows
 
 
-@pytest.mark.parametrize("served, change", list(itertools.product(SIDES, repeat=2)))
-def test_serving_abstract_sentence_every_verdict(served, change):
-    """At the smallest training batch size (2, not the first key): class-sorted minus random traffic in
-    training mode, and the held-out accuracy's change after a class-sorted stream."""
-
-    def cell(served_side: str, change_side: str) -> dict:
-        return {
-            "sorted_minus_random": {"stream_accuracy": interval(served_side)},
-            "sorted": {"inference_change": interval(change_side)},
-        }
-
-    summary = {"16": cell("above", "above"), "2": cell(served, change)}
-    text = serving_report.abstract_sentence(summary, "95\\%")
-    assert text == (
-        "Served in training mode with live statistics, networks trained in batches of 2 score "
-        f"{ONE_DECIMAL[served]} on class-sorted test traffic against random traffic, and a class-sorted stream "
-        f"changes the inference-mode accuracy of the model it leaves behind by {ONE_DECIMAL[change]} on "
-        f"held-out rows ({verdicts_of_two(served, change)}; 95\\% intervals over networks and streams)"
-    )
-    assert not problems(text), text
-    for window in abstract_windows("servingAbstractSentence", text):
-        assert not problems(window), window
-
-
-# The accumulation study's abstract sentence, which reads its declared families: every variant in
-# tests/studies/test_accumulation_sentences.py.
+# The serving and accumulation studies' abstract sentences, which read their declared families: every
+# variant in tests/studies/test_serving_sentences.py and tests/studies/test_accumulation_sentences.py.
 
 
 FINETUNE_HEAD = "Fine-tuned live in one-class batches of 2 rows, batch normalisation's inference-mode accuracy "
@@ -1056,75 +1031,4 @@ def test_precise_rows_abstract_sentence_every_branch(case, adjustment):
     assert not problems(text), text
     assert "alike" not in text and "match" not in text  # an interval holding zero tells nothing apart
     for window in abstract_windows("preciseRowsAbstractSentence", text):
-        assert not problems(window), window
-
-
-# ---- serving: the random stream's control (training rows served) -----------------------------
-
-SERVING_ANSWERS = {
-    "adaptation": "the gain needs the test rows, so it is adaptation to the test distribution",
-    "both": "training rows reproduce part of the gain and the test rows add to it, so it is the statistics "
-    "re-estimated in served batches and adaptation to the test rows together",
-    "re-estimation": "training rows, which carry no information about the test distribution, reproduce the gain, "
-    "so it is the running statistics re-estimated from the batch statistics of served rows; no part of it is shown "
-    "to need the test rows",
-    "neither": "neither interval lies wholly above zero, so the gain is put down to neither adaptation nor "
-    "re-estimation",
-}
-
-
-@pytest.mark.parametrize("test, train, diff", list(itertools.product(SIDES, repeat=3)))
-def test_serving_control_sentence_every_verdict(test, train, diff):
-    """Every side of the random stream's change, the control's change and their difference; the answer
-    names adaptation only where the difference lies above zero, re-estimation only where the control's
-    change does, and nothing where the random stream shows no gain."""
-    cell = {
-        "random": {"inference_change": interval(test)},
-        "training_rows": {"inference_change": interval(train)},
-        "random_minus_training_rows": {"inference_after": interval(diff)},
-    }
-    text = serving_report.control_sentence(cell, "2")
-    want = (
-        f"the held-out accuracy of networks trained in batches of 2 changes by {ONE_DECIMAL[test]} after a random "
-        f"stream of test rows and by {ONE_DECIMAL[train]} after a stream of as many training rows, an interval that "
-        f"{VERDICT[train]}; the difference, the part that needs the test rows, is {ONE_DECIMAL[diff]}, an interval "
-        f"that {VERDICT[diff]}: "
-    )
-    if test != "above":
-        want += "the random stream's change is no gain, its interval not wholly above zero, so there is nothing to "
-        want += "explain"
-    elif diff == "above":
-        want += SERVING_ANSWERS["both" if train == "above" else "adaptation"]
-    else:
-        want += SERVING_ANSWERS["re-estimation" if train == "above" else "neither"]
-    assert text == want
-    assert not problems(text), text
-    windows = in_place("serving.tex", "servingControlSentence", text)
-    assert len(windows) == 1
-    for window in windows:
-        assert not problems(window), window
-
-
-@pytest.mark.parametrize("sides", list(itertools.product(SIDES, repeat=3)))
-def test_serving_control_zero_sentence_in_place(sides):
-    def cell(side):
-        return {
-            "random": {"inference_change": interval("above")},
-            "training_rows": {"inference_change": interval("above")},
-            "random_minus_training_rows": {"inference_after": interval(side)},
-        }
-
-    summary = {b: cell(side) for b, side in zip(("16", "2", "4"), sides)}
-    m = serving_report.control_macros(summary)
-    text = m["servingControlZeroSentence"]
-    assert text == latex.zero_sentence(
-        "the intervals of the random stream's change minus the control's",
-        [b for b in ("2", "4", "16") if dict(zip(("16", "2", "4"), sides))[b] == "above"],
-        [b for b in ("2", "4", "16") if dict(zip(("16", "2", "4"), sides))[b] == "below"],
-        3,
-    )
-    assert m["servingControlSentence"].startswith("the held-out accuracy of networks trained in batches of 2 ")
-    windows = in_place("serving.tex", "servingControlZeroSentence", text)
-    assert len(windows) == 1
-    for window in windows:
         assert not problems(window), window

@@ -17,6 +17,7 @@ from bnstudy.nets import model
 from bnstudy.studies.serving import report as serving_report
 from bnstudy.studies.serving import science as serving
 from conftest import hashed_outputs
+from serving_families import FAMILIES, SECTION
 
 WIDTHS = (6, 5, 4, 3)
 
@@ -231,7 +232,7 @@ def _networks():
 
 
 def test_summary_intervals_are_student_t_over_seeds_paired_by_seed():
-    summary = serving.summarise(_networks(), 0.95)
+    summary = serving.summarise(_networks(), 0.95, SECTION["unadjusted"])  # each interval at 95%
     change = summary["4"]["sorted"]["inference_change"]
     d = [0.90 - 0.95, 0.85 - 0.93, 0.86 - 0.94]
     mean = sum(d) / 3
@@ -258,7 +259,7 @@ def test_along_means_average_the_seeds_per_position():
 
 
 def test_macros_and_table_print_the_summary():
-    summary = serving.summarise(_networks(), 0.95)
+    summary = serving.summarise(_networks(), 0.95, SECTION["bonferroni"])
     settings = dict(
         batch_size=16,
         passes=1,
@@ -272,7 +273,7 @@ def test_macros_and_table_print_the_summary():
         momentum=0.1,
         confidence=0.95,
     )
-    m = serving_report.macros(summary, settings)
+    m = serving_report.macros(summary, settings, FAMILIES["bonferroni"])
     assert m["servingSortedChangeBFour"] == "$-7.0$"  # (-5 - 8 - 8) / 3 points
     assert m["servingRandomServedBOneSix"] == "85.0\\%"
     assert m["servingSortedServedMin"] == m["servingSortedServedMax"] == "20.0\\%"
@@ -280,7 +281,8 @@ def test_macros_and_table_print_the_summary():
     assert m["servingTrainedWeight"] == "0.0027"  # 0.9 ** 56
     assert m["servingSortedMinusRandomServedMin"] == m["servingSortedMinusRandomServedMax"] == "$-65.0$"
     assert m["servingSortedMinusRandomServedLossCells"] == "2"
-    assert m["servingSortedLossCells"] == "2" and m["servingSortedGainCells"] == "0"  # both: -7.0 [-11.3, -2.7]
+    # both -7.0 [-13.2, -0.8] (Bonferroni over the 2 training batch sizes: t at 1 - 0.025 / 2, 2 df)
+    assert m["servingSortedLossCells"] == "2" and m["servingSortedGainCells"] == "0"
     assert serving_report.points(-0.00049) == "$-0.05$" and serving_report.points(0.0123) == "$+1.2$"
     rows = serving_report.table_rows(summary)
     assert [r[0] for r in rows] == ["4", "16"] and all(len(r) == len(serving_report.HEADER) for r in rows)

@@ -19,8 +19,13 @@ import pytest
 from scipy import stats as sps
 
 from bnstudy.base.runtime import derive_seed
+from bnstudy.base.stats import adjusted_confidence
+from bnstudy.studies.serving import estimates
 from bnstudy.studies.serving import report as serving_report
 from bnstudy.studies.serving import science as serving
+from serving_families import FAMILIES, SECTION
+
+ADJUSTED = SECTION["bonferroni"]  # the test config's declarations, as the config's section
 
 # ---- the streams ------------------------------------------------------------------------------
 
@@ -217,10 +222,15 @@ def _assert_same(got, want, path=()):
         assert got == pytest.approx(want, rel=1e-12, abs=1e-14), path
 
 
+@pytest.mark.parametrize("adjustment", list(SECTION))
 @pytest.mark.parametrize("confidence", [0.9, 0.99])
-def test_summary_is_every_measure_over_seeds_paired_by_seed(confidence):
+def test_summary_is_every_measure_over_seeds_paired_by_seed(confidence, adjustment):
+    """Each measure over seeds at ``confidence``; the members of the families (each stream's change and
+    class-sorted minus random served accuracy) at their family's level over the 2 training batch sizes:
+    Bonferroni-adjusted, or ``confidence`` where declared unadjusted."""
     networks = _networks()
-    summary = serving.summarise(networks, confidence)
+    summary = serving.summarise(networks, confidence, SECTION[adjustment])
+    level = adjusted_confidence(confidence, 2) if adjustment == "bonferroni" else confidence
     want = {}
     for b in (8, 32):
         rows = {
@@ -231,11 +241,11 @@ def test_summary_is_every_measure_over_seeds_paired_by_seed(confidence):
         for s in serving.STREAMS:
             cell[s] = {m: _interval([r[m] for r in rows[s]], confidence) for m in serving.MEASURES}
             cell[s]["inference_change"] = _interval(
-                [r["inference_after"] - r["inference_before"] for r in rows[s]], confidence
+                [r["inference_after"] - r["inference_before"] for r in rows[s]], level
             )
         cell["sorted_minus_random"] = {
-            m: _interval([so[m] - ra[m] for so, ra in zip(rows["sorted"], rows["random"])], confidence)
-            for m in ("stream_accuracy", "inference_after")
+            m: _interval([so[m] - ra[m] for so, ra in zip(rows["sorted"], rows["random"])], c)
+            for m, c in (("stream_accuracy", level), ("inference_after", confidence))
         }
         want[str(b)] = cell
     assert list(summary) == ["8", "32"]
@@ -243,7 +253,16 @@ def test_summary_is_every_measure_over_seeds_paired_by_seed(confidence):
     # the t quantile with n - 1 degrees of freedom, not the normal one and not the default 95 %
     change = summary["8"]["random"]["inference_change"]
     ratio = (change["ci"][1] - change["mean"]) / (change["sd"] / math.sqrt(3))
+    assert ratio == pytest.approx(sps.t.ppf(0.5 + level / 2, 2), rel=1e-12)
+    before = summary["8"]["random"]["inference_before"]  # no member: at confidence under either declaration
+    ratio = (before["ci"][1] - before["mean"]) / (before["sd"] / math.sqrt(3))
     assert ratio == pytest.approx(sps.t.ppf(0.5 + confidence / 2, 2), rel=1e-12)
+    # what the summary applied, for its families key: each family over the 2 training batch sizes
+    # (no control served: the adaptation family, declared, has no member and no level)
+    record = {"adjustment": adjustment, "members": 2, "confidence": confidence, "level": level, "smallest_effect": 0.01}
+    none = record | {"members": 0, "level": None}
+    records = estimates.family_records(summary, confidence, SECTION[adjustment])
+    assert records == {"serving_order": record, "serving_change": record, "serving_adaptation": none}
 
 
 def _crossed_by_hand(t, confidence):
@@ -318,7 +337,7 @@ def test_summary_crosses_networks_with_stream_replicates():
                         var_change=0.2 + 0.01 * seed * r,
                     )
                 )
-    summary = serving.summarise(rows[::-1], 0.95)
+    summary = serving.summarise(rows[::-1], 0.95, ADJUSTED)  # one training batch size: each level 95%
     pick = lambda s, key: np.array(  # noqa: E731
         [[next(x[key] for x in rows if x["stream"] == s and x["seed"] == i and x["replicate"] == r) for r in range(3)]
          for i in range(4)]
@@ -328,7 +347,7 @@ def test_summary_crosses_networks_with_stream_replicates():
     gap = pick("sorted", "stream_accuracy") - pick("random", "stream_accuracy")
     _assert_same(summary["4"]["sorted_minus_random"]["stream_accuracy"], serving.crossed_interval(gap, 0.95))
     with pytest.raises(ValueError, match="every stream replicate"):
-        serving.summarise(rows[1:], 0.95)
+        serving.summarise(rows[1:], 0.95, ADJUSTED)
 
 
 # ---- the per-position means -------------------------------------------------------------------
@@ -506,9 +525,10 @@ RANGES = {
 }
 
 
-def _abstract(b: str, confidence: str) -> str:
+def _abstract(b: str, adjusted: str) -> str:
     """The abstract's sentence of ``_summary()["4"]`` (its intervals both wholly below zero) as the cell
-    of training batch ``b``, the smallest: the printed values of PER_CELL, the verdicts read off them."""
+    of training batch ``b``, the smallest: the printed values of PER_CELL, the verdicts read off them;
+    ``adjusted``: the families' adjustment in words (both Bonferroni-adjusted, over the cells)."""
     cell = {k.removeprefix("servingSorted"): v for k, v in PER_CELL.items() if k.endswith("BFour")}
     served = f"{cell['MinusRandomServedBFour']} points {cell['MinusRandomServedCiBFour']}"
     change = f"{cell['ChangeBFour']} points {cell['ChangeCiBFour']}"
@@ -516,7 +536,7 @@ def _abstract(b: str, confidence: str) -> str:
         f"Served in training mode with live statistics, networks trained in batches of {b} score {served} on "
         "class-sorted test traffic against random traffic, and a class-sorted stream changes the inference-mode "
         f"accuracy of the model it leaves behind by {change} on held-out rows (both intervals lie wholly below "
-        f"zero; {confidence} intervals over networks and streams)"
+        f"zero; intervals over networks and streams, each {adjusted})"
     )
 
 
@@ -565,8 +585,9 @@ def test_macros_are_the_whole_summary_printed(passes, passes_tex, phrase, weight
         "servingSeeds": "4",
     }
     want |= PER_CELL | RANGES
-    want["servingAbstractSentence"] = _abstract("4", "90\\%")  # 4 is the smallest of 16, 4 and 128
-    assert serving_report.macros(_summary(), settings) == want
+    # 4 is the smallest of 16, 4 and 128
+    want["servingAbstractSentence"] = _abstract("4", "Bonferroni-adjusted over the 3 training batch sizes")
+    assert serving_report.macros(_summary(), settings, FAMILIES["bonferroni"]) == want
 
 
 def test_macros_of_one_cell_with_settings_that_need_more_digits():
@@ -584,7 +605,7 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
         momentum=0.125,
         confidence=0.95,
     )
-    m = serving_report.macros(summary, settings)
+    m = serving_report.macros(summary, settings, FAMILIES["bonferroni"])
     settings_macros = {
         "servingBatchSize": "12{,}345",
         "servingPasses": "1",
@@ -630,7 +651,11 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
         "servingSortedLossCells": "1",
         "servingSortedGainCells": "0",
     }
-    assert m == settings_macros | cell | ranges | {"servingAbstractSentence": _abstract("64", "95\\%")}
+    assert m == settings_macros | cell | ranges | {
+        "servingAbstractSentence": _abstract(
+            "64", "Bonferroni-adjusted over its 1 training batch size, so at the unadjusted level"
+        )
+    }
 
 
 def test_points_percent_and_intervals_by_hand():
@@ -668,9 +693,10 @@ def test_table_header():
 
 def test_write_table_writes_the_whole_tabular(tmp_path):
     path = tmp_path / "serving.tex"
-    serving_report.write_table(path, _summary())
+    serving_report.write_table(path, _summary(), FAMILIES["bonferroni"]["serving_change"])
     lines = [
-        "% serving: inference accuracy before/after, served",
+        "% serving: inference accuracy before/after (changes Bonferroni-adjusted over the 3 training batch sizes), "
+        "served",
         "\\begin{tabular}{rrrrrr}",
         "\\toprule",
         "$b_{\\mathrm{train}}$ & before & change, random & change, sorted & served, random & served, sorted \\\\",
@@ -685,7 +711,7 @@ def test_write_table_writes_the_whole_tabular(tmp_path):
 
 def test_macros_and_table_of_a_computed_summary():
     """The same path as the pipeline: summarise, then print; the numbers looked up by hand."""
-    summary = serving.summarise(_networks(), 0.9)
+    summary = serving.summarise(_networks(), 0.9, ADJUSTED)
     settings = dict(
         batch_size=8,
         passes=2,
@@ -699,7 +725,7 @@ def test_macros_and_table_of_a_computed_summary():
         momentum=0.1,
         confidence=0.9,
     )
-    m = serving_report.macros(summary, settings)
+    m = serving_report.macros(summary, settings, FAMILIES["bonferroni"])
     rows = [r for r in _networks() if r["train_batch_size"] == 8]
     served = {s: np.mean([r["stream_accuracy"] for r in rows if r["stream"] == s]) for s in serving.STREAMS}
     assert m["servingRandomServedBEight"] == f"{100 * served['random']:.1f}\\%"
@@ -800,7 +826,7 @@ def _control_rows(control: bool):
 
 def test_summary_of_the_control_is_a_streams_entry_and_the_random_stream_minus_it():
     rows = _control_rows(True)
-    summary = serving.summarise(rows[::-1], 0.9)
+    summary = serving.summarise(rows[::-1], 0.9, ADJUSTED)
     pick = lambda s, key: np.array(  # noqa: E731
         [[next(x[key] for x in rows if x["stream"] == s and x["seed"] == i and x["replicate"] == r) for r in range(3)]
          for i in range(4)]
@@ -816,7 +842,7 @@ def test_summary_of_the_control_is_a_streams_entry_and_the_random_stream_minus_i
     _assert_same(cell["random_minus_training_rows"]["inference_after"], serving.crossed_interval(diff, 0.9))
     assert sorted(cell) == ["random", "random_minus_training_rows", "sorted", "sorted_minus_random", "training_rows"]
     # without the control the summary is as it was: no control entries, the other entries alike
-    plain = serving.summarise(_control_rows(False), 0.9)
+    plain = serving.summarise(_control_rows(False), 0.9, ADJUSTED)
     assert sorted(plain["4"]) == ["random", "sorted", "sorted_minus_random"]
     _assert_same(plain["4"]["sorted_minus_random"], cell["sorted_minus_random"])
 
@@ -836,7 +862,7 @@ def _control_summary():
 
 
 def test_control_macros_print_each_size_and_answer_at_the_smallest():
-    m = serving_report.control_macros(_control_summary())
+    m = serving_report.control_macros(_control_summary(), FAMILIES["bonferroni"])
     want = {
         "servingHasControl": "1",
         "servingTrainingRowsChangeBFour": "$+0.8$",
@@ -852,14 +878,16 @@ def test_control_macros_print_each_size_and_answer_at_the_smallest():
         "servingRandomMinusTrainingRowsBOneTwoEight": "$0.0$",
         "servingRandomMinusTrainingRowsCiBOneTwoEight": "[$-0.4$, $+0.4$]",
         # sizes in numeric order: 16 below zero, 4 above, 128 holding zero
-        "servingControlZeroSentence": "the intervals of the random stream's change minus the control's lie wholly "
-        "below zero at batch 16, wholly above zero at batch 4, and contain zero at the other batch size",
+        "servingControlZeroSentence": "the adjusted intervals of the random stream's change minus the control's lie "
+        "wholly below zero at batch 16, wholly above zero at batch 4, and contain zero at the other batch size; "
+        "it lies within $\\pm1.0$ points, the smallest effect declared to matter",  # 128: [-0.35, +0.35]
         # at 4 (the smallest): the random stream's change [+0.7, +1.8] is a gain; the control's and the
         # difference both lie above zero
         "servingControlSentence": "the held-out accuracy of networks trained in batches of 4 changes by $+1.2$ "
         "points [$+0.7$, $+1.8$] after a random stream of test rows and by $+0.8$ points [$+0.1$, $+1.5$] after a "
-        "stream of as many training rows, an interval that lies wholly above zero; the difference, the part that "
-        "needs the test rows, is $+0.4$ points [$+0.04$, $+0.8$], an interval that lies wholly above zero: "
+        "stream of as many training rows (both adjusted), an interval that lies wholly above zero; the difference, "
+        "the part that needs the test rows, is $+0.4$ points [$+0.04$, $+0.8$] (adjusted), an interval that lies "
+        "wholly above zero: "
         "training rows reproduce part of the gain and "
         "the test rows add to it, so it is the statistics re-estimated in served batches and adaptation to the test "
         "rows together",
@@ -868,6 +896,6 @@ def test_control_macros_print_each_size_and_answer_at_the_smallest():
     # the whole macro dict is the summary's macros and these, and no control leaves them out
     settings = dict(batch_size=16, passes=1, batches=7, served=112, test_rows=120, stream_rows=115,
                     held_out_rows=5, held_out=0.04, replicates=3, momentum=0.1, confidence=0.95)  # fmt: skip
-    full = serving_report.macros(_control_summary(), settings)
-    assert full == serving_report.macros(_summary(), settings) | want
-    assert serving_report.control_macros(_summary()) == {}
+    full = serving_report.macros(_control_summary(), settings, FAMILIES["bonferroni"])
+    assert full == serving_report.macros(_summary(), settings, FAMILIES["bonferroni"]) | want
+    assert serving_report.control_macros(_summary(), FAMILIES["bonferroni"]) == {}

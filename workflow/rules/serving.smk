@@ -69,6 +69,7 @@ rule summarise_serving:
         replicates=SERVE["replicates"],
         momentum=config["network"]["momentum"],
         confidence=SERVE["confidence"],
+        families=declared_families("serving"),
     script:
         "../scripts/serving_summarise.py"
 

@@ -1,7 +1,22 @@
 """The serving study's summary over networks and stream replicates, without the serving loop's
 compiled code: crossed intervals (networks and streams both random), the summary by training batch
 size and stream, and the mean accuracy along the stream. :mod:`.science` serves and re-exports
-these; the summary rule loads only this, so editing a kernel does not re-run it."""
+these; the summary rule loads only this, so editing a kernel does not re-run it.
+
+The comparisons the text reads are members of families declared in the config
+(:mod:`bnstudy.evaluation.families`), each over the training batch sizes served:
+
+- :data:`ORDER` (``serving_order``): class-sorted minus random traffic, the training-mode accuracy of
+  the served rows (``sorted_minus_random.stream_accuracy``);
+- :data:`CHANGE` (``serving_change``): the held-out inference-mode accuracy after a stream minus
+  before it (``inference_change``), one family for each kind of stream (random, class-sorted, and
+  the control's training rows where served), all declared alike;
+- :data:`ADAPTATION` (``serving_adaptation``, where the control is served): the random stream's
+  accuracy after minus the control's (``random_minus_training_rows``).
+
+Their intervals are formed at the family's level (:meth:`bnstudy.evaluation.families.Family.level`);
+every other interval of the summary, which the text does not quote, at ``confidence``.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +25,13 @@ import math
 import numpy as np
 
 from bnstudy.base.designs import SERVING_STREAMS as STREAMS
+from bnstudy.evaluation.families import declared
 
 MEASURES = ("stream_accuracy", "inference_before", "inference_after", "mean_shift", "var_change")
 CONTROL = "training_rows"  # bnstudy.studies.serving.science.CONTROL: the random stream's control
+ORDER = "serving_order"  # the config's families.serving_order: class-sorted minus random traffic
+CHANGE = "serving_change"  # families.serving_change: each kind of stream's change, after minus before
+ADAPTATION = "serving_adaptation"  # families.serving_adaptation: the random stream minus the control
 
 
 def crossed_interval(table, confidence: float) -> dict:
@@ -67,7 +86,7 @@ def _table(g, measure) -> np.ndarray:
     return wide.to_numpy(np.float64)
 
 
-def summarise(networks, confidence: float) -> dict:
+def summarise(networks, confidence: float, families: dict) -> dict:
     """``{train_batch_size: {stream: {measure: interval}, "sorted_minus_random": ...}}`` over networks
     and stream replicates (:func:`crossed_interval`).
 
@@ -80,6 +99,10 @@ def summarise(networks, confidence: float) -> dict:
     its entry as a stream's, and ``random_minus_training_rows``, the paired (same network, same
     replicate number) difference of the inference accuracy after the random stream and after the
     control: the part of the random stream's change that needs the test rows.
+
+    ``families``: the config's ``families`` section (its declarations of :data:`ORDER`, :data:`CHANGE`
+    and, with the control, :data:`ADAPTATION`); each member's interval is at its family's level over
+    the training batch sizes (module docstring), every other at ``confidence``.
     """
     import pandas as pd
 
@@ -87,28 +110,41 @@ def summarise(networks, confidence: float) -> dict:
     if "replicate" not in df:
         df["replicate"] = 0
     df = df.sort_values(["train_batch_size", "stream", "seed", "replicate"])
+    sizes = int(df["train_batch_size"].nunique())
+    order = declared(families, ORDER).level(confidence, sizes)
+    change_level = declared(families, CHANGE).level(confidence, sizes)
     out: dict = {}
+
+    def stream_entry(g) -> dict:
+        e = {m: crossed_interval(_table(g, m), confidence) for m in MEASURES}
+        change = _table(g, "inference_after") - _table(g, "inference_before")
+        return e | {"inference_change": crossed_interval(change, change_level)}
+
     for b, cell in df.groupby("train_batch_size", sort=True):
-        entry: dict = {}
         by = {s: g for s, g in cell.groupby("stream")}
-        for stream in STREAMS:
-            g = by[stream]
-            entry[stream] = {m: crossed_interval(_table(g, m), confidence) for m in MEASURES}
-            change = _table(g, "inference_after") - _table(g, "inference_before")
-            entry[stream]["inference_change"] = crossed_interval(change, confidence)
+        entry: dict = {stream: stream_entry(by[stream]) for stream in STREAMS}
         entry["sorted_minus_random"] = {
-            m: crossed_interval(_table(by["sorted"], m) - _table(by["random"], m), confidence)
-            for m in ("stream_accuracy", "inference_after")
+            m: crossed_interval(_table(by["sorted"], m) - _table(by["random"], m), level)
+            for m, level in (("stream_accuracy", order), ("inference_after", confidence))
         }
         if CONTROL in by:
-            g = by[CONTROL]
-            entry[CONTROL] = {m: crossed_interval(_table(g, m), confidence) for m in MEASURES}
-            change = _table(g, "inference_after") - _table(g, "inference_before")
-            entry[CONTROL]["inference_change"] = crossed_interval(change, confidence)
-            adaptation = _table(by["random"], "inference_after") - _table(g, "inference_after")
-            entry["random_minus_training_rows"] = {"inference_after": crossed_interval(adaptation, confidence)}
+            entry[CONTROL] = stream_entry(by[CONTROL])
+            level = declared(families, ADAPTATION).level(confidence, sizes)
+            adaptation = _table(by["random"], "inference_after") - _table(by[CONTROL], "inference_after")
+            entry["random_minus_training_rows"] = {"inference_after": crossed_interval(adaptation, level)}
         out[str(int(b))] = entry
     return out
+
+
+def family_records(summary: dict, confidence: float, families: dict) -> dict:
+    """What the summary applied to each family of the study the config declares (``families``: the
+    study's declarations, :data:`ORDER`, :data:`CHANGE` and, where the config runs the control,
+    :data:`ADAPTATION`), for the summary's ``families`` key (:meth:`Family.record`): each family's
+    members are the training batch sizes; :data:`ADAPTATION` has none where no control was served."""
+    sizes = len(summary)
+    control = all("random_minus_training_rows" in cell for cell in summary.values())
+    members = {ORDER: sizes, CHANGE: sizes, ADAPTATION: sizes if control else 0}
+    return {name: declared(families, name).record(confidence, members[name]) for name in members if name in families}
 
 
 def along_means(along) -> list[dict]:

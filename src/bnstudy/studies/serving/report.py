@@ -3,6 +3,13 @@
 Input: the summary of :func:`bnstudy.studies.serving.estimates.summarise`. Accuracies print as
 percentages, differences as signed percentage points, the movement of the running
 statistics with two decimals; intervals as ``[low, high]``.
+
+The comparisons the text reads are members of the study's declared families
+(:mod:`bnstudy.studies.serving.estimates`: ``serving_order``, ``serving_change``,
+``serving_adaptation``), their intervals at the family's level; each sentence names them as the
+family does (:attr:`bnstudy.evaluation.families.Family.tag`, :meth:`~bnstudy.evaluation.families.Family.phrase`),
+and an interval that contains zero is also read against the family's smallest effect (:func:`verdict`):
+that the streams cannot be told apart is not that they score alike.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import math
 
 from bnstudy.base.designs import SERVING_STREAMS as STREAMS
+from bnstudy.evaluation.families import Family
 from bnstudy.paper import latex
 from bnstudy.paper.latex import math_points as points
 from bnstudy.paper.latex import math_points_interval as interval_points
@@ -29,13 +37,15 @@ def percent(value: float) -> str:
     return text if text == "n/a" else text + "\\%"
 
 
-def macros(summary: dict, settings: dict) -> dict[str, str]:
+def macros(summary: dict, settings: dict, families: dict[str, Family]) -> dict[str, str]:
     """``{name: TeX}``: the settings, per training batch size and stream, and ranges over batch sizes.
 
     ``settings``: ``batch_size``, ``passes``, ``batches`` and ``served`` (rows) per pass,
     ``test_rows``, ``stream_rows`` (the rows streams draw from), ``held_out_rows`` (the rows
     no stream serves, on which accuracy before and after is scored), ``replicates`` (streams
-    of each kind), ``momentum``, ``confidence``.
+    of each kind), ``momentum``, ``confidence``. ``families``: the study's declared families by name
+    (``serving_order``, ``serving_change`` and, with the control, ``serving_adaptation``), whose
+    words name the intervals of the generated sentences.
     """
     replicates = int(settings["replicates"])
     m = {
@@ -106,12 +116,14 @@ def macros(summary: dict, settings: dict) -> dict[str, str]:
         cis = [cell[stream]["inference_change"]["ci"] for cell in summary.values()]
         m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))
         m[latex.macro_name("serving", stream, "gain", "cells")] = latex.fmt(sum(lo > 0 for lo, _ in cis))
-    m["servingAbstractSentence"] = abstract_sentence(summary, m["servingConfidence"])
-    return m | control_macros(summary)
+    m["servingAbstractSentence"] = abstract_sentence(summary, m["servingConfidence"], families[ORDER], families[CHANGE])
+    return m | control_macros(summary, families)
 
 
 CONTROL = "training_rows"  # bnstudy.studies.serving.science.CONTROL
 DIFFERENCE = "random_minus_training_rows"  # the part of the random stream's change that needs the test rows
+ORDER, CHANGE, ADAPTATION = "serving_order", "serving_change", "serving_adaptation"  # estimates' families
+SMALLEST = "the smallest effect declared to matter"
 
 
 def _side(ci) -> str:
@@ -119,12 +131,41 @@ def _side(ci) -> str:
     return "below" if hi < 0 else "above" if lo > 0 else "zero"
 
 
-def control_macros(summary: dict) -> dict[str, str]:
+def margin_clause(ci, family: Family, plural: bool = False) -> str:
+    """For an interval (``ci``) that contains zero, whether it also lies within the ``family``'s smallest
+    effect (two one-sided tests, each at half the interval's error rate: the interval inside
+    ``(-smallest, +smallest)``): ``lies within $\\pm1.0$ points`` or ``reaches beyond $\\pm1.0$
+    points`` (``plural``: of several intervals); empty for an interval clear of zero or a family
+    that declares no smallest effect."""
+    margin = family.smallest_effect
+    if _side(ci) != "zero" or margin is None:
+        return ""
+    bound = f"$\\pm{latex.points(margin, 1)}$ points"
+    inside = -margin < ci[0] and ci[1] < margin
+    verb = ("lie within" if plural else "lies within") if inside else ("reach beyond" if plural else "reaches beyond")
+    return f"{verb} {bound}"
+
+
+def verdict(ci, family: Family, explain: bool = True) -> str:
+    """Where an interval of the ``family`` lies with respect to zero (:func:`bnstudy.paper.latex.verdict`)
+    and, where it contains zero, against the family's smallest effect (:func:`margin_clause`):
+    ``contains zero and reaches beyond $\\pm1.0$ points, the smallest effect declared to matter``
+    (``explain``: with the bound's meaning)."""
+    text = latex.verdict(*ci)
+    clause = margin_clause(ci, family)
+    if not clause:
+        return text
+    return f"{text} and {clause}, {SMALLEST}" if explain else f"{text} and {clause}"
+
+
+def control_macros(summary: dict, families: dict[str, Family]) -> dict[str, str]:
     """The random stream's control (training rows served in place of the test rows), where the summary
     has it (``serving.training_rows``; none otherwise): per training batch size the control's change
     and the random stream's change minus it, each with its interval; where the difference's intervals
-    lie over the training batch sizes (``servingControlZeroSentence``); and the answer at the smallest
-    training batch size (``servingControlSentence``: :func:`control_sentence`)."""
+    lie over the training batch sizes, and which of those that contain zero lie within the smallest
+    effect (``servingControlZeroSentence``: :func:`within_clause`); and the answer at the smallest
+    training batch size (``servingControlSentence``: :func:`control_sentence`); ``families``: the
+    study's declared families by name, whose tags name the intervals."""
     if not all(CONTROL in cell for cell in summary.values()):
         return {}
     m = {"servingHasControl": "1"}  # the section's paragraph on the control is typeset only with it
@@ -136,36 +177,71 @@ def control_macros(summary: dict) -> dict[str, str]:
         m[latex.macro_name("serving", "random minus training rows", "ci", "b", b)] = interval_points(d)
     sizes = sorted(summary, key=int)
     sides = {b: _side(summary[b][DIFFERENCE]["inference_after"]["ci"]) for b in sizes}
+    adaptation = families[ADAPTATION]
     m["servingControlZeroSentence"] = latex.zero_sentence(
-        "the intervals of the random stream's change minus the control's",
+        f"the {adaptation.tag} intervals of the random stream's change minus the control's",
         [b for b in sizes if sides[b] == "above"],
         [b for b in sizes if sides[b] == "below"],
         len(sizes),
-    )
-    m["servingControlSentence"] = control_sentence(summary[sizes[0]], sizes[0])
+    ) + within_clause({b: summary[b][DIFFERENCE]["inference_after"]["ci"] for b in sizes}, adaptation)
+    m["servingControlSentence"] = control_sentence(summary[sizes[0]], sizes[0], families[CHANGE], adaptation)
     return m
 
 
-NO_GAIN = "the random stream's change is no gain, its interval not wholly above zero, so there is nothing to explain"
+def within_clause(cis: dict, family: Family) -> str:
+    """For a sentence on where a family's intervals (``cis``: ``{batch size: [low, high]}``, in the
+    order to name them) lie with respect to zero: which of those that contain zero also lie within the
+    ``family``'s smallest effect (:func:`margin_clause`), with its leading ``; ``: ``; it reaches
+    beyond $\\pm1.0$ points, the smallest effect declared to matter`` (the one interval that contains
+    zero, which the sentence before names), ``; both lie within ...``, ``; of the 3 that contain zero,
+    the one at batch 16 lies within $\\pm1.0$ points, the smallest effect declared to matter, and the
+    others reach beyond``; empty where none contains zero or the family declares no smallest effect."""
+    zero = [b for b, ci in cis.items() if margin_clause(ci, family)]
+    if not zero:
+        return ""
+    bound = f"$\\pm{latex.points(family.smallest_effect, 1)}$ points, {SMALLEST}"
+    within = [b for b in zero if margin_clause(cis[b], family).startswith("lies within")]
+    if len(zero) == 1:  # the sentence before has named the one interval that contains zero
+        return f"; it {'lies within' if within else 'reaches beyond'} {bound}"
+    if len(within) in (0, len(zero)):
+        verb = "lie within" if within else "reach beyond"
+        return f"; {'both' if len(zero) == 2 else f'all {len(zero)}'} {verb} {bound}"
+    rest = len(zero) - len(within)
+    those = "the one" if len(within) == 1 else "those"
+    verb = "lies within" if len(within) == 1 else "lie within"
+    others = "the other reaches beyond" if rest == 1 else "the others reach beyond"
+    return (
+        f"; of the {len(zero)} that contain zero, {those} {latex.at_batches([str(b) for b in within])} {verb} "
+        f"{bound}, and {others}"
+    )
 
 
-def control_sentence(cell: dict, b) -> str:
+NO_GAIN = (
+    "the random stream's change is not shown to be a gain, its interval not lying wholly above zero, so there is no "
+    "gain to explain"
+)
+
+
+def control_sentence(cell: dict, b, change: Family, adaptation: Family) -> str:
     """What the control says of one training batch size's random stream (``cell``: the summary's entry
     of size ``b``): the held-out accuracy's change after a random stream of test rows and after the
     same stream of training rows, the difference (paired by network and replicate) with the verdicts
     of the last two, and which explains a gain: adaptation to the test rows only where the difference
     lies wholly above zero, re-estimation of the statistics in served batches only where the control's
     change lies wholly above zero, neither where neither does; no gain to explain where the random
-    stream's change does not lie wholly above zero."""
+    stream's change does not lie wholly above zero. The changes are members of the ``change`` family, the
+    difference of the ``adaptation`` family, each named by its tag; an interval that contains zero is
+    read against its family's smallest effect too (:func:`verdict`; the bound's meaning said once)."""
     test = cell["random"]["inference_change"]
     train = cell[CONTROL]["inference_change"]
     diff = cell[DIFFERENCE]["inference_after"]
     text = (
         f"the held-out accuracy of networks trained in batches of {int(b)} changes by {points(test['mean'])} "
         f"points {interval_points(test)} after a random stream of test rows and by {points(train['mean'])} points "
-        f"{interval_points(train)} after a stream of as many training rows, an interval that "
-        f"{latex.verdict(*train['ci'])}; the difference, the part that needs the test rows, is "
-        f"{points(diff['mean'])} points {interval_points(diff)}, an interval that {latex.verdict(*diff['ci'])}"
+        f"{interval_points(train)} after a stream of as many training rows (both {change.tag}), an interval that "
+        f"{verdict(train['ci'], change)}; the difference, the part that needs the test rows, is "
+        f"{points(diff['mean'])} points {interval_points(diff)} ({adaptation.tag}), an interval that "
+        f"{verdict(diff['ci'], adaptation, explain=not margin_clause(train['ci'], change))}"
     )
     t, c, d = _side(test["ci"]), _side(train["ci"]), _side(diff["ci"])
     if t != "above":
@@ -189,21 +265,50 @@ def control_sentence(cell: dict, b) -> str:
     return f"{text}: {answer}"
 
 
-def abstract_sentence(summary: dict, confidence: str) -> str:
+def _how(family: Family, members: int) -> str:
+    """A family's adjustment in words, for inside parentheses (no second pair): ``Bonferroni-adjusted
+    over the 6 training batch sizes`` or ``unadjusted and exploratory``."""
+    return family.phrase(members) if family.adjusted else f"{family.tag} and exploratory"
+
+
+def abstract_verdicts(served, change, order: Family, changes: Family) -> str:
+    """The two intervals' verdicts of :func:`abstract_sentence`, each said once: where either contains
+    zero, whether it lies within its family's smallest effect (:func:`margin_clause`), the bound's
+    meaning said once at the end."""
+    if not margin_clause(served, order) and not margin_clause(change, changes):
+        return latex.two_verdicts(served, change)
+    first, second = verdict(served, order, explain=False), verdict(change, changes, explain=False)
+    if first == second:  # both contain zero, on the same side of the same bound
+        clause = margin_clause(served, order, plural=True)
+        return f"both intervals {latex.verdict(*served, plural=True)} and {clause}, {SMALLEST}"
+    both = margin_clause(served, order) and margin_clause(change, changes)
+    return f"the first interval {first}, the second {second}, {'in each case ' if both else ''}{SMALLEST}"
+
+
+def abstract_sentence(summary: dict, confidence: str, order: Family, changes: Family) -> str:
     """The abstract's sentence on serving, at the smallest training batch size: what class-sorted
-    traffic costs in training mode against random traffic (paired by network and stream number), and
-    how a class-sorted stream changes the inference-mode accuracy of the model it leaves behind on the
-    held-out rows, each with its crossed interval (``confidence``, printed) and one verdict per interval
-    (:func:`bnstudy.paper.latex.two_verdicts`), never more than the intervals show."""
+    traffic costs in training mode against random traffic (paired by network and stream number; a
+    member of the family ``order``), and how a class-sorted stream changes the inference-mode accuracy
+    of the model it leaves behind on the held-out rows (a member of ``changes``), each with its crossed
+    interval at its family's level and one verdict per interval (:func:`abstract_verdicts`), never more
+    than the intervals show; the intervals named by their families' adjustments (``confidence``, printed:
+    the level of an unadjusted family's)."""
     b = min(summary, key=int)
     served = summary[b]["sorted_minus_random"]["stream_accuracy"]
     change = summary[b]["sorted"]["inference_change"]
+    m = len(summary)
+    if order.adjustment == changes.adjustment:
+        kind = f"{confidence} intervals" if not order.adjusted else "intervals"
+        level = f"{kind} over networks and streams, {'each ' if order.adjusted else ''}{_how(order, m)}"
+    else:
+        first, second = (_how(f, m) if f.adjusted else f"at {confidence}, {_how(f, m)}" for f in (order, changes))
+        level = f"intervals over networks and streams, the first {first}, the second {second}"
     return (
         f"Served in training mode with live statistics, networks trained in batches of {int(b)} score "
         f"{points(served['mean'])} points {interval_points(served)} on class-sorted test traffic against random "
         f"traffic, and a class-sorted stream changes the inference-mode accuracy of the model it leaves behind "
         f"by {points(change['mean'])} points {interval_points(change)} on held-out rows "
-        f"({latex.two_verdicts(served['ci'], change['ci'])}; {confidence} intervals over networks and streams)"
+        f"({abstract_verdicts(served['ci'], change['ci'], order, changes)}; {level})"
     )
 
 
@@ -236,5 +341,7 @@ HEADER = [
 ]
 
 
-def write_table(path, summary: dict) -> None:
-    latex.write_table(path, HEADER, table_rows(summary), "rrrrrr", "serving: inference accuracy before/after, served")
+def write_table(path, summary: dict, change: Family) -> None:
+    """The table (:func:`table_rows`), its comment naming the changes' family's adjustment (``change``)."""
+    comment = f"serving: inference accuracy before/after (changes {change.phrase(len(summary))}), served"
+    latex.write_table(path, HEADER, table_rows(summary), "rrrrrr", comment)
