@@ -445,6 +445,18 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
             out[f"accum{stem}{_cap(mode)}{w}Verdict"] = (
                 _headline_verdict(lo, hi, margin) if headline else _verdict(lo, hi)
             )
+            if (w, name, mode) == ("Min", "accumulate_vs_large", "inference"):  # the Discussion's sentence
+                out["accumDiscussionSentence"] = (
+                    "An optimiser step that averages over a large batch does not stand in for a batch-normalisation"
+                    " layer that normalises over one: accumulated micro-batches fall behind the true batch"
+                    if hi < 0
+                    else "Accumulated micro-batches score above the true batch, so an optimiser step over a large"
+                    " batch more than stands in for normalising over one here"
+                    if lo > 0
+                    else "Whether an optimiser step that averages over a large batch stands in for a"
+                    " batch-normalisation layer that normalises over one, our seeds cannot tell: accumulated"
+                    " micro-batches are not told apart from the true batch"
+                )
     c = close[m]
     out[f"accumFirstRelative{w}"] = tens
     out[f"accumRunParameters{w}"] = f"{c['run_parameters']:.2f}"
