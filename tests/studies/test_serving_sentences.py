@@ -135,8 +135,8 @@ def test_serving_control_sentence_every_verdict(test, train, diff, adjustment):
     diff_verdict = VERDICT4[diff] + (f", {SMALLEST}" if holds_zero(diff) and not holds_zero(train) else "")
     want = (
         f"the held-out accuracy of networks trained in batches of 2 changes by {PRINTED[test]} after a random "
-        f"stream of test rows and by {PRINTED[train]} after a stream of as many training rows (both {tag}), an "
-        f"interval that {train_verdict}; the difference, the part that needs the test rows, is {PRINTED[diff]} "
+        f"stream of test rows and by {PRINTED[train]} after a stream of as many training rows (both {tag}); that "
+        f"second interval {train_verdict}; the difference, the part that needs the test rows, is {PRINTED[diff]} "
         f"({tag}), an interval that {diff_verdict}: "
     )
     if test != "above":
@@ -308,3 +308,25 @@ def test_the_section_table_and_abstract_name_the_families_adjustment(adjustment,
     serving_report.write_table(tmp_path / "serving.tex", summary, fams["serving_change"])
     comment = (tmp_path / "serving.tex").read_text().splitlines()[0]
     assert comment == f"% serving: inference accuracy before/after (changes {phrase}), served"
+
+
+@pytest.mark.parametrize("sides", list(itertools.product(("above", "below", "zero"), repeat=3)))
+@pytest.mark.parametrize("macro", ["servingRandomChangeZeroSentence", "servingSortedChangeZeroSentence",
+                                   "servingSortedMinusRandomZeroSentence"])  # fmt: skip
+def test_serving_counts_of_intervals_read_as_sizes_never_as_zero_counts(macro, sides):
+    """Where the section's families of intervals lie against zero, in words over the training batch sizes
+    (latex.zero_sentence): never 'below zero at 0 and above zero at 0 of the 6', each in place in the section."""
+    sizes = ("2", "16", "64")
+    words = {"above": "lie wholly above zero", "below": "wholly below zero", "zero": "contain zero"}
+    text = latex.zero_sentence(
+        "the adjusted intervals",
+        [b for b, s in zip(sizes, sides) if s == "above"],
+        [b for b, s in zip(sizes, sides) if s == "below"],
+        len(sizes),
+    )
+    assert " at 0 " not in text and not re.search(r"\bat 0\b", text)
+    assert any(w in text for w in words.values())
+    windows = in_place("serving.tex", macro, text)
+    assert len(windows) == 1
+    for window in windows:
+        assert not problems(window), window

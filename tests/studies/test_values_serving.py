@@ -517,6 +517,13 @@ RANGES = {
     "servingRandomGainCells": "1",  # 4 only; 128 starts at 0
     "servingSortedLossCells": "1",  # 4 only; 16 ends at 0
     "servingSortedGainCells": "1",  # 128
+    # the same sides in words, the sizes in numeric order (4, 16, 128)
+    "servingSortedMinusRandomZeroSentence": "the adjusted intervals lie wholly below zero at batch 4, and contain "
+    "zero at the other 2 batch sizes",
+    "servingRandomChangeZeroSentence": "the adjusted intervals lie wholly above zero at batch 4, and contain zero at "
+    "the other 2 batch sizes",
+    "servingSortedChangeZeroSentence": "the adjusted intervals lie wholly below zero at batch 4, wholly above zero "
+    "at batch 128, and contain zero at the other batch size",
     # largest spreads of the change: |mean| / 5 between streams, / 10 between networks
     "servingRandomChangeSdStreamsMax": "0.2",  # 0.0124 / 5 = 0.248 points
     "servingRandomChangeSdNetworksMax": "0.1",
@@ -650,6 +657,9 @@ def test_macros_of_one_cell_with_settings_that_need_more_digits():
         "servingRandomGainCells": "1",
         "servingSortedLossCells": "1",
         "servingSortedGainCells": "0",
+        "servingSortedMinusRandomZeroSentence": "the adjusted intervals lie wholly below zero at every batch size",
+        "servingRandomChangeZeroSentence": "the adjusted intervals lie wholly above zero at every batch size",
+        "servingSortedChangeZeroSentence": "the adjusted intervals lie wholly below zero at every batch size",
     }
     assert m == settings_macros | cell | ranges | {
         "servingAbstractSentence": _abstract(
@@ -885,7 +895,7 @@ def test_control_macros_print_each_size_and_answer_at_the_smallest():
         # difference both lie above zero
         "servingControlSentence": "the held-out accuracy of networks trained in batches of 4 changes by $+1.2$ "
         "points [$+0.7$, $+1.8$] after a random stream of test rows and by $+0.8$ points [$+0.1$, $+1.5$] after a "
-        "stream of as many training rows (both adjusted), an interval that lies wholly above zero; the difference, "
+        "stream of as many training rows (both adjusted); that second interval lies wholly above zero; the difference, "
         "the part that needs the test rows, is $+0.4$ points [$+0.04$, $+0.8$] (adjusted), an interval that lies "
         "wholly above zero: "
         "training rows reproduce part of the gain and "

@@ -116,6 +116,19 @@ def macros(summary: dict, settings: dict, families: dict[str, Family]) -> dict[s
         cis = [cell[stream]["inference_change"]["ci"] for cell in summary.values()]
         m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))
         m[latex.macro_name("serving", stream, "gain", "cells")] = latex.fmt(sum(lo > 0 for lo, _ in cis))
+    sizes = sorted(summary, key=int)  # each stream's intervals over the training batch sizes, in words
+    for name, stream, key, tag in (
+        ("servingRandomChangeZeroSentence", "random", "inference_change", families[CHANGE].tag),
+        ("servingSortedChangeZeroSentence", "sorted", "inference_change", families[CHANGE].tag),
+        ("servingSortedMinusRandomZeroSentence", "sorted_minus_random", "stream_accuracy", families[ORDER].tag),
+    ):
+        cis = {int(b): summary[b][stream][key]["ci"] for b in sizes}
+        m[name] = latex.zero_sentence(
+            f"the {tag} intervals",
+            [str(b) for b, (lo, _) in cis.items() if lo > 0],
+            [str(b) for b, (_, hi) in cis.items() if hi < 0],
+            len(cis),
+        )
     m["servingAbstractSentence"] = abstract_sentence(summary, m["servingConfidence"], families[ORDER], families[CHANGE])
     return m | control_macros(summary, families)
 
@@ -238,7 +251,7 @@ def control_sentence(cell: dict, b, change: Family, adaptation: Family) -> str:
     text = (
         f"the held-out accuracy of networks trained in batches of {int(b)} changes by {points(test['mean'])} "
         f"points {interval_points(test)} after a random stream of test rows and by {points(train['mean'])} points "
-        f"{interval_points(train)} after a stream of as many training rows (both {change.tag}), an interval that "
+        f"{interval_points(train)} after a stream of as many training rows (both {change.tag}); that second interval "
         f"{verdict(train['ci'], change)}; the difference, the part that needs the test rows, is "
         f"{points(diff['mean'])} points {interval_points(diff)} ({adaptation.tag}), an interval that "
         f"{verdict(diff['ci'], adaptation, explain=not margin_clause(train['ci'], change))}"
