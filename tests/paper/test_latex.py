@@ -245,3 +245,11 @@ def test_two_verdicts_say_a_shared_verdict_once():
     assert two_verdicts((-2.0, -1.0), (-3.0, -0.5)) == "both intervals lie wholly below zero"
     mixed = "the first interval contains zero, the second lies wholly above zero"
     assert two_verdicts((-1.0, 2.0), (0.5, 1.0)) == mixed
+
+
+def test_a_count_of_zero_reads_none_in_running_text():
+    """'in favour of batch normalisation in none', 'at none of the 6 batch sizes': never 'in 0'."""
+    assert latex.count(0) == "none"
+    assert latex.count(3) == "3"
+    assert latex.count(12345) == "12{,}345"
+    assert latex.count(np.int64(0)) == "none"

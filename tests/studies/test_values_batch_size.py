@@ -457,8 +457,8 @@ def expected_macros():
                 m[f"paired{names[name]}Family"] = str(e["family"])
             m[f"{stem}Lost"] = str(e["b_only"])
             if stem.endswith(END[b]):
-                m[f"{stem}Better"] = str(e["better"])
-                m[f"{stem}Worse"] = str(e["worse"])
+                m[f"{stem}Better"] = str(e["better"] or "none")
+                m[f"{stem}Worse"] = str(e["worse"] or "none")
     m["keepBatchSize"] = "8"
     # per comparison of the grid: the sizes whose interval lies wholly above / below zero, and the
     # size with the least gain
@@ -485,8 +485,8 @@ def expected_macros():
             else "contains zero"
         )
         m[f"paired{word}LeastSize"] = str(least)
-        m[f"paired{word}LeastBetter"] = str(e["better"])
-        m[f"paired{word}LeastWorse"] = str(e["worse"])
+        m[f"paired{word}LeastBetter"] = str(e["better"] or "none")
+        m[f"paired{word}LeastWorse"] = str(e["worse"] or "none")
     # unadjusted, batch norm's interval lies below zero at 2 (test_the_data_reach_every_branch); adjusted
     # over the two batch sizes it no longer does: the correction changes a verdict
     assert m["pairedBatchnormVsNoneAboveSizes"] == "at batch 8"
@@ -662,7 +662,7 @@ def test_macros_when_no_published_batch_size_is_in_the_grid():
     m = batch_size_summary.summarise(cells, remedy_runs, distances, correct, published, MOMENTUM, CONF, FAMILIES)
     m = m["macros"]
     assert m["seDiffPublishedSeedsList"] == "n/a (none of those batch sizes is in our grid)"
-    assert m["gainCompared"] == "0" and m["gainComparedSizes"] == "none" and m["gainComparedExcludingZero"] == "0"
+    assert m["gainCompared"] == "0" and m["gainComparedSizes"] == "none" and m["gainComparedExcludingZero"] == "none"
     assert m["publishedGainSizes"] == "32" and m["publishedGainBThreeTwo"] == "5.0"
     assert "pubGapCells" not in m and not any(k.startswith("pubBatchnormB") for k in m)
 
@@ -1090,8 +1090,8 @@ def test_published_gain_without_seed_spread_and_a_zero_width_interval_at_zero():
     counts = COUNTS | {("batchnorm", "inference"): {2: [2, 4, 1], 8: list(same)}}
     m = batch_size_summary.summarise(*inputs(counts), PUBLISHED, MOMENTUM, CONF, FAMILIES)["macros"]
     assert m["pairedBatchnormVsNoneMaxCi"] == "\\text{(every seed alike)}"  # no "[0.00, 0.00]"
-    assert m["gainComparedExcludingZero"] == "0"  # an interval touching zero does not exclude it
-    assert m["gainsExcludingZero"] == "0"  # adjusted over b = 2 and 8, b = 2's no longer excludes zero
+    assert m["gainComparedExcludingZero"] == "none"  # an interval touching zero does not exclude it
+    assert m["gainsExcludingZero"] == "none"  # adjusted over b = 2 and 8, b = 2's no longer excludes zero
     # no spread in either cell at b = 8: the standard error of the difference is 0
     counts = COUNTS | {
         ("batchnorm", "inference"): {2: [2, 4, 1], 8: [8, 8, 8]},

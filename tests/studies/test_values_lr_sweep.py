@@ -290,7 +290,7 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
             else f"about {round(rows):,} of the {int(design['validation_rows']):,} validation rows".replace(",", "{,}")
         )
         below = sum(best[(n, b)]["test_accuracy"] < grid[(n, b)]["test_accuracy"] for b in sizes)
-        m[macro_name("lr below grid", n)] = str(below)
+        m[macro_name("lr below grid", n)] = str(below or "none")  # a count of zero in words
         for name, table in (("best", best), ("grid", grid)):
             means = [table[(n, b)]["test_accuracy"] for b in sizes]
             m[macro_name("lr range", n, name)] = pts(max(means) - min(means))
@@ -400,7 +400,7 @@ def test_hand_read_macros_of_the_sweep_report():
     assert m["lrPairedBestMinCi"] == f"[{-6 - half:+.2f}, {-6 + half:+.2f}]" == "[-9.08, -2.92]"
     assert m["lrPairedBestMinVerdict"] == "lies wholly below zero"
     assert m["lrValidationLiftNone"] == "12.00" and m["lrValidationLiftBatchnorm"] == "6.00"
-    assert m["lrBelowGridNone"] == "1" and m["lrBelowGridBatchnorm"] == "0"
+    assert m["lrBelowGridNone"] == "1" and m["lrBelowGridBatchnorm"] == "none"
     assert m["lrRangeNoneBest"] == "9.0" and m["lrRangeNoneGrid"] == "6.0"
     assert m["lrRangeBatchnormBest"] == "6.0" and m["lrRangeBatchnormGrid"] == "10.0"
     assert m["lrBestNoneBOneSix"] == "$1 \\times 10^{-2}$" and m["lrAccNoneBTwo"] == "72.0"
@@ -502,7 +502,7 @@ def test_report_with_one_batch_size_and_no_edge_cell_by_value(noise, answer, ver
     assert m["lrEdgeCells"] == "no cell" and m["lrEdgeMargin"] == "n/a" and m["lrEdgeCount"] == "0"
     assert m["lrBatchMin"] == m["lrBatchMax"] == "8" and m["lrBatchCount"] == "1"
     assert m["lrPairedBestBelowSizes"] == m["lrPairedBestAboveSizes"] == "at no batch size"
-    assert m["lrBelowGridNone"] == m["lrBelowGridBatchnorm"] == "0"  # chosen and grid cells are the same
+    assert m["lrBelowGridNone"] == m["lrBelowGridBatchnorm"] == "none"  # chosen and grid cells are the same
     assert m["lrValidationRowPoints"] == "33.33" and m["lrFitRows"] == "1{,}234"
     if noise["batchnorm"] == noise["none"]:
         assert (

@@ -221,6 +221,12 @@ def share_with_interval(mean, lo, hi, digits: int = 1, percent_sign: bool = True
     return f"{points(mean, digits)}{pct} [{points(lo, digits)}{pct}, {points(hi, digits)}{pct}]"
 
 
+def count(n) -> str:
+    """A count for running text: ``none`` for zero (a sentence never reads ``in 0 and 0`` or
+    ``at 0 of the 6``), else the number (thousands grouped, as :func:`fmt`)."""
+    return "none" if int(n) == 0 else fmt(int(n))
+
+
 def words(items) -> str:
     """A list in prose: ``2``; ``2 and 4``; ``2, 4 and 16``; empty for none."""
     items = list(items)

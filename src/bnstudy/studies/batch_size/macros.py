@@ -88,8 +88,8 @@ def interval_sign_macros(pair_summary: pd.DataFrame, families: dict) -> dict:
         m[latex.macro_name(*stem, "adj ci")] = points_interval(least.ci_low_adj, least.ci_high_adj, signed=True)
         m[latex.macro_name(*stem, "adj verdict")] = latex.verdict(least.ci_low_adj, least.ci_high_adj)
         m[latex.macro_name(*stem, "size")] = str(int(least.batch_size))
-        m[latex.macro_name(*stem, "better")] = str(int(least.seeds_a_better))
-        m[latex.macro_name(*stem, "worse")] = str(int(least.seeds_b_better))
+        m[latex.macro_name(*stem, "better")] = latex.count(least.seeds_a_better)
+        m[latex.macro_name(*stem, "worse")] = latex.count(least.seeds_b_better)
     return m
 
 
@@ -271,8 +271,8 @@ def paired_end_macros(pair_summary: pd.DataFrame, sizes: list[int]) -> dict:
                 m[latex.macro_name("paired", p.comparison, "family")] = str(p.family)
                 m[latex.macro_name(*stem, "won")] = str(p.a_only)
                 m[latex.macro_name(*stem, "lost")] = str(p.b_only)
-                m[latex.macro_name(*stem, "better")] = str(p.seeds_a_better)
-                m[latex.macro_name(*stem, "worse")] = str(p.seeds_b_better)
+                m[latex.macro_name(*stem, "better")] = latex.count(p.seeds_a_better)
+                m[latex.macro_name(*stem, "worse")] = latex.count(p.seeds_b_better)
     return m
 
 

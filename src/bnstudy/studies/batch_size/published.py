@@ -84,9 +84,9 @@ def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd
     gains = pair_summary[pair_summary.comparison == "batchnorm_vs_none"]
     compared = gains[gains.batch_size.isin(list(claimed))]
     m["gainCompared"] = str(len(compared))
-    m["gainComparedExcludingZero"] = str(int(((compared.ci_low_adj > 0) | (compared.ci_high_adj < 0)).sum()))
+    m["gainComparedExcludingZero"] = latex.count(((compared.ci_low_adj > 0) | (compared.ci_high_adj < 0)).sum())
     m["gainComparedSizes"] = words([str(int(b)) for b in sorted(compared.batch_size)]) or "none"
-    m["gainsExcludingZero"] = str(int(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum()))
+    m["gainsExcludingZero"] = latex.count(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum())
     m["gainsCompared"] = str(len(gains))
     return m
 

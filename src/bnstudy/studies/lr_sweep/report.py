@@ -261,7 +261,7 @@ def choice_macros(best: pd.DataFrame, grid: pd.DataFrame, labels: dict[str, str]
         m[latex.macro_name("lr validation lift", norm)] = points(lift, 2)
         m[latex.macro_name("lr validation lift", norm, "rows")] = lift_rows(lift, int(design["validation_rows"]))
         chosen, fixed = (t[t.normaliser == norm].test_mean.to_numpy() for t in (best, grid))
-        m[latex.macro_name("lr below grid", norm)] = str(int(np.count_nonzero(chosen < fixed)))
+        m[latex.macro_name("lr below grid", norm)] = latex.count(np.count_nonzero(chosen < fixed))
         for name, table in (("best", best), ("grid", grid)):
             means = table[table.normaliser == norm].test_mean
             m[latex.macro_name("lr range", norm, name)] = points(means.max() - means.min())

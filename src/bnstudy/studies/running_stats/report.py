@@ -173,8 +173,8 @@ def selfcheck_macros(checks: pd.DataFrame, sizes: list[int]) -> dict:
         "rsSelfCheckPasses": str(int(sum(checks[f"{c}_pass"].sum() for c in terms.CHECKS))),
         "rsSelfCheckTotal": str(len(checks) * len(terms.CHECKS)),
         "rsSelfCheckPassesAll": "all" if bool(self_ok.all()) else "not all",
-        "rsDifferentialPassesShuffled": str(int(checks[checks["order"] == "shuffled"]["differential_pass"].sum())),
-        "rsDifferentialPassesSorted": str(int(checks[checks["order"] == "sorted"]["differential_pass"].sum())),
+        "rsDifferentialPassesShuffled": latex.count(checks[checks["order"] == "shuffled"]["differential_pass"].sum()),
+        "rsDifferentialPassesSorted": latex.count(checks[checks["order"] == "sorted"]["differential_pass"].sum()),
         "rsPasses": str(len(sizes)),
     }
 
