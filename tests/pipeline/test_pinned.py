@@ -15,6 +15,8 @@ def test_parse_number_gives_value_and_one_unit_of_the_last_digit():
     assert pinned.parse_number("45.3\\%") == (pytest.approx(0.453), pytest.approx(0.001))
     assert pinned.parse_number("1{,}797") == (1797.0, 1.0)
     assert pinned.parse_number("\\texttt{abc}") is None
+    assert pinned.parse_number("none") == (0.0, 1.0)  # a count of zero as running text writes it (latex.count)
+    assert pinned.parse_number("none at all") is None
 
 
 def _results_with(tmp_path, macros):

@@ -32,8 +32,11 @@ _NUMBER = re.compile(r"^-?\d[\d{},]*(\.\d+)?(\\%)?$")
 
 
 def parse_number(text: str) -> tuple[float, float] | None:
-    """``'45.3\\%'`` -> (0.453, 0.001): value and one unit of its last digit; None if not a number."""
+    """``'45.3\\%'`` -> (0.453, 0.001): value and one unit of its last digit; None if not a number.
+    ``none`` is a count of zero (:func:`bnstudy.paper.latex.count` writes zero so in running text)."""
     text = text.strip().replace("$", "")
+    if text == "none":
+        return 0.0, 1.0
     if not _NUMBER.match(text):
         return None
     percent = text.endswith("\\%")
