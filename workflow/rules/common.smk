@@ -111,6 +111,13 @@ CONDA_ENV = "../envs/bnstudy.yaml"  # relative to workflow/rules/
 # script can load, read from the imports (bnstudy.pipeline.codedeps), so that a change to
 # the science re-runs what depends on it (the code trigger sees only the script:
 # file itself). plumb_rules() gives them to every rule that runs a script.
+def family_summaries():
+    """The summaries that may record the families of comparisons: each section's of every study that
+    forms one (a study with two sections, as companions and protocols, records each family in one)."""
+    studies = dict.fromkeys(catalogue.families(config).values())
+    return [sec for s in catalogue.included(config) if s.name in studies for sec in s.paper_sections]
+
+
 def code(script):
     return code_inputs(script, Path(workflow.basedir))
 

@@ -20,13 +20,6 @@ register(rules.design_macros)
 PAPER_INPUTS["macros_design"] = rules.design_macros.output.macros
 
 
-def family_summaries():
-    """The summaries that may record the families of comparisons: each section's of every study that
-    forms one (a study with two sections, as companions and protocols, records each family in one)."""
-    studies = dict.fromkeys(catalogue.families(config).values())
-    return [sec for s in catalogue.included(config) if s.name in studies for sec in s.paper_sections]
-
-
 rule families:
     localrule: True
     message:
