@@ -417,7 +417,7 @@ def expected_macros(published=PUBLISHED):
     controls = PROBES[PROBES.normaliser == "none"]
     m["compControlNetworks"] = "2"
     m["compControlProbes"] = f"{int(controls.batches.sum()):,}".replace(",", "{,}")
-    m["compControlFlips"] = "0"
+    m["compControlFlips"] = "none"
     m["compGridNetworks"] = "8"
     for norm, tbs in (("batchnorm", (2, 16)), ("batchrenorm", (16,))):
         for b in SIZES:

@@ -114,7 +114,7 @@ def grid_macros(probes: pd.DataFrame, over_seeds: pd.DataFrame, sizes: list[int]
     grid = probes[probes["network"] == "grid"]
     m["compControlNetworks"] = str(len(controls.groupby(["normaliser", "train_batch_size", "seed"])))
     m["compControlProbes"] = latex.fmt(int(controls["batches"].sum()))
-    m["compControlFlips"] = latex.fmt(int(controls["flips"].sum()))
+    m["compControlFlips"] = latex.count(controls["flips"].sum())  # "none" for zero: "of N probes, none flipped"
     m["compGridNetworks"] = str(len(grid.groupby(["normaliser", "train_batch_size", "seed"])))
     flips = over_seeds[(over_seeds["measure"] == "flip_rate") & (over_seeds["design"] == "random")]
     for norm in ("batchnorm", "batchrenorm"):
