@@ -326,6 +326,11 @@ def test_serving_counts_of_intervals_read_as_sizes_never_as_zero_counts(macro, s
     )
     assert " at 0 " not in text and not re.search(r"\bat 0\b", text)
     assert any(w in text for w in words.values())
+    ci = {"above": (0.01, 0.03), "below": (-0.03, -0.01), "zero": (-0.004, 0.003)}
+    text += serving_report.within_clause(
+        dict(zip(sizes, (ci[s] for s in sides))), FAMILIES["bonferroni"]["serving_change"]
+    )
+    assert ("within $\\pm1.0$ points" in text) == ("zero" in sides)
     windows = in_place("serving.tex", macro, text)
     assert len(windows) == 1
     for window in windows:

@@ -517,13 +517,16 @@ RANGES = {
     "servingRandomGainCells": "1",  # 4 only; 128 starts at 0
     "servingSortedLossCells": "1",  # 4 only; 16 ends at 0
     "servingSortedGainCells": "1",  # 128
-    # the same sides in words, the sizes in numeric order (4, 16, 128)
+    # the same sides in words, the sizes in numeric order (4, 16, 128), and which intervals holding zero
+    # lie within +-1 point: random 16 [-0.31, +0.23] and 128 [0, +0.92] do; sorted minus random 16
+    # [-60.2, 0] and 128 [-5.28, +1.00] do not (+1.00 is not inside); sorted 16 [-2.66, 0] does not
     "servingSortedMinusRandomZeroSentence": "the adjusted intervals lie wholly below zero at batch 4, and contain "
-    "zero at the other 2 batch sizes",
+    "zero at the other 2 batch sizes; both reach beyond $\\pm1.0$ points, the smallest effect declared to matter",
     "servingRandomChangeZeroSentence": "the adjusted intervals lie wholly above zero at batch 4, and contain zero at "
-    "the other 2 batch sizes",
+    "the other 2 batch sizes; both lie within $\\pm1.0$ points, the smallest effect declared to matter",
     "servingSortedChangeZeroSentence": "the adjusted intervals lie wholly below zero at batch 4, wholly above zero "
-    "at batch 128, and contain zero at the other batch size",
+    "at batch 128, and contain zero at the other batch size; it reaches beyond $\\pm1.0$ points, the smallest "
+    "effect declared to matter",
     # largest spreads of the change: |mean| / 5 between streams, / 10 between networks
     "servingRandomChangeSdStreamsMax": "0.2",  # 0.0124 / 5 = 0.248 points
     "servingRandomChangeSdNetworksMax": "0.1",

@@ -117,18 +117,18 @@ def macros(summary: dict, settings: dict, families: dict[str, Family]) -> dict[s
         m[latex.macro_name("serving", stream, "loss", "cells")] = latex.fmt(sum(hi < 0 for _, hi in cis))
         m[latex.macro_name("serving", stream, "gain", "cells")] = latex.fmt(sum(lo > 0 for lo, _ in cis))
     sizes = sorted(summary, key=int)  # each stream's intervals over the training batch sizes, in words
-    for name, stream, key, tag in (
-        ("servingRandomChangeZeroSentence", "random", "inference_change", families[CHANGE].tag),
-        ("servingSortedChangeZeroSentence", "sorted", "inference_change", families[CHANGE].tag),
-        ("servingSortedMinusRandomZeroSentence", "sorted_minus_random", "stream_accuracy", families[ORDER].tag),
+    for name, stream, key, family in (
+        ("servingRandomChangeZeroSentence", "random", "inference_change", families[CHANGE]),
+        ("servingSortedChangeZeroSentence", "sorted", "inference_change", families[CHANGE]),
+        ("servingSortedMinusRandomZeroSentence", "sorted_minus_random", "stream_accuracy", families[ORDER]),
     ):
-        cis = {int(b): summary[b][stream][key]["ci"] for b in sizes}
+        cis = {b: summary[b][stream][key]["ci"] for b in sizes}
         m[name] = latex.zero_sentence(
-            f"the {tag} intervals",
-            [str(b) for b, (lo, _) in cis.items() if lo > 0],
-            [str(b) for b, (_, hi) in cis.items() if hi < 0],
+            f"the {family.tag} intervals",
+            [b for b, (lo, _) in cis.items() if lo > 0],
+            [b for b, (_, hi) in cis.items() if hi < 0],
             len(cis),
-        )
+        ) + within_clause(cis, family)  # which of those holding zero lie within the smallest effect
     m["servingAbstractSentence"] = abstract_sentence(summary, m["servingConfidence"], families[ORDER], families[CHANGE])
     return m | control_macros(summary, families)
 
