@@ -89,6 +89,7 @@ rule summarise_companions:
         dependence_keep=rules.probe_companions_dependence_keep.output.probes,
         cells=expand_cells(rules.probe_companions_grid.output.probes, PROBE_JOBS),
         published="workflow/resources/published.yaml",
+        kept=lambda wc: KEPT_PROBES,  # both protocols' probes: the published comparisons' family as formed there
     output:
         summary_table="results/companions/summary.csv",
         grid_table="results/companions/grid_over_seeds.csv",
@@ -123,6 +124,8 @@ rule summarise_companions:
         examples_per_class=COMP["examples_per_class"],
         batches_per_example=COMP["batches_per_example"],
         one_class_batch_size=COMP["one_class_batch_size"],
+        # the family of published comparisons where formed: its intervals at its level, named by its tag
+        families={f: d for f, d in declared_families("companions").items() if f == "protocol_published"},
     resources:
         **job_size(1000, 10),
     script:

@@ -126,9 +126,11 @@ def grid_macros(probes: pd.DataFrame, over_seeds: pd.DataFrame, sizes: list[int]
     return m
 
 
-def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
+def macros(probes, dep0, dep_networks, over_seeds, published, params, against=None) -> dict:
     """Every number the section quotes. ``dep0``: the first dependence network's summary rows;
-    ``dep_networks``: :func:`over_networks` of all dependence networks."""
+    ``dep_networks``: :func:`over_networks` of all dependence networks; ``against``: the family of
+    published comparisons and its members where the config forms it
+    (:func:`bnstudy.studies.companions.published.published_ratio_macros`)."""
     result = companions.dependence_json(dep0)
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
     m = setting_macros(probes, dep0, dep_networks, result, published, params)
@@ -137,7 +139,7 @@ def macros(probes, dep0, dep_networks, over_seeds, published, params) -> dict:
     if 2 in sizes and result["exact_flip_rate_b2"] is not None:
         lo, hi = result["2"]["flip_ci"]
         m["compExactInInterval"] = "inside" if lo <= result["exact_flip_rate_b2"] <= hi else "outside"
-    m |= published_ratio_macros(probes, published, sizes, params["confidence"])
+    m |= published_ratio_macros(probes, published, sizes, params["confidence"], against)
     m |= grid_macros(probes, over_seeds, sizes)
     return m
 

@@ -15,6 +15,7 @@ import pandas as pd
 from bnstudy.base import stats
 from bnstudy.paper import latex
 from bnstudy.studies.companions import estimates as companions
+from bnstudy.studies.companions import protocol_families as pf
 from bnstudy.studies.companions.estimates import MEASURES
 from bnstudy.studies.companions.formats import pct_text, with_interval
 from bnstudy.studies.companions.macros import (
@@ -26,6 +27,7 @@ from bnstudy.studies.companions.macros import (
     macros,
     network_accuracy_macros,
 )
+from bnstudy.studies.companions.protocol_tables import per_network, published_members
 
 NETWORK_KEYS = ["normaliser", "train_batch_size", "design", "batch_size"]
 ONE_CLASS = (("own_class", "own class"), ("other_class", "another class"), ("any_class", "any class"))
@@ -130,9 +132,11 @@ def networks_table(dep_networks, exact: str = "every companion") -> tuple:
     )
 
 
-def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
+def summarise_all(probes: pd.DataFrame, published: dict, params: dict, against=None) -> dict:
     """Everything the rule writes. ``params``: seed, resamples, confidence, examples_per_class,
-    batches_per_example, one_class_batch_size."""
+    batches_per_example, one_class_batch_size; ``against``: ``(family, members)``, the family of
+    published comparisons (``protocol_published``) and its members as the protocols' summary counts
+    them, where the config forms it (:func:`published_against`); ``None`` where it does not."""
     summary = pd.DataFrame(companions.summarise(probes, params["resamples"], params["confidence"], params["seed"]))
     over_seeds = over_networks(summary[summary["network"] == "grid"], params["confidence"])
     dep = summary[summary["network"] == "dependence"]
@@ -148,7 +152,7 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
         }
         for r in dep_networks.itertuples(index=False)
     }
-    all_macros = macros(probes, dep0, dep_networks, over_seeds, published, params) | keep_macros(keep)
+    all_macros = macros(probes, dep0, dep_networks, over_seeds, published, params, against) | keep_macros(keep)
     sizes = sorted(int(b) for b in dep0.loc[dep0["design"] == "random", "batch_size"])
     all_macros |= components_macros(probes, sizes, params["confidence"])
     all_macros |= driven_macros(dep, sizes)
@@ -165,3 +169,15 @@ def summarise_all(probes: pd.DataFrame, published: dict, params: dict) -> dict:
             "networks_latex": networks_table(dep_networks, exact_label(params)),
         },
     }
+
+
+def published_against(families: dict, protocol_probes: pd.DataFrame, published: dict):
+    """The family of published comparisons as the protocols' summary forms it: ``(family, members)``
+    from the declared ``families`` the config forms (``{name: Family}``) and its members counted
+    as there (:func:`bnstudy.studies.companions.protocol_tables.published_members`) over
+    ``protocol_probes``, the probes of both protocols' dependence networks (the protocols rule's);
+    ``None`` where the config forms no such family."""
+    family = families.get(pf.PUBLISHED)
+    if family is None:
+        return None
+    return family, published_members(per_network(protocol_probes), protocol_probes, published)
