@@ -517,7 +517,11 @@ def _expected_abstract(pairs, m, batch, fams, micro):
                 clauses.append(
                     f"{verb} {other} by {d}" + (f", wholly within the {pm} declared to matter" if inside else "")
                 )
-        words = " and ".join(clauses)
+        first, second = clauses
+        margin_words = f"the {pm} declared to matter"
+        if margin_words in first:  # the margin named once: the second clause says "that margin"
+            second = second.replace(margin_words, "that margin")
+        words = first + (", and " if "declared to matter" in first else " and ") + second
     n = 4 * micro
     named = (
         f"Bonferroni-adjusted over the {n} comparisons"
@@ -756,7 +760,7 @@ def test_macros_written_out_in_full_under_each_declaration():
         "($-0.30$ points $["
     )
     assert (
-        "), nor shown equivalent to it within the $\\pm1.0$ points declared to matter and is ahead of the grid's "
+        "), nor shown equivalent to it within the $\\pm1.0$ points declared to matter, and is ahead of the grid's "
         in (m["accumAbstractSentence"])
     )
     assert m["accumRunDisagreementMin"] == "1.3\\%" and m["accumRunDisagreementWorstMax"] == "4.6\\%"

@@ -116,10 +116,15 @@ def abstract_sentence(pair: pd.DataFrame, m: int, batch_size: int, family: Famil
     if states[0] == states[1]:
         said = _both(states[0], others, d, words_of_margin)
     else:
-        said = " and ".join(
+        first, second = (
             _clause(state, o, pronoun, x, words_of_margin)
             for state, o, pronoun, x in zip(states, others, ("it", "them"), d)
         )
+        named = f"the {words_of_margin} declared to matter"
+        if words_of_margin and named in first:  # the margin named once; the second clause refers back to it
+            second = second.replace(named, "that margin")
+        qualified = "declared to matter" in first  # a clause that ends in its qualifier takes ", and"
+        said = f"{first}, and {second}" if qualified else f"{first} and {second}"
     return (
         f"In inference mode, paired by seed and {family.phrase(members)}, batch normalisation trained in "
         f"micro-batches of {m} rows accumulated to steps of {batch_size} {said}"
