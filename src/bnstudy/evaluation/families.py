@@ -29,6 +29,15 @@ from bnstudy.base.stats import adjusted_confidence
 ADJUSTMENTS = ("bonferroni", "unadjusted")
 
 
+def within(lo: float, hi: float, margin: float | None) -> bool | None:
+    """Whether an interval ``[lo, hi]`` lies wholly inside ``(-margin, +margin)``: two one-sided tests,
+    each at half the interval's error rate, reject a difference of ``margin`` or more (the equivalence
+    test every study reads against a family's smallest effect); None where no margin is declared."""
+    if margin is None:
+        return None
+    return -margin < lo and hi < margin
+
+
 @dataclass(frozen=True)
 class Family:
     """One declared family (see the module's docstring)."""
@@ -53,6 +62,10 @@ class Family:
         if members < 1:
             raise ValueError(f"family {self.name}: a family has at least one member, got {members}")
         return adjusted_confidence(confidence, members) if self.adjusted else confidence
+
+    def within(self, lo: float, hi: float) -> bool | None:
+        """:func:`within` the family's smallest effect (None where it declares none)."""
+        return within(lo, hi, self.smallest_effect)
 
     @property
     def tag(self) -> str:

@@ -23,7 +23,7 @@ lies wholly within the family's smallest effect (:func:`within`); with none decl
 
 from __future__ import annotations
 
-from bnstudy.evaluation.families import Family, declared
+from bnstudy.evaluation.families import Family, declared, within
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points
 
@@ -56,14 +56,6 @@ def declare(families: dict) -> dict[str, Family]:
 def records(families: dict[str, Family], confidence: float, counts: dict[str, int]) -> dict:
     """The summary's ``families`` key: each family's :meth:`~bnstudy.evaluation.families.Family.record`."""
     return {name: families[name].record(confidence, counts[name]) for name in NAMES}
-
-
-def within(lo: float, hi: float, margin: float | None) -> bool | None:
-    """Whether an interval lies wholly inside ``(-margin, +margin)`` (two one-sided tests, each at half
-    the interval's error rate, reject a difference of ``margin`` or more); None without a margin."""
-    if margin is None:
-        return None
-    return -margin < lo and hi < margin
 
 
 def _margin(margin: float) -> str:

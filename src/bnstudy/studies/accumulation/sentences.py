@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.evaluation.families import Family
+from bnstudy.evaluation.families import Family, within
 from bnstudy.paper.latex import points, points_interval, signed_points, words
-from bnstudy.studies.accumulation.family import within
 
 # The first step's largest gradient difference, relative to the largest gradient, that float32
 # sums in another order explain: a few units of float32's epsilon (1.2e-7) times the rows summed.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bnstudy.evaluation.families import Family
+from bnstudy.evaluation.families import Family, within
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, words
@@ -58,7 +58,7 @@ def equivalence_rows(runs: pd.DataFrame, confidence: float, family: Family) -> p
                 continue
             pi = paired_interval([acc[(control, b, s)] for s in seeds], [acc[("none", b, s)] for s in seeds],
                                  1 - 2 * alpha)  # fmt: skip
-            equivalent = -margin < pi["ci_low"] and pi["ci_high"] < margin
+            equivalent = within(pi["ci_low"], pi["ci_high"], margin)
             rows.append({"normaliser": control, "batch_size": b, "seeds": len(seeds), "gain": pi["gain"],
                          "alpha": alpha, "tost_low": pi["ci_low"], "tost_high": pi["ci_high"],
                          "margin": margin, "equivalent": bool(equivalent)})  # fmt: skip

@@ -154,7 +154,7 @@ def margin_clause(ci, family: Family, plural: bool = False) -> str:
     if _side(ci) != "zero" or margin is None:
         return ""
     bound = f"$\\pm{latex.points(margin, 1)}$ points"
-    inside = -margin < ci[0] and ci[1] < margin
+    inside = family.within(*ci)
     verb = ("lie within" if plural else "lies within") if inside else ("reach beyond" if plural else "reaches beyond")
     return f"{verb} {bound}"
 
