@@ -162,7 +162,7 @@ def test_report_macros_and_tables_follow_the_choice():
     # batch norm ahead at the smallest batch at the grid's rate and at the chosen ones: an advantage that survives
     assert m["lrGapNoun"] == "advantage" and m["lrDeficitAnswer"] == "survives"
     assert m["lrBestBatchnormMin"] == m["lrBestBatchnormBTwo"] and m["lrBestNoneMax"] == "$1 \\times 10^{-2}$"
-    assert m["lrAccGridNoneMin"] == "60.0" and m["lrAccNoneMin"] == "60.0"
+    assert m["lrAccGridNoneMin"] == "60.0\\%" and m["lrAccNoneMin"] == "60.0\\%"
     assert m["lrEdgeCells"] == "batch norm at batch 2 (highest) and no normaliser at batch 2 (lowest)"
     # at the grid's rate 1e-2 both sides: batch norm minus none = +0.05 every seed at b 2
     assert m["lrPairedGridMinGain"] == "+5.00"
