@@ -776,7 +776,7 @@ def test_finetune_abstract_sentence_every_verdict(controls, rates, adjustment):
         )
         phrases = [said_phrase(live, dict(zip(controls, pattern))) for live, pattern in rates]
         if phrases[0] == phrases[1]:
-            want += f"at {RATES[0]} and {RATES[1]} {phrases[0]}"
+            want += f"at both rates {phrases[0]}"  # the rates named once, in the clause before
         else:
             want += f"at {RATES[0]} {phrases[0]}; at {RATES[1]} {phrases[1]}"
     assert text == want
