@@ -1032,3 +1032,19 @@ def test_precise_rows_abstract_sentence_every_branch(case, adjustment):
     assert "alike" not in text and "match" not in text  # an interval holding zero tells nothing apart
     for window in abstract_windows("preciseRowsAbstractSentence", text):
         assert not problems(window), window
+
+
+@pytest.mark.parametrize("largest", [0.0, 0.0011, 0.125])
+def test_debiasing_sentence_every_variant_in_its_place(largest):
+    """The batch-size section's sentence on debiasing: no network changed is said in words ("changes
+    nothing", never "0.0 points"), any change printed with no claim that nothing changed."""
+    m = batch_size_macros.debiased_words(largest)
+    text = (SECTIONS / "batch_size.tex").read_text()
+    start = text.index("\\debiasedLead")
+    sentence = text[start : text.index(". The bias", start) + 1]
+    for name, value in m.items():
+        sentence = sentence.replace(f"\\{name}", value)
+    assert not problems(sentence), sentence
+    assert ("changes nothing" in sentence) == (largest == 0) and "0.0 points" not in sentence
+    if largest:
+        assert f"is {latex.points(largest)} points" in sentence
