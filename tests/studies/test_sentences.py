@@ -231,7 +231,7 @@ def test_small_effect_sentence_names_the_intervals_clear_of_zero_inside_the_marg
     tag = "adjusted" if adjustment == "bonferroni" else "unadjusted"
     assert small.startswith(f" Yet the {tag} interval{'s' if len(clear) > 1 else ''} clear of zero")
     assert f"clear of zero {latex.at_batches(clear)} {'lie' if len(clear) > 1 else 'lies'} wholly within" in small
-    assert small.endswith("differ by less.") and "$\\pm1.0$ points" in small
+    assert small.endswith("differ, but by less than that.") and "$\\pm1.0$ points" in small
     # the equivalence margin is the normalisers' smallest effect; renormalisation's family has its own
     assert ("(the equivalence margin)" in small) == (comparison == "batchnorm_vs_none"), small
     assert not problems(f"Seed by seed, {text}.{small}"), small
