@@ -253,3 +253,8 @@ def test_a_count_of_zero_reads_none_in_running_text():
     assert latex.count(3) == "3"
     assert latex.count(12345) == "12{,}345"
     assert latex.count(np.int64(0)) == "none"
+
+
+def test_a_percent_interval_gives_each_end_its_unit():
+    assert latex.percent_interval(0.837, 0.861) == "[83.7\\%, 86.1\\%]"
+    assert latex.percent_interval(0.5, 0.5) == latex.ALIKE  # degenerate: no interval printed

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 # a macro each optional follow-up study's macros file defines (the guards of the sections' text)
 GUARDS = {"lr_sweep": "lrSweepSeeds", "accumulation": "accumEpochs", "finetune": "finetuneArmCells"}
 GUARDS["precise_rows"] = "preciseRowsBudgets"
+GUARDS |= {"equal_steps": "equalStepsAbstractSentence", "renorm_ramp": "renormRampAbstractSentence"}
 
 
 def _preamble() -> str:
@@ -50,6 +51,21 @@ def _render(tmp_path, body: str, studies) -> str:
 @pytest.mark.parametrize(
     "studies, expected",
     [
+        (
+            ("lr_sweep", "accumulation", "finetune", "precise_rows", "equal_steps", "renorm_ramp"),
+            "Seven follow-up studies take up what the published protocol left open: a learning rate tuned per "
+            "batch size (section ??), live running statistics when a network serves in training mode (section "
+            "??), gradient accumulation and ghost batch normalisation (section ??), fine-tuning in small batches "
+            "(section ??), how many training rows a recomputation of the statistics needs (section ??), the "
+            "training batch size with the optimiser steps held equal (section ??) and other schedules of batch "
+            "renormalisation\u2019s limits (section ??).",  # the typeset apostrophe
+        ),
+        (
+            ("equal_steps",),
+            "Two follow-up studies take up what the published protocol left open: live running statistics when "
+            "a network serves in training mode (section ??) and the training batch size with the optimiser steps "
+            "held equal (section ??).",
+        ),
         (
             ("lr_sweep", "accumulation", "finetune", "precise_rows"),
             "Five follow-up studies take up what the published protocol left open: a learning rate tuned per "

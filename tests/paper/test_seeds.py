@@ -37,9 +37,32 @@ def test_no_sentence_where_the_follow_ups_take_every_seed():
 def test_the_sentence_names_the_seeds_the_blocks_and_each_follow_up_study(studies, follow_up):
     text = follow_up_macros(config(follow_up, studies))["gridFollowUpSentence"]
     assert not problems(text), text
-    assert f"seeds {seed_list(follow_up)} only ({len(follow_up)} networks a cell" in text
+    assert text.startswith(f"Only the grid's seeds {seed_list(follow_up)} ({len(follow_up)} networks a cell")
     assert ("its first seed block)" in text) == (len(follow_up) == 5)
-    assert text.endswith("use all 20.")
+    assert text.endswith("use all 20.")  # no study with seeds of its own here
     for key, what in (("serving", "serving"), ("accumulation", "gradient accumulation"), ("finetune", "fine-tuning")):
         assert (what in text) == (key in studies), (key, text)
     assert ("PreciseBN on a budget" in text) == ("precise_rows" in studies)
+
+
+@pytest.mark.parametrize(
+    "own, tail",
+    [
+        (
+            {"equal_steps": [0, 1, 2, 3]},
+            "use all 20; 1 study sets seeds of its own: batch size at equal steps (0, 1, 2 and 3 of the grid's).",
+        ),
+        (
+            {"lr_sweep": [0, 1], "equal_steps": [0, 1, 2, 3], "renorm_ramp": list(range(10))},
+            "use all 20; 3 studies set seeds of their own: the learning-rate sweep (0 and 1, networks of its own), "
+            "batch size at equal steps (0, 1, 2 and 3 of the grid's) and batch renormalisation's ramp (0 to 9 of the "
+            "grid's).",
+        ),
+    ],
+)
+def test_the_sentence_names_the_seeds_of_the_studies_that_set_their_own(own, tail):
+    """A study with seeds of its own (equal steps: 4 of the grid's) is not described by the first seed
+    block the other follow-ups take: the Methods name its seeds."""
+    cfg = config([0, 1, 2, 3, 4]) | {key: {"seeds": seeds} for key, seeds in own.items()}
+    text = follow_up_macros(cfg)["gridFollowUpSentence"]
+    assert text.endswith(tail) and not problems(text), text

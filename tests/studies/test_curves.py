@@ -11,6 +11,7 @@ import yaml
 
 from bnstudy.base.config import ConfigError, check_cross_fields, parts
 from bnstudy.studies.curves import checks, figure, report
+from test_sentences import problems
 
 
 def epochs_file(curve_by_seed: dict[int, list[float]]) -> pd.DataFrame:
@@ -115,6 +116,11 @@ def test_the_baselines_sentence_sets_our_best_and_worst_cell_beside_each_publish
     assert "87--88\\% for the benchmark's MLPs" in text
     assert "55{,}000 images" in text and "not to match these" in text
     assert "Published" not in report.baselines_sentence(tests, [], 55000, "10 epochs")
+    # a tie at the top (the digits' batch norm at b = 32 and 64 score alike to the last row): both named
+    tied = tests.assign(test_accuracy=[0.91, 0.91, 0.70])
+    text = report.baselines_sentence(tied, [], 55000, "10 epochs")
+    assert text.startswith("Our best cells, no normaliser at $b = 2$ and no normaliser at $b = 8$, score 91.0\\%")
+    assert "our worst, batch norm at $b = 2$, 70.0\\%." in text and not problems(text)
 
 
 def test_the_table_marks_an_unfinished_cell_with_a_dagger_and_prints_its_test_accuracy():

@@ -173,7 +173,7 @@ def test_every_interval_is_at_the_level_the_family_declares_and_said_so(adjustme
     _, _, _, comment = report.latex_table(cells.reset_index(), report.intervals(family, arms))
     assert comment.endswith(phrase[adjustment])
     text = report.macros(cells.reset_index(), [0, 1, 2], [2, 64], family)["equalStepsAbstractSentence"]
-    assert f" ({family.tag}): " in text and not problems(text)
+    assert f" (3 seeds, {family.tag}): " in text and not problems(text)
 
 
 def test_a_seed_missing_on_either_side_is_an_error():
@@ -229,6 +229,31 @@ def test_arm_sentence_every_variant_reads_and_claims_only_what_its_intervals_sho
     assert "alike" not in text.replace("every seed alike", "")
 
 
+@pytest.mark.parametrize("gaps", ["below", "zero"])
+@pytest.mark.parametrize("sides", list(itertools.product(("below", "above", "zero"), repeat=4)), ids="-".join)
+def test_the_results_paragraph_states_each_reading_once_and_the_zero_note_only_where_a_gap_holds_zero(sides, gaps):
+    """Both arms' sentences in one paragraph: a reading the first arm gave is pointed back to by the
+    second (``as at 280 steps``, ``as at batch 2``), never repeated; the note that an interval holding
+    zero shows no equivalence stands where a gap's interval (a clause without a reading) holds zero."""
+    rows = []
+    for arm, (batch, steps) in zip(design.ARMS, (sides[:2], sides[2:]), strict=True):
+        rows += list(rows_for(arm, {"gap": gaps, "gap_other": "below", "batch": batch, "steps": steps}).values())
+    m = report.macros(pd.DataFrame(rows), [0, 1, 2], [2, 64], FAMILY)
+    section = (ROOT / "paper" / "sections" / "equal_steps.tex").read_text()
+    paragraph = section[section.index("\\paragraph{Results.}") : section.index("\\begin{table}")]
+    paragraph = re.sub(r"\\ifdefined\\(\w+) (.*?)\\fi", lambda f: f.group(2) if f.group(1) in m else "", paragraph)
+    paragraph = re.sub(r"\\(\w+)(\{\})?", lambda f: m.get(f.group(1), f.group(0)), paragraph)
+    for sentence in re.split(r"(?<=\.)\s+", paragraph):  # each arm's sentence, and the note
+        assert not problems(sentence), sentence
+    for key, (first, second) in (("batch", (sides[0], sides[2])), ("steps", (sides[1], sides[3]))):
+        for side_ in {first, second}:
+            assert paragraph.count(report.READING[key][side_]) == 1
+        back = {"batch": "as at 280 steps", "steps": "as at batch 2"}[key]
+        assert (back in paragraph) == (first == second)
+    note = "An interval that holds zero does not show that the two sides score alike."
+    assert (note in paragraph) == (gaps == "zero") and m["equalStepsZeroNote"] in ("", note)
+
+
 @pytest.mark.parametrize("adjustment", ADJUSTMENTS)
 @pytest.mark.parametrize("arms", [["smallest"], ["largest"], ["smallest", "largest"]], ids="-".join)
 @pytest.mark.parametrize("sides", list(itertools.product(("below", "above", "zero"), repeat=2)), ids="-".join)
@@ -247,7 +272,7 @@ def test_the_abstract_sentence_reads_in_every_variant_and_gives_a_direction_only
     used = "\\equalStepsAbstractSentence."
     assert used in abstract and not problems(text + ".")
     run = sides[: len(arms)]
-    tag = f" ({family.tag})"
+    tag = f" (3 seeds, {family.tag})"  # the seeds the intervals are over, beside the family's tag
     assert len(re.findall(r"\d steps", text.split(tag)[0])) == len(arms) and tag in text
     if len(set(run)) == 1:
         assert text.endswith(report.ABSTRACT_READING[run[0]])

@@ -13,6 +13,7 @@ from scipy import stats as sps
 from bnstudy.base.config import ConfigError, check_cross_fields
 from bnstudy.evaluation import accuracy
 from bnstudy.evaluation.families import declared
+from bnstudy.paper.latex import ALIKE
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
 from bnstudy.studies.lr_sweep import science as lr_sweep
 from conftest import ROOT
@@ -163,6 +164,7 @@ def test_report_macros_and_tables_follow_the_choice():
     assert m["lrGapNoun"] == "advantage" and m["lrDeficitAnswer"] == "survives"
     assert m["lrBestBatchnormMin"] == m["lrBestBatchnormBTwo"] and m["lrBestNoneMax"] == "$1 \\times 10^{-2}$"
     assert m["lrAccGridNoneMin"] == "60.0" and m["lrAccNoneMin"] == "60.0"
+    assert all(m[k].endswith("\\%]") or m[k] == ALIKE for k in m if k.startswith("lrCi"))  # ends with their %
     assert m["lrEdgeCells"] == "batch norm at batch 2 (highest) and no normaliser at batch 2 (lowest)"
     # at the grid's rate 1e-2 both sides: batch norm minus none = +0.05 every seed at b 2
     assert m["lrPairedGridMinGain"] == "+5.00"
@@ -337,3 +339,13 @@ def test_the_sections_name_each_familys_intervals_as_declared(adjustment):
     sections = "".join((ROOT / "paper" / "sections" / s).read_text() for s in ("lr_sweep.tex", "precise_rows.tex"))
     sections += (ROOT / "paper" / "sections" / "equal_steps.tex").read_text()
     assert "Bonferroni" not in sections and "not adjusted for" not in sections  # the words come from the families
+
+
+def test_the_result_paragraph_gives_each_test_accuracy_its_unit():
+    """The accuracies of the Result paragraph are percentages: each macro followed by its ``\\%``
+    (the macros stay plain numbers, as pinned), each interval's ends carrying theirs."""
+    from pathlib import Path
+
+    section = (Path(__file__).resolve().parents[2] / "paper/sections/lr_sweep.tex").read_text()
+    for name in ("lrAccBatchnormMin", "lrAccNoneMin", "lrAccGridBatchnormMin", "lrAccGridNoneMin"):
+        assert f"\\{name}\\%" in section and f"\\{name}{{}}" not in section and f"\\{name}." not in section

@@ -180,24 +180,26 @@ def test_every_stability_sentence(adjustment):
     )
     m = stability.stability_macros(some, LABELS, 2, 1, family)
     assert m["lrStabilitySentence"] == (
-        "All 5 folds, each on its own, pick the chosen rate in 1 of the 3 cells; in the least stable, only 2 of "
-        "the 5 do (no normaliser at batch 8 and batch norm at batch 2)"
+        "All 5 folds, each on its own, pick the chosen rate in 1 of the 3 cells; in the least stable cells (no "
+        "normaliser at batch 8 and batch norm at batch 2), only 2 of the 5 do"
     )
     assert m["lrMarginSentence"].endswith("wholly above zero in 1 of the 3 cells")
     assert "lrFoldAgreeNoneMin" in m and "lrFoldAgreeNoneB8" not in m  # the smallest batch only
     none = stab_rows([("none", 2, 3, 0.0, 0.0, 0.0), ("batchnorm", 2, 4, 0.01, -0.01, 0.03)])
     m = stability.stability_macros(none, LABELS, 2, 1, family)
     assert m["lrStabilitySentence"] == (
-        "All 5 folds, each on its own, pick the chosen rate in no cell; in the least stable, only 3 of the 5 do "
-        "(no normaliser at batch 2)"
+        "In no cell do all 5 folds, each on its own, pick the chosen rate; in the least stable cell (no normaliser "
+        "at batch 2), only 3 of the 5 do"
     )
     assert m["lrMarginSentence"].endswith("wholly above zero in none of the 2 cells")
     assert m["lrMarginNoneMin"] == "$0.00$ points $\\text{(every seed alike)}$"
     one = stab_rows([(n, b, 1, 0.0, 0.0, 0.0) for n in ("none", "batchnorm") for b in (2, 4)])
-    assert stability.stability_sentence(one, LABELS).endswith("only 1 of the 5 does (4 cells)")  # more than 3: a count
+    assert stability.stability_sentence(one, LABELS).endswith(
+        "in the 4 least stable cells, only 1 of the 5 does"
+    )  # over 3: counted
     zero = one.assign(agree=[0, 1, 0, 1])
     assert stability.stability_sentence(zero, LABELS).endswith(
-        "none of the 5 does (no normaliser at batch 2 and batch norm at batch 2)"
+        "cells (no normaliser at batch 2 and batch norm at batch 2), none of the 5 does"
     )
     two = stab_rows([("none", 2, 2, 0.0, 0.0, 0.0), ("batchnorm", 2, 1, 0.0, 0.0, 0.0)]).assign(folds=2)
     assert stability.stability_sentence(two, LABELS).startswith(
@@ -205,6 +207,10 @@ def test_every_stability_sentence(adjustment):
     )
     assert stability.stability_sentence(two.assign(agree=2), LABELS).endswith(
         "2 cells both folds, each on its own, pick the chosen rate"
+    )
+    assert stability.stability_sentence(two.assign(agree=1), LABELS) == (
+        "In no cell do both folds, each on its own, pick the chosen rate; in the least stable cells (no normaliser "
+        "at batch 2 and batch norm at batch 2), only 1 of the 2 does"
     )
     assert stability.overlap_sentence(2).startswith("The two fold networks of one seed train on disjoint halves")
     assert stability.overlap_sentence(5).startswith("The 5 fold networks of one seed share 3 of the 4 folds each")
@@ -358,7 +364,7 @@ def test_every_bound_sentence(deficit, bn, none, holds, relation, tail):
     d = np.subtract(np.ravel(bn[[1e-3, 1e-2].index(b_row.lr)]), np.ravel(none[[1e-3, 1e-2].index(n_row.lr)]))
     assert m["lrBoundSentence"].startswith(
         f"At batch 2 batch normalisation at its {side} swept rate on the test half "
-        f"($1 \\times 10^{{{int(np.log10(b_row.lr))}}}$, {100 * b_row.test_mean:.1f}) {relation} no normaliser "
+        f"($1 \\times 10^{{{int(np.log10(b_row.lr))}}}$, {100 * b_row.test_mean:.1f}\\%) {relation} no normaliser "
         f"at its {other}"
     )
     assert f"the difference is ${100 * d.mean():+.2f}$ points" in m["lrBoundSentence"]

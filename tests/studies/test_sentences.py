@@ -231,7 +231,7 @@ def test_small_effect_sentence_names_the_intervals_clear_of_zero_inside_the_marg
     tag = "adjusted" if adjustment == "bonferroni" else "unadjusted"
     assert small.startswith(f" Yet the {tag} interval{'s' if len(clear) > 1 else ''} clear of zero")
     assert f"clear of zero {latex.at_batches(clear)} {'lie' if len(clear) > 1 else 'lies'} wholly within" in small
-    assert small.endswith("differ by less.") and "$\\pm1.0$ points" in small
+    assert small.endswith("differ, but by less than that.") and "$\\pm1.0$ points" in small
     # the equivalence margin is the normalisers' smallest effect; renormalisation's family has its own
     assert ("(the equivalence margin)" in small) == (comparison == "batchnorm_vs_none"), small
     assert not problems(f"Seed by seed, {text}.{small}"), small
@@ -776,7 +776,7 @@ def test_finetune_abstract_sentence_every_verdict(controls, rates, adjustment):
         )
         phrases = [said_phrase(live, dict(zip(controls, pattern))) for live, pattern in rates]
         if phrases[0] == phrases[1]:
-            want += f"at {RATES[0]} and {RATES[1]} {phrases[0]}"
+            want += f"at both rates {phrases[0]}"  # the rates named once, in the clause before
         else:
             want += f"at {RATES[0]} {phrases[0]}; at {RATES[1]} {phrases[1]}"
     assert text == want
@@ -1032,3 +1032,19 @@ def test_precise_rows_abstract_sentence_every_branch(case, adjustment):
     assert "alike" not in text and "match" not in text  # an interval holding zero tells nothing apart
     for window in abstract_windows("preciseRowsAbstractSentence", text):
         assert not problems(window), window
+
+
+@pytest.mark.parametrize("largest", [0.0, 0.0011, 0.125])
+def test_debiasing_sentence_every_variant_in_its_place(largest):
+    """The batch-size section's sentence on debiasing: no network changed is said in words ("changes
+    nothing", never "0.0 points"), any change printed with no claim that nothing changed."""
+    m = batch_size_macros.debiased_words(largest)
+    text = (SECTIONS / "batch_size.tex").read_text()
+    start = text.index("\\debiasedLead")
+    sentence = text[start : text.index(". The bias", start) + 1]
+    for name, value in m.items():
+        sentence = sentence.replace(f"\\{name}", value)
+    assert not problems(sentence), sentence
+    assert ("changes nothing" in sentence) == (largest == 0) and "0.0 points" not in sentence
+    if largest:
+        assert f"is {latex.points(largest)} points" in sentence

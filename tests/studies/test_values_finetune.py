@@ -915,7 +915,7 @@ def test_the_abstract_sentence_reads_every_rate_in_order_one_class_batches_as_tr
         f"at {r2}: "
     )
     p1, p2 = phrase(lives[0], parts[0]), phrase(lives[1], parts[1])
-    want += f"at {r1} and {r2} {p1}" if p1 == p2 else f"at {r1} {p1}; at {r2} {p2}"
+    want += f"at both rates {p1}" if p1 == p2 else f"at {r1} {p1}; at {r2} {p2}"
     family = {"bonferroni": BONFERRONI, "none": UNADJUSTED}[adjustment]
     m = finetune_macros.abstract_macros(arms, {"batch_size": 4, "shift": {"scale": 1.5, "offset": 0.25}}, family)
     assert m == {"finetuneAbstractSentence": want}

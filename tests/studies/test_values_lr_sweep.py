@@ -216,14 +216,14 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
     }
     for (n, b), c in sorted(best.items()):
         m[macro_name("lr best", n, "b", b)] = ten(c["lr"])
-        m[macro_name("lr acc", n, "b", b)] = pts(c["test_accuracy"])
-        m[macro_name("lr ci", n, "b", b)] = f"[{pts(c['test_ci'][0])}, {pts(c['test_ci'][1])}]"
+        m[macro_name("lr acc", n, "b", b)] = pts(c["test_accuracy"])  # the section prints its %
+        m[macro_name("lr ci", n, "b", b)] = f"[{pts(c['test_ci'][0])}\\%, {pts(c['test_ci'][1])}\\%]"
     for n in ("none", "batchnorm"):
         for w, b in (("min", sizes[0]), ("max", sizes[-1])):
             for name, table in (("", best), ("grid", grid)):
                 c = table[(n, b)]
                 m[macro_name("lr acc", name, n, w)] = pts(c["test_accuracy"])
-                m[macro_name("lr ci", name, n, w)] = f"[{pts(c['test_ci'][0])}, {pts(c['test_ci'][1])}]"
+                m[macro_name("lr ci", name, n, w)] = f"[{pts(c['test_ci'][0])}\\%, {pts(c['test_ci'][1])}\\%]"
             m[macro_name("lr best", n, w)] = ten(choice[(n, b)][0])
     first = pb[sizes[0]]
     lo, hi = first["ci_adjusted"]  # the headline: adjusted over the batch sizes

@@ -207,12 +207,26 @@ def test_replicated_study_labels_each_shuffle_and_uses_its_own_stream():
 
 def test_monotone_sentence_by_hand():
     assert rs.monotone_sentence({2: 1.0, 4: 1.0, 8: 3.0}) == "rises with every step in batch size"
-    assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.2}) == (
-        "is not monotone in the batch size: it falls from $b=2$ to $b=4$, from $b=4$ to $b=8$, "
-        "and is smallest at $b=8$, not at the smallest batch $b=2$"
-    )
+    # falling at every step is monotone too, not "not monotone"
+    assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.2}) == "falls with every step in batch size"
     assert rs.monotone_sentence({8: 0.4, 2: 0.1, 4: 0.3, 16: 0.2}) == (
-        "is not monotone in the batch size: it falls from $b=8$ to $b=16$, and is smallest at $b=2$"
+        "is not monotone in the batch size: it falls from $b=8$ to $b=16$, and is smallest at the smallest batch $b=2$"
+    )
+    # the digits' shape: one fall, to the smallest value, named once (not "falls from b=8 to b=16, and is
+    # smallest at b=16, not at the smallest batch b=8")
+    assert rs.monotone_sentence({8: 0.12, 16: 0.09, 32: 0.2, 256: 1.0}) == (
+        "is not monotone in the batch size: it falls from $b=8$ to $b=16$, where it is smallest"
+    )
+    assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.6, 16: 0.4, 32: 0.7, 64: 0.65}) == (
+        "is not monotone in the batch size: it falls from $b=2$ to $b=4$, where it is smallest, from $b=8$ to "
+        "$b=16$ and from $b=32$ to $b=64$"
+    )
+    assert rs.monotone_sentence({2: 0.5, 4: 0.6, 8: 0.3, 16: 0.4}) == (
+        "is not monotone in the batch size: it falls from $b=4$ to $b=8$, where it is smallest"
+    )
+    assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.6, 16: 0.4}) == (
+        "is not monotone in the batch size: it falls from $b=2$ to $b=4$, where it is smallest, and from $b=8$ to "
+        "$b=16$"
     )
 
 

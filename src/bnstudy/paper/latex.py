@@ -201,6 +201,14 @@ def points_interval(lo, hi, signed: bool = False, digits: int | None = None) -> 
     return f"[{f(lo, digits)}, {f(hi, digits)}]"
 
 
+def percent_interval(lo, hi, digits: int = 1) -> str:
+    """``[lo\\%, hi\\%]``: a share's interval in percent, each end carrying its unit as in
+    :func:`share_with_interval`; :data:`ALIKE` for a degenerate interval."""
+    if degenerate(lo, hi):
+        return ALIKE
+    return f"[{points(lo, digits)}\\%, {points(hi, digits)}\\%]"
+
+
 def degenerate_share(mean, lo, hi) -> str | None:
     """``"every one"`` or ``"none"`` when a share and its interval are all exactly 1 or all
     exactly 0 (an interval with nothing to say), else ``None``."""

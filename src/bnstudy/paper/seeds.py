@@ -34,9 +34,32 @@ def follow_up_parts(config: dict) -> list[str]:
     return parts
 
 
+# the studies whose config names seeds of their own, in the paper's order, and how the Methods say it
+OWN_SEEDS = (
+    ("lr_sweep", "the learning-rate sweep ({}, networks of its own)"),
+    ("equal_steps", "batch size at equal steps ({} of the grid's)"),
+    ("renorm_ramp", "batch renormalisation's ramp ({} of the grid's)"),
+)
+
+
+def own_seeds_clause(config: dict) -> str:
+    """``; 2 studies set seeds of their own: the learning-rate sweep (0 and 1, ...) and ...``: the
+    studies in ``config`` that take seeds of their own (:data:`OWN_SEEDS`), so that the seeds of every
+    follow-up study are said; empty where there are none."""
+    parts = [
+        what.format(seed_list(config[key]["seeds"])) for key, what in OWN_SEEDS if config.get(key, {}).get("seeds")
+    ]
+    if not parts:
+        return ""
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    one = len(parts) == 1
+    return f"; {len(parts)} stud{'y sets' if one else 'ies set'} seeds of {'its' if one else 'their'} own: {listed}"
+
+
 def follow_up_macros(config: dict) -> dict[str, str]:
     """``gridFollowUpSentence`` and ``gridFollowUpSeeds`` (their number) where ``grid.follow_up_seeds``
-    takes some of the grid's seeds."""
+    takes some of the grid's seeds; the sentence also names the seeds of the studies that set their
+    own (:func:`own_seeds_clause`), which the first seed blocks do not describe."""
     grid = config["grid"]
     follow_up = grid.get("follow_up_seeds")
     if follow_up is None or set(follow_up) == set(grid["seeds"]):
@@ -46,8 +69,8 @@ def follow_up_macros(config: dict) -> dict[str, str]:
     precise = " and PreciseBN on a budget" if "precise_rows" in config else ""
     blocks = "its first seed block" if len(follow_up) <= grid["seed_block"] else "its first seed blocks"
     sentence = (
-        f"The follow-up studies use the grid's seeds {seed_list(follow_up)} only ({len(follow_up)} networks a "
-        f"cell, {blocks}): {listed}; the batch-size comparisons, their remedies{precise} use all "
-        f"{len(grid['seeds'])}."
+        f"Only the grid's seeds {seed_list(follow_up)} ({len(follow_up)} networks a cell, {blocks}) serve "
+        f"{listed}; the batch-size comparisons, their remedies{precise} use all {len(grid['seeds'])}"
+        f"{own_seeds_clause(config)}."
     )
     return {"gridFollowUpSentence": sentence, "gridFollowUpSeeds": str(len(follow_up))}

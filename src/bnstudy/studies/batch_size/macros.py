@@ -307,8 +307,21 @@ def ema_macros(runs, updates, momentum: float) -> dict:
         trained = runs[(runs["mode"] == "inference") & (runs["normaliser"] == "batchnorm")].set_index(
             ["batch_size", "seed"]
         )["accuracy"]
-        m["debiasedLargestChange"] = points(float((debiased - trained.reindex(debiased.index)).abs().max()))
+        largest = float((debiased - trained.reindex(debiased.index)).abs().max())
+        m["debiasedLargestChange"] = points(largest)
+        m |= debiased_words(largest)
     return m
+
+
+def debiased_words(largest: float) -> dict:
+    """The section's lead on debiasing (``debiasedLead``) and its closing clause
+    (``debiasedChangeClause``): where no network's accuracy moves (``largest`` 0), said in words,
+    not as a change of 0.0 points; else the largest change, with no claim that nothing changed."""
+    if largest == 0:
+        return {"debiasedLead": "Debiasing the EMA changes nothing here",
+                "debiasedChangeClause": "debiasing leaves every network's test accuracy as it was"}  # fmt: skip
+    change = f"the largest change of accuracy from debiasing over all networks is {points(largest)} points"
+    return {"debiasedLead": "Debiasing the EMA changes some networks' accuracy", "debiasedChangeClause": change}
 
 
 def distance_macros(distance_summary: pd.DataFrame, sizes: list[int]) -> dict:

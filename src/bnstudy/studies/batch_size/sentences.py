@@ -205,5 +205,5 @@ def small_effect_sentence(name: str, g: pd.DataFrame, family: Family) -> str:
     return (
         f" Yet the {family.tag} {intervals} clear of zero {latex.at_batches(sizes)} {verb} wholly within "
         f"$\\pm{points(margin, 1)}$ points, the smallest difference declared to matter{which}: there {a} and {b} "
-        "differ by less."
+        "differ, but by less than that."
     )

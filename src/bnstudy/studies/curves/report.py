@@ -164,15 +164,19 @@ def epochs_words(table: pd.DataFrame, unit: str = "") -> str:
 
 
 def baselines_sentence(tests: pd.DataFrame, baselines: list[dict], train_rows: int, epochs: str) -> str:
-    """Our best and worst cell's test accuracy beside the published baselines of the data set
-    (``epochs``: how long the networks trained, in words, :func:`epochs_words`)."""
-    best = tests.loc[tests["test_accuracy"].idxmax()]
-    worst = tests.loc[tests["test_accuracy"].idxmin()]
+    """Our best and worst cell's test accuracy (each cell of a tie named) beside the published baselines
+    of the data set (``epochs``: how long the networks trained, in words, :func:`epochs_words`)."""
+
+    def tied(value) -> str:  # every cell at that mean, so that a tie names each
+        at = tests[tests["test_accuracy"] == value]
+        return words([_cell_name(r.normaliser, int(r.batch_size)) for r in at.itertuples()])
+
+    high, low = tests["test_accuracy"].max(), tests["test_accuracy"].min()
+    several = (tests["test_accuracy"] == high).sum() > 1
     ours = (
-        f"Our best cell, {_cell_name(best['normaliser'], int(best['batch_size']))}, scores "
-        f"{points(best['test_accuracy'], 1)}\\% on the test set in inference mode (mean over seeds) and our "
-        f"worst, {_cell_name(worst['normaliser'], int(worst['batch_size']))}, "
-        f"{points(worst['test_accuracy'], 1)}\\%."
+        f"Our best cell{'s' if several else ''}, {tied(high)}, score{'' if several else 's'} "
+        f"{points(high, 1)}\\% on the test set in inference mode (mean over seeds) and our "
+        f"worst, {tied(low)}, {points(low, 1)}\\%."
     )
     if not baselines:
         return ours

@@ -139,11 +139,24 @@ def _points(r: dict) -> str:
     return f"${signed_points(r['gain'])}$ points ${ci}$, an interval that {verdict(r['ci_low'], r['ci_high'])}"
 
 
-def arm_sentence(rows: dict[str, dict]) -> str:
+def _reading(key: str, r: dict, said: dict | None, where: str) -> str:
+    """What the interval of ``r`` (the ``batch`` or ``steps`` comparison) says: :data:`READING`, or,
+    where an earlier arm's sentence (``said``: its readings by key, each with where it was said) gave
+    the same reading, a pointer back to it, so that a paragraph states one reading once."""
+    reading = READING[key][side(r["ci_low"], r["ci_high"])]
+    if said is not None and key in said and said[key][0] == reading:
+        return f", as {said[key][1]}"
+    if said is not None:
+        said[key] = (reading, where)
+    return f": {reading}"
+
+
+def arm_sentence(rows: dict[str, dict], said: dict | None = None) -> str:
     """The sentence of one arm, four clauses joined by semicolons: batch norm against no normaliser in
     the arm and in the grid at the same steps; the batch comparison at equal steps; the step comparison
-    at the arm's batch size, each with what its interval says. ``rows``: the arm's :func:`comparisons`
-    rows by key. Nothing is said to differ where its interval holds zero."""
+    at the arm's batch size, each with what its interval says (:func:`_reading`; ``said``: the readings
+    an earlier arm's sentence gave, updated). ``rows``: the arm's :func:`comparisons` rows by key.
+    Nothing is said to differ where its interval holds zero."""
     gap, other, batch, step = rows["gap"], rows["gap_other"], rows["batch"], rows["steps"]
     b, o, s, own = int(gap["batch_size"]), int(gap["other"]), int(gap["steps"]), int(gap["own_steps"])
     small, large = min(b, o), max(b, o)
@@ -155,9 +168,9 @@ def arm_sentence(rows: dict[str, dict]) -> str:
         f"batch {o}'s grid networks, with those steps, have "
         + difference_clause(other["gain"], other["ci_low"], other["ci_high"], "no normaliser"),
         f"at {latex.fmt(s)} steps, batch norm's difference at batch {small} minus its difference at batch {large} "
-        f"is {_points(batch)}: {READING['batch'][side(batch['ci_low'], batch['ci_high'])]}",
-        f"at batch {b}, batch norm's difference after {many} steps minus that after {few} is {_points(step)}: "
-        + READING["steps"][side(step["ci_low"], step["ci_high"])],
+        f"is {_points(batch)}" + _reading("batch", batch, said, f"at {latex.fmt(s)} steps"),
+        f"at batch {b}, batch norm's difference after {many} steps minus that after {few} is {_points(step)}"
+        + _reading("steps", step, said, f"at batch {b}"),
     ]
     return "; ".join(clauses) + "."
 
@@ -173,9 +186,8 @@ ABSTRACT_READING = {
 def abstract_sentence(cells: pd.DataFrame, family: Family) -> str:
     """The abstract's sentence: each arm's batch comparison at equal steps (batch norm's difference from
     no normaliser at the smaller batch minus at the larger), with its interval (named by ``family``'s
-    tag) and the steps
-    both batch sizes take, and one reading: a direction only where every interval is clear of zero on
-    that side, else which step counts show one."""
+    tag) and the seeds it is over, and the steps both batch sizes take, and one reading: a direction only
+    where every interval is clear of zero on that side, else which step counts show one."""
     rows = [_row(cells, arm, "batch") for arm in ARMS if arm in set(cells["arm"])]
     small = min(min(int(r["batch_size"]), int(r["other"])) for r in rows)
     large = max(max(int(r["batch_size"]), int(r["other"])) for r in rows)
@@ -198,7 +210,8 @@ def abstract_sentence(cells: pd.DataFrame, family: Family) -> str:
         )
     return (
         f"With the optimiser steps held equal, batch normalisation's difference from no normaliser at batch "
-        f"{small} minus that at batch {large} is {' and '.join(parts)} ({family.tag}): {reading}"
+        f"{small} minus that at batch {large} is {' and '.join(parts)} ({int(rows[0]['seeds'])} seeds, "
+        f"{family.tag}): {reading}"
     )
 
 
@@ -208,17 +221,24 @@ def results_macro(arm: str) -> str:
 
 
 def macros(cells: pd.DataFrame, seeds, batch_sizes, family: Family) -> dict[str, str]:
-    """Every number and generated sentence of the section: one sentence per arm run (:func:`arm_sentence`),
-    defined only for the arms the config runs; ``family``: ``equal_steps``."""
+    """Every number and generated sentence of the section: one sentence per arm run (:func:`arm_sentence`,
+    a reading an earlier arm gave pointed back to), defined only for the arms the config runs; the
+    note that an interval holding zero shows no equivalence, where a gap's interval (whose clause gives
+    no reading) holds zero, else empty; ``family``: ``equal_steps``."""
     m = {
         "equalStepsSmallest": str(min(int(b) for b in batch_sizes)),
         "equalStepsLargest": str(max(int(b) for b in batch_sizes)),
         "equalStepsSeeds": words([str(int(s)) for s in seeds]),
         "equalStepsSeedCount": str(len(seeds)),
     }
+    said: dict = {}
     for arm in (a for a in ARMS if a in set(cells["arm"])):
-        m[results_macro(arm)] = arm_sentence({k: _row(cells, arm, k) for k in KEYS})
+        m[results_macro(arm)] = arm_sentence({k: _row(cells, arm, k) for k in KEYS}, said)
     m["equalStepsAbstractSentence"] = abstract_sentence(cells, family)
+    zero = any(side(r.ci_low, r.ci_high) == "zero" for r in cells.itertuples() if r.key in ("gap", "gap_other"))
+    m["equalStepsZeroNote"] = (
+        "An interval that holds zero does not show that the two sides score alike." if zero else ""
+    )
     return m
 
 

@@ -287,8 +287,9 @@ def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: Fa
     :func:`summarise_arms`)`` in increasing order) with its verdicts, and the part of it specific to batch
     normalisation, that change minus each control's (paired by seed; its interval at the level of the
     declared ``family`` of ``members`` cells, named in the family's words), with what it shows at each
-    rate (:func:`_specific_phrase`): the loss is put down to batch normalisation only where the change and
-    every part lie wholly below zero."""
+    rate (:func:`_specific_phrase`; ``at both rates`` where one reading holds at every rate, whose
+    printed values the clause before has just named): the loss is put down to batch normalisation only
+    where the change and every part lie wholly below zero."""
     lives = [cell["arms"]["live"]["change"] for _, cell in cells]
     changes = words([f"{_difference(live)} at rate {rate}" for live, (rate, _) in zip(lives, cells)])
     text = (
@@ -311,6 +312,9 @@ def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: Fa
     for live, (rate, cell) in zip(lives, cells):
         phrase = _specific_phrase(live, [(ABSTRACT_CONTROLS[SPECIFIC[k]], cell["contrasts"][k]) for k in keys])
         phrases.setdefault(phrase, []).append(rate)
+    if len(phrases) == 1 and len(cells) > 1:  # one reading for every rate: the rates are not named again
+        every = "both rates" if len(cells) == 2 else f"all {len(cells)} rates"
+        return f"{text}: at {every} {next(iter(phrases))}"
     text += ": " + "; ".join(f"at {words(rates)} {phrase}" for phrase, rates in phrases.items())
     return text
 

@@ -170,19 +170,19 @@ def _row_macros(design: dict) -> dict:
 
 
 def cell_macros(best: pd.DataFrame, grid: pd.DataFrame, sizes: list[int]) -> dict:
-    """Each cell's chosen rate and test accuracy; at the two ends also at the grid's rate."""
+    """Each cell's chosen rate, test accuracy (pinned: the section prints its %) and interval (with its %)."""
     m = {}
     for row in best.itertuples(index=False):
         stem = (row.normaliser, "b", row.batch_size)
         m[latex.macro_name("lr best", *stem)] = power_of_ten(row.lr)
         m[latex.macro_name("lr acc", *stem)] = points(row.test_mean)
-        m[latex.macro_name("lr ci", *stem)] = points_interval(row.test_ci_low, row.test_ci_high)
+        m[latex.macro_name("lr ci", *stem)] = latex.percent_interval(row.test_ci_low, row.test_ci_high)
     for norm in ("none", "batchnorm"):  # at the smallest and the largest batch size, whatever the grid
         for where, size in (("min", sizes[0]), ("max", sizes[-1])):
             for name, table in (("", best), ("grid", grid)):
                 r = table[(table.normaliser == norm) & (table.batch_size == size)].iloc[0]
                 m[latex.macro_name("lr acc", name, norm, where)] = points(r.test_mean)
-                m[latex.macro_name("lr ci", name, norm, where)] = points_interval(r.test_ci_low, r.test_ci_high)
+                m[latex.macro_name("lr ci", name, norm, where)] = latex.percent_interval(r.test_ci_low, r.test_ci_high)
             m[latex.macro_name("lr best", norm, where)] = power_of_ten(best_lr(best, norm, size))
     return m
 

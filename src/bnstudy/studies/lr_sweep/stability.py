@@ -143,7 +143,7 @@ def overlap_sentence(k: int) -> str:
 
 def stability_sentence(stab: pd.DataFrame, labels: dict[str, str]) -> str:
     """In how many cells all K folds, each on its own, pick the chosen rate, and how few do in the
-    least stable cells (named where there are at most three)."""
+    least stable cell or cells (named where there are at most three, else counted)."""
     k, cells = int(stab.folds.max()), len(stab)
     every = int((stab.agree == stab.folds).sum())
     all_k = "both" if k == 2 else f"all {k}"
@@ -151,11 +151,16 @@ def stability_sentence(stab: pd.DataFrame, labels: dict[str, str]) -> str:
         return f"In every one of the {cells} cells {all_k} folds, each on its own, pick the chosen rate"
     fewest = int(stab.agree.min())
     least = [f"{_prose(r.normaliser, labels)} at batch {r.batch_size}" for r in stab.itertuples() if r.agree == fewest]
-    where = words(least) if len(least) <= 3 else f"{len(least)} cells"
-    share = f"in {every} of the {cells} cells" if every else "in no cell"
+    if len(least) > 3:
+        where = f"in the {len(least)} least stable cells"
+    else:
+        where = f"in the least stable cell{'s' if len(least) > 1 else ''} ({words(least)})"
     few = f"none of the {k} does" if fewest == 0 else f"only {fewest} of the {k} do{'es' if fewest == 1 else ''}"
-    lead = f"{all_k[0].upper()}{all_k[1:]} folds, each on its own, pick the chosen rate {share}"
-    return f"{lead}; in the least stable, {few} ({where})"
+    if every:
+        lead = f"{all_k.capitalize()} folds, each on its own, pick the chosen rate in {every} of the {cells} cells"
+    else:
+        lead = f"In no cell do {all_k} folds, each on its own, pick the chosen rate"
+    return f"{lead}; {where}, {few}"
 
 
 def chosen_minus_grid(runs, best: pd.DataFrame, grid: pd.DataFrame, confidence: float, family: Family) -> pd.DataFrame:
@@ -245,8 +250,8 @@ def bound_macros(runs: pd.DataFrame, rates: pd.DataFrame, size: int, deficit: bo
     scores = f"scores {relation}" if holds else f"does not score {relation}"
     head = (
         f"At batch {size} batch normalisation at its {side} swept rate on the test half ({power_of_ten(bn.lr)}, "
-        f"{points(bn.test_mean)}) {scores} no normaliser at its {other} "
-        f"({power_of_ten(none.lr)}, {points(none.test_mean)}); paired over folds and seeds the difference is "
+        f"{points(bn.test_mean)}\\%) {scores} no normaliser at its {other} "
+        f"({power_of_ten(none.lr)}, {points(none.test_mean)}\\%); paired over folds and seeds the difference is "
         f"${signed_points(pair['gain'])}$ points ${points_interval(pair['ci_low'], pair['ci_high'], signed=True)}$, "
         f"an interval that {verdict(pair['ci_low'], pair['ci_high'])}"
     )

@@ -33,16 +33,23 @@ def initial_offset(mu, sigma2) -> float:
 
 def monotone_sentence(means: dict[int, float]) -> str:
     """Whether the mean running error rises with every step in batch size, in words that are true
-    of ``means`` (``{batch size: mean error}``)."""
+    of ``means`` (``{batch size: mean error}``): ``falls with every step`` where it does (monotone
+    too); else each fall, the smallest value named once (at the end of its fall, or at the smallest
+    batch where no fall reaches it)."""
     sizes = sorted(means)
     falls = [(a, b) for a, b in zip(sizes, sizes[1:]) if means[b] < means[a]]
     best = min(sizes, key=lambda b: means[b])
     if not falls:
         return "rises with every step in batch size"
-    steps = ", ".join(f"from $b={a}$ to $b={b}$" for a, b in falls)
-    return f"is not monotone in the batch size: it falls {steps}, and is smallest at $b={best}$" + (
-        "" if best == sizes[0] else f", not at the smallest batch $b={sizes[0]}$"
-    )
+    if len(falls) == len(sizes) - 1:
+        return "falls with every step in batch size"
+    text = ""
+    for i, (a, b) in enumerate(falls):
+        if i:  # a comma before "and" where the clause before closes on "where it is smallest"
+            text += (", and " if falls[i - 1][1] == best else " and ") if i == len(falls) - 1 else ", "
+        text += f"from $b={a}$ to $b={b}$" + (", where it is smallest" if b == best else "")
+    tail = "" if any(b == best for _, b in falls) else f", and is smallest at the smallest batch $b={best}$"
+    return f"is not monotone in the batch size: it falls {text}{tail}"
 
 
 def summary_json(rows: list[dict], keep: float = 0.9) -> dict:
