@@ -315,6 +315,20 @@ def test_every_sentence_variant_reads_with_one_verdict_per_comparison(by_batchno
     assert ("runs from" in tail) == (min(gains) != max(gains)), tail
 
 
+@pytest.mark.parametrize("by_batchnorm, by_grid", CASES, ids=lambda v: "-".join(v))
+def test_the_range_of_the_means_is_given_once(by_batchnorm, by_grid):
+    """Where every other schedule keeps the grid schedule's verdict, their means are not listed beside
+    that verdict and again in the closing range over all schedules; the closing range is there in every
+    variant, and no interval reads as two sides that score alike."""
+    text = report.results_sentence(cells_for(2, by_batchnorm, by_grid), 2, LABELS, 8980)
+    sides = [report.side(*SIDES[x][1:]) for x in by_batchnorm]
+    if all(x == sides[0] for x in sides[1:]):
+        assert "The same holds with every other schedule." in text, text
+    assert text.count("means from") + text.count("runs from") <= 1, text
+    assert text.count("runs from") + text.count("With all 3 schedules") == 1, text
+    assert "score apart" not in text, text
+
+
 ENDS = {"done": (3.0, 5.0), "warmup": (1.0, 0.0), "ramp": (1.23, 0.99)}
 
 

@@ -149,7 +149,8 @@ def _seeds(r: dict) -> str:
 
 def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps: int) -> str:
     """The sentences of batch ``b``: batch renorm minus batch norm with the grid's schedule and its verdict;
-    the variants whose verdict is the same, in one sentence with the range of their means, each other
+    the variants whose verdict is the same, in one sentence with the range of their means (without it
+    where every variant shares the grid's verdict: the closing range over all schedules gives it), each other
     variant with its own verdict; the variants whose networks score apart from the grid's batch renorm
     (the others' intervals contain zero); the range over all schedules (:func:`range_sentence`). Each
     comparison's verdict is stated once."""
@@ -163,7 +164,9 @@ def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps:
     same = [r for r in variants if side(r["ci_low"], r["ci_high"]) == grid_side]
     if same:
         who = "every other schedule" if len(same) == len(variants) else words([labels[r["schedule"]] for r in same])
-        if len(same) == 1:
+        if len(same) == len(variants):  # their means are in the range over all schedules that ends the sentences
+            text.append(f"The same holds with {who}.")
+        elif len(same) == 1:
             text.append(f"The same holds with {who}: {_points(same[0])}.")
         else:
             low, high = min(r["gain"] for r in same), max(r["gain"] for r in same)
@@ -185,7 +188,7 @@ def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps:
     moved = [r for r in variants if side(against[r["schedule"]]["ci_low"], against[r["schedule"]]["ci_high"]) != "zero"]
     if not moved:
         text.append(
-            "No schedule's networks score apart from the grid's batch renormalisation: each such interval "
+            "No schedule's networks are told apart from the grid's batch renormalisation: each such interval "
             "contains zero."
         )
     else:
