@@ -304,6 +304,11 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
     assert m["preciseRowsEmaGaps"] == "from $-0.80$ to $+3.20$ points"
     assert m["preciseRowsSmallestVsExact"] == "lies wholly below zero at batches 4 and 8"
     assert m["preciseRowsEmaVsExact"] == "lies wholly above zero at batch 8 and lies wholly below zero at batch 4"
+    # the whole pass has its verdict too, from its own interval at the family's level
+    assert m["preciseRowsAllGaps"] == "$+1.20$ points"
+    assert m["preciseRowsAllVsExact"] == "lies wholly above zero at batches 4 and 8"
+    for window in in_place("precise_rows.tex", "preciseRowsAllVsExact", m["preciseRowsAllVsExact"]):
+        assert not problems(window), window
     # 8 rows lie below the exact statistics at both batch sizes, 16 rows (0 + 0.002 a seed) at neither
     assert m["preciseRowsAbstractSentence"] == (
         "With statistics recomputed by PreciseBN from 16 training rows, inference-mode accuracy minus that with "

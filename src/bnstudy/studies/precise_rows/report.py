@@ -195,6 +195,7 @@ def macros(table: pd.DataFrame, budgets, replicates: int, seed: int, family: Fam
     )
     m["preciseRowsSmallestVsExact"] = sides_clause(_where(table, small, "ci_low_adj", "ci_high_adj"))
     m["preciseRowsLargestVsExact"] = sides_clause(_where(table, large, "ci_low_adj", "ci_high_adj"))
+    m["preciseRowsAllVsExact"] = sides_clause(_where(table, ALL, "ci_low_adj", "ci_high_adj"))
     m["preciseRowsSmallestVsEma"] = sides_clause(_where(table, small, "vs_ema_low", "vs_ema_high"))
     # the running averages: the batch-size study's adjusted interval (:func:`adjusted`), its family's size
     m["preciseRowsEmaVsExact"] = sides_clause(_where(table, EMA, "ci_low_adj", "ci_high_adj"))
