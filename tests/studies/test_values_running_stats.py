@@ -605,12 +605,16 @@ def test_tables_by_value(result, tables):
             def mark(ok):
                 return "pass" if ok else "\\textbf{fail}"
 
+            def sci(v):
+                mantissa, exponent = f"{v:.0e}".split("e")
+                return f"${mantissa} \\times 10^{{{int(exponent)}}}$"
+
             want.append(
                 [
                     str(b),
                     o,
-                    f"{mark(r.train_mean_pass)} ({r.train_mean:.0e})",
-                    f"{mark(r.train_var_pass)} ({r.train_var:.0e})",
+                    f"{mark(r.train_mean_pass)} ({sci(r.train_mean)})",
+                    f"{mark(r.train_var_pass)} ({sci(r.train_var)})",
                     "pass",
                     "pass",
                     # the divergence of the swept pass of the check's order, size and keep-factor (0.9), as the
@@ -620,7 +624,8 @@ def test_tables_by_value(result, tables):
                 ]
             )
     assert rows == want
-    assert rows[4][3] == "\\textbf{fail} (2e-07)"
+    assert rows[4][3] == "\\textbf{fail} ($2 \\times 10^{-7}$)"  # a minus sign in math, no hyphen-minus
+    assert not any("e-" in cell for line in rows for cell in line[2:4]), rows
 
     header, rows, align, _ = result["table_remedies"]
     assert header == ["order", "$b$", "EMA", "bias-corr.", "cumulative", "pooled", "div.\\ EMA", "div.\\ pooled"]

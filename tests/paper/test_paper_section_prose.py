@@ -1,7 +1,8 @@
-"""The sentences of the sections' own text that name the side by side (``\\compareOthers``, defined only
+"""The sections' own sentences: those that name the side by side (``\\compareOthers``, defined only
 in a paper that sets other builds' numbers beside its own), the discussion's reading of PreciseBN
-after many updates, and the Limitations' machines and seeds: compiled with pdfTeX in every variant and
-read back as text. Marked slow (pdfTeX runs)."""
+after many updates, the Limitations' machines and seeds, and what the running statistics' paragraph
+on tests compares: compiled with pdfTeX in every variant and read back as text. Marked slow (pdfTeX
+runs)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,17 @@ def test_the_limitations_count_the_runs_and_the_seeds_as_the_appendix_and_config
     text = _render(tmp_path, defs + "\n" + seeds, ())
     told = f" ({phrase})" if phrase else ""
     assert text == f"Each cell of the grid has 20 seeds{told}; study 1 has 5 dependence networks."
+
+
+def test_the_running_statistics_tests_paragraph_says_what_the_ratio_compares(tmp_path):
+    defs = (
+        "\\newcommand{\\rsSelfCheckPasses}{48}\\newcommand{\\rsSelfCheckTotal}{48}"
+        "\\newcommand{\\rsDivergenceRatioHigh}{9.1}\\newcommand{\\rsDifferentialTol}{0.1}"
+        "\\newcommand{\\rsDifferentialPassesShuffled}{1}\\newcommand{\\rsDifferentialPassesSorted}{none}"
+        "\\newcommand{\\rsPasses}{6}"
+    )
+    body = _block("running_stats", "On every pass, shuffled and sorted", "sorted ones.")
+    text = _render(tmp_path, defs + "\n" + body.replace("~\\ref{tab:running-stats-selfchecks}", " 13"), ())
+    assert "while sorted batches diverge up to 9.1 times as far as shuffled ones." in text, text
+    assert "-fold" not in text and "agrees to an" not in text
+    assert "it agrees within an RMSE of 0.1 on 1 of 6 shuffled passes and on none of 6 sorted ones." in text, text
