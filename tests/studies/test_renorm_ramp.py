@@ -367,6 +367,9 @@ def test_macros_cover_the_section_and_each_batch_size():
     )
     assert m["renormRampFamily"] == "10" and m["renormRampConfidence"] == "99.50\\%"
     assert m["renormRampSeeds"] == "0, 1, 2 and 3" and m["renormRampBatchSizes"] == "2 and 4"
+    assert m["renormRampAtBatches"] == "at batches 2 and 4"  # the protocol's "For seeds ... at batches 2 and 4"
+    protocol = (ROOT / "paper" / "sections" / "renorm_ramp.tex").read_text()
+    assert "\\renormRampSeeds{} \\renormRampAtBatches{}," in protocol and "at batch \\renormRamp" not in protocol
     assert m["renormRampResults"] == m[report.results_macro(2)] + " " + m[report.results_macro(4)]
     section = (ROOT / "paper" / "sections" / "renorm_ramp.tex").read_text()
     used = set(re.findall(r"\\(renormRamp[A-Za-z]*)", section))

@@ -276,6 +276,7 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], desc
         "renormRampSeeds": words([str(int(s)) for s in sorted(seeds)]),
         "renormRampSeedCount": str(len(seeds)),
         "renormRampBatchSizes": words([str(b) for b in sizes]),
+        "renormRampAtBatches": latex.at_batches([str(b) for b in sizes]),  # "at batches 2 and 4", "at batch 2"
         "renormRampFamily": str(n),
         "renormRampConfidence": latex.fmt(float(cells["confidence"].iloc[0]), 2, percent=True),
         "renormRampFamilyConfidence": latex.fmt(float(confidence), 0, percent=True),
