@@ -111,3 +111,23 @@ def test_the_running_statistics_tests_paragraph_says_what_the_ratio_compares(tmp
     assert "while sorted batches diverge up to 9.1 times as far as shuffled ones." in text, text
     assert "-fold" not in text and "agrees to an" not in text
     assert "it agrees within an RMSE of 0.1 on 1 of 6 shuffled passes and on none of 6 sorted ones." in text, text
+
+
+@pytest.mark.parametrize("decayed", [False, True])
+def test_the_limitations_say_the_dependence_networks_rate_decays_where_it_does(tmp_path, decayed):
+    defs = "\\newcommand{\\depLr}{0.003}\\newcommand{\\depBatchSize}{64}"
+    defs += "\\newcommand{\\depLrSchedule}{, decayed linearly over the epochs, scaled}" if decayed else ""
+    body = _block("limitations", "dependence networks use SGD", "(\\depBatchSize).")
+    text = _render(tmp_path, defs + "\n" + body, ())
+    rate = "0.003, decayed linearly over the epochs" if decayed else "0.003"
+    assert text == f"dependence networks use SGD with one learning rate ({rate}) and one batch size (64)."
+
+
+def test_the_limitations_say_which_families_are_adjusted_and_over_what(tmp_path):
+    body = _block("limitations", "Only the families", "weak evidence.").replace("\\mcnemarAlpha", "0.05")
+    text = _render(tmp_path, body, ())
+    assert text.startswith(
+        "Only the families that Table ?? declares adjusted are corrected for multiplicity, each over its own "
+        "members (its batch sizes, or the comparisons of a follow-up study; section ??);"
+    ), text
+    assert "family of batch sizes" not in text
