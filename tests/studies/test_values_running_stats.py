@@ -8,6 +8,7 @@ tables (pandas filtering, NumPy, ``scipy.stats.t.interval``), macro names writte
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from bnstudy.nets.data import synthetic_population
 from bnstudy.studies.running_stats import report as running_stats_report
 from bnstudy.studies.running_stats import science as rs
 from bnstudy.studies.running_stats import shuffles as running_stats_shuffles
+from test_sentences import problems
 
 # ---- the estimators and scores by hand -------------------------------------------------------
 
@@ -206,14 +208,42 @@ def test_replicated_study_labels_each_shuffle_and_uses_its_own_stream():
 
 
 def test_monotone_sentence_by_hand():
-    assert rs.monotone_sentence({2: 1.0, 4: 1.0, 8: 3.0}) == "rises with every step in batch size"
-    assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.2}) == (
-        "is not monotone in the batch size: it falls from $b=2$ to $b=4$, from $b=4$ to $b=8$, "
-        "and is smallest at $b=8$, not at the smallest batch $b=2$"
+    assert rs.monotone_sentence({2: 0.5, 4: 1.0, 8: 3.0}) == "rises with every step in batch size"
+    assert rs.monotone_sentence({2: 1.0, 4: 1.0, 8: 3.0}) == "never falls as the batch size grows"  # a tie
+    assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.2}) == "falls with every step in batch size"
+    assert rs.monotone_sentence({2: 0.5, 4: 0.5, 8: 0.2}) == "never rises as the batch size grows"
+    # one fall, from the smallest batch to the best: said once, not as a fall and again as the best
+    assert rs.monotone_sentence({8: 0.34, 16: 0.21, 32: 0.61, 256: 2.7}) == (
+        "is not monotone in the batch size: it is smallest at $b=16$, not at the smallest batch $b=8$"
+    )
+    assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.4, 16: 0.2, 32: 0.9}) == (
+        "is not monotone in the batch size: it falls from $b=2$ to $b=4$, from $b=8$ to $b=16$, "
+        "and is smallest at $b=16$, not at the smallest batch $b=2$"
     )
     assert rs.monotone_sentence({8: 0.4, 2: 0.1, 4: 0.3, 16: 0.2}) == (
         "is not monotone in the batch size: it falls from $b=8$ to $b=16$, and is smallest at $b=2$"
     )
+
+
+@pytest.mark.parametrize("values", list(itertools.product((0.1, 0.2, 0.3), repeat=4)))
+def test_monotone_sentence_in_every_variant_is_true_and_reads(values):
+    """Every ordering of four means: the sentence's claim holds of them and it reads once rendered."""
+    means = dict(zip((2, 4, 8, 16), values, strict=True))
+    text = rs.monotone_sentence(means)
+    steps = [(means[b] - means[a]) for a, b in zip((2, 4, 8), (4, 8, 16))]
+    if text == "rises with every step in batch size":
+        assert all(d > 0 for d in steps)
+    elif text == "falls with every step in batch size":
+        assert all(d < 0 for d in steps)
+    elif text == "never falls as the batch size grows":
+        assert all(d >= 0 for d in steps) and not all(d > 0 for d in steps)
+    elif text == "never rises as the batch size grows":
+        assert all(d <= 0 for d in steps) and not all(d < 0 for d in steps)
+    else:
+        assert text.startswith("is not monotone") and any(d > 0 for d in steps) and any(d < 0 for d in steps)
+        best = min(means, key=lambda b: means[b])
+        assert f"smallest at $b={best}$" in text and text.count(f"$b={best}$") <= 2, text
+    assert not problems("The error " + text + "."), text
 
 
 def test_summary_json_takes_each_key_from_its_own_rows():

@@ -32,16 +32,26 @@ def initial_offset(mu, sigma2) -> float:
 
 
 def monotone_sentence(means: dict[int, float]) -> str:
-    """Whether the mean running error rises with every step in batch size, in words that are true
-    of ``means`` (``{batch size: mean error}``)."""
+    """Whether the mean running error rises or falls with every step in batch size, in words that
+    are true of ``means`` (``{batch size: mean error}``): each step a fall, where it only falls from
+    the smallest batch to the best one not said three times over."""
     sizes = sorted(means)
-    falls = [(a, b) for a, b in zip(sizes, sizes[1:]) if means[b] < means[a]]
+    steps_ = list(zip(sizes, sizes[1:]))
+    falls = [(a, b) for a, b in steps_ if means[b] < means[a]]
+    rises = [(a, b) for a, b in steps_ if means[b] > means[a]]
     best = min(sizes, key=lambda b: means[b])
     if not falls:
-        return "rises with every step in batch size"
+        every = len(rises) == len(steps_)
+        return "rises with every step in batch size" if every else "never falls as the batch size grows"
+    if not rises:
+        every = len(falls) == len(steps_)
+        return "falls with every step in batch size" if every else "never rises as the batch size grows"
+    not_smallest = f"not at the smallest batch $b={sizes[0]}$"
+    if falls == [(sizes[0], best)]:
+        return f"is not monotone in the batch size: it is smallest at $b={best}$, {not_smallest}"
     steps = ", ".join(f"from $b={a}$ to $b={b}$" for a, b in falls)
     return f"is not monotone in the batch size: it falls {steps}, and is smallest at $b={best}$" + (
-        "" if best == sizes[0] else f", not at the smallest batch $b={sizes[0]}$"
+        "" if best == sizes[0] else f", {not_smallest}"
     )
 
 
