@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import ROOT
 from test_paper_prose import _block
 from test_paper_prose import _render as _rendered
 
@@ -131,3 +132,14 @@ def test_the_limitations_say_which_families_are_adjusted_and_over_what(tmp_path)
         "members (its batch sizes, or the comparisons of a follow-up study; section ??);"
     ), text
     assert "family of batch sizes" not in text
+
+
+def test_preciseBNs_budget_is_not_named_by_the_keep_factors_letter(tmp_path):
+    """Section 6's keep-factor is $k$; the budget of rows has its own letter, and no "$k$ = 64" with an
+    equals sign outside math beside the section's $b=2$."""
+    defs = "\\newcommand{\\preciseRowsBudgets}{64 and 256}\\newcommand{\\trainPart}{training half}"
+    body = _block("precise_rows", "the first $\\lfloor", "pooled as")
+    text = _render(tmp_path, defs + "\n" + body.replace("~\\ref{tab:precise-rows}", " 21"), ())
+    assert "for budgets of n rows, n being 64 and 256 (none where n < b: a dash in Table 21), pooled as" in text, text
+    section = (ROOT / "paper" / "sections" / "precise_rows.tex").read_text()
+    assert "$k$" not in section and "k/b" not in section
