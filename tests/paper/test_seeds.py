@@ -66,3 +66,28 @@ def test_the_sentence_names_the_seeds_of_the_studies_that_set_their_own(own, tai
     cfg = config([0, 1, 2, 3, 4]) | {key: {"seeds": seeds} for key, seeds in own.items()}
     text = follow_up_macros(cfg)["gridFollowUpSentence"]
     assert text.endswith(tail) and not problems(text), text
+
+
+@pytest.mark.parametrize("precise", [False, True])
+@pytest.mark.parametrize("equal_steps", [None, [0, 1, 2, 3, 4], [0, 1, 2, 3]])
+@pytest.mark.parametrize("renorm_ramp", [None, [0, 1, 2, 3, 4], list(range(10))])
+def test_the_limitations_count_each_follow_up_study_with_its_own_seeds(precise, equal_steps, renorm_ramp):
+    """The Limitations' count of the follow-up studies' seeds names every study whose number differs
+    from the follow-up block's (PreciseBN on a budget reads all 20), with its number."""
+    cfg = config([0, 1, 2, 3, 4], ("serving",) + (("precise_rows",) if precise else ()))
+    for key, seeds in (("equal_steps", equal_steps), ("renorm_ramp", renorm_ramp)):
+        if seeds is not None:
+            cfg[key] = {"seeds": seeds}
+    text = follow_up_macros(cfg)["gridFollowUpSeedsPhrase"]
+    assert not problems(text), text
+    named = {
+        "PreciseBN on a budget": "all 20" if precise else None,
+        "batch size at equal steps": None if equal_steps in (None, [0, 1, 2, 3, 4]) else "4",
+        "batch renormalisation's ramp": None if renorm_ramp in (None, [0, 1, 2, 3, 4]) else "10",
+    }
+    for name, n in named.items():
+        assert (name in text) == (n is not None), (name, text)
+        if n is not None:
+            assert f"{name} {n}" in text or f"{name} uses {n}" in text, text
+    exceptions = any(n is not None for n in named.values())
+    assert text.startswith("most follow-up studies use 5 of them; " if exceptions else "the follow-up studies use 5")

@@ -252,3 +252,41 @@ def test_the_appended_parts_name_each_build_and_its_manifest():
     assert "\\section*{Part II: Fashion-MNIST with a fully connected network}" in text
     assert "\\texttt{config/expected/fashion-mlp.manifest.tsv}" in text
     assert text.count("\\includepdf[pages=-]{generated/parts/part1.pdf}") == 1
+
+
+@pytest.mark.parametrize("same_data", [True, False])
+@pytest.mark.parametrize("same_network", [True, False])
+@pytest.mark.parametrize("same_rows", [True, False])
+@pytest.mark.parametrize("same_recipe", [True, False])
+def test_two_builds_ordered_by_their_flip_rates_are_said_to_differ_in_what_differs(
+    same_data, same_network, same_rows, same_recipe
+):
+    """A lower label-change rate of one build than another's is a comparison across builds: the
+    sentence names what differs between the two (data set, network, training rows, the dependence
+    networks' recipe), and only that, in every combination."""
+    from test_sentences import problems
+
+    a = build_macros("Fashion-MNIST", False, "-1.0", "[-2.0, -0.5]", "40.0\\%", "[35.0\\%, 45.0\\%]")
+    c = build_macros("Fashion-MNIST" if same_data else "digits", not same_network, "-1.0", "[-2.0, -0.5]",
+                     "20.0\\%", "[15.0\\%, 25.0\\%]")  # fmt: skip
+    a |= {"trainRows": "55{,}000", "depLr": "0.003", "depEpochs": "10"}
+    c |= {
+        "trainRows": "55{,}000" if same_rows else "10{,}000",
+        "depLr": "0.003",
+        "depEpochs": "10" if same_recipe else "20",
+    }
+    flips = report.findings_macros([a, c])["compareFindingsFlips"]
+    if not (same_data and same_network):  # builds of one data set and network share one name
+        assert not problems(flips), flips
+    expected = [name for name, same in (("data set", same_data), ("network", same_network),
+                                        ("training rows", same_rows),
+                                        ("the dependence networks' recipe", same_recipe)) if not same]  # fmt: skip
+    assert report.differences(a, c) == expected
+    low = "digits" if not same_data else "Fashion-MNIST"
+    lower = f"{low} ({'fully connected' if same_network else 'convolutional'})'s rate is lower than"
+    assert lower in flips, flips
+    if expected:
+        words = expected[0] if len(expected) == 1 else ", ".join(expected[:-1]) + " and " + expected[-1]
+        assert f"'s, builds that differ in {words}." in flips, flips
+    else:
+        assert "differ in" not in flips, flips

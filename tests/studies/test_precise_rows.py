@@ -3,7 +3,9 @@ the remedies' and the grid's own numbers, the summary against SciPy, the running
 the batch-size study's adjusted one, every generated clause, the config check, and the test config's
 build against the batch-size study's files."""
 
+import itertools
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -255,7 +257,7 @@ def test_one_comparison_one_verdict_the_budget_study_and_the_batch_size_study_ag
     text = m["preciseRowsEmaVsExact"]
     assert (
         text
-        == "lies wholly above zero at batch 8, lies wholly below zero at batch 4 and contains zero at batches 2 and 16"
+        == "lies wholly above zero at batch 8, lies wholly below zero at batch 4, and contains zero at batches 2 and 16"
     )
     assert m["preciseRowsEmaFamily"] == "4"
     theirs_m = batch_size_macros.interval_sign_macros(gains, ADJUSTED)
@@ -285,12 +287,24 @@ def test_cells_refuse_a_statistic_missing_a_seed():
 
 def test_the_sides_clause_in_every_variant():
     assert report.sides_clause({"above": [], "below": ["2"], "neither": ["4", "8"]}) == (
-        "lies wholly below zero at batch 2 and contains zero at batches 4 and 8"
+        "lies wholly below zero at batch 2, and contains zero at batches 4 and 8"
     )
     assert report.sides_clause({"above": ["2"], "below": ["4"], "neither": ["8"]}) == (
         "lies wholly above zero at batch 2, lies wholly below zero at batch 4 and contains zero at batch 8"
     )
     assert report.sides_clause({"above": [], "below": [], "neither": ["2", "4"]}) == "contains zero at batches 2 and 4"
+    # where a list of batch sizes has its own "and", the clauses are set apart by a comma
+    assert report.sides_clause({"above": ["2"], "below": ["4", "32", "64"], "neither": ["8", "16"]}) == (
+        "lies wholly above zero at batch 2, lies wholly below zero at batches 4, 32 and 64, and contains zero "
+        "at batches 8 and 16"
+    )
+    for above, below, neither in itertools.product(([], ["2"], ["2", "4"]), ([], ["8"], ["8", "16"]), ([], ["32"])):
+        if not (above or below or neither):
+            continue
+        text = report.sides_clause({"above": above, "below": below, "neither": neither})
+        assert not problems("Its interval " + text + "."), text
+        lists = any(len(x) > 1 for x in (above, below, neither))
+        assert not (lists and re.search(r"\d and (lies|contains)", text)), text  # "4 and 8, and contains"
 
 
 def test_macros_read_from_the_table_and_a_range_of_one_value():
@@ -304,6 +318,11 @@ def test_macros_read_from_the_table_and_a_range_of_one_value():
     assert m["preciseRowsEmaGaps"] == "from $-0.80$ to $+3.20$ points"
     assert m["preciseRowsSmallestVsExact"] == "lies wholly below zero at batches 4 and 8"
     assert m["preciseRowsEmaVsExact"] == "lies wholly above zero at batch 8 and lies wholly below zero at batch 4"
+    # the whole pass has its verdict too, from its own interval at the family's level
+    assert m["preciseRowsAllGaps"] == "$+1.20$ points"
+    assert m["preciseRowsAllVsExact"] == "lies wholly above zero at batches 4 and 8"
+    for window in in_place("precise_rows.tex", "preciseRowsAllVsExact", m["preciseRowsAllVsExact"]):
+        assert not problems(window), window
     # 8 rows lie below the exact statistics at both batch sizes, 16 rows (0 + 0.002 a seed) at neither
     assert m["preciseRowsAbstractSentence"] == (
         "With statistics recomputed by PreciseBN from 16 training rows, inference-mode accuracy minus that with "

@@ -273,8 +273,12 @@ def test_every_sentence_variant_reads_with_one_verdict_per_comparison(by_batchno
     # one verdict per comparison: the grid's, then each variant's against batch norm either in the
     # "same holds" sentence or in its own; then the variants apart from the grid's renorm
     phrase = {k: v for k, v in report.AGAINST_BATCHNORM.items()}
-    grid_side = report.side(*SIDES[by_batchnorm[0]][1:])
-    sides = {n: report.side(*SIDES[x][1:]) for n, x in zip(LABELS, by_batchnorm[1:], strict=True)}
+    # a schedule whose every seed scores as batch norm is said to, not "cannot be told apart"
+    grid_side = "alike" if by_batchnorm[0] == "alike" else report.side(*SIDES[by_batchnorm[0]][1:])
+    sides = {
+        n: "alike" if x == "alike" else report.side(*SIDES[x][1:])
+        for n, x in zip(LABELS, by_batchnorm[1:], strict=True)
+    }
     first = text.split(". ")[0]
     assert first.startswith("At batch 2 (8{,}980 steps), with the grid's schedule batch renormalisation ")
     assert phrase[grid_side] in first
@@ -301,7 +305,8 @@ def test_every_sentence_variant_reads_with_one_verdict_per_comparison(by_batchno
         assert "each such interval contains zero" in text
     elif len(apart) < len(LABELS):
         assert "The other schedule's interval against it contains zero." in text
-    assert ("(every seed alike)" in first) == (by_batchnorm[0] == "alike")  # printed intervals say so
+    assert ("scores exactly as batch normalisation, in every seed" in first) == (by_batchnorm[0] == "alike")
+    assert "$0.00$ points (every seed alike)" not in text and "$0.00$ points each" not in text, text
     assert not re.search(r"the (first|second)( interval)?,? (lies|contains)", text)
     assert not any(v in text for v in VERDICT.values() if v != "contains zero")  # verdicts in words, not repeated
     gains = [SIDES[x][0] for x in by_batchnorm]
@@ -313,6 +318,20 @@ def test_every_sentence_variant_reads_with_one_verdict_per_comparison(by_batchno
         else text[text.rindex("With all ") :]
     )
     assert ("runs from" in tail) == (min(gains) != max(gains)), tail
+
+
+@pytest.mark.parametrize("by_batchnorm, by_grid", CASES, ids=lambda v: "-".join(v))
+def test_the_range_of_the_means_is_given_once(by_batchnorm, by_grid):
+    """Where every other schedule keeps the grid schedule's verdict, their means are not listed beside
+    that verdict and again in the closing range over all schedules; the closing range is there in every
+    variant, and no interval reads as two sides that score alike."""
+    text = report.results_sentence(cells_for(2, by_batchnorm, by_grid), 2, LABELS, 8980)
+    sides = ["alike" if x == "alike" else report.side(*SIDES[x][1:]) for x in by_batchnorm]
+    if all(x == sides[0] for x in sides[1:]):
+        assert "The same holds with every other schedule." in text, text
+    assert text.count("means from") + text.count("runs from") <= 1, text
+    assert text.count("runs from") + text.count("With all 3 schedules") == 1, text
+    assert "score apart" not in text, text
 
 
 ENDS = {"done": (3.0, 5.0), "warmup": (1.0, 0.0), "ramp": (1.23, 0.99)}
@@ -353,6 +372,9 @@ def test_macros_cover_the_section_and_each_batch_size():
     )
     assert m["renormRampFamily"] == "10" and m["renormRampConfidence"] == "99.50\\%"
     assert m["renormRampSeeds"] == "0, 1, 2 and 3" and m["renormRampBatchSizes"] == "2 and 4"
+    assert m["renormRampAtBatches"] == "at batches 2 and 4"  # the protocol's "For seeds ... at batches 2 and 4"
+    protocol = (ROOT / "paper" / "sections" / "renorm_ramp.tex").read_text()
+    assert "\\renormRampSeeds{} \\renormRampAtBatches{}," in protocol and "at batch \\renormRamp" not in protocol
     assert m["renormRampResults"] == m[report.results_macro(2)] + " " + m[report.results_macro(4)]
     section = (ROOT / "paper" / "sections" / "renorm_ramp.tex").read_text()
     used = set(re.findall(r"\\(renormRamp[A-Za-z]*)", section))

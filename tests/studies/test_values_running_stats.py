@@ -8,6 +8,7 @@ tables (pandas filtering, NumPy, ``scipy.stats.t.interval``), macro names writte
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from bnstudy.nets.data import synthetic_population
 from bnstudy.studies.running_stats import report as running_stats_report
 from bnstudy.studies.running_stats import science as rs
 from bnstudy.studies.running_stats import shuffles as running_stats_shuffles
+from test_sentences import problems
 
 # ---- the estimators and scores by hand -------------------------------------------------------
 
@@ -206,9 +208,11 @@ def test_replicated_study_labels_each_shuffle_and_uses_its_own_stream():
 
 
 def test_monotone_sentence_by_hand():
-    assert rs.monotone_sentence({2: 1.0, 4: 1.0, 8: 3.0}) == "rises with every step in batch size"
+    assert rs.monotone_sentence({2: 0.5, 4: 1.0, 8: 3.0}) == "rises with every step in batch size"
+    assert rs.monotone_sentence({2: 1.0, 4: 1.0, 8: 3.0}) == "never falls as the batch size grows"  # a tie
     # falling at every step is monotone too, not "not monotone"
     assert rs.monotone_sentence({2: 0.5, 4: 0.3, 8: 0.2}) == "falls with every step in batch size"
+    assert rs.monotone_sentence({2: 0.5, 4: 0.5, 8: 0.2}) == "never rises as the batch size grows"
     assert rs.monotone_sentence({8: 0.4, 2: 0.1, 4: 0.3, 16: 0.2}) == (
         "is not monotone in the batch size: it falls from $b=8$ to $b=16$, and is smallest at the smallest batch $b=2$"
     )
@@ -228,6 +232,29 @@ def test_monotone_sentence_by_hand():
         "is not monotone in the batch size: it falls from $b=2$ to $b=4$, where it is smallest, and from $b=8$ to "
         "$b=16$"
     )
+
+
+@pytest.mark.parametrize("values", list(itertools.product((0.1, 0.2, 0.3), repeat=4)))
+def test_monotone_sentence_in_every_variant_is_true_and_reads(values):
+    """Every ordering of four means: the sentence's claim holds of them and it reads once rendered."""
+    means = dict(zip((2, 4, 8, 16), values, strict=True))
+    text = rs.monotone_sentence(means)
+    steps = [(means[b] - means[a]) for a, b in zip((2, 4, 8), (4, 8, 16))]
+    if text == "rises with every step in batch size":
+        assert all(d > 0 for d in steps)
+    elif text == "falls with every step in batch size":
+        assert all(d < 0 for d in steps)
+    elif text == "never falls as the batch size grows":
+        assert all(d >= 0 for d in steps) and not all(d > 0 for d in steps)
+    elif text == "never rises as the batch size grows":
+        assert all(d <= 0 for d in steps) and not all(d < 0 for d in steps)
+    else:
+        assert text.startswith("is not monotone") and any(d > 0 for d in steps) and any(d < 0 for d in steps)
+        best = min(means, key=lambda b: means[b])
+        # the smallest named once: at the end of the fall that reaches it, or as the smallest batch
+        named = f"to $b={best}$, where it is smallest" in text or text.endswith(f"smallest batch $b={best}$")
+        assert named and text.count("is smallest") == 1 and text.count(f"$b={best}$") <= 2, text
+    assert not problems("The error " + text + "."), text
 
 
 def test_summary_json_takes_each_key_from_its_own_rows():
@@ -619,12 +646,16 @@ def test_tables_by_value(result, tables):
             def mark(ok):
                 return "pass" if ok else "\\textbf{fail}"
 
+            def sci(v):
+                mantissa, exponent = f"{v:.0e}".split("e")
+                return f"${mantissa} \\times 10^{{{int(exponent)}}}$"
+
             want.append(
                 [
                     str(b),
                     o,
-                    f"{mark(r.train_mean_pass)} ({r.train_mean:.0e})",
-                    f"{mark(r.train_var_pass)} ({r.train_var:.0e})",
+                    f"{mark(r.train_mean_pass)} ({sci(r.train_mean)})",
+                    f"{mark(r.train_var_pass)} ({sci(r.train_var)})",
                     "pass",
                     "pass",
                     # the divergence of the swept pass of the check's order, size and keep-factor (0.9), as the
@@ -634,7 +665,8 @@ def test_tables_by_value(result, tables):
                 ]
             )
     assert rows == want
-    assert rows[4][3] == "\\textbf{fail} (2e-07)"
+    assert rows[4][3] == "\\textbf{fail} ($2 \\times 10^{-7}$)"  # a minus sign in math, no hyphen-minus
+    assert not any("e-" in cell for line in rows for cell in line[2:4]), rows
 
     header, rows, align, _ = result["table_remedies"]
     assert header == ["order", "$b$", "EMA", "bias-corr.", "cumulative", "pooled", "div.\\ EMA", "div.\\ pooled"]

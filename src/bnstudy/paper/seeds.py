@@ -56,10 +56,34 @@ def own_seeds_clause(config: dict) -> str:
     return f"; {len(parts)} stud{'y sets' if one else 'ies set'} seeds of {'its' if one else 'their'} own: {listed}"
 
 
+# The follow-up studies that draw their own seeds from the grid's (config key ``seeds``), in the
+# paper's order, with their names in the Limitations.
+GRID_DRAWN_SEEDS = (("equal_steps", "batch size at equal steps"), ("renorm_ramp", "batch renormalisation's ramp"))
+
+
+def seeds_phrase(config: dict, follow_up) -> str:
+    """The Limitations' ``most follow-up studies use 5 of them; ...``: the studies whose number
+    of seeds is not the follow-up block's (PreciseBN on a budget reads every grid seed; batch size at
+    equal steps and batch renormalisation's ramp take their own), each with its number."""
+    count = len(config["grid"]["seeds"])
+    others = [("PreciseBN on a budget", f"all {count}")] if "precise_rows" in config else []
+    for key, name in GRID_DRAWN_SEEDS:
+        own = (config.get(key) or {}).get("seeds")
+        if own is not None and len(own) != len(follow_up):
+            others.append((name, str(len(own))))
+    if not others:
+        return f"the follow-up studies use {len(follow_up)} of them"
+    (first, n), *rest = others
+    listed = [f"{first} uses {n}"] + [f"{name} {n}" for name, n in rest]
+    tail = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+    return f"most follow-up studies use {len(follow_up)} of them; {tail}"
+
+
 def follow_up_macros(config: dict) -> dict[str, str]:
-    """``gridFollowUpSentence`` and ``gridFollowUpSeeds`` (their number) where ``grid.follow_up_seeds``
-    takes some of the grid's seeds; the sentence also names the seeds of the studies that set their
-    own (:func:`own_seeds_clause`), which the first seed blocks do not describe."""
+    """``gridFollowUpSentence``, ``gridFollowUpSeeds`` (their number) and ``gridFollowUpSeedsPhrase``
+    (:func:`seeds_phrase`) where ``grid.follow_up_seeds`` takes some of the grid's seeds; the sentence
+    also names the seeds of the studies that set their own (:func:`own_seeds_clause`), which the first
+    seed blocks do not describe."""
     grid = config["grid"]
     follow_up = grid.get("follow_up_seeds")
     if follow_up is None or set(follow_up) == set(grid["seeds"]):
@@ -73,4 +97,8 @@ def follow_up_macros(config: dict) -> dict[str, str]:
         f"{listed}; the batch-size comparisons, their remedies{precise} use all {len(grid['seeds'])}"
         f"{own_seeds_clause(config)}."
     )
-    return {"gridFollowUpSentence": sentence, "gridFollowUpSeeds": str(len(follow_up))}
+    return {
+        "gridFollowUpSentence": sentence,
+        "gridFollowUpSeeds": str(len(follow_up)),
+        "gridFollowUpSeedsPhrase": seeds_phrase(config, follow_up),
+    }

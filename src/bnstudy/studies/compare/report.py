@@ -231,10 +231,27 @@ def bn_versus_none(builds: list[dict[str, str]], names: list[str], end: str = "M
     )
 
 
+# What may differ between two builds' dependence networks, each by the macros that say it.
+DIFFERENCES = (
+    ("data set", ("dataSetName",)),
+    ("training rows", ("trainRows",)),
+    ("the dependence networks' recipe", ("depLr", "depLrSchedule", "depEpochs", "depBatchSize", "depMomentum")),
+)
+
+
+def differences(a: dict[str, str], c: dict[str, str]) -> list[str]:
+    """What differs between the builds of macros ``a`` and ``c``: data set, network, training rows and
+    the dependence networks' recipe, in that order, each named where its macros differ."""
+    named = [name for name, keys in DIFFERENCES[:1] if any(a.get(k) != c.get(k) for k in keys)]
+    named += ["network"] if network(a) != network(c) else []
+    return named + [name for name, keys in DIFFERENCES[1:] if any(a.get(k) != c.get(k) for k in keys)]
+
+
 def flip_rates(builds: list[dict[str, str]], names: list[str]) -> str:
     """The label-change rate among random companions at the smallest probe size, each build's with its
     interval counting networks and examples; two builds compared only where they probe the same size,
-    and called different only where their intervals do not overlap (a conservative comparison)."""
+    and called different only where their intervals do not overlap (a conservative comparison), with
+    what differs between the two builds (:func:`differences`)."""
     rows = []
     for name, m in zip(names, builds, strict=True):
         rate, ci, b = m.get("compNetFlipRateMin"), m.get("compNetFlipRateCombinedCiMin"), m.get("compSizeMin")
@@ -244,7 +261,7 @@ def flip_rates(builds: list[dict[str, str]], names: list[str]) -> str:
         if len(bounds) < 2:
             continue
         rows.append(
-            (name, expand(b, m), numbers(expand(rate, m))[0], bounds[0], bounds[1], expand(rate, m), expand(ci, m))
+            (name, expand(b, m), numbers(expand(rate, m))[0], bounds[0], bounds[1], expand(rate, m), expand(ci, m), m)
         )
     if len(rows) < 2:
         return ""
@@ -255,10 +272,11 @@ def flip_rates(builds: list[dict[str, str]], names: list[str]) -> str:
             a, c = rows[i], rows[j]
             if a[1] != c[1]:
                 apart.append(f"{a[0]} and {c[0]}")
-            elif a[4] < c[3]:
-                lower.append(f"{a[0]}'s rate is lower than {c[0]}'s")
-            elif c[4] < a[3]:
-                lower.append(f"{c[0]}'s rate is lower than {a[0]}'s")
+            elif a[4] < c[3] or c[4] < a[3]:
+                low, high = (a, c) if a[4] < c[3] else (c, a)
+                differ = differences(low[7], high[7])
+                which = f", builds that differ in {latex.words(differ)}" if differ else ""
+                lower.append(f"{low[0]}'s rate is lower than {high[0]}'s{which}")
             else:
                 overlap.append(f"for {a[0]} with {c[0]}")
     verdicts = list(lower)  # each verdict once: the pairs that share one are named together

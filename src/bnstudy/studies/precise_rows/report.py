@@ -167,10 +167,14 @@ def _where(table: pd.DataFrame, key: str, low: str, high: str) -> dict[str, list
 
 
 def sides_clause(sides: dict[str, list[str]]) -> str:
-    """``lies wholly below zero at batches 2 and 4 and contains zero at batches 8 and 16``: each
-    clause only where it has batch sizes, in the order above, below, contains."""
+    """``lies wholly below zero at batches 2 and 4, and contains zero at batches 8 and 16``: each
+    clause only where it has batch sizes, in the order above, below, contains; a comma before the
+    last clause where a list of batch sizes has its own ``and``."""
     verbs = {"above": "lies wholly above zero", "below": "lies wholly below zero", "neither": "contains zero"}
-    return words([f"{verbs[side]} {at_batches(sides[side])}" for side in verbs if sides[side]])
+    clauses = [f"{verbs[side]} {at_batches(sides[side])}" for side in verbs if sides[side]]
+    if len(clauses) > 1 and any(" and " in c for c in clauses):  # "at batches 4 and 8, and contains zero"
+        return ", ".join(clauses[:-1]) + ", and " + clauses[-1]
+    return words(clauses)
 
 
 def macros(table: pd.DataFrame, budgets, replicates: int, seed: int, family: Family) -> dict[str, str]:
@@ -195,6 +199,7 @@ def macros(table: pd.DataFrame, budgets, replicates: int, seed: int, family: Fam
     )
     m["preciseRowsSmallestVsExact"] = sides_clause(_where(table, small, "ci_low_adj", "ci_high_adj"))
     m["preciseRowsLargestVsExact"] = sides_clause(_where(table, large, "ci_low_adj", "ci_high_adj"))
+    m["preciseRowsAllVsExact"] = sides_clause(_where(table, ALL, "ci_low_adj", "ci_high_adj"))
     m["preciseRowsSmallestVsEma"] = sides_clause(_where(table, small, "vs_ema_low", "vs_ema_high"))
     # the running averages: the batch-size study's adjusted interval (:func:`adjusted`), its family's size
     m["preciseRowsEmaVsExact"] = sides_clause(_where(table, EMA, "ci_low_adj", "ci_high_adj"))

@@ -135,7 +135,20 @@ AGAINST_BATCHNORM = {
     "above": "scores above batch normalisation",
     "below": "scores below batch normalisation",
     "zero": "cannot be told apart from batch normalisation",
+    "alike": "scores exactly as batch normalisation, in every seed",
 }
+
+
+def verdict(r: dict) -> str:
+    """:func:`side` of the row's interval, or ``alike`` where every seed's difference is zero (the
+    schedule never left plain batch norm's limits): not a verdict of the seeds but an identity."""
+    return "alike" if r["gain"] == 0 and r["ci_low"] == r["ci_high"] else side(r["ci_low"], r["ci_high"])
+
+
+def _stated(r: dict, seeds: bool = False) -> str:
+    """``: +1.00 points [...]`` after a verdict (with :func:`_seeds` where ``seeds``); nothing after
+    ``alike``, which says it all."""
+    return "" if verdict(r) == "alike" else f": {_points(r)}{_seeds(r) if seeds else ''}"
 
 
 def _seeds(r: dict) -> str:
@@ -149,22 +162,26 @@ def _seeds(r: dict) -> str:
 
 def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps: int) -> str:
     """The sentences of batch ``b``: batch renorm minus batch norm with the grid's schedule and its verdict;
-    the variants whose verdict is the same, in one sentence with the range of their means, each other
+    the variants whose verdict is the same, in one sentence with the range of their means (without it
+    where every variant shares the grid's verdict: the closing range over all schedules gives it), each other
     variant with its own verdict; the variants whose networks score apart from the grid's batch renorm
     (the others' intervals contain zero); the range over all schedules (:func:`range_sentence`). Each
     comparison's verdict is stated once."""
     grid, *variants = _rows(cells, b, "vs_batchnorm")
     against = {r["schedule"]: r for r in _rows(cells, b, "vs_grid")}
-    grid_side = side(grid["ci_low"], grid["ci_high"])
+    grid_side = verdict(grid)
     text = [
         f"At batch {b} ({latex.fmt(int(steps))} steps), with the grid's schedule batch renormalisation "
-        f"{AGAINST_BATCHNORM[grid_side]}: {_points(grid)}{_seeds(grid)}."
+        f"{AGAINST_BATCHNORM[grid_side]}{_stated(grid, seeds=True)}."
     ]
-    same = [r for r in variants if side(r["ci_low"], r["ci_high"]) == grid_side]
+    same = [r for r in variants if verdict(r) == grid_side]
     if same:
         who = "every other schedule" if len(same) == len(variants) else words([labels[r["schedule"]] for r in same])
-        if len(same) == 1:
-            text.append(f"The same holds with {who}: {_points(same[0])}.")
+        # their means are in the range over all schedules that ends the sentences, or all alike
+        if len(same) == len(variants) or grid_side == "alike":
+            text.append(f"The same holds with {who}.")
+        elif len(same) == 1:
+            text.append(f"The same holds with {who}{_stated(same[0])}.")
         else:
             low, high = min(r["gain"] for r in same), max(r["gain"] for r in same)
             means = (
@@ -174,10 +191,12 @@ def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps:
             )
             text.append(f"The same holds with {who} ({means}).")
     for other in AGAINST_BATCHNORM:  # the variants of each other verdict, named together
-        group = [r for r in variants if side(r["ci_low"], r["ci_high"]) == other != grid_side]
+        group = [r for r in variants if verdict(r) == other != grid_side]
         if len(group) == 1:
             r = group[0]
-            text.append(f"With {labels[r['schedule']]} it {AGAINST_BATCHNORM[other]}: {_points(r)}.")
+            text.append(f"With {labels[r['schedule']]} it {AGAINST_BATCHNORM[other]}{_stated(r)}.")
+        elif group and other == "alike":
+            text.append(f"With {words([labels[r['schedule']] for r in group])} it {AGAINST_BATCHNORM[other]}.")
         elif group:
             who = words([labels[r["schedule"]] for r in group])
             numbers = " and ".join(_points(r) for r in group)
@@ -185,7 +204,7 @@ def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps:
     moved = [r for r in variants if side(against[r["schedule"]]["ci_low"], against[r["schedule"]]["ci_high"]) != "zero"]
     if not moved:
         text.append(
-            "No schedule's networks score apart from the grid's batch renormalisation: each such interval "
+            "No schedule's networks are told apart from the grid's batch renormalisation: each such interval "
             "contains zero."
         )
     else:
@@ -273,6 +292,7 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], desc
         "renormRampSeeds": words([str(int(s)) for s in sorted(seeds)]),
         "renormRampSeedCount": str(len(seeds)),
         "renormRampBatchSizes": words([str(b) for b in sizes]),
+        "renormRampAtBatches": latex.at_batches([str(b) for b in sizes]),  # "at batches 2 and 4", "at batch 2"
         "renormRampFamily": str(n),
         "renormRampConfidence": latex.fmt(float(cells["confidence"].iloc[0]), 2, percent=True),
         "renormRampFamilyConfidence": latex.fmt(float(confidence), 0, percent=True),

@@ -256,8 +256,8 @@ def selfchecks_table(checks: pd.DataFrame, passes: pd.DataFrame) -> tuple:
             [
                 str(r.batch_size),
                 r.order,
-                f"{_mark(r.train_mean_pass)} ({r.train_mean:.0e})",
-                f"{_mark(r.train_var_pass)} ({r.train_var:.0e})",
+                f"{_mark(r.train_mean_pass)} ({latex.power_of_ten(r.train_mean)})",  # a true minus, not 1e-05
+                f"{_mark(r.train_var_pass)} ({latex.power_of_ten(r.train_var)})",
                 _mark(r.inference_repeatable_pass),
                 _mark(r.shape_pass),
                 pass_divergence(r),

@@ -32,17 +32,21 @@ def initial_offset(mu, sigma2) -> float:
 
 
 def monotone_sentence(means: dict[int, float]) -> str:
-    """Whether the mean running error rises with every step in batch size, in words that are true
-    of ``means`` (``{batch size: mean error}``): ``falls with every step`` where it does (monotone
-    too); else each fall, the smallest value named once (at the end of its fall, or at the smallest
-    batch where no fall reaches it)."""
+    """Whether the mean running error rises or falls with every step in batch size, in words that
+    are true of ``means`` (``{batch size: mean error}``): ``rises``/``falls with every step`` where it
+    does, ``never falls``/``never rises`` where a step ties; else each fall, the smallest value named
+    once (at the end of its fall, or at the smallest batch where no fall reaches it)."""
     sizes = sorted(means)
-    falls = [(a, b) for a, b in zip(sizes, sizes[1:]) if means[b] < means[a]]
+    steps_ = list(zip(sizes, sizes[1:]))
+    falls = [(a, b) for a, b in steps_ if means[b] < means[a]]
+    rises = [(a, b) for a, b in steps_ if means[b] > means[a]]
     best = min(sizes, key=lambda b: means[b])
     if not falls:
-        return "rises with every step in batch size"
-    if len(falls) == len(sizes) - 1:
-        return "falls with every step in batch size"
+        every = len(rises) == len(steps_)
+        return "rises with every step in batch size" if every else "never falls as the batch size grows"
+    if not rises:
+        every = len(falls) == len(steps_)
+        return "falls with every step in batch size" if every else "never rises as the batch size grows"
     text = ""
     for i, (a, b) in enumerate(falls):
         if i:  # a comma before "and" where the clause before closes on "where it is smallest"
