@@ -94,11 +94,10 @@ def published_clause(family: Family, members: int, confidence: str) -> str:
     )
 
 
-def in_full(family: Family, kept: str, dropped: str) -> str:
+def in_full(kept: str) -> str:
     """Where the published rate lies against each protocol's interval, in full: the kept protocol's
-    :func:`bnstudy.studies.companions.protocols.reproduction` ``kept``, the dropped one's pointing to
-    the companions section where its interval is the same, unadjusted one; spelled out (``dropped``)
-    where the family adjusts it."""
-    if family.adjusted:
-        return f"In full, {kept}; {dropped}."
+    :func:`bnstudy.studies.companions.protocols.reproduction` ``kept``; the dropped protocol's points
+    to the companions section, which states that comparison with the same interval at the same level
+    (the family's, adjusted or not: :func:`bnstudy.studies.companions.published.published_ratio_macros`),
+    so that each comparison has one verdict in the paper."""
     return f"In full, {kept} (with them dropped: the results above)."

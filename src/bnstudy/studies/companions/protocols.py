@@ -314,7 +314,7 @@ def report(probes: pd.DataFrame, published: dict, confidence: float, families: d
         "protDrivenNote": driven_note(networks, over),
     }
     m |= reproduction_macros(over, against.tag)
-    m["protInFull"] = pf.in_full(against, m["protReproducesKept"], m["protReproducesDropped"])
+    m["protInFull"] = pf.in_full(m["protReproducesKept"])
     top = sizes[-1]
     flips = networks[networks["batch_size"] == top].sort_values("seed")
     by = {p: flips[flips["protocol"] == p] for p in PROTOCOL_WORDS.values()}
