@@ -59,3 +59,17 @@ def test_every_variant_in_the_section(floored_min, floored_max):
         if said:
             assert said.group(3) == " and ".join(f"$b={b}$" for b in floored[who])
     assert passage.count("method-of-moments") == (1 if any(floored.values()) else 0)
+
+
+@pytest.mark.parametrize("renorm", [True, False])
+def test_the_figure_caption_names_batch_renormalisation_only_where_the_grid_trains_it(renorm):
+    """The bottom panels hold the grid's normalisers that use batch statistics; the CNN's grid has no
+    batch renormalisation, and its caption read '..., batch renormalisation on its own scale.'"""
+    start = SECTION.index("\\caption{Flip rate against the probe batch size")
+    caption = SECTION[start : SECTION.index("\\label{fig:companions}", start)]
+    keep = r"\1" if renorm else ""
+    resolved = re.sub(r"\\ifdefined\\gridHasRenorm(.*?)\\fi", keep, caption, flags=re.S)
+    tail = resolved[resolved.index("Bottom:") :]
+    assert ("batch renormalisation" in tail) == renorm, tail
+    assert tail.rstrip().endswith(("style).}", "own scale.}")[renorm]), tail
+    assert not problems(tail), tail
