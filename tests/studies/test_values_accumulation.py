@@ -433,7 +433,7 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
         for mode in MODES:
             _, mean, _, lo, hi = cells[(m, c, mode)]
             # an accuracy in percent, with its unit (the section's differences are points)
-            out[f"accum{_cap(c)}{_cap(mode)}{w}"] = _p(mean) + "\\%"
+            out[f"accum{_cap(c)}{_cap(mode)}{w}"] = _p(mean)
             out[f"accumCi{_cap(c)}{_cap(mode)}{w}"] = (
                 "\\text{(every seed alike)}" if lo == hi else f"[{_p(lo)}\\%, {_p(hi)}\\%]"
             )
@@ -766,7 +766,7 @@ def test_macros_written_out_in_full_under_each_declaration():
         in (m["accumAbstractSentence"])
     )
     assert m["accumRunDisagreementMin"] == "1.3\\%" and m["accumRunDisagreementWorstMax"] == "4.6\\%"
-    assert m["accumLargeInferenceMin"] == m["accumLargeInferenceMax"] == "90.8\\%"  # 905 / 997, in percent
+    assert m["accumLargeInferenceMin"] == m["accumLargeInferenceMax"] == "90.8"  # 905 / 997
     # as the test config declares them: the headline intervals Bonferroni-adjusted over the 8 comparisons,
     # wide enough that the grid's batch 3 is no longer told apart; the ghost intervals (exploratory) alike
     m = _report("declared")[0]["macros"]

@@ -217,7 +217,7 @@ def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: in
     for config in CONFIGS:
         for mode in MODES:
             r = cell.loc[(m, config, mode)]
-            m_[latex.macro_name("accum", config, mode, where)] = points(r["mean"]) + "\\%"
+            m_[latex.macro_name("accum", config, mode, where)] = points(r["mean"])  # the section adds "\\%"
             m_[latex.macro_name("accum ci", config, mode, where)] = percent_interval(r.ci_low, r.ci_high)
     for name, _, _ in COMPARISONS:
         for mode in MODES:
