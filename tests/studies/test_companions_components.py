@@ -42,8 +42,8 @@ def test_every_variant_in_the_section(floored_min, floored_max):
     macros = {"compSizeMin": "2", "compSizeMax": "64", "compComponentsFloored": floored_note(floored)}
     for end in ("Min", "Max"):
         v = var[end.lower()]
-        macros[f"compSdNetworks{end}"] = sd_words(v["networks"])
-        macros[f"compSdExamples{end}"] = sd_words(v["examples"])
+        macros[f"compSdNetworksSaid{end}"] = sd_words(v["networks"])
+        macros[f"compSdExamplesSaid{end}"] = sd_words(v["examples"])
         macros[f"compShareNetworks{end}"] = share_words(0.3 if v["networks"] else 0.0, v["networks"])
         macros[f"compShareExamples{end}"] = share_words(0.6 if v["examples"] else 0.0, v["examples"])
         macros[f"compShareResidual{end}"] = share_words(0.1, None)

@@ -400,7 +400,8 @@ def expected_macros(published=PUBLISHED):
         c = crossed_reference(flip_table(b))
         m[f"compNetFlipRateCombinedCi{end}"] = f"[{pct(c['ci'][0])}, {pct(c['ci'][1])}]"
         for name, sd in (("Networks", c["sd_networks"]), ("Examples", c["sd_examples"])):
-            m[f"compSd{name}{end}"] = "zero" if sd == 0 else f"{share_text(sd, 1, 100)} points"
+            m[f"compSd{name}{end}"] = share_text(sd, 1, 100)
+            m[f"compSd{name}Said{end}"] = "zero" if sd == 0 else f"{share_text(sd, 1, 100)} points"
             if sd == 0:
                 floored.setdefault(name.lower(), []).append(f"$b={b}$")
         for name, share in zip(("Networks", "Examples", "Residual"), c["shares"]):

@@ -163,8 +163,9 @@ def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
     For the random design at the smallest and the largest probe size, the dependence
     networks' per-example flip rates form a networks x examples table;
     :func:`bnstudy.base.stats.crossed_components` gives the mean with an interval that counts
-    both sources (``compNetFlipRateCombinedCi<End>``), each source's standard deviation with its
-    unit (``compSdNetworks<End>``, ``compSdExamples<End>``: :func:`sd_words`) and each one's share
+    both sources (``compNetFlipRateCombinedCi<End>``), each source's standard deviation in points
+    (``compSdNetworks<End>``, ``compSdExamples<End>``) and as the text says it, with its unit
+    (``compSdNetworksSaid<End>``, ``compSdExamplesSaid<End>``: :func:`sd_words`), and each one's share
     of the mean's variance (``compShareNetworks<End>``...: :func:`share_words`). A component whose
     method-of-moments estimate falls to or below zero is set to zero there; ``compComponentsFloored``
     says which and where (:func:`floored_note`), so that a zero is never read as a measured one."""
@@ -176,8 +177,10 @@ def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
             continue
         name = lambda *parts: latex.macro_name("comp", *parts, end)  # noqa: E731
         m[name("net flip rate combined ci")] = interval_text(c["ci_low"], c["ci_high"])
-        m[name("sd networks")] = sd_words(c["var_network"])
-        m[name("sd examples")] = sd_words(c["var_example"])
+        m[name("sd networks")] = latex.points(math.sqrt(c["var_network"]))  # the number, as pinned
+        m[name("sd examples")] = latex.points(math.sqrt(c["var_example"]))
+        m[name("sd networks said")] = sd_words(c["var_network"])  # as the text says it
+        m[name("sd examples said")] = sd_words(c["var_example"])
         m[name("share networks")] = share_words(c["share_networks"], c["var_network"])
         m[name("share examples")] = share_words(c["share_examples"], c["var_example"])
         m[name("share residual")] = share_words(1 - c["share_networks"] - c["share_examples"], None)
