@@ -398,5 +398,9 @@ def test_a_ratio_near_one_gets_the_digits_that_tell_it_from_one():
 
     assert ratio_words(0.017, 0.01) == "1.7 times theirs"
     assert ratio_words(0.0064, 0.006) == "1.07 times theirs"
-    assert ratio_words(0.0060001, 0.006) == "equal to theirs to two decimals"
+    # a ratio that rounds to 1 is printed as one, never as the two rates being equal: 45.1% against
+    # 45.3% is 1.00 times theirs, and the two percentages print apart
+    assert ratio_words(0.0060001, 0.006) == "1.00 times theirs"
+    assert ratio_words(0.45115, 0.453) == "1.00 times theirs"
+    assert ratio_words(0.45115, 0.453) != "equal to theirs to two decimals"
     assert ratio_words(0.1, 0.0) == "theirs zero"

@@ -81,17 +81,20 @@ def test_the_published_clause_in_every_declaration(adjustment, members):
 
 
 @pytest.mark.parametrize("adjustment", ADJUSTMENTS)
-def test_in_full_points_to_the_companions_section_only_where_its_interval_is_the_same(adjustment):
+def test_in_full_points_to_the_companions_section_under_every_declaration(adjustment):
+    """The companions section states the dropped protocol's comparison with the same interval at the
+    family's level (test_companions_published_family), so the protocols section never spells it out a
+    second time: one verdict per comparison, adjusted or not."""
     family = declared_as(pf.PUBLISHED, adjustment)
     kept = pr.reproduction("kept", {2: "inside", 4: "below"}, {2: "[1\\%, 2\\%]", 4: "[3\\%, 4\\%]"}, family.tag)
     dropped = pr.reproduction("dropped", {2: "above"}, {2: "[5\\%, 6\\%]"}, family.tag)
-    text = pf.in_full(family, kept, dropped)
+    text = pf.in_full(kept)
     (window,) = in_place("protocols.tex", "protInFull", text)
     assert not problems(window), window
     assert kept in text and text.endswith(".")
-    # the companions section's intervals are unadjusted: adjusted ones are spelled out here
-    assert (dropped in text) == (adjustment == "bonferroni")
-    assert ("the results above" in text) == (adjustment == "unadjusted")
+    assert dropped not in text and "[5\\%, 6\\%]" not in text
+    assert text.endswith("(with them dropped: the results above).")
+    assert text.count(f"our {family.tag} interval") == 1
 
 
 def _report(keep, accuracy, published):
@@ -173,3 +176,31 @@ def test_the_published_members_count_only_rates_set_against_a_crossed_interval()
     one = {k: v for k, v in FLIPS.items() if k[1] == 0}
     lone = pr.report(_probes(one), published, 0.95, fams)["summary"]["families"]
     assert lone[pf.PUBLISHED]["members"] == 0 and lone[pf.PUBLISHED]["level"] is None
+
+
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+@pytest.mark.parametrize(
+    "lo, hi, said, printed",
+    [
+        (0.040, 0.306, "lies wholly above zero", "[+4.0, +30.6]"),
+        (-0.305, -0.002, "lies wholly below zero", "[-30.5, -0.2]"),
+        (-0.042, 0.036, "contains zero and reaches beyond", "[-4.2, +3.6]"),
+        (-0.004, 0.006, "contains zero and lies within", "[-0.4, +0.6]"),
+        (-0.01001, 0.007, "contains zero and reaches beyond", "[-1.001, +0.7]"),  # an end that rounds to the margin
+        (-0.0099, 0.0003, "contains zero and lies within", "[-0.99, +0.03]"),
+    ],
+)
+def test_kept_minus_dropped_is_read_against_the_smallest_effect(adjustment, lo, hi, said, printed):
+    """The flip rate's family declares a smallest effect: an interval that contains zero says whether it lies
+    within it (never left to read as no effect), its ends printed so that the reading can be checked; the
+    accuracy's family declares none and reads as before. In its place in the section."""
+    flip = declared_as(pf.KEEP, adjustment)
+    text = pf.keep_verdict(lo, hi, flip)
+    assert text.startswith(said), text
+    assert ("smallest effect declared to matter" in text) == (lo <= 0 <= hi)
+    assert pf.keep_interval(lo, hi, flip) == printed
+    accuracy = declared_as(pf.KEEP_ACCURACY, adjustment)
+    assert accuracy.smallest_effect is None
+    assert pf.keep_verdict(lo, hi, accuracy) in ("lies wholly above zero", "lies wholly below zero", "contains zero")
+    (window,) = in_place("protocols.tex", "protKeptMinusDroppedFlipRateMinVerdict", text)
+    assert not problems(window), window

@@ -169,7 +169,9 @@ def within_words(sides: dict) -> str:
         return f"; {many} {'lie within' if within else 'reach beyond'} {bound}"
     head = f"the one at batch {within[0]} lies" if len(within) == 1 else f"those at batches {' and '.join(within)} lie"
     tail = "the other reaches beyond" if len(zero) - len(within) == 1 else "the others reach beyond"
-    return f"; of the {len(zero)} that contain zero, {head} within {bound}, and {tail}"
+    # every interval contains zero, as the zero sentence says: "of the 3 that contain zero" would say it twice
+    lead = "" if len(zero) == len(sides) else f"of the {len(zero)} that contain zero, "
+    return f"; {lead}{head} within {bound}, and {tail}"
 
 
 @pytest.mark.parametrize("adjustment", ADJUSTMENTS)

@@ -9,6 +9,7 @@ f-strings written out here."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -431,9 +432,10 @@ def _expected_macros_per_micro(where, m, batch, train_rows, cells, pairs, close,
     for c in CONFIGS:
         for mode in MODES:
             _, mean, _, lo, hi = cells[(m, c, mode)]
+            # an accuracy in percent, with its unit (the section's differences are points)
             out[f"accum{_cap(c)}{_cap(mode)}{w}"] = _p(mean)
             out[f"accumCi{_cap(c)}{_cap(mode)}{w}"] = (
-                "\\text{(every seed alike)}" if lo == hi else f"[{_p(lo)}, {_p(hi)}]"
+                "\\text{(every seed alike)}" if lo == hi else f"[{_p(lo)}\\%, {_p(hi)}\\%]"
             )
     for name, _, _ in COMPARISONS:
         stem = _cap(name.replace("_vs_", " minus "))
@@ -962,3 +964,24 @@ def test_cell_and_pair_json_keys_and_types():
     assert ar._pair_json(p) == {"seeds": 2, "gain": -0.75, "sd": 0.0625, "ci": [-1.5, 0.375], "family": "accumulation"}
     assert type(ar._cell_json(r)["seeds"]) is int and type(ar._pair_json(p)["gain"]) is float
     assert ar._stats(1, 2, 3, 4) == {"mean": 1, "sd": 2, "ci_low": 3, "ci_high": 4}
+
+
+@pytest.mark.parametrize("adjustment", list(DECLARATIONS))
+def test_the_result_prints_each_accuracy_with_its_unit(adjustment):
+    """The section's accuracies are percentages and its differences points: 'batch normalisation scores
+    84.3 [82.3, 86.1] in inference mode' lost the unit; each accuracy and its interval now carry it,
+    rendered in the Result and the Steps paragraphs."""
+    import re
+
+    from test_sentences import render
+
+    m = _report(adjustment)[0]["macros"]
+    section = (Path(__file__).resolve().parents[2] / "paper" / "sections" / "accumulation.tex").read_text()
+    text = render(section, m)
+    passage = text[text.index("\\paragraph{Result.}") : text.index("\\paragraph{Statistics or weights.}")]
+    scored = re.findall(r"scores\s+([0-9.]+(?:\\%)?)(?:\s+(\[[^\]]*\]))?", passage)
+    assert scored, passage
+    for value, ci in scored:
+        assert value.endswith("\\%"), value
+        assert not ci or ci.count("\\%") == 2, ci
+    assert not re.search(r"scores\s+\d+\.\d(?!\\%)", passage), passage

@@ -395,14 +395,20 @@ def expected_macros(published=PUBLISHED):
         )
     m["compPublishedComparison"] = "; ".join(clauses)
     m["compPublishedOutside"] = f"at {' and '.join(outside)}" if outside else "at no size"
+    floored = {}
     for end, b in (("Min", 2), ("Max", 4)):
         c = crossed_reference(flip_table(b))
         m[f"compNetFlipRateCombinedCi{end}"] = f"[{pct(c['ci'][0])}, {pct(c['ci'][1])}]"
-        m[f"compSdNetworks{end}"] = share_text(c["sd_networks"], 1, 100)
-        m[f"compSdExamples{end}"] = share_text(c["sd_examples"], 1, 100)
+        for name, sd in (("Networks", c["sd_networks"]), ("Examples", c["sd_examples"])):
+            m[f"compSd{name}{end}"] = share_text(sd, 1, 100)
+            m[f"compSd{name}Said{end}"] = "zero" if sd == 0 else f"{share_text(sd, 1, 100)} points"
+            if sd == 0:
+                floored.setdefault(name.lower(), []).append(f"$b={b}$")
         for name, share in zip(("Networks", "Examples", "Residual"), c["shares"]):
-            m[f"compShare{name}{end}"] = f"{100 * share:.0f}\\%"
+            zero = name != "Residual" and c[f"sd_{name.lower()}"] == 0
+            m[f"compShare{name}{end}"] = "none" if zero else f"{100 * share:.0f}\\%"
         m[f"compComponentsDf{end}"] = f"{c['df']:.0f}"
+    m["compComponentsFloored"] = floored_reference(floored)
     for b in SIZES:  # every network's rate and the median where one network's exceeds the others' sum
         rates = [expected_cell("dependence", s, "random", b)["flip_rate"] for s in (1, 2, 4)]
         top = max(rates)
@@ -682,3 +688,23 @@ def test_dependence_table_without_a_published_measure_shows_dashes(result):
     header, rows = companions_summary.dependence_table(dep0, published)[:2]
     assert [r[4] for r in rows] == ["--"] * len(rows)
     assert [r[2] for r in rows[:2]] == ["45.0\\%", "20.0\\%"]  # the other columns as before
+
+
+def floored_reference(floored: dict) -> str:
+    """The sentence on the variance components set to zero, as the section reads it."""
+    named = [(who, " and ".join(at)) for who, at in sorted(floored.items(), key=lambda kv: kv[0] != "networks")]
+    if not named:
+        return ""
+    if len(named) == 1:
+        ((who, at),) = named
+        return (
+            f" The {who}' variance component is set to zero ({at}), where its method-of-moments estimate falls to or"
+            f" below zero: there the {who}' mean flip rates differ no more than the rest of the variation alone"
+            " would make them differ."
+        )
+    (a, at_a), (b, at_b) = named
+    return (
+        f" The {a}' variance component ({at_a}) and the {b}' ({at_b}) are set to zero, where their"
+        " method-of-moments estimates fall to or below zero: there the means of that source differ no more than"
+        " the rest of the variation alone would make them differ."
+    )

@@ -163,20 +163,24 @@ def signed_points(value, digits: int = 2) -> str:
     return endpoint(value, digits, signed=True)
 
 
-def math_points(value, digits: int = 1) -> str:
+def math_points(value, digits: int = 1, margin: float | None = None) -> str:
     """A difference of shares in signed percentage points, in math mode: ``0.0123`` ->
     ``$+1.2$``; exact zero unsigned, ``$0.0$``; a nonzero value that rounds to zero gets the
-    decimals its sign needs: ``-0.00049`` -> ``$-0.05$`` (:func:`endpoint`)."""
-    return "$" + endpoint(value, digits, signed=True) + "$"
+    decimals its sign needs: ``-0.00049`` -> ``$-0.05$`` (:func:`endpoint`). ``margin``: a
+    smallest effect the value is read against; a value that is not ``+-margin`` but rounds to
+    it gets the decimals that tell it from the margin (``-0.01001`` -> ``$-1.001$``, never
+    ``$-1.0$`` beside "reaches beyond $\\pm1.0$ points")."""
+    bounds = () if margin is None else (-margin, margin)
+    return "$" + endpoint(value, digits, signed=True, bounds=bounds) + "$"
 
 
-def math_points_interval(entry: dict, digits: int = 1) -> str:
-    """``entry["ci"]`` as ``[$-8.7$, $+3.1$]`` (:func:`math_points`); :data:`ALIKE` (in math mode)
-    for a degenerate interval."""
+def math_points_interval(entry: dict, digits: int = 1, margin: float | None = None) -> str:
+    """``entry["ci"]`` as ``[$-8.7$, $+3.1$]`` (:func:`math_points`, each end read against
+    ``margin`` where given); :data:`ALIKE` (in math mode) for a degenerate interval."""
     lo, hi = entry["ci"]
     if degenerate(lo, hi):
         return f"${ALIKE}$"
-    return f"[{math_points(lo, digits)}, {math_points(hi, digits)}]"
+    return f"[{math_points(lo, digits, margin)}, {math_points(hi, digits, margin)}]"
 
 
 ALIKE = "\\text{(every seed alike)}"

@@ -217,8 +217,8 @@ def end_macros(where: str, m: int, frames: dict, batch_size: int, train_rows: in
     for config in CONFIGS:
         for mode in MODES:
             r = cell.loc[(m, config, mode)]
-            m_[latex.macro_name("accum", config, mode, where)] = points(r["mean"])
-            m_[latex.macro_name("accum ci", config, mode, where)] = points_interval(r.ci_low, r.ci_high)
+            m_[latex.macro_name("accum", config, mode, where)] = points(r["mean"])  # the section adds "\\%"
+            m_[latex.macro_name("accum ci", config, mode, where)] = percent_interval(r.ci_low, r.ci_high)
     for name, _, _ in COMPARISONS:
         for mode in MODES:
             r = pair.loc[(m, name, mode)]
@@ -359,3 +359,12 @@ def _pair_json(r) -> dict:
     """A paired row: seeds, mean, sd, its interval and the family it is a member of (at whose level)."""
     ci = [float(r.ci_low), float(r.ci_high)]
     return {"seeds": int(r.seeds), "gain": float(r.gain), "sd": float(r.sd), "ci": ci, "family": str(r.family)}
+
+
+def percent_interval(lo: float, hi: float) -> str:
+    """An accuracy's interval as the text prints it beside its mean, each end in percent with its unit:
+    ``[82.3\\%, 86.1\\%]`` (the section's accuracies are percentages, its differences points);
+    :func:`bnstudy.paper.latex.points_interval`'s words for a degenerate interval."""
+    if latex.degenerate(lo, hi):
+        return points_interval(lo, hi)
+    return f"[{points(lo)}\\%, {points(hi)}\\%]"

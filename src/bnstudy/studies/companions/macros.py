@@ -163,23 +163,71 @@ def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
     For the random design at the smallest and the largest probe size, the dependence
     networks' per-example flip rates form a networks x examples table;
     :func:`bnstudy.base.stats.crossed_components` gives the mean with an interval that counts
-    both sources (``compNetFlipRateCombinedCi<End>``), each source's standard deviation in
-    points (``compSdNetworks<End>``, ``compSdExamples<End>``) and each one's share of the
-    mean's variance (``compShareNetworks<End>``...)."""
+    both sources (``compNetFlipRateCombinedCi<End>``), each source's standard deviation in points
+    (``compSdNetworks<End>``, ``compSdExamples<End>``) and as the text says it, with its unit
+    (``compSdNetworksSaid<End>``, ``compSdExamplesSaid<End>``: :func:`sd_words`), and each one's share
+    of the mean's variance (``compShareNetworks<End>``...: :func:`share_words`). A component whose
+    method-of-moments estimate falls to or below zero is set to zero there; ``compComponentsFloored``
+    says which and where (:func:`floored_note`), so that a zero is never read as a measured one."""
     m = {}
+    floored: dict[str, list[int]] = {"networks": [], "examples": []}
     for end, b in (("min", sizes[0]), ("max", sizes[-1])):
         c = crossed_interval(probes, "dependence", b, confidence)
         if c is None:
             continue
         name = lambda *parts: latex.macro_name("comp", *parts, end)  # noqa: E731
         m[name("net flip rate combined ci")] = interval_text(c["ci_low"], c["ci_high"])
-        m[name("sd networks")] = latex.points(math.sqrt(c["var_network"]))
+        m[name("sd networks")] = latex.points(math.sqrt(c["var_network"]))  # the number, as pinned
         m[name("sd examples")] = latex.points(math.sqrt(c["var_example"]))
-        m[name("share networks")] = latex.fmt(c["share_networks"], 0, percent=True)
-        m[name("share examples")] = latex.fmt(c["share_examples"], 0, percent=True)
-        m[name("share residual")] = latex.fmt(1 - c["share_networks"] - c["share_examples"], 0, percent=True)
+        m[name("sd networks said")] = sd_words(c["var_network"])  # as the text says it
+        m[name("sd examples said")] = sd_words(c["var_example"])
+        m[name("share networks")] = share_words(c["share_networks"], c["var_network"])
+        m[name("share examples")] = share_words(c["share_examples"], c["var_example"])
+        m[name("share residual")] = share_words(1 - c["share_networks"] - c["share_examples"], None)
         m[name("components df")] = latex.fmt(c["df"], 0)
+        for who, var in (("networks", c["var_network"]), ("examples", c["var_example"])):
+            if var <= 0 and b not in floored[who]:
+                floored[who].append(b)
+    m["compComponentsFloored"] = floored_note(floored)
     return m
+
+
+def sd_words(variance: float) -> str:
+    """A variance component's standard deviation in points, with its unit: ``2.2 points``; ``zero``
+    where the component was set to zero (:func:`floored_note` says why), never ``0.0 points``."""
+    return "zero" if variance <= 0 else f"{latex.points(math.sqrt(variance))} points"
+
+
+def share_words(share: float, variance: float | None) -> str:
+    """A component's share of the mean's variance in whole percent: ``25\\%``; ``none`` where the
+    component (``variance``; ``None`` for the residual, never set to zero) was set to zero; ``under
+    1\\%`` for a share that is not zero but rounds to it, never ``0\\%``."""
+    if variance is not None and variance <= 0:
+        return "none"
+    text = latex.fmt(share, 0, percent=True)
+    return "under 1\\%" if text == "0\\%" and share > 0 else text
+
+
+def floored_note(floored: dict[str, list[int]]) -> str:
+    """The sentence on the components set to zero, after a space (empty where none is): per source
+    (``networks``, ``examples``), the probe sizes where its method-of-moments estimate fell to or
+    below zero; one sentence for both sources."""
+    named = [(who, words([f"$b={b}$" for b in sorted(sizes)])) for who, sizes in floored.items() if sizes]
+    if not named:
+        return ""
+    if len(named) == 1:
+        ((who, at),) = named
+        return (
+            f" The {who}' variance component is set to zero ({at}), where its method-of-moments estimate falls"
+            f" to or below zero: there the {who}' mean flip rates differ no more than the rest of the variation"
+            " alone would make them differ."
+        )
+    (a, at_a), (b, at_b) = named
+    return (
+        f" The {a}' variance component ({at_a}) and the {b}' ({at_b}) are set to zero, where their"
+        " method-of-moments estimates fall to or below zero: there the means of that source differ no more"
+        " than the rest of the variation alone would make them differ."
+    )
 
 
 # Per-size macros that the text also quotes at the smallest and the largest probe size, so

@@ -19,6 +19,7 @@ the summary records under ``families`` (:meth:`Family.record`); the sentences on
 from __future__ import annotations
 
 from bnstudy.evaluation.families import Family
+from bnstudy.paper import latex
 
 KEEP = "protocol_keep"
 KEEP_ACCURACY = "protocol_keep_accuracy"
@@ -94,11 +95,36 @@ def published_clause(family: Family, members: int, confidence: str) -> str:
     )
 
 
-def in_full(family: Family, kept: str, dropped: str) -> str:
+def in_full(kept: str) -> str:
     """Where the published rate lies against each protocol's interval, in full: the kept protocol's
-    :func:`bnstudy.studies.companions.protocols.reproduction` ``kept``, the dropped one's pointing to
-    the companions section where its interval is the same, unadjusted one; spelled out (``dropped``)
-    where the family adjusts it."""
-    if family.adjusted:
-        return f"In full, {kept}; {dropped}."
+    :func:`bnstudy.studies.companions.protocols.reproduction` ``kept``; the dropped protocol's points
+    to the companions section, which states that comparison with the same interval at the same level
+    (the family's, adjusted or not: :func:`bnstudy.studies.companions.published.published_ratio_macros`),
+    so that each comparison has one verdict in the paper."""
     return f"In full, {kept} (with them dropped: the results above)."
+
+
+SMALLEST = "the smallest effect declared to matter"
+
+
+def keep_verdict(lo: float, hi: float, family: Family) -> str:
+    """Where a kept-minus-dropped interval of ``family`` lies with respect to zero and, where it contains
+    zero and the family declares a smallest effect, whether it lies within it (two one-sided tests:
+    :meth:`Family.within`): ``contains zero and reaches beyond $\\pm1.0$ points, the smallest effect
+    declared to matter``; an interval that contains zero is never left to read as no effect."""
+    text = latex.verdict(lo, hi)
+    if not (lo <= 0 <= hi) or family.smallest_effect is None:
+        return text
+    verb = "lies within" if family.within(lo, hi) else "reaches beyond"
+    return f"{text} and {verb} $\\pm{latex.points(family.smallest_effect, 1)}$ points, {SMALLEST}"
+
+
+def keep_interval(lo: float, hi: float, family: Family) -> str:
+    """A kept-minus-dropped interval in signed points, one decimal, each end with the decimals that tell
+    it from zero and, where the interval contains zero (:func:`keep_verdict` then reads it against the
+    smallest effect), from that effect (:func:`bnstudy.paper.latex.endpoint`'s bounds)."""
+    margin = family.smallest_effect if lo <= 0 <= hi else None
+    if latex.degenerate(lo, hi) or margin is None:
+        return latex.points_interval(lo, hi, signed=True, digits=1)
+    ends = [latex.endpoint(v, 1, signed=True, bounds=(-margin, margin)) for v in (lo, hi)]
+    return f"[{ends[0]}, {ends[1]}]"

@@ -204,7 +204,7 @@ def driven_note(networks: pd.DataFrame, over: pd.DataFrame) -> str:
 
 
 def size_macros(
-    cell: pd.DataFrame, pair: pd.DataFrame, networks: pd.DataFrame, published: dict, sizes: list[int]
+    cell: pd.DataFrame, pair: pd.DataFrame, networks: pd.DataFrame, published: dict, sizes: list[int], fams: dict
 ) -> dict:
     """Per probe size (``...BTwo...``; at the smallest and largest also ``...Min...``/``...Max...``):
     each protocol's means with the interval over networks (``...Ci``) and over networks and
@@ -234,8 +234,8 @@ def size_macros(
             r = pair.loc[(measure, b)]
             stem = f"prot kept minus dropped {measure}"
             put(stem, b, "", latex.signed_points(r.gain, 1))
-            put(stem, b, "ci", latex.points_interval(r.ci_low, r.ci_high, signed=True, digits=1))
-            put(stem, b, "verdict", latex.verdict(r.ci_low, r.ci_high))
+            put(stem, b, "ci", pf.keep_interval(r.ci_low, r.ci_high, fams[measure]))  # ``fams``: by measure
+            put(stem, b, "verdict", pf.keep_verdict(r.ci_low, r.ci_high, fams[measure]))
             theirs = published.get(measure, {}).get(b)
             if theirs is not None:
                 put(f"prot published {measure}", b, "", _pct(theirs))
@@ -314,7 +314,7 @@ def report(probes: pd.DataFrame, published: dict, confidence: float, families: d
         "protDrivenNote": driven_note(networks, over),
     }
     m |= reproduction_macros(over, against.tag)
-    m["protInFull"] = pf.in_full(against, m["protReproducesKept"], m["protReproducesDropped"])
+    m["protInFull"] = pf.in_full(m["protReproducesKept"])
     top = sizes[-1]
     flips = networks[networks["batch_size"] == top].sort_values("seed")
     by = {p: flips[flips["protocol"] == p] for p in PROTOCOL_WORDS.values()}
@@ -324,7 +324,8 @@ def report(probes: pd.DataFrame, published: dict, confidence: float, families: d
         {p: float(cell.loc[(p, "flip_rate", top), "mean"]) for p in by},
         {p: (g["flip_rate"].tolist(), g["seed"].tolist()) for p, g in by.items()},
     )
-    m |= size_macros(cell, pair, networks, published, sizes)
+    by_measure = {measure: families[f] for measure, f in pf.MEASURE_FAMILY.items()}
+    m |= size_macros(cell, pair, networks, published, sizes, by_measure)
     return {
         "networks": networks,
         "over_networks": over,
@@ -333,7 +334,7 @@ def report(probes: pd.DataFrame, published: dict, confidence: float, families: d
             cell, pair, sizes, inside, outside, confidence, pf.records(families, confidence, len(sizes), members)
         ),
         "macros": m,
-        "latex_table": latex_table(over, paired, sizes, keep.phrase(len(sizes)), accuracy.phrase(len(sizes))),
+        "latex_table": latex_table(over, paired, sizes, by_measure),
     }
 
 
@@ -346,11 +347,12 @@ def _or_none(value):
     return None if value != value else float(value)
 
 
-def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes, flip: str, accuracy: str) -> tuple:
+def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes, fams: dict) -> tuple:
     """``(header, rows, align, comment)``: per measure and probe size, each protocol's mean over
     networks (a dagger where one network drives it: :func:`driven_note`) with its interval over
-    networks, the published value, and kept minus dropped paired by seed, its intervals in the words
-    of their families, ``flip`` and ``accuracy`` (:meth:`Family.phrase`), in the comment."""
+    networks, the published value, and kept minus dropped paired by seed (:func:`protocol_families.keep_interval`),
+    its intervals in the words of their families (``fams``: by measure; :meth:`Family.phrase`), in the comment."""
+    flip, accuracy = (fams[m].phrase(len(sizes)) for m in MEASURES)
     cell = over.set_index(["protocol", "measure", "batch_size"])
     pair = paired.set_index(["measure", "batch_size"])
     label = {"flip_rate": "flip rate", "train_mode_accuracy": "train-mode acc."}
@@ -365,10 +367,7 @@ def latex_table(over: pd.DataFrame, paired: pd.DataFrame, sizes, flip: str, accu
             theirs = cell.loc[("dropped", measure, b), "published"]
             row.append("--" if theirs != theirs else _pct(theirs))
             r = pair.loc[(measure, b)]
-            row.append(
-                f"${latex.signed_points(r.gain, 1)}$ "
-                f"${latex.points_interval(r.ci_low, r.ci_high, signed=True, digits=1)}$"
-            )
+            row.append(f"${latex.signed_points(r.gain, 1)}$ ${pf.keep_interval(r.ci_low, r.ci_high, fams[measure])}$")
             rows.append(row)
     header = ["measure", "probe", "leftover dropped [CI]", "leftover kept [CI]", "publ.", "kept $-$ dropped [CI]"]
     comment = (

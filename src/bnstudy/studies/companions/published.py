@@ -23,14 +23,14 @@ from bnstudy.studies.companions.formats import interval_text, pct_text
 
 def ratio_words(ours: float, theirs: float) -> str:
     """Our rate as a multiple of theirs with the digits that tell it from 1: ``1.7 times theirs``,
-    ``1.04 times theirs`` (never ``1.0 times``), ``equal to theirs to two decimals``; ``theirs zero``."""
+    ``1.04 times theirs`` (never ``1.0 times``), ``1.00 times theirs`` where two decimals do not tell
+    it from 1 (a ratio, never a claim that the two rates are equal: 45.1 and 45.3 percent print apart);
+    ``theirs zero``."""
     if theirs <= 0:
         return "theirs zero"
     r = ours / theirs
     if latex.fmt(r, 1) not in ("1.0", "0.9", "1.1"):
         return f"{latex.fmt(r, 1)} times theirs"
-    if latex.fmt(r, 2) == "1.00":
-        return "equal to theirs to two decimals"
     return f"{latex.fmt(r, 2)} times theirs"
 
 

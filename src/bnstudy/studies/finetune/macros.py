@@ -30,6 +30,7 @@ from bnstudy.studies.finetune.sentences import (
     side_clause,
     skew_cost_sentence,
     specific_sentence,
+    specific_sides_of,
 )
 from bnstudy.studies.finetune.summary import (
     CONDITIONS,
@@ -165,7 +166,8 @@ def arms_macros(arms: dict, settings: dict, family: Family) -> dict[str, str]:
         m[latex.macro_name("finetune", "contrast", c, k, "below", "cells")] = latex.fmt(n)
         m[latex.macro_name("finetune", "contrast", c, k, "above", "cells")] = latex.fmt(above[(c, k)])
     m["finetuneContrastCellsPerCondition"] = latex.fmt(len(rates) * len(STREAMS))
-    m["finetuneContrastCounts"] = contrast_counts(below, above, len(rates) * len(STREAMS))
+    reported = tuple(specific_in(arms[rates[0]]["same"]))  # counted at their family's level instead
+    m["finetuneContrastCounts"] = contrast_counts(below, above, len(rates) * len(STREAMS), reported)
     last = arms[rates[1]]["shifted"]["class_sorted"]["contrasts"]  # rate two, as the macro names it
     if "statistics_update" in last and "gradient_path" in last:
         m["finetuneContrastRateTwoShiftedClassSortedVerdicts"] = latex.two_verdicts(
@@ -217,8 +219,10 @@ def specific_macros(arms: dict, family: Family, confidence: float) -> dict[str, 
         it = " it" if counts else ""  # the section names the subject before the first
         counts.append(f"against {CONTROL_WORDS[SPECIFIC[k]]}{it} {side_clause(below, above, len(cells))}")
     m["finetuneSpecificCounts"] = "; ".join(counts)
+    before = None
     for i, r in enumerate(rates, start=1):
-        m[latex.macro_name("finetune rate", i, "specific sentence")] = specific_sentence(arms[r]["same"])
+        m[latex.macro_name("finetune rate", i, "specific sentence")] = specific_sentence(arms[r]["same"], before)
+        before = (power_of_ten(float(r)), specific_sides_of(arms[r]["same"]))
     return m
 
 

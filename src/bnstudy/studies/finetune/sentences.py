@@ -103,33 +103,34 @@ def skew_cost_sentence(rates: list[str], differences: list[dict]) -> str:
 
 
 def recovery_sentence(live: dict) -> str:
-    """What recomputing the statistics recovered of live fine-tuning's cost, for one rate and
+    """What recomputing the statistics recovered of live fine-tuning's change, for one rate and
     stream (``live``: the live mode's entry), from two paired intervals: the change of the
     inference-mode accuracy (after minus before) and the recomputed accuracy's change from the
-    start (recomputed minus before). "Recovered all" is never said: an interval that contains
-    zero shows no difference from the start, not a full recovery."""
+    start (recomputed minus before). The change itself, with its interval and verdict, is the
+    sentence before's (the section states it just ahead), so it is named here in words only, never
+    printed twice, nor called a cost of a negative number. "Recovered all" is never said: an
+    interval that contains zero shows no difference from the start, not a full recovery."""
     cost, back = _side(live["inference_change"]["ci"]), _side(live["recomputed_change"]["ci"])
-    change = f"{points(live['inference_change']['mean'])} {interval_points(live['inference_change'])} points"
     again = f"{points(live['recomputed_change']['mean'])} {interval_points(live['recomputed_change'])} points"
     if cost != "below":
         told = "lies wholly above zero" if cost == "above" else "contains zero"
         return (
-            f"live fine-tuning showed no cost for recomputing to recover (its change, {change}, {told}); "
+            f"live fine-tuning showed no loss for recomputing to recover (its change's interval {told}); "
             f"recomputed, the networks lie {again} from the start"
         )
     if back == "below":
         return (
-            f"recomputing recovered only part of what live fine-tuning had cost ({change}): recomputed, the "
-            f"networks still lie {again} from the start, an interval wholly below zero"
+            f"recomputing recovered only part of live fine-tuning's loss: recomputed, the networks still lie {again}"
+            " from the start, an interval wholly below zero"
         )
     if back == "above":
         return (
-            f"recomputing recovered more than live fine-tuning had cost ({change}): recomputed, the networks "
-            f"lie {again} from the start, an interval wholly above zero"
+            f"recomputing recovered more than live fine-tuning's loss: recomputed, the networks lie {again} from"
+            " the start, an interval wholly above zero"
         )
     return (
-        f"live fine-tuning cost {change}, and recomputed the networks can no longer be told apart from "
-        f"the start ({again}, an interval that contains zero)"
+        "after live fine-tuning's loss, recomputed, the networks can no longer be told apart from the start"
+        f" ({again}, an interval that contains zero)"
     )
 
 
@@ -190,20 +191,31 @@ def specific_verdict(sides: list[str], controls: int = 2) -> str:
     """Where the intervals (at the family's level) of the batch-norm-specific parts (``sides``: ``below``, ``above`` or
     ``zero`` each) against ``controls`` controls lie, and what that lets one put down to batch
     normalisation: a part of the loss only where an interval lies wholly below zero."""
-    n = len(sides)
     whom = "the controls" if controls > 1 else "the control"
     whose = "the controls'" if controls > 1 else "the control's"
     if len(set(sides)) == 1:
-        subject = "the interval" if n == 1 else "both intervals" if n == 2 else f"all {number_word(n)} intervals"
         side = sides[0]
-        said = verdict(*{"below": (-1, -1), "above": (1, 1), "zero": (-1, 1)}[side], plural=n > 1)
         then = {
             "below": f"the loss beyond {whose} can be put down to batch normalisation",
             "above": f"batch norm changes less for the worse than {whom}",
             "zero": f"batch norm's change cannot be told apart from {whose}: no part of it is shown to be batch"
             " normalisation's (which does not show that none is)",
         }[side]
-        return f"{subject} {said}, so {then}"
+        return f"{specific_sides(sides)}, so {then}"
+    return (
+        f"{specific_sides(sides)}, and only where an interval lies wholly below zero can a part of the"
+        " loss be put down to batch normalisation"
+    )
+
+
+def specific_sides(sides: list[str]) -> str:
+    """Where the batch-norm-specific parts' intervals lie, without what that lets one conclude:
+    ``all four intervals contain zero``, ``of these intervals one lies wholly below zero and three
+    contain zero``."""
+    n = len(sides)
+    if len(set(sides)) == 1:
+        subject = "the interval" if n == 1 else "both intervals" if n == 2 else f"all {number_word(n)} intervals"
+        return f"{subject} {verdict(*{'below': (-1, -1), 'above': (1, 1), 'zero': (-1, 1)}[sides[0]], plural=n > 1)}"
     parts = []
     for side, one, many in (
         ("below", "lies wholly below zero", "lie wholly below zero"),
@@ -213,17 +225,16 @@ def specific_verdict(sides: list[str], controls: int = 2) -> str:
         k = sides.count(side)
         if k:
             parts.append(f"{number_word(k)} {one if k == 1 else many}")
-    return (
-        f"of these intervals {words(parts)}, and only where an interval lies wholly below zero can a part of the"
-        " loss be put down to batch normalisation"
-    )
+    return f"of these intervals {words(parts)}"
 
 
-def specific_sentence(cell: dict) -> str:
+def specific_sentence(cell: dict, before: tuple[str, list[str]] | None = None) -> str:
     """One rate's batch-norm-specific parts with the inputs as trained (``cell``: ``{stream: entry}`` of
     :func:`summarise_arms`): the range of the controls' changes, live batch norm's change minus each
     control's on random and on one-class batches with its interval at the family's level, and
-    :func:`specific_verdict` of those intervals."""
+    :func:`specific_verdict` of those intervals. ``before``: the rate printed and the sides of the
+    sentence just before (the smaller rate's); where they are the same, the reading is not said a
+    second time: ``as at 1e-4, all four intervals contain zero``."""
     keys = specific_in(cell)
     changes = [cell[s]["arms"][SPECIFIC[k]]["change"]["mean"] for k in keys for s in STREAMS]
     lo, hi = points(min(changes)), points(max(changes))
@@ -238,10 +249,18 @@ def specific_sentence(cell: dict) -> str:
             f"{adjusted_cell(d[0])}{on[0]} and {adjusted_cell(d[1])}{on[1]} against {CONTROL_WORDS[SPECIFIC[k]]}"
         )
     sides = [_side(cell[s]["contrasts"][k]["ci_adjusted"]) for k in keys for s in STREAMS]
+    said = specific_verdict(sides, len(keys))
+    if before is not None and before[1] == sides:
+        said = f"as at {before[0]}, {specific_sides(sides)}"
     return (
         f"{head} by {span} points, and live batch norm's change minus {whose}, the part specific to batch"
-        f" normalisation, is {words(parts)}: {specific_verdict(sides, len(keys))}"
+        f" normalisation, is {words(parts)}: {said}"
     )
+
+
+def specific_sides_of(cell: dict) -> list[str]:
+    """The sides of zero of one rate's batch-norm-specific intervals, in :func:`specific_sentence`'s order."""
+    return [_side(cell[s]["contrasts"][k]["ci_adjusted"]) for k in specific_in(cell) for s in STREAMS]
 
 
 def adjusted_cell(d: dict) -> str:
@@ -329,30 +348,38 @@ COUNTED = (
 
 
 def side_clause(below: int, above: int, cells: int) -> str:
-    """Where ``cells`` intervals lie, in words, each count once and only where it is not zero:
-    ``lies below zero in 3, above zero in 1 and contains zero in 4 cells``; ``contains zero in all 8 cells``."""
+    """Where ``cells`` intervals lie, in words, each count once and only where it is not zero, the noun
+    with the first count and agreeing with it (never ``in 1 cells``): ``lies below zero in 3 cells,
+    above zero in 1 and contains zero in 4``, ``lies below zero in 1 cell and contains zero in 3``; one
+    side for all: ``lies below zero in all 8 cells``, ``contains zero in all 8 cells`` (never ``in 8
+    cells`` beside ``in all 8``)."""
     held = cells - below - above
-    if held == cells:
-        return f"contains zero in all {cells} cells"
-    parts = [f"below zero in {n}" for n in [below] if n] + [f"above zero in {n}" for n in [above] if n]
-    parts[0] = "lies " + parts[0]
-    parts += [f"contains zero in {held}" for n in [held] if n]
-    return words(parts) + " cells"
+    for n, said in ((below, "lies below zero"), (above, "lies above zero"), (held, "contains zero")):
+        if n == cells:
+            return f"{said} in all {cells} cells"
+    counts = [(side, n) for side, n in (("below zero", below), ("above zero", above)) if n]
+    parts = [f"{side} in {n}" for side, n in counts] + [f"contains zero in {held}" for n in [held] if n]
+    parts[0] = f"lies {parts[0]} {'cell' if counts[0][1] == 1 else 'cells'}"
+    return words(parts)
 
 
-def contrast_counts(below: dict, above: dict, cells: int) -> str:
+def contrast_counts(below: dict, above: dict, cells: int, reported: tuple = ()) -> str:
     """The section's counts of contrasts by side of zero, one clause per contrast and condition, for
-    the contrasts the build has (no layer-norm control where the grid has no layer norm)."""
+    the contrasts the build has (no layer-norm control where the grid has no layer norm) and that are
+    not ``reported`` elsewhere: the batch-norm-specific parts, members of a declared family, are counted
+    at that family's level in their own paragraph (``finetuneSpecificCounts``), so their unadjusted
+    counts here would give the same comparison a second verdict."""
     out = []
     for key, label in COUNTED:
-        if ("same", key) not in below:
+        if ("same", key) not in below or key in reported:
             continue
         same = side_clause(below[("same", key)], above[("same", key)], cells)
         shifted = side_clause(below[("shifted", key)], above[("shifted", key)], cells)
-        # one verdict once: the same clause for both conditions is said of both together
+        # one verdict once: the same clause for both conditions is said of both together; two parallel
+        # clauses are set apart by a semicolon, each condition named before its counts
         out.append(
             f"{label} {same} in both conditions"
             if same == shifted
-            else f"{label} {same} as trained and {shifted} shifted"
+            else f"{label} {same} as trained; shifted, it {shifted}"
         )
     return "; ".join(out)

@@ -82,15 +82,15 @@ def macros(summary: dict, settings: dict, families: dict[str, Family]) -> dict[s
             m[name("before")] = percent(e["inference_before"]["mean"])
             m[name("after")] = percent(e["inference_after"]["mean"])
             m[name("change")] = points(e["inference_change"]["mean"])
-            m[name("change", "ci")] = interval_points(e["inference_change"])
+            m[name("change", "ci")] = _ci(e["inference_change"], families[CHANGE])
             m[name("shift")] = latex.fmt(e["mean_shift"]["mean"], 2)
             m[name("var", "change")] = latex.fmt(e["var_change"]["mean"], 2)
         d = cell["sorted_minus_random"]
         m[latex.macro_name("serving", "sorted", "minus", "random", "served", "b", b)] = points(
             d["stream_accuracy"]["mean"]
         )
-        m[latex.macro_name("serving", "sorted", "minus", "random", "served", "ci", "b", b)] = interval_points(
-            d["stream_accuracy"]
+        m[latex.macro_name("serving", "sorted", "minus", "random", "served", "ci", "b", b)] = _ci(
+            d["stream_accuracy"], families[ORDER]
         )
     for stream in STREAMS:
         for measure, key, form in (
@@ -139,6 +139,19 @@ ORDER, CHANGE, ADAPTATION = "serving_order", "serving_change", "serving_adaptati
 SMALLEST = "the smallest effect declared to matter"
 
 
+def _ci(entry: dict, family: Family) -> str:
+    """An interval of the ``family`` in points, each end with the decimals that tell it from zero and,
+    where the interval contains zero (the text then reads it against the family's smallest effect:
+    :func:`margin_clause`), from that effect, so that the margin's verdict can be read off it as the
+    sign's can (:func:`bnstudy.paper.latex.math_points_interval`)."""
+    return interval_points(entry, margin=_margin(entry, family.smallest_effect))
+
+
+def _margin(entry: dict, margin: float | None) -> float | None:
+    """``margin`` where ``entry``'s interval contains zero (a margin verdict reads it), else None."""
+    return margin if _side(entry["ci"]) == "zero" else None
+
+
 def _side(ci) -> str:
     lo, hi = ci
     return "below" if hi < 0 else "above" if lo > 0 else "zero"
@@ -185,9 +198,9 @@ def control_macros(summary: dict, families: dict[str, Family]) -> dict[str, str]
     for b, cell in summary.items():
         c, d = cell[CONTROL]["inference_change"], cell[DIFFERENCE]["inference_after"]
         m[latex.macro_name("serving", "training rows", "change", "b", b)] = points(c["mean"])
-        m[latex.macro_name("serving", "training rows", "change", "ci", "b", b)] = interval_points(c)
+        m[latex.macro_name("serving", "training rows", "change", "ci", "b", b)] = _ci(c, families[CHANGE])
         m[latex.macro_name("serving", "random minus training rows", "b", b)] = points(d["mean"])
-        m[latex.macro_name("serving", "random minus training rows", "ci", "b", b)] = interval_points(d)
+        m[latex.macro_name("serving", "random minus training rows", "ci", "b", b)] = _ci(d, families[ADAPTATION])
     sizes = sorted(summary, key=int)
     sides = {b: _side(summary[b][DIFFERENCE]["inference_after"]["ci"]) for b in sizes}
     adaptation = families[ADAPTATION]
@@ -208,7 +221,9 @@ def within_clause(cis: dict, family: Family) -> str:
     beyond $\\pm1.0$ points, the smallest effect declared to matter`` (the one interval that contains
     zero, which the sentence before names), ``; both lie within ...``, ``; of the 3 that contain zero,
     the one at batch 16 lies within $\\pm1.0$ points, the smallest effect declared to matter, and the
-    others reach beyond``; empty where none contains zero or the family declares no smallest effect."""
+    others reach beyond`` (where every interval contains zero, as the sentence before says, without
+    ``of the 3 that contain zero``); empty where none contains zero or the family declares no smallest
+    effect."""
     zero = [b for b, ci in cis.items() if margin_clause(ci, family)]
     if not zero:
         return ""
@@ -221,12 +236,11 @@ def within_clause(cis: dict, family: Family) -> str:
         return f"; {'both' if len(zero) == 2 else f'all {len(zero)}'} {verb} {bound}"
     rest = len(zero) - len(within)
     those = "the one" if len(within) == 1 else "those"
+    # every interval contains zero, as the sentence before says: not said a second time
+    lead = "" if len(zero) == len(cis) else f"of the {len(zero)} that contain zero, "
     verb = "lies within" if len(within) == 1 else "lie within"
     others = "the other reaches beyond" if rest == 1 else "the others reach beyond"
-    return (
-        f"; of the {len(zero)} that contain zero, {those} {latex.at_batches([str(b) for b in within])} {verb} "
-        f"{bound}, and {others}"
-    )
+    return f"; {lead}{those} {latex.at_batches([str(b) for b in within])} {verb} {bound}, and {others}"
 
 
 NO_GAIN = (
@@ -250,10 +264,10 @@ def control_sentence(cell: dict, b, change: Family, adaptation: Family) -> str:
     diff = cell[DIFFERENCE]["inference_after"]
     text = (
         f"the held-out accuracy of networks trained in batches of {int(b)} changes by {points(test['mean'])} "
-        f"points {interval_points(test)} after a random stream of test rows and by {points(train['mean'])} points "
-        f"{interval_points(train)} after a stream of as many training rows (both {change.tag}); that second interval "
+        f"points {_ci(test, change)} after a random stream of test rows and by {points(train['mean'])} points "
+        f"{_ci(train, change)} after a stream of as many training rows (both {change.tag}); that second interval "
         f"{verdict(train['ci'], change)}; the difference, the part that needs the test rows, is "
-        f"{points(diff['mean'])} points {interval_points(diff)} ({adaptation.tag}), an interval that "
+        f"{points(diff['mean'])} points {_ci(diff, adaptation)} ({adaptation.tag}), an interval that "
         f"{verdict(diff['ci'], adaptation, explain=not margin_clause(train['ci'], change))}"
     )
     t, c, d = _side(test["ci"]), _side(train["ci"]), _side(diff["ci"])
@@ -318,16 +332,18 @@ def abstract_sentence(summary: dict, confidence: str, order: Family, changes: Fa
         level = f"intervals over networks and streams, the first {first}, the second {second}"
     return (
         f"Served in training mode with live statistics, networks trained in batches of {int(b)} score "
-        f"{points(served['mean'])} points {interval_points(served)} on class-sorted test traffic against random "
+        f"{points(served['mean'])} points {_ci(served, order)} on class-sorted test traffic against random "
         f"traffic, and a class-sorted stream changes the inference-mode accuracy of the model it leaves behind "
-        f"by {points(change['mean'])} points {interval_points(change)} on held-out rows "
+        f"by {points(change['mean'])} points {_ci(change, changes)} on held-out rows "
         f"({abstract_verdicts(served['ci'], change['ci'], order, changes)}; {level})"
     )
 
 
-def table_rows(summary: dict) -> list[list[str]]:
+def table_rows(summary: dict, change: Family | None = None) -> list[list[str]]:
     """One row per training batch size: inference accuracy before, its change after each stream
-    (with interval), and the training-mode accuracy over each stream."""
+    (with interval, each end read against the ``change`` family's smallest effect: :func:`_ci`), and
+    the training-mode accuracy over each stream."""
+    margin = None if change is None else change.smallest_effect
     rows = []
     for b, cell in sorted(summary.items(), key=lambda kv: int(kv[0])):
         r, s = cell["random"], cell["sorted"]
@@ -335,13 +351,17 @@ def table_rows(summary: dict) -> list[list[str]]:
             [
                 str(int(b)),
                 percent(r["inference_before"]["mean"]),
-                f"{points(r['inference_change']['mean'])} {interval_points(r['inference_change'])}",
-                f"{points(s['inference_change']['mean'])} {interval_points(s['inference_change'])}",
+                f"{points(r['inference_change']['mean'])} {_table_ci(r['inference_change'], margin)}",
+                f"{points(s['inference_change']['mean'])} {_table_ci(s['inference_change'], margin)}",
                 percent(r["stream_accuracy"]["mean"]),
                 percent(s["stream_accuracy"]["mean"]),
             ]
         )
     return rows
+
+
+def _table_ci(entry: dict, margin: float | None) -> str:
+    return interval_points(entry, margin=_margin(entry, margin))
 
 
 HEADER = [
@@ -357,4 +377,4 @@ HEADER = [
 def write_table(path, summary: dict, change: Family) -> None:
     """The table (:func:`table_rows`), its comment naming the changes' family's adjustment (``change``)."""
     comment = f"serving: inference accuracy before/after (changes {change.phrase(len(summary))}), served"
-    latex.write_table(path, HEADER, table_rows(summary), "rrrrrr", comment)
+    latex.write_table(path, HEADER, table_rows(summary, change), "rrrrrr", comment)
