@@ -398,9 +398,12 @@ def test_a_ratio_near_one_gets_the_digits_that_tell_it_from_one():
 
     assert ratio_words(0.017, 0.01) == "1.7 times theirs"
     assert ratio_words(0.0064, 0.006) == "1.07 times theirs"
-    # a ratio that rounds to 1 is printed as one, never as the two rates being equal: 45.1% against
-    # 45.3% is 1.00 times theirs, and the two percentages print apart
-    assert ratio_words(0.0060001, 0.006) == "1.00 times theirs"
-    assert ratio_words(0.45115, 0.453) == "1.00 times theirs"
-    assert ratio_words(0.45115, 0.453) != "equal to theirs to two decimals"
+    # a ratio that rounds to 1.00 gets a third decimal, never a claim that the two rates are equal:
+    # 45.1% against 45.3% is 0.996 times theirs (the two percentages print apart, and so does the ratio)
+    assert ratio_words(0.45115, 0.453) == "0.996 times theirs"
+    assert ratio_words(0.00602, 0.006) == "1.003 times theirs"
+    assert ratio_words(0.0060001, 0.006) == "within 0.1\\% of theirs"  # 1.000 at three decimals
+    assert ratio_words(0.006, 0.006) == "the same as theirs"
+    for ours in (0.45115, 0.00602, 0.0060001, 0.006, 0.0064, 0.0055):
+        assert "1.00 times" not in ratio_words(ours, 0.006 if ours < 0.1 else 0.453)
     assert ratio_words(0.1, 0.0) == "theirs zero"

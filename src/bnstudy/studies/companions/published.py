@@ -23,15 +23,19 @@ from bnstudy.studies.companions.formats import interval_text, pct_text
 
 def ratio_words(ours: float, theirs: float) -> str:
     """Our rate as a multiple of theirs with the digits that tell it from 1: ``1.7 times theirs``,
-    ``1.04 times theirs`` (never ``1.0 times``), ``1.00 times theirs`` where two decimals do not tell
-    it from 1 (a ratio, never a claim that the two rates are equal: 45.1 and 45.3 percent print apart);
-    ``theirs zero``."""
+    ``1.04 times theirs`` (never ``1.0 times``), ``0.996 times theirs`` where two decimals would print
+    1.00 (45.1 and 45.3 percent print apart: the ratio does too); ``within 0.1\\% of theirs`` where three
+    decimals still print 1.000, ``the same as theirs`` only where the two are equal; ``theirs zero``."""
     if theirs <= 0:
         return "theirs zero"
     r = ours / theirs
     if latex.fmt(r, 1) not in ("1.0", "0.9", "1.1"):
         return f"{latex.fmt(r, 1)} times theirs"
-    return f"{latex.fmt(r, 2)} times theirs"
+    for digits in (2, 3):
+        text = latex.fmt(r, digits)
+        if float(text) != 1:
+            return f"{text} times theirs"
+    return "the same as theirs" if ours == theirs else "within 0.1\\% of theirs"
 
 
 def crossed_design(probes: pd.DataFrame, network: str, b: int) -> bool:
