@@ -15,7 +15,8 @@ def test_parse_number_gives_value_and_one_unit_of_the_last_digit():
     assert pinned.parse_number("45.3\\%") == (pytest.approx(0.453), pytest.approx(0.001))
     assert pinned.parse_number("1{,}797") == (1797.0, 1.0)
     assert pinned.parse_number("\\texttt{abc}") is None
-    assert pinned.parse_number("none") == (0.0, 1.0)  # a count of zero as running text writes it (latex.count)
+    # a count of zero as running text writes it (latex.count), or a share that is zero: exactly zero
+    assert pinned.parse_number("none") == (0.0, 0.0)
     assert pinned.parse_number("none at all") is None
 
 
@@ -34,6 +35,16 @@ def test_a_value_nudged_beyond_its_tolerance_is_reported_with_how_much(tmp_path)
     problems = pinned.check(results, pins)
     assert len(problems) == 1
     assert problems[0].startswith("study:acc: moved from 0.97 to 0.975 (by +0.005")
+
+
+def test_a_pinned_none_fails_once_the_share_is_no_longer_zero(tmp_path):
+    """A share printed as "none" (a variance component set to zero) pins exactly zero: the same macro
+    printing "1\\%" later is reported (a tolerance of one unit of a word would accept any share)."""
+    pins = pinned.pins_from(_results_with(tmp_path / "a", {"shareNetworks": "none"}))
+    assert pins["study:shareNetworks"] == {"value": 0.0, "tolerance": 0.0}
+    later = _results_with(tmp_path / "b", {"shareNetworks": "1\\%"})
+    (problem,) = pinned.check(later, pins)
+    assert problem.startswith("study:shareNetworks: moved from 0 to 0.01")
 
 
 def test_a_value_no_longer_written_is_reported(tmp_path):

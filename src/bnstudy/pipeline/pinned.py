@@ -33,10 +33,12 @@ _NUMBER = re.compile(r"^-?\d[\d{},]*(\.\d+)?(\\%)?$")
 
 def parse_number(text: str) -> tuple[float, float] | None:
     """``'45.3\\%'`` -> (0.453, 0.001): value and one unit of its last digit; None if not a number.
-    ``none`` is a count of zero (:func:`bnstudy.paper.latex.count` writes zero so in running text)."""
+    ``none`` is exactly zero, with no tolerance: a count of zero as running text writes it
+    (:func:`bnstudy.paper.latex.count`), or a share or variance component that is zero, not rounded to it
+    (one unit of a word would be the whole range of a share: a pin that could not fail)."""
     text = text.strip().replace("$", "")
     if text == "none":
-        return 0.0, 1.0
+        return 0.0, 0.0
     if not _NUMBER.match(text):
         return None
     percent = text.endswith("\\%")
