@@ -767,7 +767,7 @@ def test_finetune_abstract_sentence_every_verdict(controls, rates, adjustment):
     lives = [live for live, _ in rates]
     want = (
         f"{FINETUNE_HEAD}{ONE_DECIMAL[lives[0]]} at rate {RATES[0]} and {ONE_DECIMAL[lives[1]]} at rate {RATES[1]} "
-        f"({verdicts_of_two(*lives)})"
+        f"(unadjusted: {verdicts_of_two(*lives)})"
     )
     if controls:
         minus = " and minus ".join(CONTROL_NAMES[c] for c in controls)

@@ -905,8 +905,8 @@ def test_the_abstract_sentence_reads_every_rate_in_order_one_class_batches_as_tr
     want = (
         "Fine-tuned live in one-class batches of 4 rows, batch normalisation's inference-mode accuracy changes by "
         f"{printed(lives[0], lives[0]['ci'])} at rate {r1} and {printed(lives[1], lives[1]['ci'])} at rate {r2} "
-        f"({_two_verdicts(lives[0], lives[1])}); its change minus no normaliser's, the part specific to batch "
-        f"normalisation, paired by seed and {named}, is "
+        f"(unadjusted: {_two_verdicts(lives[0], lives[1])}); its change minus no normaliser's, the part specific "
+        f"to batch normalisation, paired by seed and {named}, is "
         f"{printed(parts[0], parts[0]['ci_adjusted'])} at {r1} and {printed(parts[1], parts[1]['ci_adjusted'])} "
         f"at {r2}: "
     )

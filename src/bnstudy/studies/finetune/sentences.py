@@ -303,7 +303,8 @@ def _specific_phrase(live: dict, parts: list[tuple[str, dict]]) -> str:
 def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: Family, members: int) -> str:
     """Live batch norm's change of the inference-mode accuracy after fine-tuning in batches of
     ``batch_size`` at each rate (``cells``: ``(the rate printed, one condition and stream of
-    :func:`summarise_arms`)`` in increasing order) with its verdicts, and the part of it specific to batch
+    :func:`summarise_arms`)`` in increasing order) with its verdicts (said to be unadjusted: no declared
+    family holds the change itself), and the part of it specific to batch
     normalisation, that change minus each control's (paired by seed; its interval at the level of the
     declared ``family`` of ``members`` cells, named in the family's words), with what it shows at each
     rate (:func:`_specific_phrase`; ``at both rates`` where one reading holds at every rate, whose
@@ -313,7 +314,7 @@ def abstract_sentence(cells: list[tuple[str, dict]], batch_size: int, family: Fa
     changes = words([f"{_difference(live)} at rate {rate}" for live, (rate, _) in zip(lives, cells)])
     text = (
         f"Fine-tuned live in one-class batches of {batch_size} rows, batch normalisation's inference-mode "
-        f"accuracy changes by {changes} ({_verdicts([live['ci'] for live in lives])})"
+        f"accuracy changes by {changes} (unadjusted: {_verdicts([live['ci'] for live in lives])})"
     )
     keys = [k for k in SPECIFIC if all("ci_adjusted" in cell["contrasts"].get(k, {}) for _, cell in cells)]
     if not keys:
