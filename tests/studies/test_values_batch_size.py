@@ -1275,3 +1275,24 @@ def test_the_example_gap_is_said_once_where_it_is_also_the_largest():
     assert other["pubGapLargestWhere"] == "batch normalisation at batch 4"
     assert "pubGapLargestIsBatchnormMin" not in other
     assert other["pubGapBatchnormMinPoints"] == "0.5"
+
+
+@pytest.mark.parametrize("fewest, printed", [(280, "1.5\\times 10^{-13}"), (8580, "2.5\\times 10^{-393}")])
+def test_the_initial_values_weight_is_printed_past_a_doubles_underflow(fewest, printed):
+    """0.9 ** 8580 (the Fashion MLP's fewest updates) underflows a double to zero, which printed as
+    "0.0 x 10^0"; the weight is taken in decimal arithmetic and prints its own digits, and the digits'
+    1.5e-13 at 280 updates is what a double gives too."""
+    from bnstudy.studies.batch_size.macros import ema_macros
+
+    runs = pd.DataFrame(
+        [
+            {"mode": mode, "normaliser": "batchnorm", "batch_size": 2, "seed": 0, "accuracy": 0.9}
+            for mode in ("debiased_ema", "inference")
+        ]  # fmt: skip
+    )
+    m = ema_macros(runs, pd.DataFrame({"updates": [fewest, fewest + 10]}), 0.1)
+    assert m["emaInitialWeightFewest"] == f"\\ensuremath{{{printed}}}"
+    if fewest == 280:
+        assert f"{0.9**280:.1e}" == "1.5e-13"
+    else:
+        assert 0.9**fewest == 0.0
