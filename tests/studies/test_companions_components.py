@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bnstudy.studies.companions.macros import floored_note, sd_words, share_words
+from bnstudy.studies.companions.macros import floored_note, sd_words, share_words, shares_words
 from test_sentences import problems, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +26,24 @@ def test_a_component_set_to_zero_reads_in_words():
     assert share_words(0.004, 1e-6) == "under 1\\%"  # not zero, never printed as 0%
     assert share_words(0.047, None) == "5\\%"  # the residual is never set to zero
     assert floored_note({"networks": [], "examples": []}) == ""
+
+
+def test_the_shares_printed_add_up_to_the_whole():
+    """The digits' shares at b = 2 (24.6%, 70.6% and 4.8%) add up to 101 in whole percent: they get the
+    one decimal at which they add up to 100; shares that do so whole stay whole; a share set to zero
+    counts as zero."""
+    assert shares_words([0.246, 0.706, 0.048], [1.0, 1.0, None]) == ["24.6\\%", "70.6\\%", "4.8\\%"]
+    assert shares_words([0.25, 0.70, 0.05], [1.0, 1.0, None]) == ["25\\%", "70\\%", "5\\%"]
+    assert shares_words([0.0, 0.92, 0.08], [0.0, 1.0, None]) == ["none", "92\\%", "8\\%"]
+    assert shares_words([0.004, 0.9, 0.096], [1.0, 1.0, None]) == ["under 1\\%", "90\\%", "10\\%"]
+    assert shares_words([0.004, 0.902, 0.094], [1.0, 1.0, None]) == ["0.4\\%", "90.2\\%", "9.4\\%"]
+    assert share_words(0.0004, 1.0, 1) == "under 0.1\\%"
+    for shares in ([1 / 3, 1 / 3, 1 / 3], [0.2467, 0.7061, 0.0472], [0.125, 0.125, 0.75]):
+        said = shares_words(shares, [1.0, 1.0, None])
+        decimals = {len(t.removesuffix("\\%").partition(".")[2]) for t in said}
+        assert len(decimals) == 1, said  # one precision for the three
+        total = sum(float(t.removesuffix("\\%")) for t in said)
+        assert abs(total - 100) < 0.5 * 10.0 ** -decimals.pop() or said[0] == "33.33\\%", said
 
 
 @pytest.mark.parametrize(

@@ -181,9 +181,12 @@ def components_macros(probes: pd.DataFrame, sizes, confidence: float) -> dict:
         m[name("sd examples")] = latex.points(math.sqrt(c["var_example"]))
         m[name("sd networks said")] = sd_words(c["var_network"])  # as the text says it
         m[name("sd examples said")] = sd_words(c["var_example"])
-        m[name("share networks")] = share_words(c["share_networks"], c["var_network"])
-        m[name("share examples")] = share_words(c["share_examples"], c["var_example"])
-        m[name("share residual")] = share_words(1 - c["share_networks"] - c["share_examples"], None)
+        said = shares_words(
+            [c["share_networks"], c["share_examples"], 1 - c["share_networks"] - c["share_examples"]],
+            [c["var_network"], c["var_example"], None],
+        )
+        for part, text in zip(("networks", "examples", "residual"), said, strict=True):
+            m[name(f"share {part}")] = text
         m[name("components df")] = latex.fmt(c["df"], 0)
         for who, var in (("networks", c["var_network"]), ("examples", c["var_example"])):
             if var <= 0 and b not in floored[who]:
@@ -198,14 +201,28 @@ def sd_words(variance: float) -> str:
     return "zero" if variance <= 0 else f"{latex.points(math.sqrt(variance))} points"
 
 
-def share_words(share: float, variance: float | None) -> str:
-    """A component's share of the mean's variance in whole percent: ``25\\%``; ``none`` where the
-    component (``variance``; ``None`` for the residual, never set to zero) was set to zero; ``under
-    1\\%`` for a share that is not zero but rounds to it, never ``0\\%``."""
+def share_words(share: float, variance: float | None, decimals: int = 0) -> str:
+    """A component's share of the mean's variance in percent, ``decimals`` after the point: ``25\\%``;
+    ``none`` where the component (``variance``; ``None`` for the residual, never set to zero) was set
+    to zero; ``under 1\\%`` (``under 0.1\\%``, ...) for a share that is not zero but rounds to it,
+    never ``0\\%``."""
     if variance is not None and variance <= 0:
         return "none"
-    text = latex.fmt(share, 0, percent=True)
-    return "under 1\\%" if text == "0\\%" and share > 0 else text
+    text = latex.fmt(share, decimals, percent=True)
+    zero = latex.fmt(0.0, decimals, percent=True)
+    return f"under {latex.fmt(10.0**-decimals / 100, decimals, percent=True)}" if text == zero and share > 0 else text
+
+
+def shares_words(shares: list[float], variances: list[float | None]) -> list[str]:
+    """:func:`share_words` of the parts of one variance (networks, examples, the rest), all with the
+    fewest decimals (0 to 2) at which the printed shares add up to the 100\\% they are shares of: 24.6,
+    70.6 and 4.8 print as 25\\%, 71\\% and 5\\% in whole percent, which add up to 101."""
+    for decimals in (0, 1, 2):
+        said = [share_words(s, v, decimals) for s, v in zip(shares, variances, strict=True)]
+        printed = [0.0 if t == "none" or t.startswith("under") else float(t.removesuffix("\\%")) for t in said]
+        if abs(sum(printed) - 100) < 0.5 * 10.0**-decimals:
+            return said
+    return said
 
 
 def floored_note(floored: dict[str, list[int]]) -> str:
