@@ -104,3 +104,25 @@ def test_the_published_variant_says_each_side_once(tmp_path, above, below, said)
     body = _block("batch_size", "excludes zero, and at \\gainsExcludingZero", "At batch")
     text = _render(tmp_path, defs + "\n" + body, ())
     assert text == f"excludes zero, and {said}", text
+
+
+@pytest.mark.parametrize(
+    "training, said",
+    [
+        (
+            {2: 0.8205, 32: 0.8471, 128: 0.85377},
+            "at 2 of the grid's 3 batch sizes and level with it to three decimals at batch 128 in our",
+        ),
+        ({2: 0.8205, 32: 0.8471, 128: 0.8501}, "at every one of the grid's 3 batch sizes in our"),
+        ({2: 0.8400, 32: 0.8534, 128: 0.85377}, "at none of the grid's 3 batch sizes and level with it to three "
+         "decimals at batches 32 and 128 in our"),
+    ],
+)  # fmt: skip
+def test_training_mode_is_said_below_inference_mode_only_where_the_printed_means_differ(training, said):
+    """The convolutional grid's batch 128: 0.85377 in training mode against 0.8542 in inference mode,
+    both printed 0.854, is not counted below; the sizes whose means print alike are named."""
+    from bnstudy.studies.batch_size.sentences import train_mode_loss_clause
+
+    inference = {2: 0.8338, 32: 0.85313, 128: 0.8542}
+    text = train_mode_loss_clause(inference, training)
+    assert text == f"scores below inference mode {said} networks (means over seeds)", text
