@@ -136,6 +136,9 @@ def test_the_grids_normalisers_are_named_for_the_sentences_about_them():
     cnn = grid_kind_macros(["none", "batchnorm", "groupnorm"])
     assert "gridHasRenorm" not in cnn and "gridHasLayernorm" not in cnn
     assert cnn["gridControlWords"] == "without a normaliser or with group normalisation"
+    assert cnn["gridNoStatsSentence"].startswith("Group normalisation has no batch statistics, so its two")
+    assert every["gridNoStatsSentence"].startswith("Layer, group and RMS normalisation have no batch statistics")
+    assert "gridNoStatsSentence" not in grid_kind_macros(["none", "batchnorm"])
 
 
 @pytest.mark.parametrize("grid", ["drop", "keep"])

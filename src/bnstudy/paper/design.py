@@ -270,7 +270,8 @@ def grid_kind_macros(names) -> dict[str, str]:
     """Which normalisers the grid holds, for the sentences about one of them (``gridHasRenorm``,
     ``gridHasLayernorm``, ``gridHasGroupnorm``, each defined only where the grid has it), and
     ``gridControlWords``, the grid's networks without batch statistics in words (``without a
-    normaliser or with layer or group normalisation``)."""
+    normaliser or with layer or group normalisation``), and ``gridNoStatsSentence``, defined where the
+    grid has a normaliser without batch statistics, which says its two modes are one function."""
     m = {}
     for name, macro in (
         ("batchrenorm", "gridHasRenorm"),
@@ -285,6 +286,13 @@ def grid_kind_macros(names) -> dict[str, str]:
         [f"with {', '.join(kinds[:-1]) + ' or ' if len(kinds) > 1 else ''}{kinds[-1]} normalisation"] if kinds else []
     )
     m["gridControlWords"] = " or ".join(parts) if parts else "without batch statistics"
+    if kinds:
+        one = len(kinds) == 1
+        names = kinds[0] if one else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+        m["gridNoStatsSentence"] = (
+            f"{names[0].upper()}{names[1:]} normalisation {'has' if one else 'have'} no batch statistics, "
+            f"so {'its' if one else 'their'} two modes coincide by construction"
+        )
     return m
 
 

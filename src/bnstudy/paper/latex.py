@@ -247,6 +247,12 @@ def words(items) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def span(low: str, high: str) -> str:
+    """A range of two printed values, ``0.05 to 0.06``, or the one value where both print alike
+    (``0.01``, never ``0.01 to 0.01``)."""
+    return low if low == high else f"{low} to {high}"
+
+
 def at_batches(sizes) -> str:
     """``at batch 2``, ``at batches 2 and 4``, or ``at no batch size``."""
     sizes = list(sizes)

@@ -24,6 +24,7 @@ from bnstudy.studies.batch_size.sentences import (
     remedy_sign_sentence,
     renorm_sentence,
     side_of,
+    train_mode_loss_clause,
 )
 
 KEYS = ["normaliser", "batch_size", "mode", "seed"]
@@ -163,7 +164,8 @@ def discussion_macros(cell: dict, sizes: list[int]) -> dict:
       batch normalisation's accuracy lowest at the smallest batch while group normalisation's varies
       less across batch sizes than batch normalisation's (both must be in the grid);
     - ``trainModeLossClause``: at how many of the grid's batch sizes batch normalisation evaluated in
-      training mode scores below its inference mode."""
+      training mode scores below its inference mode, at the three decimals the cells print
+      (:func:`~bnstudy.studies.batch_size.sentences.train_mode_loss_clause`)."""
     m = {}
 
     def means(norm, mode="inference"):
@@ -194,12 +196,7 @@ def discussion_macros(cell: dict, sizes: list[int]) -> dict:
             )
     train = means("batchnorm", "training")
     if bn and len(train) == len(bn):
-        below = sum(train[b] < bn[b] for b in bn)
-        count = "every one" if below == len(bn) else str(below)
-        m["trainModeLossClause"] = (
-            f"scores below inference mode at {count} of the grid's {len(bn)} batch sizes in our networks (means "
-            "over seeds)"
-        )
+        m["trainModeLossClause"] = train_mode_loss_clause(bn, train)
     return m
 
 

@@ -54,7 +54,8 @@ def published_gaps(cell: dict, published: dict) -> pd.DataFrame:
 
 def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd.DataFrame) -> dict:
     """The seed spread against the published gains, from each cell's own standard deviation,
-    and how many of our paired intervals at those batch sizes exclude zero."""
+    and how many of our paired intervals at those batch sizes exclude zero (``gainsSidesClause``: on
+    which side, at every batch size, by :func:`sides_clause`)."""
     m = {}
     sd_inference = summary[summary["mode"] == "inference"]["sd"]
     m["sdInferenceMedian"] = points(float(sd_inference.median()), 2)
@@ -88,7 +89,21 @@ def published_gain_macros(summary, cell: dict, published: dict, pair_summary: pd
     m["gainComparedSizes"] = words([str(int(b)) for b in sorted(compared.batch_size)]) or "none"
     m["gainsExcludingZero"] = latex.count(((gains.ci_low_adj > 0) | (gains.ci_high_adj < 0)).sum())
     m["gainsCompared"] = str(len(gains))
+    above = [str(int(b)) for b in sorted(gains[gains.ci_low_adj > 0].batch_size)]
+    m["gainsSidesClause"] = sides_clause(above, [str(int(b)) for b in sorted(gains[gains.ci_high_adj < 0].batch_size)])
     return m
+
+
+def sides_clause(above: list[str], below: list[str]) -> str:
+    """Where the intervals that exclude zero lie, in brackets after a count of them (`` (above zero at
+    batches 32 and 64, below at batch 2)``, `` (below zero at batch 2)``); empty where no interval
+    excludes zero, for the count (``none``) has said so and ``at no batch size`` twice would say it again."""
+    if not above and not below:
+        return ""
+    sides = [f"above zero {latex.at_batches(above)}"] if above else []
+    if below:
+        sides.append(f"below{'' if above else ' zero'} {latex.at_batches(below)}")
+    return f" ({', '.join(sides)})"
 
 
 def published_gain_se_sentence(se: list[str], in_se: list[str], published_seeds: int) -> str:

@@ -25,6 +25,22 @@ REMEDY_NAMES = {
 }
 
 
+def train_mode_loss_clause(inference: dict, training: dict) -> str:
+    """At how many batch sizes batch normalisation's mean accuracy in training mode lies below that in
+    inference mode (``{batch size: mean over seeds}``), compared at the three decimals the paper
+    prints them with, so that no size whose two means print alike (0.854 and 0.854) is counted below;
+    such sizes are named as level with it to three decimals."""
+    shown = {b: (latex.fmt(training[b], 3), latex.fmt(inference[b], 3)) for b in inference}
+    below = [b for b, (t, i) in shown.items() if float(t) < float(i)]
+    level = [str(b) for b, (t, i) in shown.items() if t == i]
+    count = "every one" if len(below) == len(inference) else latex.count(len(below))
+    tie = f" and level with it to three decimals {latex.at_batches(level)}" if level else ""
+    return (
+        f"scores below inference mode at {count} of the grid's {len(inference)} batch sizes{tie} in our networks "
+        "(means over seeds)"
+    )
+
+
 def remedy_sign_sentence(pair_summary: pd.DataFrame) -> str:
     """In words, at which batch sizes the paired interval of each remedy (minus the trained EMA; at
     its family's level, Bonferroni-adjusted or not as declared) lies wholly above and wholly below

@@ -101,9 +101,11 @@ def macros(summary: dict, settings: dict, families: dict[str, Family]) -> dict[s
             means = [cell[stream][key]["mean"] for cell in summary.values()]
             m[latex.macro_name("serving", stream, measure, "min")] = form(min(means))
             m[latex.macro_name("serving", stream, measure, "max")] = form(max(means))
+            m[latex.macro_name("serving", stream, measure, "range")] = latex.span(form(min(means)), form(max(means)))
     gaps = [cell["sorted_minus_random"]["stream_accuracy"] for cell in summary.values()]
     m["servingSortedMinusRandomServedMin"] = points(min(g["mean"] for g in gaps))
     m["servingSortedMinusRandomServedMax"] = points(max(g["mean"] for g in gaps))
+    m["servingSortedMinusRandomServedRange"] = latex.span(*(points(f(g["mean"] for g in gaps)) for f in (min, max)))
     m["servingSortedMinusRandomServedLossCells"] = latex.fmt(sum(g["ci"][1] < 0 for g in gaps))
     for stream in STREAMS:
         for part in ("networks", "streams"):
