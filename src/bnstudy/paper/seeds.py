@@ -8,6 +8,8 @@ Methods say which, from the config.
 
 from __future__ import annotations
 
+from bnstudy.paper.latex import words
+
 # Runs of consecutive seeds longer than this are written as a range ("0 to 19").
 LONGEST_LISTED = 5
 
@@ -18,8 +20,7 @@ def seed_list(seeds) -> str:
     values = sorted(int(s) for s in seeds)
     if len(values) > LONGEST_LISTED and values == list(range(values[0], values[-1] + 1)):
         return f"{values[0]} to {values[-1]}"
-    text = [str(v) for v in values]
-    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
+    return words([str(v) for v in values])
 
 
 def follow_up_parts(config: dict) -> list[str]:
@@ -34,11 +35,12 @@ def follow_up_parts(config: dict) -> list[str]:
     return parts
 
 
-# the studies whose config names seeds of their own, in the paper's order, and how the Methods say it
+# The studies whose config names seeds of their own, in the paper's order: the config key, the study's
+# name, and whether they are some of the grid's seeds (its networks then pair with the grid's).
 OWN_SEEDS = (
-    ("lr_sweep", "the learning-rate sweep ({}, networks of its own)"),
-    ("equal_steps", "batch size at equal steps ({} of the grid's)"),
-    ("renorm_ramp", "batch renormalisation's ramp ({} of the grid's)"),
+    ("lr_sweep", "the learning-rate sweep", False),
+    ("equal_steps", "batch size at equal steps", True),
+    ("renorm_ramp", "batch renormalisation's ramp", True),
 )
 
 
@@ -46,37 +48,36 @@ def own_seeds_clause(config: dict) -> str:
     """``; 2 studies set seeds of their own: the learning-rate sweep (0 and 1, ...) and ...``: the
     studies in ``config`` that take seeds of their own (:data:`OWN_SEEDS`), so that the seeds of every
     follow-up study are said; empty where there are none."""
-    parts = [
-        what.format(seed_list(config[key]["seeds"])) for key, what in OWN_SEEDS if config.get(key, {}).get("seeds")
-    ]
+    parts = []
+    for key, name, grids in OWN_SEEDS:
+        seeds = config.get(key, {}).get("seeds")
+        if seeds:
+            whose = " of the grid's" if grids else ", networks of its own"
+            parts.append(f"{name} ({seed_list(seeds)}{whose})")
     if not parts:
         return ""
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     one = len(parts) == 1
-    return f"; {len(parts)} stud{'y sets' if one else 'ies set'} seeds of {'its' if one else 'their'} own: {listed}"
-
-
-# The follow-up studies that draw their own seeds from the grid's (config key ``seeds``), in the
-# paper's order, with their names in the Limitations.
-GRID_DRAWN_SEEDS = (("equal_steps", "batch size at equal steps"), ("renorm_ramp", "batch renormalisation's ramp"))
+    return (
+        f"; {len(parts)} stud{'y sets' if one else 'ies set'} seeds of {'its' if one else 'their'} own: {words(parts)}"
+    )
 
 
 def seeds_phrase(config: dict, follow_up) -> str:
     """The Limitations' ``most follow-up studies use 5 of them; ...``: the studies whose number
-    of seeds is not the follow-up block's (PreciseBN on a budget reads every grid seed; batch size at
-    equal steps and batch renormalisation's ramp take their own), each with its number."""
+    of the grid's seeds is not the follow-up block's (PreciseBN on a budget reads every grid seed; the
+    studies of :data:`OWN_SEEDS` that draw from the grid's take their own), each with its number."""
     count = len(config["grid"]["seeds"])
     others = [("PreciseBN on a budget", f"all {count}")] if "precise_rows" in config else []
-    for key, name in GRID_DRAWN_SEEDS:
+    for key, name, grids in OWN_SEEDS:
         own = (config.get(key) or {}).get("seeds")
-        if own is not None and len(own) != len(follow_up):
+        if grids and own is not None and len(own) != len(follow_up):
             others.append((name, str(len(own))))
     if not others:
         return f"the follow-up studies use {len(follow_up)} of them"
     (first, n), *rest = others
-    listed = [f"{first} uses {n}"] + [f"{name} {n}" for name, n in rest]
-    tail = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
-    return f"most follow-up studies use {len(follow_up)} of them; {tail}"
+    return f"most follow-up studies use {len(follow_up)} of them; " + words(
+        [f"{first} uses {n}"] + [f"{name} {n}" for name, n in rest]
+    )
 
 
 def follow_up_macros(config: dict) -> dict[str, str]:
