@@ -58,6 +58,9 @@ plan_priorities()  # every rule defined: the longest ready jobs start first
 # imports and the kernels once and runs each rule script in a fork of itself: a job's process
 # starts in about 0.2 CPU s instead of 1.5 to 2. BNSTUDY_JOBSERVER=off starts the jobs alone.
 onstart:
+    from bnstudy.pipeline import scheduling
+
+    scheduling.no_rate_limit(workflow)  # a local build: one pass of the scheduler per job that ends
     _network = config["network"].get("kind", "mlp")  # an MLP config compiles no convolution
     # the convolutions' kernels for the config's number of layers, in the warm-up and the job server
     if _network == "conv":
