@@ -178,10 +178,11 @@ plan: $(STAMP)
 figures: setup
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) figures
 
-# the pipeline tests build config/fashion-tiny.yaml too: its data set first
+# the pipeline tests build config/fashion-tiny.yaml too: its data set first. pytest runs in two
+# processes side by side, the unit tests and the rest (scripts/test-suite says why).
 test: setup browser binutils lint
 	$(MAKE) --no-print-directory dataset CONFIG=config/fashion-tiny.yaml
-	$(BIN)/python -m pytest -q --durations=40 -m "not paper_config and not scale"
+	PYTHON=$(BIN)/python scripts/test-suite
 
 # Claims of speed at scale, left out of `make test` (minutes of CPU each; docs/testing.md):
 # the ResNet-18 audit of 500 examples within 5 minutes of 2 cores.

@@ -210,6 +210,7 @@ def _background(name, task):
     return future
 
 
+SUITE_PART = "BNSTUDY_SUITE_PART"  # "unit": the unit tests' process of scripts/test-suite
 RUNS_CONFIG = "config/test.yaml"  # the config of the determinism runs
 
 
@@ -362,6 +363,14 @@ def pytest_collection_finish(session):
     free, with only the test config's network: no other build simulates that machine)."""
     if session.config.option.collectonly or not session.items:
         return
+    if os.environ.get(SUITE_PART) == "unit":  # scripts/test-suite's unit process starts no build
+        waiting = [
+            i.nodeid for i in session.items if any(_waits_for(i, n) for n in ("runs", "fashion_tiny", "cluster"))
+        ]
+        if waiting:
+            pytest.exit(
+                f"the unit tests' process selected tests that wait for a build (mark them pipeline): {waiting}", 1
+            )
     factory = session.config._tmp_path_factory
     fashion = [item for item in session.items if _waits_for(item, "fashion_tiny")]
     # the build serves tests/workflow/test_fashion.py's check and, with a cluster, the SLURM tests (which
