@@ -364,9 +364,7 @@ def pytest_collection_finish(session):
     if session.config.option.collectonly or not session.items:
         return
     if os.environ.get(SUITE_PART) == "unit":  # scripts/test-suite's unit process starts no build
-        waiting = [
-            i.nodeid for i in session.items if any(_waits_for(i, n) for n in ("runs", "fashion_tiny", "cluster"))
-        ]
+        waiting = [item.nodeid for item in session.items if _background_order(item) >= 2]
         if waiting:
             pytest.exit(
                 f"the unit tests' process selected tests that wait for a build (mark them pipeline): {waiting}", 1
