@@ -41,6 +41,14 @@ cache lives in a directory named by a digest of every module that uses Numba
 kernel compiles afresh instead of loading stale machine code, and copies of the
 same code share one cache, filed by the machine compiled for and not by the
 checkout's path (``pipeline.kernelcache``). Set ``NUMBA_CACHE_DIR`` to choose another place.
+
+Numba optimises at LLVM's level 2 here (``NUMBA_OPT``; Numba's default is 3; a value the user set
+is kept). Level 3 spent 178 CPU s compiling every kernel and level 2 spends 111, with the same
+speed of the compiled training, probes and convolutions within 2% (docs/speed.md, 2026-12-07). The
+bits do not depend on the level: no optimisation may reorder floating-point arithmetic or fuse a
+multiply and an add without fast-math, which no kernel asks for (tests/nets/test_train.py trains at
+both levels). The level is part of the cache directory's digest, so code of one level is never
+loaded for another.
 """
 
 import hashlib
@@ -48,6 +56,7 @@ import os
 from pathlib import Path
 
 __version__ = "0.1.0"
+OPT_LEVEL = "2"  # Numba's optimisation level for the kernels (see above)
 
 
 def _numba_cache_dir() -> str:
@@ -57,10 +66,13 @@ def _numba_cache_dir() -> str:
         text = path.read_bytes()
         if b"import numba" in text:
             digest.update(path.relative_to(here).as_posix().encode() + b"\0" + text)
+    digest.update(b"NUMBA_OPT=" + os.environ.get("NUMBA_OPT", "3").encode())  # Numba's default: 3
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bnstudy"
     return str(cache / f"numba-{digest.hexdigest()[:16]}")
 
 
+# before Numba compiles (its target machine reads the level once per process, its passes at each compile)
+os.environ.setdefault("NUMBA_OPT", OPT_LEVEL)
 os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_dir())
 # before Numba is imported (it reads the variable then): see bnstudy.pipeline.kernelcache
 os.environ.setdefault(
