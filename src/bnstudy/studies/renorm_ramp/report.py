@@ -99,7 +99,13 @@ def _points(r: dict) -> str:
 
 
 def _rows(cells: pd.DataFrame, b: int, key: str) -> list[dict]:
-    return [r for r in cells[(cells["batch_size"] == b) & (cells["key"] == key)].to_dict("records")]
+    """The rows of batch ``b`` and comparison ``key``, in the table's order, as dicts of Python values
+    (what ``to_dict("records")`` gives). Built from each column's ``tolist()``, not by a pandas mask and
+    ``to_dict``: the table has a few rows, and those cost 0.8 ms a call against 0.13 (the sentence tests
+    make about 54,000 calls)."""
+    columns = list(cells.columns)
+    rows = (dict(zip(columns, values)) for values in zip(*(cells[c].tolist() for c in columns)))
+    return [r for r in rows if r["batch_size"] == b and r["key"] == key]
 
 
 def sensitivity(cells: pd.DataFrame, b: int) -> dict:
