@@ -222,3 +222,50 @@ def test_kernels_contain_no_fused_multiply_add(dtype):
     for code in asm:
         assert code.strip()
         assert "vfmadd" not in code and "vfmsub" not in code and "vfnmadd" not in code and "vfnmsub" not in code
+
+
+LEVELS_CODE = """
+import hashlib, os, numba, numpy as np
+from bnstudy.compiled.layer import BatchNorm1d
+rng = np.random.default_rng(0)
+x = 2.0 + 3.0 * rng.random((60, 7)) ** 2 * rng.choice([-1.0, 1.0], (60, 7))
+batches = np.array_split(rng.permutation(60), [8, 10, 23, 28])
+h = hashlib.sha256()
+for dtype in (np.float32, np.float64):
+    for momentum in (0.1, None):
+        layer = BatchNorm1d(7, momentum=momentum, dtype=dtype, weight=0.5 + rng.random(7), bias=rng.random(7) - 0.5)
+        out, means, variances = layer.train_pass(x, batches)
+        for a in (out, means, variances, layer.running_mean, layer.running_var, layer.eval()(x)):
+            h.update(a.tobytes())
+print(int(numba.config.OPT), os.environ["NUMBA_CACHE_DIR"], h.hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_the_same_bytes_at_every_numba_optimisation_level():
+    """The layer's training pass and inference (float32 and float64, a momentum and the cumulative
+    average) compiled at the package's level (bnstudy.OPT_LEVEL, which importing bnstudy sets), at
+    Numba's default 3 and at 0 (no optimisation): the same bytes, each level's code in a cache of its own.
+    Numba is imported before the package, as a user's script may: the package's level still holds.
+    Without fast-math no level may reorder or fuse floating-point arithmetic. (Numba's level is not the
+    machine, so a kernel one level would change shows up here and not in the determinism runs.)"""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import bnstudy
+
+    runs = []
+    for level in (None, "3", "0"):
+        env = os.environ | {"PYTHONPATH": str(Path(bnstudy.__file__).parents[1])}
+        for name in ("NUMBA_OPT", "NUMBA_CACHE_DIR"):  # the package chooses both unless they are set
+            env.pop(name, None)
+        if level:
+            env["NUMBA_OPT"] = level
+        out = subprocess.run([sys.executable, "-c", LEVELS_CODE], env=env, check=True, capture_output=True, text=True)
+        runs.append(out.stdout.split())
+    levels, caches, digests = zip(*runs)
+    assert levels == (bnstudy.OPT_LEVEL, "3", "0") and bnstudy.OPT_LEVEL == "2"
+    assert len(set(caches)) == 3
+    assert digests[0] == digests[1] == digests[2] and len(digests[0]) == 64
