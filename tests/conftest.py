@@ -274,15 +274,21 @@ _STOPPING = threading.Event()  # the session is ending: start no build
 
 
 def _start_fashion_tiny(tmp_path_factory, after=(), then=()):
-    """In a thread of its own: wait for the warm-ups of ``after`` (started already), then start the
-    tiny Fashion build (tests/workflow/test_slurm.py's ``start_in_background``) and wait for its process to end;
-    then, on a cluster, start the one-job SLURM runs ``then`` (tests/workflow/test_slurm.py's ``one_job_run``).
+    """In a thread of its own: on a cluster, start the one-job SLURM runs ``then`` (tests/workflow/test_slurm.py's
+    ``one_job_run``: they need no kernel, and the node is free while the warm-ups compile on this
+    machine, so neither waits behind the build's jobs nor ends the suite after the build); wait for
+    the warm-ups of ``after`` (started already), then start the tiny Fashion build
+    (tests/workflow/test_slurm.py's ``start_in_background``) and wait for its process to end.
     The build is in BACKGROUND["fashion_build"] from its start (pytest_sessionfinish stops it)."""
     import test_slurm  # tests/: on sys.path, as for `from conftest import ...` in the test modules
 
-    workdir = tmp_path_factory.mktemp(f"fashion-tiny-{'local' if test_slurm.cluster_problem() else 'slurm'}")
+    on_cluster = not test_slurm.cluster_problem()
+    workdir = tmp_path_factory.mktemp(f"fashion-tiny-{'slurm' if on_cluster else 'local'}")
 
     def warm_then_build():
+        for name in then if on_cluster else ():
+            _timeline("start", f"one-job SLURM run {name}")
+            test_slurm.one_job_run(name, tmp_path_factory)
         for machine in after:
             _finish_warm_up(machine)
         if _STOPPING.is_set():
@@ -290,10 +296,6 @@ def _start_fashion_tiny(tmp_path_factory, after=(), then=()):
         _timeline("start", "fashion-tiny build")
         BACKGROUND["fashion_build"] = build = test_slurm.start_in_background(tmp_path_factory, workdir)
         _build_finished(build)
-        if build.where == "slurm" and not _STOPPING.is_set():
-            for name in then:  # the node is free again: neither waits behind the build's jobs
-                _timeline("start", f"one-job SLURM run {name}")
-                test_slurm.one_job_run(name, tmp_path_factory)
         return build
 
     return _background("fashion-tiny", warm_then_build)

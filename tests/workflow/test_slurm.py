@@ -359,10 +359,11 @@ FAILING_SNAKEFILE = textwrap.dedent("""\
 
 # The two one-job runs above (their Snakefile, the environment added): each submits one SLURM job
 # and then mostly waits on SLURM (the job's start, then status checks 2 s, 12 s, ... apart), half a
-# minute or more with the cores idle at the end of the suite. conftest starts both in the background
-# as soon as the tiny Fashion build has ended (the node is free again, so neither job waits behind
-# the build's), and their tests read the outcome, bounded by FAILURE_TIMEOUT from the start as
-# before; a test that comes first starts its run itself.
+# minute or more. conftest starts both in the background when the session starts, before the tiny
+# Fashion build (the node is free while the warm-ups compile on this machine, so neither job waits
+# behind the build's, and their waiting is not the suite's last half minute, as it was when they
+# followed the build), and their tests read the outcome, bounded by FAILURE_TIMEOUT from the start;
+# a test that comes first starts its run itself.
 ONE_JOB_RUNS = {  # name -> (its Snakefile's text, run as MACHINE, the test that reads it)
     "environment": (
         lambda: SHOW_ENVIRONMENT_SNAKEFILE.format(variables=_kernel_variables()),
