@@ -286,7 +286,7 @@ def _start_fashion_tiny(tmp_path_factory, after=(), then=()):
     workdir = tmp_path_factory.mktemp(f"fashion-tiny-{'slurm' if on_cluster else 'local'}")
 
     def warm_then_build():
-        for name in then if on_cluster else ():
+        for name in then if on_cluster and not _STOPPING.is_set() else ():
             _timeline("start", f"one-job SLURM run {name}")
             test_slurm.one_job_run(name, tmp_path_factory)
         for machine in after:
