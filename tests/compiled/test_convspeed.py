@@ -33,7 +33,19 @@ def _same(a, b):
     assert a.tobytes() == b.tobytes()
 
 
-GEMM_SHAPES = [(1, 1, 1), (7, 5, 16), (8, 9, 16), (9, 3, 17), (13, 20, 32), (17, 33, 48), (33, 64, 64), (24, 7, 100)]
+# (3, 11, 80) and (2, 5, 130): fewer than 8 rows, 64 columns in one tile then 16 (and a narrow rest)
+GEMM_SHAPES = [
+    (1, 1, 1),
+    (7, 5, 16),
+    (8, 9, 16),
+    (9, 3, 17),
+    (13, 20, 32),
+    (17, 33, 48),
+    (33, 64, 64),
+    (24, 7, 100),
+    (3, 11, 80),
+    (2, 5, 130),
+]
 
 
 @pytest.mark.parametrize(("m", "t", "n"), GEMM_SHAPES)

@@ -14,8 +14,8 @@ One product, :func:`gemm`: ``c[i, j] = s + a[i, idx[0]] * b[0, j] + a[i, idx[1]]
 ...`` added in ``t`` order, ``s`` the bias ``start[j]`` (mode :data:`BIAS`), zero (:data:`ZERO`)
 or ``c[i, j]`` itself (:data:`MORE`: a sum continued, e.g. over a further block of rows; a
 float32 held in memory between blocks is the float32 a register would hold). Tiles of 8 rows x
-32 columns (16 registers), then 8 x 16, then single rows; the columns past the last multiple of
-16 in the same tiles, their lanes padded (:func:`_narrow`).
+32 columns (16 registers), then 8 x 16, then single rows (64 columns, then 16); the columns past
+the last multiple of 16 in the same tiles, their lanes padded (:func:`_narrow`).
 
 The patches are held *offset-major* (:func:`im2col_offsets`): column ``k * C + c`` of a patch
 row is column ``9 * c + k`` of ``conv.im2col``'s (``k = 3 * ky + kx``), so each offset's channels
@@ -138,6 +138,24 @@ def _tile8x1(a, idx, b, start, c, mode, i, j):
 
 
 @numba.njit(**JIT)
+def _tile1x4(a, idx, b, start, c, mode, i, j):
+    """Row ``i``, columns ``j .. j+63`` of :func:`gemm`: four independent sums per product of ``a``,
+    so a few rows (a small batch) are not held up by one sum's chain of additions."""
+    c0, c1 = _start(c, start, mode, i, j), _start(c, start, mode, i, j + 16)
+    c2, c3 = _start(c, start, mode, i, j + 32), _start(c, start, mode, i, j + 48)
+    for t in range(idx.shape[0]):
+        x = _splat(a[i, idx[t]])
+        c0 = _add_product(c0, x, _load(b, t, j))
+        c1 = _add_product(c1, x, _load(b, t, j + 16))
+        c2 = _add_product(c2, x, _load(b, t, j + 32))
+        c3 = _add_product(c3, x, _load(b, t, j + 48))
+    _store(c, i, j, c0)
+    _store(c, i, j + 16, c1)
+    _store(c, i, j + 32, c2)
+    _store(c, i, j + 48, c3)
+
+
+@numba.njit(**JIT)
 def _tile1x1(a, idx, b, start, c, mode, i, j):
     """Row ``i``, columns ``j .. j+15`` of :func:`gemm`."""
     c0 = _start(c, start, mode, i, j)
@@ -157,8 +175,13 @@ def _rows(a, idx, b, start, c, mode, i, rows, j, n):
             _tile8x1(a, idx, b, start, c, mode, i, j)
         return
     for r in range(i, i + rows):
-        for jj in range(j, n, 16):
+        jj = j
+        while jj + 64 <= n:
+            _tile1x4(a, idx, b, start, c, mode, r, jj)
+            jj += 64
+        while jj < n:
             _tile1x1(a, idx, b, start, c, mode, r, jj)
+            jj += 16
 
 
 @numba.njit(**JIT)
