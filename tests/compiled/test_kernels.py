@@ -354,7 +354,7 @@ def test_logits_match_torchnet_forward(norm, train):
 DIGESTS = r"""
 import hashlib, json
 import numpy as np
-from bnstudy.compiled import blocks, kernels, probes, tiled
+from bnstudy.compiled import blocks, convgemm, kernels, probes
 from bnstudy.nets import data
 from bnstudy.base import normalisers
 from bnstudy.nets import model as mlp
@@ -385,9 +385,10 @@ for norm in normalisers.NAMES:
 a = rng.standard_normal((9, 70)).astype(F32)
 wt = rng.standard_normal((70, 40)).astype(F32)
 out = np.empty((9, 40), F32)
-tiled.linear_t_tiled(a, wt, wt[0], out)
-blocks.transpose_into(wt, np.empty((40, 70), F32))
-digests["tiled"] = hashlib.sha256(out.tobytes()).hexdigest()
+convgemm.gemm(a, np.arange(70), wt, wt[0], out, convgemm.BIAS)
+transposed = np.empty((40, 70), F32)
+blocks.transpose_into(wt, transposed)
+digests["gemm"] = hashlib.sha256(out.tobytes() + transposed.tobytes()).hexdigest()
 print(json.dumps(digests))
 """
 
@@ -450,7 +451,7 @@ def test_every_kernel_a_job_calls_is_in_the_cache_as_machine_code(machine_code):
         missing = sorted(listed - REFERENCE_ONLY - set(report["kernels"]))
         assert not missing, f"{m}: the warm-up compiles no code for {missing}: a job would compile it itself"
         assert all(k["lines"] > 10 for k in report["kernels"].values())
-        assert report["kernels"]["bnstudy.compiled.tiled.linear_t_tiled"]["mul"]
+        assert report["kernels"]["bnstudy.compiled.convgemm.gemm"]["mul"]
 
 
 @pytest.mark.slow

@@ -28,8 +28,9 @@ Every step is one of the kernels' functions (the normalisers' ``batch_stats`` an
 So a probe's label is, bit for bit, the label ``kernels.logits`` gives row 0 of that batch
 (``tests/compiled/test_probes.py``).
 The rows of about ``PROBE_ROWS`` rows' worth of whole batches go through the second
-Linear together (:func:`bnstudy.compiled.tiled.linear_t_tiled`: tiles of four rows, across batch
-boundaries; every output is still its bias plus its products in ``k`` order).
+Linear together (:func:`bnstudy.compiled.convgemm.gemm`: tiles of 8 rows x 32 outputs held in
+registers, across batch boundaries; every output is still its bias plus its products in ``k``
+order, as ``linear_t`` adds them).
 Running statistics are read (batch renorm), never written.
 
 Models are the outer loop, so each model's weights stay in cache while all its
@@ -47,9 +48,9 @@ from bnstudy.base.fixedmath import JIT
 from bnstudy.base.normalisers import BATCH_NAMES, GHOST, RENORM
 from bnstudy.compiled.batchstats import batch_norm_rows, batch_stats, virtual_batch, virtual_batches
 from bnstudy.compiled.blocks import linear_t
+from bnstudy.compiled.convgemm import BIAS, gemm
 from bnstudy.compiled.kernels import KIND, Net, argmax_rows, norm_settings, norm_train, stack_arrays
 from bnstudy.compiled.normkernels import Params, batch_statistics, row_forward
-from bnstudy.compiled.tiled import aligned_copy, linear_t_tiled
 
 BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)
@@ -162,13 +163,14 @@ def probe_design(net, ns, first, batches, chunk, labels, row_logits):
     work = new_work(net, ns, chunk, s)
     layer1, layer2 = net.hidden[0], net.hidden[1]
     logits, top = work.logits, work.top
+    ident = np.arange(layer2.wt.shape[1])
     for m in range(first.shape[0]):
         lp1, lp2 = params_at(layer1.norm, m), params_at(layer2.norm, m)
         for k0 in range(0, k_all, chunk):
             kn = min(chunk, k_all - k0)
             n = first_normalised(ns, lp1, first[m], batches, k0, kn, s, work)
             # second Linear, every row that matters; then row 0 of each batch on
-            linear_t_tiled(work.act1[:n], layer2.wt[m], layer2.bias[m], work.hid2[:n])
+            gemm(work.act1[:n], ident, layer2.wt[m], layer2.bias[m], work.hid2[:n], BIAS)
             second_normalised(ns, lp2, kn, s, work)
             # output layer and label, row 0 of each batch
             linear_t(work.act2[:kn], net.wt[m], net.bias[m], logits[:kn])
@@ -179,6 +181,17 @@ def probe_design(net, ns, first, batches, chunk, labels, row_logits):
                 for j in range(kn):
                     for c in range(logits.shape[1]):
                         row_logits[m, k0 + j, c] = logits[j, c]
+
+
+def aligned_copy(a: np.ndarray, align: int = 64) -> np.ndarray:
+    """A C-contiguous float32 copy of ``a`` whose data start on an ``align``-byte boundary
+    (a cache line: the second Linear then loads each 16-output row of ``W^T`` from one line)."""
+    a = np.asarray(a, dtype=np.float32)
+    buf = np.empty(a.size + align // 4, np.float32)
+    start = (-buf.ctypes.data % align) // 4
+    out = buf[start : start + a.size].reshape(a.shape)
+    out[...] = a
+    return out
 
 
 class Prober:
@@ -213,7 +226,7 @@ class Prober:
         if self.kind not in BATCH_CODES and len(batches):
             # normalised row by row: row 0 alone decides its label, so each distinct row 0 is
             # computed once (every output is summed in one fixed order wherever its row sits in
-            # the chunk: linear_t_tiled), and its label and logits serve each of its batches
+            # the chunk: gemm), and its label and logits serve each of its batches
             firsts, where = np.unique(batches[:, 0], return_inverse=True)
             once = self._probe(np.ascontiguousarray(firsts[:, None]), logits)
             return (once[0][:, where], once[1][:, where]) if logits else once[0][:, where]
