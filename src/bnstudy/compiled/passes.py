@@ -33,9 +33,9 @@ from numba.extending import overload
 
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled.batchstats import new_stats
-from bnstudy.compiled.blocks import linear_t
+from bnstudy.compiled.blocks import linear_t, transpose_into
 from bnstudy.compiled.conv import P_IN, P_OUT, SKIP, add_relu, average_pool
-from bnstudy.compiled.convgemm import BIAS, ZERO, chunk_examples, column_order, gemm
+from bnstudy.compiled.convgemm import BIAS, chunk_examples, column_order, gemm
 from bnstudy.compiled.convgrads import ROW_BLOCK, bias_grads, relu_mask
 from bnstudy.compiled.convsteps import conv_backward, conv_layer_forward, unpool
 from bnstudy.compiled.gradients import linear_backward, norm_backward, norm_forward
@@ -316,8 +316,13 @@ def linear_grads(dh, a, n, w, dw, db, da, ident):
         linear_backward(dh, a, n, w, dw, db, da, a)
         return
     bias_grads(dh, n, db)
-    gemm(dh[:n].T, ident[:n], a[:n], db, dw, ZERO)
+    # every sum from a start of +0 (linear_backward's zeroed outputs), as gemm's bias: the three
+    # products of the step and the probes' then share gemm's one compiled specialisation
+    zeros = np.zeros(k_, np.float32)
+    dht = np.empty((o_, n), np.float32)  # dh^T, contiguous: the weight gradient's rows are dh's columns
+    transpose_into(dh[:n], dht)
+    gemm(dht, ident[:n], a[:n], zeros, dw, BIAS)
     if da.shape[1] == 0:
         return
-    gemm(dh[:n], ident[:o_], w, db, da[:n], ZERO)
+    gemm(dh[:n], ident[:o_], w, zeros, da[:n], BIAS)
     relu_mask(da, a, n)
