@@ -6,14 +6,17 @@ vector cut layer after layer), the scratch arrays of a run (:func:`new_scratch`)
 (:func:`gather`), then
 
 1. forward, training mode, layer after layer (:func:`forward_pass`):
-   :func:`bnstudy.compiled.blocks.linear_t` (a convolution: its arithmetic, ``conv.im2col`` then
-   ``linear_t``, by :mod:`bnstudy.compiled.convgemm`'s register-tiled kernels, chunk by chunk of
-   examples: :func:`bnstudy.compiled.convsteps.conv_layer_forward`) and the normaliser and ReLU
+   :func:`bnstudy.compiled.blocks.linear_t`'s sums (:func:`linear_forward`: by
+   :func:`bnstudy.compiled.convgemm.gemm` where the layer's outputs come in 16s; a convolution: its
+   arithmetic, ``conv.im2col`` then ``linear_t``, by :mod:`bnstudy.compiled.convgemm`'s
+   register-tiled kernels, chunk by chunk of examples:
+   :func:`bnstudy.compiled.convsteps.conv_layer_forward`) and the normaliser and ReLU
    (:func:`bnstudy.compiled.gradients.norm_forward`, or its per-image form
    :func:`bnstudy.compiled.normkernels.spatial_forward`), which keeps what backward needs and moves
    the running statistics;
 2. backward from the gradient at the logits, output layer first (:func:`backward_pass`:
-   :func:`bnstudy.compiled.gradients.linear_backward`, :func:`bnstudy.compiled.gradients.norm_backward`;
+   :func:`bnstudy.compiled.gradients.linear_backward`'s sums, by ``gemm`` too where the layer's inputs
+   come in 16s (:func:`linear_grads`), :func:`bnstudy.compiled.gradients.norm_backward`;
    a convolution's sums those of ``linear_backward`` on its patches then ``conv.col2im``, by
    :mod:`bnstudy.compiled.convgrads`, :func:`bnstudy.compiled.convsteps.conv_backward`), into a
    gradient vector laid out as the parameters.
