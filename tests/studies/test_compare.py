@@ -215,6 +215,25 @@ def test_the_verdicts_group_the_builds_by_the_sign_of_their_own_adjusted_interva
     assert "conservative" in flips
 
 
+def test_two_builds_of_the_same_data_and_network_are_named_apart_by_their_column():
+    """Two Fashion-MNIST MLP builds (say, two seed sets) read alike by data set and network alone:
+    each is named with its table column, and a build whose name is its own keeps the short one."""
+    digits = build_macros("digits", False, "-10.50", "[-14.00, -7.00]", "40.0\\%", "[35.0\\%, 45.0\\%]")
+    one = build_macros("Fashion-MNIST", False, "-20.10", "[-25.00, -15.20]", "30.0\\%", "[28.0\\%, 33.0\\%]")
+    two = build_macros("Fashion-MNIST", False, "-2.00", "[-3.00, -1.00]", "20.0\\%", "[18.0\\%, 22.0\\%]")
+    assert report.short_names([digits, one, two]) == [
+        "digits (fully connected)",
+        "Fashion-MNIST (fully connected, other build 1)",
+        "Fashion-MNIST (fully connected, other build 2)",
+    ]
+    flips = report.findings_macros([digits, one, two])["compareFindingsFlips"]
+    assert (
+        "Fashion-MNIST (fully connected, other build 2)'s rate is lower than "
+        "Fashion-MNIST (fully connected, other build 1)'s"
+    ) in flips
+    assert report.table([digits, one, two])[0] == ["", "This paper", "Other build 1", "Other build 2"]
+
+
 def test_builds_probed_at_other_sizes_or_overlapping_are_not_ordered():
     a = build_macros("digits", False, "-1.0", "[-2.0, -0.5]", "40.0\\%", "[35.0\\%, 45.0\\%]")
     b = build_macros("Fashion-MNIST", True, "-1.0", "[-2.0, -0.5]", "42.0\\%", "[38.0\\%, 47.0\\%]")

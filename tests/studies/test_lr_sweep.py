@@ -253,12 +253,27 @@ def test_a_grid_rate_per_batch_size_is_the_reference_of_each_batch_size_and_must
     assert grid_rate_words({"2": 1e-4}) == "the grid's rate of each batch size"
     assert lift_rows(0.008, 5500) == "about 44 of the 5{,}500 validation rows"
     assert lift_rows(0.001, 180).startswith("a fraction of a validation row per seed")
+
     config = yaml.safe_load((ROOT / "config" / "fashion-mlp.yaml").read_text())
     checks.check(config, None)
     bad = copy.deepcopy(config)
     bad["lr_sweep"]["lrs"] = [1.0e-3, 3.0e-3]
     with pytest.raises(ConfigError, match=r"grid.lr_by_batch_size\[0\].lr 0.0001 \(batch 2\) is not swept"):
         checks.check(bad, None)
+
+
+def test_edge_sentence_in_each_variant():
+    """No edge cell; one cell, by its margin; several, by the largest; under one validation row per
+    seed a near tie, else the rows it is worth (never "n/a points" nor "about 0 rows")."""
+    from bnstudy.studies.lr_sweep.report import edge_sentence
+
+    assert edge_sentence([], 0.0, 898) == "No cell's chosen rate lies at an end of the swept list"
+    one = edge_sentence(["no normaliser at batch 64 (highest)"], 0.00001, 898)
+    assert "no normaliser at batch 64 (highest); there the chosen rate beats the next best by 0.001 points" in one
+    assert "(less than one of the 898 validation rows per seed: a near tie)" in one
+    two = edge_sentence(["batch norm at batch 2 (lowest)", "no normaliser at batch 64 (highest)"], 0.02, 5500)
+    assert "by at most 2.00 points" in two and "(about 110 of the 5{,}500 validation rows per seed)" in two
+    assert "n/a" not in one + two and "about 0 " not in one + two
 
 
 def _paired(rows):

@@ -320,6 +320,52 @@ def test_every_sentence_variant_reads_with_one_verdict_per_comparison(by_batchno
     assert ("runs from" in tail) == (min(gains) != max(gains)), tail
 
 
+# every seed's difference the same nonzero value: an interval of zero width (two seeds can agree)
+UNIFORM = {"same_above": (0.0011, 0.0011, 0.0011), "same_below": (-0.0022, -0.0022, -0.0022)}
+UNIFORM_CASES = list(
+    itertools.product(
+        itertools.product(("same_above", "same_below", "above"), ("same_above", "zero"), ("same_below", "above")),
+        itertools.product(("same_above", "zero"), ("same_below", "zero")),
+    )
+)
+
+
+@pytest.mark.parametrize("by_batchnorm, by_grid", UNIFORM_CASES, ids=lambda v: "-".join(v))
+def test_seeds_that_all_differ_alike_are_said_to_and_get_no_interval(by_batchnorm, by_grid):
+    """Where every seed's difference is the same nonzero value, its interval has zero width: the text
+    gives that value with a dagger, never the zero-width interval, and the note the dagger points to
+    (no spread, so no interval) ends the text once, only where a dagger is printed."""
+    table = dict(SIDES, **UNIFORM)
+    cells = cells_for(2, ("zero",) * 3, ("zero",) * 2)
+    keys = [("vs_batchnorm", a) for a in (design.GRID, *LABELS)] + [("vs_grid", a) for a in LABELS]
+    for (key, arm), name in zip(keys, (*by_batchnorm, *by_grid), strict=True):
+        gain, lo, hi = table[name]
+        row = (cells["key"] == key) & (cells["schedule"] == arm)
+        cells.loc[row, ["gain", "ci_low", "ci_high", "agree"]] = [gain, lo, hi, 5 if name in UNIFORM else 4]
+    text = report.results_sentence(cells, 2, LABELS, 8980)
+    assert not faults(text), text
+    assert "every seed alike" not in text, text
+    body = text.split(report.UNIFORM_NOTE)[0]
+    assert (report.UNIFORM_NOTE in text) == ("\\dagger" in body), text
+    if report.UNIFORM_NOTE in text:
+        assert text.count(report.UNIFORM_NOTE) == 1 and text.endswith(report.UNIFORM_NOTE), text
+    value = {"same_above": "+0.11", "same_below": "-0.22"}
+    if by_batchnorm[0] in UNIFORM:  # the grid schedule's verdict, with its value in every seed
+        direction = "above" if by_batchnorm[0] == "same_above" else "below"
+        first = text.split(". ")[0]
+        assert first.endswith(
+            f"scores {direction} batch normalisation: ${value[by_batchnorm[0]]}$ points$^{{\\dagger}}$"
+        )
+    sides = [report.side(*table[x][1:]) for x in by_batchnorm]
+    for n, x, side_ in zip(LABELS, by_batchnorm[1:], sides[1:], strict=True):
+        if x in UNIFORM and side_ != sides[0]:  # its own verdict's sentence gives its value, daggered
+            sentence = next(t for t in body.split(". ") if t.startswith("With ") and LABELS[n] in t)
+            assert f"${value[x]}$ points$^{{\\dagger}}$" in sentence, text
+    for n, x in zip(LABELS, by_grid, strict=True):  # told apart from the grid's renorm, every seed alike
+        if x in UNIFORM:
+            assert f"{LABELS[n]} (${value[x]}$ points$^{{\\dagger}}$" in text, text
+
+
 @pytest.mark.parametrize("by_batchnorm, by_grid", CASES, ids=lambda v: "-".join(v))
 def test_the_range_of_the_means_is_given_once(by_batchnorm, by_grid):
     """Where every other schedule keeps the grid schedule's verdict, their means are not listed beside

@@ -278,6 +278,21 @@ def expected_report(sweep, noise, choice, grid_lr, confidence, labels, design, e
     m["lrEdgeCells"] = conj(edges) if edges else "no cell"
     m["lrEdgeMargin"] = pts(edge_margin, 2) if edges else "n/a"
     m["lrEdgeCount"] = str(len(edges))
+    if edges:
+        per_seed = edge_margin * int(design["validation_rows"])  # the margin in validation rows per seed
+        total = f"{int(design['validation_rows']):,}".replace(",", "{,}")
+        size = (
+            f"less than one of the {total} validation rows per seed: a near tie"
+            if per_seed < 1
+            else f"about {round(per_seed):,} of the {total} validation rows per seed".replace(",", "{,}")
+        )
+        m["lrEdgeSentence"] = (
+            f"Chosen rates at an end of the swept list: {conj(edges)}; there the chosen rate beats the next best "
+            f"{'by' if len(edges) == 1 else 'by at most'} {pts(edge_margin, 2)} points of mean validation accuracy "
+            f"({size}), and no rate beyond the swept list was tried"
+        )
+    else:
+        m["lrEdgeSentence"] = "No cell's chosen rate lies at an end of the swept list"
     m["lrValidationRowPoints"] = pts(1 / int(design["validation_rows"]), 2)
     for n in ("none", "batchnorm"):
         lift = max(best[(n, b)]["validation_accuracy"] - grid[(n, b)]["validation_accuracy"] for b in sizes)

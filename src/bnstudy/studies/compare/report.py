@@ -131,7 +131,7 @@ def network(macros: dict[str, str]) -> str:
 
 def table(builds: list[dict[str, str]]) -> tuple[list[str], list[list[str]]]:
     """``(header, rows)`` of the side-by-side table: this build's column, then each other's."""
-    header = ["", "This paper", *(f"Other build {i}" for i in range(1, len(builds)))]
+    header = ["", *columns(len(builds))]
     rows = [[label, *(cell(template, m) for m in builds)] for label, template in ROWS[:1]]
     rows.append(["Network", *(network(m) for m in builds)])
     rows += [[label, *(cell(template, m) for m in builds)] for label, template in ROWS[1:]]
@@ -292,9 +292,20 @@ def flip_rates(builds: list[dict[str, str]], names: list[str]) -> str:
     )
 
 
+def columns(count: int) -> list[str]:
+    """The table's name of each build's column: this paper's, then the others' in order."""
+    return ["This paper", *(f"Other build {i}" for i in range(1, count))]
+
+
 def short_names(builds: list[dict[str, str]]) -> list[str]:
-    """How the findings name each build: ``the digits (fully connected)``."""
-    return [f"{cell('@dataSetName', m)} ({network(m)})" for m in builds]
+    """How the findings name each build: ``the digits (fully connected)``; where two builds share
+    that name (the same data set and kind of network), each of them with its table column as well,
+    ``the digits (fully connected, other build 1)``, so that no two builds read alike."""
+    names = [f"{cell('@dataSetName', m)} ({network(m)})" for m in builds]
+    return [
+        name if names.count(name) == 1 else f"{name[:-1]}, {column.lower()})"
+        for name, column in zip(names, columns(len(builds)), strict=True)
+    ]
 
 
 def findings_macros(builds: list[dict[str, str]]) -> dict[str, str]:

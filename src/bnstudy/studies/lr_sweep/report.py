@@ -240,6 +240,27 @@ def lift_rows(lift: float, validation_rows: int) -> str:
     return f"about {latex.fmt(int(round(rows)))} of the {latex.fmt(int(validation_rows))} validation rows"
 
 
+def edge_sentence(edges: list[str], margin: float, validation_rows: int) -> str:
+    """The cells whose chosen rate lies at an end of the swept list, and by how much the chosen rate
+    beats the next best there (the largest such margin, in points and in validation rows per seed:
+    under one row the two rates are as good as tied); a sentence without its full stop."""
+    if not edges:
+        return "No cell's chosen rate lies at an end of the swept list"
+    rows = margin * validation_rows
+    total = latex.fmt(int(validation_rows))
+    size = (
+        f"less than one of the {total} validation rows per seed: a near tie"
+        if rows < 1
+        else f"about {latex.fmt(int(round(rows)))} of the {total} validation rows per seed"
+    )
+    by = "by" if len(edges) == 1 else "by at most"
+    return (
+        f"Chosen rates at an end of the swept list: {words(edges)}; there the chosen rate beats the next best "
+        f"{by} {points(margin, 2)} points of mean validation accuracy ({size}), and no rate beyond the swept "
+        "list was tried"
+    )
+
+
 def choice_macros(best: pd.DataFrame, grid: pd.DataFrame, labels: dict[str, str], design: dict) -> dict:
     """What the choice of rate did: chosen rates at an end of the sweep, validation lift, cells
     where the chosen rate scores below the grid's, the range of the means."""
@@ -254,6 +275,7 @@ def choice_macros(best: pd.DataFrame, grid: pd.DataFrame, labels: dict[str, str]
     margins = best[best.edge != "inside"].margin
     m["lrEdgeMargin"] = points(float(margins.max()), 2) if len(margins) else "n/a"
     m["lrEdgeCount"] = str(len(edges))
+    m["lrEdgeSentence"] = edge_sentence(edges, float(margins.max()) if len(margins) else 0.0, design["validation_rows"])
     m["lrValidationRowPoints"] = points(1 / int(design["validation_rows"]), 2)
     for norm in ("none", "batchnorm"):
         chosen, fixed = (t[t.normaliser == norm].validation_mean.to_numpy() for t in (best, grid))

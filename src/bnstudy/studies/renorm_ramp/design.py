@@ -7,7 +7,8 @@ study's ``schedules`` overrides some of ``rmax``, ``dmax``, ``warmup``, ``rmax_f
 ``dmax_full``; with ``steps: absolute`` its milestones are numbers of steps (Ioffe's own form:
 plain batch norm for 5,000 steps, ``rmax`` 3 at step 40,000, ``dmax`` 5 at 25,000), which a short
 run may never reach. Everything else is the grid's recipe, so a variant of seed ``s`` starts from
-the grid's initial weights of ``s`` and takes its batch order.
+the grid's initial weights of ``s`` and takes its batch order. :func:`unfinished_sentence` says where
+a variant's run ends before its ramp does.
 """
 
 from __future__ import annotations
@@ -72,3 +73,34 @@ def grid_last(grid: dict, steps: int) -> tuple[float, float]:
     """The grid schedule's ``(rmax, dmax)`` at the last of a run's ``steps`` steps (``grid``: the
     config's ``batchrenorm``)."""
     return RenormSchedule(total_steps=int(steps), **{k: float(grid[k]) for k in SETTINGS}).last
+
+
+def unfinished_sentence(limits: dict, targets: dict[str, tuple[float, float]], labels: dict[str, str]) -> str:
+    """Where a variant's run ends before its ramp does (``limits[(variant, b)]``: ``(rmax, dmax)`` at
+    the last step; ``targets[variant]``: its final limits), one clause per such variant: at each of
+    those batch sizes, still in the warm-up (the limits of plain batch norm throughout) or the limits
+    reached. Empty when every run completes its ramp."""
+    clauses = []
+    for v, label in labels.items():
+        warm, ramp = [], []
+        for b in sorted(b for (name, b) in limits if name == v):
+            rmax, dmax = limits[(v, b)]
+            if (rmax, dmax) == (1.0, 0.0) and targets[v] != (1.0, 0.0):
+                warm.append(str(b))
+            elif rmax < targets[v][0] or dmax < targets[v][1]:
+                ramp.append(f"$r_{{\\max}} = {rmax:.2f}$ and $d_{{\\max}} = {dmax:.2f}$ at batch {b}")
+        parts = []
+        if warm:
+            one = len(warm) == 1
+            parts.append(
+                f"its run{'' if one else 's'} {latex.at_batches(warm)} end{'s' if one else ''} in the warm-up, "
+                "with the limits of plain batch norm throughout"
+            )
+        if ramp:
+            parts.append(f"{'its' if not warm else 'the'} ramp stops short, ending with {latex.words(ramp)}")
+        if parts:
+            clauses.append(f"with {label}, " + ", and ".join(parts))
+    if not clauses:
+        return ""
+    text = "; ".join(clauses)
+    return text[0].upper() + text[1:] + "."

@@ -28,6 +28,7 @@ from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points, words
 from bnstudy.paper.network_prose import number_word
 from bnstudy.studies.renorm_ramp.design import GRID
+from bnstudy.studies.renorm_ramp.design import unfinished_sentence as unfinished_sentence
 
 BATCHNORM = "batchnorm"  # the grid's batch norm networks: the other side of vs_batchnorm
 KEYS = ("vs_batchnorm", "vs_grid")
@@ -145,16 +146,33 @@ AGAINST_BATCHNORM = {
 }
 
 
+# After the sentences of a batch size where a difference is the same in every seed (:func:`uniform`).
+UNIFORM_NOTE = "$^{\\dagger}$The same in every seed: a difference with no spread, from which no interval is formed."
+
+
+def uniform(r: dict) -> bool:
+    """Whether every seed's difference is the same nonzero value: an interval of zero width, which
+    says nothing of how the difference varies (two seeds can agree by chance). The verdict is then
+    what every seed shows, and the text gives the value in every seed, not an interval."""
+    return r["gain"] != 0 and latex.degenerate(r["ci_low"], r["ci_high"])
+
+
 def verdict(r: dict) -> str:
     """:func:`side` of the row's interval, or ``alike`` where every seed's difference is zero (the
     schedule never left plain batch norm's limits): not a verdict of the seeds but an identity."""
     return "alike" if r["gain"] == 0 and r["ci_low"] == r["ci_high"] else side(r["ci_low"], r["ci_high"])
 
 
+def _value(r: dict) -> str:
+    """The difference as the text gives it: the mean and its interval, or, where every seed's
+    difference is the same (:func:`uniform`), that value marked with a dagger (:data:`UNIFORM_NOTE`)."""
+    return f"${signed_points(r['gain'])}$ points$^{{\\dagger}}$" if uniform(r) else _points(r)
+
+
 def _stated(r: dict, seeds: bool = False) -> str:
     """``: +1.00 points [...]`` after a verdict (with :func:`_seeds` where ``seeds``); nothing after
     ``alike``, which says it all."""
-    return "" if verdict(r) == "alike" else f": {_points(r)}{_seeds(r) if seeds else ''}"
+    return "" if verdict(r) == "alike" else f": {_value(r)}{_seeds(r) if seeds else ''}"
 
 
 def _seeds(r: dict) -> str:
@@ -205,7 +223,7 @@ def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps:
             text.append(f"With {words([labels[r['schedule']] for r in group])} it {AGAINST_BATCHNORM[other]}.")
         elif group:
             who = words([labels[r["schedule"]] for r in group])
-            numbers = " and ".join(_points(r) for r in group)
+            numbers = " and ".join(_value(r) for r in group)
             text.append(f"With {who} it {AGAINST_BATCHNORM[other]} ({numbers}, respectively).")
     moved = [r for r in variants if side(against[r["schedule"]]["ci_low"], against[r["schedule"]]["ci_high"]) != "zero"]
     if not moved:
@@ -226,47 +244,18 @@ def results_sentence(cells: pd.DataFrame, b: int, labels: dict[str, str], steps:
                 g = group[0]
                 alike = g["ci_low"] == g["ci_high"] or g["gain"] == 0
                 k, n = int(g["agree"]), int(g["seeds"])
-                numbers = _points(g) + ("" if alike else f", in {f'all {n}' if k == n else f'{k} of the {n}'} seeds")
+                numbers = _value(g) + ("" if alike else f", in {f'all {n}' if k == n else f'{k} of the {n}'} seeds")
             else:
-                numbers = " and ".join(_points(g) for g in group)
+                numbers = " and ".join(_value(g) for g in group)
             clauses.append(f"{where} it with {who} ({numbers})")
         text.append(f"Against the grid's batch renormalisation the networks score {' and '.join(clauses)}.")
         if len(moved) < len(variants):
             rest = "schedule's interval" if len(variants) - len(moved) == 1 else "schedules' intervals"
             text.append(f"The other {rest} against it contain{'s' if rest.endswith('interval') else ''} zero.")
     text.append(range_sentence(cells, b))
+    if any("\\dagger" in t for t in text):  # a value the same in every seed is printed
+        text.append(UNIFORM_NOTE)
     return " ".join(text)
-
-
-def unfinished_sentence(limits: dict, targets: dict[str, tuple[float, float]], labels: dict[str, str]) -> str:
-    """Where a variant's run ends before its ramp does (``limits[(variant, b)]``: ``(rmax, dmax)`` at
-    the last step; ``targets[variant]``: its final limits), one clause per such variant: at each of
-    those batch sizes, still in the warm-up (the limits of plain batch norm throughout) or the limits
-    reached. Empty when every run completes its ramp."""
-    clauses = []
-    for v, label in labels.items():
-        warm, ramp = [], []
-        for b in sorted(b for (name, b) in limits if name == v):
-            rmax, dmax = limits[(v, b)]
-            if (rmax, dmax) == (1.0, 0.0) and targets[v] != (1.0, 0.0):
-                warm.append(str(b))
-            elif rmax < targets[v][0] or dmax < targets[v][1]:
-                ramp.append(f"$r_{{\\max}} = {rmax:.2f}$ and $d_{{\\max}} = {dmax:.2f}$ at batch {b}")
-        parts = []
-        if warm:
-            one = len(warm) == 1
-            parts.append(
-                f"its run{'' if one else 's'} {latex.at_batches(warm)} end{'s' if one else ''} in the warm-up, "
-                "with the limits of plain batch norm throughout"
-            )
-        if ramp:
-            parts.append(f"{'its' if not warm else 'the'} ramp stops short, ending with {words(ramp)}")
-        if parts:
-            clauses.append(f"with {label}, " + ", and ".join(parts))
-    if not clauses:
-        return ""
-    text = "; ".join(clauses)
-    return text[0].upper() + text[1:] + "."
 
 
 def results_macro(b: int) -> str:
