@@ -302,7 +302,9 @@ def test_two_builds_ordered_by_their_flip_rates_are_said_to_differ_in_what_diffe
                                         ("the dependence networks' recipe", same_recipe)) if not same]  # fmt: skip
     assert report.differences(a, c) == expected
     low = "digits" if not same_data else "Fashion-MNIST"
-    lower = f"{low} ({'fully connected' if same_network else 'convolutional'})'s rate is lower than"
+    kind = "fully connected" if same_network else "convolutional"
+    # two builds of one data set and network are told apart by their table columns
+    lower = f"{low} ({kind}{', other build 1' if same_data and same_network else ''})'s rate is lower than"
     assert lower in flips, flips
     if expected:
         words = expected[0] if len(expected) == 1 else ", ".join(expected[:-1]) + " and " + expected[-1]

@@ -245,7 +245,8 @@ def test_a_grid_rate_per_batch_size_is_the_reference_of_each_batch_size_and_must
 
     from bnstudy.base.config import ConfigError
     from bnstudy.studies.lr_sweep import checks
-    from bnstudy.studies.lr_sweep.report import at_rate, grid_rate_words, lift_rows
+    from bnstudy.studies.lr_sweep.report import at_rate, grid_rate_words
+    from bnstudy.studies.lr_sweep.sentences import lift_rows
 
     rates = pd.DataFrame({"normaliser": ["none"] * 4, "batch_size": [2, 2, 8, 8], "lr": [1e-4, 1e-3, 1e-4, 1e-3]})
     picked = at_rate(rates, {"2": 1e-4, "8": 1e-3})
@@ -265,7 +266,7 @@ def test_a_grid_rate_per_batch_size_is_the_reference_of_each_batch_size_and_must
 def test_edge_sentence_in_each_variant():
     """No edge cell; one cell, by its margin; several, by the largest; under one validation row per
     seed a near tie, else the rows it is worth (never "n/a points" nor "about 0 rows")."""
-    from bnstudy.studies.lr_sweep.report import edge_sentence
+    from bnstudy.studies.lr_sweep.sentences import edge_sentence
 
     assert edge_sentence([], 0.0, 898) == "No cell's chosen rate lies at an end of the swept list"
     one = edge_sentence(["no normaliser at batch 64 (highest)"], 0.00001, 898)

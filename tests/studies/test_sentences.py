@@ -30,6 +30,7 @@ from bnstudy.studies.companions import published as companions_published
 from bnstudy.studies.finetune import macros as finetune_macros
 from bnstudy.studies.finetune import sentences as finetune_sentences
 from bnstudy.studies.lr_sweep import report as lr_sweep_report
+from bnstudy.studies.lr_sweep import sentences as lr_sweep_sentences
 from bnstudy.studies.precise_rows import report as precise_rows_report
 from bnstudy.studies.running_stats import science as running_stats
 from declared_families import declared_as
@@ -339,7 +340,7 @@ def lr_sweep_answer(gain, lo, hi, grid_ci) -> str:
     first["ci_low_adj"], first["ci_high_adj"] = lo, hi
     grid["ci_low_adj"], grid["ci_high_adj"] = grid_ci
     grid["gain"] = (grid_ci[0] + grid_ci[1]) / 2  # the grid's mean inside its interval (it names the gap)
-    return lr_sweep_report.deficit_answer(first, grid)
+    return lr_sweep_sentences.deficit_answer(first, grid)
 
 
 @pytest.mark.parametrize(
