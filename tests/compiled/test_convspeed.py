@@ -18,13 +18,14 @@ from bnstudy.compiled import blocks, conv, convgemm, convgrads, gradients
 F32 = np.float32
 
 
-def _values(rng, shape):
-    """Standard normal float32 with some exact zeros, negative zeros and repeated values."""
+def values(rng, shape, zero_below=0.05, negative_zero_below=0.08):
+    """Standard normal float32 with exact zeros (a share ``zero_below``) and negative zeros (the next
+    share, up to ``negative_zero_below``), as a ReLU's output has both (the MLP's tests import it)."""
     x = rng.standard_normal(shape).astype(F32)
     flat = x.reshape(-1)
     pick = rng.random(flat.shape[0])
-    flat[pick < 0.05] = 0.0
-    flat[(pick >= 0.05) & (pick < 0.08)] = -0.0
+    flat[pick < zero_below] = 0.0
+    flat[(pick >= zero_below) & (pick < negative_zero_below)] = -0.0
     return x
 
 
@@ -55,11 +56,11 @@ def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_ou
     """Every output is the start (bias, +0 or the output's value) then the products in t order,
     as a scalar float32 loop adds them."""
     rng = np.random.default_rng(m * 1000 + t * 10 + n)
-    a = _values(rng, (m, t + 3))
+    a = values(rng, (m, t + 3))
     idx = rng.permutation(t + 3)[:t].astype(np.int64)
-    b = _values(rng, (t, n))
-    start = _values(rng, n)
-    c0 = _values(rng, (m, n))
+    b = values(rng, (t, n))
+    start = values(rng, n)
+    c0 = values(rng, (m, n))
     want = np.empty_like(c0)
     for i in range(m):
         for j in range(n):
@@ -74,10 +75,10 @@ def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_ou
 
 def _layer(rng, n_ex, side, stride, c_in, c_out):
     table = conv.source_table(side, stride)
-    a = np.maximum(_values(rng, (n_ex * side * side, c_in)), F32(0))  # a ReLU's output: many zeros
+    a = np.maximum(values(rng, (n_ex * side * side, c_in)), F32(0))  # a ReLU's output: many zeros
     a[rng.random(a.shape) < 0.02] = -0.0
-    w = _values(rng, (c_out, 9 * c_in))
-    bias = _values(rng, c_out)
+    w = values(rng, (c_out, 9 * c_in))
+    bias = values(rng, c_out)
     return table, a, w, bias
 
 
@@ -117,17 +118,17 @@ def test_backward_is_linear_backward_on_the_patches_then_col2im(n_ex, side, stri
     spare = 5  # scratch rows past the batch's, as a run's scratch for its largest batch has
     patches = np.zeros((rows + spare, 9 * c_in), F32)
     conv.im2col(a, n_ex, side * side, table, patches)
-    dh = _values(rng, (rows + spare, c_out))
+    dh = values(rng, (rows + spare, c_out))
     dw, db = np.empty_like(w), np.empty(c_out, F32)
     dpatches = np.empty_like(patches)
     gradients.linear_backward(dh, patches, rows, w, dw, db, dpatches, patches)
-    want_da = _values(rng, (n_ex * side * side, c_in))
+    want_da = values(rng, (n_ex * side * side, c_in))
     conv.col2im(dpatches, n_ex, side * side, table, want_da)
 
     offsets = np.zeros_like(patches)
     convgemm.im2col_offsets(a, n_ex, side * side, table, offsets)
     ident = np.arange(max(convgrads.ROW_BLOCK, c_out))
-    got_dw, got_db = _values(rng, w.shape), _values(rng, c_out)
+    got_dw, got_db = values(rng, w.shape), values(rng, c_out)
     convgrads.conv_weight_grads(dh, offsets, rows, c_in, got_dw, got_db, ident, np.empty(w.size + 3, F32))
     _same(got_dw, dw)
     _same(got_db, db)
@@ -135,7 +136,7 @@ def test_backward_is_linear_backward_on_the_patches_then_col2im(n_ex, side, stri
     convgrads.offsets_major(w, c_in, w_offsets)
     d_offsets = np.empty_like(offsets)
     convgrads.conv_input_grad(dh, rows, w_offsets, ident, d_offsets)
-    got_da = _values(rng, want_da.shape)
+    got_da = values(rng, want_da.shape)
     convgrads.col2im_offsets(d_offsets, n_ex, side * side, table, a, got_da)
     _same(got_da, want_da)
 
@@ -145,9 +146,9 @@ def test_weight_gradients_span_several_row_blocks():
     rng = np.random.default_rng(3)
     for c_in, c_out in ((1, 16), (16, 32), (3, 8)):
         rows = 2 * convgrads.ROW_BLOCK + 37
-        patches = np.maximum(_values(rng, (rows, 9 * c_in)), 0)
-        dh = _values(rng, (rows, c_out))
-        w = _values(rng, (c_out, 9 * c_in))
+        patches = np.maximum(values(rng, (rows, 9 * c_in)), 0)
+        dh = values(rng, (rows, c_out))
+        w = values(rng, (c_out, 9 * c_in))
         dw, db = np.empty_like(w), np.empty(c_out, F32)
         gradients.linear_backward(dh, patches, rows, w, dw, db, np.empty((rows, 0), F32), patches)
         offsets = patches.reshape(rows, c_in, 9).transpose(0, 2, 1).reshape(rows, 9 * c_in).copy()
@@ -161,7 +162,7 @@ def test_weight_gradients_span_several_row_blocks():
 def test_a_reordered_sum_would_show():
     """The comparison can fail: the same products added in another order differ in some output."""
     rng = np.random.default_rng(11)
-    a, b = _values(rng, (16, 300)), _values(rng, (300, 32))
+    a, b = values(rng, (16, 300)), values(rng, (300, 32))
     got = np.empty((16, 32), F32)
     convgemm.gemm(a, np.arange(300), b, b[0], got, convgemm.ZERO)
     reordered = np.empty_like(got)

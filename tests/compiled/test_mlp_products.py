@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bnstudy.compiled import blocks, gradients, passes
+from test_convspeed import values
 
 F32 = np.float32
 IDENT = np.arange(1024)
@@ -18,13 +19,8 @@ ROWS = [2, 3, 5, 8, 13, 64]
 
 
 def _values(rng, shape):
-    """Standard normal float32 with exact zeros and negative zeros (a ReLU's output has both)."""
-    x = rng.standard_normal(shape).astype(F32)
-    flat = x.reshape(-1)
-    pick = rng.random(flat.shape[0])
-    flat[pick < 0.2] = 0.0
-    flat[(pick >= 0.2) & (pick < 0.25)] = -0.0
-    return x
+    """:func:`test_convspeed.values` with a fifth of zeros and a twentieth of negative zeros."""
+    return values(rng, shape, zero_below=0.2, negative_zero_below=0.25)
 
 
 @pytest.mark.parametrize("n", ROWS)

@@ -388,7 +388,7 @@ def test_the_unfinished_ramps_sentence_in_every_variant(ends):
     """Two variants at batches 2 and 4: each run's last limits done, in the warm-up or mid-ramp."""
     keys = [("ioffe", 2), ("ioffe", 4), ("fixed", 2), ("fixed", 4)]
     limits = {k: ENDS[e] for k, e in zip(keys, ends, strict=True)}
-    text = report.unfinished_sentence(limits, {"ioffe": (3.0, 5.0), "fixed": (3.0, 5.0)}, LABELS)
+    text = design.unfinished_sentence(limits, {"ioffe": (3.0, 5.0), "fixed": (3.0, 5.0)}, LABELS)
     if set(ends) == {"done"}:
         assert text == ""
         return

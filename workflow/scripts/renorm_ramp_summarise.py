@@ -28,7 +28,7 @@ descriptions = {design.GRID: design.describe({}, renorm)} | {v["name"]: design.d
 steps = {int(b): int(s) for b, s in zip(study["batch_size"], study["steps"])}
 limits = {(r["schedule"], int(r["batch_size"])): (r["last_rmax"], r["last_dmax"]) for _, r in study.iterrows()}
 targets = {v["name"]: (design.settings(v, renorm)["rmax"], design.settings(v, renorm)["dmax"]) for v in schedules}
-ends = report.unfinished_sentence(limits, targets, labels)
+ends = design.unfinished_sentence(limits, targets, labels)
 macros = report.macros(cells, p.seeds, p.batch_sizes, labels, descriptions, steps, p.confidence, family, ends)
 latex.write_macros(out.macros, macros, "Batch renorm's ramp")
 limits |= {(design.GRID, b): design.grid_last(renorm, s) for b, s in steps.items()}

@@ -28,7 +28,6 @@ from bnstudy.paper import latex
 from bnstudy.paper.latex import points_interval, signed_points, words
 from bnstudy.paper.network_prose import number_word
 from bnstudy.studies.renorm_ramp.design import GRID
-from bnstudy.studies.renorm_ramp.design import unfinished_sentence as unfinished_sentence
 
 BATCHNORM = "batchnorm"  # the grid's batch norm networks: the other side of vs_batchnorm
 KEYS = ("vs_batchnorm", "vs_grid")
@@ -280,7 +279,7 @@ def macros(cells: pd.DataFrame, seeds, batch_sizes, labels: dict[str, str], desc
     name in prose and its schedule in words, the grid's description under :data:`GRID`; ``steps``:
     the run's steps at each batch size; ``declared``: the study's family (:data:`FAMILY`), whose
     words name the intervals (:func:`family_sentence`, :func:`abstract_sentence`); ``ends``:
-    :func:`unfinished_sentence` (its macro defined only when it says something)."""
+    :func:`bnstudy.studies.renorm_ramp.design.unfinished_sentence` (its macro defined only when it says something)."""
     sizes = sorted(int(b) for b in batch_sizes)
     n = int(cells["family"].iloc[0])
     m = {
