@@ -268,6 +268,10 @@ def test_cross_field_messages_name_the_values():
         "config error: companions.one_class_batch_size: 88 exceeds the 87 test rows of the smallest "
         "class (digit 8) at split.test_size 899"
     )
+    assert cross_field_error(mutate(cfg, ["companions", "grid_batches_per_example"], 11)) == (
+        "config error: companions.grid_batches_per_example: 11 exceeds companions.batches_per_example (10): "
+        "the grid's networks are probed with the first of the batches drawn"
+    )
     assert cross_field_error(mutate(cfg, ["dependence", "batch_size"], 899)) == (
         "config error: dependence.batch_size: 899 exceeds the 898 training rows (1797 - split.test_size 899)"
     )

@@ -289,6 +289,34 @@ def test_probe_counts_are_flips_against_inference_and_hits_of_the_true_label(tra
         assert r["correct"] == int((labels == y[r["example"]]).sum())
 
 
+def test_a_grid_probe_with_fewer_batches_counts_the_first_of_the_same_batches(trained, split):
+    """``batches_used`` (the config's grid_batches_per_example): each random and one-class design is
+    probed with the first n of the batches the full design draws, so its counts are those of that
+    prefix; the exact design stays whole, its rows the same as the full probe's."""
+    stacked, spec, limits = trained["batchnorm"]
+    _, _, x, y = split
+    examples = draws.choose_examples(y, 1, seed=0)[:3]
+    design = dict(batch_sizes=[2, 4], batches_per_example=8, one_class_batch_size=4, seed=0, limits=limits)
+    full = companions.probe_network(stacked, spec, x, y, examples, **design)
+    cut = companions.probe_network(stacked, spec, x, y, examples, batches_used=3, **design)
+    key = lambda r: (r["model"], r["example"], r["design"], r["batch_size"])  # noqa: E731
+    full, cut = {key(r): r for r in full}, {key(r): r for r in cut}
+    assert full.keys() == cut.keys()
+    sampled = 0
+    for k, r in cut.items():
+        if r["design"] == "exact":
+            assert r == full[k]
+            continue
+        sampled += 1
+        plans = {(d, b): q for d, b, q in companions.example_plans(y, r["example"], [2, 4], 8, 4, 0)}
+        labels = companions.batch_predictions(stacked, spec, x, plans[(r["design"], r["batch_size"])][:3], limits)
+        inference = full[k]["inference_label"]
+        assert r["batches"] == 3 and full[k]["batches"] == 8
+        assert r["flips"] == int((labels[r["model"]] != inference).sum())
+        assert r["correct"] == int((labels[r["model"]] == r["label"]).sum())
+    assert sampled == 2 * len(examples) * 5  # models x examples x (random 2, 4, three one-class)
+
+
 @pytest.mark.parametrize("norm", ["none", "layernorm", "groupnorm"])
 def test_controls_flip_rate_is_exactly_zero_on_trained_weights(trained, split, norm):
     rows = _probe(trained, split, norm)

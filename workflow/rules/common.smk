@@ -397,8 +397,9 @@ def recipe_params(block, batch_size, kind, order="shuffle"):
 
 
 def comp_probe_params(network):
-    """Parameters of a companion probe job (study 1); the exact design's sample of companions only
-    where the config sets one (the parameters of every other config stay as they were)."""
+    """Parameters of a companion probe job (study 1); the exact design's sample of companions, and the
+    grid's share of the batches (``batches_used``), only where the config sets them (the parameters of
+    every other config stay as they were)."""
     c = config["companions"]
     p = dict(
         network=network,
@@ -407,6 +408,8 @@ def comp_probe_params(network):
         batches_per_example=c["batches_per_example"],
         one_class_batch_size=c["one_class_batch_size"],
     )
+    if network == "grid" and c.get("grid_batches_per_example") is not None:
+        p["batches_used"] = c["grid_batches_per_example"]
     return p | exact_companions_param()
 
 
@@ -414,6 +417,12 @@ def exact_companions_param():
     """``{exact_companions: n}`` where the config samples the exact design's companions, else ``{}``."""
     n = config["companions"].get("exact_companions")
     return {} if n is None else {"exact_companions": n}
+
+
+def grid_batches_param():
+    """``{grid_batches_per_example: n}`` where the config probes the grid's networks with fewer batches, else ``{}``."""
+    n = config["companions"].get("grid_batches_per_example")
+    return {} if n is None else {"grid_batches_per_example": n}
 
 
 def grid_cells():

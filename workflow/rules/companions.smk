@@ -118,6 +118,7 @@ rule summarise_companions:
         ),
     params:
         **exact_companions_param(),
+        **grid_batches_param(),
         seed=COMP["seed"],
         resamples=COMP["bootstrap_resamples"],
         confidence=COMP["confidence"],

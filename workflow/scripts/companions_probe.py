@@ -22,6 +22,7 @@ rows = companions.probe_files(
     batches_per_example=p.batches_per_example,
     one_class_batch_size=p.one_class_batch_size,
     exact_companions=p.get("exact_companions"),
+    batches_used=p.get("batches_used"),
 )
 io.write_table(snakemake.output.probes, rows)
 log.info("%d rows, %d flips", len(rows), sum(r["flips"] for r in rows))

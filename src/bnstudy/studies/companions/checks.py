@@ -19,6 +19,12 @@ def check(config: dict, part: Parts) -> None:
             f"config error: companions.exact_companions: {pool} exceeds the {part.test_rows} test rows "
             f"({part.test_source})"
         )
+    grid = c.get("grid_batches_per_example")
+    if grid is not None and grid > c["batches_per_example"]:
+        raise ConfigError(
+            f"config error: companions.grid_batches_per_example: {grid} exceeds companions.batches_per_example "
+            f"({c['batches_per_example']}): the grid's networks are probed with the first of the batches drawn"
+        )
     # Companion examples and one-class batches are drawn within one class of the
     # test half: an own-class batch holds the example and b - 1 other rows of its
     # class, an other-class batch b - 1 rows of another class.

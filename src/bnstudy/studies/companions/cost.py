@@ -41,8 +41,9 @@ def _companion_models(rule, wc, config) -> int:
 def _companions(rule):
     def work(p, wc, config):
         # probe rows of one example (bnstudy.studies.companions.science.example_plans): random companions at
-        # each size, every pair when 2 is among them, three one-class designs
-        k, b1 = p["batches_per_example"], p["one_class_batch_size"]
+        # each size, every pair when 2 is among them, three one-class designs (the grid's: the first
+        # batches_used of each sampled design, where the config sets companions.grid_batches_per_example)
+        k, b1 = p.get("batches_used", p["batches_per_example"]), p["one_class_batch_size"]
         rows = k * sum(p["batch_sizes"]) + 3 * k * b1
         if 2 in p["batch_sizes"]:
             rows += 2 * (test_rows(config) - 1)
@@ -69,7 +70,7 @@ WORK = {
     "train_dependence_keep_more": training(("dependence.epochs", "dependence.seeds")),
     "probe_companions_grid": _probe_rows(
         "probe_companions_grid",
-        ("grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers"),
+        ("grid.seed_block", "grid.seeds", "grid.batch_sizes", "normalisers", "companions.grid_batches_per_example"),
     ),
     "probe_companions_dependence": _probe_rows("probe_companions_dependence", ("dependence.seeds",)),
     "probe_companions_dependence_keep": _probe_rows("probe_companions_dependence_keep", ()),

@@ -30,6 +30,14 @@ def exact_pool_macro(params) -> dict:
     return {} if n is None else {"compExactPool": latex.fmt(int(n))}
 
 
+def grid_batches_macro(params) -> dict:
+    """``compGridBatches``: the batches per example and size of the grid's networks, where the config
+    probes them with the first of the drawn ones only (the sections test ``\\ifdefined\\compGridBatches``);
+    nothing where they get every batch."""
+    n = params.get("grid_batches_per_example")
+    return {} if n is None else {"compGridBatches": latex.fmt(int(n))}
+
+
 def exact_label(params) -> str:
     """The exact design's row label in the tables."""
     n = params.get("exact_companions")
@@ -49,6 +57,7 @@ def setting_macros(probes, dep0, dep_networks, result: dict, published, params) 
         if (dep0["design"] == "exact").any()
         else "n/a",
         **exact_pool_macro(params),
+        **grid_batches_macro(params),
         "compOneClassSize": str(params["one_class_batch_size"]),
         "compOneClassCompanions": str(params["one_class_batch_size"] - 1),
         "compResamples": latex.fmt(int(params["resamples"])),

@@ -161,6 +161,15 @@ def example_plans(
     return plans
 
 
+def first_batches(plans, n: int | None):
+    """``plans`` (:func:`example_plans`) with each sampled design cut to its first ``n`` batches (the
+    exact design kept whole; ``None``: every batch): a smaller design whose batches are those of the
+    full one, so its networks see a prefix of the batches the others see."""
+    if n is None:
+        return plans
+    return [(design, b, batches if design == "exact" else batches[:n]) for design, b, batches in plans]
+
+
 def probe_network(
     stacked: dict,
     spec: Network,
@@ -174,13 +183,16 @@ def probe_network(
     seed: int,
     limits=(1.0, 0.0),
     exact_companions: int | None = None,
+    batches_used: int | None = None,
     drawn: dict | None = None,
 ) -> list[dict]:
     """Per-example probe counts of every model of ``stacked`` (a NumPy stack).
 
     ``exact_companions``: the exact design pairs each example with the rows of a seeded sample
     of this many test rows (:func:`exact_pool`, the same for every example and network), not with
-    every other test row. ``drawn``: a dict that keeps each example's probe batches
+    every other test row. ``batches_used``: each sampled design probes only the first this many of
+    the ``batches_per_example`` batches drawn (:func:`first_batches`; the companion study's
+    ``grid_batches_per_example``). ``drawn``: a dict that keeps each example's probe batches
     (:func:`example_plans`) for the next network probed with the same arguments, which draws the
     same batches (they depend on the example, the design and the seed, not on the network).
 
@@ -199,7 +211,8 @@ def probe_network(
     drawn = {} if drawn is None else drawn
     for j, e in enumerate(examples):
         if e not in drawn:
-            drawn[e] = example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed, pool)
+            plans = example_plans(y, e, batch_sizes, batches_per_example, one_class_batch_size, seed, pool)
+            drawn[e] = first_batches(plans, batches_used)
         plans = drawn[e]
         for design, b, batches in plans:
             labels = prober.labels(batches)  # (M, K)
