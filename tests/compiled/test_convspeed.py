@@ -8,7 +8,9 @@ that make signed zeros, exact zeros and padding;. (Whole runs: the test and fash
 manifests, and the deep network's tests against PyTorch.) The machine code of the new kernels has no fused multiply-add.
 """
 
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,9 +54,11 @@ GEMM_SHAPES = [
 @pytest.mark.parametrize(("m", "t", "n"), GEMM_SHAPES)
 @pytest.mark.parametrize("mode", [convgemm.BIAS, convgemm.ZERO, convgemm.MORE])
 @pytest.mark.parametrize("columns_outer", [False, True])
-def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_outer):
+@pytest.mark.parametrize("tile_rows", [8, 4])
+def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_outer, tile_rows):
     """Every output is the start (bias, +0 or the output's value) then the products in t order,
-    as a scalar float32 loop adds them."""
+    as a scalar float32 loop adds them, with the tiles of either height (an AVX-512 target's 8
+    rows, another's 4: bnstudy.compiled.lanes.TILE_ROWS)."""
     rng = np.random.default_rng(m * 1000 + t * 10 + n)
     a = values(rng, (m, t + 3))
     idx = rng.permutation(t + 3)[:t].astype(np.int64)
@@ -69,7 +73,7 @@ def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_ou
                 acc = F32(acc + F32(a[i, idx[k]] * b[k, j]))
             want[i, j] = acc
     got = c0.copy()
-    convgemm.gemm(a, idx, b, start, got, mode, columns_outer)
+    convgemm.gemm(a, idx, b, start, got, mode, columns_outer, tile_rows)
     _same(got, want)
 
 
@@ -194,3 +198,25 @@ def test_no_fused_multiply_add_and_the_products_use_16_lane_registers():
         for name in ("convgemm.gemm", "convgemm._narrow", "convgrads._rows8_into", "convgrads.weight_grad_rows"):
             r = report[f"bnstudy.compiled.{name}"]
             assert r["zmm_mul"] and r["zmm_add"], name
+
+
+@pytest.mark.slow
+def test_the_tile_height_follows_the_target_numba_compiles_for():
+    """gemm's tiles are 8 rows high where Numba compiles for AVX-512 (32 vector registers) and 4 where
+    it compiles for a CPU with 16 (bnstudy.compiled.lanes.TILE_ROWS): as this machine, as the simulated
+    AVX2 machine and as the generic x86-64 CPU of the determinism runs."""
+    import subprocess
+    import sys
+
+    import llvmlite.binding as llvm
+
+    from bnstudy.pipeline.machines import environments
+
+    code = "from bnstudy.compiled import lanes; print(lanes.TILE_ROWS)"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    host = 8 if re.search(r"\+avx512f\b", llvm.get_host_cpu_features().flatten()) else 4
+    for machine, want in (("native", host), ("avx2", 4), ("generic", 4)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU")}
+        env.update(environments()[machine], PYTHONPATH=src)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert int(out.stdout) == want, (machine, out.stdout, out.stderr)

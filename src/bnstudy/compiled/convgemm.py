@@ -14,8 +14,10 @@ One product, :func:`gemm`: ``c[i, j] = s + a[i, idx[0]] * b[0, j] + a[i, idx[1]]
 ...`` added in ``t`` order, ``s`` the bias ``start[j]`` (mode :data:`BIAS`), zero (:data:`ZERO`)
 or ``c[i, j]`` itself (:data:`MORE`: a sum continued, e.g. over a further block of rows; a
 float32 held in memory between blocks is the float32 a register would hold). Tiles of 8 rows x
-32 columns (16 registers), then 8 x 16, then single rows (64 columns, then 16); the columns past
-the last multiple of 16 in the same tiles, their lanes padded (:func:`_narrow`).
+32 columns (16 registers), then 8 x 16, on a target with AVX-512's 32 vector registers; of 4 rows
+x 16 columns on one with 16 (:data:`bnstudy.compiled.lanes.TILE_ROWS`); then single rows (64
+columns, then 16); the columns past the last multiple of 16 in the same tiles, their lanes padded
+(:func:`_narrow`).
 
 The patches are held *offset-major* (:func:`im2col_offsets`): column ``k * C + c`` of a patch
 row is column ``9 * c + k`` of ``conv.im2col``'s (``k = 3 * ky + kx``), so each offset's channels
@@ -33,7 +35,7 @@ import numba
 import numpy as np
 
 from bnstudy.base.fixedmath import JIT
-from bnstudy.compiled.lanes import _LANES, _add_product, _load, _load1, _splat, _store
+from bnstudy.compiled.lanes import _LANES, TILE_ROWS, _add_product, _load, _load1, _splat, _store
 
 BIAS, ZERO, MORE = 0, 1, 2
 # rows of c per block of gemm's narrow columns (held 16 lanes wide in a buffer, then copied back)
@@ -138,6 +140,25 @@ def _tile8x1(a, idx, b, start, c, mode, i, j):
 
 
 @numba.njit(**JIT)
+def _tile4x1(a, idx, b, start, c, mode, i, j):
+    """Rows ``i .. i+3``, columns ``j .. j+15`` of :func:`gemm` (the tile of a target with 16 vector
+    registers, :data:`bnstudy.compiled.lanes.TILE_ROWS`)."""
+    c0, c1 = _start(c, start, mode, i, j), _start(c, start, mode, i + 1, j)
+    c2, c3 = _start(c, start, mode, i + 2, j), _start(c, start, mode, i + 3, j)
+    for t in range(idx.shape[0]):
+        k = idx[t]
+        w = _load(b, t, j)
+        c0 = _add_product(c0, _splat(a[i, k]), w)
+        c1 = _add_product(c1, _splat(a[i + 1, k]), w)
+        c2 = _add_product(c2, _splat(a[i + 2, k]), w)
+        c3 = _add_product(c3, _splat(a[i + 3, k]), w)
+    _store(c, i, j, c0)
+    _store(c, i + 1, j, c1)
+    _store(c, i + 2, j, c2)
+    _store(c, i + 3, j, c3)
+
+
+@numba.njit(**JIT)
 def _tile1x4(a, idx, b, start, c, mode, i, j):
     """Row ``i``, columns ``j .. j+63`` of :func:`gemm`: four independent sums per product of ``a``,
     so a few rows (a small batch) are not held up by one sum's chain of additions."""
@@ -166,13 +187,19 @@ def _tile1x1(a, idx, b, start, c, mode, i, j):
 
 @numba.njit(**JIT)
 def _rows(a, idx, b, start, c, mode, i, rows, j, n):
-    """Rows ``i .. i+rows-1`` (8, or fewer at the end), columns ``j .. n-1`` (a multiple of 16 wide)."""
+    """Rows ``i .. i+rows-1`` (a tile of 8 or 4, or fewer at the end), columns ``j .. n-1`` (a
+    multiple of 16 wide)."""
     if rows == 8:
         while j + 32 <= n:
             _tile8x2(a, idx, b, start, c, mode, i, j)
             j += 32
         if j < n:
             _tile8x1(a, idx, b, start, c, mode, i, j)
+        return
+    if rows == 4:
+        while j < n:
+            _tile4x1(a, idx, b, start, c, mode, i, j)
+            j += 16
         return
     for r in range(i, i + rows):
         jj = j
@@ -185,12 +212,14 @@ def _rows(a, idx, b, start, c, mode, i, rows, j, n):
 
 
 @numba.njit(**JIT)
-def gemm(a, idx, b, start, c, mode, columns_outer=False):
+def gemm(a, idx, b, start, c, mode, columns_outer=False, tile_rows=TILE_ROWS):
     """``c[i, j] = s + a[i, idx[0]] * b[0, j] + a[i, idx[1]] * b[1, j] + ...``, added in that order
     (``s``: ``start[j]``, 0 or ``c[i, j]`` by ``mode``, :data:`BIAS`, :data:`ZERO`, :data:`MORE`),
     for ``c`` ``(m, n)``, ``b`` ``(len(idx), n)`` (both with contiguous rows), ``a`` any 2-D array.
     ``columns_outer``: all row tiles of a 32-column strip before the next strip (``b``'s strip stays
-    in cache), else all strips of a row tile before the next (``a``'s rows stay in cache)."""
+    in cache), else all strips of a row tile before the next (``a``'s rows stay in cache).
+    ``tile_rows``: 8 or 4, the rows of a tile (default: the target's, :data:`bnstudy.compiled.lanes.TILE_ROWS`;
+    the tests run both); any height gives the same bits."""
     m, n = c.shape
     if m == 0 or n == 0:
         return
@@ -200,17 +229,17 @@ def gemm(a, idx, b, start, c, mode, columns_outer=False):
     if vec > 0:
         if columns_outer:
             for j in range(0, vec, 32):
-                for i in range(0, m, 8):
-                    _rows(a, idx, b, start, c, mode, i, min(8, m - i), j, min(j + 32, vec))
+                for i in range(0, m, tile_rows):
+                    _rows(a, idx, b, start, c, mode, i, min(tile_rows, m - i), j, min(j + 32, vec))
         else:
-            for i in range(0, m, 8):
-                _rows(a, idx, b, start, c, mode, i, min(8, m - i), 0, vec)
+            for i in range(0, m, tile_rows):
+                _rows(a, idx, b, start, c, mode, i, min(tile_rows, m - i), 0, vec)
     if vec < n:
-        _narrow(a, idx, b, start, c, mode, vec)
+        _narrow(a, idx, b, start, c, mode, vec, tile_rows)
 
 
 @numba.njit(**JIT)
-def _narrow(a, idx, b, start, c, mode, j0):
+def _narrow(a, idx, b, start, c, mode, j0, tile_rows):
     """Columns ``j0 .. n-1`` of :func:`gemm` (fewer than 16, e.g. a layer of 8 channels) in 16-lane
     tiles: ``b``'s and ``start``'s columns copied into the first lanes of zero-padded copies, a block
     of :data:`NARROW_ROWS` rows of ``c`` computed into a padded buffer (its sums continued from
@@ -234,8 +263,8 @@ def _narrow(a, idx, b, start, c, mode, j0):
                 for j in range(w):
                     cp[i, j] = c[i0 + i, j0 + j]
         block = a[i0 : i0 + r]
-        for i in range(0, r, 8):
-            _rows(block, idx, bp, sp, cp, mode, i, min(8, r - i), 0, _LANES)
+        for i in range(0, r, tile_rows):
+            _rows(block, idx, bp, sp, cp, mode, i, min(tile_rows, r - i), 0, _LANES)
         for i in range(r):
             for j in range(w):
                 c[i0 + i, j0 + j] = cp[i, j]
