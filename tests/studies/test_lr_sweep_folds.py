@@ -478,7 +478,7 @@ def test_the_configs_choose_the_rate_as_stated():
         return yaml.safe_load((ROOT / "config" / name).read_text())["lr_sweep"]
 
     for name in ("config.yaml", "combined.yaml"):
-        assert sweep(name)["folds"] == 5 and sweep(name)["seeds"] == [0, 1] and "validation_fraction" not in sweep(name)
+        assert sweep(name)["folds"] == 4 and sweep(name)["seeds"] == [0, 1] and "validation_fraction" not in sweep(name)
     for name in ("fashion-mlp.yaml", "fashion-tiny.yaml", "fashion-cluster.yaml"):
         assert "folds" not in sweep(name) and "validation_fraction" in sweep(name)
 
