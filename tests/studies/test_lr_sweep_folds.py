@@ -174,6 +174,7 @@ def test_every_stability_sentence(adjustment):
         "above zero in every one of the 2 cells"
     )
     assert m["lrFoldAgreeBatchnormMin"] == "5" and m["lrRunnerUpNoneMin"] == "$1 \\times 10^{-2}$"
+    assert m["lrFoldAgreeBatchnormMinPhrase"] == "all 5 folds"  # "the best in all 5 folds", not "5 of the 5"
     assert m["lrMarginBatchnormMin"] == "$+2.00$ points $[+1.00, +3.00]$"
     some = stab_rows(
         [("none", 2, 5, 0.01, -0.001, 0.02), ("none", 8, 2, 0.0, 0.0, 0.0), ("batchnorm", 2, 2, 0.02, 0.01, 0.03)]
@@ -185,6 +186,8 @@ def test_every_stability_sentence(adjustment):
     )
     assert m["lrMarginSentence"].endswith("wholly above zero in 1 of the 3 cells")
     assert "lrFoldAgreeNoneMin" in m and "lrFoldAgreeNoneB8" not in m  # the smallest batch only
+    assert m["lrFoldAgreeBatchnormMinPhrase"] == "2 of the 5 folds" and m["lrFoldAgreeNoneMinPhrase"] == "all 5 folds"
+    assert stability.agreeing_folds(0, 4) == "none of the 4 folds"
     none = stab_rows([("none", 2, 3, 0.0, 0.0, 0.0), ("batchnorm", 2, 4, 0.01, -0.01, 0.03)])
     m = stability.stability_macros(none, LABELS, 2, 1, family)
     assert m["lrStabilitySentence"] == (

@@ -121,9 +121,18 @@ def stability_macros(stab: pd.DataFrame, labels: dict[str, str], size: int, seed
     )
     for r in stab[stab.batch_size == size].itertuples():
         m[latex.macro_name("lr fold agree", r.normaliser, "min")] = str(int(r.agree))
+        m[latex.macro_name("lr fold agree", r.normaliser, "min phrase")] = agreeing_folds(int(r.agree), int(r.folds))
         m[latex.macro_name("lr margin", r.normaliser, "min")] = f"{_margin(r)[0]} points {_margin(r)[1]}"
         m[latex.macro_name("lr runner up", r.normaliser, "min")] = power_of_ten(r.runner_up)
     return m
+
+
+def agreeing_folds(agree: int, folds: int) -> str:
+    """The folds that pick a rate on their own, for "the best in ... taken alone": "all 4 folds",
+    "2 of the 4 folds" or "none of the 4 folds"."""
+    if agree == folds:
+        return f"all {folds} folds"
+    return f"{'none' if agree == 0 else agree} of the {folds} folds"
 
 
 def _article(word: str) -> str:
