@@ -141,3 +141,35 @@ def test_the_serial_run_keeps_its_priority_and_the_runs_with_parallel_jobs_run_n
         proc = workflowrun._start([sys.executable, *cmd], tmp_path, out, None, 19)
         workflowrun._wait(proc)
     assert log.read_text() == "19 True\n"  # at the niceness, in its own process group (killpg reaches it)
+
+
+def test_updating_the_expected_manifest_checks_no_killed_run_against_the_old_one(tmp_path, monkeypatch):
+    """``--update-expected`` follows a change of the science: the committed manifest is the old one, so
+    the killed run's copy must not carry it (``workflowrun.check_killed`` would call the new, whole
+    bytes half-written); a plain run keeps it, and its kill check with it."""
+    (tmp_path / "config" / "expected").mkdir(parents=True)
+    (tmp_path / "config" / "expected" / "test.manifest.tsv").write_text("rule\tparams\tpath\tbytes\tsha256\n")
+    (tmp_path / "config" / "test.yaml").write_text("{}\n")
+
+    def copy(root, dest):
+        import shutil
+
+        shutil.copytree(root, dest)
+        return dest
+
+    seen = {}
+
+    def fake_run(d, configfile, cores, log=None, env=None, niceness=0):
+        seen[d.name] = workflowrun.expected_for(configfile, d).is_file()
+
+    monkeypatch.setattr(determinism, "copy_workflow", copy)
+    monkeypatch.setattr(determinism, "run", fake_run)
+    monkeypatch.setattr(determinism, "describe_environment", lambda env: {})
+    for check, name in ((True, "kept"), (False, "updating")):
+        base = tmp_path.parent / f"{tmp_path.name}-{name}"
+        base.mkdir()
+        determinism.run_all(
+            tmp_path, "config/test.yaml", base, runs=("cores1",), envs={"native": {}}, check_expected=check
+        )
+        assert seen["cores1"] is check, name
+    assert (tmp_path / "config" / "expected" / "test.manifest.tsv").is_file()  # the checkout's own is untouched
