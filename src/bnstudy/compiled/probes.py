@@ -57,7 +57,7 @@ from bnstudy.compiled.tiled import linear_t_tiled
 BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)
 # The second Linear's kernel, by the target Numba compiles for (the kernel cache files code by target):
-# gemm's 8 x 32 tiles with AVX-512, bnstudy.compiled.tiled's 4 x 16 without an index array elsewhere (the
+# gemm's 8 x 32 tiles with AVX-512, bnstudy.compiled.tiled's 4 x 16 in 8-lane registers without it (the
 # faster of the two on each, bnstudy.compiled.tiled). Both add every output's products in k order from
 # its bias: the same bits.
 SECOND_BY_GEMM = TILE_ROWS == 8
