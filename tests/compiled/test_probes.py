@@ -8,7 +8,6 @@ import pytest
 from bnstudy.base import normalisers
 from bnstudy.compiled import kernels
 from bnstudy.compiled.probes import Prober
-from bnstudy.compiled.tiled import linear_t_tiled
 from bnstudy.nets import data
 from bnstudy.nets import model as mlp
 from bnstudy.nets.model import NetSpec
@@ -47,54 +46,6 @@ def network(norm: str, seeds=(0, 1, 2)) -> dict:
 def batches_of(n: int, b: int, k: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return np.stack([rng.permutation(n)[:b] for _ in range(k)])
-
-
-# ---- the second layer's tiled product (a target without AVX-512) ----------------------------
-
-
-@pytest.mark.parametrize(
-    "rows,inputs,outputs",
-    [
-        (0, 5, 16),
-        (1, 1, 1),
-        (3, 7, 16),
-        (4, 128, 128),
-        (5, 64, 128),
-        (9, 70, 40),
-        (13, 3, 17),
-        (8, 128, 10),
-        (21, 33, 48),
-        (256, 128, 128),
-    ],
-)
-def test_tiled_linear_is_linear_t_bit_for_bit(rows, inputs, outputs):
-    rng = np.random.default_rng(rows * 1000 + inputs + outputs)
-    a = rng.standard_normal((rows, inputs)).astype(np.float32)
-    a[a < -1] = 0  # zeros and values of every magnitude
-    wt = (rng.standard_normal((inputs, outputs)) * 0.3).astype(np.float32)
-    bias = rng.standard_normal(outputs).astype(np.float32)
-    ours, theirs = np.full((rows, outputs), np.nan, np.float32), np.full((rows, outputs), np.nan, np.float32)
-    linear_t_tiled(a, wt, bias, ours)
-    kernels.linear_t(a, wt, bias, theirs)
-    assert np.array_equal(_bits(ours), _bits(theirs))
-
-
-def test_tiled_linear_adds_in_k_order_from_the_bias():
-    """Cancellation makes the order visible: in float32, 1e8 + 1 is 1e8."""
-    a = np.ones((4, 3), np.float32)
-    wt = np.zeros((3, 16), np.float32)
-    bias = np.zeros(16, np.float32)
-    wt[:, 0] = [1.0, 1e8, -1e8]  # k order: (1 + 1e8) - 1e8 = 0; from the end: (-1e8 + 1e8) + 1 = 1
-    bias[1], wt[:, 1] = 1e8, [-1e8, 1.0, 0.0]  # bias first: (1e8 - 1e8) + 1 = 1; bias last: 0
-    out = np.empty((4, 16), np.float32)
-    linear_t_tiled(a, wt, bias, out)
-    assert out[:, 0].tolist() == [0.0] * 4 and out[:, 1].tolist() == [1.0] * 4
-
-
-def test_tiled_linear_refuses_strided_outputs():
-    a, wt = np.ones((4, 8), np.float32), np.ones((8, 32), np.float32)
-    with pytest.raises(ValueError, match="consecutive"):
-        linear_t_tiled(a, wt[:, ::2], np.zeros(16, np.float32), np.empty((4, 16), np.float32))
 
 
 # ---- probes: the label kernels.logits gives row 0 of each batch --------------------------

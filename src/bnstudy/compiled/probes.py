@@ -28,9 +28,9 @@ Every step is one of the kernels' functions (the normalisers' ``batch_stats`` an
 So a probe's label is, bit for bit, the label ``kernels.logits`` gives row 0 of that batch
 (``tests/compiled/test_probes.py``).
 The rows of about ``PROBE_ROWS`` rows' worth of whole batches go through the second
-Linear together, across batch boundaries (:func:`bnstudy.compiled.convgemm.gemm`'s tiles of 8 rows x
-32 outputs held in registers with AVX-512, :func:`bnstudy.compiled.tiled.linear_t_tiled`'s 4 x 16
-without; every output is still its bias plus its products in ``k`` order, as ``linear_t`` adds them).
+Linear together (:func:`bnstudy.compiled.convgemm.gemm`: tiles of 8 rows x 32 outputs held in
+registers, across batch boundaries; every output is still its bias plus its products in ``k``
+order, as ``linear_t`` adds them).
 Running statistics are read (batch renorm), never written.
 
 Models are the outer loop, so each model's weights stay in cache while all its
@@ -50,17 +50,10 @@ from bnstudy.compiled.batchstats import batch_norm_rows, batch_stats, virtual_ba
 from bnstudy.compiled.blocks import linear_t
 from bnstudy.compiled.convgemm import BIAS, gemm
 from bnstudy.compiled.kernels import KIND, Net, argmax_rows, norm_settings, norm_train, stack_arrays
-from bnstudy.compiled.lanes import TILE_ROWS
 from bnstudy.compiled.normkernels import Params, batch_statistics, row_forward
-from bnstudy.compiled.tiled import linear_t_tiled
 
 BATCH_CODES = {KIND[name] for name in BATCH_NAMES}  # kinds with batch statistics
 PROBE_ROWS = 256  # rows per model that go through the second Linear together (whole batches)
-# The second Linear's kernel, by the target Numba compiles for (the kernel cache files code by target):
-# gemm's 8 x 32 tiles with AVX-512, bnstudy.compiled.tiled's 4 x 16 in 8-lane registers without it (the
-# faster of the two on each, bnstudy.compiled.tiled). Both add every output's products in k order from
-# its bias: the same bits.
-SECOND_BY_GEMM = TILE_ROWS == 8
 
 # The scratch arrays of one probe_design call, reused from chunk to chunk and model to model.
 Work = namedtuple("Work", "gathered act1 hid2 act2 logits top st1 st2")
@@ -177,10 +170,7 @@ def probe_design(net, ns, first, batches, chunk, labels, row_logits):
             kn = min(chunk, k_all - k0)
             n = first_normalised(ns, lp1, first[m], batches, k0, kn, s, work)
             # second Linear, every row that matters; then row 0 of each batch on
-            if SECOND_BY_GEMM:
-                gemm(work.act1[:n], ident, layer2.wt[m], layer2.bias[m], work.hid2[:n], BIAS)
-            else:
-                linear_t_tiled(work.act1[:n], layer2.wt[m], layer2.bias[m], work.hid2[:n])
+            gemm(work.act1[:n], ident, layer2.wt[m], layer2.bias[m], work.hid2[:n], BIAS)
             second_normalised(ns, lp2, kn, s, work)
             # output layer and label, row 0 of each batch
             linear_t(work.act2[:kn], net.wt[m], net.bias[m], logits[:kn])
@@ -236,7 +226,7 @@ class Prober:
         if self.kind not in BATCH_CODES and len(batches):
             # normalised row by row: row 0 alone decides its label, so each distinct row 0 is
             # computed once (every output is summed in one fixed order wherever its row sits in
-            # the chunk), and its label and logits serve each of its batches
+            # the chunk: gemm), and its label and logits serve each of its batches
             firsts, where = np.unique(batches[:, 0], return_inverse=True)
             once = self._probe(np.ascontiguousarray(firsts[:, None]), logits)
             return (once[0][:, where], once[1][:, where]) if logits else once[0][:, where]

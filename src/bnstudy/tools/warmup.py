@@ -113,16 +113,10 @@ def _evaluation() -> None:
 
 def _probes() -> None:
     from bnstudy.base import normalisers
-    from bnstudy.compiled import tiled
     from bnstudy.nets import model
     from bnstudy.studies.companions import science as companions
 
     x, y = _inputs()
-    # the probes' second Linear of a target without AVX-512 (bnstudy.compiled.probes.SECOND_BY_GEMM),
-    # compiled on every target so that each machine's cache holds every kernel (the tests call it too)
-    tiled.linear_t_tiled(
-        x[:, :16], np.ones((16, 16), np.float32), np.zeros(16, np.float32), np.empty((40, 16), np.float32)
-    )
     for kind in normalisers.NAMES:
         spec = model.NetSpec(kind)
         stacked = model.initial_stack(spec, [0])
