@@ -55,13 +55,15 @@ GEMM_SHAPES = [
 @pytest.mark.parametrize("mode", [convgemm.BIAS, convgemm.ZERO, convgemm.MORE])
 @pytest.mark.parametrize("columns_outer", [False, True])
 @pytest.mark.parametrize("tile_rows", [8, 4])
-def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_outer, tile_rows):
+@pytest.mark.parametrize("indexed", [True, False])
+def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_outer, tile_rows, indexed):
     """Every output is the start (bias, +0 or the output's value) then the products in t order,
     as a scalar float32 loop adds them, with the tiles of either height (an AVX-512 target's 8
-    rows, another's 4: bnstudy.compiled.lanes.TILE_ROWS)."""
+    rows, another's 4: bnstudy.compiled.lanes.TILE_ROWS), through an index array or (``idx`` None, a
+    Linear layer's) reading ``a``'s first columns in place."""
     rng = np.random.default_rng(m * 1000 + t * 10 + n)
     a = values(rng, (m, t + 3))
-    idx = rng.permutation(t + 3)[:t].astype(np.int64)
+    idx = rng.permutation(t + 3)[:t].astype(np.int64) if indexed else np.arange(t)
     b = values(rng, (t, n))
     start = values(rng, n)
     c0 = values(rng, (m, n))
@@ -73,7 +75,7 @@ def test_gemm_adds_each_output_in_order_from_its_start(m, t, n, mode, columns_ou
                 acc = F32(acc + F32(a[i, idx[k]] * b[k, j]))
             want[i, j] = acc
     got = c0.copy()
-    convgemm.gemm(a, idx, b, start, got, mode, columns_outer, tile_rows)
+    convgemm.gemm(a, idx if indexed else None, b, start, got, mode, columns_outer, tile_rows)
     _same(got, want)
 
 

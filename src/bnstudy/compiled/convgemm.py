@@ -45,6 +45,23 @@ CHUNK_FLOATS = 48 * 1024
 
 
 @numba.njit(**JIT)
+def _products(idx, b):
+    """How many products each output of :func:`gemm` adds: ``idx``'s length, or ``b``'s rows (``idx`` None)."""
+    if idx is None:
+        return b.shape[0]
+    return idx.shape[0]
+
+
+@numba.njit(**JIT)
+def _column(idx, t):
+    """The column of ``a`` whose value multiplies ``b``'s row ``t``: ``idx[t]``, or ``t`` (``idx`` None;
+    a separate compile, with no index array to load)."""
+    if idx is None:
+        return t
+    return idx[t]
+
+
+@numba.njit(**JIT)
 def _start(c, start, mode, i, j):
     if mode == BIAS:
         return _load1(start, j)
@@ -65,8 +82,8 @@ def _tile8x2(a, idx, b, start, c, mode, i, j):
     c50, c51 = _start(c, start, mode, i + 5, j), _start(c, start, mode, i + 5, j1)
     c60, c61 = _start(c, start, mode, i + 6, j), _start(c, start, mode, i + 6, j1)
     c70, c71 = _start(c, start, mode, i + 7, j), _start(c, start, mode, i + 7, j1)
-    for t in range(idx.shape[0]):
-        k = idx[t]
+    for t in range(_products(idx, b)):
+        k = _column(idx, t)
         w0 = _load(b, t, j)
         w1 = _load(b, t, j1)
         x = _splat(a[i, k])
@@ -118,8 +135,8 @@ def _tile8x1(a, idx, b, start, c, mode, i, j):
     c2, c3 = _start(c, start, mode, i + 2, j), _start(c, start, mode, i + 3, j)
     c4, c5 = _start(c, start, mode, i + 4, j), _start(c, start, mode, i + 5, j)
     c6, c7 = _start(c, start, mode, i + 6, j), _start(c, start, mode, i + 7, j)
-    for t in range(idx.shape[0]):
-        k = idx[t]
+    for t in range(_products(idx, b)):
+        k = _column(idx, t)
         w = _load(b, t, j)
         c0 = _add_product(c0, _splat(a[i, k]), w)
         c1 = _add_product(c1, _splat(a[i + 1, k]), w)
@@ -145,8 +162,8 @@ def _tile4x1(a, idx, b, start, c, mode, i, j):
     registers, :data:`bnstudy.compiled.lanes.TILE_ROWS`)."""
     c0, c1 = _start(c, start, mode, i, j), _start(c, start, mode, i + 1, j)
     c2, c3 = _start(c, start, mode, i + 2, j), _start(c, start, mode, i + 3, j)
-    for t in range(idx.shape[0]):
-        k = idx[t]
+    for t in range(_products(idx, b)):
+        k = _column(idx, t)
         w = _load(b, t, j)
         c0 = _add_product(c0, _splat(a[i, k]), w)
         c1 = _add_product(c1, _splat(a[i + 1, k]), w)
@@ -164,8 +181,8 @@ def _tile1x4(a, idx, b, start, c, mode, i, j):
     so a few rows (a small batch) are not held up by one sum's chain of additions."""
     c0, c1 = _start(c, start, mode, i, j), _start(c, start, mode, i, j + 16)
     c2, c3 = _start(c, start, mode, i, j + 32), _start(c, start, mode, i, j + 48)
-    for t in range(idx.shape[0]):
-        x = _splat(a[i, idx[t]])
+    for t in range(_products(idx, b)):
+        x = _splat(a[i, _column(idx, t)])
         c0 = _add_product(c0, x, _load(b, t, j))
         c1 = _add_product(c1, x, _load(b, t, j + 16))
         c2 = _add_product(c2, x, _load(b, t, j + 32))
@@ -180,8 +197,8 @@ def _tile1x4(a, idx, b, start, c, mode, i, j):
 def _tile1x1(a, idx, b, start, c, mode, i, j):
     """Row ``i``, columns ``j .. j+15`` of :func:`gemm`."""
     c0 = _start(c, start, mode, i, j)
-    for t in range(idx.shape[0]):
-        c0 = _add_product(c0, _splat(a[i, idx[t]]), _load(b, t, j))
+    for t in range(_products(idx, b)):
+        c0 = _add_product(c0, _splat(a[i, _column(idx, t)]), _load(b, t, j))
     _store(c, i, j, c0)
 
 
@@ -216,6 +233,9 @@ def gemm(a, idx, b, start, c, mode, columns_outer=False, tile_rows=TILE_ROWS):
     """``c[i, j] = s + a[i, idx[0]] * b[0, j] + a[i, idx[1]] * b[1, j] + ...``, added in that order
     (``s``: ``start[j]``, 0 or ``c[i, j]`` by ``mode``, :data:`BIAS`, :data:`ZERO`, :data:`MORE`),
     for ``c`` ``(m, n)``, ``b`` ``(len(idx), n)`` (both with contiguous rows), ``a`` any 2-D array.
+    ``idx`` None: ``a``'s columns ``0, 1, 2, ...`` read in place, ``b`` ``(k, n)`` (a Linear layer; its own
+    compile, without the index array's loads: the MLP's training step 8-16% less CPU at batches 2 and 64
+    natively, 4-10% as the AVX2 machine, one example's companion design 10% and 3%; docs/speed.md).
     ``columns_outer``: all row tiles of a 32-column strip before the next strip (``b``'s strip stays
     in cache), else all strips of a row tile before the next (``a``'s rows stay in cache).
     ``tile_rows``: 8 or 4, the rows of a tile (default: the target's, :data:`bnstudy.compiled.lanes.TILE_ROWS`;
@@ -223,7 +243,7 @@ def gemm(a, idx, b, start, c, mode, columns_outer=False, tile_rows=TILE_ROWS):
     m, n = c.shape
     if m == 0 or n == 0:
         return
-    if c.strides[1] != 4 or (idx.shape[0] > 0 and b.strides[1] != 4) or (mode == BIAS and start.strides[0] != 4):
+    if c.strides[1] != 4 or (_products(idx, b) > 0 and b.strides[1] != 4) or (mode == BIAS and start.strides[0] != 4):
         raise ValueError("gemm needs b, c and start with consecutive float32 columns")
     vec = n - n % 16
     if vec > 0:
@@ -247,8 +267,8 @@ def _narrow(a, idx, b, start, c, mode, j0, tile_rows):
     products added in ``t`` order as everywhere in :func:`gemm`; the padding's lanes are discarded."""
     m, n = c.shape
     w = n - j0
-    bp = np.zeros((idx.shape[0], _LANES), np.float32)
-    for t in range(idx.shape[0]):
+    bp = np.zeros((_products(idx, b), _LANES), np.float32)
+    for t in range(_products(idx, b)):
         for j in range(w):
             bp[t, j] = b[t, j0 + j]
     sp = np.zeros(_LANES, np.float32)

@@ -213,7 +213,7 @@ def _hidden_forward(arch, ns, lp, keep, src, n, i, sc, bias, updates):
         return conv_layer
 
     def linear_layer(arch, ns, lp, keep, src, n, i, sc, bias, updates):
-        linear_forward(src, n, sc.wt[i], bias, sc.pre[i], sc.ident)
+        linear_forward(src, n, sc.wt[i], bias, sc.pre[i])
         norm_forward(ns, lp, sc.pre[i], n, updates, keep, sc.act[i])
 
     return linear_layer
@@ -236,7 +236,7 @@ def _output_forward(arch, src, n, sc, bias, hidden):
         return pooled
 
     def linear(arch, src, n, sc, bias, hidden):
-        linear_forward(src, n, sc.wt[hidden], bias, sc.z, sc.ident)
+        linear_forward(src, n, sc.wt[hidden], bias, sc.z)
 
     return linear
 
@@ -275,13 +275,13 @@ def _family_backward(arch, ns, params, grads, sc, n):
         dw, db, dgamma, dbeta = grads
         hidden = len(dgamma)
         top = sc.act[hidden - 1]
-        linear_grads(sc.dz, top, n, w[hidden], dw[hidden], db[hidden], sc.da[hidden - 1], sc.ident)
+        linear_grads(sc.dz, top, n, w[hidden], dw[hidden], db[hidden], sc.da[hidden - 1])
         for i in range(hidden - 1, -1, -1):
             keep = Keep(sc.stats[i], sc.xhat[i], sc.rstd[i])
             da = sc.none if i == 0 else sc.da[i - 1]  # the gradient at the layer below's output
             below = sc.xb if i == 0 else sc.act[i - 1]
             norm_backward(ns, gamma[i], keep, sc.da[i], n, sc.dh[i], dgamma[i], dbeta[i])
-            linear_grads(sc.dh[i], below, n, w[i], dw[i], db[i], da, sc.ident)
+            linear_grads(sc.dh[i], below, n, w[i], dw[i], db[i], da)
 
     return linear_layers
 
@@ -295,26 +295,21 @@ def _family_backward(arch, ns, params, grads, sc, n):
 
 
 @numba.njit(**JIT)
-def linear_forward(a, n, wt, bias, out, ident):
-    """``out[:n] = bias + a[:n] @ wt``: :func:`bnstudy.compiled.blocks.linear_t`'s sums (``ident``:
-    ``0, 1, 2, ...``, at least ``wt``'s rows long)."""
-    if ident.shape[0] < wt.shape[0]:
-        raise ValueError("linear_forward: ident is shorter than the layer's inputs")
+def linear_forward(a, n, wt, bias, out):
+    """``out[:n] = bias + a[:n] @ wt``: :func:`bnstudy.compiled.blocks.linear_t`'s sums (gemm reads
+    ``a``'s columns in place: no index array)."""
     if wt.shape[1] % 16 == 0:
-        gemm(a[:n], ident[: wt.shape[0]], wt, bias, out[:n], BIAS)
+        gemm(a[:n], None, wt, bias, out[:n], BIAS)
     else:
         linear_t(a[:n], wt, bias, out)
 
 
 @numba.njit(**JIT)
-def linear_grads(dh, a, n, w, dw, db, da, ident):
+def linear_grads(dh, a, n, w, dw, db, da):
     """:func:`bnstudy.compiled.gradients.linear_backward` of ``h = a W^T + b`` for rows ``0 .. n-1``,
     the ReLU mask of ``a`` itself on ``da``: its sums, each from zero in the same order (the weight
-    gradient's over rows, the input gradient's over outputs). ``ident``: ``0, 1, 2, ...``, at least
-    ``n`` and ``w``'s rows long."""
+    gradient's over rows, the input gradient's over outputs)."""
     o_, k_ = w.shape
-    if ident.shape[0] < max(n, o_):
-        raise ValueError("linear_grads: ident is shorter than the batch or the layer's outputs")
     if k_ % 16 != 0:
         linear_backward(dh, a, n, w, dw, db, da, a)
         return
@@ -324,8 +319,8 @@ def linear_grads(dh, a, n, w, dw, db, da, ident):
     zeros = np.zeros(k_, np.float32)
     dht = np.empty((o_, n), np.float32)  # dh^T, contiguous: the weight gradient's rows are dh's columns
     transpose_into(dh[:n], dht)
-    gemm(dht, ident[:n], a[:n], zeros, dw, BIAS)
+    gemm(dht, None, a[:n], zeros, dw, BIAS)
     if da.shape[1] == 0:
         return
-    gemm(dh[:n], ident[:o_], w, zeros, da[:n], BIAS)
+    gemm(dh[:n], None, w, zeros, da[:n], BIAS)
     relu_mask(da, a, n)

@@ -163,14 +163,13 @@ def probe_design(net, ns, first, batches, chunk, labels, row_logits):
     work = new_work(net, ns, chunk, s)
     layer1, layer2 = net.hidden[0], net.hidden[1]
     logits, top = work.logits, work.top
-    ident = np.arange(layer2.wt.shape[1])
     for m in range(first.shape[0]):
         lp1, lp2 = params_at(layer1.norm, m), params_at(layer2.norm, m)
         for k0 in range(0, k_all, chunk):
             kn = min(chunk, k_all - k0)
             n = first_normalised(ns, lp1, first[m], batches, k0, kn, s, work)
             # second Linear, every row that matters; then row 0 of each batch on
-            gemm(work.act1[:n], ident, layer2.wt[m], layer2.bias[m], work.hid2[:n], BIAS)
+            gemm(work.act1[:n], None, layer2.wt[m], layer2.bias[m], work.hid2[:n], BIAS)
             second_normalised(ns, lp2, kn, s, work)
             # output layer and label, row 0 of each batch
             linear_t(work.act2[:kn], net.wt[m], net.bias[m], logits[:kn])
