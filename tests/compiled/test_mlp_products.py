@@ -65,3 +65,15 @@ def test_a_product_in_another_order_would_show():
     backwards = np.empty_like(dw)
     passes.linear_grads(dh[::-1].copy(), a[::-1].copy(), n, np.zeros((o, k), F32), backwards, db, np.empty((n, 0), F32))
     assert dw.tobytes() != backwards.tobytes()
+
+
+def test_a_product_short_of_inputs_is_refused():
+    """Without an index array gemm reads ``a``'s first columns in place: an ``a`` with fewer columns
+    than the layer has inputs raises, never reads past its rows."""
+    from bnstudy.compiled import convgemm
+
+    a, wt = np.ones((2, 63), F32), np.ones((64, 16), F32)
+    with pytest.raises(ValueError, match="at least as many columns"):
+        convgemm.gemm(a, None, wt, np.zeros(16, F32), np.empty((2, 16), F32), convgemm.BIAS)
+    with pytest.raises(ValueError, match="at least as many columns"):
+        passes.linear_forward(a, 2, wt, np.zeros(16, F32), np.empty((2, 16), F32))

@@ -245,6 +245,8 @@ def gemm(a, idx, b, start, c, mode, columns_outer=False, tile_rows=TILE_ROWS):
         return
     if c.strides[1] != 4 or (_products(idx, b) > 0 and b.strides[1] != 4) or (mode == BIAS and start.strides[0] != 4):
         raise ValueError("gemm needs b, c and start with consecutive float32 columns")
+    if idx is None and a.shape[1] < b.shape[0]:
+        raise ValueError("gemm without an index array needs a with at least as many columns as b has rows")
     vec = n - n % 16
     if vec > 0:
         if columns_outer:
