@@ -132,7 +132,7 @@ def agreeing_folds(agree: int, folds: int) -> str:
     "2 of the 4 folds" or "none of the 4 folds"."""
     if agree == folds:
         return f"all {folds} folds"
-    return f"{'none' if agree == 0 else agree} of the {folds} folds"
+    return f"{latex.count(agree)} of the {folds} folds"
 
 
 def _article(word: str) -> str:
