@@ -81,13 +81,13 @@ def test_config():
 
 
 # ---- the pipeline runs, started in the background ---------------------------------
-# The determinism runs of the test config and the build of the tiny Fashion config
-# (through SLURM when a cluster answers, else locally: tests/workflow/test_slurm.py) are
+# The determinism runs of the test config, the local build of the tiny Fashion config and,
+# when a cluster answers, the SLURM build of part of it (tests/workflow/test_slurm.py) are
 # processes of their own. They start as soon as collection ends if a selected test
 # needs them, and the tests that wait for them run last, so the unit tests run
 # meanwhile instead of leaving cores idle. BACKGROUND: "runs" -> (their directory, the future
-# of run_all's result), "fashion_tiny" -> the future of the build (done when its process has
-# ended), "fashion_build" -> the build, from its start.
+# of run_all's result), "fashion_tiny" and "slurm_build" -> the future of {name: Build} of the Fashion
+# builds started together (done when their processes have ended), "started" -> those builds, from their start.
 BACKGROUND = {}
 WARMED = {}  # machine -> the network whose kernels this session compiled or loaded ("conv": every kernel)
 _WARMING = {}  # machine -> (network, future of the warm-up's error text or None), under way or done
@@ -188,15 +188,15 @@ def _config_network(configfile: str) -> str:
 
 
 def _build_finished(build):
-    """Wait for the tiny Fashion build's process to end, at most until its time is up (its checks,
-    and the timeout's message, are test_slurm.wait_for's)."""
+    """Wait for a Fashion build's process to end, at most until its time is up (its checks, and
+    the timeout's message, are test_slurm.wait_for's)."""
     import time
 
     import test_slurm
 
     try:
         build.proc.wait(timeout=max(test_slurm.RUN_TIMEOUT - (time.monotonic() - build.start), 1))
-        _timeline("done", f"fashion-tiny build ({build.where})")
+        _timeline("done", f"{build.what} ({build.where})")
     except subprocess.TimeoutExpired:
         pass
     return build
@@ -262,7 +262,7 @@ def runs(tmp_path_factory):
 
 
 def _cluster_answers(items) -> bool:
-    """Whether tests/workflow/test_slurm.py's tests among ``items`` will run (else they skip: no build for them)."""
+    """Whether tests/workflow/test_slurm.py's tests among ``items`` will run (else they skip)."""
     if not items:
         return False
     import test_slurm
@@ -273,47 +273,62 @@ def _cluster_answers(items) -> bool:
 _STOPPING = threading.Event()  # the session is ending: start no build
 
 
-def _start_fashion_tiny(tmp_path_factory, after=(), then=()):
-    """In a thread of its own: on a cluster, start the one-job SLURM runs ``then`` (tests/workflow/test_slurm.py's
+def _start_fashion_tiny(tmp_path_factory, after=(), then=(), builds=("fashion_tiny",)):
+    """In a thread of its own: start the one-job SLURM runs ``then`` (tests/workflow/test_slurm.py's
     ``one_job_run``: they need no kernel, and the node is free while the warm-ups compile on this
-    machine, so neither waits behind the build's jobs nor ends the suite after the build); wait for
-    the warm-ups of ``after`` (started already), then start the tiny Fashion build
-    (tests/workflow/test_slurm.py's ``start_in_background``) and wait for its process to end.
-    The build is in BACKGROUND["fashion_build"] from its start (pytest_sessionfinish stops it)."""
+    machine, so neither waits behind the build's jobs); wait for the warm-ups of ``after`` (started
+    already), then start ``builds``, side by side: "fashion_tiny", the whole tiny Fashion config
+    locally (test_slurm's ``start_fashion_build``), and "slurm_build", part of it through SLURM
+    (``start_slurm_build``); wait for their processes to end. The builds are in BACKGROUND["started"]
+    from their start (pytest_sessionfinish stops them)."""
     import test_slurm  # tests/: on sys.path, as for `from conftest import ...` in the test modules
 
-    on_cluster = not test_slurm.cluster_problem()
-    workdir = tmp_path_factory.mktemp(f"fashion-tiny-{'slurm' if on_cluster else 'local'}")
+    starts = {"fashion_tiny": test_slurm.start_fashion_build, "slurm_build": test_slurm.start_slurm_build}
+    workdirs = {name: tmp_path_factory.mktemp(name.replace("_", "-")) for name in builds}
 
     def warm_then_build():
-        for name in then if on_cluster and not _STOPPING.is_set() else ():
+        for name in then if not _STOPPING.is_set() else ():
             _timeline("start", f"one-job SLURM run {name}")
             test_slurm.one_job_run(name, tmp_path_factory)
         for machine in after:
             _finish_warm_up(machine)
-        if _STOPPING.is_set():
-            raise RuntimeError("the session ended before the tiny Fashion build started")
-        _timeline("start", "fashion-tiny build")
-        BACKGROUND["fashion_build"] = build = test_slurm.start_in_background(tmp_path_factory, workdir)
-        _build_finished(build)
-        return build
+        started = BACKGROUND.setdefault("started", {})
+        for name in builds:
+            if _STOPPING.is_set():
+                raise RuntimeError("the session ended before the Fashion builds started")
+            _timeline("start", name)
+            started[name] = starts[name](workdirs[name])
+        return {name: _build_finished(started[name]) for name in builds}
 
     return _background("fashion-tiny", warm_then_build)
 
 
-@pytest.fixture(scope="session")
-def fashion_tiny(tmp_path_factory):
-    """The build of config/fashion-tiny.yaml, once per session, as a machine without AVX/FMA:
-    through SLURM (``--workflow-profile profiles/slurm``) if a cluster answers, else locally on
-    2 cores (tests/workflow/test_slurm.py's ``start_in_background``). Returns its ``Build`` (``where``,
-    ``workdir``, ``output``, ``seconds``) once it succeeded."""
+def _fashion_build(name, tmp_path_factory):
+    """The Fashion build ``name`` ("fashion_tiny" or "slurm_build") once it succeeded: started in the
+    background when collection ended, or here if it was not (a test that asks for it while it runs)."""
     import test_slurm
 
-    if "fashion_tiny" not in BACKGROUND:
-        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(tmp_path_factory)
-    build = test_slurm.wait_for(BACKGROUND["fashion_tiny"].result())
-    _timeline("ready", "fashion-tiny build")
+    if name not in BACKGROUND:
+        BACKGROUND[name] = _start_fashion_tiny(tmp_path_factory, builds=(name,))
+    build = test_slurm.wait_for(BACKGROUND[name].result()[name])
+    _timeline("ready", name)
     return build
+
+
+@pytest.fixture(scope="session")
+def fashion_tiny(tmp_path_factory):
+    """The build of config/fashion-tiny.yaml, once per session, locally on 2 cores as a machine
+    without AVX/FMA (tests/workflow/test_slurm.py's ``start_fashion_build``). Returns its ``Build``
+    (``where``, ``workdir``, ``output``, ``seconds``) once it succeeded."""
+    return _fashion_build("fashion_tiny", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def slurm_build(tmp_path_factory):
+    """The build of config/fashion-tiny.yaml up to its remedy evaluations through SLURM, once per
+    session, as a machine without AVX/FMA (tests/workflow/test_slurm.py's ``start_slurm_build``;
+    the tests that use it ask for the ``cluster`` fixture first, which skips them without a cluster)."""
+    return _fashion_build("slurm_build", tmp_path_factory)
 
 
 def hashed_outputs(runs, paths) -> Path:
@@ -372,12 +387,16 @@ def pytest_collection_finish(session):
                 f"the unit tests' process selected tests that wait for a build (mark them pipeline): {waiting}", 1
             )
     factory = session.config._tmp_path_factory
-    fashion = [item for item in session.items if _waits_for(item, "fashion_tiny")]
-    # the build serves tests/workflow/test_fashion.py's check and, with a cluster, the SLURM tests (which
-    # otherwise skip): without a test that will use it, it is not started
-    start_fashion = bool(fashion) and (
-        not all(_waits_for(item, "cluster") for item in fashion) or _cluster_answers(fashion)
-    )
+    # the local build serves tests/workflow/test_fashion.py's checks, the SLURM build the SLURM tests (which
+    # skip without a cluster): a build no selected test will use is not started
+    on_cluster = [item for item in session.items if _waits_for(item, "cluster")]
+    builds = [
+        name
+        for name in ("fashion_tiny", "slurm_build")
+        if any(_waits_for(item, name) for item in session.items)
+        and (name != "slurm_build" or _cluster_answers(on_cluster))
+    ]
+    start_fashion = bool(builds)
     start_runs = any(_waits_for(item, "runs") for item in session.items)
     if not (start_fashion or start_runs):
         if "native" in _WARMING:  # started before collection: the tests use what it compiles
@@ -391,9 +410,10 @@ def pytest_collection_finish(session):
     for machine in ("native", *sorted(now)):
         _start_warm_up(machine, jobs=1)
     if start_fashion:
-        selected = {item.originalname for item in session.items if _waits_for(item, "cluster")}
+        selected = {item.originalname for item in on_cluster} if _cluster_answers(on_cluster) else set()
         then = [name for name, (_, _, test) in test_slurm.ONE_JOB_RUNS.items() if test in selected]
-        BACKGROUND["fashion_tiny"] = _start_fashion_tiny(factory, after=sorted(now), then=then)
+        future = _start_fashion_tiny(factory, after=sorted(now), then=then, builds=builds)
+        BACKGROUND.update(dict.fromkeys(builds, future))
     if start_runs:
         BACKGROUND["runs"] = _start_runs(factory, later=sorted(simulated - now), first=sorted(now))
     _finish_warm_up("native")  # the tests' own kernels: the first tests start when they are ready
@@ -405,18 +425,17 @@ def pytest_sessionfinish(session):
 
     _STOPPING.set()
     workflowrun.stop_all()
-    if "fashion_tiny" in BACKGROUND:
+    if "fashion_tiny" in BACKGROUND or "slurm_build" in BACKGROUND:
         import test_slurm
 
         test_slurm.stop_one_job_runs()
-    started = BACKGROUND.get("fashion_build")
-    if started is not None and started.proc.poll() is None:  # interrupted: Snakemake cancels its SLURM jobs
-        proc = started.proc
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+    for build in BACKGROUND.get("started", {}).values():
+        if build.proc.poll() is None:  # interrupted: Snakemake cancels its SLURM jobs
+            os.killpg(build.proc.pid, signal.SIGINT)
+            try:
+                build.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(build.proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
@@ -450,7 +469,7 @@ def pytest_configure(config):
 # unit tests in this process only. A test that uses the pipeline runs is marked
 # pipeline here, whatever its module says; a test of the fast suite that starts a
 # process fails and asks to be marked slow, so the fast suite stays fast.
-PIPELINE_FIXTURES = {"runs", "fashion_tiny"}
+PIPELINE_FIXTURES = {"runs", "fashion_tiny", "slurm_build"}
 OUT_OF_FAST = {"pipeline", "slurm", "paper_config", "slow"}
 
 
@@ -467,7 +486,7 @@ def _mutation_test_times() -> dict:
     return json.loads(stats.read_text()).get("duration_by_test", {})
 
 
-FASHION_FIXTURES = ("fashion_tiny", "cluster")
+FASHION_FIXTURES = ("fashion_tiny", "slurm_build", "cluster")
 
 
 def _background_order(item) -> int:
@@ -504,7 +523,7 @@ def _build_done(order: int):
     """The future that is done when the build the tests of ``order`` (2 or 3) wait for has ended,
     or None if it was not started in the background."""
     if order == 2:
-        return BACKGROUND.get("fashion_tiny")
+        return BACKGROUND.get("fashion_tiny") or BACKGROUND.get("slurm_build")
     return BACKGROUND["runs"][1] if "runs" in BACKGROUND else None
 
 

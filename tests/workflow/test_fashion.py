@@ -4,9 +4,9 @@ its committed manifest.
 
 The config checks are unit tests; the rest reads Debian's dataset-fashion-mnist (`make test`
 installs it: `make dataset CONFIG=config/fashion-tiny.yaml`) and is marked ``pipeline``. The
-tiny config is built once per session, in the background from the end of collection
-(``tests/conftest.py``'s ``fashion_tiny``): through SLURM when a cluster answers
-(``tests/workflow/test_slurm.py``), else locally.
+tiny config is built once per session, locally, in the background from the end of collection
+(``tests/conftest.py``'s ``fashion_tiny``); ``tests/workflow/test_slurm.py`` builds part of it
+through SLURM.
 """
 
 from __future__ import annotations
@@ -235,13 +235,11 @@ def test_snakemake_refuses_a_bad_data_set_before_any_job_with_one_line(tiny, tmp
 
 # ---- the tiny config end to end --------------------------------------------------------
 @pytest.mark.pipeline
-@pytest.mark.slurm  # also `make slurm-test`'s (-m slurm): the bytes of the SLURM build
 def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, fashion_tiny):
     """The whole DAG on 3,000 Fashion-MNIST images to the paper, on a simulated machine without
     AVX/FMA (the committed manifest was written on another one): the same bytes. The suite's one
-    build of it (conftest's ``fashion_tiny``, started when collection ends): through SLURM
-    (profiles/slurm) when a cluster answers, else locally; tests/workflow/test_slurm.py checks the rest of
-    the SLURM run."""
+    build of it (conftest's ``fashion_tiny``, started when collection ends, local);
+    tests/workflow/test_slurm.py builds part of it through SLURM to the same bytes."""
     _require_files(tiny["data"])
     workdir, seconds = fashion_tiny.workdir, fashion_tiny.seconds
     pdf = workdir / "paper" / "main.pdf"
@@ -262,6 +260,24 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, f
         f"\n(a deliberate change: after a build of {TINY}, python -m bnstudy.pipeline.manifest expected --results "
         f"<its results> --out {EXPECTED.relative_to(ROOT)}; review the diff) [{fashion_tiny.where}, {seconds:.0f} s]"
     )
+
+
+@pytest.mark.pipeline
+def test_the_tiny_build_ran_as_the_simulated_machine_and_its_record_says_so(fashion_tiny):
+    """The build's Snakemake and jobs ran with the machine without AVX/FMA's kernel-selection variables
+    (bnstudy.pipeline.machines.environments()["generic"]): its build record, which no manifest hashes,
+    names each of them, and Numba's target and glibc's masked features followed them."""
+    from bnstudy.pipeline.machines import environments
+    from bnstudy.pipeline.provenance import KERNEL_VARIABLES
+
+    env = environments()["generic"]
+    assert fashion_tiny.env == env and env["ATEN_CPU_CAPABILITY"] == "default"
+    record = (fashion_tiny.workdir / "results" / "provenance" / "machine.csv").read_text()
+    for name in KERNEL_VARIABLES:
+        if name in env:
+            assert f"{name}={env[name]}" in record, name
+    assert "Numba target,generic (no AVX/FMA)" in record and "masked: AVX FMA AVX2" in record, record
+    assert "results/provenance/machine.csv" not in (fashion_tiny.workdir / "results" / "manifest.tsv").read_text()
 
 
 def test_only_the_published_task_itself_gets_no_other_task_macro():

@@ -4,16 +4,19 @@ Needs a running cluster, e.g. the single-node one of ``scripts/slurm-local start
 (``make slurm-test`` starts it, runs these tests and stops it). Without one every
 test here is skipped, with the reason.
 
-The suite's one build of the reduced Fashion-MNIST config (``config/fashion-tiny.yaml``)
-goes through the SLURM executor (``--workflow-profile profiles/slurm``) when a
-cluster answers: started by :func:`start_in_background` from an empty ``results/``
-in a scratch copy of the workflow as soon as pytest has collected the tests
-(``tests/conftest.py``'s ``fashion_tiny``), as the simulated machine without
-AVX/FMA (``bnstudy.pipeline.machines.environments()["generic"]``; ``sbatch
---export=ALL`` hands those variables to every job). Without a cluster the same
-build runs locally instead, so it is checked either way. Its ``results/manifest.tsv``
-must equal ``config/expected/fashion-tiny.manifest.tsv`` byte for byte: the check is
-``tests/workflow/test_fashion.py``'s (marked ``slurm`` too, so ``make slurm-test`` runs it).
+The suite builds part of the reduced Fashion-MNIST config (``config/fashion-tiny.yaml``)
+through the SLURM executor (``--workflow-profile profiles/slurm``): the jobs up to its
+remedy evaluations (``--until`` :data:`SLURM_UNTIL`: the data split, the batch-norm grid
+cells' training and their evaluations, 5 rule jobs in 3 SLURM jobs), started by
+:func:`start_slurm_build` from an empty ``results/`` in a scratch copy of the workflow
+as soon as pytest has collected the tests (``tests/conftest.py``'s ``slurm_build``), as
+the simulated machine without AVX/FMA (``bnstudy.pipeline.machines.environments()["generic"]``;
+``sbatch --export=ALL`` hands those variables to every job). Every file it writes that
+``config/expected/fashion-tiny.manifest.tsv`` lists must have the bytes listed there. The
+whole config is built locally (:func:`start_fashion_build`, conftest's ``fashion_tiny``)
+and checked against the whole manifest by ``tests/workflow/test_fashion.py``: through
+SLURM each of its 48 rule jobs cost an ``srun`` and a second Snakemake, about 280 CPU s
+against 125 locally, and that build was the suite's longest wait.
 Here: every job went through SLURM (a job id in Snakemake's output, a SLURM log file
 per id, and the id known to ``squeue`` as COMPLETED: the local cluster has no
 accounting database, so ``sacct`` is not used), the evaluation jobs were grouped
@@ -42,6 +45,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bnstudy.pipeline import manifest
 from bnstudy.pipeline.determinism import NICENESS
 from bnstudy.pipeline.machines import environments
 from bnstudy.pipeline.workflowrun import copy_workflow, niced, run_environment
@@ -51,13 +55,15 @@ pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "slurm"
 CONFIG = "config/fashion-tiny.yaml"
+EXPECTED = ROOT / "config" / "expected" / "fashion-tiny.manifest.tsv"
+SLURM_UNTIL = "evaluate_remedies"  # the SLURM build: the jobs this rule's jobs need, and them
 MACHINE = "generic"  # the simulated machine the build runs as (its committed manifest was written on another)
 # Poll squeue 2 s after a job ends instead of the profile's 20 s: the test's jobs
 # are short, and the cluster's MinJobAge (scripts/slurm-local) stays far above
 # three such intervals, so finished jobs remain visible. SLURM's logs of
 # successful jobs are kept for the checks.
 CLUSTER_ARGS = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
-LOCAL_ARGS = ["--cores", "2", "-q"]  # the same build without a cluster
+LOCAL_ARGS = ["--cores", "2", "-q"]  # the whole tiny Fashion build, on this machine
 # The suite's cluster is one node of this machine's 2 CPUs, so a SLURM job per rule job buys no
 # parallelism, only start-ups: each SLURM job starts Snakemake twice (the job step, then srun's),
 # about 4 CPU s more than the same job run locally. The build therefore also groups the rest of its
@@ -67,7 +73,7 @@ LOCAL_ARGS = ["--cores", "2", "-q"]  # the same build without a cluster
 # checks them). The profile itself groups only the evaluations: on a real cluster the training
 # jobs run side by side on many nodes.
 GROUP_COMPONENTS = 8
-RUN_TIMEOUT = 45 * 60  # the whole tiny config, at low priority beside the other runs
+RUN_TIMEOUT = 45 * 60  # either build, at low priority beside the other runs
 BACKGROUND_NICENESS = max(NICENESS.values())
 FAILURE_TIMEOUT = 3 * 60  # a single failing job must be reported well within this
 # "Job 3 has been submitted with SLURM jobid 17 (log: ...)."; group jobs are named by a UUID
@@ -97,7 +103,7 @@ def cluster_problem() -> str | None:
     return None
 
 
-# session scope, as conftest's fashion_tiny: pytest sets up wider-scoped fixtures first, and
+# session scope, as conftest's slurm_build: pytest sets up wider-scoped fixtures first, and
 # without a cluster the tests must skip before anything waits for the build
 @pytest.fixture(scope="session")
 def cluster():
@@ -161,10 +167,10 @@ def squeue_states(job_ids: list[str]) -> dict[str, tuple[str, str]]:
 
 @dataclass
 class Build:
-    """A build of the tiny Fashion config under way (:func:`start_in_background`), then done (:func:`wait_for`)."""
+    """A build under way (:func:`start_fashion_build`, :func:`start_slurm_build`), then done (:func:`wait_for`)."""
 
     where: str  # "slurm" or "local"
-    why_local: str | None  # cluster_problem()'s answer when it ran locally
+    what: str  # for messages: the config, and the part of it built
     workdir: Path
     log: Path
     start: float
@@ -229,24 +235,29 @@ def level_groups(workdir: Path, configfile: str) -> list[str]:
     ]
 
 
-def start_in_background(tmp_path_factory, workdir: Path | None = None) -> Build:
-    """Start the build of config/fashion-tiny.yaml in a scratch copy (in ``workdir``, an empty
-    directory, if given), as the simulated machine without AVX/FMA: through SLURM (profiles/slurm)
-    if a cluster answers, else locally on 2 cores. Started by conftest once collection has ended and
-    that machine's kernels are compiled, so the run goes on beside the unit tests; at the
-    determinism runs' low priority (bnstudy.pipeline.determinism.NICENESS): it runs beside them."""
-    problem = cluster_problem()
-    where = "local" if problem else "slurm"
-    work = copy_workflow(ROOT, workdir or tmp_path_factory.mktemp(f"fashion-tiny-{where}"))
+def start_fashion_build(workdir: Path) -> Build:
+    """Start the whole build of config/fashion-tiny.yaml locally on 2 cores, in a scratch copy in
+    ``workdir`` (an empty directory), as the simulated machine without AVX/FMA. Started by conftest
+    once collection has ended and that machine's kernels are compiled, so the run goes on beside the
+    unit tests; at the determinism runs' low priority (bnstudy.pipeline.determinism.NICENESS): it runs
+    beside them."""
+    work = copy_workflow(ROOT, workdir)
     log = work / "snakemake.log"
-    args = ["--configfile", CONFIG]
-    if problem:
-        args += LOCAL_ARGS
-    else:
-        args += ["--workflow-profile", str(PROFILE), *CLUSTER_ARGS, *level_groups(work, CONFIG)]
     env = environments()[MACHINE]
-    proc = start_snakemake(work, args, log, BACKGROUND_NICENESS, env)
-    return Build(where, problem, work, log, time.monotonic(), proc, env)
+    proc = start_snakemake(work, ["--configfile", CONFIG, *LOCAL_ARGS], log, BACKGROUND_NICENESS, env)
+    return Build("local", CONFIG, work, log, time.monotonic(), proc, env)
+
+
+def start_slurm_build(workdir: Path) -> Build:
+    """Start the SLURM build (config/fashion-tiny.yaml ``--until`` SLURM_UNTIL) through profiles/slurm
+    in a scratch copy in ``workdir``, as the simulated machine without AVX/FMA, at low priority (its
+    SLURM jobs too), with the profile's groups and the rest of its remote jobs grouped by level."""
+    work = copy_workflow(ROOT, workdir)
+    log = work / "snakemake.log"
+    args = ["--configfile", CONFIG, "--until", SLURM_UNTIL, "--workflow-profile", str(PROFILE), *CLUSTER_ARGS]
+    env = environments()[MACHINE]
+    proc = start_snakemake(work, [*args, *level_groups(work, CONFIG)], log, BACKGROUND_NICENESS, env)
+    return Build("slurm", f"{CONFIG} until {SLURM_UNTIL}", work, log, time.monotonic(), proc, env)
 
 
 def wait_for(build: Build) -> Build:
@@ -254,22 +265,43 @@ def wait_for(build: Build) -> Build:
     code = finish(build.proc, max(RUN_TIMEOUT - (time.monotonic() - build.start), 1))
     if build.seconds is None:
         build.seconds, build.output = time.monotonic() - build.start, build.log.read_text()
-        how = "on SLURM" if build.where == "slurm" else f"locally ({build.why_local})"
-        print(f"\n{CONFIG} {how}: {build.seconds:.0f} s")
-    assert code is not None, f"the build of {CONFIG} did not finish within {RUN_TIMEOUT} s:\n" + build.output[-3000:]
+        print(f"\n{build.what} ({build.where}): {build.seconds:.0f} s")
+    late = f"the build of {build.what} did not finish within {RUN_TIMEOUT} s:\n"
+    assert code is not None, late + build.output[-3000:]
     assert code == 0, (
-        f"the build of {CONFIG} ({build.where}) failed (its data set: make dataset CONFIG={CONFIG}):\n"
+        f"the build of {build.what} ({build.where}) failed (its data set: make dataset CONFIG={CONFIG}):\n"
         + build.output[-3000:]
     )
     return build
 
 
 @pytest.fixture(scope="session")
-def slurm_run(cluster, fashion_tiny):
-    """The suite's build of the tiny Fashion config (conftest's ``fashion_tiny``), which went
-    through SLURM since a cluster answers: ``(its copy, Snakemake's output)``."""
-    assert fashion_tiny.where == "slurm", f"a cluster answers, but the build ran locally: {fashion_tiny.why_local}"
-    return fashion_tiny.workdir, fashion_tiny.output
+def slurm_run(cluster, slurm_build):
+    """The suite's SLURM build (conftest's ``slurm_build``): ``(its copy, Snakemake's output)``."""
+    assert slurm_build.where == "slurm"
+    return slurm_build.workdir, slurm_build.output
+
+
+def test_the_slurm_build_writes_the_expected_bytes(slurm_run):
+    """Every file of the SLURM build that the tiny config's expected manifest lists has the bytes
+    listed there (written on another machine; the build ran as the one without AVX/FMA), and the build
+    wrote every file of SLURM_UNTIL's jobs and of the jobs they need but training (the grid's other
+    cells are not needed) that the manifest lists."""
+    work, output = slurm_run
+    expected = manifest.read(EXPECTED)
+    on_disk = manifest.disk_hashes(expected["path"], work)
+    built = expected[[on_disk[p] is not None for p in expected["path"]]]
+    assert set(built["rule"]) == {"split", "train_grid", SLURM_UNTIL}, sorted(set(built["rule"]))
+    for rule in ("split", SLURM_UNTIL):
+        rows = expected[expected["rule"] == rule]
+        assert set(rows["path"]) <= set(built["path"]), f"{rule}: not written {set(rows['path']) - set(built['path'])}"
+    different = [
+        f"{row.path}: {on_disk[row.path][1][:12]} instead of {row.sha256[:12]}"
+        for row in built.itertuples()
+        if on_disk[row.path] != (int(row.bytes), row.sha256)
+    ]
+    assert not different, "the SLURM build wrote other bytes than expected:\n" + "\n".join(different)
+    print(f"\n{len(built)} files of the SLURM build as expected")
 
 
 def test_every_job_of_the_slurm_run_went_through_slurm(slurm_run):
@@ -296,10 +328,9 @@ def test_every_job_of_the_slurm_run_went_through_slurm(slurm_run):
 
 def test_slurm_profile_groups_the_evaluation_jobs(slurm_run):
     _, output = slurm_run
-    evaluations = sum(
-        int(re.search(rf"^{rule}\s+(\d+)$", output, flags=re.M).group(1))
-        for rule in ("evaluate_remedies", "evaluate_sorted")
-    )
+    counts = re.findall(r"^(evaluate_remedies|evaluate_sorted)\s+(\d+)$", output, flags=re.M)  # the job stats
+    evaluations = sum(int(n) for n in dict(counts).values())
+    assert evaluations >= 2, f"a group of fewer than two evaluation jobs shows nothing: {counts}"
     logs = [log for _, _, log in SUBMITTED.findall(output)]
     alone = [log for log in logs if "/rule_evaluate_remedies/" in log or "/rule_evaluate_sorted/" in log]
     assert not alone, "evaluation jobs submitted one by one"
@@ -330,18 +361,15 @@ SHOW_ENVIRONMENT_SNAKEFILE = textwrap.dedent("""\
     """)
 
 
-def test_the_slurm_jobs_run_as_the_simulated_machine(slurm_run, tmp_path_factory):
-    """The build's Snakemake ran with the generic machine's variables (its build record, written
-    beside it, names them), and a SLURM job submitted the same way sees them all (sbatch
-    --export=ALL): so do the build's jobs."""
+def test_the_slurm_jobs_run_as_the_simulated_machine(cluster, slurm_build, tmp_path_factory):
+    """A SLURM job submitted as the build's are (the profile, the generic machine's variables in the
+    submitting environment: slurm_build.env) sees every one of them (sbatch --export=ALL): so do the
+    build's jobs. (The local build's record names them: tests/workflow/test_fashion.py.)"""
     from bnstudy.pipeline.provenance import KERNEL_VARIABLES
 
-    work, _ = slurm_run
     env = environments()[MACHINE]
-    assert env["ATEN_CPU_CAPABILITY"] == "default"
+    assert env["ATEN_CPU_CAPABILITY"] == "default" and slurm_build.env == env
     expected = "".join(f"{v}={env[v]}\n" for v in KERNEL_VARIABLES if v in env)
-    record = (work / "results" / "provenance" / "machine.csv").read_text()
-    assert "ATEN_CPU_CAPABILITY=default" in record and f"GLIBC_TUNABLES={env['GLIBC_TUNABLES']}" in record
     job_dir, (code, seconds, output) = one_job_run("environment", tmp_path_factory).result()
     assert code == 0, output[-3000:]
     submitted = SUBMITTED.findall(output)
