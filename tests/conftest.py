@@ -234,7 +234,7 @@ def _start_runs(tmp_path_factory, later=None, first=()):
         for machine in set(determinism.RUN_ENVIRONMENTS.values()) - set(later):
             _warm_up_kernels((machine,))
         _timeline("start", "determinism runs")
-        manifests, times = determinism.run_all(ROOT, RUNS_CONFIG, base, niceness=determinism.LOWEST)
+        manifests, times = determinism.run_all(ROOT, RUNS_CONFIG, base, niceness=determinism.IN_SUITE)
         _timeline("done", "determinism runs: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
         return manifests, times
 

@@ -128,11 +128,13 @@ def test_runs_compile_into_their_own_copy_not_this_checkouts_numba_cache(monkeyp
 
 
 def test_the_serial_run_keeps_its_priority_and_the_runs_with_parallel_jobs_run_niced(tmp_path):
-    """The runs share the machine: the single-core run at normal priority, the others at the lowest;
+    """The runs share the machine: the single-core run at normal priority, the others at the lowest
+    (in the test suite: below the serial run, above the filler that takes what their chain leaves);
     a run started at a niceness really runs at it (``nice`` execs Snakemake in the same process)."""
-    assert set(determinism.NICENESS) == set(determinism.RUNS)
+    assert set(determinism.NICENESS) == set(determinism.RUNS) == set(determinism.IN_SUITE)
     assert determinism.NICENESS == {"cores1": 0, "cores4": 19, "killed-resumed": 19}
-    assert determinism.LOWEST == {"cores1": 19, "cores4": 19, "killed-resumed": 19}  # in the test suite
+    assert determinism.IN_SUITE == {"cores1": 0, "cores4": 5, "killed-resumed": 5}
+    assert max(determinism.IN_SUITE.values()) < determinism.FILLER  # the runs before the filler
     assert workflowrun.niced(["python", "-V"], 0) == ["python", "-V"]
     assert workflowrun.niced(["python", "-V"], 19) == ["nice", "-n", "19", "python", "-V"]
     log = tmp_path / "log"

@@ -46,7 +46,7 @@ import pytest
 import yaml
 
 from bnstudy.pipeline import manifest
-from bnstudy.pipeline.determinism import NICENESS
+from bnstudy.pipeline.determinism import FILLER
 from bnstudy.pipeline.machines import environments
 from bnstudy.pipeline.workflowrun import copy_workflow, niced, run_environment
 
@@ -74,7 +74,7 @@ LOCAL_ARGS = ["--cores", "2", "-q"]  # the whole tiny Fashion build, on this mac
 # jobs run side by side on many nodes.
 GROUP_COMPONENTS = 8
 RUN_TIMEOUT = 45 * 60  # either build, at low priority beside the other runs
-BACKGROUND_NICENESS = max(NICENESS.values())
+BACKGROUND_NICENESS = FILLER  # beside the unit tests: the determinism runs' chain is the longest
 FAILURE_TIMEOUT = 3 * 60  # a single failing job must be reported well within this
 # "Job 3 has been submitted with SLURM jobid 17 (log: ...)."; group jobs are named by a UUID
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
@@ -239,8 +239,8 @@ def start_fashion_build(workdir: Path) -> Build:
     """Start the whole build of config/fashion-tiny.yaml locally on 2 cores, in a scratch copy in
     ``workdir`` (an empty directory), as the simulated machine without AVX/FMA. Started by conftest
     once collection has ended and that machine's kernels are compiled, so the run goes on beside the
-    unit tests; at the determinism runs' low priority (bnstudy.pipeline.determinism.NICENESS): it runs
-    beside them."""
+    unit tests; at their priority (bnstudy.pipeline.determinism.FILLER), below the determinism runs'
+    chain."""
     work = copy_workflow(ROOT, workdir)
     log = work / "snakemake.log"
     env = environments()[MACHINE]

@@ -81,11 +81,14 @@ CONCURRENT = (("cores1", "cores4", "killed-resumed"),)  # runs started together
 # priority instead, so the serial run keeps a core and the others fill what is left.
 # Priorities change timings only: every job pins its threads, the bytes are the same.
 NICENESS = {"cores1": 0, "cores4": 19, "killed-resumed": 19}
-# In the test suite the runs share the machine with the tests and with the tiny Fashion build on
-# SLURM, whose chain (the build, then the tests that read it and the cluster's own tests, which
-# mostly wait on SLURM) is the suite's longest: there every run is at the lowest priority, so the
-# tests and the SLURM jobs go first and the runs fill the cores the waiting leaves idle.
-LOWEST = {name: 19 for name in NICENESS}
+# In the test suite the runs share the machine with the unit tests' process and the tiny Fashion
+# builds, and their chain (the simulated machines' kernel warm-ups, the runs, then the tests that
+# read them) is the suite's longest: there the runs go before that filler, which runs at niceness
+# FILLER (scripts/test-suite, tests/workflow/test_slurm.py) and takes what the chain leaves. At the
+# lowest priority, as when the Fashion build on SLURM was the longest chain (until 2026-12-07), the
+# runs ended with one core idle while their tests ran alone.
+FILLER = 10
+IN_SUITE = {"cores1": 0, "cores4": 5, "killed-resumed": 5}
 
 
 def run_all(
@@ -100,7 +103,7 @@ def run_all(
     """Run the workflow at ``root`` once per entry of ``runs``, each in ``base/<name>``,
     on its simulated machine (``RUN_ENVIRONMENTS``; ``envs``: name -> variables,
     default :func:`bnstudy.pipeline.machines.environments`), at ``niceness`` (:data:`NICENESS`; the
-    test suite: :data:`LOWEST`).
+    test suite: :data:`IN_SUITE`).
 
     ``check_expected=False`` (``--update-expected``: the science changed, so the committed manifest is
     the old one): the copies carry no expected manifest, so the killed run's check of what is on disk
