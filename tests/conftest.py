@@ -273,7 +273,7 @@ def _cluster_answers(items) -> bool:
 _STOPPING = threading.Event()  # the session is ending: start no build
 
 
-def _start_fashion_tiny(tmp_path_factory, after=(), then=(), builds=("fashion_tiny",)):
+def _start_fashion_builds(tmp_path_factory, after=(), then=(), builds=("fashion_tiny",)):
     """In a thread of its own: start the one-job SLURM runs ``then`` (tests/workflow/test_slurm.py's
     ``one_job_run``: they need no kernel, and the node is free while the warm-ups compile on this
     machine, so neither waits behind the build's jobs); wait for the warm-ups of ``after`` (started
@@ -300,7 +300,7 @@ def _start_fashion_tiny(tmp_path_factory, after=(), then=(), builds=("fashion_ti
             started[name] = starts[name](workdirs[name])
         return {name: _build_finished(started[name]) for name in builds}
 
-    return _background("fashion-tiny", warm_then_build)
+    return _background("fashion-builds", warm_then_build)
 
 
 def _fashion_build(name, tmp_path_factory):
@@ -309,7 +309,7 @@ def _fashion_build(name, tmp_path_factory):
     import test_slurm
 
     if name not in BACKGROUND:
-        BACKGROUND[name] = _start_fashion_tiny(tmp_path_factory, builds=(name,))
+        BACKGROUND[name] = _start_fashion_builds(tmp_path_factory, builds=(name,))
     build = test_slurm.wait_for(BACKGROUND[name].result()[name])
     _timeline("ready", name)
     return build
@@ -412,7 +412,7 @@ def pytest_collection_finish(session):
     if start_fashion:
         selected = {item.originalname for item in on_cluster} if _cluster_answers(on_cluster) else set()
         then = [name for name, (_, _, test) in test_slurm.ONE_JOB_RUNS.items() if test in selected]
-        future = _start_fashion_tiny(factory, after=sorted(now), then=then, builds=builds)
+        future = _start_fashion_builds(factory, after=sorted(now), then=then, builds=builds)
         BACKGROUND.update(dict.fromkeys(builds, future))
     if start_runs:
         BACKGROUND["runs"] = _start_runs(factory, later=sorted(simulated - now), first=sorted(now))
