@@ -35,6 +35,7 @@ import numba
 import numpy as np
 
 from bnstudy.base.fixedmath import JIT
+from bnstudy.compiled.bytype import typed_from
 from bnstudy.compiled.lanes import _LANES, TILE_ROWS, _add_product, _load, _load1, _splat, _store
 
 BIAS, ZERO, MORE = 0, 1, 2
@@ -61,6 +62,7 @@ def _column(idx, t):
     return idx[t]
 
 
+@typed_from(3)
 @numba.njit(**JIT)
 def _start(c, start, mode, i, j):
     if mode == BIAS:
@@ -70,6 +72,7 @@ def _start(c, start, mode, i, j):
     return _load(c, i, j)
 
 
+@typed_from(6)
 @numba.njit(**JIT)
 def _tile8x2(a, idx, b, start, c, mode, i, j):
     """Rows ``i .. i+7``, columns ``j .. j+31`` of :func:`gemm`."""
@@ -128,6 +131,7 @@ def _tile8x2(a, idx, b, start, c, mode, i, j):
     _store(c, i + 7, j1, c71)
 
 
+@typed_from(6)
 @numba.njit(**JIT)
 def _tile8x1(a, idx, b, start, c, mode, i, j):
     """Rows ``i .. i+7``, columns ``j .. j+15`` of :func:`gemm`."""
@@ -156,6 +160,7 @@ def _tile8x1(a, idx, b, start, c, mode, i, j):
     _store(c, i + 7, j, c7)
 
 
+@typed_from(6)
 @numba.njit(**JIT)
 def _tile4x1(a, idx, b, start, c, mode, i, j):
     """Rows ``i .. i+3``, columns ``j .. j+15`` of :func:`gemm` (the tile of a target with 16 vector
@@ -175,6 +180,7 @@ def _tile4x1(a, idx, b, start, c, mode, i, j):
     _store(c, i + 3, j, c3)
 
 
+@typed_from(6)
 @numba.njit(**JIT)
 def _tile1x4(a, idx, b, start, c, mode, i, j):
     """Row ``i``, columns ``j .. j+63`` of :func:`gemm`: four independent sums per product of ``a``,
@@ -193,6 +199,7 @@ def _tile1x4(a, idx, b, start, c, mode, i, j):
     _store(c, i, j + 48, c3)
 
 
+@typed_from(6)
 @numba.njit(**JIT)
 def _tile1x1(a, idx, b, start, c, mode, i, j):
     """Row ``i``, columns ``j .. j+15`` of :func:`gemm`."""
@@ -202,6 +209,7 @@ def _tile1x1(a, idx, b, start, c, mode, i, j):
     _store(c, i, j, c0)
 
 
+@typed_from(6)
 @numba.njit(**JIT)
 def _rows(a, idx, b, start, c, mode, i, rows, j, n):
     """Rows ``i .. i+rows-1`` (a tile of 8 or 4, or fewer at the end), columns ``j .. n-1`` (a
@@ -260,6 +268,7 @@ def gemm(a, idx, b, start, c, mode, columns_outer=False, tile_rows=TILE_ROWS):
         _narrow(a, idx, b, start, c, mode, vec, tile_rows)
 
 
+@typed_from(6)
 @numba.njit(**JIT)
 def _narrow(a, idx, b, start, c, mode, j0, tile_rows):
     """Columns ``j0 .. n-1`` of :func:`gemm` (fewer than 16, e.g. a layer of 8 channels) in 16-lane

@@ -37,6 +37,7 @@ from numba.extending import overload
 from bnstudy.base.fixedmath import JIT
 from bnstudy.compiled.batchstats import new_stats
 from bnstudy.compiled.blocks import linear_t, transpose_into
+from bnstudy.compiled.bytype import typed_from
 from bnstudy.compiled.conv import P_IN, P_OUT, SKIP, add_relu, average_pool
 from bnstudy.compiled.convgemm import BIAS, chunk_examples, column_order, gemm
 from bnstudy.compiled.convgrads import ROW_BLOCK, bias_grads, relu_mask
@@ -135,6 +136,7 @@ def _positions_out(arch, layer):
     return lambda arch, layer: np.int64(1)
 
 
+@typed_from(2)
 @numba.njit(**JIT)
 def new_scratch(arch, ns, inputs, bmax):
     """Every scratch array of a run with batches of up to ``bmax`` examples of ``inputs`` values."""
