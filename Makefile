@@ -42,9 +42,10 @@ $(STAMP): $(LOCK) pyproject.toml
 	# then the project itself, its dependencies being all in place already
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e .
 	# the installed modules' bytecode on every core (pip compiles them one by one: 35 of its 50 s on
-	# 2 cores, against 21 s here); as with pip, a file that does not compile under this Python
-	# (torch ships one in 3.12's syntax) is left as it is
-	$(BIN)/python -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0)"
+	# 2 cores, against 21 s here), but for the packages' own test suites (their tests/ and test/
+	# folders: 3,700 of 12,700 files, which nothing here imports; 39 -> 28 CPU s); as with pip, a file
+	# that does not compile under this Python (torch ships one in 3.12's syntax) is left as it is
+	$(BIN)/python -c "import compileall, re, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0, rx=re.compile(r'[/\\\\]tests?[/\\\\]'))"
 	touch $@
 
 setup: $(STAMP) tex
