@@ -116,3 +116,50 @@ def test_the_warm_up_compiles_the_convolutions_for_the_configs_number_of_layers(
     with pytest.raises(_Recorded):
         warmup._conv()
     assert built == [want]
+
+
+HOLD = """
+import sys
+from bnstudy.pipeline import kernelcache
+with kernelcache.one_warm_up(lambda line: print(line, flush=True)):
+    sys.stdin.read()  # held until the test closes this process's input
+"""
+
+
+def test_a_second_warm_up_of_one_machine_waits_for_the_first_and_another_machines_does_not(tmp_path):
+    """Numba has no lock: two warm-ups of one cache used to compile the same kernels side by side."""
+    import time
+
+    from bnstudy.pipeline.kernelcache import WARMING
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env |= {"PYTHONPATH": str(ROOT / "src"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    generic = env | {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": ""}
+    logs = {name: tmp_path / f"{name}.log" for name in ("first", "second", "other machine")}
+
+    def start(name, variables):
+        with open(logs[name], "w") as out:
+            return subprocess.Popen([sys.executable, "-c", HOLD], env=variables, stdin=subprocess.PIPE, stdout=out)
+
+    def seen(name, text, seconds=60):
+        end = time.monotonic() + seconds
+        while text not in logs[name].read_text():
+            assert time.monotonic() < end, f"{name}: no {text!r} in {seconds} s: {logs[name].read_text()!r}"
+            time.sleep(0.05)
+
+    first = start("first", env)
+    seen("first", WARMING)
+    second, other = start("second", env), start("other machine", generic)
+    try:
+        seen("second", "bnstudy: waiting for another warm-up of these kernels")
+        seen("other machine", WARMING + "generic-")  # another target's lock: not held
+        other.communicate(timeout=60)
+        time.sleep(0.5)
+        assert WARMING not in logs["second"].read_text()  # still waiting while the first holds the lock
+        first.communicate(timeout=60)
+        second.communicate(timeout=60)
+        assert logs["second"].read_text().splitlines()[-1] == logs["first"].read_text().splitlines()[-1]
+        assert [p.returncode for p in (first, second, other)] == [0, 0, 0]
+    finally:
+        for p in (first, second, other):
+            p.kill()

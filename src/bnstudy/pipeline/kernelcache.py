@@ -20,6 +20,8 @@ this class in place of Numba's user-provided one, then Numba's other default loc
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import os
@@ -54,3 +56,26 @@ class KernelCacheLocator(UserProvidedCacheLocator):
         if source == PACKAGE or PACKAGE in source.parents:
             relative = source.relative_to(PACKAGE.parent)
             self._cache_path = os.path.join(config.CACHE_DIR, target(), *relative.parts)
+
+
+@contextlib.contextmanager
+def one_warm_up(say=print):
+    """Hold this machine's warm-up lock (``<cache dir>/<target>.warm-up.lock``, an ``flock``) for the
+    ``with`` block. Numba has no lock of its own: two processes that compile one kernel both compile
+    it, and the later rename wins. So a second warm-up of the same cache for the same machine waits
+    here (saying so) until the first ends, then loads what it compiled. The lock goes with the
+    process that holds it, killed or not. ``say`` receives a line once the lock is held (``make
+    test``'s script starts the suite when it has seen it: the suite's own warm-up then waits)."""
+    path = Path(config.CACHE_DIR) / f"{target()}.warm-up.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"bnstudy: waiting for another warm-up of these kernels ({path})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        say(f"{WARMING}{target()}")
+        yield
+
+
+WARMING = "bnstudy: warming up the kernels for "  # one_warm_up's line once it holds the lock

@@ -6,7 +6,8 @@ together would each compile the same kernels (about 15 s apiece); the pipeline's
 first rule instead calls every compiled entry point here, on tiny inputs through
 the same code paths as the study (so with the argument types the jobs use), and
 every job that runs a kernel waits for it. :func:`compile_all` returns the
-compiled signatures, one line per kernel.
+compiled signatures, one line per kernel. Two warm-ups of one machine's kernels never compile
+side by side: the second waits for the first, then loads (:func:`bnstudy.pipeline.kernelcache.one_warm_up`).
 
 A damaged cache heals here: Numba unpickles its cache files without a guard, so
 a truncated or corrupt one would fail every job that loads it. :func:`heal_cache`
@@ -352,6 +353,8 @@ def main(argv=None) -> None:
     import sys
     import time
 
+    from bnstudy.pipeline import kernelcache
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1, help="processes compiling at once (capped at the CPUs)")
     parser.add_argument(
@@ -367,25 +370,23 @@ def main(argv=None) -> None:
     if args.layers:  # read by _conv, here and in the processes started below
         os.environ[LAYERS_VARIABLE] = args.layers
     start = time.monotonic()
-    if not args.healed:  # once, before any part compiles
-        for line in heal_cache():
-            print(line, flush=True)
-    jobs = max(1, min(args.jobs, len(network_parts(args.network)), os.cpu_count() or 1))
-    if jobs > 1 and args.parts == 1:
-        # each part in its own process; Numba's cache writes are atomic renames, so the
-        # kernels two parts share are written whole by whichever finishes first
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "bnstudy.tools.warmup", "--network", args.network]
-                + ["--part", str(i), "--parts", str(jobs), "--healed"]
-            )
-            for i in range(jobs)
-        ]
-        if any(p.wait() for p in procs):
-            raise SystemExit("bnstudy: compiling the kernels failed")
-        print(f"bnstudy: kernels ready in {time.monotonic() - start:.1f} s ({jobs} processes)", flush=True)
+    if args.healed:  # a part of a warm-up that holds the lock and checked the cache
+        compile_healing(args.part, args.parts, args.network)
         return
-    lines = compile_healing(args.part, args.parts, args.network)
+    with kernelcache.one_warm_up(lambda line: print(line, flush=True)):
+        for line in heal_cache():  # once, before any part compiles
+            print(line, flush=True)
+        jobs = max(1, min(args.jobs, len(network_parts(args.network)), os.cpu_count() or 1))
+        if jobs > 1 and args.parts == 1:
+            # each part in its own process; Numba's cache writes are atomic renames, so the
+            # kernels two parts share are written whole by whichever finishes first
+            command = [sys.executable, "-m", "bnstudy.tools.warmup", "--network", args.network, "--healed"]
+            procs = [subprocess.Popen(command + ["--part", str(i), "--parts", str(jobs)]) for i in range(jobs)]
+            if any(p.wait() for p in procs):
+                raise SystemExit("bnstudy: compiling the kernels failed")
+            print(f"bnstudy: kernels ready in {time.monotonic() - start:.1f} s ({jobs} processes)", flush=True)
+            return
+        lines = compile_healing(args.part, args.parts, args.network)
     if args.parts == 1:
         print(f"bnstudy: {len(lines)} kernels ready in {time.monotonic() - start:.1f} s", flush=True)
 
