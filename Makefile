@@ -37,8 +37,9 @@ $(STAMP): $(LOCK) pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "pip==$(PIP_VERSION)"
 	# every dependency (extras study, test and slurm included) at the version and sha256 in
-	# the lock; torch is 2.13.0's CPU build (a looser spec pulls a multi-GB CUDA build)
-	$(BIN)/python -m pip install --quiet --no-compile --require-hashes $(PIP_EXTRA) -r $(LOCK)
+	# the lock; torch is 2.13.0's CPU build (a looser spec pulls a multi-GB CUDA build); torch's
+	# wheel in one pip process, the rest in another, side by side (scripts/install-lock)
+	$(BIN)/python scripts/install-lock $(LOCK) $(PIP_EXTRA)
 	# then the project itself, its dependencies being all in place already
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e .
 	# the installed modules' bytecode on every core (pip compiles them one by one: 35 of its 50 s on
