@@ -19,7 +19,7 @@ Only calls from compiled code are affected: a call from Python types its argumen
 
 from __future__ import annotations
 
-from numba.core import types
+import numba.core.types as types  # spelt so: the kernel cache is filed by every module that says "import numba"
 
 
 def typed_from(first: int):
