@@ -35,7 +35,6 @@ def typed_from(first: int):
             return resolve(plain, kws)
 
         kernel.get_call_template = get_call_template
-        kernel.typed_from = first
         return kernel
 
     return mark
