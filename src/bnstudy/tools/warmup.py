@@ -284,9 +284,9 @@ def heal_cache(root: Path | None = None) -> list[str]:
 
 
 def remove_cache(root: Path | None = None) -> int:
-    """Remove every Numba cache file under ``root`` (default: this process's cache directory)."""
+    """Remove every Numba cache file and warm-up mark under ``root`` (default: this process's cache directory)."""
     root = cache_dir() if root is None else Path(root)
-    files = [p for p in root.rglob("*") if p.suffix in CACHE_SUFFIXES] if root.is_dir() else []
+    files = [p for p in root.rglob("*") if p.suffix in CACHE_SUFFIXES or ".warmed-" in p.name] if root.is_dir() else []
     for path in files:
         path.unlink(missing_ok=True)
     return len(files)
@@ -374,19 +374,24 @@ def main(argv=None) -> None:
         compile_healing(args.part, args.parts, args.network)
         return
     with kernelcache.one_warm_up(lambda line: print(line, flush=True)):
-        for line in heal_cache():  # once, before any part compiles
-            print(line, flush=True)
+        if healed := heal_cache():  # once, before any part compiles
+            print(*healed, sep="\n", flush=True)
+            kernelcache.forget_warm_ups()
+        done = ["mlp"] if args.network == "mlp" else [repr(conv_layout()), "mlp"]  # a conv warm-up does the MLP's too
         jobs = max(1, min(args.jobs, len(network_parts(args.network)), os.cpu_count() or 1))
-        if jobs > 1 and args.parts == 1:
+        if jobs > 1 and args.parts == 1 and not kernelcache.warmed(done[0]):  # else: loaded by one process
             # each part in its own process; Numba's cache writes are atomic renames, so the
             # kernels two parts share are written whole by whichever finishes first
             command = [sys.executable, "-m", "bnstudy.tools.warmup", "--network", args.network, "--healed"]
             procs = [subprocess.Popen(command + ["--part", str(i), "--parts", str(jobs)]) for i in range(jobs)]
             if any(p.wait() for p in procs):
                 raise SystemExit("bnstudy: compiling the kernels failed")
+            kernelcache.mark_warmed(*done)
             print(f"bnstudy: kernels ready in {time.monotonic() - start:.1f} s ({jobs} processes)", flush=True)
             return
         lines = compile_healing(args.part, args.parts, args.network)
+        if args.parts == 1:
+            kernelcache.mark_warmed(*done)
     if args.parts == 1:
         print(f"bnstudy: {len(lines)} kernels ready in {time.monotonic() - start:.1f} s", flush=True)
 
