@@ -64,7 +64,7 @@ def test_training_work_is_seeds_times_epochs_times_step_equivalents_times_the_ne
     params["recipe"]["epochs"] = 10**12
     assert plan.work_of("train_grid", params, {}, PAPER) == pytest.approx(5e12 * (449 + 898 / 25) * MLP_MMAC)
     assert plan.cost_key("train_grid", params, {}, PAPER) == "train_grid:mlp"
-    # the convolutional network: a row costs as much as 4 steps (ROWS_PER_STEP_BY_FAMILY), 3,000 rows
+    # the convolutional network: a row costs as much as 4 steps (ROWS_PER_STEP_BY_FAMILY), the tiny config's rows
     params["recipe"] |= {"epochs": 1, "batch_size": 16}
     rows = FASHION_TINY["data"]["train_size"]
     expected = 5 * (rows // 16 + rows / 0.25) * plan.row_multiply_adds(FASHION_TINY)

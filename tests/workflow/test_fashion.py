@@ -48,9 +48,9 @@ def _refused(config, schema, message):
 def test_tiny_config_is_valid_and_its_parts_are_the_data_sets(tiny, schema):
     validate(tiny, schema)
     part = parts(tiny)
-    assert part.train_rows == tiny["data"]["train_size"] == 3000
+    assert part.train_rows == tiny["data"]["train_size"] == 1500
     # a seeded stratified subset of the 10,000 test images, the same number of each class
-    assert part.test_rows == tiny["data"]["test_size"] == 2000 and part.test_class_rows == (200,) * 10
+    assert part.test_rows == tiny["data"]["test_size"] == 1000 and part.test_class_rows == (100,) * 10
     assert part.test_source == "data.test_size"
     whole = copy.deepcopy(tiny)
     del whole["data"]["test_size"]
@@ -74,8 +74,8 @@ def test_digits_configs_name_no_data_set_or_the_digits(schema):
     [
         (lambda c: c["split"].update(test_size=899), "config error: split.test_size: Fashion-MNIST's test part"),
         (
-            lambda c: c["data"].update(validation_size=57001),
-            "config error: data.validation_size: 57001 + data.train_size 3000 exceed the 60000 training images",
+            lambda c: c["data"].update(validation_size=58501),
+            "config error: data.validation_size: 58501 + data.train_size 1500 exceed the 60000 training images",
         ),
         (
             lambda c: c["data"].update(train_size=99),
@@ -103,20 +103,20 @@ def test_digits_configs_name_no_data_set_or_the_digits(schema):
             "config error: data.test_size: 2005 is not a multiple of 10",
         ),
         (
-            lambda c: c["companions"].update(exact_companions=2001),
-            "config error: companions.exact_companions: 2001 exceeds the 2000 test rows (data.test_size)",
+            lambda c: c["companions"].update(exact_companions=1001),
+            "config error: companions.exact_companions: 1001 exceeds the 1000 test rows (data.test_size)",
         ),
         (
             lambda c: (c["data"].pop("test_size"), c["companions"].update(exact_companions=10001)),
             "config error: companions.exact_companions: 10001 exceeds the 10000 test rows (Fashion-MNIST's test set)",
         ),
         (
-            lambda c: c["serving"].update(batch_size=2001),
-            "config error: serving.batch_size: 2001 is larger than the test half (data.test_size)",
+            lambda c: c["serving"].update(batch_size=1001),
+            "config error: serving.batch_size: 1001 is larger than the test half (data.test_size)",
         ),
         (
-            lambda c: c["grid"].update(batch_sizes=[8, 3001]),
-            "config error: grid.batch_sizes[1]: 3001 exceeds the 3000 training rows (data.train_size)",
+            lambda c: c["grid"].update(batch_sizes=[8, 1501]),
+            "config error: grid.batch_sizes[1]: 1501 exceeds the 1500 training rows (data.train_size)",
         ),
     ],
 )
@@ -178,11 +178,11 @@ def test_split_of_the_real_files_is_official_stratified_standardised_and_seeded(
     again = data.split(tiny)
     for name in ("x_train", "y_train", "x_test", "y_test", "x_validation", "y_validation", "train_index"):
         assert getattr(split, name).tobytes() == getattr(again, name).tobytes(), name
-    assert split.x_train.shape == (3000, 784) and split.x_test.shape == (2000, 784)
+    assert split.x_train.shape == (1500, 784) and split.x_test.shape == (1000, 784)
     assert split.x_validation.shape == (500, 784) and split.x_train.dtype == np.float32
-    assert np.bincount(split.y_train).tolist() == [300] * 10
+    assert np.bincount(split.y_train).tolist() == [150] * 10
     assert np.bincount(split.y_validation).tolist() == [50] * 10
-    assert np.bincount(split.y_test).tolist() == [200] * 10
+    assert np.bincount(split.y_test).tolist() == [100] * 10
     # the test subset: rows of the official test set, ascending, with their own labels and pixels
     paths = list(datasets.fashion_paths(tiny["data"]).values())
     test_images, test_labels = datasets.read_idx(paths[2]), datasets.read_idx(paths[3])
@@ -236,7 +236,7 @@ def test_snakemake_refuses_a_bad_data_set_before_any_job_with_one_line(tiny, tmp
 # ---- the tiny config end to end --------------------------------------------------------
 @pytest.mark.pipeline
 def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, fashion_tiny):
-    """The whole DAG on 3,000 Fashion-MNIST images to the paper, on a simulated machine without
+    """The whole DAG on 1,500 Fashion-MNIST training images to the paper, on a simulated machine without
     AVX/FMA (the committed manifest was written on another one): the same bytes. The suite's one
     build of it (conftest's ``fashion_tiny``, started when collection ends, local);
     tests/workflow/test_slurm.py builds part of it through SLURM to the same bytes."""
@@ -252,7 +252,7 @@ def test_fashion_tiny_config_builds_the_paper_with_the_expected_manifest(tiny, f
         assert f"\\newcommand{{\\{name}}}{{{value}}}" in design, name
     assert "hiddenOne" not in design and "BatchNorm2d" in design
     comp = (workdir / "results" / "paper" / "macros" / "companions.tex").read_text()
-    assert "\\newcommand{\\compExactPool}{300}" in comp
+    assert f"\\newcommand{{\\compExactPool}}{{{tiny['companions']['exact_companions']}}}" in comp
     assert "\\newcommand{\\dataSetName}{Fashion-MNIST}" in design and "\\newcommand{\\dataFeatures}{784}" in design
     assert "digits" not in design.replace(PUBLISHED_TASK, "")  # the digits only as the published study's task
     identical, lines = manifest.verify(EXPECTED, workdir / "results")
