@@ -72,13 +72,14 @@ def one_warm_up(say=print):
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            say(f"bnstudy: waiting for another warm-up of these kernels ({path})")
+            say(f"{WAITING}({path})")
             fcntl.flock(lock, fcntl.LOCK_EX)
         say(f"{WARMING}{target()}")
         yield
 
 
 WARMING = "bnstudy: warming up the kernels for "  # one_warm_up's line once it holds the lock
+WAITING = "bnstudy: waiting for another warm-up of these kernels "  # its line while another holds it
 
 
 # A warm-up that compiled (or loaded) every kernel of a network leaves a mark beside its lock
