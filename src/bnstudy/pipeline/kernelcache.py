@@ -88,8 +88,11 @@ WAITING = "bnstudy: waiting for another warm-up of these kernels "  # its line w
 # imports and loads each (3.3 CPU s against 1.6 for the MLP's kernels on the development machine), and
 # a workflow's warm-up runs at every Snakemake start. The mark only chooses how many processes load;
 # the kernels are still loaded, and a damaged or missing one is still healed or compiled.
+MARK = ".warmed-"  # in every mark's file name, after the machine it is of
+
+
 def _mark(what: str) -> Path:
-    return Path(config.CACHE_DIR) / f"{target()}.warmed-{hashlib.sha256(what.encode()).hexdigest()[:12]}"
+    return Path(config.CACHE_DIR) / f"{target()}{MARK}{hashlib.sha256(what.encode()).hexdigest()[:12]}"
 
 
 def warmed(what: str) -> bool:
@@ -107,5 +110,5 @@ def mark_warmed(*whats: str) -> None:
 
 def forget_warm_ups() -> None:
     """Remove this machine's marks (its cache lost kernels: the next warm-up splits its work again)."""
-    for path in Path(config.CACHE_DIR).glob(f"{target()}.warmed-*"):
+    for path in Path(config.CACHE_DIR).glob(f"{target()}{MARK}*"):
         path.unlink(missing_ok=True)
