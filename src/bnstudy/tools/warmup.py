@@ -284,10 +284,8 @@ def heal_cache(root: Path | None = None) -> list[str]:
 
 def remove_cache(root: Path | None = None) -> int:
     """Remove every Numba cache file and warm-up mark under ``root`` (default: this process's cache directory)."""
-    from bnstudy.pipeline.kernelcache import MARK
-
     root = cache_dir() if root is None else Path(root)
-    files = [p for p in root.rglob("*") if p.suffix in CACHE_SUFFIXES or MARK in p.name] if root.is_dir() else []
+    files = [p for p in root.rglob("*") if p.suffix in CACHE_SUFFIXES or ".warmed-" in p.name] if root.is_dir() else []
     for path in files:
         path.unlink(missing_ok=True)
     return len(files)
