@@ -69,12 +69,10 @@ def load_schema(path: str | Path) -> dict:
     :func:`study_checks`: no rule script that reads a config through this module takes it among its
     code inputs, so adding a study re-runs none of them (an import statement here re-ran the data
     split, and with it every job, until 2026-12-05)."""
-    import yaml
-
     from bnstudy.base.normalisers import fill_schema
 
     catalogue = importlib.import_module("bnstudy.base.catalogue")
-    return fill_schema(catalogue.with_study_schemas(yaml.safe_load(Path(path).read_text())))
+    return fill_schema(catalogue.with_study_schemas(catalogue.read_schema_file(Path(path))))
 
 
 def validate(config: dict, schema: dict) -> None:

@@ -4,7 +4,7 @@ checks (``bnstudy.base.catalogue``)."""
 from __future__ import annotations
 
 from bnstudy.base.config import ConfigError, Parts
-from bnstudy.studies.batch_size.equivalence import CONTROLS
+from bnstudy.studies.batch_size.design import CONTROLS
 
 
 def check(config: dict, part: Parts) -> None:

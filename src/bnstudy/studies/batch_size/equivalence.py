@@ -20,8 +20,7 @@ from bnstudy.evaluation.families import Family, within
 from bnstudy.evaluation.paired import paired_interval
 from bnstudy.paper import latex
 from bnstudy.paper.latex import points, words
-
-CONTROLS = {"layernorm": "layer normalisation", "groupnorm": "group normalisation", "rmsnorm": "RMS normalisation"}
+from bnstudy.studies.batch_size.design import CONTROLS
 
 
 def tost_alpha(family: Family, confidence: float, members: int) -> float:
