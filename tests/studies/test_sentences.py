@@ -9,6 +9,7 @@ held to grammar-level invariants: no word doubled, subject and verb agree ("inte
 
 from __future__ import annotations
 
+import collections
 import itertools
 import re
 from pathlib import Path
@@ -61,10 +62,8 @@ def problems(text: str) -> list[str]:
     out += [f"agreement: {m.group(0)!r}" for pattern in AGREEMENT for m in re.finditer(pattern, text)]
     for clause in plain(text).lower().split(";"):  # parallel clauses joined by ';' may repeat
         cw = re.findall(r"[a-z]+", clause)
-        grams = [" ".join(cw[i : i + 5]) for i in range(len(cw) - 4)]
-        out += [
-            f"repeated clause {g!r}" for g in sorted({g for g in grams if grams.count(g) > 1 and "n" not in g.split()})
-        ]
+        grams = collections.Counter(" ".join(cw[i : i + 5]) for i in range(len(cw) - 4))
+        out += [f"repeated clause {g!r}" for g in sorted(g for g, n in grams.items() if n > 1 and "n" not in g.split())]
     if re.search(r"at no batch size (and|,) (wholly )?(above|below)", text):
         out.append("'at no batch size' beside a list")
     depth = 0
